@@ -1,0 +1,57 @@
+// swift-tools-version:6.1
+// NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
+// Dependency arrows point one way: nbus -> NotificationBus -> ZeroMQ -> CZeroMQ.
+
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+]
+
+let package = Package(
+    name: "NotificationBus",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
+        .library(name: "NotificationBus", targets: ["NotificationBus"]),
+        .executable(name: "nbus", targets: ["nbus"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CZeroMQ",
+            pkgConfig: "libzmq",
+            providers: [.apt(["libzmq3-dev"])]
+        ),
+        .target(
+            name: "ZeroMQ",
+            dependencies: ["CZeroMQ"],
+            swiftSettings: strictSettings
+        ),
+        .target(
+            name: "NotificationBus",
+            dependencies: ["ZeroMQ"],
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
+            name: "nbus",
+            dependencies: [
+                "NotificationBus",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ZeroMQTests",
+            dependencies: ["ZeroMQ"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "NotificationBusTests",
+            dependencies: ["NotificationBus", "ZeroMQ"],
+            swiftSettings: strictSettings
+        ),
+    ]
+)

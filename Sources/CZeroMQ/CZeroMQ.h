@@ -1,0 +1,20 @@
+// Umbrella header for the CZeroMQ system-library module: the whole of libzmq's C API.
+#ifndef C_ZEROMQ_H
+#define C_ZEROMQ_H
+
+#include <zmq.h>
+#include <errno.h>
+
+// errno values that Swift cannot import as macros on every libc.
+static inline int czmq_eagain(void) { return EAGAIN; }
+static inline int czmq_eintr(void) { return EINTR; }
+static inline int czmq_eterm(void) { return ETERM; }
+static inline int czmq_eaddrinuse(void) { return EADDRINUSE; }
+static inline int czmq_einval(void) { return EINVAL; }
+static inline int czmq_eprotonosupport(void) { return EPROTONOSUPPORT; }
+static inline int czmq_enoent(void) { return ENOENT; }
+static inline int czmq_efsm(void) { return EFSM; }
+static inline int czmq_enotsup(void) { return ENOTSUP; }
+static inline int czmq_enotsock(void) { return ENOTSOCK; }
+
+#endif

@@ -1,0 +1,63 @@
+import CZeroMQ
+import Synchronization
+
+/// A ZeroMQ context: the thread-safe owner of libzmq's I/O threads and of every socket made from it.
+///
+/// Sockets keep their context alive. `shutdown()` makes every blocking call on
+/// its sockets return `ETERM` (`ZMQError.Kind.contextTerminated`); `terminate()`
+/// then waits for the sockets to close. A new context sets `ZMQ_BLOCKY` off, so
+/// sockets default to linger 0 and terminating never hangs on unsent messages;
+/// set `.linger` on a socket that must flush on close.
+public final class Context: Sendable {
+    /// The `void *` from `zmq_ctx_new`. `nonisolated(unsafe)` is sound here because
+    /// a libzmq context is documented thread-safe and the pointer itself never changes.
+    nonisolated(unsafe) let handle: UnsafeMutableRawPointer
+    private let state = Mutex<State>(.running)
+
+    private enum State { case running, shutDown, terminated }
+
+    /// Creates a context with `ioThreads` libzmq I/O threads.
+    public init(ioThreads: Int32 = 1) throws(ZMQError) {
+        handle = try zmqPointerCall("zmq_ctx_new") { zmq_ctx_new() }
+        _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, ZMQ_IO_THREADS, ioThreads) }
+        _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, ZMQ_BLOCKY, 0) }
+    }
+
+    /// Makes every blocking call on this context's sockets fail with `ETERM`; sockets must still be closed.
+    public func shutdown() {
+        let shouldCall = state.withLock { state -> Bool in
+            guard case .running = state else { return false }
+            state = .shutDown
+            return true
+        }
+        if shouldCall { _ = try? zmqCall("zmq_ctx_shutdown") { zmq_ctx_shutdown(handle) } }
+    }
+
+    /// Shuts down and destroys the context, waiting until every socket made from it is closed.
+    ///
+    /// Call it from a thread that owns no open socket of this context, or it waits forever,
+    /// exactly as `zmq_ctx_term` does.
+    public func terminate() {
+        let shouldCall = state.withLock { state -> Bool in
+            if case .terminated = state { return false }
+            state = .terminated
+            return true
+        }
+        if shouldCall { _ = try? zmqCall("zmq_ctx_term") { zmq_ctx_term(handle) } }
+    }
+
+    /// Whether `shutdown()` or `terminate()` has been called.
+    public var isShutDown: Bool {
+        state.withLock { if case .running = $0 { return false } else { return true } }
+    }
+
+    deinit {
+        // Sockets retain their context, so by now none is open and this cannot block.
+        terminate()
+    }
+
+    /// Creates a socket of `type`; it belongs to the calling thread from now on (see `Socket`).
+    public func socket(_ type: SocketType) throws(ZMQError) -> Socket {
+        try Socket(context: self, type: type)
+    }
+}

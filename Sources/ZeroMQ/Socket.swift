@@ -1,0 +1,197 @@
+import CZeroMQ
+
+/// How a send or receive behaves when it cannot complete at once.
+public enum BlockingMode: Sendable {
+    /// Wait (up to `.sendTimeout`/`.receiveTimeout`, if set).
+    case blocking
+    /// `ZMQ_DONTWAIT`: fail at once with `ZMQError.Kind.wouldBlock`.
+    case dontWait
+}
+
+/// A ZeroMQ socket. Not thread-safe, exactly like libzmq's: one thread (or one task
+/// that never shares it) owns it from creation to `close()`; it is deliberately not `Sendable`.
+///
+/// Closing is explicit (`close()`) or happens on deinit. The socket keeps its `Context` alive.
+public final class Socket {
+    /// The context this socket was made from.
+    public let context: Context
+    /// The socket pattern.
+    public let type: SocketType
+    @usableFromInline let handle: UnsafeMutableRawPointer
+    private var isClosed = false
+
+    init(context: Context, type: SocketType) throws(ZMQError) {
+        self.context = context
+        self.type = type
+        self.handle = try zmqPointerCall("zmq_socket") { zmq_socket(context.handle, type.rawValue) }
+    }
+
+    deinit {
+        if !isClosed { zmq_close(handle) }
+    }
+
+    /// Closes the socket now; later calls on it fail with `ENOTSOCK`. Closing twice is harmless.
+    public func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        zmq_close(handle)
+    }
+
+    // MARK: Endpoints
+
+    /// Binds to `endpoint` (`inproc://x`, `ipc:///tmp/x.sock`, `tcp://127.0.0.1:*`).
+    public func bind(_ endpoint: String) throws(ZMQError) {
+        try checkOpen("zmq_bind")
+        _ = try zmqCall("zmq_bind") { zmq_bind(handle, endpoint) }
+    }
+
+    /// Connects to `endpoint`; libzmq connects (and reconnects) in the background.
+    public func connect(_ endpoint: String) throws(ZMQError) {
+        try checkOpen("zmq_connect")
+        _ = try zmqCall("zmq_connect") { zmq_connect(handle, endpoint) }
+    }
+
+    /// Stops listening on a bound `endpoint` (use the resolved one from `lastEndpoint` for wildcards).
+    public func unbind(_ endpoint: String) throws(ZMQError) {
+        try checkOpen("zmq_unbind")
+        _ = try zmqCall("zmq_unbind") { zmq_unbind(handle, endpoint) }
+    }
+
+    /// Disconnects from a connected `endpoint`.
+    public func disconnect(_ endpoint: String) throws(ZMQError) {
+        try checkOpen("zmq_disconnect")
+        _ = try zmqCall("zmq_disconnect") { zmq_disconnect(handle, endpoint) }
+    }
+
+    /// The endpoint last bound, with the port libzmq chose for `tcp://127.0.0.1:*`.
+    public func lastEndpoint() throws(ZMQError) -> String {
+        try get(.lastEndpoint)
+    }
+
+    // MARK: Options
+
+    /// Sets a typed option.
+    public func set<Value>(_ option: SocketOption<Value>, _ value: Value) throws(ZMQError) {
+        try checkOpen("zmq_setsockopt")
+        try value.setOption(option.rawValue, on: handle)
+    }
+
+    /// Reads a typed option.
+    public func get<Value>(_ option: SocketOption<Value>) throws(ZMQError) -> Value {
+        try checkOpen("zmq_getsockopt")
+        return try Value.getOption(option.rawValue, on: handle)
+    }
+
+    /// Adds a SUB prefix filter (empty = everything).
+    public func subscribe(_ prefix: [UInt8]) throws(ZMQError) { try set(.subscribe, prefix) }
+
+    /// Removes one SUB prefix filter added by `subscribe`.
+    public func unsubscribe(_ prefix: [UInt8]) throws(ZMQError) { try set(.unsubscribe, prefix) }
+
+    /// Whether the last frame received has more parts after it.
+    public var hasMoreParts: Bool { (try? get(.receiveMore)) ?? false }
+
+    // MARK: Sending
+
+    /// Sends one frame from raw bytes; `more` marks it as not the last part of a multipart message.
+    ///
+    /// Throws `.wouldBlock` in `.dontWait` mode (or after `.sendTimeout`) when the socket cannot take it.
+    @inlinable
+    public func send(_ bytes: UnsafeRawBufferPointer, more: Bool = false, mode: BlockingMode = .blocking)
+        throws(ZMQError)
+    {
+        var flags: Int32 = 0
+        if more { flags |= ZMQ_SNDMORE }
+        if case .dontWait = mode { flags |= ZMQ_DONTWAIT }
+        _ = try zmqCall("zmq_send") { zmq_send(handle, bytes.baseAddress, bytes.count, flags) }
+    }
+
+    /// Sends one frame of `bytes`.
+    @inlinable
+    public func send(_ bytes: [UInt8], more: Bool = false, mode: BlockingMode = .blocking) throws(ZMQError) {
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(ZMQError) in try send(buffer, more: more, mode: mode) }
+        }
+        try result.get()
+    }
+
+    /// Sends one frame holding `text` as UTF-8.
+    public func send(_ text: String, more: Bool = false, mode: BlockingMode = .blocking) throws(ZMQError) {
+        try send(Array(text.utf8), more: more, mode: mode)
+    }
+
+    /// Sends all `parts` as one multipart message (atomically: all or none reach a peer).
+    ///
+    /// An empty array is rejected with `EINVAL`: ZeroMQ has no zero-part message.
+    public func send(multipart parts: [[UInt8]], mode: BlockingMode = .blocking) throws(ZMQError) {
+        guard !parts.isEmpty else { throw ZMQError(code: czmq_einval(), operation: "zmq_send") }
+        for (index, part) in parts.enumerated() {
+            try send(part, more: index < parts.count - 1, mode: mode)
+        }
+    }
+
+    // MARK: Receiving
+
+    /// Receives one frame and lends its bytes to `body` without copying; `more` tells whether parts follow.
+    ///
+    /// The buffer is valid only inside `body`. Throws `.wouldBlock` in `.dontWait` mode when nothing waits.
+    @inlinable
+    public func receive<Result>(
+        mode: BlockingMode = .blocking,
+        _ body: (_ bytes: UnsafeRawBufferPointer, _ more: Bool) throws -> Result
+    ) throws -> Result {
+        try withUnsafeTemporaryAllocation(of: zmq_msg_t.self, capacity: 1) { storage in
+            let message = storage.baseAddress.unsafelyUnwrapped
+            zmq_msg_init(message)
+            defer { zmq_msg_close(message) }
+            let flags: Int32 = mode == .dontWait ? ZMQ_DONTWAIT : 0
+            _ = try zmqCall("zmq_msg_recv") { zmq_msg_recv(message, handle, flags) }
+            let bytes = UnsafeRawBufferPointer(start: zmq_msg_data(message), count: zmq_msg_size(message))
+            return try body(bytes, zmq_msg_more(message) != 0)
+        }
+    }
+
+    /// Receives one frame, copied once into a Swift array of exactly its size (no truncation).
+    public func receive(mode: BlockingMode = .blocking) throws(ZMQError) -> [UInt8] {
+        do {
+            return try receive(mode: mode) { bytes, _ in Array(bytes) }
+        } catch let error as ZMQError {
+            throw error
+        } catch {
+            fatalError("unreachable: the body does not throw")
+        }
+    }
+
+    /// Receives every part of one multipart message (one part for a single-frame message).
+    public func receiveMultipart(mode: BlockingMode = .blocking) throws(ZMQError) -> [[UInt8]] {
+        var parts: [[UInt8]] = []
+        var more = true
+        var partMode = mode
+        while more {
+            do {
+                try receive(mode: partMode) { bytes, hasMore in
+                    parts.append(Array(bytes))
+                    more = hasMore
+                }
+            } catch let error as ZMQError {
+                throw error
+            } catch {
+                fatalError("unreachable: the body does not throw")
+            }
+            // Later parts of a message are already here: libzmq delivers messages atomically.
+            partMode = .blocking
+        }
+        return parts
+    }
+
+    /// Receives one frame as UTF-8 text (invalid sequences become U+FFFD).
+    public func receiveString(mode: BlockingMode = .blocking) throws(ZMQError) -> String {
+        String(decoding: try receive(mode: mode), as: UTF8.self)
+    }
+
+    // MARK: Private
+
+    private func checkOpen(_ operation: StaticString) throws(ZMQError) {
+        if isClosed { throw ZMQError(code: czmq_enotsock(), operation: operation.description) }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Synchronization
+import Testing
+import ZeroMQ
+
+@Suite("Typed errors and context lifecycle")
+struct ErrorAndLifecycleTests {
+    @Test("Binding the same tcp endpoint twice is addressInUse")
+    func doubleBindIsAddressInUse() throws {
+        let context = try Context()
+        let first = try context.socket(.pub)
+        try first.bind(TestEndpoint.tcpAnyPort)
+        let endpoint = try first.lastEndpoint()
+        #expect(endpoint.hasPrefix("tcp://127.0.0.1:"))
+        let second = try context.socket(.pub)
+        do {
+            try second.bind(endpoint)
+            Issue.record("second bind to \(endpoint) succeeded")
+        } catch {
+            #expect(error.kind == .addressInUse)
+            #expect(error.operation == "zmq_bind")
+            #expect(!error.message.isEmpty)
+        }
+    }
+
+    @Test("A malformed endpoint is a typed error with libzmq's text")
+    func malformedEndpoint() throws {
+        let context = try Context()
+        let socket = try context.socket(.sub)
+        #expect(throws: ZMQError.self) { try socket.connect("nonsense") }
+        do { try socket.connect("bogus://x") } catch {
+            #expect(error.kind == .protocolNotSupported)
+            #expect(error.description.contains("zmq_connect"))
+        }
+    }
+
+    @Test("Unbind and disconnect of unknown endpoints are endpointNotFound")
+    func unbindUnknown() throws {
+        let context = try Context()
+        let socket = try context.socket(.pub)
+        do { try socket.unbind("tcp://127.0.0.1:1") } catch { #expect(error.kind == .endpointNotFound) }
+        try socket.bind(TestEndpoint.tcpAnyPort)
+        try socket.unbind(try socket.lastEndpoint())
+    }
+
+    @Test("Using a closed socket is a typed error, not a crash")
+    func closedSocket() throws {
+        let context = try Context()
+        let socket = try context.socket(.pub)
+        socket.close()
+        socket.close()
+        #expect(throws: ZMQError.self) { try socket.bind(TestEndpoint.inproc()) }
+    }
+
+    @Test("Shutting the context down makes a blocked receive return contextTerminated")
+    func shutdownUnblocksReceive() throws {
+        let context = try Context()
+        let outcome = Mutex<ZMQError.Kind?>(nil)
+        let socketReady = DispatchSemaphore(value: 0)
+        let finished = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            do {
+                let socket = try context.socket(.pull)
+                try socket.bind(TestEndpoint.inproc("shutdown"))
+                socketReady.signal()
+                _ = try socket.receive()  // blocks: no timeout set, nobody sends
+                socket.close()
+            } catch {
+                outcome.withLock { $0 = (error as? ZMQError)?.kind }
+                socketReady.signal()
+            }
+            finished.signal()
+        }
+        thread.start()
+        socketReady.wait()
+        context.shutdown()
+        // Bounded: the receive either returns ETERM promptly or the test fails instead of hanging.
+        #expect(finished.wait(timeout: .now() + 10) == .success)
+        #expect(outcome.withLock { $0 } == .contextTerminated)
+        context.terminate()
+        #expect(context.isShutDown)
+    }
+
+    @Test("Creating a socket on a shut-down context is contextTerminated")
+    func socketAfterShutdown() throws {
+        let context = try Context()
+        context.shutdown()
+        do {
+            _ = try context.socket(.pub)
+            Issue.record("socket creation succeeded after shutdown")
+        } catch {
+            #expect(error.kind == .contextTerminated)
+        }
+    }
+}
