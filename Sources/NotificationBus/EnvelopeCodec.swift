@@ -1,0 +1,276 @@
+/// Why a received message was dropped, named exactly as in `protocol/NBP-1.md`.
+public enum RejectionReason: String, Error, CaseIterable, Sendable, Comparable, CustomStringConvertible {
+    /// The message had more or fewer than one ZeroMQ frame.
+    case wrongFrameCount
+    /// No NUL within the first 256 bytes: the name has no terminator or exceeds 255 bytes.
+    case missingNameTerminator
+    /// The name, a header key or a header value is not valid UTF-8.
+    case invalidUTF8
+    /// The name breaks the name rules (empty token, forbidden byte, wildcard).
+    case invalidName
+    /// The frame ends inside the fixed header or the header map.
+    case truncatedHeader
+    /// The version byte is not 1.
+    case unsupportedVersion
+    /// The header's name length differs from the name before the NUL.
+    case nameLengthMismatch
+    /// Too many headers, too large a map, key or value.
+    case headerLimitExceeded
+    /// The header map's structure is wrong (empty or duplicate key, NUL in a key, length mismatch).
+    case headerMapInvalid
+    /// The payload is larger than this receiver's maximum.
+    case payloadTooLarge
+
+    public var description: String { rawValue }
+
+    public static func < (lhs: RejectionReason, rhs: RejectionReason) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// The numbers NBP/1 fixes; see `protocol/NBP-1.md`.
+public enum NBP1 {
+    /// The version byte this codec writes and accepts.
+    public static let version: UInt8 = 1
+    /// Bytes of fixed header after the name's NUL.
+    public static let fixedHeaderSize = 32
+    /// Longest name, in UTF-8 bytes.
+    public static let maximumNameLength = 255
+    /// Most header entries.
+    public static let maximumHeaderCount = 32
+    /// Largest header map, in bytes.
+    public static let maximumHeadersLength = 4096
+    /// Longest header key, in bytes.
+    public static let maximumKeyLength = 64
+    /// Longest header value, in bytes.
+    public static let maximumValueLength = 1024
+    /// A receiver's maximum payload unless configured otherwise: 1 MiB.
+    public static let defaultMaximumPayload = 1 << 20
+}
+
+/// Why a notification cannot be encoded: its headers break NBP/1's limits.
+public enum EncodeError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// More than 32 headers.
+    case tooManyHeaders(count: Int)
+    /// A key that is empty, over 64 bytes, or contains NUL.
+    case invalidHeaderKey(String)
+    /// A value over 1024 bytes.
+    case headerValueTooLong(key: String, byteCount: Int)
+    /// The encoded header map exceeds 4096 bytes.
+    case headersTooLarge(byteCount: Int)
+
+    public var description: String {
+        switch self {
+        case .tooManyHeaders(let count): return "at most 32 headers are allowed, got \(count)"
+        case .invalidHeaderKey(let key): return "header key \"\(key)\" must be 1-64 bytes of UTF-8 without NUL"
+        case .headerValueTooLong(let key, let count):
+            return "header \"\(key)\" has a \(count)-byte value; the limit is 1024"
+        case .headersTooLarge(let count): return "headers encode to \(count) bytes; the limit is 4096"
+        }
+    }
+}
+
+/// Encodes and decodes NBP/1 frames: `name` NUL, a 32-byte big-endian fixed header,
+/// the header map, then the payload, all in one ZeroMQ frame.
+///
+/// Decoding never traps on any input: it returns the notification or throws the
+/// `RejectionReason` the spec names, checking in the spec's order.
+public enum EnvelopeCodec {
+    // MARK: Encoding
+
+    /// The exact encoded size of `notification`, after checking its headers against the limits.
+    public static func encodedSize(of notification: Notification) throws(EncodeError) -> Int {
+        notification.name.rawValue.utf8.count + 1 + NBP1.fixedHeaderSize
+            + (try headersLength(notification.headers)) + notification.payload.count
+    }
+
+    /// Encodes `notification` into a new array of exactly the right size (one allocation).
+    public static func encode(_ notification: Notification) throws(EncodeError) -> [UInt8] {
+        let size = try encodedSize(of: notification)
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = write(notification, into: UnsafeMutableRawBufferPointer(buffer))
+        }
+    }
+
+    /// Appends the encoding of `notification` to `buffer`, reusing its capacity (no allocation once warm).
+    public static func encode(_ notification: Notification, appendingTo buffer: inout [UInt8]) throws(EncodeError) {
+        let size = try encodedSize(of: notification)
+        let start = buffer.count
+        buffer.append(contentsOf: repeatElement(0, count: size))
+        buffer.withUnsafeMutableBytes { raw in
+            _ = write(notification, into: UnsafeMutableRawBufferPointer(rebasing: raw[start...]))
+        }
+    }
+
+    private static func headersLength(_ headers: NotificationHeaders) throws(EncodeError) -> Int {
+        guard headers.count <= NBP1.maximumHeaderCount else { throw .tooManyHeaders(count: headers.count) }
+        var total = 0
+        for (key, value) in headers {
+            let keyCount = key.utf8.count
+            guard keyCount >= 1, keyCount <= NBP1.maximumKeyLength, !key.utf8.contains(0) else {
+                throw .invalidHeaderKey(key)
+            }
+            let valueCount = value.utf8.count
+            guard valueCount <= NBP1.maximumValueLength else {
+                throw .headerValueTooLong(key: key, byteCount: valueCount)
+            }
+            total += 1 + keyCount + 2 + valueCount
+        }
+        guard total <= NBP1.maximumHeadersLength else { throw .headersTooLarge(byteCount: total) }
+        return total
+    }
+
+    /// Writes an already size-checked notification; returns the bytes written.
+    private static func write(_ notification: Notification, into out: UnsafeMutableRawBufferPointer) -> Int {
+        var position = 0
+        func put(_ byte: UInt8) {
+            out[position] = byte
+            position += 1
+        }
+        func put<T: FixedWidthInteger>(bigEndian value: T) {
+            out.storeBytes(of: value.bigEndian, toByteOffset: position, as: T.self)
+            position += MemoryLayout<T>.size
+        }
+        func put(_ text: String) {
+            for byte in text.utf8 { put(byte) }
+        }
+        let name = notification.name.rawValue
+        put(name)
+        put(0)
+        var headersLength = 0
+        for (key, value) in notification.headers { headersLength += 3 + key.utf8.count + value.utf8.count }
+        put(NBP1.version)
+        put(notification.flags)
+        put(notification.contentType.rawValue)
+        put(UInt8(truncatingIfNeeded: name.utf8.count))
+        put(bigEndian: UInt16(truncatingIfNeeded: headersLength))
+        put(UInt8(truncatingIfNeeded: notification.headers.count))
+        put(0)
+        put(bigEndian: notification.sequence)
+        put(bigEndian: notification.publisherID)
+        put(bigEndian: notification.timestamp)
+        for (key, value) in notification.headers {
+            put(UInt8(truncatingIfNeeded: key.utf8.count))
+            put(key)
+            put(bigEndian: UInt16(truncatingIfNeeded: value.utf8.count))
+            put(value)
+        }
+        notification.payload.withUnsafeBytes { payload in
+            if payload.count > 0 {
+                UnsafeMutableRawBufferPointer(rebasing: out[position...]).copyMemory(from: payload)
+            }
+        }
+        return position + notification.payload.count
+    }
+
+    // MARK: Decoding
+
+    /// Decodes a whole ZeroMQ message given as its frames; anything but one frame is `wrongFrameCount`.
+    public static func decode(
+        frames: [[UInt8]], maximumPayload: Int = NBP1.defaultMaximumPayload
+    ) throws(RejectionReason) -> Notification {
+        guard frames.count == 1 else { throw .wrongFrameCount }
+        return try decode(frame: frames[0], maximumPayload: maximumPayload)
+    }
+
+    /// Decodes one frame.
+    public static func decode(
+        frame: [UInt8], maximumPayload: Int = NBP1.defaultMaximumPayload
+    ) throws(RejectionReason) -> Notification {
+        let result = frame.withUnsafeBytes { bytes in
+            Result { () throws(RejectionReason) in try decode(bytes, maximumPayload: maximumPayload) }
+        }
+        return try result.get()
+    }
+
+    /// Where the name ends in `frame`, or the reason it has no valid name; cheap, for filtering
+    /// before a full decode. The name is `frame[0..<nameLength]`.
+    public static func nameLength(in frame: UnsafeRawBufferPointer) throws(RejectionReason) -> Int {
+        let limit = min(frame.count, NBP1.maximumNameLength + 1)
+        var index = 0
+        while index < limit && frame[index] != 0 { index += 1 }
+        guard index < limit else { throw .missingNameTerminator }
+        let name = UnsafeRawBufferPointer(rebasing: frame[0..<index])
+        guard UTF8Validation.isValid(name) else { throw .invalidUTF8 }
+        guard NameGrammar.check(name, allowWildcards: false) == nil else { throw .invalidName }
+        return index
+    }
+
+    /// Decodes one frame lent as raw bytes (e.g. straight from a `zmq_msg_t`), copying the
+    /// payload once. Allocations: the header array (when there are headers), the payload
+    /// (when non-empty), and the name only when longer than 15 bytes.
+    public static func decode(
+        _ frame: UnsafeRawBufferPointer, maximumPayload: Int = NBP1.defaultMaximumPayload
+    ) throws(RejectionReason) -> Notification {
+        let nameCount = try nameLength(in: frame)
+        let headerStart = nameCount + 1
+        let afterNul = frame.count - headerStart
+        guard afterNul >= 1 else { throw .truncatedHeader }
+        guard frame[headerStart] == NBP1.version else { throw .unsupportedVersion }
+        guard afterNul >= NBP1.fixedHeaderSize else { throw .truncatedHeader }
+
+        func u16(_ offset: Int) -> Int {
+            Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: headerStart + offset, as: UInt16.self)))
+        }
+        func u64(_ offset: Int) -> UInt64 {
+            UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: headerStart + offset, as: UInt64.self))
+        }
+        let flags = frame[headerStart + 1]
+        let contentType = frame[headerStart + 2]
+        guard Int(frame[headerStart + 3]) == nameCount else { throw .nameLengthMismatch }
+        let headersLength = u16(4)
+        let headerCount = Int(frame[headerStart + 6])
+        guard headerCount <= NBP1.maximumHeaderCount, headersLength <= NBP1.maximumHeadersLength else {
+            throw .headerLimitExceeded
+        }
+        guard NBP1.fixedHeaderSize + headersLength <= afterNul else { throw .truncatedHeader }
+
+        let mapStart = headerStart + NBP1.fixedHeaderSize
+        let mapEnd = mapStart + headersLength
+        let headers = try decodeHeaders(frame, from: mapStart, to: mapEnd, count: headerCount)
+
+        let payloadCount = frame.count - mapEnd
+        guard payloadCount <= maximumPayload else { throw .payloadTooLarge }
+
+        let name = NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
+        let payload = payloadCount == 0 ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[mapEnd...]))
+        return Notification(
+            name: name, payload: payload, headers: headers, contentType: ContentType(rawValue: contentType),
+            sequence: u64(8), publisherID: u64(16), timestamp: u64(24), flags: flags)
+    }
+
+    private static func decodeHeaders(
+        _ frame: UnsafeRawBufferPointer, from start: Int, to end: Int, count: Int
+    ) throws(RejectionReason) -> NotificationHeaders {
+        guard count > 0 else {
+            guard start == end else { throw .headerMapInvalid }
+            return NotificationHeaders()
+        }
+        var headers = NotificationHeaders(reservingCapacity: count)
+        var position = start
+        for _ in 0..<count {
+            guard position + 1 <= end else { throw .headerMapInvalid }
+            let keyCount = Int(frame[position])
+            position += 1
+            guard keyCount != 0 else { throw .headerMapInvalid }
+            guard keyCount <= NBP1.maximumKeyLength else { throw .headerLimitExceeded }
+            guard position + keyCount <= end else { throw .headerMapInvalid }
+            let key = UnsafeRawBufferPointer(rebasing: frame[position..<(position + keyCount)])
+            position += keyCount
+            guard position + 2 <= end else { throw .headerMapInvalid }
+            let valueCount = Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: position, as: UInt16.self)))
+            position += 2
+            guard valueCount <= NBP1.maximumValueLength else { throw .headerLimitExceeded }
+            guard position + valueCount <= end else { throw .headerMapInvalid }
+            let value = UnsafeRawBufferPointer(rebasing: frame[position..<(position + valueCount)])
+            position += valueCount
+
+            guard UTF8Validation.isValid(key) else { throw .invalidUTF8 }
+            guard !key.contains(0) else { throw .headerMapInvalid }
+            guard UTF8Validation.isValid(value) else { throw .invalidUTF8 }
+            let keyText = String(decoding: key, as: UTF8.self)
+            guard headers[keyText] == nil else { throw .headerMapInvalid }
+            headers.appendUnchecked(key: keyText, value: String(decoding: value, as: UTF8.self))
+        }
+        guard position == end else { throw .headerMapInvalid }
+        return headers
+    }
+}

@@ -1,0 +1,105 @@
+/// Why a string is not a valid notification name or pattern.
+public enum NameError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The name has no bytes.
+    case empty
+    /// The name is longer than 255 UTF-8 bytes.
+    case tooLong(byteCount: Int)
+    /// Two dots in a row, or a dot at the start or end.
+    case emptyToken(byteOffset: Int)
+    /// A NUL, space or control byte (0x00-0x20, 0x7F) at `byteOffset`.
+    case forbiddenByte(UInt8, byteOffset: Int)
+    /// `*` or `>` in a concrete name, or inside a pattern token (`ord*`).
+    case misplacedWildcard(byteOffset: Int)
+    /// A `>` token that is not the last token of a pattern.
+    case restWildcardNotLast
+    /// The bytes are not valid UTF-8.
+    case invalidUTF8
+
+    public var description: String {
+        switch self {
+        case .empty: return "a notification name cannot be empty"
+        case .tooLong(let count): return "a notification name is at most 255 UTF-8 bytes, this one has \(count)"
+        case .emptyToken(let offset): return "empty token at byte \(offset) (no leading, trailing or double dots)"
+        case .forbiddenByte(let byte, let offset):
+            return "forbidden byte 0x\(String(byte, radix: 16)) at byte \(offset) (no NUL, spaces or control characters)"
+        case .misplacedWildcard(let offset):
+            return "wildcard at byte \(offset): '*' and '>' may only stand as whole tokens of a pattern"
+        case .restWildcardNotLast: return "'>' may only be the last token of a pattern"
+        case .invalidUTF8: return "the name is not valid UTF-8"
+        }
+    }
+}
+
+/// A concrete notification name: 1 to 255 bytes of UTF-8, dot-separated non-empty tokens,
+/// no NUL, space or control bytes, no wildcards (`orders.created`, `café.订单`).
+public struct NotificationName: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The name as text.
+    public let rawValue: String
+
+    /// Validates `rawValue`; throws a `NameError` saying what is wrong.
+    public init(_ rawValue: String) throws(NameError) {
+        var text = rawValue
+        let error: NameError? = text.withUTF8 { bytes in
+            NameGrammar.check(UnsafeRawBufferPointer(bytes), allowWildcards: false)
+        }
+        if let error { throw error }
+        self.rawValue = text
+    }
+
+    /// For bytes already checked by `NameGrammar` (the decoder's path).
+    init(validatedBytes bytes: UnsafeRawBufferPointer) {
+        rawValue = String(decoding: bytes, as: UTF8.self)
+    }
+
+    public var description: String { rawValue }
+
+    /// Byte-wise, as on the wire and in ZeroMQ prefixes (not Swift's canonical-equivalence `==`).
+    public static func == (lhs: NotificationName, rhs: NotificationName) -> Bool {
+        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        for byte in rawValue.utf8 { hasher.combine(byte) }
+    }
+
+    /// Byte-wise order.
+    public static func < (lhs: NotificationName, rhs: NotificationName) -> Bool {
+        lhs.rawValue.utf8.lexicographicallyPrecedes(rhs.rawValue.utf8)
+    }
+}
+
+/// The byte-level grammar shared by names, patterns and the decoder.
+enum NameGrammar {
+    static let maximumLength = 255
+    static let dot = UInt8(ascii: ".")
+    static let star = UInt8(ascii: "*")
+    static let greaterThan = UInt8(ascii: ">")
+
+    /// Returns the first violation in `bytes` (already known to be UTF-8), or nil. With
+    /// `allowWildcards`, whole-token `*` and a final whole-token `>` are accepted (pattern syntax).
+    static func check(_ bytes: UnsafeRawBufferPointer, allowWildcards: Bool) -> NameError? {
+        let count = bytes.count
+        if count == 0 { return .empty }
+        if count > maximumLength { return .tooLong(byteCount: count) }
+        var tokenStart = 0
+        var index = 0
+        while index <= count {
+            if index == count || bytes[index] == dot {
+                if index == tokenStart { return .emptyToken(byteOffset: index) }
+                tokenStart = index + 1
+                index += 1
+                continue
+            }
+            let byte = bytes[index]
+            if byte <= 0x20 || byte == 0x7F { return .forbiddenByte(byte, byteOffset: index) }
+            if byte == star || byte == greaterThan {
+                let tokenEnd = index + 1
+                let wholeToken = index == tokenStart && (tokenEnd == count || bytes[tokenEnd] == dot)
+                if !allowWildcards || !wholeToken { return .misplacedWildcard(byteOffset: index) }
+                if byte == greaterThan && tokenEnd != count { return .restWildcardNotLast }
+            }
+            index += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+import NotificationBus
+
+/// The NBP/1 test vectors in `protocol/vectors/`, shared with the Python reference codec.
+struct ProtocolVector: Decodable, Sendable, CustomStringConvertible {
+    struct Decoded: Decodable, Sendable {
+        let name: String
+        let version: Int
+        let flags: Int
+        let contentType: Int
+        let sequence: String
+        let publisherId: String
+        let timestamp: String
+        let headers: [[String]]
+        let payloadHex: String
+    }
+
+    let id: String
+    let description: String
+    let frames: [String]
+    let maxPayload: Int?
+    let expect: String
+    let canonical: Bool?
+    let reason: String?
+    let decoded: Decoded?
+
+    var frameBytes: [[UInt8]] { frames.map(Self.bytes(fromHex:)) }
+
+    static func bytes(fromHex hex: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(hex.utf8.count / 2)
+        var iterator = hex.utf8.makeIterator()
+        while let high = iterator.next(), let low = iterator.next() {
+            bytes.append(UInt8(nibble(high) << 4 | nibble(low)))
+        }
+        return bytes
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8 {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        default: return c - UInt8(ascii: "A") + 10
+        }
+    }
+
+    static func load(_ file: String) throws -> [ProtocolVector] {
+        struct File: Decodable { let vectors: [ProtocolVector] }
+        let url = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("protocol/vectors/\(file)")
+        return try JSONDecoder().decode(File.self, from: Data(contentsOf: url)).vectors
+    }
+
+    static let valid: [ProtocolVector] = (try? load("valid.json")) ?? []
+    static let invalid: [ProtocolVector] = (try? load("invalid.json")) ?? []
+}
