@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""Generate protocol/vectors/valid.json and protocol/vectors/invalid.json.
+
+Deterministic: running it twice gives byte-identical files, and
+test_nbp.py checks that the committed files equal this script's output.
+
+    python3 protocol/python/make_vectors.py          # (re)write the files
+    python3 protocol/python/make_vectors.py --check  # exit 1 if out of date
+
+Valid frames are built with nbp.encode() (except the deliberately
+non-canonical ones); invalid frames are assembled by hand with raw_frame()
+so that every field can be wrong on purpose.  The "decoded" expectations are
+written from the inputs, not from nbp.decode().
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import nbp  # noqa: E402
+
+VECTOR_DIR = os.path.join(os.path.dirname(HERE), "vectors")
+VALID_PATH = os.path.join(VECTOR_DIR, "valid.json")
+INVALID_PATH = os.path.join(VECTOR_DIR, "invalid.json")
+
+PID = 0x123456789ABCDEF0          # 1311768467463790320
+TS = 1700000000000000000          # 2023-11-14T22:13:20Z
+U64_MAX = (1 << 64) - 1
+DEFAULT_MAX = nbp.DEFAULT_MAX_PAYLOAD
+
+
+# --------------------------------------------------------------------------
+# Raw builders (no validation at all)
+
+def entry(key: bytes, value: bytes, key_len: int | None = None, value_len: int | None = None) -> bytes:
+    """One header-map entry; lengths may be overridden to lie."""
+    kl = len(key) if key_len is None else key_len
+    vl = len(value) if value_len is None else value_len
+    return bytes([kl]) + key + struct.pack("!H", vl) + value
+
+
+def raw_frame(name: bytes, *, version=1, flags=0, content_type=0, name_len=None,
+              headers_len=None, header_count=None, reserved=0, sequence=1,
+              publisher_id=PID, timestamp=TS, hmap=b"", entries=0, payload=b"") -> bytes:
+    """name | 0x00 | fixed header | hmap | payload, every field overridable."""
+    fixed = struct.pack(
+        "!BBBBHBBQQQ", version, flags, content_type,
+        (len(name) if name_len is None else name_len) & 0xFF,
+        len(hmap) if headers_len is None else headers_len,
+        entries if header_count is None else header_count,
+        reserved, sequence, publisher_id, timestamp,
+    )
+    return name + b"\x00" + fixed + hmap + payload
+
+
+# --------------------------------------------------------------------------
+# Valid vectors
+
+def valid_vectors() -> list:
+    out = []
+
+    def add(vid, description, name, payload=b"", headers=(), *, content_type=0,
+            sequence=1, publisher_id=PID, timestamp=TS, max_payload=None):
+        frame = nbp.encode(name, payload, headers, sequence=sequence, publisher_id=publisher_id,
+                           timestamp_ns=timestamp, content_type=content_type, max_payload=None)
+        v = {"id": vid, "description": description, "frames": [frame.hex()]}
+        if max_payload is not None:
+            v["maxPayload"] = max_payload
+        v["expect"] = "valid"
+        v["canonical"] = True
+        v["decoded"] = decoded(name, payload, headers, content_type, sequence, publisher_id, timestamp)
+        out.append(v)
+
+    def decoded(name, payload, headers, content_type, sequence, publisher_id, timestamp, flags=0):
+        return {
+            "name": name, "version": 1, "flags": flags, "contentType": content_type,
+            "sequence": str(sequence), "publisherId": str(publisher_id), "timestamp": str(timestamp),
+            "headers": [[k, v] for k, v in headers], "payloadHex": bytes(payload).hex(),
+        }
+
+    add("basic-json", "The annotated example of NBP-1.md: JSON payload, one header.",
+        "orders.created", b'{"id":42}', [("trace", "abc")], content_type=2)
+    add("minimal", "Single-token one-byte name, no headers, empty payload, content type 0.", "a")
+    add("text-payload-two-headers", "text/plain payload with two headers kept in wire order (not sorted).",
+        "chat.message.posted", "hello, bus".encode(), [("user", "ada"), ("room", "general")],
+        content_type=1, sequence=7, timestamp=TS + 123456789)
+    name255 = ".".join(["abcdefghijklmno"] * 16)  # 16*15 + 15 dots = 255 bytes
+    assert len(name255.encode()) == 255
+    add("name-255-bytes", "Longest legal name: 255 bytes (its NUL is byte 255, the last one the receiver scans).",
+        name255, b"x")
+    add("multibyte-utf8-name", "Name with multi-byte UTF-8 (2- and 3-byte sequences): 'café.订单'; nameLength counts bytes (12).",
+        "café.订单", b"{}", content_type=2)
+    add("name-punctuation", "Names may contain any printable byte except '*' and '>' (here '-', '_', ':', '#', '+', '~').",
+        "svc-a:v1.user_created.#tag+x~", b"")
+    add("emoji-4-byte-utf8-name", "4-byte UTF-8 sequence (U+1F514) inside a name.",
+        "alerts.\U0001F514.raised", b"ring")
+    add("headers-32", "Exactly 32 headers (the maximum count).",
+        "limits.headers", b"", [(f"k{i:02d}", f"v{i}") for i in range(32)])
+    add("key-64-bytes", "Header key of exactly 64 bytes (the maximum).",
+        "limits.key", b"", [("K" * 64, "v")])
+    add("value-1024-bytes", "Header value of exactly 1024 bytes (the maximum).",
+        "limits.value", b"", [("big", "v" * 1024)])
+    add("headers-length-4096", "Header map of exactly 4096 bytes (the maximum): 4 entries of 1+3+2+1018 bytes.",
+        "limits.map", b"", [(f"h{i:02d}", chr(ord("a") + i) * 1018) for i in range(4)])
+    add("empty-header-value", "A header whose value is empty (valueLength 0).",
+        "orders.cancelled", b"", [("reason", "")])
+    add("utf8-header", "Non-ASCII header key and value.",
+        "geo.updated", b"", [("région", "Zürich 東京")], content_type=0)
+    add("keys-differ-only-in-normalization",
+        "Keys 'é' (c3 a9) and 'e'+U+0301 (65 cc 81) are canonically equivalent but different bytes: not duplicates (keys compare byte-wise).",
+        "unicode.keys", b"", [("\u00e9", "nfc"), ("e\u0301", "nfd")])
+    add("header-value-contains-nul", "Header VALUES may contain U+0000 (only keys are forbidden to).",
+        "odd.value", b"", [("k", "a\x00b")])
+    add("binary-payload", "Payload is opaque: bytes that are not UTF-8 (ff fe 00 80 c0) are fine.",
+        "blob.stored", bytes([0xFF, 0xFE, 0x00, 0x80, 0xC0]), content_type=5)
+    add("payload-contains-nul", "Only the FIRST 0x00 ends the name; the payload may contain 0x00 and look like a frame.",
+        "x.y", b"a\x00b\x00" + b"x.y\x00\x01", content_type=0)
+    add("content-type-200", "Application-defined content type 200 is accepted.",
+        "app.custom", b"\x01\x02", content_type=200)
+    add("content-type-reserved-99", "Reserved content type 99 must not be rejected either.",
+        "app.future", b"\x03", content_type=99)
+    add("u64-max-fields", "sequence, publisherId and timestamp all 2^64-1: big-endian, decimal strings.",
+        "edge.u64", b"", sequence=U64_MAX, publisher_id=U64_MAX, timestamp=U64_MAX)
+    add("payload-at-max", "Payload exactly at the receiver's maxPayload (16) is accepted.",
+        "limits.payload", b"0123456789abcdef", max_payload=16)
+    add("empty-payload-at-max-zero", "maxPayload 0 still accepts an empty payload.",
+        "limits.zero", b"", max_payload=0)
+
+    # Non-canonical: reserved bits set; receivers ignore them.
+    frame = raw_frame(b"flags.set", flags=0xA5, content_type=2, payload=b"[]")
+    out.append({"id": "nonzero-flags", "description": "flags = 0xa5: receivers ignore unknown flag bits and report them.",
+                "frames": [frame.hex()], "expect": "valid", "canonical": False,
+                "decoded": decoded("flags.set", b"[]", (), 2, 1, PID, TS, flags=0xA5)})
+    hm = entry(b"k", b"v")
+    frame = raw_frame(b"reserved.set", reserved=0xFF, hmap=hm, entries=1, payload=b"p")
+    out.append({"id": "nonzero-reserved", "description": "Reserved byte (offset 7) = 0xff is ignored.",
+                "frames": [frame.hex()], "expect": "valid", "canonical": False,
+                "decoded": decoded("reserved.set", b"p", [("k", "v")], 0, 1, PID, TS)})
+    return out
+
+
+# --------------------------------------------------------------------------
+# Invalid vectors
+
+def invalid_vectors() -> list:
+    out = []
+
+    def add(vid, description, frames, reason, max_payload=None):
+        v = {"id": vid, "description": description, "frames": [f.hex() for f in frames]}
+        if max_payload is not None:
+            v["maxPayload"] = max_payload
+        v["expect"] = "reject"
+        v["reason"] = reason
+        out.append(v)
+
+    good = nbp.encode("orders.created", b'{"id":42}', [("trace", "abc")], sequence=1,
+                      publisher_id=PID, timestamp_ns=TS, content_type=2)
+    R = nbp
+
+    # 1 wrongFrameCount
+    add("zero-frames", "A message with no frames (only possible through an API; libzmq never delivers it).",
+        [], R.WRONG_FRAME_COUNT)
+    add("two-frames", "A valid frame followed by an empty second frame.", [good, b""], R.WRONG_FRAME_COUNT)
+    add("two-frames-split", "Name and rest split across two frames (the layout of a two-frame protocol).",
+        [b"orders.created\x00", good[len(b"orders.created\x00"):]], R.WRONG_FRAME_COUNT)
+
+    # 2 missingNameTerminator
+    add("empty-frame", "A single empty frame: no terminator.", [b""], R.MISSING_NAME_TERMINATOR)
+    add("no-terminator", "Name bytes without a 0x00.", [b"orders.created"], R.MISSING_NAME_TERMINATOR)
+    name256 = (".".join(["abcdefghijklmno"] * 16) + "p").encode()
+    assert len(name256) == 256
+    add("name-256-bytes", "256-byte name: its 0x00 is byte 256, outside the first 256 bytes.",
+        [raw_frame(name256, name_len=0)], R.MISSING_NAME_TERMINATOR)
+
+    # 3 invalidUTF8 (name)
+    add("name-overlong-utf8", "Overlong encoding c0 ae ('.' in 2 bytes) in the name.",
+        [raw_frame(b"a\xc0\xaeb")], R.INVALID_UTF8)
+    add("name-overlong-3-byte", "Overlong 3-byte encoding e0 80 af in the name.",
+        [raw_frame(b"a.\xe0\x80\xaf")], R.INVALID_UTF8)
+    add("name-surrogate", "UTF-16 surrogate U+D800 encoded as ed a0 80.",
+        [raw_frame(b"a.\xed\xa0\x80")], R.INVALID_UTF8)
+    add("name-above-10ffff", "f4 90 80 80 encodes U+110000, above the Unicode range.",
+        [raw_frame(b"a.\xf4\x90\x80\x80")], R.INVALID_UTF8)
+    add("name-truncated-sequence", "Name ends in the middle of a 3-byte sequence (e8 ae).",
+        [raw_frame(b"orders.\xe8\xae")], R.INVALID_UTF8)
+    add("name-bad-utf8-and-space", "Both invalid UTF-8 (ff) and a space: UTF-8 is checked first.",
+        [raw_frame(b"a b\xff")], R.INVALID_UTF8)
+
+    # 4 invalidName
+    add("empty-name", "Frame starts with 0x00: empty name.", [raw_frame(b"")], R.INVALID_NAME)
+    add("name-empty-token", "Doubled dot 'a..b'.", [raw_frame(b"a..b")], R.INVALID_NAME)
+    add("name-trailing-dot", "Trailing dot 'orders.'.", [raw_frame(b"orders.")], R.INVALID_NAME)
+    add("name-leading-dot", "Leading dot '.orders'.", [raw_frame(b".orders")], R.INVALID_NAME)
+    add("name-space", "Space in the name.", [raw_frame(b"orders created")], R.INVALID_NAME)
+    add("name-control-char", "DEL (0x7f) in the name.", [raw_frame(b"orders.\x7f")], R.INVALID_NAME)
+    add("name-tab", "Tab (0x09) in the name.", [raw_frame(b"a\tb")], R.INVALID_NAME)
+    add("name-wildcard-star", "A concrete name may not contain '*'.", [raw_frame(b"orders.*")], R.INVALID_NAME)
+    add("name-wildcard-gt", "A concrete name may not contain '>'.", [raw_frame(b"orders.>")], R.INVALID_NAME)
+    add("name-wildcard-inside-token", "'*' inside a token.", [raw_frame(b"ord*ers")], R.INVALID_NAME)
+    add("empty-name-only-nul", "A frame that is just 0x00: the empty name is reported before the missing header.",
+        [b"\x00"], R.INVALID_NAME)
+
+    # 5 truncatedHeader (nothing after the NUL)
+    add("nothing-after-terminator", "Name and 0x00, then end of frame.", [b"a\x00"], R.TRUNCATED_HEADER)
+
+    # 6 unsupportedVersion
+    add("version-2", "Complete frame with version 2.", [raw_frame(b"a.b", version=2)], R.UNSUPPORTED_VERSION)
+    add("version-0", "Complete frame with version 0.", [raw_frame(b"a.b", version=0)], R.UNSUPPORTED_VERSION)
+    add("version-2-short", "Version byte 2 and nothing else: version is checked before header length.",
+        [b"a.b\x00\x02"], R.UNSUPPORTED_VERSION)
+
+    # 7 truncatedHeader (fixed header short)
+    add("fixed-header-31-bytes", "Only 31 of the 32 fixed-header bytes.",
+        [raw_frame(b"a.b")[:-1]], R.TRUNCATED_HEADER)
+    add("fixed-header-1-byte", "Just the version byte.", [b"a.b\x00\x01"], R.TRUNCATED_HEADER)
+
+    # 8 nameLengthMismatch
+    add("name-length-mismatch", "nameLength says 4, the name has 3 bytes.",
+        [raw_frame(b"a.b", name_len=4)], R.NAME_LENGTH_MISMATCH)
+    add("name-length-counts-chars", "nameLength 7 for 'café.订单' counts characters; it must count bytes (12).",
+        [raw_frame("café.订单".encode(), name_len=7)], R.NAME_LENGTH_MISMATCH)
+    add("name-length-before-limits", "nameLength wrong AND headerCount 33: nameLength is checked first.",
+        [raw_frame(b"a.b", name_len=9, header_count=33)], R.NAME_LENGTH_MISMATCH)
+
+    # 9 headerLimitExceeded (count / total length)
+    hm33 = b"".join(entry(f"k{i:02d}".encode(), b"v") for i in range(33))
+    add("headers-33", "33 headers (one over the limit).",
+        [raw_frame(b"limits.headers", hmap=hm33, entries=33)], R.HEADER_LIMIT_EXCEEDED)
+    add("headers-length-4097", "headersLength 4097 with a short frame: the limit is checked before truncation.",
+        [raw_frame(b"limits.map", headers_len=4097, header_count=1, hmap=entry(b"k", b"v"), entries=1)],
+        R.HEADER_LIMIT_EXCEEDED)
+
+    # 10 truncatedHeader (map runs past frame)
+    add("headers-length-past-frame", "headersLength 20 but only 7 bytes follow the fixed header.",
+        [raw_frame(b"a.b", headers_len=20, hmap=entry(b"k", b"abc"), entries=1)], R.TRUNCATED_HEADER)
+
+    # 11 header map walk
+    add("key-length-zero", "An entry with keyLength 0.",
+        [raw_frame(b"a.b", hmap=entry(b"", b"v"), entries=1)], R.HEADER_MAP_INVALID)
+    add("key-65-bytes", "Header key of 65 bytes.",
+        [raw_frame(b"a.b", hmap=entry(b"K" * 65, b"v"), entries=1)], R.HEADER_LIMIT_EXCEEDED)
+    add("key-length-200-truncated", "keyLength 200 with only 3 bytes after it: the limit is checked before availability.",
+        [raw_frame(b"a.b", hmap=b"\xc8abc", entries=1)], R.HEADER_LIMIT_EXCEEDED)
+    add("value-1025-bytes", "Header value of 1025 bytes.",
+        [raw_frame(b"a.b", hmap=entry(b"big", b"v" * 1025), entries=1)], R.HEADER_LIMIT_EXCEEDED)
+    add("value-length-65535-truncated", "valueLength 65535 with no value bytes: the limit is checked before availability.",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"", value_len=0xFFFF), entries=1)], R.HEADER_LIMIT_EXCEEDED)
+    add("key-truncated", "keyLength 5 but the map ends after 2 key bytes.",
+        [raw_frame(b"a.b", hmap=b"\x05ab", entries=1)], R.HEADER_MAP_INVALID)
+    add("value-length-missing", "Key complete, but only 1 of the 2 valueLength bytes is in the map.",
+        [raw_frame(b"a.b", hmap=b"\x01k\x00", entries=1, payload=b"\x01v")], R.HEADER_MAP_INVALID)
+    add("value-truncated", "valueLength 4 but only 2 value bytes are in the map (the payload does not count).",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"ab", value_len=4), entries=1, payload=b"cd")],
+        R.HEADER_MAP_INVALID)
+    add("header-count-exceeds-entries", "headerCount 2 but the map holds one entry.",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"v"), entries=2)], R.HEADER_MAP_INVALID)
+    add("trailing-bytes-in-map", "One entry plus 2 unused bytes inside headersLength.",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"v") + b"\x00\x00", entries=1)], R.HEADER_MAP_INVALID)
+    add("map-bytes-with-zero-count", "headerCount 0 with a 5-byte map.",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"v"), entries=0)], R.HEADER_MAP_INVALID)
+    add("duplicate-key", "The same key twice.",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"1") + entry(b"k", b"2"), entries=2)], R.HEADER_MAP_INVALID)
+    add("key-bad-utf8", "Header key with invalid UTF-8 (lone continuation byte 80).",
+        [raw_frame(b"a.b", hmap=entry(b"k\x80", b"v"), entries=1)], R.INVALID_UTF8)
+    add("value-bad-utf8", "Header value with invalid UTF-8 (overlong c1 bf).",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"\xc1\xbf"), entries=1)], R.INVALID_UTF8)
+    add("value-surrogate", "Header value containing an encoded surrogate (ed b0 80).",
+        [raw_frame(b"a.b", hmap=entry(b"trace", b"x\xed\xb0\x80"), entries=1)], R.INVALID_UTF8)
+    add("key-contains-nul", "Header key 'a<NUL>b'.",
+        [raw_frame(b"a.b", hmap=entry(b"a\x00b", b"v"), entries=1)], R.HEADER_MAP_INVALID)
+    add("key-nul-before-value-utf8", "Key contains NUL and value is bad UTF-8: the key check comes first.",
+        [raw_frame(b"a.b", hmap=entry(b"\x00", b"\xff"), entries=1)], R.HEADER_MAP_INVALID)
+    add("value-utf8-before-duplicate", "Second entry repeats the key AND has a bad value: UTF-8 is checked before duplicates.",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"1") + entry(b"k", b"\xff"), entries=2)], R.INVALID_UTF8)
+    add("entry-order-first-error-wins", "Entry 0 has an empty key, entry 1 a 65-byte key: entries are walked in order.",
+        [raw_frame(b"a.b", hmap=entry(b"", b"") + entry(b"K" * 65, b""), entries=2)], R.HEADER_MAP_INVALID)
+
+    # 12 payloadTooLarge
+    add("payload-over-max", "Payload of 17 bytes with maxPayload 16.",
+        [raw_frame(b"limits.payload", payload=b"0123456789abcdefg")], R.PAYLOAD_TOO_LARGE, max_payload=16)
+    add("payload-over-max-zero", "Payload of 1 byte with maxPayload 0.",
+        [raw_frame(b"limits.zero", payload=b"\x00")], R.PAYLOAD_TOO_LARGE, max_payload=0)
+    add("map-error-before-payload-size", "Oversized payload AND a duplicate key: the header map is checked first.",
+        [raw_frame(b"a.b", hmap=entry(b"k", b"1") + entry(b"k", b"2"), entries=2, payload=b"x" * 32)],
+        R.HEADER_MAP_INVALID, max_payload=16)
+    return out
+
+
+# --------------------------------------------------------------------------
+
+def render(vectors: list) -> str:
+    return json.dumps({"protocol": nbp.PROTOCOL, "vectors": vectors}, indent=2, ensure_ascii=False) + "\n"
+
+
+def self_check(valid: list, invalid: list) -> None:
+    """Sanity checks at generation time (the real checks are in test_nbp.py)."""
+    ids = [v["id"] for v in valid + invalid]
+    assert len(ids) == len(set(ids)), "duplicate vector ids"
+    for v in valid:
+        n = nbp.decode([bytes.fromhex(f) for f in v["frames"]], v.get("maxPayload", DEFAULT_MAX))
+        assert n.name == v["decoded"]["name"], v["id"]
+    reasons = set()
+    for v in invalid:
+        try:
+            nbp.decode([bytes.fromhex(f) for f in v["frames"]], v.get("maxPayload", DEFAULT_MAX))
+        except nbp.Rejected as e:
+            assert e.reason == v["reason"], (v["id"], e.reason, v["reason"])
+            reasons.add(e.reason)
+        else:
+            raise AssertionError(f"{v['id']} decoded")
+    missing = set(nbp.REASONS) - reasons
+    assert not missing, f"reasons without a vector: {missing}"
+
+
+def main(argv: list) -> int:
+    valid, invalid = valid_vectors(), invalid_vectors()
+    self_check(valid, invalid)
+    files = {VALID_PATH: render(valid), INVALID_PATH: render(invalid)}
+    if "--check" in argv:
+        stale = []
+        for path, text in files.items():
+            try:
+                with open(path, encoding="utf-8") as f:
+                    if f.read() != text:
+                        stale.append(path)
+            except FileNotFoundError:
+                stale.append(path)
+        for p in stale:
+            print(f"out of date: {p}", file=sys.stderr)
+        return 1 if stale else 0
+    os.makedirs(VECTOR_DIR, exist_ok=True)
+    for path, text in files.items():
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+    print(f"wrote {len(valid)} valid and {len(invalid)} invalid vectors to {VECTOR_DIR}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
