@@ -1,0 +1,23 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Nanosecond clocks for publish timestamps (wall clock, comparable across processes on one
+/// machine) and for measuring durations (monotonic).
+public enum Timestamps {
+    /// Nanoseconds since the Unix epoch, UTC (`CLOCK_REALTIME`): what NBP/1's timestamp carries.
+    public static func wallClockNanoseconds() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+    }
+
+    /// Monotonic nanoseconds (`CLOCK_MONOTONIC`), for durations within one process.
+    public static func monotonicNanoseconds() -> UInt64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &spec)
+        return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+    }
+}
