@@ -18,6 +18,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", exact: "1.6.0"),
     ],
     targets: [
         .systemLibrary(
@@ -32,7 +33,10 @@ let package = Package(
         ),
         .target(
             name: "NotificationBus",
-            dependencies: ["ZeroMQ"],
+            dependencies: [
+                "ZeroMQ",
+                .product(name: "DequeModule", package: "swift-collections"),
+            ],
             swiftSettings: strictSettings
         ),
         .executableTarget(

@@ -4,6 +4,8 @@
 
 #include <zmq.h>
 #include <errno.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 // errno values that Swift cannot import as macros on every libc.
 static inline int czmq_eagain(void) { return EAGAIN; }
@@ -16,5 +18,10 @@ static inline int czmq_enoent(void) { return ENOENT; }
 static inline int czmq_efsm(void) { return EFSM; }
 static inline int czmq_enotsup(void) { return ENOTSUP; }
 static inline int czmq_enotsock(void) { return ENOTSOCK; }
+
+
+// A non-blocking, close-on-exec eventfd (a Poller wake-up line); -1 and errno on failure.
+static inline int czmq_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
+static inline int czmq_errno(void) { return errno; }
 
 #endif

@@ -1,0 +1,336 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+import ZeroMQ
+
+/// A cross-process `NotificationCenter` carried by ZeroMQ.
+///
+/// `post` stamps each notification (publisher id, sequence per (publisher, name), time) and hands
+/// it to the bus's I/O thread; `notifications(named:)`, `events(named:)` and `addObserver` consume
+/// the names matching a pattern. One dedicated thread owns every socket; nothing here blocks the
+/// caller on a socket. Close with `await close()`; dropping the last reference closes it too.
+public final class Bus: Sendable {
+    /// The configuration the bus was opened with.
+    public let configuration: BusConfiguration
+    /// The endpoints attached, with the real port for `tcp://...:*` binds, publisher side first.
+    public let endpoints: [String]
+    let core: BusCore
+    private let thread: Mutex<pthread_t?>
+    private let finished: FinishSignal
+
+    /// Opens the bus: creates the I/O thread, which creates, binds and connects the sockets.
+    /// Throws `.transport` when an endpoint cannot be used (in use, malformed).
+    public init(_ configuration: BusConfiguration = .embedded()) throws(BusError) {
+        self.configuration = configuration
+        let wake: WakeSignal
+        do {
+            wake = try WakeSignal()
+        } catch {
+            throw .transport(error)
+        }
+        let core = BusCore(wake: wake, outboundCapacity: max(1, configuration.outboundCapacity))
+        self.core = core
+        let finished = FinishSignal()
+        self.finished = finished
+        let start = ThreadStart(core: core, configuration: configuration) { finished.finish() }
+        var handle = pthread_t()
+        let created = pthread_create(
+            &handle, nil,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<ThreadStart>.fromOpaque(argument).takeRetainedValue().main()
+                return nil
+            }, Unmanaged.passRetained(start).toOpaque())
+        guard created == 0 else {
+            throw .system("pthread_create failed with \(created)")
+        }
+        start.ready.wait()
+        switch start.outcome.withLock({ $0 }) {
+        case .success(let endpoints)?:
+            self.endpoints = endpoints
+            self.thread = Mutex(handle)
+        case .failure(let error)?:
+            pthread_join(handle, nil)
+            throw error
+        case nil:
+            pthread_join(handle, nil)
+            throw .system("the I/O thread did not start")
+        }
+    }
+
+    deinit {
+        core.enqueue(.close)
+        if let handle = thread.withLock({ $0.take() }) { pthread_detach(handle) }
+    }
+
+    /// This bus's NBP/1 publisher id.
+    public var publisherID: UInt64 { configuration.publisherID }
+
+    /// The bus's counters now (refreshed by the I/O thread after each round of work).
+    public var stats: BusStats { core.statsSnapshot.withLock { $0 } }
+
+    // MARK: Posting
+
+    /// Posts a notification; suspends (never blocks the thread) while the outbound queue is full.
+    ///
+    /// Assigns the per-(publisher, name) sequence number and the publish time. Throws for a payload
+    /// over `maximumPayload`, headers beyond NBP/1's limits, or a closed bus.
+    public func post(
+        name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = [:],
+        contentType: ContentType = .unspecified
+    ) async throws(BusError) {
+        var (frame, offset) = try encodeForPost(name, payload, headers, contentType)
+        while true {
+            switch core.queue(frame: &frame, name: name, sequenceOffset: offset) {
+            case .queued: return
+            case .closed: throw .closed
+            case .full:
+                await core.waitForSpace()
+                if Task.isCancelled { throw .cancelled }
+            }
+        }
+    }
+
+    /// `post` with the name as text (validated; throws `.invalidName`).
+    public func post(
+        name: String, payload: [UInt8] = [], headers: NotificationHeaders = [:],
+        contentType: ContentType = .unspecified
+    ) async throws(BusError) {
+        try await post(name: try validName(name), payload: payload, headers: headers, contentType: contentType)
+    }
+
+    /// Posts without waiting, from synchronous code: throws `.outboundQueueFull` rather than wait.
+    public func postNow(
+        name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = [:],
+        contentType: ContentType = .unspecified
+    ) throws(BusError) {
+        var (frame, offset) = try encodeForPost(name, payload, headers, contentType)
+        switch core.queue(frame: &frame, name: name, sequenceOffset: offset) {
+        case .queued: return
+        case .closed: throw .closed
+        case .full: throw .outboundQueueFull(capacity: core.outboundCapacity)
+        }
+    }
+
+    private func encodeForPost(
+        _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
+    ) throws(BusError) -> ([UInt8], Int) {
+        guard !configuration.publish.isEmpty else { throw .notAPublisher }
+        guard payload.count <= configuration.maximumPayload else {
+            throw .payloadTooLarge(byteCount: payload.count, maximum: configuration.maximumPayload)
+        }
+        let notification = Notification(
+            name: name, payload: payload, headers: headers, contentType: contentType, sequence: 0,
+            publisherID: configuration.publisherID, timestamp: Timestamps.wallClockNanoseconds())
+        do {
+            let frame = try EnvelopeCodec.encode(notification)
+            return (frame, name.rawValue.utf8.count + 1 + 8)
+        } catch {
+            throw .invalidHeaders(error)
+        }
+    }
+
+    // MARK: Subscribing
+
+    /// Subscribes to the names matching `pattern`, as an `AsyncSequence` of notifications.
+    ///
+    /// The subscription is registered when this returns and live at a publisher once
+    /// `await ready(pattern)` returns. Loss is counted in the sequence's `stats`; use
+    /// `events(named:)` to see it in-band.
+    public func notifications(
+        named pattern: NamePattern, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> NotificationSequence {
+        NotificationSequence(handle: try subscribe(pattern, buffering))
+    }
+
+    /// `notifications(named:)` with the pattern as text.
+    public func notifications(
+        named pattern: String, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> NotificationSequence {
+        try notifications(named: try validPattern(pattern), buffering: buffering)
+    }
+
+    /// Subscribes to `pattern` as a stream of `.notification` and `.gap` events, so a
+    /// `for await` loop sees every loss where it happened.
+    public func events(named pattern: NamePattern, buffering: BufferingPolicy = .default) throws(BusError)
+        -> BusEventSequence
+    {
+        BusEventSequence(handle: try subscribe(pattern, buffering))
+    }
+
+    /// Calls `block` for every notification matching `pattern`, on `block`'s own isolation
+    /// (`{ @MainActor n in ... }` runs on the main actor), until the token is cancelled or dropped.
+    public func addObserver(
+        forName pattern: NamePattern, buffering: BufferingPolicy = .default,
+        using block: @escaping @isolated(any) @Sendable (Notification) async -> Void
+    ) throws(BusError) -> ObservationToken {
+        let sequence = try notifications(named: pattern, buffering: buffering)
+        let task = Task {
+            for await notification in sequence { await block(notification) }
+        }
+        return ObservationToken(task: task, sequence: sequence)
+    }
+
+    private func subscribe(_ pattern: NamePattern, _ buffering: BufferingPolicy) throws(BusError) -> SubscriptionHandle {
+        guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
+        let storage = SubscriptionStorage(id: core.makeID(), pattern: pattern, policy: buffering, core: core)
+        guard core.enqueue(.addSubscription(storage)) else { throw .closed }
+        return SubscriptionHandle(storage: storage)
+    }
+
+    // MARK: Readiness
+
+    /// Returns once every subscription made on this bus before the call is live at a publisher
+    /// (one that answers: any NotificationBus publisher does), so nothing is lost to the slow joiner.
+    ///
+    /// How: a unique token is subscribed after the pattern's prefix on the same socket; a publisher
+    /// that sees it has applied every earlier subscription, and echoes it back.
+    public func ready(_ pattern: NamePattern, timeout: Duration = .seconds(10)) async throws(BusError) {
+        let token: NotificationName
+        do {
+            token = try NotificationName("_nbus.ready.\(ControlNames.hex(publisherID)).\(core.makeID())")
+        } catch {
+            throw .invalidName(error)
+        }
+        try await wait(.ready(token: token), what: "a publisher to confirm \(pattern)", timeout: timeout)
+    }
+
+    /// Returns once at least `count` subscribers for `name` have reached this publisher (XPUB sees
+    /// their subscriptions). NotificationBus subscribers are counted one by one; foreign ones only
+    /// show as "at least one".
+    public func waitForSubscribers(
+        count: Int = 1, matching name: NotificationName, timeout: Duration = .seconds(10)
+    ) async throws(BusError) {
+        try await wait(
+            .subscribers(count: count, name: name, atMost: false), what: "\(count) subscriber(s) of \(name)",
+            timeout: timeout)
+    }
+
+    /// Returns once no subscriber for `name` remains at this publisher (their unsubscriptions arrived).
+    public func waitForNoSubscribers(matching name: NotificationName, timeout: Duration = .seconds(10))
+        async throws(BusError)
+    {
+        try await wait(
+            .subscribers(count: 0, name: name, atMost: true), what: "the last subscriber of \(name) to leave",
+            timeout: timeout)
+    }
+
+    private func wait(_ kind: BusWaiter.Kind, what: String, timeout: Duration) async throws(BusError) {
+        let id = core.makeID()
+        let milliseconds = Int(timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let deadline = Timestamps.monotonicNanoseconds() + UInt64(max(0, milliseconds)) * 1_000_000
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, BusError>, Never>) in
+                let waiter = BusWaiter(
+                    id: id, kind: kind, deadline: deadline, what: what, timeoutMilliseconds: milliseconds,
+                    continuation: continuation)
+                if !core.enqueue(.addWaiter(waiter)) { continuation.resume(returning: .failure(.closed)) }
+            }
+        } onCancel: {
+            core.enqueue(.cancelWaiter(id))
+        }
+        try result.get()
+    }
+
+    // MARK: Closing
+
+    /// Closes the bus: hands queued posts to ZeroMQ (within `closeTimeoutMilliseconds`), ends every
+    /// subscription after its buffer drains, stops the I/O thread and frees every socket and fd.
+    /// Returns the final counters; `unsent` says what could not be sent.
+    @discardableResult
+    public func close() async -> BusStats {
+        core.enqueue(.close)
+        await finished.wait()
+        if let handle = thread.withLock({ $0.take() }) { pthread_join(handle, nil) }
+        return stats
+    }
+
+    private func validName(_ text: String) throws(BusError) -> NotificationName {
+        do { return try NotificationName(text) } catch { throw .invalidName(error) }
+    }
+
+    private func validPattern(_ text: String) throws(BusError) -> NamePattern {
+        do { return try NamePattern(text) } catch { throw .invalidName(error) }
+    }
+}
+
+/// What the new I/O thread needs, and how it reports that its sockets are up (or why not).
+private final class ThreadStart: Sendable {
+    let core: BusCore
+    let configuration: BusConfiguration
+    let ready = DispatchSemaphore(value: 0)
+    let outcome = Mutex<Result<[String], BusError>?>(nil)
+    let onExit: @Sendable () -> Void
+
+    init(core: BusCore, configuration: BusConfiguration, onExit: @escaping @Sendable () -> Void) {
+        self.core = core
+        self.configuration = configuration
+        self.onExit = onExit
+    }
+
+    func main() {
+        let loop: BusIOThread
+        do {
+            loop = try BusIOThread(core: core, configuration: configuration)
+        } catch {
+            outcome.withLock { $0 = .failure(error) }
+            ready.signal()
+            return
+        }
+        outcome.withLock { $0 = .success(loop.resolvedEndpoints) }
+        ready.signal()
+        loop.run()
+        onExit()
+    }
+}
+
+/// Tells `close()` callers that the I/O thread has finished its shutdown.
+private final class FinishSignal: Sendable {
+    private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    func finish() {
+        let waiters = state.withLock { state in
+            state.done = true
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}
+
+/// An observer registered with `Bus.addObserver`; it removes itself on `cancel()` or when dropped.
+public final class ObservationToken: Sendable {
+    private let task: Task<Void, Never>
+    private let sequence: NotificationSequence
+
+    init(task: Task<Void, Never>, sequence: NotificationSequence) {
+        self.task = task
+        self.sequence = sequence
+    }
+
+    /// The observer's subscription counters.
+    public var stats: SubscriptionStats { sequence.stats }
+
+    /// Stops the observer and unsubscribes.
+    public func cancel() {
+        sequence.cancel()
+        task.cancel()
+    }
+
+    deinit {
+        cancel()
+    }
+}

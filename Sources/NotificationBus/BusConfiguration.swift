@@ -1,0 +1,99 @@
+/// How one side of a bus attaches to an endpoint: listen (`bind`) or dial (`connect`).
+public enum Attachment: Hashable, Sendable, CustomStringConvertible {
+    /// Listen on the endpoint (`tcp://127.0.0.1:5550`, `ipc:///tmp/x.sock`, `inproc://name`).
+    case bind(String)
+    /// Dial the endpoint; ZeroMQ connects and reconnects in the background.
+    case connect(String)
+
+    /// The endpoint text.
+    public var endpoint: String {
+        switch self {
+        case .bind(let endpoint), .connect(let endpoint): return endpoint
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .bind(let endpoint): return "bind \(endpoint)"
+        case .connect(let endpoint): return "connect \(endpoint)"
+        }
+    }
+}
+
+/// What a subscription does when its consumer falls behind and its buffer is full.
+public enum BufferingPolicy: Hashable, Sendable {
+    /// Discard the oldest buffered notification; the loss is counted and reported in-band as a gap.
+    case dropOldest(capacity: Int)
+    /// Discard the arriving notification; counted and reported in-band as a gap.
+    case dropNewest(capacity: Int)
+    /// Stop reading the bus's socket until the consumer catches up, so the back-pressure moves to
+    /// ZeroMQ's high-water marks (where any loss shows up as an upstream sequence gap). It pauses
+    /// every subscription of this bus, like a full pipe would.
+    case suspendProducer(capacity: Int)
+
+    /// The default: `.suspendProducer(capacity: 8192)`, lossless inside the process.
+    public static let `default` = BufferingPolicy.suspendProducer(capacity: 8192)
+
+    /// The bound on buffered notifications.
+    public var capacity: Int {
+        switch self {
+        case .dropOldest(let capacity), .dropNewest(let capacity), .suspendProducer(let capacity):
+            return max(1, capacity)
+        }
+    }
+}
+
+/// Everything a `Bus` needs: where its publisher and subscriber sockets attach, and its limits.
+///
+/// The three topologies are shorthands over `publish` and `subscribe`:
+/// embedded (one process, `inproc://`), direct (the publisher binds, subscribers connect) and
+/// brokered (both connect to `nbus broker`).
+public struct BusConfiguration: Sendable {
+    /// Where the publishing XPUB socket attaches; empty means this bus cannot post.
+    public var publish: [Attachment]
+    /// Where the subscribing SUB socket attaches; empty means this bus cannot subscribe.
+    public var subscribe: [Attachment]
+    /// ZeroMQ send high-water mark per peer (messages). PUB-style sockets drop beyond it unless
+    /// `publisherBackpressure` is on; subscribers see the drops as upstream gaps.
+    public var sendHighWaterMark: Int32 = 10_000
+    /// ZeroMQ receive high-water mark (messages).
+    public var receiveHighWaterMark: Int32 = 10_000
+    /// With `true`, a full peer makes the I/O thread wait (`ZMQ_XPUB_NODROP`) instead of dropping:
+    /// lossless, but one slow subscriber slows the publisher.
+    public var publisherBackpressure = false
+    /// Posts queued for the I/O thread before `post` suspends (async) or throws (sync).
+    public var outboundCapacity = 16_384
+    /// Largest payload accepted, both when posting and when receiving (NBP/1 `payloadTooLarge`).
+    public var maximumPayload = NBP1.defaultMaximumPayload
+    /// How long `close()` keeps trying to hand queued posts to ZeroMQ and ZeroMQ to send them (ms).
+    public var closeTimeoutMilliseconds: Int32 = 2_000
+    /// This publisher's NBP/1 id: random and non-zero unless set.
+    public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)
+
+    /// A bus with explicit attachments.
+    public init(publish: [Attachment] = [], subscribe: [Attachment] = []) {
+        self.publish = publish
+        self.subscribe = subscribe
+    }
+
+    /// One process: the bus publishes to and subscribes from `inproc://name` (the default topology).
+    public static func embedded(name: String = "nbus-\(UInt64.random(in: 1...UInt64.max))") -> BusConfiguration {
+        let endpoint = "inproc://\(name)"
+        return BusConfiguration(publish: [.bind(endpoint)], subscribe: [.connect(endpoint)])
+    }
+
+    /// Direct publisher: binds `endpoint` (`ipc://`, `tcp://`) for subscribers to connect to.
+    public static func directPublisher(bind endpoint: String) -> BusConfiguration {
+        BusConfiguration(publish: [.bind(endpoint)])
+    }
+
+    /// Direct subscriber: connects to publishers' endpoints.
+    public static func directSubscriber(connect endpoints: [String]) -> BusConfiguration {
+        BusConfiguration(subscribe: endpoints.map(Attachment.connect))
+    }
+
+    /// Brokered: posts go to the broker's frontend, subscriptions come from its backend.
+    public static func brokered(frontend: String, backend: String) -> BusConfiguration {
+        BusConfiguration(publish: [.connect(frontend)], subscribe: [.connect(backend)])
+    }
+}

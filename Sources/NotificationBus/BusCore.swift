@@ -1,0 +1,120 @@
+import Synchronization
+import ZeroMQ
+
+/// A request to the I/O thread. Async code never touches a socket: it enqueues one of these.
+enum BusCommand: Sendable {
+    case addSubscription(SubscriptionStorage)
+    case removeSubscription(UInt64)
+    case addWaiter(BusWaiter)
+    case cancelWaiter(UInt64)
+    case resumeReading
+    case close
+}
+
+/// Something a caller awaits until the I/O thread sees it happen, with a deadline.
+struct BusWaiter: Sendable {
+    enum Kind: Sendable {
+        /// A readiness token `_nbus.ready.<bus>.<n>`: resolved when its echo arrives from a publisher.
+        case ready(token: NotificationName)
+        /// At least (or, with `atMost`, at most) `count` subscribers match `name` at this publisher.
+        case subscribers(count: Int, name: NotificationName, atMost: Bool)
+    }
+
+    let id: UInt64
+    let kind: Kind
+    /// Monotonic nanoseconds.
+    let deadline: UInt64
+    let what: String
+    let timeoutMilliseconds: Int
+    let continuation: CheckedContinuation<Result<Void, BusError>, Never>
+}
+
+/// The state async callers share with the I/O thread, behind one lock.
+struct Mailbox: ~Copyable {
+    var commands: [BusCommand] = []
+    var outbound: [[UInt8]] = []
+    /// The I/O thread is (about to be) parked in `zmq_poll`; whoever enqueues must signal the eventfd.
+    var sleeping = false
+    var closed = false
+    /// Next sequence number per name for this publisher (NBP/1: per (publisher, name), from 1).
+    var sequences: [NotificationName: UInt64] = [:]
+    var posted: UInt64 = 0
+    /// Posters waiting for room in `outbound`.
+    var spaceWaiters: [CheckedContinuation<Void, Never>] = []
+}
+
+/// What `Bus`, subscriptions and the I/O thread share: the mailbox, the wake-up fd and snapshots.
+final class BusCore: Sendable {
+    let mailbox = Mutex(Mailbox())
+    let wake: WakeSignal
+    let outboundCapacity: Int
+    let statsSnapshot = Mutex(BusStats())
+    private let nextID = Atomic<UInt64>(1)
+
+    init(wake: WakeSignal, outboundCapacity: Int) {
+        self.wake = wake
+        self.outboundCapacity = outboundCapacity
+    }
+
+    func makeID() -> UInt64 {
+        nextID.wrappingAdd(1, ordering: .relaxed).oldValue
+    }
+
+    /// Queues a command and wakes the I/O thread if it sleeps. Commands after close are dropped
+    /// (close ends every subscription and waiter itself); returns false then.
+    @discardableResult
+    func enqueue(_ command: BusCommand) -> Bool {
+        let (accepted, wake) = mailbox.withLock { box -> (Bool, Bool) in
+            guard !box.closed else { return (false, false) }
+            box.commands.append(command)
+            let wake = box.sleeping
+            box.sleeping = false
+            return (true, wake)
+        }
+        if wake { self.wake.signal() }
+        return accepted
+    }
+
+    func wakeToResumeReading() {
+        enqueue(.resumeReading)
+    }
+
+    enum PostOutcome {
+        case queued
+        case full
+        case closed
+    }
+
+    /// Stamps the frame's sequence number for its name and queues it, in one critical section so
+    /// sequence order is queue order. `sequenceOffset` is where the 8 sequence bytes sit in `frame`.
+    func queue(frame: inout [UInt8], name: NotificationName, sequenceOffset: Int) -> PostOutcome {
+        let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
+            if box.closed { return (.closed, false) }
+            if box.outbound.count >= outboundCapacity { return (.full, false) }
+            let sequence = (box.sequences[name] ?? 0) + 1
+            box.sequences[name] = sequence
+            frame.withUnsafeMutableBytes { raw in
+                raw.storeBytes(of: sequence.bigEndian, toByteOffset: sequenceOffset, as: UInt64.self)
+            }
+            box.outbound.append(frame)
+            box.posted += 1
+            let wake = box.sleeping
+            box.sleeping = false
+            return (.queued, wake)
+        }
+        if wake { self.wake.signal() }
+        return outcome
+    }
+
+    /// Suspends until the outbound queue has room (or the bus closed).
+    func waitForSpace() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = mailbox.withLock { box -> Bool in
+                if box.closed || box.outbound.count < outboundCapacity { return true }
+                box.spaceWaiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+import ZeroMQ
+
+/// Why a bus operation failed.
+public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The bus has been closed (or is closing).
+    case closed
+    /// This bus has no publisher socket (`BusConfiguration.publish` is empty).
+    case notAPublisher
+    /// This bus has no subscriber socket (`BusConfiguration.subscribe` is empty).
+    case notASubscriber
+    /// A synchronous `post` found the outbound queue full (use `await post` to wait instead).
+    case outboundQueueFull(capacity: Int)
+    /// The payload exceeds `BusConfiguration.maximumPayload`.
+    case payloadTooLarge(byteCount: Int, maximum: Int)
+    /// The headers break NBP/1's limits.
+    case invalidHeaders(EncodeError)
+    /// A name or pattern is invalid.
+    case invalidName(NameError)
+    /// A wait did not complete in time.
+    case timedOut(what: String, milliseconds: Int)
+    /// ZeroMQ refused something (binding an endpoint in use, a malformed endpoint).
+    case transport(ZMQError)
+    /// The awaiting task was cancelled.
+    case cancelled
+    /// The operating system refused a resource (a thread, an eventfd).
+    case system(String)
+
+    public var description: String {
+        switch self {
+        case .closed: return "the bus is closed"
+        case .notAPublisher: return "this bus has no publisher socket (configure `publish`)"
+        case .notASubscriber: return "this bus has no subscriber socket (configure `subscribe`)"
+        case .outboundQueueFull(let capacity): return "the outbound queue is full (\(capacity) posts waiting)"
+        case .payloadTooLarge(let count, let maximum): return "payload of \(count) bytes exceeds the maximum of \(maximum)"
+        case .invalidHeaders(let error): return "invalid headers: \(error)"
+        case .invalidName(let error): return "invalid name: \(error)"
+        case .timedOut(let what, let ms): return "timed out after \(ms) ms waiting for \(what)"
+        case .transport(let error): return "transport error: \(error)"
+        case .cancelled: return "cancelled"
+        case .system(let text): return "system error: \(text)"
+        }
+    }
+}

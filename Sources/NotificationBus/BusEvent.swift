@@ -1,0 +1,107 @@
+/// Why notifications a subscription should have seen never reached its consumer.
+public enum GapCause: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    /// A sequence gap per (publisher, name): dropped at a ZeroMQ high-water mark or during a reconnect.
+    case lostUpstream
+    /// Discarded by this subscription's own bounded buffer (`dropOldest`/`dropNewest`).
+    case droppedLocalBuffer
+    /// Posted while a visibility-bound consumer was not running (reported by BusViews).
+    case missedWhileInactive
+
+    public var description: String { rawValue }
+}
+
+/// A run of notifications that were lost, reported in-band where the loss happened.
+public struct Gap: Hashable, Sendable, CustomStringConvertible {
+    /// Why they were lost.
+    public var cause: GapCause
+    /// How many were lost.
+    public var count: UInt64
+    /// The name, when the loss is of one (publisher, name) stream (upstream gaps).
+    public var name: NotificationName?
+    /// The publisher, for upstream gaps.
+    public var publisherID: UInt64?
+    /// The missing sequence numbers, for upstream gaps.
+    public var sequences: ClosedRange<UInt64>?
+
+    /// Creates a gap record.
+    public init(
+        cause: GapCause, count: UInt64, name: NotificationName? = nil, publisherID: UInt64? = nil,
+        sequences: ClosedRange<UInt64>? = nil
+    ) {
+        self.cause = cause
+        self.count = count
+        self.name = name
+        self.publisherID = publisherID
+        self.sequences = sequences
+    }
+
+    public var description: String {
+        var text = "gap(\(cause), \(count)"
+        if let name { text += ", \(name)" }
+        if let sequences { text += ", seq \(sequences.lowerBound)...\(sequences.upperBound)" }
+        return text + ")"
+    }
+}
+
+/// One element of `Bus.events(named:)`: a notification, or a gap where notifications were lost.
+public enum BusEvent: Hashable, Sendable {
+    /// A delivered notification.
+    case notification(Notification)
+    /// Notifications lost at this point of the stream.
+    case gap(Gap)
+}
+
+/// Counters of one subscription, by cause. Identity, once the subscription has ended:
+/// `received == delivered + droppedLocalBuffer + discardedAtEnd`; while running the difference is buffered.
+public struct SubscriptionStats: Hashable, Sendable, CustomStringConvertible {
+    /// Notifications whose name matched this subscription's pattern.
+    public var received: UInt64 = 0
+    /// Notifications handed to the consumer.
+    public var delivered: UInt64 = 0
+    /// Notifications inside this subscription's ZeroMQ prefix whose name did not match the pattern.
+    public var filteredOut: UInt64 = 0
+    /// Notifications lost before they reached this process (sequence gaps), summed over gaps.
+    public var lostUpstream: UInt64 = 0
+    /// Notifications discarded by the bounded buffer.
+    public var droppedLocalBuffer: UInt64 = 0
+    /// Notifications still buffered when the subscription ended (cancelled, or the bus closed).
+    public var discardedAtEnd: UInt64 = 0
+    /// Gap events reported in-band.
+    public var gaps: UInt64 = 0
+    /// Notifications currently buffered.
+    public var buffered: UInt64 = 0
+
+    /// Empty counters.
+    public init() {}
+
+    public var description: String {
+        "received=\(received) delivered=\(delivered) filteredOut=\(filteredOut) lostUpstream=\(lostUpstream) "
+            + "droppedLocalBuffer=\(droppedLocalBuffer) discardedAtEnd=\(discardedAtEnd) buffered=\(buffered)"
+    }
+}
+
+/// Counters of a whole bus.
+public struct BusStats: Hashable, Sendable {
+    /// Notifications accepted by `post`.
+    public var posted: UInt64 = 0
+    /// Frames handed to ZeroMQ by the I/O thread.
+    public var sent: UInt64 = 0
+    /// Posts still queued when the bus closed (never handed to ZeroMQ).
+    public var unsent: UInt64 = 0
+    /// Frames read from the subscriber socket.
+    public var framesReceived: UInt64 = 0
+    /// Valid notifications that matched no local subscription (outside every pattern).
+    public var unmatched: UInt64 = 0
+    /// Notifications lost upstream, summed over (publisher, name) streams.
+    public var lostUpstream: UInt64 = 0
+    /// Malformed messages dropped, by NBP/1 reason.
+    public var rejected: [RejectionReason: UInt64] = [:]
+    /// Subscriptions currently registered at this bus.
+    public var activeSubscriptions: Int = 0
+
+    /// Empty counters.
+    public init() {}
+
+    /// All rejections, whatever the reason.
+    public var rejectedTotal: UInt64 { rejected.values.reduce(0, +) }
+}

@@ -1,0 +1,542 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import DequeModule
+import ZeroMQ
+
+/// Reserved names and subscription prefixes the bus uses to talk to itself (see NBP-1.md, "Reserved").
+enum ControlNames {
+    /// `_nbus.ready.<bus id hex>.<n>`: a subscriber's readiness token, echoed by publishers.
+    static let readyPrefix = Array("_nbus.ready.".utf8)
+    /// `\0nbus.presence.<bus id hex>.<pattern>`: a subscriber announcing a pattern to publishers.
+    /// Starts with NUL, so it can never match a notification (names are never empty).
+    static let presencePrefix = Array("\u{0}nbus.presence.".utf8)
+
+    static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    static func presenceTopic(bus: UInt64, pattern: NamePattern) -> [UInt8] {
+        presencePrefix + Array("\(hex(bus)).\(pattern.rawValue)".utf8)
+    }
+}
+
+/// Who is subscribed at this publisher, as seen by its XPUB socket.
+struct PublisherView {
+    /// Plain ZeroMQ prefixes (from any subscriber, NotificationBus or foreign). XPUB passes the
+    /// first subscribe and the last unsubscribe of a prefix, so this is a set.
+    var prefixes: Set<[UInt8]> = []
+    /// NotificationBus subscribers by bus id, with the patterns they announced.
+    var presence: [UInt64: [NamePattern: Int]] = [:]
+
+    /// Distinct subscribers that will receive `name`: announced buses whose pattern matches, or,
+    /// when none announced, 1 if any plain prefix covers it (a foreign subscriber, count unknown).
+    func subscriberCount(matching name: NotificationName) -> Int {
+        let announced = presence.values.filter { patterns in patterns.keys.contains { $0.matches(name) } }.count
+        if announced > 0 { return announced }
+        let frameStart = Array(name.rawValue.utf8) + [0]
+        return prefixes.contains { frameStart.starts(with: $0) } ? 1 : 0
+    }
+
+    mutating func apply(subscribe: Bool, topic: ArraySlice<UInt8>) {
+        if topic.starts(with: ControlNames.presencePrefix) {
+            let rest = topic.dropFirst(ControlNames.presencePrefix.count)
+            guard rest.count > 17, rest[rest.startIndex + 16] == UInt8(ascii: "."),
+                let bus = UInt64(String(decoding: rest.prefix(16), as: UTF8.self), radix: 16),
+                let pattern = try? NamePattern(String(decoding: rest.dropFirst(17), as: UTF8.self))
+            else { return }
+            if subscribe {
+                presence[bus, default: [:]][pattern, default: 0] += 1
+            } else if var patterns = presence[bus] {
+                let left = (patterns[pattern] ?? 1) - 1
+                patterns[pattern] = left > 0 ? left : nil
+                presence[bus] = patterns.isEmpty ? nil : patterns
+            }
+            return
+        }
+        if subscribe { prefixes.insert(Array(topic)) } else { prefixes.remove(Array(topic)) }
+    }
+}
+
+/// The one thread that owns every socket of a `Bus`: it runs commands from the mailbox, sends
+/// queued posts, reads the subscriber socket in batches and hands them to subscriptions.
+final class BusIOThread {
+    private let core: BusCore
+    private let configuration: BusConfiguration
+    private let context: Context
+    private var publisher: Socket?
+    private var subscriber: Socket?
+    private(set) var resolvedEndpoints: [String] = []
+
+    // Subscriber side.
+    private var subscriptions: [SubscriptionStorage] = []
+    private var batches: [[BusEvent]] = []
+    private var filteredCounts: [UInt64] = []
+    private var prefixRefCounts: [[UInt8]: Int] = [:]
+    private var presenceRefCounts: [NamePattern: Int] = [:]
+    private var lastSequence: [StreamKey: UInt64] = [:]
+    private var readingPaused = false
+
+    // Publisher side.
+    private var view = PublisherView()
+    private var pendingOutbound = Deque<[UInt8]>()
+    private var controlSequence: UInt64 = 0
+
+    private var waiters: [BusWaiter] = []
+    private var stats = BusStats()
+    private var closing = false
+
+    private static let batchLimit = 1024
+
+    struct StreamKey: Hashable {
+        let publisherID: UInt64
+        let name: NotificationName
+    }
+
+    /// Creates the sockets and attaches them; runs on the I/O thread itself.
+    init(core: BusCore, configuration: BusConfiguration) throws(BusError) {
+        self.core = core
+        self.configuration = configuration
+        do {
+            context = try Context(ioThreads: 1)
+            if !configuration.publish.isEmpty {
+                let socket = try context.socket(.xpub)
+                try socket.set(.sendHighWaterMark, configuration.sendHighWaterMark)
+                try socket.set(.xpubNoDrop, configuration.publisherBackpressure)
+                try socket.set(.linger, 0)
+                publisher = socket
+                for attachment in configuration.publish { try attach(socket, attachment) }
+            }
+            if !configuration.subscribe.isEmpty {
+                let socket = try context.socket(.sub)
+                try socket.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
+                try socket.set(.linger, 0)
+                subscriber = socket
+                for attachment in configuration.subscribe { try attach(socket, attachment) }
+            }
+        } catch {
+            publisher?.close()
+            subscriber?.close()
+            publisher = nil
+            subscriber = nil
+            throw .transport(error)
+        }
+    }
+
+    private func attach(_ socket: Socket, _ attachment: Attachment) throws(ZMQError) {
+        switch attachment {
+        case .bind(let endpoint):
+            try socket.bind(endpoint)
+            resolvedEndpoints.append(try socket.lastEndpoint())
+        case .connect(let endpoint):
+            try socket.connect(endpoint)
+            resolvedEndpoints.append(endpoint)
+        }
+    }
+
+    // MARK: The loop
+
+    func run() {
+        while true {
+            let (commands, outbound) = core.mailbox.withLock { box in
+                box.sleeping = false
+                defer {
+                    box.commands.removeAll(keepingCapacity: true)
+                    box.outbound.removeAll(keepingCapacity: true)
+                }
+                return (box.commands, box.outbound)
+            }
+            var didWork = !commands.isEmpty || !outbound.isEmpty
+            if !outbound.isEmpty { resumeSpaceWaiters() }
+            for command in commands { handle(command) }
+            pendingOutbound.append(contentsOf: outbound)
+            if closing { break }
+            didWork = sendPending() || didWork
+            didWork = readSubscriptions() || didWork
+            if !readingPaused { didWork = readNotifications() || didWork }
+            expireWaiters()
+            publishStats()
+            if didWork { continue }
+
+            let parked = core.mailbox.withLock { box -> Bool in
+                if !box.commands.isEmpty || !box.outbound.isEmpty { return false }
+                box.sleeping = true
+                return true
+            }
+            if parked { park() }
+        }
+        shutDown()
+    }
+
+    private func park() {
+        var poller = Poller()
+        poller.register(fileDescriptor: core.wake.fileDescriptor)
+        if let publisher { poller.register(publisher) }
+        if let subscriber, !readingPaused { poller.register(subscriber) }
+        var timeout = -1
+        if !pendingOutbound.isEmpty { timeout = 1 }
+        if let deadline = waiters.map(\.deadline).min() {
+            let now = Timestamps.monotonicNanoseconds()
+            let untilDeadline = deadline > now ? Int((deadline - now) / 1_000_000) + 1 : 0
+            timeout = timeout < 0 ? untilDeadline : min(timeout, untilDeadline)
+        }
+        _ = try? poller.poll(timeoutMilliseconds: timeout)
+        core.wake.drain()
+    }
+
+    private func resumeSpaceWaiters() {
+        let waiting = core.mailbox.withLock { box in
+            defer { box.spaceWaiters.removeAll() }
+            return box.spaceWaiters
+        }
+        for waiter in waiting { waiter.resume() }
+    }
+
+    // MARK: Commands
+
+    private func handle(_ command: BusCommand) {
+        switch command {
+        case .addSubscription(let storage):
+            addSubscription(storage)
+        case .removeSubscription(let id):
+            removeSubscription(id)
+        case .addWaiter(let waiter):
+            addWaiter(waiter)
+        case .cancelWaiter(let id):
+            if let index = waiters.firstIndex(where: { $0.id == id }) {
+                let waiter = waiters.remove(at: index)
+                finishWaiter(waiter, .failure(.cancelled))
+            }
+        case .resumeReading:
+            readingPaused = subscriptions.contains { $0.wantsProducerPaused }
+        case .close:
+            closing = true
+        }
+    }
+
+    private func addSubscription(_ storage: SubscriptionStorage) {
+        guard let subscriber, !storage.isEnded else { return }
+        subscriptions.append(storage)
+        batches.append([])
+        filteredCounts.append(0)
+        let prefix = storage.pattern.subscriptionPrefix
+        prefixRefCounts[prefix, default: 0] += 1
+        if prefixRefCounts[prefix] == 1 { try? subscriber.subscribe(prefix) }
+        // Presence goes after the data prefix on the same pipe, so a publisher that sees it
+        // already has the data subscription.
+        presenceRefCounts[storage.pattern, default: 0] += 1
+        if presenceRefCounts[storage.pattern] == 1 {
+            try? subscriber.subscribe(ControlNames.presenceTopic(bus: configuration.publisherID, pattern: storage.pattern))
+        }
+        stats.activeSubscriptions = subscriptions.count
+    }
+
+    private func removeSubscription(_ id: UInt64) {
+        guard let index = subscriptions.firstIndex(where: { $0.id == id }), let subscriber else { return }
+        let storage = subscriptions.remove(at: index)
+        batches.remove(at: index)
+        filteredCounts.remove(at: index)
+        let pattern = storage.pattern
+        presenceRefCounts[pattern, default: 1] -= 1
+        if presenceRefCounts[pattern] == 0 {
+            presenceRefCounts[pattern] = nil
+            try? subscriber.unsubscribe(ControlNames.presenceTopic(bus: configuration.publisherID, pattern: pattern))
+        }
+        let prefix = pattern.subscriptionPrefix
+        prefixRefCounts[prefix, default: 1] -= 1
+        if prefixRefCounts[prefix] == 0 {
+            prefixRefCounts[prefix] = nil
+            try? subscriber.unsubscribe(prefix)
+        }
+        // Forget streams no remaining subscription matches: if one comes back later, its first
+        // message starts tracking afresh instead of reporting what passed meanwhile as lost.
+        lastSequence = lastSequence.filter { key, _ in subscriptions.contains { $0.pattern.matches(key.name) } }
+        readingPaused = subscriptions.contains { $0.wantsProducerPaused }
+        stats.activeSubscriptions = subscriptions.count
+    }
+
+    // MARK: Waiters
+
+    private func addWaiter(_ waiter: BusWaiter) {
+        switch waiter.kind {
+        case .ready(let token):
+            guard let subscriber else { return finishWaiter(waiter, .failure(.notASubscriber)) }
+            waiters.append(waiter)
+            // Ordered after every subscription already sent on this socket: when a publisher
+            // echoes the token, it has all of them.
+            try? subscriber.subscribe(Array(token.rawValue.utf8) + [0])
+        case .subscribers:
+            guard publisher != nil else { return finishWaiter(waiter, .failure(.notAPublisher)) }
+            waiters.append(waiter)
+            checkSubscriberWaiters()
+        }
+    }
+
+    private func finishWaiter(_ waiter: BusWaiter, _ result: Result<Void, BusError>) {
+        if case .ready(let token) = waiter.kind, let subscriber {
+            try? subscriber.unsubscribe(Array(token.rawValue.utf8) + [0])
+        }
+        waiter.continuation.resume(returning: result)
+    }
+
+    private func checkSubscriberWaiters() {
+        var index = 0
+        while index < waiters.count {
+            if case .subscribers(let count, let name, let atMost) = waiters[index].kind {
+                let current = view.subscriberCount(matching: name)
+                if atMost ? current <= count : current >= count {
+                    finishWaiter(waiters.remove(at: index), .success(()))
+                    continue
+                }
+            }
+            index += 1
+        }
+    }
+
+    private func expireWaiters() {
+        guard !waiters.isEmpty else { return }
+        let now = Timestamps.monotonicNanoseconds()
+        var index = 0
+        while index < waiters.count {
+            let waiter = waiters[index]
+            if waiter.deadline <= now {
+                waiters.remove(at: index)
+                finishWaiter(waiter, .failure(.timedOut(what: waiter.what, milliseconds: waiter.timeoutMilliseconds)))
+            } else {
+                index += 1
+            }
+        }
+    }
+
+    // MARK: Publisher side
+
+    /// Hands queued frames to ZeroMQ. Without back-pressure XPUB never refuses (it drops at the
+    /// HWM, which subscribers see as gaps); with it, a refused frame waits for the next round.
+    private func sendPending() -> Bool {
+        guard let publisher else {
+            stats.unsent += UInt64(pendingOutbound.count)
+            pendingOutbound.removeAll()
+            return false
+        }
+        var sent = 0
+        while let frame = pendingOutbound.first {
+            do {
+                try publisher.send(frame, mode: .dontWait)
+            } catch {
+                if error.kind == .wouldBlock { break }
+                // A frame ZeroMQ rejects outright cannot be retried; it is counted as unsent.
+                stats.unsent += 1
+            }
+            pendingOutbound.removeFirst()
+            sent += 1
+        }
+        stats.sent += UInt64(sent)
+        return sent > 0
+    }
+
+    /// Reads subscription messages from the XPUB socket: the publisher's view of its subscribers,
+    /// and readiness tokens to echo.
+    private func readSubscriptions() -> Bool {
+        guard let publisher else { return false }
+        var changed = false
+        while let frame = try? publisher.receive(mode: .dontWait) {
+            changed = true
+            guard let first = frame.first, first <= 1 else { continue }
+            let topic = frame[1...]
+            if first == 1, topic.starts(with: ControlNames.readyPrefix), topic.last == 0 {
+                echoReadyToken(topic.dropLast())
+                continue
+            }
+            view.apply(subscribe: first == 1, topic: topic)
+        }
+        if changed { checkSubscriberWaiters() }
+        return changed
+    }
+
+    private func echoReadyToken(_ nameBytes: ArraySlice<UInt8>) {
+        guard let publisher, let name = try? NotificationName(String(decoding: nameBytes, as: UTF8.self)) else { return }
+        controlSequence += 1
+        let reply = Notification(
+            name: name, sequence: controlSequence, publisherID: configuration.publisherID,
+            timestamp: Timestamps.wallClockNanoseconds())
+        if let frame = try? EnvelopeCodec.encode(reply) { try? publisher.send(frame, mode: .dontWait) }
+    }
+
+    // MARK: Subscriber side
+
+    /// Reads up to `batchLimit` frames, then hands each subscription its batch under one lock.
+    private func readNotifications() -> Bool {
+        guard let subscriber else { return false }
+        var count = 0
+        var anyMatched = false
+        while count < Self.batchLimit {
+            let outcome: FrameOutcome
+            do {
+                outcome = try subscriber.receive(mode: .dontWait) { bytes, more in
+                    more ? FrameOutcome.multipart : (dispatch(bytes) ? .matched : .consumed)
+                }
+            } catch {
+                break
+            }
+            switch outcome {
+            case .matched:
+                anyMatched = true
+            case .consumed:
+                break
+            case .multipart:
+                // NBP/1 is one frame: drain the remaining parts and reject the message once.
+                while subscriber.hasMoreParts { _ = try? subscriber.receive(mode: .dontWait) }
+                stats.rejected[.wrongFrameCount, default: 0] += 1
+            }
+            stats.framesReceived += 1
+            count += 1
+        }
+        if anyMatched || filteredCounts.contains(where: { $0 > 0 }) { flushBatches() }
+        return count > 0
+    }
+
+    private enum FrameOutcome {
+        case matched, consumed, multipart
+    }
+
+    /// Routes one frame to the subscriptions it matches; returns whether any matched.
+    private func dispatch(_ frame: UnsafeRawBufferPointer) -> Bool {
+        let nameLength: Int
+        do {
+            nameLength = try EnvelopeCodec.nameLength(in: frame)
+        } catch {
+            stats.rejected[error, default: 0] += 1
+            return false
+        }
+        let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
+        if nameBytes.starts(with: ControlNames.readyPrefix) {
+            resolveReadyToken(nameBytes)
+            return false
+        }
+        var matchedFirst = -1
+        var matchedMore = false
+        for index in subscriptions.indices {
+            let subscription = subscriptions[index]
+            guard frame.starts(with: subscription.pattern.subscriptionPrefix) else { continue }
+            if subscription.pattern.matches(nameBytes: nameBytes) {
+                if matchedFirst < 0 { matchedFirst = index } else { matchedMore = true }
+            } else {
+                filteredCounts[index] += 1
+            }
+        }
+        guard matchedFirst >= 0 else {
+            stats.unmatched += 1
+            return false
+        }
+        let notification: Notification
+        do {
+            notification = try EnvelopeCodec.decode(frame, maximumPayload: configuration.maximumPayload)
+        } catch {
+            stats.rejected[error, default: 0] += 1
+            return false
+        }
+        let gap = trackSequence(of: notification)
+        for index in matchedFirst..<(matchedMore ? subscriptions.count : matchedFirst + 1) {
+            let pattern = subscriptions[index].pattern
+            guard index == matchedFirst || (frame.starts(with: pattern.subscriptionPrefix) && pattern.matches(nameBytes: nameBytes)) else {
+                continue
+            }
+            if let gap { batches[index].append(.gap(gap)) }
+            batches[index].append(.notification(notification))
+        }
+        return true
+    }
+
+    /// NBP/1 gap detection per (publisher, name): the first message of a stream is never a loss;
+    /// a jump forward is; a repeat or step back is delivered and leaves tracking where it was.
+    private func trackSequence(of notification: Notification) -> Gap? {
+        let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
+        let sequence = notification.sequence
+        guard let last = lastSequence[key] else {
+            lastSequence[key] = sequence
+            return nil
+        }
+        guard sequence > last else { return nil }
+        lastSequence[key] = sequence
+        guard sequence > last + 1 else { return nil }
+        let missing = (last + 1)...(sequence - 1)
+        let count = sequence - last - 1
+        stats.lostUpstream += count
+        return Gap(
+            cause: .lostUpstream, count: count, name: notification.name, publisherID: notification.publisherID,
+            sequences: missing)
+    }
+
+    private func resolveReadyToken(_ nameBytes: UnsafeRawBufferPointer) {
+        guard let index = waiters.firstIndex(where: { waiter in
+            if case .ready(let token) = waiter.kind { return token.rawValue.utf8.elementsEqual(nameBytes) }
+            return false
+        }) else { return }
+        finishWaiter(waiters.remove(at: index), .success(()))
+    }
+
+    private func flushBatches() {
+        var pause = false
+        for index in subscriptions.indices where !batches[index].isEmpty || filteredCounts[index] > 0 {
+            if subscriptions[index].append(batches[index], filteredOut: filteredCounts[index]) { pause = true }
+            batches[index].removeAll(keepingCapacity: true)
+            filteredCounts[index] = 0
+        }
+        if pause { readingPaused = true }
+    }
+
+    private func publishStats() {
+        let posted = core.mailbox.withLock { $0.posted }
+        stats.posted = posted
+        let snapshot = stats
+        core.statsSnapshot.withLock { $0 = snapshot }
+    }
+
+    // MARK: Shutdown
+
+    /// Flushes what it can within the close timeout, then ends every subscription and waiter
+    /// and closes the sockets and the context.
+    private func shutDown() {
+        let leftovers = core.mailbox.withLock { box in
+            box.closed = true
+            defer {
+                box.outbound.removeAll()
+                box.commands.removeAll()
+            }
+            return (box.outbound, box.commands, box.spaceWaiters)
+        }
+        pendingOutbound.append(contentsOf: leftovers.0)
+        for waiter in leftovers.2 { waiter.resume() }
+        for command in leftovers.1 {
+            switch command {
+            case .addWaiter(let waiter): finishWaiter(waiter, .failure(.closed))
+            case .addSubscription(let storage): storage.finishFromBus()
+            default: break
+            }
+        }
+        let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutMilliseconds) * 1_000_000
+        while !pendingOutbound.isEmpty && Timestamps.monotonicNanoseconds() < deadline {
+            if !sendPending() {
+                var poller = Poller()
+                if let publisher { poller.register(publisher, for: .writable) }
+                _ = try? poller.poll(timeoutMilliseconds: 1)
+            }
+        }
+        stats.unsent += UInt64(pendingOutbound.count)
+        pendingOutbound.removeAll()
+        // Let ZeroMQ deliver what it already holds, within the same timeout.
+        try? publisher?.set(.linger, configuration.closeTimeoutMilliseconds)
+        for storage in subscriptions { storage.finishFromBus() }
+        subscriptions.removeAll()
+        for waiter in waiters { finishWaiter(waiter, .failure(.closed)) }
+        waiters.removeAll()
+        stats.activeSubscriptions = 0
+        publishStats()
+        publisher?.close()
+        subscriber?.close()
+        publisher = nil
+        subscriber = nil
+        context.terminate()
+    }
+}

@@ -1,0 +1,59 @@
+/// A live subscription as an `AsyncSequence` of notifications (gaps are counted in `stats`, not yielded).
+///
+/// The subscription starts when `Bus.notifications(named:)` returns and is live at a publisher once
+/// `await bus.ready(pattern)` returns. It ends when the consuming task is cancelled, when the last
+/// copy of the sequence and its iterator is dropped, or when the bus closes (after the buffer drains).
+public struct NotificationSequence: AsyncSequence, Sendable {
+    public typealias Element = Notification
+    let handle: SubscriptionHandle
+
+    /// The pattern this subscription selects.
+    public var pattern: NamePattern { handle.storage.pattern }
+
+    /// The subscription's counters now.
+    public var stats: SubscriptionStats { handle.storage.stats }
+
+    /// Ends the subscription now (the same as cancelling the consuming task).
+    public func cancel() { handle.storage.cancel() }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle) }
+
+    /// Iterates the subscription's notifications.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let handle: SubscriptionHandle
+
+        public mutating func next() async -> Notification? {
+            while let event = await handle.storage.next() {
+                if case .notification(let notification) = event { return notification }
+            }
+            return nil
+        }
+    }
+}
+
+/// A live subscription as an `AsyncSequence` of `BusEvent`s: notifications, and gaps in-band
+/// exactly where notifications were lost. Lifetime as for `NotificationSequence`.
+public struct BusEventSequence: AsyncSequence, Sendable {
+    public typealias Element = BusEvent
+    let handle: SubscriptionHandle
+
+    /// The pattern this subscription selects.
+    public var pattern: NamePattern { handle.storage.pattern }
+
+    /// The subscription's counters now.
+    public var stats: SubscriptionStats { handle.storage.stats }
+
+    /// Ends the subscription now.
+    public func cancel() { handle.storage.cancel() }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle) }
+
+    /// Iterates the subscription's events.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let handle: SubscriptionHandle
+
+        public mutating func next() async -> BusEvent? {
+            await handle.storage.next()
+        }
+    }
+}

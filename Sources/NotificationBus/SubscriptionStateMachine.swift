@@ -1,0 +1,176 @@
+import DequeModule
+
+/// The state of one subscription's buffer, without locks or side effects: the storage calls it
+/// under its lock and runs the returned action outside (swift-service-lifecycle's pattern).
+struct SubscriptionStateMachine {
+    enum Phase {
+        case active
+        case ended
+    }
+
+    let policy: BufferingPolicy
+    private(set) var phase = Phase.active
+    private var buffer = Deque<BusEvent>()
+    private var bufferedNotifications = 0
+    private var waiter: UnsafeContinuation<BusEvent?, Never>?
+    /// Set when the I/O thread was told this subscription is full (suspendProducer only).
+    private var producerPaused = false
+    private(set) var stats = SubscriptionStats()
+
+    init(policy: BufferingPolicy) {
+        self.policy = policy
+    }
+
+    /// Whether the I/O thread should stop reading for this subscription (suspendProducer only).
+    var wantsProducerPaused: Bool {
+        if case .suspendProducer = policy, phase == .active { return bufferedNotifications >= policy.capacity }
+        return false
+    }
+
+    // MARK: Producer side (the I/O thread)
+
+    enum AppendAction {
+        case none
+        case resume(UnsafeContinuation<BusEvent?, Never>, BusEvent)
+    }
+
+    /// Takes a batch from the I/O thread: events in stream order, plus counters for what it filtered.
+    mutating func append(_ events: some Sequence<BusEvent>, filteredOut: UInt64) -> AppendAction {
+        guard phase == .active else { return .none }
+        stats.filteredOut += filteredOut
+        for event in events {
+            switch event {
+            case .notification:
+                stats.received += 1
+                enqueueNotification(event)
+            case .gap(let gap):
+                if gap.cause == .lostUpstream { stats.lostUpstream += gap.count }
+                stats.gaps += 1
+                buffer.append(event)
+            }
+        }
+        if wantsProducerPaused { producerPaused = true }
+        return resumeWaiterIfPossible()
+    }
+
+    private mutating func enqueueNotification(_ event: BusEvent) {
+        let capacity = policy.capacity
+        switch policy {
+        case .suspendProducer:
+            // The I/O thread stops reading once full; a batch may overshoot by its own size.
+            buffer.append(event)
+            bufferedNotifications += 1
+        case .dropNewest:
+            if bufferedNotifications >= capacity {
+                recordLocalDrop(atFront: false)
+            } else {
+                buffer.append(event)
+                bufferedNotifications += 1
+            }
+        case .dropOldest:
+            if bufferedNotifications >= capacity, let index = buffer.firstIndex(where: \.isNotification) {
+                buffer.remove(at: index)
+                bufferedNotifications -= 1
+                recordLocalDrop(atFront: true)
+            }
+            buffer.append(event)
+            bufferedNotifications += 1
+        }
+    }
+
+    /// Counts one local drop and reports it in-band, merging with an adjacent local-drop gap.
+    private mutating func recordLocalDrop(atFront: Bool) {
+        stats.droppedLocalBuffer += 1
+        let index = atFront ? buffer.startIndex : buffer.index(before: buffer.endIndex)
+        if !buffer.isEmpty, case .gap(var gap) = buffer[index], gap.cause == .droppedLocalBuffer {
+            gap.count += 1
+            buffer[index] = .gap(gap)
+            return
+        }
+        stats.gaps += 1
+        let gap = BusEvent.gap(Gap(cause: .droppedLocalBuffer, count: 1))
+        if atFront { buffer.prepend(gap) } else { buffer.append(gap) }
+    }
+
+    private mutating func resumeWaiterIfPossible() -> AppendAction {
+        guard let waiter, let event = popFirst() else { return .none }
+        self.waiter = nil
+        return .resume(waiter, event)
+    }
+
+    private mutating func popFirst() -> BusEvent? {
+        guard let event = buffer.popFirst() else { return nil }
+        if case .notification = event {
+            bufferedNotifications -= 1
+            stats.delivered += 1
+        }
+        return event
+    }
+
+    // MARK: Consumer side
+
+    enum NextAction {
+        case returnEvent(BusEvent, resumeProducer: Bool)
+        case returnEnd
+        case suspended
+    }
+
+    /// The consumer asks for the next event; if none is buffered the continuation is kept.
+    mutating func next(_ continuation: UnsafeContinuation<BusEvent?, Never>) -> NextAction {
+        if let event = popFirst() {
+            return .returnEvent(event, resumeProducer: checkResumeProducer())
+        }
+        if phase == .ended { return .returnEnd }
+        precondition(waiter == nil, "a subscription's events were awaited by two tasks at once")
+        waiter = continuation
+        return .suspended
+    }
+
+    /// Without suspending: the next buffered event, if any.
+    mutating func nextBuffered() -> (BusEvent?, resumeProducer: Bool) {
+        let event = popFirst()
+        return (event, event == nil ? false : checkResumeProducer())
+    }
+
+    /// Hysteresis: let the I/O thread read again once half the buffer has drained.
+    private mutating func checkResumeProducer() -> Bool {
+        guard producerPaused, bufferedNotifications <= policy.capacity / 2 else { return false }
+        producerPaused = false
+        return true
+    }
+
+    // MARK: Ending
+
+    enum EndAction {
+        case none
+        case resumeWaiterWithEnd(UnsafeContinuation<BusEvent?, Never>?, firstEnd: Bool)
+    }
+
+    /// Ends the subscription (cancelled, iterator dropped, or the bus closed): buffered events
+    /// are discarded and counted; a waiting consumer sees the end.
+    mutating func end(discardBuffered: Bool) -> EndAction {
+        guard phase == .active else { return .none }
+        phase = .ended
+        if discardBuffered {
+            stats.discardedAtEnd += UInt64(bufferedNotifications)
+            buffer.removeAll()
+            bufferedNotifications = 0
+        }
+        let waiter = self.waiter
+        self.waiter = nil
+        return .resumeWaiterWithEnd(waiter, firstEnd: true)
+    }
+
+    var statsSnapshot: SubscriptionStats {
+        var snapshot = stats
+        snapshot.buffered = UInt64(bufferedNotifications)
+        return snapshot
+    }
+}
+
+extension BusEvent {
+    var isNotification: Bool {
+        if case .notification = self { return true }
+        return false
+    }
+}

@@ -1,0 +1,92 @@
+import Synchronization
+
+/// One subscription's shared state: the I/O thread appends batches, one consumer takes events.
+/// A `SubscriptionStateMachine` behind a `Mutex`; actions run outside the lock.
+final class SubscriptionStorage: Sendable {
+    let id: UInt64
+    let pattern: NamePattern
+    private let state: Mutex<SubscriptionStateMachine>
+    /// How the storage reaches the I/O thread: unsubscribe when it ends, resume reading when it drains.
+    private let core: BusCore
+
+    init(id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore) {
+        self.id = id
+        self.pattern = pattern
+        self.state = Mutex(SubscriptionStateMachine(policy: policy))
+        self.core = core
+    }
+
+    // MARK: Called by the I/O thread
+
+    /// Appends one batch under one lock, resuming the consumer at most once. Returns whether the
+    /// I/O thread should stop reading (suspendProducer and full).
+    func append(_ events: [BusEvent], filteredOut: UInt64) -> Bool {
+        let (action, pause) = state.withLock { machine in
+            (machine.append(events, filteredOut: filteredOut), machine.wantsProducerPaused)
+        }
+        if case .resume(let continuation, let event) = action { continuation.resume(returning: event) }
+        return pause
+    }
+
+    /// Whether this subscription still wants the I/O thread paused.
+    var wantsProducerPaused: Bool { state.withLock { $0.wantsProducerPaused } }
+
+    /// The bus closed: let the consumer drain what is buffered, then end.
+    func finishFromBus() {
+        let action = state.withLock { $0.end(discardBuffered: false) }
+        if case .resumeWaiterWithEnd(let waiter?, _) = action { waiter.resume(returning: nil) }
+    }
+
+    // MARK: Called by the consumer
+
+    func next() async -> BusEvent? {
+        // Fast path: something is buffered, no continuation needed.
+        let (buffered, resume) = state.withLock { $0.nextBuffered() }
+        if let buffered {
+            if resume { core.wakeToResumeReading() }
+            return buffered
+        }
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<BusEvent?, Never>) in
+                let action = state.withLock { $0.next(continuation) }
+                switch action {
+                case .returnEvent(let event, let resumeProducer):
+                    continuation.resume(returning: event)
+                    if resumeProducer { core.wakeToResumeReading() }
+                case .returnEnd:
+                    continuation.resume(returning: nil)
+                case .suspended:
+                    break
+                }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    /// Ends the subscription from the consumer's side and unsubscribes at the I/O thread.
+    func cancel() {
+        let action = state.withLock { $0.end(discardBuffered: true) }
+        guard case .resumeWaiterWithEnd(let waiter, let firstEnd) = action else { return }
+        waiter?.resume(returning: nil)
+        if firstEnd { core.enqueue(.removeSubscription(id)) }
+    }
+
+    var stats: SubscriptionStats { state.withLock { $0.statsSnapshot } }
+
+    var isEnded: Bool { state.withLock { $0.phase == .ended } }
+}
+
+/// Keeps a subscription alive while any copy of its sequence or iterator exists; the last one
+/// to go cancels it, which unsubscribes at the publisher when no other local subscription needs the prefix.
+final class SubscriptionHandle: Sendable {
+    let storage: SubscriptionStorage
+
+    init(storage: SubscriptionStorage) {
+        self.storage = storage
+    }
+
+    deinit {
+        storage.cancel()
+    }
+}
