@@ -15,10 +15,12 @@ let package = Package(
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "NotificationBus", targets: ["NotificationBus"]),
         .executable(name: "nbus", targets: ["nbus"]),
+        .executable(name: "nbus-baseline", targets: ["ZeroMQBaseline"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
         .package(url: "https://github.com/apple/swift-collections.git", exact: "1.6.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", exact: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -39,10 +41,24 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        .target(
+            name: "BusBench",
+            dependencies: [
+                "NotificationBus",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // The raw-libzmq baseline the bus is measured against: C, libzmq alone, same bytes, one frame.
+        .executableTarget(
+            name: "ZeroMQBaseline",
+            dependencies: ["CZeroMQ"]
+        ),
         .executableTarget(
             name: "nbus",
             dependencies: [
                 "NotificationBus",
+                "BusBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings

@@ -1,0 +1,2 @@
+/// Placeholder until the throughput scenario lands.
+enum BusBenchPlaceholder {}
