@@ -35,17 +35,7 @@ public final class Bus: Sendable {
         let finished = FinishSignal()
         self.finished = finished
         let start = ThreadStart(core: core, configuration: configuration) { finished.finish() }
-        var handle = pthread_t()
-        let created = pthread_create(
-            &handle, nil,
-            { argument in
-                guard let argument else { return nil }
-                Unmanaged<ThreadStart>.fromOpaque(argument).takeRetainedValue().main()
-                return nil
-            }, Unmanaged.passRetained(start).toOpaque())
-        guard created == 0 else {
-            throw .system("pthread_create failed with \(created)")
-        }
+        let handle = try spawnThread { start.main() }
         start.ready.wait()
         switch start.outcome.withLock({ $0 }) {
         case .success(let endpoints)?:

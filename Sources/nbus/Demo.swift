@@ -1,7 +1,7 @@
 import ArgumentParser
 import NotificationBus
 
-struct Demo: ParsableCommand {
+struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Post a few notifications over inproc:// in one process and print them decoded.")
 
@@ -12,7 +12,7 @@ struct Demo: ParsableCommand {
         guard (1...10_000).contains(count) else { throw ValidationError("--count must be between 1 and 10000") }
     }
 
-    func run() throws {
-        try EmbeddedDemo.run(count: count) { print($0) }
+    func run() async throws {
+        try await EmbeddedDemo.run(count: count) { print($0) }
     }
 }

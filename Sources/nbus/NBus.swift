@@ -1,7 +1,7 @@
 import ArgumentParser
 
 @main
-struct NBus: ParsableCommand {
+struct NBus: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nbus",
         abstract: "NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.",
@@ -10,6 +10,6 @@ struct NBus: ParsableCommand {
             (see protocol/NBP-1.md). Patterns: exact `orders.created`, one token \
             `orders.*.eu`, the rest `orders.>`.
             """,
-        subcommands: [Demo.self]
+        subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self]
     )
 }

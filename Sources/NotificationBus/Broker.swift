@@ -1,0 +1,189 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+import ZeroMQ
+
+/// Message and byte counters of a running broker, as libzmq's proxy reports them.
+public struct BrokerStatistics: Hashable, Sendable {
+    /// Messages received from publishers (frontend, XSUB).
+    public var fromPublishers: UInt64 = 0
+    /// Bytes received from publishers.
+    public var bytesFromPublishers: UInt64 = 0
+    /// Messages sent to subscribers (backend, XPUB); per message, not per subscriber.
+    public var toSubscribers: UInt64 = 0
+    /// Bytes sent to subscribers.
+    public var bytesToSubscribers: UInt64 = 0
+    /// Subscription messages received from subscribers (backend).
+    public var subscriptionMessages: UInt64 = 0
+
+    /// Zero counters.
+    public init() {}
+}
+
+/// `nbus broker`: libzmq's own XSUB/XPUB proxy between many publishers (frontend) and many
+/// subscribers (backend). Frames pass through untouched; subscriptions flow upstream.
+///
+/// Two threads: the proxy thread owns the frontend, backend and one end of an inproc control
+/// pair; the control thread owns the other end and asks for statistics or termination.
+public final class Broker: Sendable {
+    /// The frontend endpoint, resolved (real port for `tcp://...:*`).
+    public let frontendEndpoint: String
+    /// The backend endpoint, resolved.
+    public let backendEndpoint: String
+    private let context: Context
+    private let wake: WakeSignal
+    private let control: Mutex<ControlState>
+    private let statsSnapshot = Mutex(BrokerStatistics())
+    private let threads: Mutex<[pthread_t]>
+
+    private struct ControlState {
+        var stopRequested = false
+        var statisticsWaiters: [CheckedContinuation<BrokerStatistics, Never>] = []
+        var stopped = false
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    /// Binds `frontend` (for publishers) and `backend` (for subscribers) and starts forwarding.
+    public init(frontend: String, backend: String) throws(BusError) {
+        let context: Context
+        let wake: WakeSignal
+        do {
+            context = try Context(ioThreads: 1)
+            wake = try WakeSignal()
+        } catch {
+            throw .transport(error)
+        }
+        self.context = context
+        self.wake = wake
+        self.control = Mutex(ControlState())
+        let controlEndpoint = "inproc://nbus-broker-control-\(UInt64.random(in: 1...UInt64.max))"
+        let started = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<(String, String), BusError>?>(nil)
+
+        let proxyThread = try spawnThread { [context] in
+            do throws(ZMQError) {
+                let xsub = try context.socket(.xsub)
+                try xsub.set(.linger, 0)
+                try xsub.bind(frontend)
+                let xpub = try context.socket(.xpub)
+                try xpub.set(.linger, 0)
+                try xpub.bind(backend)
+                let controlSocket = try context.socket(.pair)
+                try controlSocket.bind(controlEndpoint)
+                let endpoints = ((try? xsub.lastEndpoint()) ?? frontend, (try? xpub.lastEndpoint()) ?? backend)
+                outcome.withLock { $0 = .success(endpoints) }
+                started.signal()
+                try? Proxy.run(frontend: xsub, backend: xpub, control: controlSocket)
+            } catch {
+                outcome.withLock { $0 = .failure(.transport(error)) }
+                started.signal()
+            }
+        }
+        started.wait()
+        guard case .success(let endpoints)? = outcome.withLock({ $0 }) else {
+            pthread_join(proxyThread, nil)
+            if case .failure(let error)? = outcome.withLock({ $0 }) { throw error }
+            throw .system("the broker did not start")
+        }
+        frontendEndpoint = endpoints.0
+        backendEndpoint = endpoints.1
+        threads = Mutex([proxyThread])
+        let controlThread = try spawnThread { [self] in runControl(endpoint: controlEndpoint) }
+        threads.withLock { $0.append(controlThread) }
+    }
+
+    deinit {
+        requestStop()
+        for thread in threads.withLock({ $0 }) { pthread_detach(thread) }
+    }
+
+    /// Counters now: asks the proxy (`STATISTICS`) through the control thread.
+    public func statistics() async -> BrokerStatistics {
+        await withCheckedContinuation { continuation in
+            let stoppedAlready = control.withLock { state -> Bool in
+                if state.stopped { return true }
+                state.statisticsWaiters.append(continuation)
+                return false
+            }
+            if stoppedAlready { continuation.resume(returning: statsSnapshot.withLock { $0 }) }
+            else { wake.signal() }
+        }
+    }
+
+    /// Stops forwarding, closes the sockets and joins both threads; returns the final counters.
+    @discardableResult
+    public func stop() async -> BrokerStatistics {
+        requestStop()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = control.withLock { state -> Bool in
+                if state.stopped { return true }
+                state.stopWaiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+        for thread in threads.withLock({ threads in defer { threads.removeAll() }; return threads }) {
+            pthread_join(thread, nil)
+        }
+        return statsSnapshot.withLock { $0 }
+    }
+
+    private func requestStop() {
+        control.withLock { $0.stopRequested = true }
+        wake.signal()
+    }
+
+    /// The control thread: serves statistics requests and the stop request, then terminates the proxy.
+    private func runControl(endpoint: String) {
+        guard let socket = try? context.socket(.pair), (try? socket.connect(endpoint)) != nil else { return }
+        try? socket.set(.receiveTimeout, 2_000)
+        try? socket.set(.linger, 0)
+        while true {
+            var poller = Poller()
+            poller.register(fileDescriptor: wake.fileDescriptor)
+            _ = try? poller.poll(timeoutMilliseconds: -1)
+            wake.drain()
+            let (stop, waiters) = control.withLock { state in
+                defer { state.statisticsWaiters.removeAll() }
+                return (state.stopRequested, state.statisticsWaiters)
+            }
+            if !waiters.isEmpty || stop { refreshStatistics(socket) }
+            let snapshot = statsSnapshot.withLock { $0 }
+            for waiter in waiters { waiter.resume(returning: snapshot) }
+            if stop { break }
+        }
+        try? socket.send(Proxy.Command.terminate.rawValue)
+        socket.close()
+        // The proxy thread closes its sockets when its stack unwinds; then the context can go.
+        let stopWaiters = control.withLock { state in
+            state.stopped = true
+            defer { state.stopWaiters.removeAll() }
+            return state.stopWaiters + []
+        }
+        let lateStatistics = control.withLock { state in
+            defer { state.statisticsWaiters.removeAll() }
+            return state.statisticsWaiters
+        }
+        let snapshot = statsSnapshot.withLock { $0 }
+        for waiter in lateStatistics { waiter.resume(returning: snapshot) }
+        for waiter in stopWaiters { waiter.resume() }
+    }
+
+    private func refreshStatistics(_ socket: Socket) {
+        guard (try? socket.send(Proxy.Command.statistics.rawValue)) != nil,
+            let parts = try? socket.receiveMultipart(), parts.count == 8
+        else { return }
+        let values = parts.map { part -> UInt64 in
+            part.count == 8 ? part.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } : 0
+        }
+        var stats = BrokerStatistics()
+        stats.fromPublishers = values[0]
+        stats.bytesFromPublishers = values[1]
+        stats.toSubscribers = values[6]
+        stats.bytesToSubscribers = values[7]
+        stats.subscriptionMessages = values[4]
+        statsSnapshot.withLock { $0 = stats }
+    }
+}

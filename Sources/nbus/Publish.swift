@@ -1,0 +1,206 @@
+import ArgumentParser
+import Foundation
+import NotificationBus
+
+struct Publish: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Post notifications named NAME.",
+        discussion: """
+            By default it first waits (up to --timeout) until a matching subscription has reached \
+            it, through a broker too, so nothing is lost to ZeroMQ's slow joiner; --no-wait sends \
+            at once. The payload may contain {n}, replaced by the notification's number (1-based). \
+            With --lines, every line of standard input becomes one notification \
+            (`tail -F app.log | nbus publish logs.app --lines`); with --lines --input json, each \
+            line is an object {"name": ..., "headers": {...}, "payload": "..."} (name optional).
+            Exit status: 0 sent, 2 no subscriber in time or bad input, 1 anything else.
+            """)
+
+    @Argument(help: "The notification name, e.g. orders.created.")
+    var name: String
+
+    @Argument(help: "The payload text (default: empty).")
+    var payload: String = ""
+
+    @Option(name: .shortAndLong, help: "How many notifications to post.")
+    var count: Int = 1
+
+    @Option(help: ArgumentHelp("Notifications per second (default: as fast as possible).", valueName: "per-second"))
+    var rate: Double?
+
+    @Option(help: ArgumentHelp("Payload size in bytes: the payload text repeated (or 'x') to this length.", valueName: "bytes"))
+    var size: Int?
+
+    @Option(name: .customLong("header"), help: ArgumentHelp("A header key=value. Repeatable.", valueName: "key=value"))
+    var headers: [String] = []
+
+    @Option(help: ArgumentHelp("Content type: unspecified, text, json, cbor, msgpack, protobuf, or a code 0-255.", valueName: "type"))
+    var contentType: String = "unspecified"
+
+    @Flag(help: "Read notifications from standard input, one per line.")
+    var lines = false
+
+    @Option(help: ArgumentHelp("With --lines: text (each line is a payload) or json.", valueName: "format"))
+    var input: LineFormat = .text
+
+    @OptionGroup var endpoints: EndpointOptions
+
+    @Flag(help: "Send at once, without waiting for a subscriber.")
+    var noWait = false
+
+    @Option(help: ArgumentHelp("Wait for this many subscribers of NAME before sending.", valueName: "n"))
+    var subscribers: Int = 1
+
+    @Option(help: ArgumentHelp("Seconds to wait for subscribers.", valueName: "seconds"))
+    var timeout: Double = 10
+
+    @Option(help: ArgumentHelp("ZeroMQ send high-water mark (messages per subscriber).", valueName: "messages"))
+    var hwm: Int32 = 10_000
+
+    enum LineFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    func validate() throws {
+        do { _ = try NotificationName(name) } catch { throw ValidationError("invalid name '\(name)': \(error)") }
+        guard count >= 1 else { throw ValidationError("--count must be at least 1") }
+        if let rate { guard rate > 0 else { throw ValidationError("--rate must be positive") } }
+        if let size { guard size >= 0 else { throw ValidationError("--size must be 0 or more") } }
+        guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1 (use --no-wait to skip waiting)") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        _ = try parsedHeaders()
+        _ = try parsedContentType()
+    }
+
+    func parsedHeaders() throws -> NotificationHeaders {
+        var result = NotificationHeaders()
+        for header in headers {
+            guard let equals = header.firstIndex(of: "="), equals != header.startIndex else {
+                throw ValidationError("--header takes key=value, got '\(header)'")
+            }
+            result[String(header[..<equals])] = String(header[header.index(after: equals)...])
+        }
+        return result
+    }
+
+    func parsedContentType() throws -> ContentType {
+        let named: [String: ContentType] = [
+            "unspecified": .unspecified, "text": .text, "json": .json, "cbor": .cbor, "msgpack": .msgpack,
+            "protobuf": .protobuf,
+        ]
+        if let type = named[contentType] { return type }
+        if let code = UInt8(contentType) { return ContentType(rawValue: code) }
+        throw ValidationError("unknown --content-type '\(contentType)'")
+    }
+
+    func payloadBytes(number: Int) -> [UInt8] {
+        var text = payload.replacingOccurrences(of: "{n}", with: String(number))
+        if let size {
+            if text.isEmpty { text = "x" }
+            var bytes: [UInt8] = []
+            bytes.reserveCapacity(size)
+            let source = Array(text.utf8)
+            while bytes.count < size { bytes.append(source[bytes.count % source.count]) }
+            return bytes
+        }
+        return Array(text.utf8)
+    }
+
+    func run() async throws {
+        let notificationName = try NotificationName(name)
+        let headerMap = try parsedHeaders()
+        let type = try parsedContentType()
+        var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
+        configuration.sendHighWaterMark = hwm
+        let bus: Bus
+        do {
+            bus = try Bus(configuration)
+        } catch {
+            throw fail("publish", error, code: 2)
+        }
+        if !noWait {
+            do {
+                try await bus.waitForSubscribers(
+                    count: subscribers, matching: notificationName, timeout: .milliseconds(Int(timeout * 1_000)))
+            } catch {
+                await bus.close()
+                printError(
+                    "nbus publish: no subscriber for \(name) reached this publisher within \(timeout) s "
+                        + "(is the broker or subscriber running? --no-wait sends anyway)")
+                throw ExitCode(2)
+            }
+        }
+        var skipped = 0
+        do {
+            if lines {
+                skipped = try await publishLines(bus, notificationName, headerMap, type).skipped
+            } else {
+                let clock = ContinuousClock()
+                let start = clock.now
+                for number in 1...count {
+                    if let rate {
+                        try? await Task.sleep(until: start + .seconds(Double(number - 1) / rate), clock: clock)
+                    }
+                    try await bus.post(
+                        name: notificationName, payload: payloadBytes(number: number), headers: headerMap,
+                        contentType: type)
+                }
+            }
+        } catch let error as ExitCode {
+            await bus.close()
+            throw error
+        } catch {
+            await bus.close()
+            throw fail("publish", error)
+        }
+        let stats = await bus.close()
+        var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
+        if lines && input == .json { summary += ", skipped \(skipped) malformed line(s)" }
+        printError(summary)
+        if stats.unsent > 0 { throw ExitCode(1) }
+        if skipped > 0 { throw ExitCode(2) }
+    }
+
+    private func publishLines(
+        _ bus: Bus, _ defaultName: NotificationName, _ headers: NotificationHeaders, _ type: ContentType
+    ) async throws -> (sent: Int, skipped: Int) {
+        var sent = 0
+        var skipped = 0
+        var lineNumber = 0
+        while let line = readLine(strippingNewline: true) {
+            lineNumber += 1
+            switch input {
+            case .text:
+                try await bus.post(name: defaultName, payload: Array(line.utf8), headers: headers, contentType: type)
+            case .json:
+                guard !line.allSatisfy(\.isWhitespace) else { continue }
+                guard let data = line.data(using: .utf8),
+                    let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+                else {
+                    printError("nbus publish: line \(lineNumber): not a JSON object, skipped")
+                    skipped += 1
+                    continue
+                }
+                do {
+                    let name = try (object["name"] as? String).map(NotificationName.init) ?? defaultName
+                    var lineHeaders = headers
+                    for (key, value) in object["headers"] as? [String: Any] ?? [:] { lineHeaders[key] = "\(value)" }
+                    let payload: [UInt8]
+                    if let text = object["payload"] as? String {
+                        payload = Array(text.utf8)
+                    } else if let value = object["payload"], !(value is NSNull) {
+                        payload = Array((try? JSONSerialization.data(withJSONObject: value, options: .fragmentsAllowed)) ?? Data())
+                    } else {
+                        payload = []
+                    }
+                    try await bus.post(name: name, payload: payload, headers: lineHeaders, contentType: type)
+                } catch {
+                    printError("nbus publish: line \(lineNumber): \(error), skipped")
+                    skipped += 1
+                    continue
+                }
+            }
+            sent += 1
+        }
+        return (sent, skipped)
+    }
+}

@@ -1,0 +1,154 @@
+import ArgumentParser
+import Foundation
+import NotificationBus
+import Synchronization
+
+struct Subscribe: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the notifications whose names match PATTERN..., then a loss summary.",
+        discussion: """
+            Patterns: exact `orders.created`, one token `orders.*.eu`, the rest `orders.>`. \
+            Notifications go to standard output, one per line (text or JSON); lost ones appear \
+            in-band as gap lines ("! gap(...)" or {"gap": ...}). The summary, with every loss by \
+            cause, goes to standard error. Runs until --count notifications arrived, or until \
+            SIGINT/SIGTERM. Exit status: 0 done, 1 --count not reached before --timeout, 2 bad arguments \
+            or endpoint.
+            """)
+
+    @Argument(help: "One or more patterns.")
+    var patterns: [String]
+
+    @Option(name: .shortAndLong, help: "Stop after this many notifications (over all patterns).")
+    var count: Int?
+
+    @Option(help: ArgumentHelp("Output format: text or json.", valueName: "format"))
+    var format: Format = .text
+
+    @Flag(help: "Print per-subscription and bus counters in the summary.")
+    var stats = false
+
+    @OptionGroup var endpoints: EndpointOptions
+
+    @Option(help: ArgumentHelp("Give up after this many seconds (exit 1 if --count was not reached).", valueName: "seconds"))
+    var timeout: Double?
+
+    @Option(help: ArgumentHelp("Buffered notifications per pattern before the policy applies.", valueName: "n"))
+    var buffer: Int = 8192
+
+    @Option(help: ArgumentHelp("When the buffer is full: suspend (back-pressure), drop-oldest or drop-newest.", valueName: "policy"))
+    var policy: Policy = .suspend
+
+    @Option(help: ArgumentHelp("Largest payload accepted, in bytes.", valueName: "bytes"))
+    var maxPayload: Int = NBP1.defaultMaximumPayload
+
+    enum Format: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    enum Policy: String, ExpressibleByArgument, CaseIterable {
+        case suspend, dropOldest = "drop-oldest", dropNewest = "drop-newest"
+    }
+
+    func validate() throws {
+        guard !patterns.isEmpty else { throw ValidationError("give at least one pattern") }
+        for pattern in patterns {
+            do { _ = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(pattern)': \(error)") }
+        }
+        if let count { guard count >= 1 else { throw ValidationError("--count must be at least 1") } }
+        if let timeout { guard timeout > 0 else { throw ValidationError("--timeout must be positive") } }
+        guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
+        guard maxPayload >= 0 else { throw ValidationError("--max-payload must be 0 or more") }
+    }
+
+    func run() async throws {
+        var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
+        configuration.maximumPayload = maxPayload
+        let bus: Bus
+        let streams: [BusEventSequence]
+        let buffering: BufferingPolicy
+        switch policy {
+        case .suspend: buffering = .suspendProducer(capacity: buffer)
+        case .dropOldest: buffering = .dropOldest(capacity: buffer)
+        case .dropNewest: buffering = .dropNewest(capacity: buffer)
+        }
+        do {
+            bus = try Bus(configuration)
+            streams = try patterns.map { pattern in
+                try bus.events(named: try NamePattern(pattern), buffering: buffering)
+            }
+        } catch {
+            throw fail("subscribe", error, code: 2)
+        }
+
+        let received = Counter()
+        let target = count
+        let output = format == .json ? OutputFormat.json : .text
+        enum Ending { case reachedCount, streamsEnded, timedOut, signalled }
+        let ending = await withTaskGroup(of: Ending.self) { group -> Ending in
+            for stream in streams {
+                group.addTask {
+                    for await event in stream {
+                        FileWriter.standardOutput.write(output.render(event) + "\n")
+                        if case .notification = event {
+                            let total = received.increment()
+                            if let target, total >= target { return .reachedCount }
+                        }
+                    }
+                    return .streamsEnded
+                }
+            }
+            if let timeout {
+                group.addTask {
+                    try? await Task.sleep(for: .milliseconds(Int(timeout * 1_000)))
+                    return .timedOut
+                }
+            }
+            group.addTask {
+                _ = await TerminationSignals.wait()
+                return .signalled
+            }
+            var ending = Ending.streamsEnded
+            var ended = 0
+            while let next = await group.next() {
+                if next == .streamsEnded {
+                    ended += 1
+                    if ended < streams.count { continue }
+                }
+                ending = next
+                break
+            }
+            group.cancelAll()
+            return ending
+        }
+
+        let perPattern = zip(patterns, streams).map { ($0, $1.stats) }
+        let busStats = await bus.close()
+        printSummary(received: received.value, perPattern: perPattern, bus: busStats)
+        if let target, received.value < target, ending == .timedOut {
+            printError("nbus subscribe: received \(received.value) of \(target) before the \(timeout ?? 0) s timeout")
+            throw ExitCode(1)
+        }
+    }
+
+    private func printSummary(received: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
+        let lost = perPattern.reduce(UInt64(0)) { $0 + $1.1.lostUpstream }
+        let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
+        printError(
+            "nbus subscribe: received \(received); lost upstream \(lost), dropped locally \(dropped), "
+                + "rejected malformed \(bus.rejectedTotal)")
+        guard stats else { return }
+        for (pattern, stats) in perPattern { printError("  \(pattern): \(stats)") }
+        printError(
+            "  bus: framesReceived=\(bus.framesReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream)")
+        for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
+            printError("  rejected \(reason): \(count)")
+        }
+    }
+}
+
+/// A count shared by the printing tasks.
+private final class Counter: Sendable {
+    private let atomic = Atomic<Int>(0)
+    func increment() -> Int { atomic.add(1, ordering: .relaxed).newValue }
+    var value: Int { atomic.load(ordering: .relaxed) }
+}
