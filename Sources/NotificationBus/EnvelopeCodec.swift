@@ -101,21 +101,20 @@ public enum EnvelopeCodec {
     }
 
     private static func headersLength(_ headers: NotificationHeaders) throws(EncodeError) -> Int {
+        if let error = headers.unrepresentable { throw error }
         guard headers.count <= NBP1.maximumHeaderCount else { throw .tooManyHeaders(count: headers.count) }
-        var total = 0
-        for (key, value) in headers {
-            let keyCount = key.utf8.count
-            guard keyCount >= 1, keyCount <= NBP1.maximumKeyLength, !key.utf8.contains(0) else {
-                throw .invalidHeaderKey(key)
+        try headers.forEachEntry { key, value throws(EncodeError) in
+            guard key.count >= 1, key.count <= NBP1.maximumKeyLength, !key.contains(0) else {
+                throw .invalidHeaderKey(String(decoding: key, as: UTF8.self))
             }
-            let valueCount = value.utf8.count
-            guard valueCount <= NBP1.maximumValueLength else {
-                throw .headerValueTooLong(key: key, byteCount: valueCount)
+            guard value.count <= NBP1.maximumValueLength else {
+                throw .headerValueTooLong(key: String(decoding: key, as: UTF8.self), byteCount: value.count)
             }
-            total += 1 + keyCount + 2 + valueCount
         }
-        guard total <= NBP1.maximumHeadersLength else { throw .headersTooLarge(byteCount: total) }
-        return total
+        guard headers.wire.count <= NBP1.maximumHeadersLength else {
+            throw .headersTooLarge(byteCount: headers.wire.count)
+        }
+        return headers.wire.count
     }
 
     /// Writes an already size-checked notification; returns the bytes written.
@@ -135,8 +134,7 @@ public enum EnvelopeCodec {
         let name = notification.name.rawValue
         put(name)
         put(0)
-        var headersLength = 0
-        for (key, value) in notification.headers { headersLength += 3 + key.utf8.count + value.utf8.count }
+        let headersLength = notification.headers.wire.count
         put(NBP1.version)
         put(notification.flags)
         put(notification.contentType.rawValue)
@@ -147,12 +145,7 @@ public enum EnvelopeCodec {
         put(bigEndian: notification.sequence)
         put(bigEndian: notification.publisherID)
         put(bigEndian: notification.timestamp)
-        for (key, value) in notification.headers {
-            put(UInt8(truncatingIfNeeded: key.utf8.count))
-            put(key)
-            put(bigEndian: UInt16(truncatingIfNeeded: value.utf8.count))
-            put(value)
-        }
+        for byte in notification.headers.wire { put(byte) }
         notification.payload.withUnsafeBytes { payload in
             if payload.count > 0 {
                 UnsafeMutableRawBufferPointer(rebasing: out[position...]).copyMemory(from: payload)
@@ -194,9 +187,9 @@ public enum EnvelopeCodec {
         return index
     }
 
-    /// Decodes one frame lent as raw bytes (e.g. straight from a `zmq_msg_t`), copying the
-    /// payload once. Allocations: the header array (when there are headers), the payload
-    /// (when non-empty), and the name only when longer than 15 bytes.
+    /// Decodes one frame lent as raw bytes (e.g. straight from a `zmq_msg_t`). Allocations: one
+    /// copy of the header map (when there are headers), one of the payload (when non-empty), and
+    /// the name only when it is longer than 15 bytes (Swift's small-string limit).
     public static func decode(
         _ frame: UnsafeRawBufferPointer, maximumPayload: Int = NBP1.defaultMaximumPayload
     ) throws(RejectionReason) -> Notification {
@@ -237,6 +230,7 @@ public enum EnvelopeCodec {
             sequence: u64(8), publisherID: u64(16), timestamp: u64(24), flags: flags)
     }
 
+    /// Validates the header map in place, then copies it once (its wire form is the storage).
     private static func decodeHeaders(
         _ frame: UnsafeRawBufferPointer, from start: Int, to end: Int, count: Int
     ) throws(RejectionReason) -> NotificationHeaders {
@@ -244,16 +238,15 @@ public enum EnvelopeCodec {
             guard start == end else { throw .headerMapInvalid }
             return NotificationHeaders()
         }
-        var headers = NotificationHeaders(reservingCapacity: count)
         var position = start
-        for _ in 0..<count {
+        for entryIndex in 0..<count {
             guard position + 1 <= end else { throw .headerMapInvalid }
             let keyCount = Int(frame[position])
             position += 1
             guard keyCount != 0 else { throw .headerMapInvalid }
             guard keyCount <= NBP1.maximumKeyLength else { throw .headerLimitExceeded }
             guard position + keyCount <= end else { throw .headerMapInvalid }
-            let key = UnsafeRawBufferPointer(rebasing: frame[position..<(position + keyCount)])
+            let keyRange = position..<(position + keyCount)
             position += keyCount
             guard position + 2 <= end else { throw .headerMapInvalid }
             let valueCount = Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: position, as: UInt16.self)))
@@ -263,14 +256,34 @@ public enum EnvelopeCodec {
             let value = UnsafeRawBufferPointer(rebasing: frame[position..<(position + valueCount)])
             position += valueCount
 
+            let key = UnsafeRawBufferPointer(rebasing: frame[keyRange])
             guard UTF8Validation.isValid(key) else { throw .invalidUTF8 }
             guard !key.contains(0) else { throw .headerMapInvalid }
             guard UTF8Validation.isValid(value) else { throw .invalidUTF8 }
-            let keyText = String(decoding: key, as: UTF8.self)
-            guard headers[keyText] == nil else { throw .headerMapInvalid }
-            headers.appendUnchecked(key: keyText, value: String(decoding: value, as: UTF8.self))
+            if entryIndex > 0, containsKey(key, in: frame, from: start, entries: entryIndex) {
+                throw .headerMapInvalid
+            }
         }
         guard position == end else { throw .headerMapInvalid }
-        return headers
+        return NotificationHeaders(
+            validatedWire: [UInt8](UnsafeRawBufferPointer(rebasing: frame[start..<end])), count: count)
+    }
+
+    /// Whether one of the first `entries` (already validated) entries from `start` has `key`.
+    private static func containsKey(
+        _ key: UnsafeRawBufferPointer, in frame: UnsafeRawBufferPointer, from start: Int, entries: Int
+    ) -> Bool {
+        var position = start
+        for _ in 0..<entries {
+            let keyCount = Int(frame[position])
+            let keyRange = (position + 1)..<(position + 1 + keyCount)
+            if keyCount == key.count && UnsafeRawBufferPointer(rebasing: frame[keyRange]).elementsEqual(key) {
+                return true
+            }
+            position = keyRange.upperBound
+            let valueCount = Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: position, as: UInt16.self)))
+            position += 2 + valueCount
+        }
+        return false
     }
 }

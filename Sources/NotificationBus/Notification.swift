@@ -30,32 +30,25 @@ public struct ContentType: RawRepresentable, Hashable, Sendable, CustomStringCon
     }
 }
 
-/// A notification's small string headers, in wire order, with unique keys.
+/// A notification's small string headers, in wire order, with unique keys (compared byte-wise).
 ///
-/// Backed by one array (one allocation however many entries), looked up linearly:
-/// NBP/1 allows at most 32 entries.
-public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral {
+/// Stored as the NBP/1 header map itself (`keyLength` u8, key, `valueLength` u16 BE, value,
+/// repeated), so decoding copies the validated map in one allocation however many entries or
+/// how long the strings, and encoding copies it back in one step. Lookups scan the bytes
+/// (NBP/1 allows at most 32 entries) and make a `String` only for what is read.
+public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral,
+    CustomStringConvertible
+{
     /// One key/value pair.
     public typealias Element = (key: String, value: String)
 
-    private var storage: [Entry] = []
-
-    /// Compared and hashed by UTF-8 bytes, as on the wire: Swift's `String ==` would merge
-    /// canonically equivalent keys ("é" and "e\u{301}") that NBP/1 treats as distinct.
-    struct Entry: Hashable, Sendable {
-        var key: String
-        var value: String
-
-        static func == (lhs: Entry, rhs: Entry) -> Bool {
-            lhs.key.utf8.elementsEqual(rhs.key.utf8) && lhs.value.utf8.elementsEqual(rhs.value.utf8)
-        }
-
-        func hash(into hasher: inout Hasher) {
-            for byte in key.utf8 { hasher.combine(byte) }
-            hasher.combine(0xFF as UInt8)
-            for byte in value.utf8 { hasher.combine(byte) }
-        }
-    }
+    /// The entries in NBP/1 wire form.
+    private(set) var wire: [UInt8] = []
+    /// The number of entries.
+    public private(set) var count = 0
+    /// Set when an entry could not be stored in wire form at all (a key over 255 bytes or a
+    /// value over 65535); encoding reports it. Smaller excesses are caught by the encoder's limits.
+    private(set) var unrepresentable: EncodeError?
 
     /// No headers.
     public init() {}
@@ -69,35 +62,107 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
         self.init(elements)
     }
 
-    init(reservingCapacity capacity: Int) {
-        storage.reserveCapacity(capacity)
+    /// Wraps an already validated wire-form map (the decoder's path).
+    init(validatedWire wire: [UInt8], count: Int) {
+        self.wire = wire
+        self.count = count
     }
-
-    /// Appends without a duplicate check (the decoder checks for duplicates itself).
-    mutating func appendUnchecked(key: String, value: String) {
-        storage.append(Entry(key: key, value: value))
-    }
-
-    /// The number of entries.
-    public var count: Int { storage.count }
 
     /// Whether there are no entries.
-    public var isEmpty: Bool { storage.isEmpty }
+    public var isEmpty: Bool { count == 0 }
 
-    /// The value for `key` (compared byte-wise), or nil; setting nil removes the entry, setting a new key appends it.
+    /// The value for `key` (compared byte-wise), or nil; setting nil removes the entry, setting a
+    /// new key appends it, setting an existing key replaces its value in place.
     public subscript(key: String) -> String? {
-        get { storage.first(where: { $0.key.utf8.elementsEqual(key.utf8) })?.value }
+        get {
+            guard let entry = find(key) else { return nil }
+            return String(decoding: wire[entry.value], as: UTF8.self)
+        }
         set {
-            if let index = storage.firstIndex(where: { $0.key.utf8.elementsEqual(key.utf8) }) {
-                if let newValue { storage[index].value = newValue } else { storage.remove(at: index) }
-            } else if let newValue {
-                storage.append(Entry(key: key, value: newValue))
+            let existing = find(key)
+            if let existing {
+                wire.removeSubrange(existing.whole)
+                count -= 1
             }
+            guard let newValue else { return }
+            let keyBytes = Array(key.utf8)
+            let valueBytes = Array(newValue.utf8)
+            guard keyBytes.count <= Int(UInt8.max), valueBytes.count <= Int(UInt16.max) else {
+                unrepresentable = keyBytes.count > Int(UInt8.max)
+                    ? .invalidHeaderKey(key) : .headerValueTooLong(key: key, byteCount: valueBytes.count)
+                return
+            }
+            var entry: [UInt8] = [UInt8(keyBytes.count)]
+            entry += keyBytes
+            entry += [UInt8(valueBytes.count >> 8), UInt8(valueBytes.count & 0xFF)]
+            entry += valueBytes
+            wire.insert(contentsOf: entry, at: existing?.whole.lowerBound ?? wire.endIndex)
+            count += 1
         }
     }
 
-    public func makeIterator() -> some IteratorProtocol<Element> {
-        storage.lazy.map { (key: $0.key, value: $0.value) }.makeIterator()
+    private struct EntryRanges {
+        var whole: Range<Int>
+        var key: Range<Int>
+        var value: Range<Int>
+    }
+
+    private func entryRanges(at start: Int) -> EntryRanges {
+        Self.entryRanges(in: wire, at: start)
+    }
+
+    private static func entryRanges(in wire: [UInt8], at start: Int) -> EntryRanges {
+        let keyCount = Int(wire[start])
+        let keyStart = start + 1
+        let valueLengthStart = keyStart + keyCount
+        let valueCount = Int(wire[valueLengthStart]) << 8 | Int(wire[valueLengthStart + 1])
+        let valueStart = valueLengthStart + 2
+        return EntryRanges(
+            whole: start..<(valueStart + valueCount), key: keyStart..<valueLengthStart,
+            value: valueStart..<(valueStart + valueCount))
+    }
+
+    private func find(_ key: String) -> EntryRanges? {
+        var position = 0
+        while position < wire.count {
+            let entry = entryRanges(at: position)
+            if wire[entry.key].elementsEqual(key.utf8) { return entry }
+            position = entry.whole.upperBound
+        }
+        return nil
+    }
+
+    /// Visits the raw key and value bytes of each entry, in order.
+    func forEachEntry(_ body: (ArraySlice<UInt8>, ArraySlice<UInt8>) throws(EncodeError) -> Void) throws(EncodeError) {
+        var position = 0
+        while position < wire.count {
+            let entry = entryRanges(at: position)
+            try body(wire[entry.key], wire[entry.value])
+            position = entry.whole.upperBound
+        }
+    }
+
+    public func makeIterator() -> AnyIterator<Element> {
+        var position = 0
+        let wire = self.wire
+        return AnyIterator {
+            guard position < wire.count else { return nil }
+            let entry = Self.entryRanges(in: wire, at: position)
+            position = entry.whole.upperBound
+            return (String(decoding: wire[entry.key], as: UTF8.self), String(decoding: wire[entry.value], as: UTF8.self))
+        }
+    }
+
+    public var description: String {
+        "[" + map { "\($0.key)=\($0.value)" }.joined(separator: ", ") + "]"
+    }
+
+    public static func == (lhs: NotificationHeaders, rhs: NotificationHeaders) -> Bool {
+        lhs.wire == rhs.wire && lhs.unrepresentable == rhs.unrepresentable
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(wire)
     }
 }
 

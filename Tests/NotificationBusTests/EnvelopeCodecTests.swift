@@ -113,3 +113,35 @@ struct SplitMix64: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+@Suite("NotificationHeaders")
+struct NotificationHeadersTests {
+    @Test("Setting replaces in place, nil removes, order is kept")
+    func editing() {
+        var headers: NotificationHeaders = ["a": "1", "b": "2", "c": "3"]
+        headers["b"] = "two"
+        headers["a"] = nil
+        headers["d"] = "4"
+        #expect(headers.map { "\($0.key)=\($0.value)" } == ["b=two", "c=3", "d=4"])
+        #expect(headers.count == 3 && headers["c"] == "3" && headers["a"] == nil)
+    }
+
+    @Test("Keys compare byte-wise, not by canonical equivalence")
+    func byteWiseKeys() {
+        var headers = NotificationHeaders()
+        headers["\u{E9}"] = "composed"
+        headers["e\u{301}"] = "decomposed"
+        #expect(headers.count == 2)
+        #expect(headers["\u{E9}"] == "composed" && headers["e\u{301}"] == "decomposed")
+    }
+
+    @Test("A key too long for the wire is reported by the encoder, not lost silently")
+    func unrepresentableKey() throws {
+        let key = String(repeating: "k", count: 300)
+        var headers = NotificationHeaders()
+        headers[key] = "v"
+        #expect(throws: EncodeError.invalidHeaderKey(key)) {
+            _ = try EnvelopeCodec.encode(Notification(name: try NotificationName("a"), headers: headers))
+        }
+    }
+}
