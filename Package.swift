@@ -69,6 +69,11 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .testTarget(
+            name: "BusBenchTests",
+            dependencies: ["BusBench"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
             name: "NotificationBusTests",
             dependencies: ["NotificationBus", "ZeroMQ"],
             swiftSettings: strictSettings

@@ -16,6 +16,8 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidHeaders(EncodeError)
     /// A name or pattern is invalid.
     case invalidName(NameError)
+    /// Names starting with `_nbus.` are the bus's own control messages.
+    case reservedName(NotificationName)
     /// A wait did not complete in time.
     case timedOut(what: String, milliseconds: Int)
     /// ZeroMQ refused something (binding an endpoint in use, a malformed endpoint).
@@ -34,6 +36,7 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
         case .payloadTooLarge(let count, let maximum): return "payload of \(count) bytes exceeds the maximum of \(maximum)"
         case .invalidHeaders(let error): return "invalid headers: \(error)"
         case .invalidName(let error): return "invalid name: \(error)"
+        case .reservedName(let name): return "'\(name)' is reserved: names starting with _nbus. are the bus's own"
         case .timedOut(let what, let ms): return "timed out after \(ms) ms waiting for \(what)"
         case .transport(let error): return "transport error: \(error)"
         case .cancelled: return "cancelled"

@@ -94,6 +94,11 @@ public struct BusStats: Hashable, Sendable {
     public var unmatched: UInt64 = 0
     /// Notifications lost upstream, summed over (publisher, name) streams.
     public var lostUpstream: UInt64 = 0
+    /// End-of-stream records received from closing publishers.
+    public var endOfStreamRecords: UInt64 = 0
+    /// At close: NotificationBus subscribers that did not acknowledge this publisher's end-of-stream
+    /// record before the close timeout (their lost tail, if any, may go uncounted).
+    public var endOfStreamUnacknowledged: UInt64 = 0
     /// Malformed messages dropped, by NBP/1 reason.
     public var rejected: [RejectionReason: UInt64] = [:]
     /// Subscriptions currently registered at this bus.

@@ -12,9 +12,22 @@ enum ControlNames {
     /// Starts with NUL, so it can never match a notification (names are never empty).
     static let presencePrefix = Array("\u{0}nbus.presence.".utf8)
 
+    /// `_nbus.eos.<publisher id hex>`: a closing publisher's last sequence number per name, so
+    /// subscribers can count a lost tail (which no later message would reveal as a gap).
+    static let endOfStreamPrefix = Array("_nbus.eos.".utf8)
+    /// Every name starting with this is the bus's own; `post` refuses it.
+    static let reservedPrefix = Array("_nbus.".utf8)
+
     static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// `\0nbus.eosack.<publisher hex>.<subscriber hex>`: a subscriber has processed a publisher's end of stream.
+    static let endOfStreamAcknowledgementPrefix = Array("\u{0}nbus.eosack.".utf8)
+
+    static func endOfStreamAcknowledgement(publisher: UInt64, subscriber: UInt64) -> [UInt8] {
+        endOfStreamAcknowledgementPrefix + Array("\(hex(publisher)).\(hex(subscriber))".utf8)
     }
 
     static func presenceTopic(bus: UInt64, pattern: NamePattern) -> [UInt8] {
@@ -29,6 +42,10 @@ struct PublisherView {
     var prefixes: Set<[UInt8]> = []
     /// NotificationBus subscribers by bus id, with the patterns they announced.
     var presence: [UInt64: [NamePattern: Int]] = [:]
+    /// Subscribers (bus ids) that acknowledged this publisher's end of stream.
+    var endOfStreamAcknowledged: Set<UInt64> = []
+    /// This publisher's id, to pick out acknowledgements addressed to it.
+    let publisherID: UInt64
 
     /// Distinct subscribers that will receive `name`: announced buses whose pattern matches, or,
     /// when none announced, 1 if any plain prefix covers it (a foreign subscriber, count unknown).
@@ -40,6 +57,14 @@ struct PublisherView {
     }
 
     mutating func apply(subscribe: Bool, topic: ArraySlice<UInt8>) {
+        if topic.starts(with: ControlNames.endOfStreamAcknowledgementPrefix) {
+            let rest = topic.dropFirst(ControlNames.endOfStreamAcknowledgementPrefix.count)
+            guard subscribe, rest.count == 33, rest.prefix(16).elementsEqual(ControlNames.hex(publisherID).utf8),
+                let subscriber = UInt64(String(decoding: rest.suffix(16), as: UTF8.self), radix: 16)
+            else { return }
+            endOfStreamAcknowledged.insert(subscriber)
+            return
+        }
         if topic.starts(with: ControlNames.presencePrefix) {
             let rest = topic.dropFirst(ControlNames.presencePrefix.count)
             guard rest.count > 17, rest[rest.startIndex + 16] == UInt8(ascii: "."),
@@ -79,7 +104,7 @@ final class BusIOThread {
     private var readingPaused = false
 
     // Publisher side.
-    private var view = PublisherView()
+    private var view: PublisherView
     private var pendingOutbound = Deque<[UInt8]>()
     private var controlSequence: UInt64 = 0
 
@@ -98,8 +123,11 @@ final class BusIOThread {
     init(core: BusCore, configuration: BusConfiguration) throws(BusError) {
         self.core = core
         self.configuration = configuration
+        self.view = PublisherView(publisherID: configuration.publisherID)
         do {
-            context = try Context(ioThreads: 1)
+            // Blocky: close() sets the publisher's linger so queued frames (and the end-of-stream
+            // record) still reach subscribers; every socket starts with linger 0 so nothing else waits.
+            context = try Context(ioThreads: 1, blocky: true)
             if !configuration.publish.isEmpty {
                 let socket = try context.socket(.xpub)
                 try socket.set(.sendHighWaterMark, configuration.sendHighWaterMark)
@@ -113,6 +141,7 @@ final class BusIOThread {
                 try socket.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
                 try socket.set(.linger, 0)
                 subscriber = socket
+                try socket.subscribe(ControlNames.endOfStreamPrefix)
                 for attachment in configuration.subscribe { try attach(socket, attachment) }
             }
         } catch {
@@ -277,6 +306,8 @@ final class BusIOThread {
         if case .ready(let token) = waiter.kind, let subscriber {
             try? subscriber.unsubscribe(Array(token.rawValue.utf8) + [0])
         }
+        // Whoever awaited this may read `stats` next: let it see the state that resolved the wait.
+        publishStats()
         waiter.continuation.resume(returning: result)
     }
 
@@ -410,9 +441,14 @@ final class BusIOThread {
             return false
         }
         let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
-        if nameBytes.starts(with: ControlNames.readyPrefix) {
-            resolveReadyToken(nameBytes)
-            return false
+        if nameBytes.starts(with: ControlNames.reservedPrefix) {
+            if nameBytes.starts(with: ControlNames.readyPrefix) {
+                resolveReadyToken(nameBytes)
+                return false
+            }
+            if nameBytes.starts(with: ControlNames.endOfStreamPrefix) {
+                return handleEndOfStream(frame)
+            }
         }
         var matchedFirst = -1
         var matchedMore = false
@@ -468,6 +504,39 @@ final class BusIOThread {
             sequences: missing)
     }
 
+    /// A publisher closed: every stream of it whose last sequence is beyond what arrived here
+    /// lost its tail. Reports those gaps to the matching subscriptions and forgets the streams.
+    private func handleEndOfStream(_ frame: UnsafeRawBufferPointer) -> Bool {
+        guard let notification = try? EnvelopeCodec.decode(frame, maximumPayload: Int.max) else {
+            stats.rejected[.headerMapInvalid, default: 0] += 1
+            return false
+        }
+        stats.endOfStreamRecords += 1
+        var anyGap = false
+        for (name, last) in EndOfStream.entries(in: notification.payload) {
+            let key = StreamKey(publisherID: notification.publisherID, name: name)
+            guard let tracked = lastSequence.removeValue(forKey: key) else { continue }
+            guard last > tracked else { continue }
+            let gap = Gap(
+                cause: .lostUpstream, count: last - tracked, name: name, publisherID: notification.publisherID,
+                sequences: (tracked + 1)...last)
+            stats.lostUpstream += gap.count
+            for index in subscriptions.indices where subscriptions[index].pattern.matches(name) {
+                batches[index].append(.gap(gap))
+                anyGap = true
+            }
+        }
+        if notification.headers["final"] != nil, let subscriber {
+            // Acknowledge upstream: the publisher stays connected until every subscriber has
+            // processed its end of stream. Subscribing and unsubscribing at once is enough for
+            // the publisher's XPUB to see it.
+            let topic = ControlNames.endOfStreamAcknowledgement(publisher: notification.publisherID, subscriber: configuration.publisherID)
+            try? subscriber.subscribe(topic)
+            try? subscriber.unsubscribe(topic)
+        }
+        return anyGap
+    }
+
     private func resolveReadyToken(_ nameBytes: UnsafeRawBufferPointer) {
         guard let index = waiters.firstIndex(where: { waiter in
             if case .ready(let token) = waiter.kind { return token.rawValue.utf8.elementsEqual(nameBytes) }
@@ -494,6 +563,48 @@ final class BusIOThread {
     }
 
     // MARK: Shutdown
+
+    /// Sends the last sequence per name, then waits, until `deadline`, for every NotificationBus
+    /// subscriber to acknowledge it, re-sending every 20 ms meanwhile. Re-sending, not
+    /// `XPUB_NODROP`: libzmq still drops a message for a pipe that was full a moment ago. Staying
+    /// connected matters too: libzmq discards what is queued at a subscriber when its publisher
+    /// disconnects. Receivers treat repeats as no-ops.
+    private func sendEndOfStream(sequences: [NotificationName: UInt64], deadline: UInt64) {
+        guard let publisher, !sequences.isEmpty,
+            let name = try? NotificationName("_nbus.eos.\(ControlNames.hex(configuration.publisherID))")
+        else { return }
+        let payloads = EndOfStream.payloads(for: sequences)
+        var frames: [[UInt8]] = []
+        for (index, payload) in payloads.enumerated() {
+            controlSequence += 1
+            let notification = Notification(
+                name: name, payload: payload, headers: index == payloads.count - 1 ? ["final": "1"] : [:],
+                sequence: controlSequence, publisherID: configuration.publisherID,
+                timestamp: Timestamps.wallClockNanoseconds())
+            if let frame = try? EnvelopeCodec.encode(notification) { frames.append(frame) }
+        }
+        repeat {
+            for frame in frames { try? publisher.send(frame, mode: .dontWait) }
+            let resendAt = min(deadline, Timestamps.monotonicNanoseconds() + 20_000_000)
+            while !awaitingAcknowledgement().isEmpty, Timestamps.monotonicNanoseconds() < resendAt {
+                var poller = Poller()
+                poller.register(publisher)
+                _ = try? poller.poll(timeoutMilliseconds: remainingMilliseconds(until: resendAt))
+                _ = readSubscriptions()
+            }
+        } while !awaitingAcknowledgement().isEmpty && Timestamps.monotonicNanoseconds() < deadline
+        stats.endOfStreamUnacknowledged = UInt64(awaitingAcknowledgement().count)
+    }
+
+    /// NotificationBus subscribers (other than this bus itself) that have not acknowledged the end of stream.
+    private func awaitingAcknowledgement() -> Set<UInt64> {
+        Set(view.presence.keys).subtracting(view.endOfStreamAcknowledged).subtracting([configuration.publisherID])
+    }
+
+    private func remainingMilliseconds(until deadline: UInt64) -> Int {
+        let now = Timestamps.monotonicNanoseconds()
+        return deadline > now ? Int((deadline - now) / 1_000_000) + 1 : 0
+    }
 
     /// Flushes what it can within the close timeout, then ends every subscription and waiter
     /// and closes the sockets and the context.
@@ -525,6 +636,7 @@ final class BusIOThread {
         }
         stats.unsent += UInt64(pendingOutbound.count)
         pendingOutbound.removeAll()
+        sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         try? publisher?.set(.linger, configuration.closeTimeoutMilliseconds)
         for storage in subscriptions { storage.finishFromBus() }
@@ -538,5 +650,44 @@ final class BusIOThread {
         publisher = nil
         subscriber = nil
         context.terminate()
+    }
+}
+
+/// The payload of `_nbus.eos.<publisher>`: repeated `nameLength` u8, name, last sequence u64 BE.
+enum EndOfStream {
+    /// Splits the table into payloads of at most 64 KiB, well under any receiver's maximum.
+    static func payloads(for sequences: [NotificationName: UInt64]) -> [[UInt8]] {
+        var payloads: [[UInt8]] = []
+        var current: [UInt8] = []
+        for (name, last) in sequences.sorted(by: { $0.key < $1.key }) {
+            let nameBytes = Array(name.rawValue.utf8)
+            if current.count + 1 + nameBytes.count + 8 > 65_536 {
+                payloads.append(current)
+                current = []
+            }
+            current.append(UInt8(nameBytes.count))
+            current += nameBytes
+            withUnsafeBytes(of: last.bigEndian) { current += $0 }
+        }
+        if !current.isEmpty { payloads.append(current) }
+        return payloads
+    }
+
+    /// Parses a payload; stops at the first malformed entry.
+    static func entries(in payload: [UInt8]) -> [(NotificationName, UInt64)] {
+        var result: [(NotificationName, UInt64)] = []
+        var position = 0
+        while position < payload.count {
+            let length = Int(payload[position])
+            let nameEnd = position + 1 + length
+            guard length > 0, nameEnd + 8 <= payload.count,
+                let name = try? NotificationName(String(decoding: payload[(position + 1)..<nameEnd], as: UTF8.self))
+            else { break }
+            var last: UInt64 = 0
+            for byte in payload[nameEnd..<(nameEnd + 8)] { last = last << 8 | UInt64(byte) }
+            result.append((name, last))
+            position = nameEnd + 8
+        }
+        return result
     }
 }

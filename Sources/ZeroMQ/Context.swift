@@ -16,11 +16,12 @@ public final class Context: Sendable {
 
     private enum State { case running, shutDown, terminated }
 
-    /// Creates a context with `ioThreads` libzmq I/O threads.
-    public init(ioThreads: Int32 = 1) throws(ZMQError) {
+    /// Creates a context with `ioThreads` libzmq I/O threads. With `blocky` false (the default)
+    /// `terminate()` discards unsent messages at once; with true it waits out each socket's `.linger`.
+    public init(ioThreads: Int32 = 1, blocky: Bool = false) throws(ZMQError) {
         handle = try zmqPointerCall("zmq_ctx_new") { zmq_ctx_new() }
         _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, ZMQ_IO_THREADS, ioThreads) }
-        _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, ZMQ_BLOCKY, 0) }
+        _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, ZMQ_BLOCKY, blocky ? 1 : 0) }
     }
 
     /// Makes every blocking call on this context's sockets fail with `ETERM`; sockets must still be closed.

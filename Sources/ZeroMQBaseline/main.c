@@ -10,18 +10,22 @@
 //       message on the XPUB (real readiness, no sleep), then sends N frames (blocking send: with
 //       NODROP a full pipe makes libzmq wait for room; EAGAIN, if ever returned, is retried after
 //       a zmq_poll), and prints {"event":"done",...}.
-//   nbus-baseline sub --endpoint E --count N [--size B] [--hwm H] [--name bench.data]
+//       With --rate R the sends are paced (R per second, monotonic deadlines) and each frame
+//       carries its send time (wall clock) in the NBP/1 timestamp field.
+//   nbus-baseline sub --endpoint E --count N [--size B] [--hwm H] [--name bench.data] [--latency]
 //       SUB, RCVHWM=SNDHWM=H, connects, subscribes to "<name>\0", counts N frames and prints
 //       {"event":"result","count":..,"elapsed_ns":..,"rate":..,"gaps":..,"bad_size":..}, where
-//       elapsed is first-to-last message and rate = (count-1)/elapsed.
+//       elapsed is first-to-last message and rate = (count-1)/elapsed. With --latency it adds
+//       latency_p50_ns, latency_p99_ns, latency_max_ns, latency_mean_ns: send stamp to receipt.
 //   nbus-baseline rep --endpoint E --count K [--warmup W]
 //       REP binds E, prints the bound line, echoes K+W requests.
 //   nbus-baseline req --endpoint E --count K [--size B] [--warmup W]
 //       REQ connects, W unmeasured round trips, then K measured ones of the same frame; prints
 //       {"event":"rtt","count":K,"p50_ns":..,"p99_ns":..,"min_ns":..,"max_ns":..,"mean_ns":..}.
 //
-// Common: --timeout S (default 120): the process kills itself (SIGALRM) after S seconds, and it
-// dies with its parent (PR_SET_PDEATHSIG), so a benchmark never leaves it behind.
+// Common: --timeout S (default 120): the process kills itself (SIGALRM) after S seconds; with
+// --exit-on-stdin-eof it also exits as soon as its stdin reaches end of file (the benchmark holds
+// the write end of a pipe, so the child dies with it), so a benchmark never leaves it behind.
 // Exit status: 0 on success, 1 on a failure (message on stderr), 2 on a usage error.
 
 #define _GNU_SOURCE
@@ -32,7 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +51,9 @@ typedef struct {
     long long warmup;
     int hwm;
     int timeout;
+    int exit_on_stdin_eof;
+    long long rate;
+    int latency;
 } options_t;
 
 static uint64_t now_ns(clockid_t clock) {
@@ -64,7 +71,8 @@ static void usage(const char *message) {
     fprintf(stderr,
             "nbus-baseline: %s\n"
             "usage: nbus-baseline pub|sub|rep|req --endpoint E [--count N] [--size B] [--hwm H]\n"
-            "                     [--name NAME] [--warmup W] [--timeout S]\n",
+            "                     [--name NAME] [--warmup W] [--timeout S] [--exit-on-stdin-eof]\n"
+            "                     [--rate R (pub)] [--latency (sub)]\n",
             message);
     exit(2);
 }
@@ -81,11 +89,19 @@ static long long parse_number(const char *flag, const char *text) {
 }
 
 static options_t parse(int argc, char **argv) {
-    options_t options = {NULL, NULL, "bench.data", 1000000, 256, 1000, 10000, 120};
+    options_t options = {NULL, NULL, "bench.data", 1000000, 256, 1000, 10000, 120, 0, 0, 0};
     if (argc < 2) usage("missing role");
     options.role = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *flag = argv[i];
+        if (strcmp(flag, "--exit-on-stdin-eof") == 0) {
+            options.exit_on_stdin_eof = 1;
+            continue;
+        }
+        if (strcmp(flag, "--latency") == 0) {
+            options.latency = 1;
+            continue;
+        }
         if (i + 1 >= argc) usage("an option is missing its value");
         const char *value = argv[++i];
         if (strcmp(flag, "--endpoint") == 0) options.endpoint = value;
@@ -95,6 +111,7 @@ static options_t parse(int argc, char **argv) {
         else if (strcmp(flag, "--warmup") == 0) options.warmup = parse_number(flag, value);
         else if (strcmp(flag, "--hwm") == 0) options.hwm = (int)parse_number(flag, value);
         else if (strcmp(flag, "--timeout") == 0) options.timeout = (int)parse_number(flag, value);
+        else if (strcmp(flag, "--rate") == 0) options.rate = parse_number(flag, value);
         else usage("unknown option");
     }
     if (options.endpoint == NULL) usage("--endpoint is required");
@@ -197,6 +214,13 @@ static int run_pub(void *context, const options_t *options) {
     uint64_t start = now_ns(CLOCK_MONOTONIC);
     for (long long i = 1; i <= options->count; i++) {
         put_u64_be(frame + sequence_at, (uint64_t)i);
+        if (options->rate > 0) {
+            // Paced: message i is due at start + (i-1)/rate (monotonic); stamped when sent.
+            uint64_t due = start + (uint64_t)((double)(i - 1) * 1e9 / (double)options->rate);
+            struct timespec until = {(time_t)(due / 1000000000ull), (long)(due % 1000000000ull)};
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {}
+            put_u64_be(frame + sequence_at + 16, now_ns(CLOCK_REALTIME));
+        }
         send_frame(socket, frame, length);
     }
     uint64_t sent = now_ns(CLOCK_MONOTONIC);
@@ -207,6 +231,11 @@ static int run_pub(void *context, const options_t *options) {
     fflush(stdout);
     free(frame);
     return 0;
+}
+
+static int compare_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 static int run_sub(void *context, const options_t *options) {
@@ -225,6 +254,12 @@ static int run_sub(void *context, const options_t *options) {
     zmq_msg_init(&message);
     long long count = 0, bad_size = 0;
     uint64_t gaps = 0, last_sequence = 0, first = 0, last = 0;
+    // --latency: publish timestamp (header, wall clock) to receipt, per message.
+    uint64_t *latencies = options->latency ? malloc(sizeof(uint64_t) * (size_t)options->count) : NULL;
+    if (options->latency && latencies == NULL) {
+        fprintf(stderr, "nbus-baseline: out of memory\n");
+        return 1;
+    }
     while (count < options->count) {
         if (zmq_msg_recv(&message, socket, 0) < 0) {
             if (zmq_errno() == EINTR) continue;
@@ -239,17 +274,34 @@ static int run_sub(void *context, const options_t *options) {
             bad_size++;
             continue;
         }
-        uint64_t sequence = get_u64_be((const unsigned char *)zmq_msg_data(&message) + sequence_at);
+        const unsigned char *data = (const unsigned char *)zmq_msg_data(&message);
+        uint64_t sequence = get_u64_be(data + sequence_at);
         if (sequence > last_sequence + 1) gaps += sequence - last_sequence - 1;
         last_sequence = sequence;
+        if (latencies != NULL) {
+            uint64_t stamp = get_u64_be(data + sequence_at + 16), wall = now_ns(CLOCK_REALTIME);
+            latencies[count - 1] = wall > stamp ? wall - stamp : 0;
+        }
     }
     zmq_msg_close(&message);
     zmq_close(socket);
     uint64_t elapsed = last - first;
     double rate = elapsed > 0 ? (double)(count - 1) * 1e9 / (double)elapsed : 0;
     printf("{\"event\":\"result\",\"count\":%lld,\"elapsed_ns\":%llu,\"rate\":%.1f,\"gaps\":%llu,"
-           "\"bad_size\":%lld,\"frame_bytes\":%zu}\n",
+           "\"bad_size\":%lld,\"frame_bytes\":%zu",
            count, (unsigned long long)elapsed, rate, (unsigned long long)gaps, bad_size, expected);
+    if (latencies != NULL && count > 0) {
+        size_t n = (size_t)count;
+        qsort(latencies, n, sizeof(uint64_t), compare_u64);
+        double sum = 0;
+        for (size_t i = 0; i < n; i++) sum += (double)latencies[i];
+        printf(",\"latency_p50_ns\":%llu,\"latency_p99_ns\":%llu,\"latency_max_ns\":%llu,\"latency_mean_ns\":%.1f",
+               (unsigned long long)latencies[(size_t)((double)(n - 1) * 0.50)],
+               (unsigned long long)latencies[(size_t)((double)(n - 1) * 0.99)], (unsigned long long)latencies[n - 1],
+               sum / (double)n);
+        free(latencies);
+    }
+    printf("}\n");
     fflush(stdout);
     return bad_size == 0 && gaps == 0 ? 0 : 1;
 }
@@ -277,11 +329,6 @@ static int run_rep(void *context, const options_t *options) {
     printf("{\"event\":\"done\",\"count\":%lld}\n", total);
     fflush(stdout);
     return 0;
-}
-
-static int compare_u64(const void *a, const void *b) {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 static int run_req(void *context, const options_t *options) {
@@ -332,12 +379,37 @@ static int run_req(void *context, const options_t *options) {
     return 0;
 }
 
+// Blocks on stdin; at end of file (the parent closed its end or died) ends the process.
+static void *watch_stdin(void *unused) {
+    (void)unused;
+    char buffer[64];
+    for (;;) {
+        ssize_t got = read(STDIN_FILENO, buffer, sizeof buffer);
+        if (got == 0 || (got < 0 && errno != EINTR)) {
+            fprintf(stderr, "nbus-baseline: stdin closed, exiting\n");
+            _exit(3);
+        }
+    }
+    return NULL;
+}
+
 int main(int argc, char **argv) {
     options_t options = parse(argc, argv);
-    // Never outlive the benchmark: die with the parent, and after --timeout seconds regardless.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() == 1) return 1;  // the parent is already gone
+    // A parent's worker thread may have spawned us with signals blocked (libdispatch threads block
+    // them, and the mask is inherited across exec): unblock them, or SIGALRM/SIGINT would not act.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    // Never outlive the benchmark: after --timeout seconds regardless, and with the parent's pipe.
     if (options.timeout > 0) alarm((unsigned)options.timeout);
+    if (options.exit_on_stdin_eof) {
+        pthread_t watcher;
+        if (pthread_create(&watcher, NULL, watch_stdin, NULL) != 0) {
+            fprintf(stderr, "nbus-baseline: cannot start the stdin watcher\n");
+            return 1;
+        }
+        pthread_detach(watcher);
+    }
 
     void *context = zmq_ctx_new();
     if (context == NULL) fail("zmq_ctx_new");

@@ -1,46 +1,53 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
+import Foundation
 import Synchronization
 
-/// SIGINT/SIGTERM as an async wait: the first signal is returned for an orderly shutdown; a
-/// second one exits at once (status 130), for when the orderly path hangs.
+/// SIGINT/SIGTERM as an async wait. The first signal is returned for an orderly shutdown; a
+/// second one exits at once (status 128 + signal), for when the orderly path hangs.
+///
+/// A `sigaction` handler writes the signal number to a pipe (the self-pipe trick), so it works
+/// whichever of the process's many threads the kernel picks; a `SIG_IGN`-plus-signalfd approach
+/// silently loses signals delivered to threads that do not block them.
 enum TerminationSignals {
     /// Suspends until SIGINT or SIGTERM arrives; returns the signal number.
     static func wait() async -> Int32 {
-        let stream = AsyncStream<Int32> { continuation in
-            let box = SourceBox()
-            for signalNumber in [SIGINT, SIGTERM] {
-                signal(signalNumber, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-                source.setEventHandler {
-                    if box.markReceived() { exit(128 + signalNumber) }
-                    continuation.yield(signalNumber)
-                }
-                source.resume()
-                box.keep(source)
+        let readEnd = SignalPipe.install()
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var signalNumber: UInt8 = 0
+                while read(readEnd, &signalNumber, 1) == -1 && errno == EINTR {}
+                continuation.resume(returning: Int32(signalNumber))
             }
-            continuation.onTermination = { _ in box.cancelAll() }
         }
-        for await signalNumber in stream { return signalNumber }
-        return 0
     }
 }
 
-/// Keeps the dispatch sources alive and remembers whether a signal already arrived.
-private final class SourceBox: Sendable {
-    private let state = Mutex<(sources: [DispatchSourceSignal], received: Bool)>(([], false))
-
-    func keep(_ source: DispatchSourceSignal) { state.withLock { $0.sources.append(source) } }
-
-    /// Records a signal; returns true when one had arrived before (the second signal).
-    func markReceived() -> Bool {
-        state.withLock { state in
-            defer { state.received = true }
-            return state.received
+/// The pipe and handler behind `TerminationSignals`, installed once per process.
+private enum SignalPipe {
+    /// The write end, read by the handler. `nonisolated(unsafe)`: written once, before the handler is
+    /// installed, and only read afterwards (async-signal-safe reads of a plain Int32).
+    nonisolated(unsafe) static var writeEnd: Int32 = -1
+    static let received = Atomic<Int>(0)
+    private static let readEnd: Int32 = {
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else { return -1 }
+        writeEnd = fds[1]
+        // Initialise the counter here: lazy global initialisation is not async-signal-safe.
+        _ = received.load(ordering: .relaxed)
+        var action = sigaction()
+        action.__sigaction_handler.sa_handler = { signalNumber in
+            if SignalPipe.received.add(1, ordering: .relaxed).newValue > 1 { _exit(128 + signalNumber) }
+            var byte = UInt8(truncatingIfNeeded: signalNumber)
+            _ = write(SignalPipe.writeEnd, &byte, 1)
         }
-    }
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = Int32(SA_RESTART)
+        sigaction(SIGINT, &action, nil)
+        sigaction(SIGTERM, &action, nil)
+        return fds[0]
+    }()
 
-    func cancelAll() { state.withLock { state in for source in state.sources { source.cancel() } } }
+    static func install() -> Int32 { readEnd }
 }

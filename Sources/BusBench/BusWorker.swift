@@ -1,0 +1,263 @@
+import Foundation
+import NotificationBus
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What one bus worker process does; `nbus bench worker` builds it from its arguments.
+public struct BusWorkerOptions: Sendable {
+    /// Which side of the pair this process is.
+    public enum Role: String, Sendable, CaseIterable {
+        /// `Bus(.directPublisher(bind:))`, back-pressure on; waits for the subscriber, posts, closes.
+        case publisher
+        /// `Bus(.directSubscriber(connect:))`; one `for await` loop until `count` notifications.
+        case subscriber
+    }
+
+    public var role: Role
+    /// Where the publisher binds (`ipc://...`, `tcp://127.0.0.1:*`) or the subscriber connects.
+    public var endpoint: String
+    /// Notifications to post / to consume.
+    public var count: Int
+    /// Payload bytes per notification.
+    public var size: Int = 256
+    /// ZeroMQ send and receive high-water marks.
+    public var highWaterMark: Int32 = 10_000
+    /// Publisher pacing, notifications per second; nil posts as fast as `post` returns.
+    public var rate: Int?
+    /// The notification name.
+    public var name: String = ThroughputOptions.notificationName
+    /// Seconds until the worker gives up (the subscriber reports what it got; both then exit).
+    public var timeoutSeconds: Int = 120
+    /// Seconds without a notification (after the first) before the subscriber gives up.
+    public var idleTimeoutSeconds: Int = 15
+    /// Exit as soon as stdin reaches end of file: the parent benchmark holds the pipe's write end.
+    public var exitOnStandardInputEOF = false
+
+    /// Options with the required values; the rest keep their defaults.
+    public init(role: Role, endpoint: String, count: Int) {
+        self.role = role
+        self.endpoint = endpoint
+        self.count = count
+    }
+
+    /// The command-line arguments `nbus bench worker` parses back into these options.
+    var arguments: [String] {
+        var arguments = [
+            role.rawValue, "--endpoint", endpoint, "--count", "\(count)", "--size", "\(size)",
+            "--hwm", "\(highWaterMark)", "--name", name, "--timeout", "\(timeoutSeconds)",
+            "--idle-timeout", "\(idleTimeoutSeconds)",
+        ]
+        if let rate { arguments += ["--rate", "\(rate)"] }
+        if exitOnStandardInputEOF { arguments.append("--exit-on-stdin-eof") }
+        return arguments
+    }
+}
+
+/// One side of the two-process bus benchmark. It talks to the runner in JSON lines on stdout:
+/// the publisher prints `{"event":"bound","endpoint":...}` then `{"event":"done",...}`
+/// (`BusPublisherResult`); the subscriber prints `{"event":"subscribed"}` then
+/// `{"event":"result",...}` (`BusSubscriberResult`). Diagnostics go to stderr.
+public enum BusWorker {
+    /// Runs the worker; returns the process exit status (0: success, 1: incomplete or failed).
+    public static func run(_ options: BusWorkerOptions) async -> Int32 {
+        if options.exitOnStandardInputEOF { exitWhenStandardInputEnds() }
+        // A hard deadline a little after the soft one, in case the orderly path hangs.
+        let hardDeadline = options.timeoutSeconds + 5
+        Thread.detachNewThread {
+            sleep(UInt32(max(1, hardDeadline)))
+            writeStandardError("nbus bench worker: hard timeout after \(hardDeadline) s\n")
+            _exit(4)
+        }
+        do {
+            switch options.role {
+            case .publisher: return try await runPublisher(options)
+            case .subscriber: return try await runSubscriber(options)
+            }
+        } catch {
+            writeStandardError("nbus bench worker (\(options.role.rawValue)): \(error)\n")
+            return 1
+        }
+    }
+
+    // MARK: Publisher
+
+    private static func runPublisher(_ options: BusWorkerOptions) async throws -> Int32 {
+        let name = try NotificationName(options.name)
+        var configuration = BusConfiguration.directPublisher(bind: options.endpoint)
+        configuration.publisherBackpressure = true
+        configuration.sendHighWaterMark = options.highWaterMark
+        configuration.receiveHighWaterMark = options.highWaterMark
+        configuration.closeTimeoutMilliseconds = Int32(clamping: options.timeoutSeconds * 1_000)
+        let bus = try Bus(configuration)
+        emitJSON(BoundEvent(endpoint: bus.endpoints.first ?? options.endpoint))
+
+        // Real readiness: the subscriber's subscription (and presence) reached this XPUB.
+        try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(options.timeoutSeconds))
+
+        let payload = [UInt8](repeating: 0xAB, count: options.size)
+        let start = Timestamps.monotonicNanoseconds()
+        if let rate = options.rate, rate > 0 {
+            // Paced: message i is due at start + i/rate on the monotonic clock; sleeping is only
+            // pacing (each post goes out at its deadline or, when behind, at once).
+            let clock = ContinuousClock()
+            let origin = clock.now
+            let interval = 1e9 / Double(rate)
+            for index in 0..<options.count {
+                let due = origin + .nanoseconds(Int64(Double(index) * interval))
+                if clock.now < due { try await Task.sleep(until: due, tolerance: .zero, clock: clock) }
+                try await bus.post(name: name, payload: payload)
+            }
+        } else {
+            for _ in 0..<options.count { try await bus.post(name: name, payload: payload) }
+        }
+        let posted = Timestamps.monotonicNanoseconds()
+        let stats = await bus.close()
+        let closed = Timestamps.monotonicNanoseconds()
+        emitJSON(
+            BusPublisherResult(
+                count: options.count, postNanoseconds: posted - start, closeNanoseconds: closed - posted,
+                requestedRate: options.rate ?? 0, bus: BusCounters(stats)))
+        guard stats.unsent == 0 else {
+            writeStandardError("nbus bench worker (publisher): \(stats.unsent) notification(s) unsent at close\n")
+            return 1
+        }
+        return 0
+    }
+
+    // MARK: Subscriber
+
+    private static func runSubscriber(_ options: BusWorkerOptions) async throws -> Int32 {
+        let name = try NotificationName(options.name)
+        var configuration = BusConfiguration.directSubscriber(connect: [options.endpoint])
+        configuration.receiveHighWaterMark = options.highWaterMark
+        configuration.sendHighWaterMark = options.highWaterMark
+        let bus = try Bus(configuration)
+        let pattern = NamePattern(exactly: name)
+        let sequence = try bus.notifications(named: pattern, buffering: .suspendProducer(capacity: 8192))
+        emitLine(#"{"event":"subscribed"}"#)
+
+        let progress = Progress()
+        let expected = options.count
+        // The loop starts at once: the publisher's waitForSubscribers is the readiness gate, and
+        // nothing is buffered ahead of the loop that would flatter the rate.
+        let consumer = Task { () -> Consumed in
+            var consumed = Consumed()
+            for await notification in sequence {
+                let now = Timestamps.wallClockNanoseconds()
+                if consumed.count == 0 {
+                    consumed.first = now
+                    consumed.firstStamp = notification.timestamp
+                }
+                consumed.last = now
+                consumed.count += 1
+                consumed.payloadBytes &+= notification.payload.count
+                consumed.latency.record(now &- min(now, notification.timestamp))
+                if consumed.count & 1023 == 0 { progress.count.store(consumed.count, ordering: .relaxed) }
+                if consumed.count == expected {
+                    consumed.endedBy = "count"
+                    break
+                }
+            }
+            return consumed
+        }
+        let watchdog = Task {
+            let deadline = Timestamps.monotonicNanoseconds() + UInt64(options.timeoutSeconds) * 1_000_000_000
+            let idleLimit = UInt64(options.idleTimeoutSeconds) * 1_000_000_000
+            var lastCount = 0
+            var lastChange = Timestamps.monotonicNanoseconds()
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100))
+                let now = Timestamps.monotonicNanoseconds()
+                let count = progress.count.load(ordering: .relaxed)
+                if count != lastCount {
+                    lastCount = count
+                    lastChange = now
+                }
+                if now >= deadline {
+                    progress.reason.withLock { $0 = "timeout" }
+                } else if count > 0 && now - lastChange >= idleLimit {
+                    progress.reason.withLock { $0 = "idle" }
+                }
+                if progress.reason.withLock({ $0 }) != nil {
+                    sequence.cancel()
+                    return
+                }
+            }
+        }
+        var consumed = await consumer.value
+        watchdog.cancel()
+        if consumed.endedBy.isEmpty { consumed.endedBy = progress.reason.withLock { $0 } ?? "ended" }
+        let subscription = SubscriptionCounters(sequence.stats)
+        let stats = await bus.close()
+        let elapsed = consumed.last - consumed.first
+        let result = BusSubscriberResult(
+            expected: expected, count: consumed.count, elapsedNanoseconds: elapsed,
+            rate: ratePerSecond(max(0, consumed.count - 1), elapsed),
+            endToEndNanoseconds: consumed.last &- min(consumed.last, consumed.firstStamp),
+            latency: consumed.latency.summary, subscription: subscription, bus: BusCounters(stats),
+            payloadBytes: consumed.payloadBytes, endedBy: consumed.endedBy)
+        emitJSON(result)
+        if !result.complete {
+            writeStandardError(
+                "nbus bench worker (subscriber): consumed \(consumed.count) of \(expected) (\(consumed.endedBy)); "
+                    + "lostUpstream=\(subscription.lostUpstream) droppedLocalBuffer=\(subscription.droppedLocalBuffer) "
+                    + "rejected=\(stats.rejectedTotal)\n")
+            return 1
+        }
+        return 0
+    }
+
+    private struct Consumed: Sendable {
+        var count = 0
+        var first: UInt64 = 0
+        var last: UInt64 = 0
+        var firstStamp: UInt64 = 0
+        var payloadBytes = 0
+        var latency = LatencyRecorder()
+        var endedBy = ""
+    }
+
+    private final class Progress: Sendable {
+        let count = Atomic<Int>(0)
+        let reason = Mutex<String?>(nil)
+    }
+
+    private struct BoundEvent: Encodable {
+        var event = "bound"
+        var endpoint: String
+    }
+
+    // MARK: Output and lifetime
+
+    private static func emitJSON(_ value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return }
+        emitLine(String(decoding: data, as: UTF8.self))
+    }
+
+    /// Writes one line to stdout at once (a pipe is not line-buffered).
+    static func emitLine(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    static func writeStandardError(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    /// Watches stdin on a thread of its own; at end of file the parent is gone: exit at once.
+    static func exitWhenStandardInputEnds() {
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count > 0 || (count < 0 && errno == EINTR) { continue }
+                writeStandardError("nbus bench worker: stdin closed, exiting\n")
+                _exit(3)
+            }
+        }
+    }
+}

@@ -1,2 +1,0 @@
-/// Placeholder until the throughput scenario lands.
-enum BusBenchPlaceholder {}

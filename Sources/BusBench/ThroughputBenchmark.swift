@@ -1,0 +1,319 @@
+import Foundation
+import NotificationBus
+
+/// What `nbus bench throughput` measures and how.
+public struct ThroughputOptions: Sendable {
+    /// The notification name every scenario posts.
+    public static let notificationName = "bench.data"
+
+    /// The transport between the two processes.
+    public enum Transport: String, Sendable, CaseIterable, Codable {
+        /// `ipc://<fresh temp folder>/<scenario>.sock`.
+        case ipc
+        /// `tcp://127.0.0.1:*` (the binder reports the port it got).
+        case tcp
+    }
+
+    /// Notifications per throughput run (and per in-process run).
+    public var count = 1_000_000
+    /// Payload bytes per notification.
+    public var size = 256
+    /// ZeroMQ send and receive high-water marks, both processes, baseline and bus alike.
+    public var highWaterMark: Int32 = 10_000
+    /// ipc or tcp.
+    public var transport = Transport.ipc
+    /// Per child process: killed after this many seconds (the command then fails).
+    public var timeoutSeconds = 120
+    /// Throughput runs per side (raw and bus alternate); the median is reported.
+    public var runs = 3
+    /// The paced latency run: notifications per second ...
+    public var latencyRate = 10_000
+    /// ... for this many seconds.
+    public var latencySeconds = 2.0
+    /// Measured REQ/REP round trips of the raw baseline.
+    public var roundTrips = 20_000
+    /// Skip the in-process rows (Foundation vs embedded bus).
+    public var skipInProcess = false
+    /// The `nbus` executable to start workers from (normally this process's own executable).
+    public var nbusExecutable: String
+    /// The `nbus-baseline` executable.
+    public var baselineExecutable: String
+    /// The arguments that select the hidden worker command of `nbusExecutable`, e.g. `["bench", "worker"]`.
+    public var workerCommand: [String]
+
+    /// Options with default sizes, executables found next to this process's executable.
+    public init(workerCommand: [String] = ["bench", "worker"]) {
+        let directory = Self.executableDirectory()
+        nbusExecutable = Self.currentExecutable()
+        baselineExecutable = (directory as NSString).appendingPathComponent("nbus-baseline")
+        self.workerCommand = workerCommand
+    }
+
+    /// This process's executable (`/proc/self/exe` resolved; `CommandLine.arguments[0]` as a fallback).
+    public static func currentExecutable() -> String {
+        if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            return resolved
+        }
+        let argument0 = CommandLine.arguments.first ?? "nbus"
+        return URL(fileURLWithPath: argument0).resolvingSymlinksInPath().path
+    }
+
+    /// The folder holding this process's executable: where SwiftPM puts `nbus-baseline` too.
+    public static func executableDirectory() -> String {
+        (currentExecutable() as NSString).deletingLastPathComponent
+    }
+
+    func validate() throws(BenchError) {
+        guard count >= 2 else { throw .invalidOptions("--count must be at least 2") }
+        guard (0...NBP1.defaultMaximumPayload).contains(size) else {
+            throw .invalidOptions("--size must be 0...\(NBP1.defaultMaximumPayload)")
+        }
+        guard highWaterMark >= 0 else { throw .invalidOptions("--hwm must be >= 0 (0: unbounded)") }
+        guard timeoutSeconds >= 1 else { throw .invalidOptions("--timeout must be at least 1 second") }
+        guard runs >= 1 else { throw .invalidOptions("--runs must be at least 1") }
+        guard latencyRate >= 1, latencySeconds > 0 else { throw .invalidOptions("the latency run needs a rate and a duration") }
+        guard roundTrips >= 1 else { throw .invalidOptions("--round-trips must be at least 1") }
+    }
+}
+
+/// `nbus bench throughput`: the bus across two processes against raw libzmq across two processes,
+/// in one invocation, plus latency and the in-process rows. Every child is bounded by a timeout
+/// and killed on every exit path; a failing child fails the run with its stderr.
+public enum ThroughputBenchmark {
+    /// Runs every scenario; `progress` receives one line per step (for stderr).
+    ///
+    /// Throws `BenchError` when a child fails or times out. Lost or malformed messages do not
+    /// throw: they are listed in `report.accountingErrors` (the command exits non-zero on them).
+    public static func run(
+        _ options: ThroughputOptions, progress: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws -> ThroughputReport {
+        try options.validate()
+        let group = ChildGroup()
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("nbus-bench-\(UInt32.random(in: 0...UInt32.max))", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer {
+            group.killAll()
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let runner = Runner(options: options, group: group, folder: folder.path)
+        // Cancelling the task (SIGINT in the CLI) kills the children, so every wait below ends.
+        return try await withTaskCancellationHandler {
+            let report = try await runAll(options, runner, progress)
+            try Task.checkCancellation()
+            return report
+        } onCancel: {
+            group.killAll()
+        }
+    }
+
+    private static func runAll(
+        _ options: ThroughputOptions, _ runner: Runner, _ progress: @escaping @Sendable (String) -> Void
+    ) async throws -> ThroughputReport {
+        var report = ThroughputReport(options: options)
+        for run in 1...options.runs {
+            try Task.checkCancellation()
+            progress("run \(run)/\(options.runs): raw libzmq, \(options.count) messages")
+            let raw = try await runner.rawThroughput(run: run)
+            report.raw.append(raw)
+            progress("  raw: \(Format.rate(raw.rate))/s")
+            progress("run \(run)/\(options.runs): bus, \(options.count) notifications")
+            let bus = try await runner.busThroughput(tag: "bus-\(run)", count: options.count, rate: nil)
+            report.bus.append(bus)
+            progress("  bus: \(Format.rate(bus.subscriber.rate))/s")
+        }
+
+        progress("raw libzmq REQ/REP round trips: \(options.roundTrips)")
+        report.rawRoundTrip = try await runner.rawRoundTrip()
+
+        let pacedCount = max(2, Int(Double(options.latencyRate) * options.latencySeconds))
+        progress("raw libzmq PUB/SUB latency run: \(options.latencyRate) messages/s for \(options.latencySeconds) s")
+        report.rawPacedLatency = try await runner.rawPacedLatency(count: pacedCount, rate: options.latencyRate)
+        progress("bus latency run: \(options.latencyRate) notifications/s for \(options.latencySeconds) s")
+        report.pacedLatency = try await runner.busThroughput(tag: "latency", count: pacedCount, rate: options.latencyRate)
+
+        if !options.skipInProcess {
+            for run in 1...options.runs {
+                try Task.checkCancellation()
+                progress("run \(run)/\(options.runs): in-process, Foundation NotificationCenter and embedded bus")
+                report.foundation.append(FoundationCenterBenchmark.blockObserver(count: options.count, size: options.size))
+                let (sample, counters) = try await EmbeddedBusBenchmark.run(
+                    count: options.count, size: options.size, highWaterMark: options.highWaterMark,
+                    timeout: .seconds(options.timeoutSeconds))
+                report.embedded.append(sample)
+                report.embeddedCounters.append(counters)
+            }
+            progress("in-process: Foundation bridged into an AsyncStream (for information)")
+            report.foundationAsyncStream = await FoundationCenterBenchmark.asyncStreamBridge(
+                count: options.count, size: options.size)
+        }
+        report.checkAccounting()
+        return report
+    }
+}
+
+/// Starts and reads the child processes of one benchmark.
+private struct Runner: Sendable {
+    let options: ThroughputOptions
+    let group: ChildGroup
+    let folder: String
+
+    private var childTimeout: Duration { .seconds(options.timeoutSeconds + 10) }
+
+    private func endpoint(_ tag: String) -> String {
+        switch options.transport {
+        case .ipc: return "ipc://\(folder)/\(tag).sock"
+        case .tcp: return "tcp://127.0.0.1:*"
+        }
+    }
+
+    /// Raw PUB/SUB one-way latency at the paced run's rate: the C publisher stamps each frame.
+    func rawPacedLatency(count: Int, rate: Int) async throws -> RawPacedLatency {
+        let executable = options.baselineExecutable
+        let (_, subscriber, _) = try await pair(
+            binder: ("raw paced publisher (nbus-baseline pub --rate)", executable,
+                     baselineArguments("pub", endpoint: endpoint("raw-latency"), count: count) + ["--rate", "\(rate)"]),
+            connector: ("raw paced subscriber (nbus-baseline sub --latency)", executable,
+                        { baselineArguments("sub", endpoint: $0, count: count) + ["--latency"] }),
+            acceptFailedConnector: true)
+        guard let result = lastResult(RawSubscriberResult.self, in: subscriber, event: "result"),
+            let p50 = result.latencyP50, let p99 = result.latencyP99
+        else {
+            throw BenchError.badOutput(
+                label: subscriber.label, output: subscriber.stdoutLines.joined(separator: "\n"),
+                stderr: subscriber.stderrText)
+        }
+        return RawPacedLatency(
+            count: result.count, gaps: result.gaps,
+            latency: LatencySummary(
+                count: UInt64(result.count), p50: p50, p99: p99, max: result.latencyMax ?? 0,
+                mean: result.latencyMean ?? 0))
+    }
+
+    private func baselineArguments(_ role: String, endpoint: String, count: Int) -> [String] {
+        [
+            role, "--endpoint", endpoint, "--count", "\(count)", "--size", "\(options.size)",
+            "--hwm", "\(options.highWaterMark)", "--name", ThroughputOptions.notificationName,
+            "--timeout", "\(options.timeoutSeconds)", "--exit-on-stdin-eof",
+        ]
+    }
+
+    private func workerArguments(_ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?) -> [String] {
+        var worker = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
+        worker.size = options.size
+        worker.highWaterMark = options.highWaterMark
+        worker.rate = rate
+        worker.timeoutSeconds = options.timeoutSeconds
+        worker.exitOnStandardInputEOF = true
+        return options.workerCommand + worker.arguments
+    }
+
+    /// Starts the binding child, waits for its `bound` line, starts the connecting child with the
+    /// endpoint it reported, and waits for both. Fails with the stderr of whichever child failed.
+    private func pair(
+        binder: (label: String, executable: String, arguments: [String]),
+        connector: (label: String, executable: String, arguments: (String) -> [String]),
+        acceptFailedConnector: Bool = false
+    ) async throws -> (binder: ChildProcess, connector: ChildProcess, connectorSucceeded: Bool) {
+        let bound = try group.start(
+            label: binder.label, executable: binder.executable, arguments: binder.arguments, timeout: childTimeout)
+        guard let line = await bound.waitForLine(where: { $0.contains(#""event":"bound""#) }),
+            let endpoint = decodeLine(BoundLine.self, line)?.endpoint
+        else {
+            // Its stdout ended (it exited, or its deadline killed it) or it said something else.
+            if !bound.isStdoutEnded { bound.kill() }
+            let termination = await bound.waitForExit()
+            throw BenchError.childFailed(
+                label: bound.label, status: termination.description + ", without reporting its endpoint",
+                stderr: bound.stderrText)
+        }
+        let connecting = try group.start(
+            label: connector.label, executable: connector.executable, arguments: connector.arguments(endpoint),
+            timeout: childTimeout)
+        // Whichever fails first takes the other down, so nobody waits for its timeout.
+        let binderWatch = Task { () -> ChildProcess.Termination in
+            let end = await bound.waitForExit()
+            if !end.succeeded { connecting.kill() }
+            return end
+        }
+        let connectorEnd = await connecting.waitForExit()
+        if !connectorEnd.succeeded { bound.kill() }
+        let binderEnd = await binderWatch.value
+        if !binderEnd.succeeded && !binderEnd.killed {
+            throw BenchError.childFailed(label: bound.label, status: binderEnd.description, stderr: bound.stderrText)
+        }
+        if !connectorEnd.succeeded {
+            guard acceptFailedConnector, !connectorEnd.timedOut, !connectorEnd.bySignal, !connectorEnd.killed else {
+                throw BenchError.childFailed(
+                    label: connecting.label, status: connectorEnd.description, stderr: connecting.stderrText)
+            }
+            return (bound, connecting, false)
+        }
+        return (bound, connecting, true)
+    }
+
+    func rawThroughput(run: Int) async throws -> RawThroughputRun {
+        let executable = options.baselineExecutable
+        let (publisher, subscriber, _) = try await pair(
+            binder: ("raw publisher (nbus-baseline pub)", executable,
+                     baselineArguments("pub", endpoint: endpoint("raw-\(run)"), count: options.count)),
+            connector: ("raw subscriber (nbus-baseline sub)", executable,
+                        { baselineArguments("sub", endpoint: $0, count: options.count) }),
+            acceptFailedConnector: true)
+        _ = publisher
+        guard let result = lastResult(RawSubscriberResult.self, in: subscriber, event: "result") else {
+            throw BenchError.badOutput(
+                label: subscriber.label, output: subscriber.stdoutLines.joined(separator: "\n"),
+                stderr: subscriber.stderrText)
+        }
+        return RawThroughputRun(
+            count: result.count, elapsedNanoseconds: result.elapsedNanoseconds, rate: result.rate, gaps: result.gaps,
+            badSize: result.badSize, frameBytes: result.frameBytes)
+    }
+
+    func rawRoundTrip() async throws -> RawRoundTrip {
+        let executable = options.baselineExecutable
+        var repArguments = baselineArguments("rep", endpoint: endpoint("rtt"), count: options.roundTrips)
+        repArguments += ["--warmup", "1000"]
+        let (_, requester, _) = try await pair(
+            binder: ("raw REP (nbus-baseline rep)", executable, repArguments),
+            connector: ("raw REQ (nbus-baseline req)", executable,
+                        { baselineArguments("req", endpoint: $0, count: options.roundTrips) + ["--warmup", "1000"] }))
+        guard let result = lastResult(RawRoundTripResult.self, in: requester, event: "rtt") else {
+            throw BenchError.badOutput(
+                label: requester.label, output: requester.stdoutLines.joined(separator: "\n"),
+                stderr: requester.stderrText)
+        }
+        return RawRoundTrip(
+            roundTrip: LatencySummary(count: result.count, p50: result.p50, p99: result.p99, max: result.max, mean: result.mean),
+            frameBytes: result.frameBytes)
+    }
+
+    func busThroughput(tag: String, count: Int, rate: Int?) async throws -> BusThroughputRun {
+        let executable = options.nbusExecutable
+        let (publisher, subscriber, _) = try await pair(
+            binder: ("bus publisher (nbus bench worker publisher)", executable,
+                     workerArguments(.publisher, endpoint: endpoint(tag), count: count, rate: rate)),
+            connector: ("bus subscriber (nbus bench worker subscriber)", executable,
+                        { workerArguments(.subscriber, endpoint: $0, count: count, rate: nil) }),
+            acceptFailedConnector: true)
+        guard let result = lastResult(BusSubscriberResult.self, in: subscriber, event: "result") else {
+            throw BenchError.badOutput(
+                label: subscriber.label, output: subscriber.stdoutLines.joined(separator: "\n"),
+                stderr: subscriber.stderrText)
+        }
+        let published = lastResult(BusPublisherResult.self, in: publisher, event: "done")
+        return BusThroughputRun(subscriber: result, publisher: published, subscriberStderr: subscriber.stderrText)
+    }
+
+    private func lastResult<T: Decodable>(_ type: T.Type, in child: ChildProcess, event: String) -> T? {
+        child.stdoutLines.reversed().lazy
+            .filter { $0.contains(#""event":"\#(event)""#) }
+            .compactMap { decodeLine(type, $0) }
+            .first
+    }
+
+    private func decodeLine<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
+        try? JSONDecoder().decode(type, from: Data(line.utf8))
+    }
+}

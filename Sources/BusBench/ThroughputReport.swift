@@ -1,0 +1,313 @@
+import Foundation
+
+/// One raw-libzmq throughput run (C, XPUB/SUB, two processes).
+public struct RawThroughputRun: Codable, Sendable {
+    /// Messages the subscriber received.
+    public var count: Int
+    /// First to last message at the subscriber, ns.
+    public var elapsedNanoseconds: UInt64
+    /// (count - 1) / elapsed, messages per second.
+    public var rate: Double
+    /// Sequence numbers missing at the subscriber (must be 0 with NODROP).
+    public var gaps: UInt64
+    /// Messages of an unexpected size (must be 0).
+    public var badSize: Int
+    /// Bytes per ZeroMQ frame.
+    public var frameBytes: Int
+}
+
+/// The raw PUB/SUB one-way latency at the paced rate (C publisher stamps, C subscriber measures).
+public struct RawPacedLatency: Codable, Sendable {
+    /// Messages received.
+    public var count: Int
+    /// Sequence gaps (must be 0).
+    public var gaps: UInt64
+    /// Send stamp to receipt, ns.
+    public var latency: LatencySummary
+}
+
+/// One bus throughput (or paced latency) run across two processes.
+public struct BusThroughputRun: Codable, Sendable {
+    /// What the subscriber's `for await` loop measured.
+    public var subscriber: BusSubscriberResult
+    /// What the publisher reported (nil when it was stopped before it could).
+    public var publisher: BusPublisherResult?
+    /// The subscriber's diagnostics, kept for a failed run.
+    public var subscriberStderr: String
+}
+
+/// The raw REQ/REP round trip (C, two processes), whose half is the one-way baseline latency.
+public struct RawRoundTrip: Codable, Sendable {
+    /// Round-trip times, ns.
+    public var roundTrip: LatencySummary
+    /// Bytes per frame each way.
+    public var frameBytes: Int
+
+    /// Half the round trip's p50, ns.
+    public var halfP50: Double { Double(roundTrip.p50) / 2 }
+    /// Half the round trip's p99, ns.
+    public var halfP99: Double { Double(roundTrip.p99) / 2 }
+}
+
+/// Everything one `nbus bench throughput` invocation measured, with the targets of issue 3.
+public struct ThroughputReport: Codable, Sendable {
+    /// Bus/raw throughput target: at least this.
+    public static let throughputRatioTarget = 0.7
+    /// Bus p50 latency over half the raw round trip: at most this.
+    public static let latencyRatioTarget = 1.5
+    /// Embedded bus over Foundation `NotificationCenter`, in one process: at least this.
+    public static let inProcessRatioTarget = 1.0
+
+    public var count: Int
+    public var size: Int
+    public var highWaterMark: Int32
+    public var transport: ThroughputOptions.Transport
+    public var runs: Int
+    public var latencyRate: Int
+    public var date: String
+    public var host: String
+    public var processors: Int
+
+    /// Raw libzmq runs, in order.
+    public var raw: [RawThroughputRun] = []
+    /// Bus runs, in order (alternating with the raw ones).
+    public var bus: [BusThroughputRun] = []
+    /// Raw REQ/REP round trip.
+    public var rawRoundTrip: RawRoundTrip?
+    /// The bus at a moderate fixed rate: the headline latency.
+    public var pacedLatency: BusThroughputRun?
+    /// Raw libzmq PUB/SUB at the same rate, one way (for information: the target uses half the RTT).
+    public var rawPacedLatency: RawPacedLatency?
+    /// Foundation `NotificationCenter`, block observer, in this process.
+    public var foundation: [InProcessSample] = []
+    /// Foundation bridged into an `AsyncStream` (information only).
+    public var foundationAsyncStream: InProcessSample?
+    /// The embedded bus, `for await` consumer, in this process.
+    public var embedded: [InProcessSample] = []
+    /// The embedded runs' subscription counters.
+    public var embeddedCounters: [SubscriptionCounters] = []
+    /// Every accounting failure (lost, malformed or missing messages); empty when all is well.
+    public var accountingErrors: [String] = []
+
+    init(options: ThroughputOptions) {
+        count = options.count
+        size = options.size
+        highWaterMark = options.highWaterMark
+        transport = options.transport
+        runs = options.runs
+        latencyRate = options.latencyRate
+        date = ISO8601DateFormatter().string(from: Date())
+        host = ProcessInfo.processInfo.hostName
+        processors = ProcessInfo.processInfo.activeProcessorCount
+    }
+
+    // MARK: Derived figures
+
+    /// Median raw rate, messages per second.
+    public var rawRate: Double { median(raw.map(\.rate)) }
+    /// Median bus rate, notifications per second.
+    public var busRate: Double { median(bus.map(\.subscriber.rate)) }
+    /// Median bus rate over median raw rate.
+    public var throughputRatio: Double { rawRate > 0 ? busRate / rawRate : 0 }
+    /// The paced run's p50 over half the raw round trip's p50.
+    public var latencyRatio: Double? {
+        guard let paced = pacedLatency, let rtt = rawRoundTrip, rtt.halfP50 > 0 else { return nil }
+        return Double(paced.subscriber.latency.p50) / rtt.halfP50
+    }
+    /// Median Foundation rate.
+    public var foundationRate: Double { median(foundation.map(\.rate)) }
+    /// Median embedded-bus rate.
+    public var embeddedRate: Double { median(embedded.map(\.rate)) }
+    /// Embedded bus over Foundation.
+    public var inProcessRatio: Double? { foundationRate > 0 && !embedded.isEmpty ? embeddedRate / foundationRate : nil }
+
+    /// Whether each target is met (nil: not measured).
+    public var targets: [String: Bool] {
+        var targets = ["throughputRatio": throughputRatio >= Self.throughputRatioTarget]
+        if let latencyRatio { targets["latencyRatio"] = latencyRatio <= Self.latencyRatioTarget }
+        if let inProcessRatio { targets["inProcessRatio"] = inProcessRatio >= Self.inProcessRatioTarget }
+        return targets
+    }
+
+    /// The frame size on the wire.
+    public var frameBytes: Int { raw.first?.frameBytes ?? (ThroughputOptions.notificationName.utf8.count + 1 + 32 + size) }
+
+    // MARK: Accounting
+
+    mutating func checkAccounting() {
+        var errors: [String] = []
+        for (index, run) in raw.enumerated() where run.count != count || run.gaps != 0 || run.badSize != 0 {
+            errors.append("raw run \(index + 1): received \(run.count) of \(count), gaps \(run.gaps), bad size \(run.badSize)")
+        }
+        if let paced = rawPacedLatency, paced.gaps != 0 || UInt64(paced.count) != paced.latency.count {
+            errors.append("raw latency run: received \(paced.count), gaps \(paced.gaps)")
+        }
+        var busRuns = bus.enumerated().map { ("bus run \($0.offset + 1)", $0.element) }
+        if let pacedLatency { busRuns.append(("bus latency run", pacedLatency)) }
+        for (label, run) in busRuns {
+            let s = run.subscriber
+            if !s.complete || s.subscription.received != UInt64(s.expected) {
+                errors.append(
+                    "\(label): consumed \(s.count) of \(s.expected) (ended by \(s.endedBy)); received "
+                        + "\(s.subscription.received), lostUpstream \(s.subscription.lostUpstream), droppedLocalBuffer "
+                        + "\(s.subscription.droppedLocalBuffer), rejected \(s.bus.rejected)")
+            }
+            if let publisher = run.publisher, publisher.bus.unsent != 0 || publisher.bus.sent < UInt64(publisher.count) {
+                errors.append("\(label): publisher sent \(publisher.bus.sent) of \(publisher.count), unsent \(publisher.bus.unsent)")
+            }
+        }
+        for (index, sample) in embedded.enumerated() where sample.delivered != sample.posted {
+            errors.append("embedded bus run \(index + 1): delivered \(sample.delivered) of \(sample.posted)")
+        }
+        for (index, counters) in embeddedCounters.enumerated()
+        where counters.lostUpstream != 0 || counters.droppedLocalBuffer != 0 {
+            errors.append(
+                "embedded bus run \(index + 1): lostUpstream \(counters.lostUpstream), droppedLocalBuffer \(counters.droppedLocalBuffer)")
+        }
+        for (index, sample) in foundation.enumerated() where sample.delivered != sample.posted {
+            errors.append("Foundation run \(index + 1): delivered \(sample.delivered) of \(sample.posted)")
+        }
+        accountingErrors = errors
+    }
+
+    // MARK: Rendering
+
+    /// The report as one JSON object (sorted keys), with the derived figures under `summary`.
+    public func json() throws -> String {
+        struct Envelope: Encodable {
+            let report: ThroughputReport
+            let summary: Summary
+        }
+        struct Summary: Encodable {
+            let rawRate: Double
+            let busRate: Double
+            let throughputRatio: Double
+            let busLatencyP50: UInt64?
+            let busLatencyP99: UInt64?
+            let rawHalfRoundTripP50: Double?
+            let rawHalfRoundTripP99: Double?
+            let rawPacedOneWayP50: UInt64?
+            let rawPacedOneWayP99: UInt64?
+            let latencyRatio: Double?
+            let foundationRate: Double
+            let embeddedRate: Double
+            let inProcessRatio: Double?
+            let targets: [String: Bool]
+            let accountingOK: Bool
+        }
+        let summary = Summary(
+            rawRate: rawRate, busRate: busRate, throughputRatio: throughputRatio,
+            busLatencyP50: pacedLatency?.subscriber.latency.p50, busLatencyP99: pacedLatency?.subscriber.latency.p99,
+            rawHalfRoundTripP50: rawRoundTrip?.halfP50, rawHalfRoundTripP99: rawRoundTrip?.halfP99,
+            rawPacedOneWayP50: rawPacedLatency?.latency.p50, rawPacedOneWayP99: rawPacedLatency?.latency.p99,
+            latencyRatio: latencyRatio, foundationRate: foundationRate, embeddedRate: embeddedRate,
+            inProcessRatio: inProcessRatio, targets: targets, accountingOK: accountingErrors.isEmpty)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(Envelope(report: self, summary: summary)), as: UTF8.self)
+    }
+
+    /// The report as a terminal table.
+    public func table() -> String {
+        var lines: [String] = []
+        func row(_ label: String, _ value: String, _ note: String = "") {
+            let padded = label.padding(toLength: max(label.count, 52), withPad: " ", startingAt: 0)
+            let value = String(repeating: " ", count: max(0, 14 - value.count)) + value
+            lines.append(note.isEmpty ? padded + value : padded + value + "   " + note)
+        }
+        func verdict(_ met: Bool?) -> String { met.map { $0 ? "met" : "NOT MET" } ?? "n/a" }
+
+        lines.append(
+            "nbus bench throughput: \(Format.count(count)) x \(size) B payload (\(frameBytes) B frame), "
+                + "\(transport.rawValue), HWM \(highWaterMark), XPUB_NODROP; median of \(runs) run(s)")
+        lines.append("")
+        row("Across processes (publisher -> subscriber)", "msgs/s", "runs")
+        row("  raw libzmq, 2 processes (C, XPUB/SUB, 1 frame)", Format.rate(rawRate), raw.map { Format.rate($0.rate) }.joined(separator: " "))
+        row("  bus, 2 processes (post -> for await)", Format.rate(busRate),
+            bus.map { Format.rate($0.subscriber.rate) }.joined(separator: " "))
+        row("  ratio bus/raw", String(format: "%.2f", throughputRatio),
+            "target >= \(Self.throughputRatioTarget): \(verdict(targets["throughputRatio"]))")
+        lines.append("")
+        if let paced = pacedLatency, let rtt = rawRoundTrip {
+            let l = paced.subscriber.latency
+            let achieved = paced.subscriber.rate
+            row("Latency (publish -> delivery)", "p50", "p99")
+            row("  bus at \(Format.count(latencyRate))/s paced (\(Format.count(paced.subscriber.count)) msgs, got \(Format.rate(achieved))/s)",
+                Format.nanoseconds(Double(l.p50)), Format.nanoseconds(Double(l.p99)))
+            row("  raw libzmq half REQ/REP round trip (\(Format.count(Int(rtt.roundTrip.count))) trips)",
+                Format.nanoseconds(rtt.halfP50), Format.nanoseconds(rtt.halfP99))
+            if let raw = rawPacedLatency {
+                row("  raw libzmq PUB/SUB one way, same pace (info)",
+                    Format.nanoseconds(Double(raw.latency.p50)), Format.nanoseconds(Double(raw.latency.p99)))
+            }
+            if let latencyRatio {
+                row("  ratio bus p50 / raw half-RTT p50", String(format: "%.2fx", latencyRatio),
+                    "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatio"]))")
+            }
+            if let loaded = bus.sorted(by: { $0.subscriber.rate < $1.subscriber.rate }).dropFirst(bus.count / 2).first {
+                row("  bus under full load (median run; queueing)",
+                    Format.nanoseconds(Double(loaded.subscriber.latency.p50)),
+                    Format.nanoseconds(Double(loaded.subscriber.latency.p99)))
+            }
+            lines.append("")
+        }
+        if !foundation.isEmpty {
+            row("In one process (\(Format.count(count)) posts, \(size) B payload)", "msgs/s", "runs")
+            row("  Foundation NotificationCenter -> block observer", Format.rate(foundationRate),
+                foundation.map { Format.rate($0.rate) }.joined(separator: " "))
+            if let bridged = foundationAsyncStream {
+                row("  Foundation -> AsyncStream -> for await (info)", Format.rate(bridged.rate))
+            }
+            row("  bus embedded (inproc) -> for await", Format.rate(embeddedRate),
+                embedded.map { Format.rate($0.rate) }.joined(separator: " "))
+            if let inProcessRatio {
+                row("  ratio bus/Foundation", String(format: "%.2f", inProcessRatio),
+                    "target >= \(Self.inProcessRatioTarget): \(verdict(targets["inProcessRatio"]))")
+            }
+            lines.append("")
+        }
+        if accountingErrors.isEmpty {
+            let received = bus.map { "\($0.subscriber.subscription.received)" }.joined(separator: ", ")
+            lines.append(
+                "Accounting OK: every run delivered \(Format.count(count)) of \(Format.count(count)) "
+                    + "(bus received per run: \(received); lostUpstream 0, droppedLocalBuffer 0, rejected 0)")
+        } else {
+            lines.append("ACCOUNTING FAILED:")
+            for error in accountingErrors { lines.append("  " + error) }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Number formatting for the table.
+enum Format {
+    static func rate(_ value: Double) -> String {
+        if value >= 1_000_000 { return String(format: "%.2fM", value / 1_000_000) }
+        if value >= 1_000 { return String(format: "%.0fk", value / 1_000) }
+        return String(format: "%.0f", value)
+    }
+
+    static func count(_ value: Int) -> String {
+        let digits = Array(String(value))
+        var out = ""
+        for (index, digit) in digits.enumerated() {
+            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
+            out.append(digit)
+        }
+        return out
+    }
+
+    static func nanoseconds(_ value: Double) -> String {
+        if value >= 1_000_000_000 { return String(format: "%.2f s", value / 1e9) }
+        if value >= 1_000_000 { return String(format: "%.2f ms", value / 1e6) }
+        if value >= 1_000 { return String(format: "%.1f us", value / 1e3) }
+        return String(format: "%.0f ns", value)
+    }
+}
+
+func median(_ values: [Double]) -> Double {
+    guard !values.isEmpty else { return 0 }
+    let sorted = values.sorted()
+    let middle = sorted.count / 2
+    return sorted.count % 2 == 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Testing
+import ZeroMQ
+@testable import NotificationBus
+
+@Suite("Loss accounting, unsubscription and malformed input", .timeLimit(.minutes(1)))
+struct BusAccountingTests {
+    @Test("A slow subscriber behind a tiny HWM: lostUpstream is exactly published minus received, with the right ranges")
+    func lossAccountingIsExact() async throws {
+        let endpoint = try temporaryIPCEndpoint()
+        var publisherConfiguration = BusConfiguration.directPublisher(bind: endpoint)
+        publisherConfiguration.sendHighWaterMark = 4
+        // Generous: close() keeps trying to deliver the end-of-stream record while the consumer drains.
+        publisherConfiguration.closeTimeoutMilliseconds = 30_000
+        let publisher = try Bus(publisherConfiguration)
+        var subscriberConfiguration = BusConfiguration.directSubscriber(connect: [endpoint])
+        subscriberConfiguration.receiveHighWaterMark = 4
+        let subscriber = try Bus(subscriberConfiguration)
+        let events = try subscriber.events(named: try NamePattern("loss.>"), buffering: .suspendProducer(capacity: 8))
+        let name = try NotificationName("loss.data")
+        try await publisher.waitForSubscribers(count: 1, matching: name)
+
+        let published: UInt64 = 20_000
+        let release = Gate()
+        let consumer = Task { () -> (received: [UInt64], gaps: [Gap]) in
+            await release.wait()
+            var received: [UInt64] = []
+            var gaps: [Gap] = []
+            for await event in events {
+                switch event {
+                case .notification(let n): received.append(n.sequence)
+                case .gap(let gap): gaps.append(gap)
+                }
+                let lost = gaps.reduce(0) { $0 + $1.count }
+                if UInt64(received.count) + lost >= published { break }
+            }
+            return (received, gaps)
+        }
+        for index in 1...published {
+            try await publisher.post(name: name, payload: Array(repeating: UInt8(truncatingIfNeeded: index), count: 200))
+        }
+        release.fire()
+        // Closing sends the last sequence per name without dropping it, so the lost tail is counted too.
+        let publisherStats = await publisher.close()
+        #expect(publisherStats.sent == published && publisherStats.unsent == 0)
+        // Bounded: if the end-of-stream record never arrived, closing the subscriber ends the stream.
+        await subscriber.close()
+        let (received, gaps) = await consumer.value
+
+        let lost = gaps.reduce(UInt64(0)) { $0 + $1.count }
+        #expect(lost > 0, "the tiny HWM should have dropped something")
+        #expect(UInt64(received.count) + lost == published)
+        #expect(events.stats.lostUpstream == lost)
+        #expect(events.stats.received == UInt64(received.count))
+        // The gap ranges and the received sequences partition 1...published exactly.
+        var covered = Set(received)
+        for gap in gaps {
+            #expect(gap.cause == .lostUpstream && gap.name == name && gap.publisherID == publisher.publisherID)
+            let range = try #require(gap.sequences)
+            #expect(UInt64(range.count) == gap.count)
+            for sequence in range { #expect(covered.insert(sequence).inserted) }
+        }
+        #expect(covered.count == Int(published) && covered.min() == 1 && covered.max() == published)
+        #expect(received == received.sorted())
+    }
+
+    @Test("Cancelling the consumer unsubscribes at the publisher and traffic stops at the source")
+    func unsubscribeStopsTrafficAtSource() async throws {
+        let endpoint = try temporaryIPCEndpoint()
+        let publisher = try Bus(.directPublisher(bind: endpoint))
+        let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
+        let name = try NotificationName("units.temperature")
+        let fenceName = try NotificationName("fence.done")
+        let fence = try subscriber.notifications(named: try NamePattern("fence.>"))
+
+        let firstArrived = Gate()
+        let consumer = Task {
+            let stream = try subscriber.notifications(named: try NamePattern("units.>"))
+            for await _ in stream { firstArrived.fire() }
+        }
+        try await publisher.waitForSubscribers(count: 1, matching: name)
+        try await publisher.waitForSubscribers(count: 1, matching: fenceName)
+        try await publisher.post(name: name)
+        await firstArrived.wait()
+
+        consumer.cancel()
+        // The real signal: the publisher's XPUB receives the unsubscription.
+        try await publisher.waitForNoSubscribers(matching: name)
+        let framesBefore = subscriber.stats.framesReceived
+        for _ in 0..<100 { try await publisher.post(name: name) }
+        try await publisher.post(name: fenceName)
+        // One pipe, in order: once the fence arrives, anything sent before it has arrived too.
+        var iterator = fence.makeAsyncIterator()
+        #expect(await iterator.next()?.name == fenceName)
+        #expect(subscriber.stats.framesReceived == framesBefore + 1)
+        #expect(publisher.stats.sent == 102)
+        await publisher.close()
+        await subscriber.close()
+    }
+
+    @Test("Malformed frames from a raw ZeroMQ publisher are rejected by reason; the good ones around them all arrive")
+    func malformedInputIsCountedNotFatal() async throws {
+        let context = try Context()
+        let raw = try context.socket(.xpub)
+        try raw.set(.receiveTimeout, 10_000)
+        let endpoint = try temporaryIPCEndpoint()
+        try raw.bind(endpoint)
+        let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
+        let everything = try subscriber.notifications(named: try NamePattern(">"))
+        // Wait (bounded by the receive timeout) until the catch-all subscription reached the raw socket.
+        while try raw.receive() != [1] {}
+
+        let invalid = ProtocolVector.invalid.filter { $0.maxPayload == nil && !$0.frames.isEmpty }
+        var expected: [RejectionReason: UInt64] = [:]
+        var goodNumber = 0
+        func sendGood() throws {
+            goodNumber += 1
+            let good = Notification(
+                name: try NotificationName("good.n"), payload: Array("\(goodNumber)".utf8), sequence: UInt64(goodNumber),
+                publisherID: 7, timestamp: 1)
+            try raw.send(try EnvelopeCodec.encode(good))
+        }
+        try sendGood()
+        for vector in invalid {
+            try raw.send(multipart: vector.frameBytes)
+            expected[try #require(vector.reason.flatMap(RejectionReason.init(rawValue:))), default: 0] += 1
+            try sendGood()
+        }
+        var payloads: [String] = []
+        for await n in everything {
+            payloads.append(String(decoding: n.payload, as: UTF8.self))
+            if payloads.count == goodNumber { break }
+        }
+        #expect(payloads == (1...goodNumber).map(String.init))
+        #expect(subscriber.stats.rejected == expected)
+        #expect(everything.stats.lostUpstream == 0)
+        await subscriber.close()
+    }
+
+    @Test("Posting refuses reserved names, oversized payloads and bad headers with clear errors")
+    func postValidation() async throws {
+        var configuration = BusConfiguration.embedded()
+        configuration.maximumPayload = 10
+        let bus = try Bus(configuration)
+        await #expect(throws: BusError.reservedName(try NotificationName("_nbus.x"))) {
+            try await bus.post(name: "_nbus.x")
+        }
+        await #expect(throws: BusError.payloadTooLarge(byteCount: 11, maximum: 10)) {
+            try await bus.post(name: "a", payload: Array(repeating: 0, count: 11))
+        }
+        await #expect(throws: BusError.self) { try await bus.post(name: "a..b") }
+        await #expect(throws: BusError.invalidHeaders(.invalidHeaderKey(""))) {
+            try await bus.post(name: "a", headers: ["": "v"])
+        }
+        await bus.close()
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import Testing
+@testable import NotificationBus
+
+@Suite("Bus lifecycle", .serialized, .timeLimit(.minutes(2)))
+struct BusLifecycleTests {
+    private func openFileDescriptors() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+    }
+
+    private func threads() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count
+    }
+
+    @Test("Opening and closing 1,000 buses leaks no thread and no file descriptor")
+    func noLeaks() async throws {
+        // Warm up once so lazily created runtime threads are not counted as leaks.
+        await (try Bus(.embedded())).close()
+        let fdsBefore = try openFileDescriptors()
+        let threadsBefore = try threads()
+        for _ in 0..<1_000 {
+            let bus = try Bus(.embedded())
+            let stream = try bus.notifications(named: "x.>")
+            _ = stream
+            await bus.close()
+        }
+        #expect(try openFileDescriptors() <= fdsBefore)
+        #expect(try threads() <= threadsBefore)
+    }
+
+    @Test("Binding an endpoint in use fails with a typed transport error")
+    func bindInUse() async throws {
+        let first = try Bus(.directPublisher(bind: "tcp://127.0.0.1:*"))
+        let endpoint = try #require(first.endpoints.first)
+        #expect(endpoint.hasPrefix("tcp://127.0.0.1:"))
+        do {
+            _ = try Bus(.directPublisher(bind: endpoint))
+            Issue.record("second bind succeeded")
+        } catch {
+            if case .transport(let zmq) = error {
+                #expect(zmq.kind == .addressInUse)
+            } else {
+                Issue.record("unexpected \(error)")
+            }
+        }
+        await first.close()
+    }
+
+    @Test("ready() times out with a clear error when no publisher answers")
+    func readyTimesOut() async throws {
+        let bus = try Bus(.directSubscriber(connect: [try temporaryIPCEndpoint()]))
+        _ = try bus.notifications(named: "a")
+        await #expect(throws: BusError.timedOut(what: "a publisher to confirm a", milliseconds: 200)) {
+            try await bus.ready(try NamePattern("a"), timeout: .milliseconds(200))
+        }
+        await bus.close()
+    }
+
+    @Test("Dropping every copy of a sequence unsubscribes")
+    func droppingSequenceUnsubscribes() async throws {
+        let bus = try Bus(.embedded())
+        let name = try NotificationName("drop.me")
+        do {
+            let stream = try bus.notifications(named: "drop.>")
+            _ = stream
+            try await bus.waitForSubscribers(count: 1, matching: name)
+        }
+        try await bus.waitForNoSubscribers(matching: name)
+        #expect(bus.stats.activeSubscriptions == 0)
+        await bus.close()
+    }
+
+    @Test("An observer runs on its own isolation and stops when its token is cancelled")
+    func observerOnMainActor() async throws {
+        let bus = try Bus(.embedded())
+        let seen = Gate()
+        let token = try bus.addObserver(forName: try NamePattern("obs.>")) { @MainActor notification in
+            MainActor.assertIsolated()
+            if notification.name.rawValue == "obs.b" { seen.fire() }
+        }
+        try await bus.ready(try NamePattern("obs.>"))
+        try await bus.post(name: "obs.a")
+        try await bus.post(name: "obs.b")
+        await seen.wait()
+        #expect(token.stats.delivered == 2)
+        token.cancel()
+        try await bus.waitForNoSubscribers(matching: try NotificationName("obs.a"))
+        await bus.close()
+    }
+}
