@@ -1,6 +1,6 @@
 // swift-tools-version:6.1
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
-// Dependency arrows point one way: nbus -> NotificationBus -> ZeroMQ -> CZeroMQ.
+// Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ.
 
 import PackageDescription
 
@@ -14,6 +14,7 @@ let package = Package(
     products: [
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "NotificationBus", targets: ["NotificationBus"]),
+        .library(name: "BusViews", targets: ["BusViews"]),
         .executable(name: "nbus", targets: ["nbus"]),
         .executable(name: "nbus-baseline", targets: ["ZeroMQBaseline"]),
     ],
@@ -42,8 +43,17 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .target(
+            name: "BusViews",
+            dependencies: [
+                "NotificationBus",
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .target(
             name: "BusBench",
             dependencies: [
+                "BusViews",
                 "NotificationBus",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
             ],
@@ -66,6 +76,17 @@ let package = Package(
         .testTarget(
             name: "ZeroMQTests",
             dependencies: ["ZeroMQ"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "BusViewsTests",
+            dependencies: ["BusViews", "NotificationBus"],
+            swiftSettings: strictSettings
+        ),
+        // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["nbus", "NotificationBus"],
             swiftSettings: strictSettings
         ),
         .testTarget(

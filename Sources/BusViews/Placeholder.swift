@@ -1,0 +1,2 @@
+/// Placeholder until the view runtime lands (issue 4).
+enum BusViewsPlaceholder {}
