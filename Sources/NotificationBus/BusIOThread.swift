@@ -105,7 +105,9 @@ final class BusIOThread {
 
     // Publisher side.
     private var view: PublisherView
-    private var pendingOutbound = Deque<[UInt8]>()
+    /// Frames taken from the mailbox; `pending[pendingIndex...]` are not yet accepted by ZeroMQ.
+    private var pending: [[UInt8]] = []
+    private var pendingIndex = 0
     private var controlSequence: UInt64 = 0
 
     private var waiters: [BusWaiter] = []
@@ -167,19 +169,26 @@ final class BusIOThread {
     // MARK: The loop
 
     func run() {
+        var commands: [BusCommand] = []
         while true {
-            let (commands, outbound) = core.mailbox.withLock { box in
+            // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
+            // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
+            let takeOutbound = pendingIndex == pending.count
+            if takeOutbound { pending.removeAll(keepingCapacity: true) }
+            pendingIndex = 0
+            let spaceWaiters = core.mailbox.withLock { box -> [CheckedContinuation<Void, Never>] in
                 box.sleeping = false
-                defer {
-                    box.commands.removeAll(keepingCapacity: true)
-                    box.outbound.removeAll(keepingCapacity: true)
-                }
-                return (box.commands, box.outbound)
+                swap(&box.commands, &commands)
+                guard takeOutbound else { return [] }
+                swap(&box.outbound, &pending)
+                guard !box.spaceWaiters.isEmpty else { return [] }
+                defer { box.spaceWaiters.removeAll() }
+                return box.spaceWaiters
             }
-            var didWork = !commands.isEmpty || !outbound.isEmpty
-            if !outbound.isEmpty { resumeSpaceWaiters() }
+            for waiter in spaceWaiters { waiter.resume() }
+            var didWork = !commands.isEmpty
             for command in commands { handle(command) }
-            pendingOutbound.append(contentsOf: outbound)
+            commands.removeAll(keepingCapacity: true)
             if closing { break }
             didWork = sendPending() || didWork
             didWork = readSubscriptions() || didWork
@@ -187,7 +196,10 @@ final class BusIOThread {
             expireWaiters()
             publishStats()
             if didWork { continue }
-
+            if pendingIndex < pending.count {
+                waitForRoomToSend()
+                continue
+            }
             let parked = core.mailbox.withLock { box -> Bool in
                 if !box.commands.isEmpty || !box.outbound.isEmpty { return false }
                 box.sleeping = true
@@ -198,13 +210,40 @@ final class BusIOThread {
         shutDown()
     }
 
+    /// The XPUB refused a frame (`publisherBackpressure` and a full subscriber). A publisher-only
+    /// bus waits in a blocking send (`ZMQ_SNDTIMEO` 1 ms): libzmq reports an XPUB writable while
+    /// the next send still fails, so polling would spin. A bus that also subscribes must keep
+    /// reading, so it polls its other sockets for 1 ms instead.
+    private func waitForRoomToSend() {
+        guard let publisher else { return }
+        if subscriber == nil {
+            try? publisher.set(.sendTimeout, 1)
+            do {
+                try publisher.send(pending[pendingIndex])
+                pendingIndex += 1
+                stats.sent += 1
+            } catch {
+                if error.kind != .wouldBlock {
+                    stats.unsent += 1
+                    pendingIndex += 1
+                }
+            }
+            try? publisher.set(.sendTimeout, -1)
+            return
+        }
+        var poller = Poller()
+        poller.register(fileDescriptor: core.wake.fileDescriptor)
+        if let subscriber, !readingPaused { poller.register(subscriber) }
+        _ = try? poller.poll(timeoutMilliseconds: 1)
+        core.wake.drain()
+    }
+
     private func park() {
         var poller = Poller()
         poller.register(fileDescriptor: core.wake.fileDescriptor)
         if let publisher { poller.register(publisher) }
         if let subscriber, !readingPaused { poller.register(subscriber) }
         var timeout = -1
-        if !pendingOutbound.isEmpty { timeout = 1 }
         if let deadline = waiters.map(\.deadline).min() {
             let now = Timestamps.monotonicNanoseconds()
             let untilDeadline = deadline > now ? Int((deadline - now) / 1_000_000) + 1 : 0
@@ -212,14 +251,6 @@ final class BusIOThread {
         }
         _ = try? poller.poll(timeoutMilliseconds: timeout)
         core.wake.drain()
-    }
-
-    private func resumeSpaceWaiters() {
-        let waiting = core.mailbox.withLock { box in
-            defer { box.spaceWaiters.removeAll() }
-            return box.spaceWaiters
-        }
-        for waiter in waiting { waiter.resume() }
     }
 
     // MARK: Commands
@@ -346,24 +377,23 @@ final class BusIOThread {
     /// HWM, which subscribers see as gaps); with it, a refused frame waits for the next round.
     private func sendPending() -> Bool {
         guard let publisher else {
-            stats.unsent += UInt64(pendingOutbound.count)
-            pendingOutbound.removeAll()
+            stats.unsent += UInt64(pending.count - pendingIndex)
+            pendingIndex = pending.count
             return false
         }
-        var sent = 0
-        while let frame = pendingOutbound.first {
+        let start = pendingIndex
+        while pendingIndex < pending.count {
             do {
-                try publisher.send(frame, mode: .dontWait)
+                try publisher.send(pending[pendingIndex], mode: .dontWait)
+                stats.sent += 1
             } catch {
                 if error.kind == .wouldBlock { break }
                 // A frame ZeroMQ rejects outright cannot be retried; it is counted as unsent.
                 stats.unsent += 1
             }
-            pendingOutbound.removeFirst()
-            sent += 1
+            pendingIndex += 1
         }
-        stats.sent += UInt64(sent)
-        return sent > 0
+        return pendingIndex > start
     }
 
     /// Reads subscription messages from the XPUB socket: the publisher's view of its subscribers,
@@ -433,12 +463,23 @@ final class BusIOThread {
 
     /// Routes one frame to the subscriptions it matches; returns whether any matched.
     private func dispatch(_ frame: UnsafeRawBufferPointer) -> Bool {
-        let nameLength: Int
-        do {
-            nameLength = try EnvelopeCodec.nameLength(in: frame)
-        } catch {
-            stats.rejected[error, default: 0] += 1
-            return false
+        // A frame that begins with an exact subscription's `name` + NUL has that (valid) name:
+        // skip the UTF-8 and grammar checks for it.
+        var nameLength = -1
+        for subscription in subscriptions where subscription.pattern.isExact {
+            let prefix = subscription.pattern.subscriptionPrefix
+            if frame.hasPrefix(prefix) {
+                nameLength = prefix.count - 1
+                break
+            }
+        }
+        if nameLength < 0 {
+            do {
+                nameLength = try EnvelopeCodec.nameLength(in: frame)
+            } catch {
+                stats.rejected[error, default: 0] += 1
+                return false
+            }
         }
         let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
         if nameBytes.starts(with: ControlNames.reservedPrefix) {
@@ -454,7 +495,7 @@ final class BusIOThread {
         var matchedMore = false
         for index in subscriptions.indices {
             let subscription = subscriptions[index]
-            guard frame.starts(with: subscription.pattern.subscriptionPrefix) else { continue }
+            guard frame.hasPrefix(subscription.pattern.subscriptionPrefix) else { continue }
             if subscription.pattern.matches(nameBytes: nameBytes) {
                 if matchedFirst < 0 { matchedFirst = index } else { matchedMore = true }
             } else {
@@ -475,7 +516,7 @@ final class BusIOThread {
         let gap = trackSequence(of: notification)
         for index in matchedFirst..<(matchedMore ? subscriptions.count : matchedFirst + 1) {
             let pattern = subscriptions[index].pattern
-            guard index == matchedFirst || (frame.starts(with: pattern.subscriptionPrefix) && pattern.matches(nameBytes: nameBytes)) else {
+            guard index == matchedFirst || (frame.hasPrefix(pattern.subscriptionPrefix) && pattern.matches(nameBytes: nameBytes)) else {
                 continue
             }
             if let gap { batches[index].append(.gap(gap)) }
@@ -489,12 +530,13 @@ final class BusIOThread {
     private func trackSequence(of notification: Notification) -> Gap? {
         let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
         let sequence = notification.sequence
-        guard let last = lastSequence[key] else {
+        guard let index = lastSequence.index(forKey: key) else {
             lastSequence[key] = sequence
             return nil
         }
+        let last = lastSequence.values[index]
         guard sequence > last else { return nil }
-        lastSequence[key] = sequence
+        lastSequence.values[index] = sequence
         guard sequence > last + 1 else { return nil }
         let missing = (last + 1)...(sequence - 1)
         let count = sequence - last - 1
@@ -617,7 +659,7 @@ final class BusIOThread {
             }
             return (box.outbound, box.commands, box.spaceWaiters)
         }
-        pendingOutbound.append(contentsOf: leftovers.0)
+        pending.append(contentsOf: leftovers.0)
         for waiter in leftovers.2 { waiter.resume() }
         for command in leftovers.1 {
             switch command {
@@ -627,15 +669,19 @@ final class BusIOThread {
             }
         }
         let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutMilliseconds) * 1_000_000
-        while !pendingOutbound.isEmpty && Timestamps.monotonicNanoseconds() < deadline {
-            if !sendPending() {
-                var poller = Poller()
-                if let publisher { poller.register(publisher, for: .writable) }
-                _ = try? poller.poll(timeoutMilliseconds: 1)
+        while pendingIndex < pending.count && Timestamps.monotonicNanoseconds() < deadline {
+            if !sendPending(), let publisher {
+                // Refused (back-pressure): wait in a blocking send rather than poll (see waitForRoomToSend).
+                try? publisher.set(.sendTimeout, Int32(clamping: remainingMilliseconds(until: deadline)))
+                if (try? publisher.send(pending[pendingIndex])) != nil {
+                    pendingIndex += 1
+                    stats.sent += 1
+                }
             }
         }
-        stats.unsent += UInt64(pendingOutbound.count)
-        pendingOutbound.removeAll()
+        stats.unsent += UInt64(pending.count - pendingIndex)
+        pending.removeAll()
+        pendingIndex = 0
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         try? publisher?.set(.linger, configuration.closeTimeoutMilliseconds)
@@ -689,5 +735,18 @@ enum EndOfStream {
             position = nameEnd + 8
         }
         return result
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether these bytes begin with `prefix` (one `memcmp`).
+    @inline(__always)
+    func hasPrefix(_ prefix: [UInt8]) -> Bool {
+        guard prefix.count <= count else { return false }
+        guard let base = baseAddress, !prefix.isEmpty else { return true }
+        return prefix.withUnsafeBytes { bytes in
+            guard let prefixBase = bytes.baseAddress else { return true }
+            return memcmp(base, prefixBase, prefix.count) == 0
+        }
     }
 }

@@ -16,14 +16,14 @@ public struct NotificationSequence: AsyncSequence, Sendable {
     /// Ends the subscription now (the same as cancelling the consuming task).
     public func cancel() { handle.storage.cancel() }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: IteratorBuffer(handle: handle)) }
 
     /// Iterates the subscription's notifications.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let handle: SubscriptionHandle
+        let buffer: IteratorBuffer
 
         public mutating func next() async -> Notification? {
-            while let event = await handle.storage.next() {
+            while let event = await buffer.next() {
                 if case .notification(let notification) = event { return notification }
             }
             return nil
@@ -46,14 +46,14 @@ public struct BusEventSequence: AsyncSequence, Sendable {
     /// Ends the subscription now.
     public func cancel() { handle.storage.cancel() }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(handle: handle) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: IteratorBuffer(handle: handle)) }
 
     /// Iterates the subscription's events.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let handle: SubscriptionHandle
+        let buffer: IteratorBuffer
 
         public mutating func next() async -> BusEvent? {
-            await handle.storage.next()
+            await buffer.next()
         }
     }
 }

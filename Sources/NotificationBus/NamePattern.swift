@@ -48,6 +48,7 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
         }
         if exact { prefix.append(0) }
         self.subscriptionPrefix = prefix
+        self.isExact = exact
     }
 
     /// A pattern matching exactly `name`.
@@ -56,6 +57,7 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
         rawValue = name.rawValue
         tokens = name.rawValue.utf8.split(separator: NameGrammar.dot).map { .literal(Array($0)) }
         subscriptionPrefix = Array(name.rawValue.utf8) + [0]
+        isExact = true
     }
 
     /// Byte-wise, like `NotificationName`.
@@ -64,7 +66,7 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
     public func hash(into hasher: inout Hasher) { hasher.combine(tokens) }
 
     /// True when the pattern has no wildcard.
-    public var isExact: Bool { subscriptionPrefix.last == 0 }
+    public let isExact: Bool
 
     public var description: String { rawValue }
 

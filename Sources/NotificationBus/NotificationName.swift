@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// Why a string is not a valid notification name or pattern.
 public enum NameError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The name has no bytes.
@@ -55,11 +61,21 @@ public struct NotificationName: Hashable, Sendable, Comparable, CustomStringConv
 
     /// Byte-wise, as on the wire and in ZeroMQ prefixes (not Swift's canonical-equivalence `==`).
     public static func == (lhs: NotificationName, rhs: NotificationName) -> Bool {
-        lhs.rawValue.utf8.elementsEqual(rhs.rawValue.utf8)
+        var left = lhs.rawValue
+        var right = rhs.rawValue
+        return left.withUTF8 { a in
+            right.withUTF8 { b in
+                guard a.count == b.count else { return false }
+                guard let x = a.baseAddress, let y = b.baseAddress else { return true }  // both empty
+                return memcmp(x, y, a.count) == 0
+            }
+        }
     }
 
+    /// Hashes the UTF-8 bytes in one call (the bus hashes names on every post and receive).
     public func hash(into hasher: inout Hasher) {
-        for byte in rawValue.utf8 { hasher.combine(byte) }
+        var text = rawValue
+        text.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     /// Byte-wise order.

@@ -126,10 +126,20 @@ struct SubscriptionStateMachine {
         return .suspended
     }
 
-    /// Without suspending: the next buffered event, if any.
-    mutating func nextBuffered() -> (BusEvent?, resumeProducer: Bool) {
-        let event = popFirst()
-        return (event, event == nil ? false : checkResumeProducer())
+    /// Without suspending: moves every buffered event into the consumer's own `local` buffer (one
+    /// lock for many events); returns whether anything moved and whether the I/O thread may read again.
+    mutating func takeAll(into local: inout Deque<BusEvent>) -> (moved: Bool, resumeProducer: Bool) {
+        guard !buffer.isEmpty else { return (false, false) }
+        swap(&buffer, &local)
+        stats.delivered += UInt64(bufferedNotifications)
+        bufferedNotifications = 0
+        return (true, checkResumeProducer())
+    }
+
+    /// The consumer's iterator went away holding `count` notifications it had taken but not used.
+    mutating func returnUndelivered(_ count: Int) {
+        stats.delivered -= UInt64(count)
+        stats.discardedAtEnd += UInt64(count)
     }
 
     /// Hysteresis: let the I/O thread read again once half the buffer has drained.

@@ -1,3 +1,4 @@
+import DequeModule
 import Synchronization
 
 /// One subscription's shared state: the I/O thread appends batches, one consumer takes events.
@@ -39,14 +40,15 @@ final class SubscriptionStorage: Sendable {
 
     // MARK: Called by the consumer
 
-    func next() async -> BusEvent? {
-        // Fast path: something is buffered, no continuation needed.
-        let (buffered, resume) = state.withLock { $0.nextBuffered() }
-        if let buffered {
+    /// Fills `local` (empty on entry) with the next events: everything buffered, under one lock,
+    /// or, when nothing is buffered, the first event to arrive. Returns false at the end.
+    func refill(_ local: inout Deque<BusEvent>) async -> Bool {
+        let (moved, resume) = state.withLock { $0.takeAll(into: &local) }
+        if moved {
             if resume { core.wakeToResumeReading() }
-            return buffered
+            return true
         }
-        return await withTaskCancellationHandler {
+        let event = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<BusEvent?, Never>) in
                 let action = state.withLock { $0.next(continuation) }
                 switch action {
@@ -62,6 +64,15 @@ final class SubscriptionStorage: Sendable {
         } onCancel: {
             cancel()
         }
+        guard let event else { return false }
+        local.append(event)
+        return true
+    }
+
+    /// The consumer's iterator ended holding notifications it had taken but never used.
+    func returnUndelivered(_ count: Int) {
+        guard count > 0 else { return }
+        state.withLock { $0.returnUndelivered(count) }
     }
 
     /// Ends the subscription from the consumer's side and unsubscribes at the I/O thread.
@@ -88,5 +99,27 @@ final class SubscriptionHandle: Sendable {
 
     deinit {
         storage.cancel()
+    }
+}
+
+/// An iterator's own buffer: filled a batch at a time from the shared buffer, so a consumer that
+/// is behind takes one lock per batch, not per event. When the iterator goes, what it took but did
+/// not use is moved from `delivered` to `discardedAtEnd`, keeping the accounts exact.
+final class IteratorBuffer {
+    let handle: SubscriptionHandle
+    var events = Deque<BusEvent>()
+
+    init(handle: SubscriptionHandle) {
+        self.handle = handle
+    }
+
+    func next() async -> BusEvent? {
+        if let event = events.popFirst() { return event }
+        guard await handle.storage.refill(&events) else { return nil }
+        return events.popFirst()
+    }
+
+    deinit {
+        handle.storage.returnUndelivered(events.reduce(0) { $0 + ($1.isNotification ? 1 : 0) })
     }
 }
