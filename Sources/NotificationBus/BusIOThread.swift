@@ -174,8 +174,10 @@ final class BusIOThread {
             // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
             // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
             let takeOutbound = pendingIndex == pending.count
-            if takeOutbound { pending.removeAll(keepingCapacity: true) }
-            pendingIndex = 0
+            if takeOutbound {
+                pending.removeAll(keepingCapacity: true)
+                pendingIndex = 0
+            }
             let spaceWaiters = core.mailbox.withLock { box -> [CheckedContinuation<Void, Never>] in
                 box.sleeping = false
                 swap(&box.commands, &commands)

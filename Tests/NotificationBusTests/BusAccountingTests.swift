@@ -64,6 +64,39 @@ struct BusAccountingTests {
         #expect(received == received.sorted())
     }
 
+    @Test("With publisher back-pressure every notification arrives exactly once and in order, none dropped or repeated")
+    func backpressureIsLosslessAndExactlyOnce() async throws {
+        let endpoint = try temporaryIPCEndpoint()
+        var publisherConfiguration = BusConfiguration.directPublisher(bind: endpoint)
+        publisherConfiguration.publisherBackpressure = true
+        publisherConfiguration.sendHighWaterMark = 100
+        let publisher = try Bus(publisherConfiguration)
+        var subscriberConfiguration = BusConfiguration.directSubscriber(connect: [endpoint])
+        subscriberConfiguration.receiveHighWaterMark = 100
+        let subscriber = try Bus(subscriberConfiguration)
+        let stream = try subscriber.notifications(named: "bench.data", buffering: .suspendProducer(capacity: 64))
+        let name = try NotificationName("bench.data")
+        try await publisher.waitForSubscribers(count: 1, matching: name)
+        let count: UInt64 = 50_000
+        let posting = Task {
+            for _ in 0..<count { try await publisher.post(name: name, payload: [UInt8](repeating: 1, count: 256)) }
+            return await publisher.close()
+        }
+        var expected: UInt64 = 1
+        var outOfOrder = 0
+        for await notification in stream {
+            if notification.sequence != expected { outOfOrder += 1 }
+            expected = notification.sequence + 1
+            if notification.sequence == count { break }
+        }
+        let publisherStats = try await posting.value
+        #expect(outOfOrder == 0)
+        #expect(expected == count + 1)
+        #expect(publisherStats.sent == count && publisherStats.unsent == 0)
+        #expect(stream.stats.received == count && stream.stats.lostUpstream == 0)
+        await subscriber.close()
+    }
+
     @Test("Cancelling the consumer unsubscribes at the publisher and traffic stops at the source")
     func unsubscribeStopsTrafficAtSource() async throws {
         let endpoint = try temporaryIPCEndpoint()

@@ -1,2 +1,0 @@
-/// Placeholder until the view runtime lands (issue 4).
-enum BusViewsPlaceholder {}

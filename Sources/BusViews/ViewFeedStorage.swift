@@ -1,0 +1,141 @@
+import NotificationBus
+import Synchronization
+
+/// A task-style consumer's subscription, owned by its view node rather than by the task: a pump
+/// moves the bus's events into a `ViewFeedStateMachine`, which serves one session per task run.
+final class ViewFeedStorage: Sendable {
+    let pattern: NamePattern
+    let replay: ReplayPolicy
+    private let events: BusEventSequence
+    private let state: Mutex<ViewFeedStateMachine>
+    private let metrics: ViewMetricsRecorder
+
+    /// Subscribes to `pattern` now (so `bus.ready(pattern)` covers it) and starts the pump.
+    init(bus: Bus, pattern: NamePattern, replay: ReplayPolicy, buffering: BufferingPolicy, metrics: ViewMetricsRecorder)
+        throws(BusError)
+    {
+        self.pattern = pattern
+        self.replay = replay
+        self.events = try bus.events(named: pattern, buffering: buffering)
+        self.state = Mutex(ViewFeedStateMachine(replay: replay, capacity: buffering.capacity))
+        self.metrics = metrics
+        let events = self.events
+        Task.detached { [self] in
+            for await event in events { await self.push(event) }
+            self.sourceDidEnd()
+        }
+    }
+
+    /// The bus subscription's own counters.
+    var subscriptionStats: SubscriptionStats { events.stats }
+
+    // MARK: Pump
+
+    private func push(_ event: BusEvent) async {
+        var received = FeedMetricsDelta()
+        if case .notification = event { received.received = 1 }
+        let action = state.withLock { $0.receive(event) }
+        switch action {
+        case .resume(let continuation, let event, let delta):
+            apply(delta.adding(received))
+            continuation.resume(returning: event)
+        case .queued(let full):
+            apply(received)
+            if full {
+                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                    let now = state.withLock { $0.waitForSpace(continuation) }
+                    now?.resume()
+                }
+            }
+        case .handledWhileInactive(let delta):
+            apply(delta.adding(received))
+        }
+    }
+
+    private func sourceDidEnd() {
+        let waiting = state.withLock { $0.sourceDidEnd() }
+        waiting?.resume(returning: nil)
+    }
+
+    // MARK: Consumer
+
+    /// The next event for `session`, or nil once that session is over (hidden, restarted, destroyed, cancelled).
+    func next(session: UInt64) async -> BusEvent? {
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<BusEvent?, Never>) in
+                let action = state.withLock { $0.next(session: session, continuation) }
+                switch action {
+                case .event(let event, let resumePump, let delta):
+                    apply(delta)
+                    continuation.resume(returning: event)
+                    resumePump?.resume()
+                case .end(let delta):
+                    apply(delta)
+                    continuation.resume(returning: nil)
+                case .suspended(let delta):
+                    apply(delta)
+                }
+            }
+        } onCancel: {
+            let waiting = state.withLock { $0.cancelWaiting(session: session) }
+            waiting?.resume(returning: nil)
+        }
+    }
+
+    /// Time a consumer spent on one notification, and whether it spent it on the main actor.
+    func recordHandling(nanoseconds: UInt64, onMainActor: Bool) {
+        metrics.update { metrics in
+            metrics.handlingNanoseconds += nanoseconds
+            if onMainActor { metrics.mainActorBusyNanoseconds += nanoseconds }
+        }
+    }
+
+    /// The view's state changed: the publish time of the notification being handled, the first time.
+    func noteStateUpdate() -> UInt64? {
+        state.withLock { $0.noteStateUpdate() }
+    }
+
+    // MARK: Lifecycle (main actor, via the node)
+
+    /// Starts a session for a new task run; kept notifications come first.
+    func activate() -> UInt64 {
+        state.withLock { $0.activate() }
+    }
+
+    /// Starts a new session for a restarted task run; it takes over what is queued.
+    func restart() -> UInt64 {
+        let (session, waiting, delta) = state.withLock { $0.restart() }
+        apply(delta)
+        waiting?.resume(returning: nil)
+        return session
+    }
+
+    /// Ends the current session; what is not taken is kept or counted per the replay policy.
+    func deactivate() {
+        let (waiting, pump, delta) = state.withLock { $0.deactivate() }
+        apply(delta)
+        waiting?.resume(returning: nil)
+        pump?.resume()
+    }
+
+    /// The view is gone: ends every session and releases the bus subscription.
+    func close() {
+        let (waiting, pump, delta) = state.withLock { $0.end() }
+        apply(delta)
+        waiting?.resume(returning: nil)
+        pump?.resume()
+        events.cancel()
+    }
+
+    private func apply(_ delta: FeedMetricsDelta) {
+        guard !delta.isEmpty else { return }
+        metrics.update { metrics in
+            metrics.feedReceived += delta.received
+            metrics.messagesHandled += delta.handled
+            metrics.messagesFiltered += delta.filtered
+            metrics.missedWhileHidden += delta.missed
+            metrics.replayed += delta.replayed
+            metrics.gapsDelivered += delta.gaps
+        }
+    }
+}

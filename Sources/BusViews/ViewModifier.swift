@@ -1,0 +1,57 @@
+import NotificationBus
+
+/// One modifier as `body` declared it; the node keeps one `ModifierSlot` per position.
+enum ViewModifier {
+    case onAppear(@MainActor () -> Void)
+    case onDisappear(@MainActor () -> Void)
+    case onReceive(NamePattern, BufferingPolicy, @MainActor (Notification) -> Void)
+    case task(TaskModifier)
+
+    /// Whether `other` at the same position keeps this slot's subscription (same kind and source).
+    func keepsSlot(of other: ViewModifier) -> Bool {
+        switch (self, other) {
+        case (.onAppear, .onAppear), (.onDisappear, .onDisappear):
+            return true
+        case (.onReceive(let pattern, let buffering, _), .onReceive(let otherPattern, let otherBuffering, _)):
+            return pattern == otherPattern && buffering == otherBuffering
+        case (.task(let task), .task(let otherTask)):
+            return task.feed == otherTask.feed
+        default:
+            return false
+        }
+    }
+}
+
+/// A `task` modifier: what to run, its priority, the id that restarts it, and its feed if any.
+struct TaskModifier {
+    /// The subscription a feed task iterates; kept by the node while it exists.
+    struct FeedRequest: Equatable {
+        var pattern: NamePattern
+        var replay: ReplayPolicy
+        var buffering: BufferingPolicy
+    }
+
+    enum Operation {
+        case plain(@isolated(any) @Sendable () async -> Void)
+        case feed(@isolated(any) @Sendable (ViewFeed) async -> Void)
+    }
+
+    var id: (any Equatable & Sendable)?
+    var priority: TaskPriority
+    var feed: FeedRequest?
+    var operation: Operation
+
+    /// Whether `other`'s id differs from this one's (so the task restarts).
+    func idDiffers(from other: TaskModifier) -> Bool {
+        switch (id, other.id) {
+        case (nil, nil): return false
+        case (let id?, let otherID?): return !Self.equal(id, otherID)
+        default: return true
+        }
+    }
+
+    private static func equal(_ lhs: any Equatable & Sendable, _ rhs: any Equatable & Sendable) -> Bool {
+        func compare<Value: Equatable>(_ lhs: Value) -> Bool { (rhs as? Value) == lhs }
+        return compare(lhs)
+    }
+}

@@ -1,0 +1,90 @@
+import NotificationBus
+
+/// One view in the host's tree: it *exists* while its identity is in the tree and is *visible*
+/// between appear and disappear. Owns the view value, its state, its modifiers' runtime and its metrics.
+@MainActor
+public final class ViewNode {
+    /// Where the node sits in the tree.
+    public let path: ViewPath
+    /// Whether the node is still in the tree (false once removed).
+    public internal(set) var exists = true
+    /// Whether the node is between appear and disappear.
+    public internal(set) var isVisible = false
+
+    let view: any View
+    weak var host: ViewHost?
+    /// Whether the parent's layout shows this child (it is visible when the parent is too).
+    var shownByParent = false
+    var slots: [ModifierSlot] = []
+    var childNodes: [ViewID: ViewNode] = [:]
+    var childOrder: [ViewID] = []
+    /// Rows of a lazy list made so far (kept once made).
+    var madeRows: Set<Int> = []
+    /// State writes so far, read by `onReceive` delivery to tell filtered from handled.
+    var stateUpdateCount: UInt64 = 0
+    let recorder = ViewMetricsRecorder()
+
+    init(path: ViewPath, view: any View, host: ViewHost) {
+        self.path = path
+        self.view = view
+        self.host = host
+    }
+
+    /// The node's counters now.
+    public var metrics: ViewMetrics { recorder.snapshot }
+
+    /// Returns the node's counters once `condition` holds (they only grow, so this is a real signal).
+    @discardableResult
+    public func waitForMetrics(_ condition: @escaping @Sendable (ViewMetrics) -> Bool) async -> ViewMetrics {
+        await recorder.wait(until: condition)
+    }
+
+    /// The node's children, in the order `body` lists them.
+    public var children: [ViewNode] { childOrder.compactMap { childNodes[$0] } }
+
+    /// The child with identity `id`, if it exists.
+    public func child(_ id: ViewID) -> ViewNode? { childNodes[id] }
+
+    /// The counters of the bus subscriptions this node holds now (`onReceive` and task feeds).
+    public var subscriptionStats: [SubscriptionStats] {
+        slots.compactMap { slot in slot.observation?.stats ?? slot.feed?.subscriptionStats }
+    }
+
+    /// A `State` of this view was written: count it, record latency for a notification being
+    /// handled by one of its task feeds, and re-evaluate `body`.
+    func stateDidChange() {
+        guard exists else { return }
+        stateUpdateCount += 1
+        let now = Timestamps.wallClockNanoseconds()
+        var published: [UInt64] = []
+        for slot in slots {
+            if let timestamp = slot.feed?.noteStateUpdate() { published.append(timestamp) }
+        }
+        recorder.update { metrics in
+            metrics.stateUpdates += 1
+            for timestamp in published { metrics.recordLatency(now >= timestamp ? now - timestamp : 0) }
+        }
+        host?.invalidate(self)
+    }
+}
+
+/// The runtime of one modifier position of a node: the latest declaration, and what it holds.
+@MainActor
+final class ModifierSlot {
+    var modifier: ViewModifier
+    /// The `onReceive` subscription, alive while the node exists.
+    var observation: ObservationToken?
+    /// A task-style consumer's subscription, alive while the node exists.
+    var feed: ViewFeedStorage?
+    /// The running task of a `task` modifier.
+    var running: Task<Void, Never>?
+
+    init(_ modifier: ViewModifier) {
+        self.modifier = modifier
+    }
+
+    var task: TaskModifier? {
+        if case .task(let task) = modifier { return task }
+        return nil
+    }
+}
