@@ -73,6 +73,13 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // examples/views: a 3-tab TabView and a 100-row LazyList consuming a feed from `nbus publish`.
+        .executableTarget(
+            name: "views-demo",
+            dependencies: ["BusViews", "NotificationBus"],
+            path: "examples/views/ViewsDemo",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ZeroMQTests",
             dependencies: ["ZeroMQ"],

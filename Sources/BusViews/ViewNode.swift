@@ -83,6 +83,13 @@ final class ModifierSlot {
         self.modifier = modifier
     }
 
+    /// A host dropped without `unmount()` still releases the feed's subscription (its pump would
+    /// otherwise keep it until the bus closes); `onReceive` tokens release themselves.
+    isolated deinit {
+        feed?.close()
+        running?.cancel()
+    }
+
     var task: TaskModifier? {
         if case .task(let task) = modifier { return task }
         return nil

@@ -1,0 +1,66 @@
+import NotificationBus
+
+/// Request/reply on the bus, for actions that need an answer: the requester subscribes to a
+/// one-off reply name, waits until it is live, then posts the request with a `reply-to` header;
+/// a responder posts its answer to that name.
+extension Bus {
+    /// The header naming where a reply goes.
+    public static let replyToHeader = "reply-to"
+
+    /// Posts a request to `name` and returns the first reply, or throws `.timedOut` after `timeout`.
+    ///
+    /// The reply subscription is live before the request is posted, so a fast responder's answer is not lost.
+    public func request(
+        _ name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = [:],
+        timeout: Duration = .seconds(5)
+    ) async throws(BusError) -> Notification {
+        let replyName: NotificationName
+        do {
+            replyName = try NotificationName("reply.\(String(publisherID, radix: 16)).\(UInt64.random(in: 1...UInt64.max))")
+        } catch {
+            throw .invalidName(error)
+        }
+        let replyPattern = NamePattern(exactly: replyName)
+        let replies = try notifications(named: replyPattern)
+        defer { replies.cancel() }
+        try await ready(replyPattern, timeout: timeout)
+        let requestHeaders = NotificationHeaders(
+            headers.filter { $0.key != Self.replyToHeader }.map { ($0.key, $0.value) }
+                + [(Self.replyToHeader, replyName.rawValue)])
+        try await post(name: name, payload: payload, headers: requestHeaders)
+
+        let reply = await withTaskGroup(of: Notification?.self) { group in
+            group.addTask {
+                var iterator = replies.makeAsyncIterator()
+                return await iterator.next()
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        guard let reply else {
+            if Task.isCancelled { throw .cancelled }
+            let (seconds, attoseconds) = timeout.components
+            throw .timedOut(what: "a reply to \(name)", milliseconds: Int(seconds * 1_000 + attoseconds / 1_000_000_000_000_000))
+        }
+        return reply
+    }
+
+    /// Answers requests matching `pattern`: `handler`'s bytes are posted to each request's `reply-to`
+    /// name (requests without one are ignored). Stops when the token is cancelled or dropped.
+    public func respond(
+        to pattern: NamePattern, buffering: BufferingPolicy = .default,
+        using handler: @escaping @Sendable (Notification) async -> [UInt8]
+    ) throws(BusError) -> ObservationToken {
+        try addObserver(forName: pattern, buffering: buffering) { [weak self] request in
+            guard let replyTo = request.headers[Bus.replyToHeader], let replyName = try? NotificationName(replyTo)
+            else { return }
+            let payload = await handler(request)
+            try? await self?.post(name: replyName, payload: payload)
+        }
+    }
+}
