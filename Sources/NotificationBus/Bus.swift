@@ -133,7 +133,7 @@ public final class Bus: Sendable {
     public func notifications(
         named pattern: NamePattern, buffering: BufferingPolicy = .default
     ) throws(BusError) -> NotificationSequence {
-        NotificationSequence(handle: try subscribe(pattern, buffering))
+        NotificationSequence(events: BusEventSequence(handle: try subscribe(pattern, buffering)))
     }
 
     /// `notifications(named:)` with the pattern as text.

@@ -5,25 +5,26 @@
 /// copy of the sequence and its iterator is dropped, or when the bus closes (after the buffer drains).
 public struct NotificationSequence: AsyncSequence, Sendable {
     public typealias Element = Notification
-    let handle: SubscriptionHandle
+    /// The same subscription with its gaps; this view skips them.
+    public let events: BusEventSequence
 
     /// The pattern this subscription selects.
-    public var pattern: NamePattern { handle.storage.pattern }
+    public var pattern: NamePattern { events.pattern }
 
     /// The subscription's counters now.
-    public var stats: SubscriptionStats { handle.storage.stats }
+    public var stats: SubscriptionStats { events.stats }
 
     /// Ends the subscription now (the same as cancelling the consuming task).
-    public func cancel() { handle.storage.cancel() }
+    public func cancel() { events.cancel() }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: IteratorBuffer(handle: handle)) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: events.makeAsyncIterator()) }
 
     /// Iterates the subscription's notifications.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let buffer: IteratorBuffer
+        var events: BusEventSequence.AsyncIterator
 
         public mutating func next() async -> Notification? {
-            while let event = await buffer.next() {
+            while let event = await events.next() {
                 if case .notification(let notification) = event { return notification }
             }
             return nil
