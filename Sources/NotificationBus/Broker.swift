@@ -160,7 +160,7 @@ public final class Broker: Sendable {
         let stopWaiters = control.withLock { state in
             state.stopped = true
             defer { state.stopWaiters.removeAll() }
-            return state.stopWaiters + []
+            return state.stopWaiters
         }
         let lateStatistics = control.withLock { state in
             defer { state.statisticsWaiters.removeAll() }
