@@ -40,8 +40,14 @@ public final class Socket {
     // MARK: Endpoints
 
     /// Binds to `endpoint` (`inproc://x`, `ipc:///tmp/x.sock`, `tcp://127.0.0.1:*`).
+    ///
+    /// An `ipc://` path that another socket is listening on is `addressInUse`, as for tcp (libzmq
+    /// itself would silently take the path over and strand the other listener).
     public func bind(_ endpoint: String) throws(ZMQError) {
         try checkOpen("zmq_bind")
+        if let path = IPCEndpoint.path(of: endpoint), IPCEndpoint.hasListener(atPath: path) {
+            throw ZMQError(code: czmq_eaddrinuse(), operation: "zmq_bind")
+        }
         _ = try zmqCall("zmq_bind") { zmq_bind(handle, endpoint) }
     }
 

@@ -23,6 +23,30 @@ struct ErrorAndLifecycleTests {
         }
     }
 
+    @Test("Binding an ipc path another socket listens on is addressInUse, not a silent takeover")
+    func doubleBindIPCIsAddressInUse() throws {
+        let context = try Context()
+        let endpoint = try TestEndpoint.ipc()
+        let first = try context.socket(.pull)
+        try first.bind(endpoint)
+        let second = try context.socket(.pull)
+        do {
+            try second.bind(endpoint)
+            Issue.record("second bind to \(endpoint) succeeded")
+        } catch {
+            #expect(error.kind == .addressInUse)
+        }
+        // The first listener still works.
+        let sender = try context.socket(.push)
+        try sender.connect(endpoint)
+        try sender.send("still here")
+        try first.set(.receiveTimeout, 5_000)
+        #expect(try first.receiveString() == "still here")
+        // Once it is closed, the path can be bound again (a stale socket file is taken over).
+        first.close()
+        try second.bind(endpoint)
+    }
+
     @Test("A malformed endpoint is a typed error with libzmq's text")
     func malformedEndpoint() throws {
         let context = try Context()
