@@ -22,10 +22,12 @@ struct BrokerCommand: AsyncParsableCommand {
     var stats: Double = 0
 
     func validate() throws {
+        guard frontend != backend else { throw ValidationError("--frontend and --backend must differ (both are \(frontend))") }
         guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
     }
 
     func run() async throws {
+        TerminationSignals.install()
         let broker: Broker
         do {
             broker = try Broker(frontend: frontend, backend: backend)

@@ -12,7 +12,8 @@ struct Publish: AsyncParsableCommand {
             With --lines, every line of standard input becomes one notification \
             (`tail -F app.log | nbus publish logs.app --lines`); with --lines --input json, each \
             line is an object {"name": ..., "headers": {...}, "payload": "..."} (name optional).
-            Exit status: 0 sent, 2 no subscriber in time or bad input, 1 anything else.
+            Exit status: 0 sent, 1 unsent notifications or another failure, 2 no subscriber in time, \
+            an unusable endpoint or skipped input lines, 64 bad arguments.
             """)
 
     @Argument(help: "The notification name, e.g. orders.created.")

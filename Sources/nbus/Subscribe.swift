@@ -11,8 +11,8 @@ struct Subscribe: AsyncParsableCommand {
             Notifications go to standard output, one per line (text or JSON); lost ones appear \
             in-band as gap lines ("! gap(...)" or {"gap": ...}). The summary, with every loss by \
             cause, goes to standard error. Runs until --count notifications arrived, or until \
-            SIGINT/SIGTERM. Exit status: 0 done, 1 --count not reached before --timeout, 2 bad arguments \
-            or endpoint.
+            SIGINT/SIGTERM. Exit status: 0 done, 1 --count not reached before --timeout, 2 unusable \
+            endpoint, 64 bad arguments.
             """)
 
     @Argument(help: "One or more patterns.")
@@ -61,6 +61,7 @@ struct Subscribe: AsyncParsableCommand {
     }
 
     func run() async throws {
+        TerminationSignals.install()
         var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
         configuration.maximumPayload = maxPayload
         let bus: Bus

@@ -1,0 +1,340 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+import Testing
+
+// Support for driving real `nbus` processes: finding the binary, a fresh temp folder for ipc
+// endpoints, and `Child`, a spawned process whose stdout/stderr are read continuously by their own
+// threads (no pipe-buffer deadlock) and whose progress can be awaited with a bound: for a line, for
+// a number of lines, for its exit. Nothing here sleeps to synchronise.
+
+/// The default bound on every wait: far above what any step takes, so only a hang reaches it.
+let standardWait: Duration = .seconds(30)
+
+enum NBusBinary {
+    /// The `nbus` executable built with the tests.
+    ///
+    /// Order: `NBUS_E2E_BINARY` (to test another build), next to the test bundle (the products
+    /// folder `swift test` runs from), then `.build/debug/nbus` in this folder or any parent of it,
+    /// or of this source file.
+    static func url() throws -> URL {
+        let fileManager = FileManager.default
+        if let override = ProcessInfo.processInfo.environment["NBUS_E2E_BINARY"], !override.isEmpty {
+            guard fileManager.isExecutableFile(atPath: override) else {
+                throw SetupError("NBUS_E2E_BINARY=\(override) is not an executable file")
+            }
+            return URL(fileURLWithPath: override)
+        }
+        var candidates: [URL] = []
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL
+        candidates.append(bundle.deletingLastPathComponent().appendingPathComponent("nbus"))
+        // On some platforms the bundle is a folder: .../debug/X.xctest/Contents/MacOS/X.
+        var folder = bundle.deletingLastPathComponent()
+        for _ in 0..<4 {
+            folder = folder.deletingLastPathComponent()
+            candidates.append(folder.appendingPathComponent("nbus"))
+        }
+        for start in [
+            URL(fileURLWithPath: fileManager.currentDirectoryPath),
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent(),
+        ] {
+            var directory = start.standardizedFileURL
+            while true {
+                candidates.append(directory.appendingPathComponent(".build/debug/nbus"))
+                let parent = directory.deletingLastPathComponent()
+                if parent.path == directory.path { break }
+                directory = parent
+            }
+        }
+        for candidate in candidates where fileManager.isExecutableFile(atPath: candidate.path) {
+            var isDirectory: ObjCBool = false
+            if fileManager.fileExists(atPath: candidate.path, isDirectory: &isDirectory), !isDirectory.boolValue {
+                return candidate
+            }
+        }
+        throw SetupError(
+            "the nbus executable was not found; looked next to the test bundle (\(bundle.path)) and for "
+                + ".build/debug/nbus upwards from the current folder and this source file. Build it with "
+                + "`swift build --build-tests`, or set NBUS_E2E_BINARY.")
+    }
+}
+
+struct SetupError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A fresh folder `/tmp/nbus-e2e-XXXXXXXX` for ipc socket files (short: Unix socket paths stop near
+/// 107 bytes), removed by `remove()`.
+struct TempFolder: Sendable {
+    let path: String
+
+    init() throws {
+        var template = Array("/tmp/nbus-e2e-XXXXXXXX".utf8CString)
+        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard created != nil else { throw SetupError("mkdtemp failed: errno \(errno)") }
+        path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `ipc://<folder>/<file>`.
+    func ipc(_ file: String) -> String { "ipc://\(path)/\(file)" }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// Everything a child has shown so far.
+struct ChildOutput: Sendable {
+    var stdout = Data()
+    var stderr = Data()
+    var stdoutClosed = false
+    var stderrClosed = false
+    var terminated = false
+    /// Exit status, or the signal number when `bySignal`.
+    var status: Int32 = 0
+    var bySignal = false
+
+    /// Exited and both pipes read to the end.
+    var finished: Bool { terminated && stdoutClosed && stderrClosed }
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+    /// Complete lines of stdout (a trailing partial line is left out).
+    var stdoutLines: [String] {
+        var lines = stdoutText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        lines.removeLast()
+        return lines
+    }
+    var completeStdoutLineCount: Int { stdout.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } }
+}
+
+/// A spawned process, its output read continuously, its progress awaitable with a bound.
+final class Child: @unchecked Sendable {
+    let label: String
+    let arguments: [String]
+    // Touched only by `launch` (before any other thread sees the child) and `signal`.
+    private let process = Process()
+    private let stdoutPipe = Pipe()
+    private let stderrPipe = Pipe()
+    private let stdinPipe: Pipe?
+
+    private struct Waiter {
+        let condition: @Sendable (ChildOutput) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+
+    private struct State {
+        var output = ChildOutput()
+        var waiters: [Int: Waiter] = [:]
+        var nextWaiter = 0
+    }
+
+    private let state = Mutex(State())
+
+    fileprivate init(label: String, executable: URL, arguments: [String], directory: String, withStdin: Bool) {
+        self.label = label
+        self.arguments = arguments
+        process.executableURL = executable
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardOutput = stdoutPipe
+        process.standardError = stderrPipe
+        if withStdin {
+            let pipe = Pipe()
+            stdinPipe = pipe
+            process.standardInput = pipe
+        } else {
+            stdinPipe = nil
+            process.standardInput = FileHandle.nullDevice
+        }
+    }
+
+    fileprivate func launch() throws {
+        process.terminationHandler = { [self] process in
+            let status = process.terminationStatus
+            let bySignal = process.terminationReason == .uncaughtSignal
+            update {
+                $0.terminated = true
+                $0.status = status
+                $0.bySignal = bySignal
+            }
+        }
+        try process.run()
+        startReader(stdoutPipe.fileHandleForReading.fileDescriptor, isStdout: true)
+        startReader(stderrPipe.fileHandleForReading.fileDescriptor, isStdout: false)
+    }
+
+    var pid: Int32 { process.processIdentifier }
+
+    /// What the child has shown so far.
+    var output: ChildOutput { state.withLock { $0.output } }
+
+    /// Writes `text` to the child's standard input and closes it.
+    func writeStdinAndClose(_ text: String) throws {
+        guard let stdinPipe else { throw SetupError("\(label) was started without a stdin pipe") }
+        try stdinPipe.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+        try stdinPipe.fileHandleForWriting.close()
+    }
+
+    /// Sends `signal` unless the child has already been reaped.
+    func signal(_ signal: Int32) {
+        let alive = state.withLock { !$0.output.terminated }
+        if alive { kill(process.processIdentifier, signal) }
+    }
+
+    /// Suspends until `condition` holds for the output or `timeout` passes; returns whether it held.
+    @discardableResult
+    func wait(timeout: Duration = standardWait, until condition: @escaping @Sendable (ChildOutput) -> Bool) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let id: Int? = state.withLock { state in
+                if condition(state.output) { return nil }
+                let id = state.nextWaiter
+                state.nextWaiter += 1
+                state.waiters[id] = Waiter(condition: condition, continuation: continuation)
+                return id
+            }
+            guard let id else {
+                continuation.resume(returning: true)
+                return
+            }
+            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
+                let expired = state.withLock { $0.waiters.removeValue(forKey: id) }
+                expired?.continuation.resume(returning: false)
+            }
+        }
+    }
+
+    /// Waits for a stdout line containing `text`; returns the line, or nil after `timeout`.
+    func waitForStdoutLine(containing text: String, timeout: Duration = standardWait) async -> String? {
+        let found = await wait(timeout: timeout) { output in
+            output.stdoutLines.contains { $0.contains(text) } || output.stdoutClosed
+        }
+        guard found else { return nil }
+        return output.stdoutLines.first { $0.contains(text) }
+    }
+
+    /// Waits for at least `count` complete stdout lines (or the end of stdout).
+    @discardableResult
+    func waitForStdoutLines(_ count: Int, timeout: Duration = standardWait) async -> Bool {
+        await wait(timeout: timeout) { $0.completeStdoutLineCount >= count || $0.stdoutClosed }
+            && output.completeStdoutLineCount >= count
+    }
+
+    /// Waits until the child exited and its output was read to the end; nil on timeout.
+    func waitForExit(timeout: Duration = standardWait) async -> ChildOutput? {
+        await wait(timeout: timeout) { $0.finished } ? output : nil
+    }
+
+    /// A description for failure messages: command, status, and the tails of stdout and stderr.
+    func describe() -> String {
+        let output = self.output
+        let status =
+            !output.terminated ? "still running" : output.bySignal ? "killed by signal \(output.status)" : "exit \(output.status)"
+        return """
+            \(label): nbus \(arguments.joined(separator: " ")) [\(status)]
+              stdout (last 600 chars): \(output.stdoutText.suffix(600))
+              stderr (last 600 chars): \(output.stderrText.suffix(600))
+            """
+    }
+
+    private func update(_ body: (inout ChildOutput) -> Void) {
+        let ready: [Waiter] = state.withLock { state in
+            body(&state.output)
+            let output = state.output
+            let due = state.waiters.filter { $0.value.condition(output) }
+            for id in due.keys { state.waiters.removeValue(forKey: id) }
+            return Array(due.values)
+        }
+        for waiter in ready { waiter.continuation.resume(returning: true) }
+    }
+
+    private func startReader(_ fd: Int32, isStdout: Bool) {
+        let thread = Thread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                update {
+                    if isStdout { $0.stdout.append(contentsOf: buffer[0..<count]) } else { $0.stderr.append(contentsOf: buffer[0..<count]) }
+                }
+            }
+            update { if isStdout { $0.stdoutClosed = true } else { $0.stderrClosed = true } }
+        }
+        thread.name = "e2e-\(label)-\(isStdout ? "out" : "err")"
+        thread.start()
+    }
+}
+
+/// Tracks the children a test starts; `killAll()` (in a `defer`) SIGKILLs any still running, on
+/// every exit path of the test.
+final class Children: Sendable {
+    let folder: TempFolder
+    private let executable: URL
+    private let started = Mutex<[Child]>([])
+
+    init() throws {
+        executable = try NBusBinary.url()
+        folder = try TempFolder()
+    }
+
+    /// Starts `nbus arguments...` in the temp folder.
+    func start(_ label: String, _ arguments: [String], withStdin: Bool = false) throws -> Child {
+        let child = Child(
+            label: label, executable: executable, arguments: arguments, directory: folder.path, withStdin: withStdin)
+        started.withLock { $0.append(child) }
+        try child.launch()
+        return child
+    }
+
+    /// Runs `nbus arguments...` to completion (bounded); records an issue and returns nil on timeout.
+    func run(
+        _ label: String, _ arguments: [String], timeout: Duration = standardWait,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> ChildOutput? {
+        let child = try start(label, arguments)
+        guard let output = await child.waitForExit(timeout: timeout) else {
+            Issue.record("did not exit within \(timeout):\n\(child.describe())", sourceLocation: sourceLocation)
+            return nil
+        }
+        return output
+    }
+
+    /// SIGKILLs every child still running, then removes the temp folder.
+    func killAll() {
+        for child in started.withLock({ $0 }) { child.signal(SIGKILL) }
+        folder.remove()
+    }
+}
+
+/// One notification line of `nbus subscribe --format json`.
+struct ReceivedNotification: Equatable, Sendable {
+    var name: String
+    var sequence: Int
+    var publisherID: String
+    var payload: String
+    var headers: [String: String]
+}
+
+/// Parses `nbus subscribe --format json` output: notifications, and any gap lines (as text).
+func parseJSONLines(_ lines: [String]) -> (notifications: [ReceivedNotification], other: [String]) {
+    var notifications: [ReceivedNotification] = []
+    var other: [String] = []
+    for line in lines {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+            object["gap"] == nil,
+            let name = object["name"] as? String,
+            let sequence = (object["sequence"] as? NSNumber)?.intValue,
+            let publisherID = object["publisherID"] as? String,
+            let payload = object["payload"] as? String
+        else {
+            other.append(line)
+            continue
+        }
+        let headers = (object["headers"] as? [String: Any] ?? [:]).mapValues { "\($0)" }
+        notifications.append(
+            ReceivedNotification(name: name, sequence: sequence, publisherID: publisherID, payload: payload, headers: headers))
+    }
+    return (notifications, other)
+}
