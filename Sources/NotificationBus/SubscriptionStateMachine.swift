@@ -126,15 +126,27 @@ struct SubscriptionStateMachine {
         return .suspended
     }
 
-    /// Without suspending: moves every buffered event into the consumer's own `local` buffer (one
-    /// lock for many events); returns whether anything moved and whether the I/O thread may read again.
+    /// Without suspending: moves up to `consumerBatchLimit` buffered events into the consumer's own
+    /// `local` buffer (one lock for many events); returns whether anything moved and whether the
+    /// I/O thread may read again. The limit keeps what a consumer holds outside the policy's reach
+    /// small: a subscription holds at most its capacity, one I/O batch and one consumer batch.
     mutating func takeAll(into local: inout Deque<BusEvent>) -> (moved: Bool, resumeProducer: Bool) {
         guard !buffer.isEmpty else { return (false, false) }
-        swap(&buffer, &local)
-        stats.delivered += UInt64(bufferedNotifications)
-        bufferedNotifications = 0
+        if buffer.count <= Self.consumerBatchLimit {
+            swap(&buffer, &local)
+            stats.delivered += UInt64(bufferedNotifications)
+            bufferedNotifications = 0
+        } else {
+            for _ in 0..<Self.consumerBatchLimit {
+                guard let event = popFirst() else { break }
+                local.append(event)
+            }
+        }
         return (true, checkResumeProducer())
     }
+
+    /// The most events a consumer takes from the shared buffer at once.
+    static let consumerBatchLimit = 256
 
     /// The consumer's iterator went away holding `count` notifications it had taken but not used.
     mutating func returnUndelivered(_ count: Int) {
