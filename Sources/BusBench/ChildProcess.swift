@@ -81,6 +81,7 @@ final class ChildProcess: @unchecked Sendable {
         var lineWaiters: [LineWaiter] = []
         var finishWaiters: [CheckedContinuation<Void, Never>] = []
         var watchdog: Task<Void, Never>?
+        var stdinClosed = false
 
         var finished: Bool { exitStatus != nil && stdoutEnded && stderrEnded }
     }
@@ -197,7 +198,52 @@ final class ChildProcess: @unchecked Sendable {
 
     /// Closes the write end of the child's stdin (a cooperating child exits at end of file).
     func closeStdin() {
-        try? stdinPipe.fileHandleForWriting.close()
+        let close = state.withLock { state -> Bool in
+            defer { state.stdinClosed = true }
+            return !state.stdinClosed
+        }
+        if close { try? stdinPipe.fileHandleForWriting.close() }
+    }
+
+    /// The child's process id (0 before `start()`); only meaningful while it has not exited.
+    var pid: pid_t { state.withLock { $0.pid } }
+
+    /// Writes one line to the child's stdin. Returns false when stdin is closed or the child has
+    /// gone (a broken pipe: SIGPIPE is blocked on this thread for the write and consumed, so it
+    /// never kills this process).
+    @discardableResult
+    func writeLine(_ line: String) -> Bool {
+        state.withLock { state -> Bool in
+            guard !state.stdinClosed, state.exitStatus == nil else { return false }
+            let fd = stdinPipe.fileHandleForWriting.fileDescriptor
+            return Self.writeWithoutSIGPIPE(fd, Array((line + "\n").utf8))
+        }
+    }
+
+    private static func writeWithoutSIGPIPE(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, &previous)
+        defer {
+            // A write to a closed pipe left SIGPIPE pending on this thread: take it before unblocking.
+            var pending = sigset_t()
+            sigpending(&pending)
+            if sigismember(&pending, SIGPIPE) == 1 {
+                var immediately = timespec(tv_sec: 0, tv_nsec: 0)
+                _ = sigtimedwait(&pipeSignal, nil, &immediately)
+            }
+            pthread_sigmask(SIG_SETMASK, &previous, nil)
+        }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if written < 0 && errno == EINTR { continue }
+            if written <= 0 { return false }
+            offset += written
+        }
+        return true
     }
 
     // MARK: Internals

@@ -6,12 +6,14 @@ import Foundation
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks with real processes and sockets, against a raw-libzmq baseline.",
-        subcommands: [BenchThroughput.self, BenchWorker.self]
+        subcommands: [BenchThroughput.self, BenchOverload.self, BenchWorker.self, BenchOverloadWorker.self]
     )
 }
 
 extension ThroughputOptions.Transport: ExpressibleByArgument {}
 extension BusWorkerOptions.Role: ExpressibleByArgument {}
+extension OverloadWorkerOptions.Role: ExpressibleByArgument {}
+extension OverloadPolicy: ExpressibleByArgument {}
 
 /// `nbus bench throughput`: bus vs raw libzmq across two processes, latency, and in-process rows.
 struct BenchThroughput: AsyncParsableCommand {
@@ -134,6 +136,145 @@ struct BenchWorker: AsyncParsableCommand {
         options.idleTimeoutSeconds = idleTimeout
         options.exitOnStandardInputEOF = exitOnStdinEOF
         let status = await BusWorker.run(options)
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// `nbus bench overload`: a fast publisher against a slow subscriber for a minute; the subscriber's
+/// memory stays bounded and every loss is counted.
+struct BenchOverload: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "overload",
+        abstract: "Overload: bounded subscriber memory, every loss counted (fast publisher, slow for-await consumer).",
+        discussion: """
+            Two processes of this binary over ipc. The publisher (default BusConfiguration: HWMs 10000, \
+            no publisher back-pressure, so its XPUB drops at the HWM) waits for the subscription \
+            (waitForSubscribers), posts --size byte notifications as fast as it can for --seconds, then \
+            closes (its close sends the end-of-stream record that lets the subscriber count a lost tail). \
+            The subscriber consumes events(named:buffering:) in one for-await loop that busy-waits \
+            --handler-us per notification, sees gaps in-band, and samples its VmRSS every 250 ms; the \
+            runner reads both children's /proc/<pid>/status too. Checks, exactly: published \
+            (BusStats.posted) == delivered + lostUpstream + droppedLocalBuffer + discardedAtEnd + \
+            buffered. Exits 2 when that or any other accounting check fails or the subscriber's peak \
+            RSS reaches --rss-limit-mb; 1 when a child fails. Progress goes to stderr.
+            """
+    )
+
+    @Option(help: "Seconds of posting.")
+    var seconds: Double = 60
+
+    @Option(help: "Payload bytes per notification.")
+    var size: Int = 4_096
+
+    @Option(name: .customLong("handler-us"), help: "The subscriber's busy work per notification, microseconds.")
+    var handlerMicroseconds: Int = 100
+
+    @Option(help: "The subscriber's buffering policy: drop-oldest, drop-newest or suspend (suspendProducer).")
+    var policy: OverloadPolicy = .dropOldest
+
+    @Option(help: "The subscriber's buffer capacity (notifications).")
+    var buffer: Int = 8_192
+
+    @Option(help: "ZeroMQ send/receive high-water mark, both processes (BusConfiguration's default).")
+    var hwm: Int32 = OverloadOptions().highWaterMark
+
+    @Option(name: .customLong("close-timeout-ms"), help: "The publisher's close timeout, ms (BusConfiguration's default).")
+    var closeTimeoutMilliseconds: Int32 = OverloadOptions().closeTimeoutMilliseconds
+
+    @Option(name: .customLong("rss-limit-mb"), help: "Fail when the subscriber's peak RSS reaches this many MB (10^6 bytes).")
+    var rssLimitMegabytes: Double = 200
+
+    @Option(help: "Seconds each child may take beyond --seconds before it is killed (the command then fails).")
+    var timeout: Int = 120
+
+    @Flag(help: "Print one JSON object instead of the table.")
+    var json = false
+
+    func run() async throws {
+        var options = OverloadOptions(workerCommand: ["bench", "overload-worker"])
+        options.seconds = seconds
+        options.size = size
+        options.handlerMicroseconds = handlerMicroseconds
+        options.policy = policy
+        options.buffer = buffer
+        options.highWaterMark = hwm
+        options.closeTimeoutMilliseconds = closeTimeoutMilliseconds
+        options.rssLimitBytes = UInt64(max(0, rssLimitMegabytes) * 1e6)
+        options.timeoutSeconds = timeout
+        let report = try await OverloadBenchmark.run(options) { line in
+            FileHandle.standardError.write(Data((line + "\n").utf8))
+        }
+        print(json ? try report.json() : report.table())
+        let failures = report.failures
+        if !failures.isEmpty {
+            FileHandle.standardError.write(
+                Data(("OVERLOAD CHECKS FAILED:\n" + failures.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
+            throw ExitCode(2)
+        }
+    }
+}
+
+/// The hidden worker `bench overload` starts twice: the fast publisher and the slow subscriber.
+struct BenchOverloadWorker: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "overload-worker",
+        abstract: "One side of the overload benchmark (started by `nbus bench overload`).",
+        shouldDisplay: false
+    )
+
+    @Argument(help: "publisher or subscriber.")
+    var role: OverloadWorkerOptions.Role
+
+    @Option(help: "Endpoint the publisher binds / the subscriber connects to.")
+    var endpoint: String
+
+    @Option(help: "Publisher: seconds of posting.")
+    var seconds: Double = 60
+
+    @Option(help: "Payload bytes.")
+    var size: Int = 4_096
+
+    @Option(name: .customLong("handler-us"), help: "Subscriber: busy work per notification, microseconds.")
+    var handlerMicroseconds: Int = 100
+
+    @Option(help: "Subscriber: drop-oldest, drop-newest or suspend.")
+    var policy: OverloadPolicy = .dropOldest
+
+    @Option(help: "Subscriber: buffer capacity.")
+    var buffer: Int = 8_192
+
+    @Option(help: "ZeroMQ high-water marks.")
+    var hwm: Int32 = OverloadOptions().highWaterMark
+
+    @Option(name: .customLong("close-timeout-ms"), help: "Publisher: close timeout, ms.")
+    var closeTimeoutMilliseconds: Int32 = OverloadOptions().closeTimeoutMilliseconds
+
+    @Option(name: .customLong("sample-ms"), help: "Subscriber: RSS sampling interval, ms.")
+    var sampleMilliseconds: Int = 250
+
+    @Option(help: "Notification name.")
+    var name: String = OverloadOptions.notificationName
+
+    @Option(help: "Seconds before giving up.")
+    var timeout: Int = 180
+
+    @Flag(name: .customLong("exit-on-stdin-eof"), help: "Exit when stdin reaches end of file (the parent is gone).")
+    var exitOnStdinEOF = false
+
+    func run() async throws {
+        var options = OverloadWorkerOptions(role: role, endpoint: endpoint)
+        options.seconds = seconds
+        options.size = size
+        options.handlerMicroseconds = handlerMicroseconds
+        options.policy = policy
+        options.buffer = buffer
+        options.highWaterMark = hwm
+        options.closeTimeoutMilliseconds = closeTimeoutMilliseconds
+        options.sampleIntervalMilliseconds = sampleMilliseconds
+        options.name = name
+        options.timeoutSeconds = timeout
+        options.exitOnStandardInputEOF = exitOnStdinEOF
+        let status = await OverloadWorker.run(options)
         if status != 0 { throw ExitCode(status) }
     }
 }

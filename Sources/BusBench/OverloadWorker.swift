@@ -1,0 +1,508 @@
+import Foundation
+import NotificationBus
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The subscriber's buffering policy in the overload benchmark (`--policy`).
+public enum OverloadPolicy: String, Sendable, CaseIterable, Codable {
+    /// `.dropOldest(capacity:)`: the I/O thread keeps reading; the buffer discards its oldest.
+    case dropOldest = "drop-oldest"
+    /// `.dropNewest(capacity:)`: the I/O thread keeps reading; the buffer refuses the arriving one.
+    case dropNewest = "drop-newest"
+    /// `.suspendProducer(capacity:)`: the I/O thread stops reading; ZeroMQ's HWMs fill and the
+    /// publisher's XPUB drops.
+    case suspend
+
+    /// The bus's `BufferingPolicy` for this choice.
+    public func buffering(capacity: Int) -> BufferingPolicy {
+        switch self {
+        case .dropOldest: return .dropOldest(capacity: capacity)
+        case .dropNewest: return .dropNewest(capacity: capacity)
+        case .suspend: return .suspendProducer(capacity: capacity)
+        }
+    }
+}
+
+/// What one overload worker process does; `nbus bench overload-worker` builds it from its arguments.
+public struct OverloadWorkerOptions: Sendable {
+    /// Which side of the pair this process is.
+    public enum Role: String, Sendable, CaseIterable {
+        /// `Bus(.directPublisher(bind:))` with the default configuration (no back-pressure: the
+        /// XPUB drops at its HWM); posts as fast as it can for `seconds`, then closes.
+        case publisher
+        /// `Bus(.directSubscriber(connect:))`; one `for await` loop over `events(named:buffering:)`
+        /// with a deliberately slow handler; samples its own RSS.
+        case subscriber
+    }
+
+    public var role: Role
+    /// Where the publisher binds / the subscriber connects.
+    public var endpoint: String
+    /// Publisher: seconds of posting.
+    public var seconds: Double = 60
+    /// Payload bytes per notification.
+    public var size: Int = 4_096
+    /// Subscriber: busy work per notification, microseconds (monotonic clock).
+    public var handlerMicroseconds: Int = 100
+    /// Subscriber: buffering policy and capacity.
+    public var policy: OverloadPolicy = .dropOldest
+    public var buffer: Int = 8_192
+    /// ZeroMQ send and receive HWMs, both sides (the bus's default unless set).
+    public var highWaterMark: Int32 = BusConfiguration().sendHighWaterMark
+    /// Publisher: `closeTimeoutMilliseconds` (the bus's default unless set).
+    public var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutMilliseconds
+    /// Subscriber: `VmRSS` sampling interval, milliseconds.
+    public var sampleIntervalMilliseconds: Int = 250
+    /// The notification name.
+    public var name: String = OverloadOptions.notificationName
+    /// Seconds until the worker gives up (a subscriber still reports what it saw).
+    public var timeoutSeconds: Int = 180
+    /// Exit as soon as stdin reaches end of file (the parent holds the pipe's write end).
+    public var exitOnStandardInputEOF = false
+
+    public init(role: Role, endpoint: String) {
+        self.role = role
+        self.endpoint = endpoint
+    }
+
+    /// The command-line arguments `nbus bench overload-worker` parses back into these options.
+    var arguments: [String] {
+        var arguments = [
+            role.rawValue, "--endpoint", endpoint, "--seconds", "\(seconds)", "--size", "\(size)",
+            "--handler-us", "\(handlerMicroseconds)", "--policy", policy.rawValue, "--buffer", "\(buffer)",
+            "--hwm", "\(highWaterMark)", "--close-timeout-ms", "\(closeTimeoutMilliseconds)",
+            "--sample-ms", "\(sampleIntervalMilliseconds)", "--name", name, "--timeout", "\(timeoutSeconds)",
+        ]
+        if exitOnStandardInputEOF { arguments.append("--exit-on-stdin-eof") }
+        return arguments
+    }
+}
+
+/// What the overload publisher reports (its `done` line).
+public struct OverloadPublisherResult: Codable, Sendable {
+    public var event = "done"
+    /// `post` calls that returned (the loop's own count).
+    public var posts: UInt64
+    /// Time in the posting loop, ns.
+    public var postNanoseconds: UInt64
+    /// Time `close()` took (flush, end-of-stream record and its acknowledgement), ns.
+    public var closeNanoseconds: UInt64
+    /// `BusStats.posted`: notifications accepted by `post`, i.e. sequence numbers 1...posted.
+    public var posted: UInt64
+    /// `BusStats.sent`: frames handed to ZeroMQ (the XPUB may still drop them at its HWM).
+    public var sent: UInt64
+    /// `BusStats.unsent`: posts never handed to ZeroMQ.
+    public var unsent: UInt64
+    /// `BusStats.endOfStreamUnacknowledged`: subscribers that did not acknowledge the end of stream.
+    public var endOfStreamUnacknowledged: UInt64
+    /// The configuration used.
+    public var highWaterMark: Int32
+    public var closeTimeoutMilliseconds: Int32
+    public var publisherBackpressure: Bool
+    /// The publisher's own memory at the end.
+    public var memory: ProcessMemory?
+
+    /// posted / posting time, per second.
+    public var postRate: Double { ratePerSecond(Int(posted), postNanoseconds) }
+}
+
+/// The subscription's counters at the end, including what is still buffered.
+public struct OverloadSubscriptionCounters: Codable, Sendable, Equatable {
+    public var received: UInt64
+    public var delivered: UInt64
+    public var filteredOut: UInt64
+    public var lostUpstream: UInt64
+    public var droppedLocalBuffer: UInt64
+    public var discardedAtEnd: UInt64
+    public var gaps: UInt64
+    public var buffered: UInt64
+
+    public init(_ stats: SubscriptionStats) {
+        received = stats.received
+        delivered = stats.delivered
+        filteredOut = stats.filteredOut
+        lostUpstream = stats.lostUpstream
+        droppedLocalBuffer = stats.droppedLocalBuffer
+        discardedAtEnd = stats.discardedAtEnd
+        gaps = stats.gaps
+        buffered = stats.buffered
+    }
+}
+
+/// The subscriber bus's counters after close.
+public struct OverloadBusCounters: Codable, Sendable, Equatable {
+    public var framesReceived: UInt64
+    public var unmatched: UInt64
+    public var lostUpstream: UInt64
+    public var endOfStreamRecords: UInt64
+    public var rejected: UInt64
+
+    public init(_ stats: BusStats) {
+        framesReceived = stats.framesReceived
+        unmatched = stats.unmatched
+        lostUpstream = stats.lostUpstream
+        endOfStreamRecords = stats.endOfStreamRecords
+        rejected = stats.rejectedTotal
+    }
+}
+
+/// What the `for await` loop itself saw, in-band.
+public struct OverloadConsumed: Codable, Sendable, Equatable {
+    /// Notifications handled.
+    public var notifications: UInt64 = 0
+    /// Payload bytes handled, and notifications whose payload had the wrong size.
+    public var payloadBytes: UInt64 = 0
+    public var badSize: UInt64 = 0
+    /// Notifications whose sequence was not above the previous one's.
+    public var outOfOrder: UInt64 = 0
+    /// The first notification's sequence (1 when nothing was lost before it).
+    public var firstSequence: UInt64 = 0
+    /// The highest sequence accounted for in-band: a notification's, or the end of a gap's range.
+    public var highestSequence: UInt64 = 0
+    /// `.gap(.lostUpstream)` events and the notifications they report.
+    public var upstreamGapEvents: UInt64 = 0
+    public var upstreamLost: UInt64 = 0
+    /// `.gap(.droppedLocalBuffer)` events and the notifications they report.
+    public var localGapEvents: UInt64 = 0
+    public var localDropped: UInt64 = 0
+    /// Gaps of any other cause (none expected).
+    public var otherLost: UInt64 = 0
+    /// Monotonic times of the first and the last event handled, ns.
+    public var firstAt: UInt64 = 0
+    public var lastAt: UInt64 = 0
+    /// Handler checksum (keeps the payload reads from being optimised away).
+    public var checksum: UInt64 = 0
+
+    public init() {}
+}
+
+/// What the overload subscriber reports (its `result` line).
+public struct OverloadSubscriberResult: Codable, Sendable {
+    public var event = "result"
+    public var policy: OverloadPolicy
+    public var capacity: Int
+    public var handlerMicroseconds: Int
+    public var highWaterMark: Int32
+    /// The loop's own in-band view.
+    public var consumed: OverloadConsumed
+    /// The subscription's counters once the loop ended (its iterator gone).
+    public var subscription: OverloadSubscriptionCounters
+    /// The bus's counters after close.
+    public var bus: OverloadBusCounters
+    /// How the loop ended: `endOfStream` (the publisher's end-of-stream record was processed and
+    /// every event before it consumed), `publisherExited` (no end-of-stream record; the runner said
+    /// the publisher had exited, and nothing arrived for a second once drained), or `timeout`.
+    public var endedBy: String
+    /// Subscribed (bus and subscription created) to the first notification handled, ns.
+    public var subscribedToFirstNanoseconds: UInt64
+    /// First to last event handled, ns.
+    public var consumingNanoseconds: UInt64
+    /// The end-of-stream record seen (bus counter) to the loop's end, ns (0 when never seen).
+    public var drainAfterEndOfStreamNanoseconds: UInt64
+    /// This process's `VmRSS` every `intervalMilliseconds`, and its `VmHWM`.
+    public var memory: MemorySamples
+
+    /// Notifications handled per second while consuming.
+    public var consumeRate: Double { ratePerSecond(Int(consumed.notifications), consumingNanoseconds) }
+}
+
+/// One side of the overload benchmark. JSON lines on stdout, like `BusWorker`: the publisher
+/// prints `bound` then `done` (`OverloadPublisherResult`); the subscriber prints `subscribed`
+/// then `result` (`OverloadSubscriberResult`). Diagnostics go to stderr. The subscriber reads
+/// stdin: a line `publisher-exited` from the runner, end of file when the runner is gone.
+public enum OverloadWorker {
+    /// The stdin line by which the runner tells the subscriber that the publisher process has ended.
+    public static let publisherExitedLine = "publisher-exited"
+
+    /// Runs the worker; returns the process exit status (0: reported, 1: failed).
+    public static func run(_ options: OverloadWorkerOptions) async -> Int32 {
+        let control = Control()
+        if options.exitOnStandardInputEOF || options.role == .subscriber {
+            readStandardInput(control: control, exitAtEOF: options.exitOnStandardInputEOF)
+        }
+        let hardDeadline = options.timeoutSeconds + 5
+        Thread.detachNewThread {
+            sleep(UInt32(max(1, hardDeadline)))
+            BusWorker.writeStandardError("nbus bench overload-worker: hard timeout after \(hardDeadline) s\n")
+            _exit(4)
+        }
+        do {
+            switch options.role {
+            case .publisher: return try await runPublisher(options)
+            case .subscriber: return try await runSubscriber(options, control: control)
+            }
+        } catch {
+            BusWorker.writeStandardError("nbus bench overload-worker (\(options.role.rawValue)): \(error)\n")
+            return 1
+        }
+    }
+
+    // MARK: Publisher
+
+    private static func runPublisher(_ options: OverloadWorkerOptions) async throws -> Int32 {
+        let name = try NotificationName(options.name)
+        // The bus's defaults, except the endpoint (and HWM / close timeout only when asked):
+        // publisherBackpressure stays false, so the XPUB drops at its HWM instead of waiting.
+        var configuration = BusConfiguration.directPublisher(bind: options.endpoint)
+        configuration.sendHighWaterMark = options.highWaterMark
+        configuration.receiveHighWaterMark = options.highWaterMark
+        configuration.closeTimeoutMilliseconds = options.closeTimeoutMilliseconds
+        let bus = try Bus(configuration)
+        emitJSON(BoundLineOut(endpoint: bus.endpoints.first ?? options.endpoint))
+
+        // Readiness: the subscriber's subscription (and presence) reached this XPUB.
+        try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(options.timeoutSeconds))
+
+        let payload = [UInt8](repeating: 0xAB, count: options.size)
+        let start = Timestamps.monotonicNanoseconds()
+        let end = start + UInt64(options.seconds * 1e9)
+        var posts: UInt64 = 0
+        var now = start
+        while now < end {
+            for _ in 0..<64 {
+                try await bus.post(name: name, payload: payload)
+                posts += 1
+            }
+            now = Timestamps.monotonicNanoseconds()
+        }
+        let posted = Timestamps.monotonicNanoseconds()
+        let stats = await bus.close()
+        let closed = Timestamps.monotonicNanoseconds()
+        emitJSON(
+            OverloadPublisherResult(
+                posts: posts, postNanoseconds: posted - start, closeNanoseconds: closed - posted, posted: stats.posted,
+                sent: stats.sent, unsent: stats.unsent, endOfStreamUnacknowledged: stats.endOfStreamUnacknowledged,
+                highWaterMark: configuration.sendHighWaterMark,
+                closeTimeoutMilliseconds: configuration.closeTimeoutMilliseconds,
+                publisherBackpressure: configuration.publisherBackpressure, memory: ProcessMemory.read()))
+        return 0
+    }
+
+    // MARK: Subscriber
+
+    private static func runSubscriber(_ options: OverloadWorkerOptions, control: Control) async throws -> Int32 {
+        let sampler = MemorySampler(pid: nil, intervalMilliseconds: options.sampleIntervalMilliseconds)
+        sampler.start()
+        let name = try NotificationName(options.name)
+        var configuration = BusConfiguration.directSubscriber(connect: [options.endpoint])
+        configuration.sendHighWaterMark = options.highWaterMark
+        configuration.receiveHighWaterMark = options.highWaterMark
+        let bus = try Bus(configuration)
+        let sequence = try bus.events(
+            named: NamePattern(exactly: name), buffering: options.policy.buffering(capacity: options.buffer))
+        let subscribedAt = Timestamps.monotonicNanoseconds()
+        BusWorker.emitLine(#"{"event":"subscribed"}"#)
+
+        let handlerNanoseconds = UInt64(max(0, options.handlerMicroseconds)) * 1_000
+        let expectedSize = options.size
+        // The slow consumer: a `for await` loop over the events, busy for `handlerNanoseconds` per
+        // notification. Gaps come in-band, where the loss happened.
+        let consumer = Task { () -> OverloadConsumed in
+            var consumed = OverloadConsumed()
+            var lastSequence: UInt64 = 0
+            for await event in sequence {
+                let now = Timestamps.monotonicNanoseconds()
+                if consumed.firstAt == 0 { consumed.firstAt = now }
+                switch event {
+                case .notification(let notification):
+                    consumed.checksum &+= handle(notification.payload, busyNanoseconds: handlerNanoseconds)
+                    if consumed.notifications == 0 { consumed.firstSequence = notification.sequence }
+                    if notification.sequence <= lastSequence { consumed.outOfOrder += 1 }
+                    lastSequence = notification.sequence
+                    consumed.highestSequence = max(consumed.highestSequence, notification.sequence)
+                    consumed.payloadBytes &+= UInt64(notification.payload.count)
+                    if notification.payload.count != expectedSize { consumed.badSize += 1 }
+                    consumed.notifications += 1
+                    control.consumed.store(consumed.notifications, ordering: .releasing)
+                case .gap(let gap):
+                    switch gap.cause {
+                    case .lostUpstream:
+                        consumed.upstreamGapEvents += 1
+                        consumed.upstreamLost += gap.count
+                        if let range = gap.sequences { consumed.highestSequence = max(consumed.highestSequence, range.upperBound) }
+                        control.upstreamLost.store(consumed.upstreamLost, ordering: .releasing)
+                    case .droppedLocalBuffer:
+                        consumed.localGapEvents += 1
+                        consumed.localDropped += gap.count
+                        control.localDropped.store(consumed.localDropped, ordering: .releasing)
+                    case .missedWhileInactive:
+                        consumed.otherLost += gap.count
+                    }
+                }
+                consumed.lastAt = Timestamps.monotonicNanoseconds()
+            }
+            return consumed
+        }
+
+        let ending = watchForEnd(
+            bus: bus, sequence: sequence, control: control,
+            deadline: subscribedAt + UInt64(options.timeoutSeconds) * 1_000_000_000)
+        let consumed = await consumer.value
+        let ended = await ending.value
+        // The loop is over and its iterator gone: these counters are final.
+        let subscription = OverloadSubscriptionCounters(sequence.stats)
+        let stats = await bus.close()
+        let memory = sampler.stop()
+        emitJSON(
+            OverloadSubscriberResult(
+                policy: options.policy, capacity: options.buffer, handlerMicroseconds: options.handlerMicroseconds,
+                highWaterMark: options.highWaterMark, consumed: consumed, subscription: subscription,
+                bus: OverloadBusCounters(stats), endedBy: ended.reason,
+                subscribedToFirstNanoseconds: consumed.firstAt > subscribedAt ? consumed.firstAt - subscribedAt : 0,
+                consumingNanoseconds: consumed.lastAt > consumed.firstAt ? consumed.lastAt - consumed.firstAt : 0,
+                drainAfterEndOfStreamNanoseconds: ended.endOfStreamAt.map { ended.at > $0 ? ended.at - $0 : 0 } ?? 0,
+                memory: memory))
+        return 0
+    }
+
+    /// The handler's busy work: reads one byte per cache line of the payload, then spins on the
+    /// monotonic clock until `busyNanoseconds` have passed since it started.
+    @inline(never)
+    static func handle(_ payload: [UInt8], busyNanoseconds: UInt64) -> UInt64 {
+        let start = Timestamps.monotonicNanoseconds()
+        var checksum: UInt64 = 0
+        payload.withUnsafeBufferPointer { bytes in
+            var index = 0
+            while index < bytes.count {
+                checksum &+= UInt64(bytes[index])
+                index += 64
+            }
+        }
+        while Timestamps.monotonicNanoseconds() &- start < busyNanoseconds {}
+        return checksum
+    }
+
+    private struct Ending: Sendable {
+        var reason: String
+        var at: UInt64
+        var endOfStreamAt: UInt64?
+    }
+
+    /// Ends the subscription (so the loop ends) once the stream is over and fully consumed, checked
+    /// every 10 ms on a thread of its own (the consumer may hold a cooperative thread busy):
+    /// - `endOfStream`: the bus has processed the publisher's end-of-stream record (so any lost
+    ///   tail is counted and its gap queued), nothing is buffered, and the loop has consumed every
+    ///   notification delivered and every gap counted;
+    /// - `publisherExited`, when no end-of-stream record came: the runner said the publisher
+    ///   process has ended, nothing is buffered or undelivered, and no frame arrived for 1 s;
+    /// - `timeout`: the worker's deadline.
+    private static func watchForEnd(
+        bus: Bus, sequence: BusEventSequence, control: Control, deadline: UInt64
+    ) -> Task<Ending, Never> {
+        let done = Completion<Ending>()
+        Thread.detachNewThread {
+            var endOfStreamAt: UInt64?
+            var lastFrames: UInt64 = 0
+            var quietSince = Timestamps.monotonicNanoseconds()
+            while true {
+                // Order matters: the bus's snapshot is published after a round's batches reached the
+                // subscription, so a tail gap counted there is already in `sequence.stats`.
+                let busStats = bus.stats
+                let stats = sequence.stats
+                let consumed = control.consumed.load(ordering: .acquiring)
+                let upstream = control.upstreamLost.load(ordering: .acquiring)
+                let local = control.localDropped.load(ordering: .acquiring)
+                let now = Timestamps.monotonicNanoseconds()
+                if busStats.endOfStreamRecords > 0 && endOfStreamAt == nil { endOfStreamAt = now }
+                if busStats.framesReceived != lastFrames {
+                    lastFrames = busStats.framesReceived
+                    quietSince = now
+                }
+                let drained = stats.buffered == 0 && stats.delivered == consumed
+                var reason: String?
+                // Every notification delivered has been handled and every gap counted has been seen:
+                // nothing is left in the shared buffer or in the iterator's own.
+                let consumedInBand = drained && upstream == stats.lostUpstream && local == stats.droppedLocalBuffer
+                if endOfStreamAt != nil {
+                    if consumedInBand { reason = "endOfStream" }
+                } else if control.publisherExited.load(ordering: .acquiring) && consumedInBand
+                    && now - quietSince >= 1_000_000_000
+                {
+                    reason = "publisherExited"
+                }
+                if reason == nil && now >= deadline { reason = "timeout" }
+                if let reason {
+                    let ending = Ending(reason: reason, at: now, endOfStreamAt: endOfStreamAt)
+                    sequence.cancel()
+                    done.finish(ending)
+                    return
+                }
+                usleep(10_000)
+            }
+        }
+        return Task { await done.value }
+    }
+
+    /// Shared between the consumer task, the end watcher and the stdin reader.
+    final class Control: Sendable {
+        let consumed = Atomic<UInt64>(0)
+        let upstreamLost = Atomic<UInt64>(0)
+        let localDropped = Atomic<UInt64>(0)
+        let publisherExited = Atomic<Bool>(false)
+    }
+
+    /// Reads stdin on a thread of its own: a `publisher-exited` line sets the flag; at end of file
+    /// the runner is gone, and the worker exits at once when `exitAtEOF`.
+    private static func readStandardInput(control: Control, exitAtEOF: Bool) {
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 256)
+            var pending: [UInt8] = []
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                pending.append(contentsOf: buffer[0..<count])
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    if line == publisherExitedLine { control.publisherExited.store(true, ordering: .releasing) }
+                }
+            }
+            guard exitAtEOF else { return }
+            BusWorker.writeStandardError("nbus bench overload-worker: stdin closed, exiting\n")
+            _exit(3)
+        }
+    }
+
+    private struct BoundLineOut: Encodable {
+        var event = "bound"
+        var endpoint: String
+    }
+
+    private static func emitJSON(_ value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return }
+        BusWorker.emitLine(String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// A one-shot value handed from a thread to async code.
+final class Completion<Value: Sendable>: Sendable {
+    private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
+
+    func finish(_ value: Value) {
+        let waiters = state.withLock { state in
+            state.value = value
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: value) }
+    }
+
+    var value: Value {
+        get async {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Value? in
+                    if let value = state.value { return value }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+}
