@@ -6,7 +6,10 @@ import Foundation
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks with real processes and sockets, against a raw-libzmq baseline.",
-        subcommands: [BenchThroughput.self, BenchOverload.self, BenchWorker.self, BenchOverloadWorker.self]
+        subcommands: [
+            BenchThroughput.self, BenchOverload.self, BenchViews.self, BenchSweep.self, BenchWorker.self,
+            BenchOverloadWorker.self, BenchViewsWorker.self,
+        ]
     )
 }
 

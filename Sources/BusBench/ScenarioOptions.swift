@@ -1,0 +1,300 @@
+import Foundation
+import NotificationBus
+
+/// One consumer style of the views benchmark: how a view consumes the scenario's notifications.
+public enum ViewStyle: String, Codable, Sendable, CaseIterable {
+    /// `.onReceive(pattern) { n in if match { state = ... } }`: subscribed while the view exists,
+    /// every notification runs the action on the main actor and re-evaluates `body`.
+    case onReceive = "onReceive"
+    /// `.task(subscribing:) { feed in for await ... }` with the closure written in `body`: the
+    /// loop runs on the main actor; only matching notifications write state.
+    case taskMain = "task-main"
+    /// The same loop in a `nonisolated` handler declared outside `body`: it runs off the main
+    /// actor and hops to it only to write state (`await $state.set(...)`) for matches.
+    case taskOffMain = "task-off-main"
+    /// The off-main loop with `replay: .all(max:)`: what arrives while the view is hidden is kept
+    /// (up to the bound) and handed to the next run on reappear.
+    case taskReplay = "task-replay"
+
+    /// A short column title.
+    public var title: String {
+        switch self {
+        case .onReceive: return "onReceive"
+        case .taskMain: return "task (main)"
+        case .taskOffMain: return "task (off-main)"
+        case .taskReplay: return "task replay .all"
+        }
+    }
+
+    /// Whether the style is a task-style (visibility-bound) consumer.
+    public var isTask: Bool { self != .onReceive }
+
+    /// Plain `task` styles: SwiftUI's behaviour, nothing kept while hidden.
+    public var isPlainTask: Bool { self == .taskMain || self == .taskOffMain }
+}
+
+/// What holds the scenario's views, and so what moves their visibility.
+public enum ViewContainer: String, Codable, Sendable, CaseIterable {
+    /// A stack: every view visible the whole time (churn does nothing).
+    case none
+    /// A `TabView` of `tabs` tabs, the views split across them; churn switches tab.
+    case tabs
+    /// A `LazyList` with one row per view and a window of `views / tabs` rows; churn scrolls by a window.
+    case list
+}
+
+/// One scenario of `nbus bench views`: a publisher process, and one subscriber-host process per
+/// style, each hosting the same views on the same stream.
+///
+/// The publisher posts round-robin over `names` names (`bench.views.n000`...); view `i`
+/// subscribes to name `i % names`. A notification *matches* (passes the views' condition) when
+/// its first payload byte is 1; the publisher sets it for exactly `selectivity` of each name's
+/// notifications (deterministically: the `j`-th notification of a name matches when
+/// `floor((j+1)s) > floor(js)`).
+public struct ViewsScenario: Codable, Sendable, Equatable {
+    /// ipc (a fresh temp folder) or tcp (127.0.0.1, a free port).
+    public var transport = ThroughputOptions.Transport.ipc
+    /// Notifications per second over all names; nil posts as fast as `post` returns.
+    public var rate: Int? = 20_000
+    /// Payload bytes (at least 1: the first byte says whether the notification matches).
+    public var size = 64
+    /// Names the publisher posts round-robin to.
+    public var names = 30
+    /// The fraction of each name's notifications that pass the views' condition, 0...1.
+    public var selectivity = 0.1
+    /// Views per subscriber host.
+    public var views = 30
+    /// What holds the views.
+    public var container = ViewContainer.tabs
+    /// Tabs (or list pages: the list window is `views / tabs` rows).
+    public var tabs = 3
+    /// Visibility churn: a tab switch or a scroll every this many ms; 0: none.
+    public var churnMilliseconds = 250
+    /// The busy work of each `body` evaluation, microseconds.
+    public var bodyMicroseconds = 20
+    /// The run ends after this many notifications ...
+    public var count = 1_000_000
+    /// ... or this many seconds of posting, whichever comes first.
+    public var seconds = 10.0
+    /// The bound of the replay style's `replay: .all(max:)`.
+    public var replayMax = 4_096
+    /// Each view's subscription buffer (`.suspendProducer(capacity:)`), notifications.
+    public var buffer = 8_192
+    /// ZeroMQ send and receive high-water marks, every process.
+    public var highWaterMark: Int32 = 10_000
+    /// Publisher back-pressure (`ZMQ_XPUB_NODROP`): lossless, but the slowest host paces everyone.
+    /// Off by default: the publisher's XPUB drops for a host that falls behind, which that host
+    /// reports as upstream loss.
+    public var backpressure = false
+    /// The styles to run, one subscriber-host process each.
+    public var styles: [ViewStyle] = ViewStyle.allCases
+    /// Run one style at a time (its own publisher run each) instead of all side by side on one
+    /// stream: less CPU contention on a small machine, at the price of different streams.
+    public var oneAtATime = false
+    /// Seconds the hosts may take to drain after the publisher is done, before they report anyway.
+    public var drainSeconds = 60
+    /// Seconds without any counter moving, while draining, after which a host reports anyway.
+    public var stallSeconds = 5
+    /// Seconds the children may take to start and subscribe.
+    public var startupSeconds = 30
+
+    /// The default scenario (the demo's, 10 s long).
+    public init() {}
+
+    /// The name prefix every notification of the benchmark has.
+    public static let namePrefix = "bench.views.n"
+
+    /// The `index`-th name, zero-padded so that no name is a prefix of another.
+    public func notificationName(_ index: Int) -> String {
+        let width = max(3, String(max(0, names - 1)).count)
+        let digits = String(index)
+        return Self.namePrefix + String(repeating: "0", count: max(0, width - digits.count)) + digits
+    }
+
+    /// The name index view `view` subscribes to.
+    public func nameIndex(ofView view: Int) -> Int { view % max(1, names) }
+
+    /// Name indexes some view subscribes to, ascending.
+    public var subscribedNameIndexes: [Int] { Array(Set((0..<views).map(nameIndex(ofView:)))).sorted() }
+
+    /// Selectivity in parts per million (exact integer arithmetic for the match rule).
+    var selectivityPPM: Int { Int((min(1, max(0, selectivity)) * 1_000_000).rounded()) }
+
+    /// Whether the `perName`-th (0-based) notification of a name matches.
+    public func matches(perNameIndex index: Int) -> Bool {
+        let ppm = selectivityPPM
+        return ((index + 1) * ppm) / 1_000_000 > (index * ppm) / 1_000_000
+    }
+
+    /// Pages: the tabs, or the list's windows; one page for `none`.
+    public var pageCount: Int {
+        switch container {
+        case .none: return 1
+        case .tabs, .list: return max(1, min(tabs, views))
+        }
+    }
+
+    /// Views per page (the last page may have fewer).
+    public var viewsPerPage: Int { (views + pageCount - 1) / max(1, pageCount) }
+
+    /// The page view `view` is on.
+    public func page(ofView view: Int) -> Int { container == .none ? 0 : view / max(1, viewsPerPage) }
+
+    /// The views on `page`.
+    public func views(onPage page: Int) -> Range<Int> {
+        guard container != .none else { return 0..<views }
+        let start = min(views, page * viewsPerPage)
+        return start..<min(views, start + viewsPerPage)
+    }
+
+    /// Whether visibility moves during the run.
+    public var hasChurn: Bool { container != .none && churnMilliseconds > 0 && pageCount > 1 }
+
+    /// Checks the values; throws `.invalidOptions` with what is wrong.
+    public func validate() throws(BenchError) {
+        if let rate, rate < 1 { throw .invalidOptions("--rate must be at least 1 (or max)") }
+        guard (1...NBP1.defaultMaximumPayload).contains(size) else {
+            throw .invalidOptions("--size must be 1...\(NBP1.defaultMaximumPayload) (the first byte says whether it matches)")
+        }
+        guard (1...10_000).contains(names) else { throw .invalidOptions("--names must be 1...10000") }
+        guard (0...1).contains(selectivity) else { throw .invalidOptions("--selectivity must be 0...1") }
+        guard (1...10_000).contains(views) else { throw .invalidOptions("--views must be 1...10000") }
+        guard tabs >= 1 else { throw .invalidOptions("--tabs must be at least 1") }
+        guard churnMilliseconds >= 0 else { throw .invalidOptions("--churn-ms must be >= 0") }
+        guard bodyMicroseconds >= 0 else { throw .invalidOptions("--body-us must be >= 0") }
+        guard count >= 1 else { throw .invalidOptions("--count must be at least 1") }
+        guard seconds > 0 else { throw .invalidOptions("--seconds must be positive") }
+        guard replayMax >= 1 else { throw .invalidOptions("--replay-max must be at least 1") }
+        guard buffer >= 1 else { throw .invalidOptions("--buffer must be at least 1") }
+        guard highWaterMark >= 0 else { throw .invalidOptions("--hwm must be >= 0 (0: unbounded)") }
+        guard !styles.isEmpty else { throw .invalidOptions("--styles must name at least one style") }
+        guard Set(styles).count == styles.count else { throw .invalidOptions("--styles names a style twice") }
+        guard drainSeconds >= 1, stallSeconds >= 1, startupSeconds >= 1 else {
+            throw .invalidOptions("the drain, stall and startup timeouts must be at least 1 second")
+        }
+    }
+
+    /// One line describing the scenario.
+    public var summary: String {
+        let rateText = rate.map { "\(Format.count($0)) msg/s" } ?? "max rate"
+        var text = "\(transport.rawValue), \(rateText), \(size) B, \(names) name(s), selectivity "
+            + Self.percent(selectivity) + ", \(views) view(s)"
+        switch container {
+        case .none: text += " in a stack"
+        case .tabs: text += " in \(pageCount) tabs"
+        case .list: text += " in a lazy list (window \(viewsPerPage) rows)"
+        }
+        text += hasChurn ? ", churn every \(churnMilliseconds) ms" : ", no churn"
+        text += ", body \(bodyMicroseconds) us, up to \(Format.count(count)) msgs / \(Self.number(seconds)) s"
+        if backpressure { text += ", publisher back-pressure" }
+        if oneAtATime { text += ", one style at a time" }
+        return text
+    }
+
+    static func percent(_ fraction: Double) -> String {
+        let value = fraction * 100
+        return value == value.rounded() ? String(format: "%.0f%%", value) : String(format: "%.2g%%", value)
+    }
+
+    static func number(_ value: Double) -> String {
+        value == value.rounded() ? String(format: "%.0f", value) : String(format: "%g", value)
+    }
+
+    // MARK: Worker arguments
+
+    /// The scenario as one JSON argument for the worker processes.
+    func encodedArgument() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+
+    /// Decodes the worker argument.
+    public static func decode(argument: String) throws -> ViewsScenario {
+        try JSONDecoder().decode(ViewsScenario.self, from: Data(argument.utf8))
+    }
+}
+
+/// A parameter `nbus bench sweep` varies.
+public enum SweepParameter: String, Codable, Sendable, CaseIterable {
+    case selectivity, rate, views, churn
+
+    /// The axis title.
+    public var title: String {
+        switch self {
+        case .selectivity: return "selectivity"
+        case .rate: return "rate (msg/s)"
+        case .views: return "views"
+        case .churn: return "churn (ms)"
+        }
+    }
+
+    /// `scenario` with this parameter set to `value` (text as given on the command line).
+    public func apply(_ value: String, to scenario: ViewsScenario) throws(BenchError) -> ViewsScenario {
+        var changed = scenario
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        switch self {
+        case .selectivity:
+            var text = trimmed
+            var scale = 1.0
+            if text.hasSuffix("%") {
+                text.removeLast()
+                scale = 0.01
+            }
+            guard let fraction = Double(text) else { throw .invalidOptions("selectivity value '\(value)' is not a number") }
+            changed.selectivity = fraction * scale
+        case .rate:
+            if trimmed.lowercased() == "max" {
+                changed.rate = nil
+            } else {
+                guard let rate = Self.integer(trimmed) else { throw .invalidOptions("rate value '\(value)' is not a number or max") }
+                changed.rate = rate
+            }
+        case .views:
+            guard let views = Self.integer(trimmed) else { throw .invalidOptions("views value '\(value)' is not a number") }
+            changed.views = views
+        case .churn:
+            guard let churn = Self.integer(trimmed) else { throw .invalidOptions("churn value '\(value)' is not a number (ms)") }
+            changed.churnMilliseconds = churn
+        }
+        try changed.validate()
+        return changed
+    }
+
+    /// The parameter's value in `scenario`, as a number for charts (max rate: 0).
+    public func value(in scenario: ViewsScenario) -> Double {
+        switch self {
+        case .selectivity: return scenario.selectivity
+        case .rate: return Double(scenario.rate ?? 0)
+        case .views: return Double(scenario.views)
+        case .churn: return Double(scenario.churnMilliseconds)
+        }
+    }
+
+    /// The parameter's value in `scenario`, as a label.
+    public func label(in scenario: ViewsScenario) -> String {
+        switch self {
+        case .selectivity: return ViewsScenario.percent(scenario.selectivity)
+        case .rate: return scenario.rate.map { Format.count($0) } ?? "max"
+        case .views: return "\(scenario.views)"
+        case .churn: return scenario.churnMilliseconds == 0 ? "none" : "\(scenario.churnMilliseconds) ms"
+        }
+    }
+
+    /// `20k`, `20000`, `1.5k`, `2m`.
+    static func integer(_ text: String) -> Int? {
+        let lower = text.lowercased().replacingOccurrences(of: "_", with: "").replacingOccurrences(of: ",", with: "")
+        if let value = Int(lower) { return value }
+        var multiplier = 1.0
+        var digits = lower
+        if lower.hasSuffix("k") {
+            multiplier = 1_000
+            digits.removeLast()
+        } else if lower.hasSuffix("m") {
+            multiplier = 1_000_000
+            digits.removeLast()
+        }
+        guard let value = Double(digits) else { return nil }
+        return Int((value * multiplier).rounded())
+    }
+}

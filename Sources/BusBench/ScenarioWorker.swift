@@ -1,0 +1,289 @@
+import Foundation
+import NotificationBus
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the views publisher reports when it is done (its `done` line).
+public struct ScenarioPublisherResult: Codable, Sendable, Equatable {
+    public var event = "done"
+    /// Notifications posted per name index (so per name: sequence numbers 1...posted).
+    public var postedPerName: [UInt64]
+    /// Of those, how many match (first payload byte 1).
+    public var matchingPerName: [UInt64]
+    /// Wall-clock time of the first and the last post, ns since the epoch.
+    public var firstPostWallNanoseconds: UInt64
+    public var lastPostWallNanoseconds: UInt64
+    /// Time in the posting loop and in `close()`, ns.
+    public var postNanoseconds: UInt64
+    public var closeNanoseconds: UInt64
+    /// The rate asked for (0: max).
+    public var requestedRate: Int
+    /// The publisher bus's counters after close.
+    public var bus: BusCounters
+    /// `BusStats.endOfStreamUnacknowledged` at close.
+    public var endOfStreamUnacknowledged: UInt64
+    /// Why posting stopped: `count` or `seconds`.
+    public var stoppedBy: String
+
+    /// All notifications posted.
+    public var posted: UInt64 { postedPerName.reduce(0, +) }
+
+    /// Posts per second over the posting loop.
+    public var postRate: Double { ratePerSecond(Int(posted), postNanoseconds) }
+
+    /// First to last post, ns (the publishing window).
+    public var windowNanoseconds: UInt64 {
+        lastPostWallNanoseconds > firstPostWallNanoseconds ? lastPostWallNanoseconds - firstPostWallNanoseconds : 0
+    }
+}
+
+/// One view's counters as a subscriber host reports them: what its own code saw (`probe`), what
+/// its bus subscription counted, and what the runtime counted (deltas since the host was ready).
+public struct ScenarioViewCounters: Codable, Sendable, Equatable {
+    /// The view's index and the name index it subscribes to.
+    public var view: Int
+    public var name: Int
+    /// The view's page (tab or list window).
+    public var page: Int
+    // The view's own code:
+    /// Notifications handed to the view's code (the `onReceive` action, or one loop iteration).
+    public var delivered: UInt64 = 0
+    /// Of those, the ones that passed the condition (the code then wrote state).
+    public var matched: UInt64 = 0
+    /// The first and highest sequence number seen; sequence numbers skipped between them (and
+    /// before the first); sequence numbers not above the previous one (none expected).
+    public var firstSequence: UInt64 = 0
+    public var lastSequence: UInt64 = 0
+    public var skippedSequences: UInt64 = 0
+    public var outOfOrder: UInt64 = 0
+    /// Gap events the loop was handed (task styles), by cause, summed counts.
+    public var inBandHidden: UInt64 = 0
+    public var inBandUpstream: UInt64 = 0
+    public var inBandLocal: UInt64 = 0
+    // The bus subscription (the `onReceive` observer's or the task feed's):
+    public var received: UInt64 = 0
+    public var lostUpstream: UInt64 = 0
+    public var droppedLocalBuffer: UInt64 = 0
+    public var discardedAtEnd: UInt64 = 0
+    public var buffered: UInt64 = 0
+    // The runtime (`ViewMetrics`, since ready):
+    public var bodyEvaluations: UInt64 = 0
+    public var stateUpdates: UInt64 = 0
+    public var messagesHandled: UInt64 = 0
+    public var missedWhileHidden: UInt64 = 0
+    public var replayed: UInt64 = 0
+    public var mainActorBusyNanoseconds: UInt64 = 0
+    public var handlingNanoseconds: UInt64 = 0
+    public var appearances: UInt64 = 0
+    public var disappearances: UInt64 = 0
+    /// Time the view was hidden within the publishing window, ns.
+    public var hiddenNanoseconds: UInt64 = 0
+
+    public init(view: Int, name: Int, page: Int) {
+        self.view = view
+        self.name = name
+        self.page = page
+    }
+
+    /// Every cause of loss plus what was delivered: what the identity compares with published.
+    public var accounted: UInt64 { delivered + lostUpstream + droppedLocalBuffer + missedWhileHidden + discardedAtEnd }
+}
+
+/// What a subscriber host reports (its `result` line).
+public struct ScenarioHostResult: Codable, Sendable {
+    public var event = "result"
+    public var style: ViewStyle
+    /// Per view.
+    public var views: [ScenarioViewCounters]
+    /// Publish-to-state-update latency over every view (`ViewMetrics.latency` merged).
+    public var latency: LatencySummary
+    /// From ready to the end of the drain, ns (the denominator of busy %).
+    public var windowNanoseconds: UInt64
+    /// How long a job enqueued on the main actor waited to run, sampled every 20 ms over the
+    /// window from a task off the main actor: the main actor's responsiveness, ns.
+    public var mainActorPing: LatencySummary
+    /// The process's CPU time (getrusage) over the window, and over its whole life, ns.
+    public var windowUserNanoseconds: UInt64
+    public var windowSystemNanoseconds: UInt64
+    public var totalUserNanoseconds: UInt64
+    public var totalSystemNanoseconds: UInt64
+    /// Peak resident set size (getrusage `ru_maxrss`), KiB.
+    public var peakResidentKiB: UInt64
+    /// Visibility changes made by the churn timer while the publisher was posting.
+    public var churnTransitions: Int
+    /// Whether the drain ended without everything accounted (stall or deadline).
+    public var drainIncomplete: Bool
+    /// The drain phase's duration, ns (publisher done to report).
+    public var drainNanoseconds: UInt64
+    /// Subscriptions that could not be made.
+    public var subscriptionErrors: [String]
+    /// End-of-stream records the host's bus processed.
+    public var endOfStreamRecords: UInt64
+}
+
+/// The worker processes of `nbus bench views`: the publisher and the subscriber hosts.
+///
+/// JSON lines on stdout, like `BusWorker`: the publisher prints `bound`, `subscribed` (every
+/// host's subscriptions reached it), then, once the runner writes `go` on its stdin, `started`
+/// and at the end `done` (`ScenarioPublisherResult`); a host prints `ready`, then `result` (`ScenarioHostResult`) once
+/// it has read the publisher's `done` line (prefixed `published `) on stdin and drained.
+/// Diagnostics go to stderr. At end of stdin (the runner is gone) a worker exits at once.
+public enum ViewsWorker {
+    /// The worker's two roles.
+    public enum Role: String, Sendable, CaseIterable, Codable {
+        case publisher, host
+    }
+
+    /// The stdin line prefix by which the runner hands a host the publisher's result.
+    static let publishedPrefix = "published "
+    /// The stdin line by which the runner lets the publisher start posting (every host is ready).
+    static let goLine = "go"
+
+    /// Runs a worker and returns its exit status (0: reported, 1: failed).
+    public static func run(
+        role: Role, scenario: ViewsScenario, endpoint: String, style: ViewStyle?, hosts: Int, exitOnStandardInputEOF: Bool
+    ) async -> Int32 {
+        let published = ScenarioSignal<ScenarioPublisherResult>()
+        let go = ScenarioSignal<Bool>()
+        readStandardInput(published: published, go: go, exitAtEOF: exitOnStandardInputEOF)
+        let hardDeadline = Int(scenario.seconds.rounded(.up)) + scenario.startupSeconds + scenario.drainSeconds + 30
+        Thread.detachNewThread {
+            sleep(UInt32(max(1, hardDeadline)))
+            writeStandardError("nbus bench views-worker: hard timeout after \(hardDeadline) s\n")
+            _exit(4)
+        }
+        do {
+            switch role {
+            case .publisher:
+                let result = try await ScenarioPublisher.run(
+                    scenario, endpoint: endpoint, hosts: hosts,
+                    bound: { emitJSON(BoundOut(endpoint: $0)) },
+                    subscribed: {
+                        emitLine(#"{"event":"subscribed"}"#)
+                        _ = await go.value
+                        emitLine(#"{"event":"started"}"#)
+                    })
+                emitJSON(result)
+                return 0
+            case .host:
+                guard let style else {
+                    writeStandardError("nbus bench views-worker host: --style is required\n")
+                    return 1
+                }
+                let result = try await ScenarioHost.run(
+                    scenario, style: style, endpoint: endpoint,
+                    ready: { emitLine(#"{"event":"ready","style":"\#(style.rawValue)"}"#) },
+                    published: { await published.value })
+                emitJSON(result)
+                return 0
+            }
+        } catch {
+            writeStandardError("nbus bench views-worker (\(role.rawValue)): \(error)\n")
+            return 1
+        }
+    }
+
+    private struct BoundOut: Encodable {
+        var event = "bound"
+        var endpoint: String
+    }
+
+    /// Writes one line to stdout at once (a pipe is not line-buffered).
+    static func emitLine(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+
+    static func writeStandardError(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    static func emitJSON(_ value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(value) else { return }
+        emitLine(String(decoding: data, as: UTF8.self))
+    }
+
+    /// Reads stdin on a thread of its own: a `go` line completes `go`, a `published {...}` line
+    /// completes `published`; at end
+    /// of file the runner is gone, and the worker exits at once when `exitAtEOF`.
+    private static func readStandardInput(
+        published: ScenarioSignal<ScenarioPublisherResult>, go: ScenarioSignal<Bool>, exitAtEOF: Bool
+    ) {
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 4_096)
+            var pending: [UInt8] = []
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count <= 0 { break }
+                pending.append(contentsOf: buffer[0..<count])
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[..<newline], as: UTF8.self)
+                    pending.removeSubrange(...newline)
+                    if line == goLine { go.finish(true) }
+                    if line.hasPrefix(publishedPrefix),
+                        let result = try? JSONDecoder().decode(
+                            ScenarioPublisherResult.self, from: Data(line.dropFirst(publishedPrefix.count).utf8))
+                    {
+                        published.finish(result)
+                    }
+                }
+            }
+            guard exitAtEOF else { return }
+            writeStandardError("nbus bench views-worker: stdin closed, exiting\n")
+            _exit(3)
+        }
+    }
+}
+
+/// CPU time and peak memory of this process.
+enum ProcessUsage {
+    private static let RUSAGE_SELF_WHO = __rusage_who_t(RUSAGE_SELF.rawValue)
+
+    /// User and system CPU time of the whole process, ns, and `ru_maxrss` (KiB).
+    static func current() -> (user: UInt64, system: UInt64, maxResidentKiB: UInt64) {
+        var usage = Glibc.rusage()
+        getrusage(RUSAGE_SELF_WHO, &usage)
+        func nanoseconds(_ time: timeval) -> UInt64 { UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_usec) * 1_000 }
+        return (nanoseconds(usage.ru_utime), nanoseconds(usage.ru_stime), UInt64(max(0, usage.ru_maxrss)))
+    }
+}
+
+/// A one-shot value handed from a thread to async code.
+final class ScenarioSignal<Value: Sendable>: Sendable {
+    private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
+
+    init() {}
+
+    /// Sets the value (the first call wins) and resumes every waiter.
+    func finish(_ value: Value) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in
+            guard state.value == nil else { return [] }
+            state.value = value
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: value) }
+    }
+
+    /// The value, once set.
+    var value: Value {
+        get async {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Value? in
+                    if let value = state.value { return value }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+    }
+
+    /// The value if set.
+    var current: Value? { state.withLock { $0.value } }
+}

@@ -1,0 +1,63 @@
+import Foundation
+
+/// What `nbus demo` runs: the default views scenario for about 30 s, a table, and `report.html`.
+public struct ViewsDemoOptions: Sendable {
+    /// The scenario: 3 tabs, 30 views, 20k msg/s, 10% selectivity, a tab switch every 250 ms,
+    /// 20 us body cost, every style, for `seconds`.
+    public var scenario: ViewsScenario
+    /// Where the HTML report goes (nil: none).
+    public var htmlPath: String?
+    /// The `nbus` executable and the arguments of its hidden views worker command.
+    public var nbusExecutable: String
+    public var workerCommand: [String]
+
+    public init(seconds: Double = 30, htmlPath: String? = "report.html", workerCommand: [String] = ["bench", "views-worker"]) {
+        scenario = ViewsDemo.defaultScenario(seconds: seconds)
+        self.htmlPath = htmlPath
+        nbusExecutable = ThroughputOptions.currentExecutable()
+        self.workerCommand = workerCommand
+    }
+}
+
+/// The demo entry point: runs the default scenario, prints the table, writes the HTML report.
+public enum ViewsDemo {
+    /// The default scenario: 3 tabs, 30 views, 20k msg/s, 10% selectivity, tab switch
+    /// every 250 ms, 20 us body cost, ipc, all four styles side by side.
+    public static func defaultScenario(seconds: Double = 30) -> ViewsScenario {
+        var scenario = ViewsScenario()
+        scenario.transport = .ipc
+        scenario.rate = 20_000
+        scenario.views = 30
+        scenario.names = 30
+        scenario.container = .tabs
+        scenario.tabs = 3
+        scenario.selectivity = 0.1
+        scenario.churnMilliseconds = 250
+        scenario.bodyMicroseconds = 20
+        scenario.seconds = seconds
+        scenario.count = max(1, Int(seconds * 20_000 * 2))
+        scenario.styles = ViewStyle.allCases
+        return scenario
+    }
+
+    /// Runs the demo: progress lines go to `progress` (stderr, say), the table to `output`
+    /// (stdout), the page to `options.htmlPath`. Returns the report; its `failures` are
+    /// non-empty when the accounting identity failed (the caller should then exit non-zero).
+    /// Throws `BenchError` when a child process fails.
+    public static func run(
+        _ options: ViewsDemoOptions = ViewsDemoOptions(),
+        output: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) },
+        progress: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+    ) async throws -> ViewsReport {
+        var bench = ViewsBenchOptions(scenario: options.scenario, workerCommand: options.workerCommand)
+        bench.nbusExecutable = options.nbusExecutable
+        progress("nbus demo: \(options.scenario.summary)")
+        let report = try await ViewsBenchmark.run(bench, progress: progress)
+        if let path = options.htmlPath {
+            try ViewsHTMLReport.page(for: report).write(toFile: path, atomically: true, encoding: .utf8)
+            progress("wrote \(path)")
+        }
+        output(report.table())
+        return report
+    }
+}

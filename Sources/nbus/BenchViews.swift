@@ -1,0 +1,257 @@
+import ArgumentParser
+import BusBench
+import Foundation
+
+extension ViewContainer: ExpressibleByArgument {}
+extension ViewStyle: ExpressibleByArgument {}
+extension SweepParameter: ExpressibleByArgument {}
+extension ViewsWorker.Role: ExpressibleByArgument {}
+
+/// The scenario options `bench views` and `bench sweep` share.
+struct ScenarioArguments: ParsableArguments {
+    @Option(help: "Transport between the processes: ipc or tcp.")
+    var transport: ThroughputOptions.Transport = .ipc
+
+    @Option(help: "Notifications per second over all names, or max (as fast as post returns).")
+    var rate: String = "20000"
+
+    @Option(help: "Payload bytes (the first byte says whether the notification matches).")
+    var size: Int = 64
+
+    @Option(help: "Names the publisher posts round-robin to; view i subscribes to name i % names.")
+    var names: Int = 30
+
+    @Option(help: "Fraction of each name's notifications that pass the views' condition (0.1 or 10%).")
+    var selectivity: String = "0.1"
+
+    @Option(help: "Views per subscriber host.")
+    var views: Int = 30
+
+    @Option(help: "What holds the views: none (a stack, all visible), tabs or list.")
+    var container: ViewContainer = .tabs
+
+    @Option(help: "Tabs (or list pages: the list window is views/tabs rows).")
+    var tabs: Int = 3
+
+    @Option(name: .customLong("churn-ms"), help: "Switch tab / scroll the list every this many ms (0: never).")
+    var churnMilliseconds: Int = 250
+
+    @Option(name: .customLong("body-us"), help: "Busy work per body evaluation, microseconds.")
+    var bodyMicroseconds: Int = 20
+
+    @Option(help: "Stop after this many notifications ...")
+    var count: Int = 1_000_000
+
+    @Option(help: "... or after this many seconds of posting, whichever comes first.")
+    var seconds: Double = 10
+
+    @Option(name: .customLong("replay-max"), help: "The bound of the replay style's replay: .all(max:).")
+    var replayMax: Int = 4_096
+
+    @Option(help: "Each view's subscription buffer (suspendProducer capacity).")
+    var buffer: Int = 8_192
+
+    @Option(help: "ZeroMQ send/receive high-water mark, every process.")
+    var hwm: Int32 = 10_000
+
+    @Flag(help: "Publisher back-pressure (lossless; the slowest host then paces everyone).")
+    var backpressure = false
+
+    @Option(help: "Comma-separated styles: onReceive, task-main, task-off-main, task-replay (default: all).")
+    var styles: String = ViewStyle.allCases.map(\.rawValue).joined(separator: ",")
+
+    @Flag(name: .customLong("one-at-a-time"), help: "Run each style with its own publisher run instead of side by side.")
+    var oneAtATime = false
+
+    @Option(name: .customLong("drain-seconds"), help: "Seconds the hosts may take to drain after the publisher is done.")
+    var drainSeconds: Int = 60
+
+    @Option(name: .customLong("stall-seconds"), help: "Seconds without progress after which a draining host reports anyway.")
+    var stallSeconds: Int = 5
+
+    func scenario() throws -> ViewsScenario {
+        var scenario = ViewsScenario()
+        scenario.transport = transport
+        scenario = try SweepParameter.rate.apply(rate, to: scenario)
+        scenario.size = size
+        scenario.names = names
+        scenario = try SweepParameter.selectivity.apply(selectivity, to: scenario)
+        scenario.views = views
+        scenario.container = container
+        scenario.tabs = tabs
+        scenario.churnMilliseconds = churnMilliseconds
+        scenario.bodyMicroseconds = bodyMicroseconds
+        scenario.count = count
+        scenario.seconds = seconds
+        scenario.replayMax = replayMax
+        scenario.buffer = buffer
+        scenario.highWaterMark = hwm
+        scenario.backpressure = backpressure
+        scenario.styles = try styles.split(separator: ",").map { text in
+            let trimmed = text.trimmingCharacters(in: .whitespaces)
+            guard let style = ViewStyle(rawValue: trimmed) else {
+                throw ValidationError("unknown style '\(trimmed)' (onReceive, task-main, task-off-main, task-replay)")
+            }
+            return style
+        }
+        scenario.oneAtATime = oneAtATime
+        scenario.drainSeconds = drainSeconds
+        scenario.stallSeconds = stallSeconds
+        try scenario.validate()
+        return scenario
+    }
+}
+
+/// Output options `bench views` and `bench sweep` share.
+struct ViewsOutputArguments: ParsableArguments {
+    @Flag(help: "Print one JSON object instead of the table.")
+    var json = false
+
+    @Flag(help: "Print CSV (a header and one line per style) instead of the table.")
+    var csv = false
+
+    @Option(help: ArgumentHelp("Also write a self-contained HTML report with SVG charts here.", valueName: "path"))
+    var html: String?
+
+    @Flag(help: "No progress lines on stderr.")
+    var quiet = false
+
+    func validate() throws {
+        if json && csv { throw ValidationError("--json and --csv exclude each other") }
+    }
+
+    var progress: @Sendable (String) -> Void {
+        if quiet { return { _ in } }
+        return { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+    }
+}
+
+/// Writes to stdout at once (unbuffered), so that stdout and stderr do not interleave mid-report.
+func writeStandardOutput(_ text: String) {
+    FileHandle.standardOutput.write(Data(text.utf8))
+}
+
+/// `nbus bench views`: one scenario, every consumer style side by side.
+struct BenchViews: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "views",
+        abstract: "onReceive vs task under load: one scenario, every style in its own subscriber process.",
+        discussion: """
+            Starts a publisher process and one subscriber-host process per style (onReceive; task \
+            on the main actor; task off it, a nonisolated handler; task with replay: .all(max:)), \
+            each hosting the same views (BusViews) on the same stream. The publisher waits for every \
+            host's subscriptions (waitForSubscribers), posts round-robin over --names names at --rate \
+            until --count or --seconds, and closes; the hosts then drain and report. Per style: \
+            published, delivered, handled, state updates, body evaluations, main-actor busy time, \
+            latency, losses by cause, replayed, CPU and peak RSS. The accounting identity \
+            (published = delivered + lost upstream + lost local buffer + lost hidden + discarded at \
+            end) is checked per view; the command exits 2 when it fails, 1 when a child fails.
+            """
+    )
+
+    @OptionGroup var scenario: ScenarioArguments
+    @OptionGroup var output: ViewsOutputArguments
+
+    func run() async throws {
+        let options = ViewsBenchOptions(scenario: try scenario.scenario(), workerCommand: ["bench", "views-worker"])
+        let report = try await ViewsBenchmark.run(options, progress: output.progress)
+        if let path = output.html {
+            try ViewsHTMLReport.page(for: report).write(toFile: path, atomically: true, encoding: .utf8)
+            output.progress("wrote \(path)")
+        }
+        if output.json {
+            writeStandardOutput(try report.json() + "\n")
+        } else if output.csv {
+            writeStandardOutput(report.csv())
+        } else {
+            writeStandardOutput(report.table() + "\n")
+        }
+        if !report.failures.isEmpty {
+            FileHandle.standardError.write(
+                Data(("ACCOUNTING IDENTITY FAILED:\n" + report.failures.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
+            throw ExitCode(2)
+        }
+    }
+}
+
+/// `nbus bench sweep`: the views scenario over several values of one parameter.
+struct BenchSweep: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sweep",
+        abstract: "Run the views scenario for several values of one parameter (selectivity, rate, views, churn).",
+        discussion: """
+            Runs `nbus bench views` once per value (every other option as given) and reports the \
+            grid; --html charts every figure against the swept parameter. Values: selectivity 0.01 \
+            or 1%, rate 20000 / 20k / max, views 30, churn in ms (0: none). Exits 2 when the \
+            accounting identity fails in any run.
+            """
+    )
+
+    @Option(help: "The parameter to vary: selectivity, rate, views or churn.")
+    var param: SweepParameter
+
+    @Option(help: "Comma-separated values, e.g. 0.01,0.1,0.5.")
+    var values: String
+
+    @OptionGroup var scenario: ScenarioArguments
+    @OptionGroup var output: ViewsOutputArguments
+
+    func run() async throws {
+        let base = try scenario.scenario()
+        let list = values.split(separator: ",").map(String.init)
+        guard !list.isEmpty else { throw ValidationError("--values needs at least one value") }
+        let options = ViewsBenchOptions(scenario: base, workerCommand: ["bench", "views-worker"])
+        let sweep = try await ViewsSweep.run(parameter: param, values: list, options: options, progress: output.progress)
+        if let path = output.html {
+            try ViewsHTMLReport.page(for: sweep).write(toFile: path, atomically: true, encoding: .utf8)
+            output.progress("wrote \(path)")
+        }
+        if output.json {
+            writeStandardOutput(try sweep.json() + "\n")
+        } else if output.csv {
+            writeStandardOutput(sweep.csv())
+        } else {
+            writeStandardOutput(sweep.table() + "\n")
+        }
+        if !sweep.failures.isEmpty {
+            FileHandle.standardError.write(
+                Data(("ACCOUNTING IDENTITY FAILED:\n" + sweep.failures.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
+            throw ExitCode(2)
+        }
+    }
+}
+
+/// The hidden worker `bench views` starts: the publisher, and one host per style.
+struct BenchViewsWorker: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "views-worker",
+        abstract: "A process of the views benchmark (started by `nbus bench views`).",
+        shouldDisplay: false
+    )
+
+    @Argument(help: "publisher or host.")
+    var role: ViewsWorker.Role
+
+    @Option(help: "Endpoint the publisher binds / the host connects to.")
+    var endpoint: String
+
+    @Option(help: "Host: the consumer style.")
+    var style: ViewStyle?
+
+    @Option(help: "Publisher: the number of hosts to wait for.")
+    var hosts: Int = 1
+
+    @Option(help: "The scenario, as JSON.")
+    var scenario: String
+
+    @Flag(name: .customLong("exit-on-stdin-eof"), help: "Exit when stdin reaches end of file (the parent is gone).")
+    var exitOnStdinEOF = false
+
+    func run() async throws {
+        let decoded = try ViewsScenario.decode(argument: scenario)
+        let status = await ViewsWorker.run(
+            role: role, scenario: decoded, endpoint: endpoint, style: style, hosts: hosts,
+            exitOnStandardInputEOF: exitOnStdinEOF)
+        if status != 0 { throw ExitCode(status) }
+    }
+}
