@@ -6,11 +6,16 @@ PYTHON ?= python3
 SWIFT_BUILD_FLAGS ?=
 
 .PHONY: help deps build demo test test-swift test-python bench-micro clean
+.PHONY: examples-c test-conformance fuzz fuzz-build test-asan
 
 help:
 	@echo "make demo         build nbus and run the demo"
-	@echo "make test         install deps, build, run the Python protocol tests and the Swift tests"
+	@echo "make test         install deps, build, run the Python protocol tests, the Swift tests and the conformance tests"
 	@echo "make bench-micro  codec micro-benchmarks (package-benchmark, release build, minutes)"
+	@echo "make test-conformance  Python/C/shell producers and consumers against nbus (part of make test)"
+	@echo "make examples-c   build the C producer (libzmq only) into .build/examples/"
+	@echo "make fuzz         libFuzzer on the NBP/1 decoder for FUZZ_SECONDS (default 60)"
+	@echo "make test-asan    the codec tests under AddressSanitizer (scratch path .build-asan)"
 
 # Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run).
 deps:
@@ -33,7 +38,7 @@ build: deps
 demo: build
 	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build nbus demo
 
-test: deps test-python test-swift
+test: deps test-python test-swift test-conformance
 
 test-python:
 	$(PYTHON) -m unittest discover -s protocol/python -t protocol/python -v
@@ -47,3 +52,81 @@ bench-micro: deps
 
 clean:
 	rm -rf .build Benchmarks/.build
+
+# --- External producers and consumers, conformance, fuzzing (issue 6) --------------------------
+
+EXAMPLES_BIN := .build/examples
+CC ?= cc
+EXAMPLES_CFLAGS ?= -std=c11 -O2 -Wall -Wextra
+
+# The C producer: libzmq alone, NBP/1 frames encoded by hand (examples/c/producer.c).
+examples-c: deps $(EXAMPLES_BIN)/nbp-producer
+
+$(EXAMPLES_BIN)/nbp-producer: examples/c/producer.c
+	@mkdir -p $(EXAMPLES_BIN)
+	$(CC) $(EXAMPLES_CFLAGS) examples/c/producer.c -o $@ $$(pkg-config --cflags --libs libzmq 2>/dev/null || echo -lzmq)
+
+# Python producer/consumer, C producer and shell pipelines against nbus, over ipc in a temp folder.
+# Needs a Python with pyzmq: examples/python/python-with-zmq.sh picks one and says which (python3
+# on PATH; as root it pip-installs pyzmq into it if missing; else Debian's /usr/bin/python3 with
+# python3-zmq). Set PYTHON_ZMQ=/path/to/python to choose.
+test-conformance: deps build examples-c
+	@py=$$(PYTHON_ZMQ="$(PYTHON_ZMQ)" sh examples/python/python-with-zmq.sh) || exit 1; \
+	bin=$$($(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path) || exit 1; \
+	echo "conformance: $$py, $$bin/nbus, $(EXAMPLES_BIN)/nbp-producer"; \
+	NBUS="$$bin/nbus" NBP_C_PRODUCER="$(EXAMPLES_BIN)/nbp-producer" NBP_REQUIRE_C_PRODUCER=1 \
+	  "$$py" -m unittest -v examples/python/test_conformance.py
+
+# libFuzzer on EnvelopeCodec.decode, compiled straight from the codec's sources with swiftc (not a
+# SwiftPM target), seeded with every frame of protocol/vectors. The corpus grows across runs in
+# .build/fuzz/corpus; a crash is saved under .build/fuzz/artifacts/ (replay it with
+# `.build/fuzz/fuzz-decode FILE`) and fails the target.
+FUZZ_SECONDS ?= 60
+FUZZ_DIR := .build/fuzz
+FUZZ_SOURCES := Sources/NotificationBus/EnvelopeCodec.swift Sources/NotificationBus/Notification.swift \
+	Sources/NotificationBus/NotificationName.swift Sources/NotificationBus/UTF8Validation.swift \
+	Tests/Fuzz/FuzzDecode.swift
+SWIFTC ?= swiftc
+
+fuzz-build: $(FUZZ_DIR)/fuzz-decode
+
+$(FUZZ_DIR)/fuzz-decode: $(FUZZ_SOURCES)
+	@mkdir -p $(FUZZ_DIR)
+	$(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld -module-name NBPFuzz \
+	  $(FUZZ_SOURCES) -o $@
+
+fuzz: fuzz-build
+	@$(PYTHON) Tests/Fuzz/make_corpus.py $(FUZZ_DIR)/seeds
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
+	@echo "fuzz: EnvelopeCodec.decode for $(FUZZ_SECONDS) s (log: $(FUZZ_DIR)/fuzz.log)"
+	@SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/fuzz-decode -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
+	  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/artifacts/ \
+	  $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds > $(FUZZ_DIR)/fuzz.log 2>&1; \
+	status=$$?; \
+	if [ $$status -ne 0 ]; then \
+	  tail -n 40 $(FUZZ_DIR)/fuzz.log; \
+	  echo "fuzz: FAILED (exit $$status); inputs in $(FUZZ_DIR)/artifacts/:" >&2; ls -1 $(FUZZ_DIR)/artifacts/ >&2; \
+	  exit 1; \
+	fi; \
+	grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added)' $(FUZZ_DIR)/fuzz.log; \
+	echo "fuzz: no crash; corpus $$(ls $(FUZZ_DIR)/corpus | wc -l) inputs"
+
+# The codec test suites under AddressSanitizer, in their own scratch path. XCTest is disabled: the
+# codec suites use Swift Testing, and XCTest's own runner leaks a few objects that LeakSanitizer
+# would report. Fails if the filter selects no test.
+ASAN_FILTER ?= EnvelopeCodecTests|NotificationHeadersTests|NamePatternTests|UTF8ValidationTests
+test-asan: deps
+	@mkdir -p .build-asan
+	@echo "test-asan: swift build --build-tests --sanitize=address --scratch-path .build-asan (log: .build-asan/build.log)"
+	@$(SWIFT) build --build-tests --sanitize=address --scratch-path .build-asan > .build-asan/build.log 2>&1; \
+	status=$$?; \
+	grep -v 'Cannot export local symbol' .build-asan/build.log | grep -E 'error|warning: .*(unused|deprecated)|Build complete' | tail -n 40; \
+	if [ $$status -ne 0 ]; then grep -v 'Cannot export local symbol' .build-asan/build.log | tail -n 60; exit $$status; fi
+	@echo "test-asan: swift test --sanitize=address --filter '$(ASAN_FILTER)' (log: .build-asan/test.log)"
+	@$(SWIFT) test --skip-build --sanitize=address --scratch-path .build-asan --disable-xctest \
+	  --filter '$(ASAN_FILTER)' > .build-asan/test.log 2>&1; \
+	status=$$?; \
+	if [ $$status -ne 0 ]; then cat .build-asan/test.log; exit $$status; fi; \
+	grep -E '(Suite .* passed|Test run with)' .build-asan/test.log; \
+	grep -Eq 'Test run with [1-9][0-9]* tests? .*passed' .build-asan/test.log || \
+	  { echo "test-asan: the filter '$(ASAN_FILTER)' selected no test" >&2; exit 1; }

@@ -27,17 +27,24 @@ enum OutputFormat: String, CaseIterable, Sendable {
         case (.text, .gap(let gap)):
             return "! \(gap)"
         case (.json, .notification(let n)):
-            var object: [String: Any] = [
-                "name": n.name.rawValue, "sequence": n.sequence, "publisherID": String(n.publisherID, radix: 16),
-                "timestamp": n.timestamp, "contentType": Int(n.contentType.rawValue),
-                "headers": Dictionary(n.headers.map { ($0.key, $0.value) }, uniquingKeysWith: { _, last in last }),
+            // Written by hand, not through a Dictionary: header keys are distinct byte-wise on the
+            // wire (NBP/1), while Swift's String keys would merge canonically equivalent ones.
+            var fields: [(String, String)] = [
+                ("contentType", String(n.contentType.rawValue)),
+                ("headers", "{" + n.headers.map { Self.jsonString($0.key) + ":" + Self.jsonString($0.value) }.joined(separator: ",") + "}"),
+                ("name", Self.jsonString(n.name.rawValue)),
             ]
             if let text = String(validatingUTF8: n.payload) {
-                object["payload"] = text
+                fields.append(("payload", Self.jsonString(text)))
             } else {
-                object["payloadBase64"] = Data(n.payload).base64EncodedString()
+                fields.append(("payloadBase64", Self.jsonString(Data(n.payload).base64EncodedString())))
             }
-            return Self.json(object)
+            fields += [
+                ("publisherID", Self.jsonString(String(n.publisherID, radix: 16))),
+                ("sequence", String(n.sequence)),
+                ("timestamp", String(n.timestamp)),
+            ]
+            return "{" + fields.map { Self.jsonString($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
         case (.json, .gap(let gap)):
             var object: [String: Any] = ["gap": gap.cause.rawValue, "count": gap.count]
             if let name = gap.name { object["name"] = name.rawValue }
@@ -48,6 +55,25 @@ enum OutputFormat: String, CaseIterable, Sendable {
             }
             return Self.json(object)
         }
+    }
+
+    /// A JSON string literal: quotes, backslashes and control characters escaped, the rest as UTF-8.
+    static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 
     static func json(_ object: [String: Any]) -> String {

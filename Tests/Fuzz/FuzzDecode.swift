@@ -1,0 +1,174 @@
+// libFuzzer target for the NBP/1 decoder (EnvelopeCodec.decode). Not a SwiftPM target: the
+// Makefile compiles it with `swiftc -sanitize=fuzzer,address -parse-as-library` together with the
+// codec's own source files (see `make fuzz`), so it runs the exact code the bus runs.
+//
+// Each input is one received frame. Beyond "never crashes, never reads out of bounds" (ASan),
+// every input is checked against three oracles:
+//  1. A second, deliberately plain decoder written here from NBP-1.md section 7 (a port of
+//     protocol/python/nbp.py, using the standard library's own UTF-8 validation): both must
+//     accept the same frames and give the same reject reason, for two payload limits.
+//  2. Accepted frames re-encode byte for byte (with the `reserved` byte zeroed: the decoder
+//     drops it, as receivers must ignore it).
+//  3. Decoded headers iterate back to the exact wire bytes, and look-ups find every key.
+// Any failure traps, so libFuzzer saves the input as a crash artifact.
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzzDecode(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    let frame = size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size))
+    for limit in [NBP1.defaultMaximumPayload, 16] {
+        check(frame, maximumPayload: limit)
+    }
+    return 0
+}
+
+private func check(_ frame: [UInt8], maximumPayload: Int) {
+    let expected = Reference.decode(frame, maximumPayload: maximumPayload)
+    let actual: Result<Notification, RejectionReason> = frame.withUnsafeBytes { bytes in
+        Result { () throws(RejectionReason) in try EnvelopeCodec.decode(bytes, maximumPayload: maximumPayload) }
+    }
+    switch (actual, expected) {
+    case (.failure(let reason), .failure(let want)):
+        guard reason.rawValue == want.reason else {
+            fatalError("reason \(reason.rawValue), reference says \(want.reason), frame \(hex(frame))")
+        }
+        // The whole-message entry point agrees, and a second frame is always wrongFrameCount.
+        let viaFrames = Result { () throws(RejectionReason) in
+            try EnvelopeCodec.decode(frames: [frame], maximumPayload: maximumPayload)
+        }
+        guard case .failure(reason) = viaFrames else { fatalError("decode(frames:) disagrees: \(hex(frame))") }
+        let twoFrames = Result { () throws(RejectionReason) in try EnvelopeCodec.decode(frames: [frame, []]) }
+        guard case .failure(.wrongFrameCount) = twoFrames else { fatalError("two frames not wrongFrameCount") }
+    case (.success(let notification), .success(let want)):
+        compare(notification, want, frame)
+        roundTrip(notification, frame)
+    case (.success, .failure(let want)):
+        fatalError("accepted, reference rejects with \(want.reason): \(hex(frame))")
+    case (.failure(let reason), .success):
+        fatalError("rejected with \(reason.rawValue), reference accepts: \(hex(frame))")
+    }
+}
+
+private func compare(_ n: Notification, _ want: Reference.Decoded, _ frame: [UInt8]) {
+    let headers = n.headers.map { (Array($0.key.utf8), Array($0.value.utf8)) }
+    guard Array(n.name.rawValue.utf8) == want.name,
+        n.payload == want.payload,
+        headers.count == want.headers.count, n.headers.count == want.headers.count,
+        zip(headers, want.headers).allSatisfy({ $0.0 == $1.0 && $0.1 == $1.1 }),
+        n.contentType.rawValue == want.contentType, n.flags == want.flags,
+        n.sequence == want.sequence, n.publisherID == want.publisherID, n.timestamp == want.timestamp
+    else { fatalError("decoded fields differ from the reference: \(hex(frame))") }
+    for (key, value) in want.headers {
+        let text = String(decoding: key, as: UTF8.self)
+        guard let found = n.headers[text], Array(found.utf8) == value else {
+            fatalError("header look-up failed for key \(key): \(hex(frame))")
+        }
+    }
+}
+
+private func roundTrip(_ n: Notification, _ frame: [UInt8]) {
+    var canonical = frame
+    canonical[n.name.rawValue.utf8.count + 1 + 7] = 0  // `reserved`: receivers ignore it, encoders write 0
+    let encoded: [UInt8]
+    do {
+        encoded = try EnvelopeCodec.encode(n)
+    } catch {
+        fatalError("a decoded notification does not re-encode (\(error)): \(hex(frame))")
+    }
+    guard encoded == canonical else { fatalError("re-encoding differs: \(hex(frame)) -> \(hex(encoded))") }
+}
+
+private func hex(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef")
+    var text = ""
+    for byte in bytes.prefix(512) {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0xf)])
+    }
+    return bytes.count > 512 ? text + "..." : text
+}
+
+/// NBP-1 section 7, written for clarity rather than speed, independent of the codec's helpers.
+enum Reference {
+    struct Decoded {
+        var name: [UInt8]
+        var flags: UInt8
+        var contentType: UInt8
+        var sequence: UInt64
+        var publisherID: UInt64
+        var timestamp: UInt64
+        var headers: [([UInt8], [UInt8])]
+        var payload: [UInt8]
+    }
+
+    struct Reject: Error {
+        let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    static func decode(_ frame: [UInt8], maximumPayload: Int) -> Result<Decoded, Reject> {
+        Result { () throws(Reject) in try parse(frame, maximumPayload: maximumPayload) }
+    }
+
+    static func utf8(_ bytes: ArraySlice<UInt8>) -> Bool {
+        String(validating: bytes, as: UTF8.self) != nil
+    }
+
+    static func nameIsValid(_ name: ArraySlice<UInt8>) -> Bool {
+        if name.isEmpty || name.count > 255 { return false }
+        if name.contains(where: { $0 <= 0x20 || $0 == 0x7f || $0 == UInt8(ascii: "*") || $0 == UInt8(ascii: ">") }) {
+            return false
+        }
+        return !name.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).contains { $0.isEmpty }
+    }
+
+    static func be(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    static func parse(_ frame: [UInt8], maximumPayload: Int) throws(Reject) -> Decoded {
+        guard let nul = frame.prefix(256).firstIndex(of: 0) else { throw Reject("missingNameTerminator") }
+        let name = frame[..<nul]
+        guard utf8(name) else { throw Reject("invalidUTF8") }
+        guard nameIsValid(name) else { throw Reject("invalidName") }
+        let rest = Array(frame[(nul + 1)...])
+        guard !rest.isEmpty else { throw Reject("truncatedHeader") }
+        guard rest[0] == 1 else { throw Reject("unsupportedVersion") }
+        guard rest.count >= 32 else { throw Reject("truncatedHeader") }
+        guard Int(rest[3]) == name.count else { throw Reject("nameLengthMismatch") }
+        let headersLength = Int(be(rest[4..<6]))
+        let headerCount = Int(rest[6])
+        guard headerCount <= 32, headersLength <= 4096 else { throw Reject("headerLimitExceeded") }
+        guard 32 + headersLength <= rest.count else { throw Reject("truncatedHeader") }
+        let map = Array(rest[32..<(32 + headersLength)])
+        var position = 0
+        var headers: [([UInt8], [UInt8])] = []
+        for _ in 0..<headerCount {
+            guard map.count - position >= 1 else { throw Reject("headerMapInvalid") }
+            let keyLength = Int(map[position])
+            position += 1
+            guard keyLength != 0 else { throw Reject("headerMapInvalid") }
+            guard keyLength <= 64 else { throw Reject("headerLimitExceeded") }
+            guard map.count - position >= keyLength else { throw Reject("headerMapInvalid") }
+            let key = map[position..<(position + keyLength)]
+            position += keyLength
+            guard map.count - position >= 2 else { throw Reject("headerMapInvalid") }
+            let valueLength = Int(be(map[position..<(position + 2)]))
+            position += 2
+            guard valueLength <= 1024 else { throw Reject("headerLimitExceeded") }
+            guard map.count - position >= valueLength else { throw Reject("headerMapInvalid") }
+            let value = map[position..<(position + valueLength)]
+            position += valueLength
+            guard utf8(key) else { throw Reject("invalidUTF8") }
+            guard !key.contains(0) else { throw Reject("headerMapInvalid") }
+            guard utf8(value) else { throw Reject("invalidUTF8") }
+            guard !headers.contains(where: { $0.0.elementsEqual(key) }) else { throw Reject("headerMapInvalid") }
+            headers.append((Array(key), Array(value)))
+        }
+        guard position == map.count else { throw Reject("headerMapInvalid") }
+        let payload = Array(rest[(32 + headersLength)...])
+        guard payload.count <= maximumPayload else { throw Reject("payloadTooLarge") }
+        return Decoded(
+            name: Array(name), flags: rest[1], contentType: rest[2], sequence: be(rest[8..<16]),
+            publisherID: be(rest[16..<24]), timestamp: be(rest[24..<32]), headers: headers, payload: payload)
+    }
+}

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Subscribe to NBP/1 notifications from Python (pyzmq + protocol/python/nbp.py).
+
+    python3 examples/python/consumer.py 'orders.>'                # from `nbus broker`'s backend
+    python3 examples/python/consumer.py orders.created --connect ipc:///tmp/orders.sock --count 10
+
+For every PATTERN it subscribes to the ZeroMQ prefix of NBP-1 section 5.1
+(``nbp.Pattern.compile(p).prefix``), so the producer filters; it then runs the
+receiver checks of section 7 on every message (``nbp.decode``), matches the
+name against the patterns locally (a wildcard prefix selects a superset), and
+prints one line per notification on stdout. Malformed messages are dropped and
+counted by reason; sequence numbers are tracked per (publisher id, name) and a
+gap is printed in-band and counted as lost upstream (section 8). It also
+listens for NotificationBus end-of-stream records (``_nbus.eos.<publisher>``,
+section 15), so a lost tail of a Swift publisher is counted too.
+
+The summary goes to stderr when it stops: after --count notifications, after
+--timeout seconds (exit 1 if --count was not reached), or on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import signal
+import struct
+import sys
+import time
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "protocol", "python"))
+
+import nbp  # noqa: E402
+
+try:
+    import zmq
+except ImportError:  # pragma: no cover - depends on the machine
+    sys.exit("consumer.py: pyzmq is missing: python3 -m pip install pyzmq "
+             "(or on Debian: apt-get install python3-zmq, then use /usr/bin/python3)")
+
+DEFAULT_BACKEND = "tcp://127.0.0.1:5551"  # `nbus broker`'s default backend
+END_OF_STREAM = "_nbus.eos."               # NBP-1 section 15
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(prog="consumer.py", description="Print the NBP/1 notifications matching PATTERN...")
+    p.add_argument("patterns", nargs="+", metavar="PATTERN", help="orders.created, orders.*.eu, orders.>, >")
+    p.add_argument("-c", "--count", type=int, help="stop after this many notifications")
+    p.add_argument("--timeout", type=float, help="stop after this many seconds (exit 1 if --count was not reached)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    p.add_argument("--max-payload", type=int, default=nbp.DEFAULT_MAX_PAYLOAD, metavar="BYTES",
+                   help=f"largest payload accepted (default {nbp.DEFAULT_MAX_PAYLOAD})")
+    p.add_argument("--connect", action="append", default=[], metavar="ENDPOINT",
+                   help=f"connect to ENDPOINT, repeatable (default {DEFAULT_BACKEND}, the broker backend)")
+    p.add_argument("--bind", action="append", default=[], metavar="ENDPOINT",
+                   help="bind ENDPOINT, repeatable (fan-in: producers connect here)")
+    a = p.parse_args(argv)
+    try:
+        a.compiled = [nbp.Pattern.compile(x) for x in a.patterns]
+    except ValueError as e:
+        p.error(str(e))
+    if a.count is not None and a.count < 1:
+        p.error("--count must be at least 1")
+    if a.timeout is not None and a.timeout <= 0:
+        p.error("--timeout must be positive")
+    if not a.connect and not a.bind:
+        a.connect = [DEFAULT_BACKEND]
+    return a
+
+
+class Streams:
+    """Last sequence per (publisher id, name): gap detection of NBP-1 section 8."""
+
+    def __init__(self):
+        self.last = {}
+        self.lost = 0
+        self.duplicates = 0
+
+    def observe(self, publisher_id: int, name: str, sequence: int) -> int:
+        key = (publisher_id, name)
+        last = self.last.get(key)
+        if last is None:                # first message of a stream (a restarted producer: a new id)
+            self.last[key] = sequence
+            return 0
+        if sequence <= last:            # duplicate or reordered: not loss, never move backwards
+            self.duplicates += 1
+            return 0
+        missing = sequence - last - 1
+        self.last[key] = sequence
+        self.lost += missing
+        return missing
+
+    def end_of_stream(self, publisher_id: int, payload: bytes):
+        """Apply an end-of-stream record: [(name, lost, last)] for the tracked streams it closes."""
+        gaps, pos = [], 0
+        while pos < len(payload):
+            n = payload[pos]
+            end = pos + 1 + n
+            if n == 0 or end + 8 > len(payload):
+                break
+            name = payload[pos + 1:end].decode("utf-8", "replace")
+            (final,) = struct.unpack_from("!Q", payload, end)
+            pos = end + 8
+            tracked = self.last.pop((publisher_id, name), None)
+            if tracked is not None and final > tracked:
+                self.lost += final - tracked
+                gaps.append((name, final - tracked, tracked + 1, final))
+        return gaps
+
+
+def render(n: nbp.Notification, fmt: str) -> str:
+    if fmt == "json":  # the same keys as `nbus subscribe --format json`
+        obj = {"name": n.name, "sequence": n.sequence, "publisherID": f"{n.publisher_id:x}",
+               "timestamp": n.timestamp, "contentType": n.content_type, "headers": dict(n.headers)}
+        try:
+            obj["payload"] = n.payload.decode("utf-8")
+        except UnicodeDecodeError:
+            obj["payloadBase64"] = base64.b64encode(n.payload).decode("ascii")
+        return json.dumps(obj, sort_keys=True, ensure_ascii=False)
+    try:
+        payload = n.payload.decode("utf-8")
+    except UnicodeDecodeError:
+        payload = "base64:" + base64.b64encode(n.payload).decode("ascii")
+    line = f"{n.name} seq={n.sequence} publisher={n.publisher_id:x}"
+    if n.headers:
+        line += " headers=[" + ",".join(f"{k}={v}" for k, v in n.headers) + "]"
+    if n.content_type:
+        line += f" type={nbp.CONTENT_TYPES.get(n.content_type, n.content_type)}"
+    return line + f" payload={payload}"
+
+
+def render_gap(name: str, publisher_id: int, count: int, first: int, last: int, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps({"gap": "lostUpstream", "count": count, "name": name, "publisherID": f"{publisher_id:x}",
+                           "firstSequence": first, "lastSequence": last}, sort_keys=True, ensure_ascii=False)
+    return f"! gap(lostUpstream, {count}) {name} publisher={publisher_id:x} sequences {first}...{last}"
+
+
+class Stop(Exception):
+    pass
+
+
+def main(argv=None) -> int:
+    a = parse_args(sys.argv[1:] if argv is None else argv)
+
+    def on_signal(signum, frame):
+        raise Stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
+    ctx = zmq.Context()
+    sock = ctx.socket(zmq.SUB)
+    try:
+        for endpoint in a.bind:
+            sock.bind(endpoint)
+        for endpoint in a.connect:
+            sock.connect(endpoint)
+    except zmq.ZMQError as e:
+        print(f"consumer.py: {e}", file=sys.stderr)
+        sock.close(0)
+        ctx.term()
+        return 2
+    for prefix in dict.fromkeys(p.prefix for p in a.compiled):   # one ZMQ_SUBSCRIBE per distinct prefix
+        sock.setsockopt(zmq.SUBSCRIBE, prefix)
+    sock.setsockopt(zmq.SUBSCRIBE, END_OF_STREAM.encode())       # end-of-stream records (optional)
+
+    out = sys.stdout
+    rejects = Counter()
+    streams = Streams()
+    received = filtered = 0
+    deadline = None if a.timeout is None else time.monotonic() + a.timeout
+    timed_out = False
+    try:
+        while a.count is None or received < a.count:
+            wait = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
+            if not sock.poll(wait, zmq.POLLIN):
+                timed_out = True
+                break
+            frames = sock.recv_multipart()                      # every frame: the count is checked
+            try:
+                n = nbp.decode(frames, max_payload=a.max_payload)
+            except nbp.Rejected as e:
+                rejects[e.reason] += 1
+                continue
+            if n.name.split(".", 1)[0] == "_nbus":                # the bus's own control traffic
+                if n.name.startswith(END_OF_STREAM):
+                    for name, count, first, last in streams.end_of_stream(n.publisher_id, n.payload):
+                        if any(p.matches(name) for p in a.compiled):
+                            out.write(render_gap(name, n.publisher_id, count, first, last, a.format) + "\n")
+                continue
+            if not any(p.matches(n.name) for p in a.compiled):   # wildcard prefixes select a superset
+                filtered += 1
+                continue
+            missing = streams.observe(n.publisher_id, n.name, n.sequence)
+            if missing:
+                out.write(render_gap(n.name, n.publisher_id, missing, n.sequence - missing, n.sequence - 1,
+                                     a.format) + "\n")
+            out.write(render(n, a.format) + "\n")
+            out.flush()
+            received += 1
+    except Stop:
+        pass
+    finally:
+        out.flush()
+        sock.close(0)
+        ctx.term()
+
+    print(f"consumer.py: received {received}; lost upstream {streams.lost}, filtered out {filtered}, "
+          f"duplicates {streams.duplicates}, rejected malformed {sum(rejects.values())}", file=sys.stderr)
+    for reason in sorted(rejects):
+        print(f"  rejected {reason}: {rejects[reason]}", file=sys.stderr)
+    if timed_out and a.count is not None and received < a.count:
+        print(f"consumer.py: received {received} of {a.count} before the {a.timeout} s timeout", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
