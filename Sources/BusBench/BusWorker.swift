@@ -190,7 +190,7 @@ public enum BusWorker {
         var consumed = await consumer.value
         watchdog.cancel()
         if consumed.endedBy.isEmpty { consumed.endedBy = progress.reason.withLock { $0 } ?? "ended" }
-        let subscription = SubscriptionCounters(sequence.stats)
+        let subscription = sequence.stats
         let stats = await bus.close()
         let elapsed = consumed.last - consumed.first
         let result = BusSubscriberResult(

@@ -42,7 +42,7 @@ public enum EmbeddedBusBenchmark {
         if case .failure = posting { sequence.cancel() }
         let (delivered, bytes, end) = await consumer.value
         watchdog.cancel()
-        let counters = SubscriptionCounters(sequence.stats)
+        let counters = sequence.stats
         await bus.close()
         try posting.get()
         let elapsed = end - start

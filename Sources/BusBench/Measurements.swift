@@ -55,27 +55,8 @@ struct LatencyRecorder {
     var summary: LatencySummary { LatencySummary(histogram) }
 }
 
-/// A subscription's counters, as the bus subscriber worker reports them.
-public struct SubscriptionCounters: Codable, Sendable, Equatable {
-    public var received: UInt64
-    public var delivered: UInt64
-    public var filteredOut: UInt64
-    public var lostUpstream: UInt64
-    public var droppedLocalBuffer: UInt64
-    public var discardedAtEnd: UInt64
-    public var gaps: UInt64
-
-    /// Copies `stats`.
-    public init(_ stats: SubscriptionStats) {
-        received = stats.received
-        delivered = stats.delivered
-        filteredOut = stats.filteredOut
-        lostUpstream = stats.lostUpstream
-        droppedLocalBuffer = stats.droppedLocalBuffer
-        discardedAtEnd = stats.discardedAtEnd
-        gaps = stats.gaps
-    }
-}
+/// A subscription's counters, as the bus subscriber worker reports them (the bus's own type).
+public typealias SubscriptionCounters = SubscriptionStats
 
 /// A bus's counters, as the workers report them.
 public struct BusCounters: Codable, Sendable, Equatable {

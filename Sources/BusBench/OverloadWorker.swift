@@ -109,28 +109,8 @@ public struct OverloadPublisherResult: Codable, Sendable {
     public var postRate: Double { ratePerSecond(Int(posted), postNanoseconds) }
 }
 
-/// The subscription's counters at the end, including what is still buffered.
-public struct OverloadSubscriptionCounters: Codable, Sendable, Equatable {
-    public var received: UInt64
-    public var delivered: UInt64
-    public var filteredOut: UInt64
-    public var lostUpstream: UInt64
-    public var droppedLocalBuffer: UInt64
-    public var discardedAtEnd: UInt64
-    public var gaps: UInt64
-    public var buffered: UInt64
-
-    public init(_ stats: SubscriptionStats) {
-        received = stats.received
-        delivered = stats.delivered
-        filteredOut = stats.filteredOut
-        lostUpstream = stats.lostUpstream
-        droppedLocalBuffer = stats.droppedLocalBuffer
-        discardedAtEnd = stats.discardedAtEnd
-        gaps = stats.gaps
-        buffered = stats.buffered
-    }
-}
+/// The subscription's counters at the end, including what is still buffered (the bus's own type).
+public typealias OverloadSubscriptionCounters = SubscriptionStats
 
 /// The subscriber bus's counters after close.
 public struct OverloadBusCounters: Codable, Sendable, Equatable {
@@ -343,7 +323,7 @@ public enum OverloadWorker {
         let consumed = await consumer.value
         let ended = await ending.value
         // The loop is over and its iterator gone: these counters are final.
-        let subscription = OverloadSubscriptionCounters(sequence.stats)
+        let subscription = sequence.stats
         let stats = await bus.close()
         let memory = sampler.stop()
         emitJSON(

@@ -53,7 +53,7 @@ public enum BusEvent: Hashable, Sendable {
 
 /// Counters of one subscription, by cause. Identity, once the subscription has ended:
 /// `received == delivered + droppedLocalBuffer + discardedAtEnd`; while running the difference is buffered.
-public struct SubscriptionStats: Hashable, Sendable, CustomStringConvertible {
+public struct SubscriptionStats: Hashable, Sendable, Codable, CustomStringConvertible {
     /// Notifications whose name matched this subscription's pattern.
     public var received: UInt64 = 0
     /// Notifications handed to the consumer.

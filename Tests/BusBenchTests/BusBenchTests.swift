@@ -63,7 +63,7 @@ struct ThroughputReportTests {
         report.raw = [
             RawThroughputRun(count: 1_000, elapsedNanoseconds: 1_000_000, rate: 1_000_000, gaps: 0, badSize: 0, frameBytes: 299)
         ]
-        var stats = SubscriptionCounters(.init())
+        var stats = SubscriptionCounters()
         stats.received = busReceived
         stats.delivered = busReceived
         stats.lostUpstream = lost

@@ -53,7 +53,7 @@ struct OverloadReportTests {
         busStats.endOfStreamRecords = tailUncounted > 0 ? 0 : 1
         let subscriber = OverloadSubscriberResult(
             policy: .dropOldest, capacity: 64, handlerMicroseconds: 100, highWaterMark: 10_000, consumed: consumed,
-            subscription: OverloadSubscriptionCounters(stats), bus: OverloadBusCounters(busStats), endedBy: endedBy,
+            subscription: stats, bus: OverloadBusCounters(busStats), endedBy: endedBy,
             subscribedToFirstNanoseconds: 1_000, consumingNanoseconds: 30_000_000, drainAfterEndOfStreamNanoseconds: 1_000,
             memory: memory)
         return OverloadReport(
