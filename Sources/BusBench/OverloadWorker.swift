@@ -372,7 +372,7 @@ public enum OverloadWorker {
     private static func watchForEnd(
         bus: Bus, sequence: BusEventSequence, control: Control, deadline: UInt64
     ) -> Task<Ending, Never> {
-        let done = Completion<Ending>()
+        let done = ScenarioSignal<Ending>()
         Thread.detachNewThread {
             var endOfStreamAt: UInt64?
             var lastFrames: UInt64 = 0
@@ -460,29 +460,3 @@ public enum OverloadWorker {
     }
 }
 
-/// A one-shot value handed from a thread to async code.
-final class Completion<Value: Sendable>: Sendable {
-    private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
-
-    func finish(_ value: Value) {
-        let waiters = state.withLock { state in
-            state.value = value
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: value) }
-    }
-
-    var value: Value {
-        get async {
-            await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Value? in
-                    if let value = state.value { return value }
-                    state.waiters.append(continuation)
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        }
-    }
-}

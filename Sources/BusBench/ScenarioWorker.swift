@@ -253,7 +253,7 @@ enum ProcessUsage {
     }
 }
 
-/// A one-shot value handed from a thread to async code.
+/// A one-shot value handed from a thread to async code (the benchmark workers' stdin readers use it).
 final class ScenarioSignal<Value: Sendable>: Sendable {
     private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
 
