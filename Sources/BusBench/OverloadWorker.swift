@@ -424,26 +424,10 @@ public enum OverloadWorker {
         let publisherExited = Atomic<Bool>(false)
     }
 
-    /// Reads stdin on a thread of its own: a `publisher-exited` line sets the flag; at end of file
-    /// the runner is gone, and the worker exits at once when `exitAtEOF`.
+    /// A `publisher-exited` line on stdin sets the flag (see `StandardInputLines`).
     private static func readStandardInput(control: Control, exitAtEOF: Bool) {
-        Thread.detachNewThread {
-            var buffer = [UInt8](repeating: 0, count: 256)
-            var pending: [UInt8] = []
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                pending.append(contentsOf: buffer[0..<count])
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: pending[..<newline], as: UTF8.self)
-                    pending.removeSubrange(...newline)
-                    if line == publisherExitedLine { control.publisherExited.store(true, ordering: .releasing) }
-                }
-            }
-            guard exitAtEOF else { return }
-            BusWorker.writeStandardError("nbus bench overload-worker: stdin closed, exiting\n")
-            _exit(3)
+        StandardInputLines.read(workerName: "overload-worker", exitAtEOF: exitAtEOF) { line in
+            if line == publisherExitedLine { control.publisherExited.store(true, ordering: .releasing) }
         }
     }
 

@@ -207,35 +207,18 @@ public enum ViewsWorker {
         emitLine(String(decoding: data, as: UTF8.self))
     }
 
-    /// Reads stdin on a thread of its own: a `go` line completes `go`, a `published {...}` line
-    /// completes `published`; at end
-    /// of file the runner is gone, and the worker exits at once when `exitAtEOF`.
+    /// A `go` line completes `go`, a `published {...}` line completes `published` (see `StandardInputLines`).
     private static func readStandardInput(
         published: ScenarioSignal<ScenarioPublisherResult>, go: ScenarioSignal<Bool>, exitAtEOF: Bool
     ) {
-        Thread.detachNewThread {
-            var buffer = [UInt8](repeating: 0, count: 4_096)
-            var pending: [UInt8] = []
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count <= 0 { break }
-                pending.append(contentsOf: buffer[0..<count])
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: pending[..<newline], as: UTF8.self)
-                    pending.removeSubrange(...newline)
-                    if line == goLine { go.finish(true) }
-                    if line.hasPrefix(publishedPrefix),
-                        let result = try? JSONDecoder().decode(
-                            ScenarioPublisherResult.self, from: Data(line.dropFirst(publishedPrefix.count).utf8))
-                    {
-                        published.finish(result)
-                    }
-                }
+        StandardInputLines.read(workerName: "views-worker", exitAtEOF: exitAtEOF) { line in
+            if line == goLine { go.finish(true) }
+            if line.hasPrefix(publishedPrefix),
+                let result = try? JSONDecoder().decode(
+                    ScenarioPublisherResult.self, from: Data(line.dropFirst(publishedPrefix.count).utf8))
+            {
+                published.finish(result)
             }
-            guard exitAtEOF else { return }
-            writeStandardError("nbus bench views-worker: stdin closed, exiting\n")
-            _exit(3)
         }
     }
 }
