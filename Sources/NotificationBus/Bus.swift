@@ -71,9 +71,9 @@ public final class Bus: Sendable {
         name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = [:],
         contentType: ContentType = .unspecified
     ) async throws(BusError) {
-        var (frame, offset) = try encodeForPost(name, payload, headers, contentType)
+        var message: Message? = try encodeForPost(name, payload, headers, contentType)
         while true {
-            switch core.queue(frame: &frame, name: name, sequenceOffset: offset) {
+            switch core.queue(message: &message, name: name) {
             case .queued: return
             case .closed: throw .closed
             case .full:
@@ -96,8 +96,8 @@ public final class Bus: Sendable {
         name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = [:],
         contentType: ContentType = .unspecified
     ) throws(BusError) {
-        var (frame, offset) = try encodeForPost(name, payload, headers, contentType)
-        switch core.queue(frame: &frame, name: name, sequenceOffset: offset) {
+        var message: Message? = try encodeForPost(name, payload, headers, contentType)
+        switch core.queue(message: &message, name: name) {
         case .queued: return
         case .closed: throw .closed
         case .full: throw .outboundQueueFull(capacity: core.outboundCapacity)
@@ -106,7 +106,7 @@ public final class Bus: Sendable {
 
     private func encodeForPost(
         _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
-    ) throws(BusError) -> ([UInt8], Int) {
+    ) throws(BusError) -> Message {
         guard !configuration.publish.isEmpty else { throw .notAPublisher }
         guard !name.rawValue.utf8.starts(with: ControlNames.reservedPrefix) else { throw .reservedName(name) }
         guard payload.count <= configuration.maximumPayload else {
@@ -115,12 +115,21 @@ public final class Bus: Sendable {
         let notification = Notification(
             name: name, payload: payload, headers: headers, contentType: contentType, sequence: 0,
             publisherID: configuration.publisherID, timestamp: Timestamps.wallClockNanoseconds())
+        // Encoded straight into a libzmq message: the I/O thread sends it without another copy.
+        let size: Int
         do {
-            let frame = try EnvelopeCodec.encode(notification)
-            return (frame, name.rawValue.utf8.count + 1 + 8)
+            size = try EnvelopeCodec.encodedSize(of: notification)
         } catch {
             throw .invalidHeaders(error)
         }
+        var message: Message
+        do {
+            message = try Message(size: size)
+        } catch {
+            throw .transport(error)
+        }
+        message.withUnsafeMutableBytes { _ = EnvelopeCodec.write(notification, into: $0) }
+        return message
     }
 
     // MARK: Subscribing

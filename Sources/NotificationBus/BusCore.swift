@@ -32,7 +32,8 @@ struct BusWaiter: Sendable {
 /// The state async callers share with the I/O thread, behind one lock.
 struct Mailbox: ~Copyable {
     var commands: [BusCommand] = []
-    var outbound: [[UInt8]] = []
+    /// Encoded posts, as libzmq messages, waiting for the I/O thread (which swaps the whole batch out).
+    var outbound = MessageBatch(capacity: 1024)
     /// The I/O thread is (about to be) parked in `zmq_poll`; whoever enqueues must signal the eventfd.
     var sleeping = false
     var closed = false
@@ -85,17 +86,20 @@ final class BusCore: Sendable {
         case closed
     }
 
-    /// Stamps the frame's sequence number for its name and queues it, in one critical section so
-    /// sequence order is queue order. `sequenceOffset` is where the 8 sequence bytes sit in `frame`.
-    func queue(frame: inout [UInt8], name: NotificationName, sequenceOffset: Int) -> PostOutcome {
+    /// Stamps the message's sequence number for its name and queues it, in one critical section so
+    /// sequence order is queue order. Takes the message (leaving nil) only when it is queued.
+    func queue(message: inout Message?, name: NotificationName) -> PostOutcome {
+        // NBP/1: the sequence is the first field after the name, its NUL, and 8 bytes of header.
+        let sequenceOffset = name.rawValue.utf8.count + 1 + 8
         let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
             if box.closed { return (.closed, false) }
-            if box.outbound.count >= outboundCapacity { return (.full, false) }
+            if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
+            guard let taken = message.take() else { return (.queued, false) }
+            box.outbound.append(taken)
             let sequence = increment(&box.sequences[name, default: 0])
-            frame.withUnsafeMutableBytes { raw in
+            box.outbound.withLastMessageBytes { raw in
                 raw.storeBytes(of: sequence.bigEndian, toByteOffset: sequenceOffset, as: UInt64.self)
             }
-            box.outbound.append(frame)
             box.posted += 1
             let wake = box.sleeping
             box.sleeping = false
@@ -109,7 +113,7 @@ final class BusCore: Sendable {
     func waitForSpace() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = mailbox.withLock { box -> Bool in
-                if box.closed || box.outbound.count < outboundCapacity { return true }
+                if box.closed || box.outbound.unsentCount < outboundCapacity { return true }
                 box.spaceWaiters.append(continuation)
                 return false
             }

@@ -95,19 +95,15 @@ final class BusIOThread {
     private(set) var resolvedEndpoints: [String] = []
 
     // Subscriber side.
-    private var subscriptions: [SubscriptionStorage] = []
-    private var batches: [[BusEvent]] = []
-    private var filteredCounts: [UInt64] = []
+    private var receiver: BusReceiver
     private var prefixRefCounts: [[UInt8]: Int] = [:]
     private var presenceRefCounts: [NamePattern: Int] = [:]
-    private var lastSequence: [StreamKey: UInt64] = [:]
     private var readingPaused = false
 
     // Publisher side.
     private var view: PublisherView
-    /// Frames taken from the mailbox; `pending[pendingIndex...]` are not yet accepted by ZeroMQ.
-    private var pending: [[UInt8]] = []
-    private var pendingIndex = 0
+    /// Posts taken from the mailbox; the batch's unsent ones are not yet accepted by ZeroMQ.
+    private var pending = MessageBatch(capacity: 1024)
     private var controlSequence: UInt64 = 0
 
     private var waiters: [BusWaiter] = []
@@ -116,16 +112,12 @@ final class BusIOThread {
 
     private static let batchLimit = 1024
 
-    struct StreamKey: Hashable {
-        let publisherID: UInt64
-        let name: NotificationName
-    }
-
     /// Creates the sockets and attaches them; runs on the I/O thread itself.
     init(core: BusCore, configuration: BusConfiguration) throws(BusError) {
         self.core = core
         self.configuration = configuration
         self.view = PublisherView(publisherID: configuration.publisherID)
+        self.receiver = BusReceiver(maximumPayload: configuration.maximumPayload)
         do {
             // Blocky: close() sets the publisher's linger so queued frames (and the end-of-stream
             // record) still reach subscribers; every socket starts with linger 0 so nothing else waits.
@@ -173,11 +165,8 @@ final class BusIOThread {
         while true {
             // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
             // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
-            let takeOutbound = pendingIndex == pending.count
-            if takeOutbound {
-                pending.removeAll(keepingCapacity: true)
-                pendingIndex = 0
-            }
+            let takeOutbound = pending.unsentCount == 0
+            if takeOutbound { pending.removeAll() }
             let spaceWaiters = core.mailbox.withLock { box -> [CheckedContinuation<Void, Never>] in
                 box.sleeping = false
                 swap(&box.commands, &commands)
@@ -198,7 +187,7 @@ final class BusIOThread {
             expireWaiters()
             publishStats()
             if didWork { continue }
-            if pendingIndex < pending.count {
+            if pending.unsentCount > 0 {
                 waitForRoomToSend()
                 continue
             }
@@ -220,16 +209,7 @@ final class BusIOThread {
         guard let publisher else { return }
         if subscriber == nil {
             try? publisher.set(.sendTimeout, 1)
-            do {
-                try publisher.send(pending[pendingIndex])
-                pendingIndex += 1
-                stats.sent += 1
-            } catch {
-                if error.kind != .wouldBlock {
-                    stats.unsent += 1
-                    pendingIndex += 1
-                }
-            }
+            send(pending: publisher, mode: .blocking)
             try? publisher.set(.sendTimeout, -1)
             return
         }
@@ -271,7 +251,7 @@ final class BusIOThread {
                 finishWaiter(waiter, .failure(.cancelled))
             }
         case .resumeReading:
-            readingPaused = subscriptions.contains { $0.wantsProducerPaused }
+            readingPaused = receiver.wantsProducerPaused
         case .close:
             closing = true
         }
@@ -279,9 +259,7 @@ final class BusIOThread {
 
     private func addSubscription(_ storage: SubscriptionStorage) {
         guard let subscriber, !storage.isEnded else { return }
-        subscriptions.append(storage)
-        batches.append([])
-        filteredCounts.append(0)
+        receiver.add(storage)
         let prefix = storage.pattern.subscriptionPrefix
         prefixRefCounts[prefix, default: 0] += 1
         if prefixRefCounts[prefix] == 1 { try? subscriber.subscribe(prefix) }
@@ -291,14 +269,11 @@ final class BusIOThread {
         if presenceRefCounts[storage.pattern] == 1 {
             try? subscriber.subscribe(ControlNames.presenceTopic(bus: configuration.publisherID, pattern: storage.pattern))
         }
-        stats.activeSubscriptions = subscriptions.count
+        stats.activeSubscriptions = receiver.subscriptionCount
     }
 
     private func removeSubscription(_ id: UInt64) {
-        guard let index = subscriptions.firstIndex(where: { $0.id == id }), let subscriber else { return }
-        let storage = subscriptions.remove(at: index)
-        batches.remove(at: index)
-        filteredCounts.remove(at: index)
+        guard let subscriber, let storage = receiver.remove(id: id) else { return }
         let pattern = storage.pattern
         presenceRefCounts[pattern, default: 1] -= 1
         if presenceRefCounts[pattern] == 0 {
@@ -311,11 +286,8 @@ final class BusIOThread {
             prefixRefCounts[prefix] = nil
             try? subscriber.unsubscribe(prefix)
         }
-        // Forget streams no remaining subscription matches: if one comes back later, its first
-        // message starts tracking afresh instead of reporting what passed meanwhile as lost.
-        lastSequence = lastSequence.filter { key, _ in subscriptions.contains { $0.pattern.matches(key.name) } }
-        readingPaused = subscriptions.contains { $0.wantsProducerPaused }
-        stats.activeSubscriptions = subscriptions.count
+        readingPaused = receiver.wantsProducerPaused
+        stats.activeSubscriptions = receiver.subscriptionCount
     }
 
     // MARK: Waiters
@@ -379,23 +351,31 @@ final class BusIOThread {
     /// HWM, which subscribers see as gaps); with it, a refused frame waits for the next round.
     private func sendPending() -> Bool {
         guard let publisher else {
-            stats.unsent += UInt64(pending.count - pendingIndex)
-            pendingIndex = pending.count
+            stats.unsent += UInt64(pending.removeAll())
             return false
         }
-        let start = pendingIndex
-        while pendingIndex < pending.count {
+        return send(pending: publisher, mode: .dontWait) > 0
+    }
+
+    /// Sends `pending` in order until ZeroMQ refuses one (it stays queued); returns how many went.
+    @discardableResult
+    private func send(pending publisher: Socket, mode: BlockingMode) -> Int {
+        let start = pending.sentCount
+        var skipped = 0
+        while pending.unsentCount > 0 {
             do {
-                try publisher.send(pending[pendingIndex], mode: .dontWait)
-                stats.sent += 1
+                _ = try publisher.send(&pending, mode: mode)
+                break  // everything sent, or refused (would block)
             } catch {
-                if error.kind == .wouldBlock { break }
                 // A frame ZeroMQ rejects outright cannot be retried; it is counted as unsent.
-                stats.unsent += 1
+                pending.skipNext()
+                skipped += 1
             }
-            pendingIndex += 1
         }
-        return pendingIndex > start
+        let sent = pending.sentCount - start - skipped
+        stats.sent += UInt64(sent)
+        stats.unsent += UInt64(skipped)
+        return sent + skipped
     }
 
     /// Reads subscription messages from the XPUB socket: the publisher's view of its subscribers,
@@ -431,157 +411,23 @@ final class BusIOThread {
     /// Reads up to `batchLimit` frames, then hands each subscription its batch under one lock.
     private func readNotifications() -> Bool {
         guard let subscriber else { return false }
-        var count = 0
-        var anyMatched = false
-        while count < Self.batchLimit {
-            let outcome: FrameOutcome
-            do {
-                outcome = try subscriber.receive(mode: .dontWait) { bytes, more in
-                    more ? FrameOutcome.multipart : (dispatch(bytes) ? .matched : .consumed)
-                }
-            } catch {
-                break
-            }
-            switch outcome {
-            case .matched:
-                anyMatched = true
-            case .consumed:
-                break
-            case .multipart:
-                // NBP/1 is one frame: drain the remaining parts and reject the message once.
-                while subscriber.hasMoreParts { _ = try? subscriber.receive(mode: .dontWait) }
-                stats.rejected[.wrongFrameCount, default: 0] += 1
-            }
-            stats.framesReceived += 1
-            count += 1
-        }
-        if anyMatched || filteredCounts.contains(where: { $0 > 0 }) { flushBatches() }
-        return count > 0
-    }
-
-    private enum FrameOutcome {
-        case matched, consumed, multipart
-    }
-
-    /// Routes one frame to the subscriptions it matches; returns whether any matched.
-    private func dispatch(_ frame: UnsafeRawBufferPointer) -> Bool {
-        // A frame that begins with an exact subscription's `name` + NUL has that (valid) name:
-        // skip the UTF-8 and grammar checks for it.
-        var nameLength = -1
-        for subscription in subscriptions where subscription.pattern.isExact {
-            let prefix = subscription.pattern.subscriptionPrefix
-            if frame.hasPrefix(prefix) {
-                nameLength = prefix.count - 1
-                break
-            }
-        }
-        if nameLength < 0 {
-            do {
-                nameLength = try EnvelopeCodec.nameLength(in: frame)
-            } catch {
-                stats.rejected[error, default: 0] += 1
-                return false
-            }
-        }
-        let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
-        if nameBytes.starts(with: ControlNames.reservedPrefix) {
-            if nameBytes.starts(with: ControlNames.readyPrefix) {
-                resolveReadyToken(nameBytes)
-                return false
-            }
-            if nameBytes.starts(with: ControlNames.endOfStreamPrefix) {
-                return handleEndOfStream(frame)
-            }
-        }
-        var matchedFirst = -1
-        var matchedMore = false
-        for index in subscriptions.indices {
-            let subscription = subscriptions[index]
-            guard frame.hasPrefix(subscription.pattern.subscriptionPrefix) else { continue }
-            if subscription.pattern.matches(nameBytes: nameBytes) {
-                if matchedFirst < 0 { matchedFirst = index } else { matchedMore = true }
-            } else {
-                filteredCounts[index] += 1
-            }
-        }
-        guard matchedFirst >= 0 else {
-            stats.unmatched += 1
-            return false
-        }
-        let notification: Notification
-        do {
-            notification = try EnvelopeCodec.decode(frame, maximumPayload: configuration.maximumPayload)
-        } catch {
-            stats.rejected[error, default: 0] += 1
-            return false
-        }
-        let gap = trackSequence(of: notification)
-        for index in matchedFirst..<(matchedMore ? subscriptions.count : matchedFirst + 1) {
-            let pattern = subscriptions[index].pattern
-            guard index == matchedFirst || (frame.hasPrefix(pattern.subscriptionPrefix) && pattern.matches(nameBytes: nameBytes)) else {
-                continue
-            }
-            if let gap { batches[index].append(.gap(gap)) }
-            batches[index].append(.notification(notification))
-        }
-        return true
-    }
-
-    /// NBP/1 gap detection per (publisher, name): the first message of a stream is never a loss;
-    /// a jump forward is; a repeat or step back is delivered and leaves tracking where it was.
-    private func trackSequence(of notification: Notification) -> Gap? {
-        let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
-        let sequence = notification.sequence
-        guard let index = lastSequence.index(forKey: key) else {
-            lastSequence[key] = sequence
-            return nil
-        }
-        let last = lastSequence.values[index]
-        guard sequence > last else { return nil }
-        lastSequence.values[index] = sequence
-        guard sequence > last + 1 else { return nil }
-        let missing = (last + 1)...(sequence - 1)
-        let count = sequence - last - 1
-        stats.lostUpstream += count
-        return Gap(
-            cause: .lostUpstream, count: count, name: notification.name, publisherID: notification.publisherID,
-            sequences: missing)
-    }
-
-    /// A publisher closed: every stream of it whose last sequence is beyond what arrived here
-    /// lost its tail. Reports those gaps to the matching subscriptions and forgets the streams.
-    private func handleEndOfStream(_ frame: UnsafeRawBufferPointer) -> Bool {
-        guard let notification = try? EnvelopeCodec.decode(frame, maximumPayload: Int.max) else {
-            stats.rejected[.headerMapInvalid, default: 0] += 1
-            return false
-        }
-        stats.endOfStreamRecords += 1
-        var anyGap = false
-        for (name, last) in EndOfStream.entries(in: notification.payload) {
-            let key = StreamKey(publisherID: notification.publisherID, name: name)
-            guard let tracked = lastSequence.removeValue(forKey: key) else { continue }
-            guard last > tracked else { continue }
-            let gap = Gap(
-                cause: .lostUpstream, count: last - tracked, name: name, publisherID: notification.publisherID,
-                sequences: (tracked + 1)...last)
-            stats.lostUpstream += gap.count
-            for index in subscriptions.indices where subscriptions[index].pattern.matches(name) {
-                batches[index].append(.gap(gap))
-                anyGap = true
-            }
-        }
-        if notification.headers["final"] != nil, let subscriber {
+        let count = receiver.read(from: subscriber, limit: Self.batchLimit)
+        if receiver.flush() { readingPaused = true }
+        for token in receiver.readyTokens { resolveReadyToken(token) }
+        receiver.readyTokens.removeAll()
+        for publisherID in receiver.endOfStreamAcknowledgements {
             // Acknowledge upstream: the publisher stays connected until every subscriber has
             // processed its end of stream. Subscribing and unsubscribing at once is enough for
             // the publisher's XPUB to see it.
-            let topic = ControlNames.endOfStreamAcknowledgement(publisher: notification.publisherID, subscriber: configuration.publisherID)
+            let topic = ControlNames.endOfStreamAcknowledgement(publisher: publisherID, subscriber: configuration.publisherID)
             try? subscriber.subscribe(topic)
             try? subscriber.unsubscribe(topic)
         }
-        return anyGap
+        receiver.endOfStreamAcknowledgements.removeAll()
+        return count > 0
     }
 
-    private func resolveReadyToken(_ nameBytes: UnsafeRawBufferPointer) {
+    private func resolveReadyToken(_ nameBytes: [UInt8]) {
         guard let index = waiters.firstIndex(where: { waiter in
             if case .ready(let token) = waiter.kind { return token.rawValue.utf8.elementsEqual(nameBytes) }
             return false
@@ -589,24 +435,32 @@ final class BusIOThread {
         finishWaiter(waiters.remove(at: index), .success(()))
     }
 
-    private func flushBatches() {
-        var pause = false
-        for index in subscriptions.indices where !batches[index].isEmpty || filteredCounts[index] > 0 {
-            if subscriptions[index].append(batches[index], filteredOut: filteredCounts[index]) { pause = true }
-            batches[index].removeAll(keepingCapacity: true)
-            filteredCounts[index] = 0
-        }
-        if pause { readingPaused = true }
-    }
-
     private func publishStats() {
         let posted = core.mailbox.withLock { $0.posted }
         stats.posted = posted
+        let received = receiver.counters
+        stats.framesReceived = received.framesReceived
+        stats.unmatched = received.unmatched
+        stats.lostUpstream = received.lostUpstream
+        stats.endOfStreamRecords = received.endOfStreamRecords
+        stats.rejected = received.rejected
         let snapshot = stats
         core.statsSnapshot.withLock { $0 = snapshot }
     }
 
     // MARK: Shutdown
+
+    /// Sends `pending` until it is empty or `deadline` passes, waiting in blocking sends when
+    /// ZeroMQ refuses (back-pressure) rather than polling (see `waitForRoomToSend`).
+    private func flushPending(until deadline: UInt64) {
+        guard let publisher else { return }
+        while pending.unsentCount > 0 && Timestamps.monotonicNanoseconds() < deadline {
+            if !sendPending() {
+                try? publisher.set(.sendTimeout, Int32(clamping: remainingMilliseconds(until: deadline)))
+                send(pending: publisher, mode: .blocking)
+            }
+        }
+    }
 
     /// Sends the last sequence per name, then waits, until `deadline`, for every NotificationBus
     /// subscriber to acknowledge it, re-sending every 20 ms meanwhile. Re-sending, not
@@ -653,17 +507,18 @@ final class BusIOThread {
     /// Flushes what it can within the close timeout, then ends every subscription and waiter
     /// and closes the sockets and the context.
     private func shutDown() {
+        var queued = MessageBatch(capacity: 1)
         let leftovers = core.mailbox.withLock { box in
             box.closed = true
+            swap(&box.outbound, &queued)
             defer {
-                box.outbound.removeAll()
                 box.commands.removeAll()
+                box.spaceWaiters.removeAll()
             }
-            return (box.outbound, box.commands, box.spaceWaiters)
+            return (box.commands, box.spaceWaiters)
         }
-        pending.append(contentsOf: leftovers.0)
-        for waiter in leftovers.2 { waiter.resume() }
-        for command in leftovers.1 {
+        for waiter in leftovers.1 { waiter.resume() }
+        for command in leftovers.0 {
             switch command {
             case .addWaiter(let waiter): finishWaiter(waiter, .failure(.closed))
             case .addSubscription(let storage): storage.finishFromBus()
@@ -671,24 +526,17 @@ final class BusIOThread {
             }
         }
         let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutMilliseconds) * 1_000_000
-        while pendingIndex < pending.count && Timestamps.monotonicNanoseconds() < deadline {
-            if !sendPending(), let publisher {
-                // Refused (back-pressure): wait in a blocking send rather than poll (see waitForRoomToSend).
-                try? publisher.set(.sendTimeout, Int32(clamping: remainingMilliseconds(until: deadline)))
-                if (try? publisher.send(pending[pendingIndex])) != nil {
-                    pendingIndex += 1
-                    stats.sent += 1
-                }
-            }
+        flushPending(until: deadline)
+        // Then what was still in the mailbox, in order after what the I/O thread had taken.
+        if pending.unsentCount == 0 {
+            swap(&pending, &queued)
+            flushPending(until: deadline)
         }
-        stats.unsent += UInt64(pending.count - pendingIndex)
-        pending.removeAll()
-        pendingIndex = 0
+        stats.unsent += UInt64(pending.removeAll() + queued.removeAll())
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         try? publisher?.set(.linger, configuration.closeTimeoutMilliseconds)
-        for storage in subscriptions { storage.finishFromBus() }
-        subscriptions.removeAll()
+        receiver.finishAll()
         for waiter in waiters { finishWaiter(waiter, .failure(.closed)) }
         waiters.removeAll()
         stats.activeSubscriptions = 0

@@ -117,8 +117,8 @@ public enum EnvelopeCodec {
         return headers.wire.count
     }
 
-    /// Writes an already size-checked notification; returns the bytes written.
-    private static func write(_ notification: Notification, into out: UnsafeMutableRawBufferPointer) -> Int {
+    /// Writes a notification whose size `encodedSize(of:)` checked into `out`; returns the bytes written.
+    static func write(_ notification: Notification, into out: UnsafeMutableRawBufferPointer) -> Int {
         var position = 0
         func put(_ byte: UInt8) {
             out[position] = byte
@@ -193,7 +193,15 @@ public enum EnvelopeCodec {
     public static func decode(
         _ frame: UnsafeRawBufferPointer, maximumPayload: Int = NBP1.defaultMaximumPayload
     ) throws(RejectionReason) -> Notification {
-        let nameCount = try nameLength(in: frame)
+        try decode(frame, validatedNameLength: try nameLength(in: frame), name: nil, maximumPayload: maximumPayload)
+    }
+
+    /// `decode` for a frame whose name `nameLength(in:)` (or an exact subscription prefix) has
+    /// already vouched for; `name`, when given, is that name, reused instead of a new string.
+    static func decode(
+        _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
+        maximumPayload: Int
+    ) throws(RejectionReason) -> Notification {
         let headerStart = nameCount + 1
         let afterNul = frame.count - headerStart
         guard afterNul >= 1 else { throw .truncatedHeader }
@@ -223,7 +231,7 @@ public enum EnvelopeCodec {
         let payloadCount = frame.count - mapEnd
         guard payloadCount <= maximumPayload else { throw .payloadTooLarge }
 
-        let name = NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
+        let name = knownName ?? NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
         let payload = payloadCount == 0 ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[mapEnd...]))
         return Notification(
             name: name, payload: payload, headers: headers, contentType: ContentType(rawValue: contentType),

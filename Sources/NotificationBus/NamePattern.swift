@@ -49,6 +49,7 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
         if exact { prefix.append(0) }
         self.subscriptionPrefix = prefix
         self.isExact = exact
+        self.exactName = exact ? NotificationName(validatedText: text) : nil
     }
 
     /// A pattern matching exactly `name`.
@@ -58,6 +59,7 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
         tokens = name.rawValue.utf8.split(separator: NameGrammar.dot).map { .literal(Array($0)) }
         subscriptionPrefix = Array(name.rawValue.utf8) + [0]
         isExact = true
+        exactName = name
     }
 
     /// Byte-wise, like `NotificationName`.
@@ -67,6 +69,9 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
 
     /// True when the pattern has no wildcard.
     public let isExact: Bool
+
+    /// The one name an exact pattern matches; nil for a pattern with wildcards.
+    public let exactName: NotificationName?
 
     public var description: String { rawValue }
 

@@ -52,6 +52,11 @@ public struct NotificationName: Hashable, Sendable, Comparable, CustomStringConv
         self.rawValue = text
     }
 
+    /// For text already checked by `NameGrammar` (an exact pattern's own text).
+    init(validatedText text: String) {
+        rawValue = text
+    }
+
     /// For bytes already checked by `NameGrammar` (the decoder's path).
     init(validatedBytes bytes: UnsafeRawBufferPointer) {
         rawValue = String(decoding: bytes, as: UTF8.self)

@@ -34,19 +34,32 @@ struct SubscriptionStateMachine {
         case resume(UnsafeContinuation<BusEvent?, Never>, BusEvent)
     }
 
-    /// Takes a batch from the I/O thread: events in stream order, plus counters for what it filtered.
-    mutating func append(_ events: some Sequence<BusEvent>, filteredOut: UInt64) -> AppendAction {
+    /// Takes a batch from the I/O thread (its events in stream order, with their counts), leaving
+    /// it empty. Events are moved, never copied: when nothing is buffered the two deques swap.
+    mutating func append(_ batch: inout SubscriptionBatch) -> AppendAction {
         guard phase == .active else { return .none }
-        stats.filteredOut += filteredOut
-        for event in events {
-            switch event {
-            case .notification:
-                stats.received += 1
-                enqueueNotification(event)
-            case .gap(let gap):
-                if gap.cause == .lostUpstream { stats.lostUpstream += gap.count }
-                stats.gaps += 1
-                buffer.append(event)
+        stats.filteredOut += batch.filteredOut
+        stats.received += UInt64(batch.notifications)
+        stats.lostUpstream += batch.lostUpstream
+        stats.gaps += UInt64(batch.gaps)
+        let fits: Bool
+        switch policy {
+        case .suspendProducer:
+            // The I/O thread stops reading once full; a batch may overshoot by its own size.
+            fits = true
+        case .dropNewest, .dropOldest:
+            fits = bufferedNotifications + batch.notifications <= policy.capacity
+        }
+        if fits {
+            if buffer.isEmpty {
+                swap(&buffer, &batch.events)
+            } else {
+                while let event = batch.events.popFirst() { buffer.append(event) }
+            }
+            bufferedNotifications += batch.notifications
+        } else {
+            while let event = batch.events.popFirst() {
+                if event.isNotification { enqueueNotification(event) } else { buffer.append(event) }
             }
         }
         if wantsProducerPaused { producerPaused = true }

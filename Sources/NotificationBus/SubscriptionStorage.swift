@@ -21,9 +21,9 @@ final class SubscriptionStorage: Sendable {
 
     /// Appends one batch under one lock, resuming the consumer at most once. Returns whether the
     /// I/O thread should stop reading (suspendProducer and full).
-    func append(_ events: [BusEvent], filteredOut: UInt64) -> Bool {
+    func append(_ batch: inout SubscriptionBatch) -> Bool {
         let (action, pause) = state.withLock { machine in
-            (machine.append(events, filteredOut: filteredOut), machine.wantsProducerPaused)
+            (machine.append(&batch), machine.wantsProducerPaused)
         }
         if case .resume(let continuation, let event) = action { continuation.resume(returning: event) }
         return pause

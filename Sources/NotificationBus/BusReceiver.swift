@@ -1,0 +1,255 @@
+import DequeModule
+import ZeroMQ
+
+/// What one subscription gets from one round of reading: its events in stream order, with the
+/// counts the state machine needs, so handing them over neither re-scans nor copies them.
+struct SubscriptionBatch {
+    var events = Deque<BusEvent>()
+    /// `.notification` elements in `events`.
+    var notifications = 0
+    /// `.gap` elements in `events`, and the notifications they stand for (upstream only).
+    var gaps = 0
+    var lostUpstream: UInt64 = 0
+    /// Frames whose prefix reached this subscription but whose name its pattern rejects.
+    var filteredOut: UInt64 = 0
+
+    var isEmpty: Bool { events.isEmpty && filteredOut == 0 }
+
+    mutating func append(notification: consuming Notification) {
+        events.append(.notification(notification))
+        notifications += 1
+    }
+
+    mutating func append(gap: Gap) {
+        events.append(.gap(gap))
+        gaps += 1
+        if gap.cause == .lostUpstream { lostUpstream += gap.count }
+    }
+
+    /// Empties the batch, keeping the events' storage.
+    mutating func reset() {
+        events.removeAll(keepingCapacity: true)
+        notifications = 0
+        gaps = 0
+        lostUpstream = 0
+        filteredOut = 0
+    }
+}
+
+/// The subscriber side of a bus's I/O thread: reads frames, routes each to the subscriptions it
+/// matches, tracks NBP/1 sequences per (publisher, name) and reports gaps.
+///
+/// A value the I/O thread owns and mutates in place: one whole batch of frames is handled in one
+/// access, without the per-field exclusivity checks and retains of class properties.
+struct BusReceiver {
+    /// One local subscription and what the current round has for it.
+    struct Route {
+        let storage: SubscriptionStorage
+        let pattern: NamePattern
+        /// `pattern.subscriptionPrefix`, the bytes every frame it can match begins with.
+        let prefix: [UInt8]
+        /// For an exact pattern, the name itself: frames that start with `prefix` carry it.
+        let exactName: NotificationName?
+        var batch = SubscriptionBatch()
+    }
+
+    struct StreamKey: Hashable {
+        let publisherID: UInt64
+        let name: NotificationName
+    }
+
+    private(set) var routes: [Route] = []
+    private var lastSequence: [StreamKey: UInt64] = [:]
+    /// Receive-side counters (`framesReceived`, `unmatched`, `lostUpstream`, `endOfStreamRecords`, `rejected`).
+    private(set) var counters = BusStats()
+    /// Readiness tokens echoed by publishers (name bytes), for the I/O thread to resolve.
+    var readyTokens: [[UInt8]] = []
+    /// Publishers whose final end-of-stream record arrived and must be acknowledged upstream.
+    var endOfStreamAcknowledgements: [UInt64] = []
+    let maximumPayload: Int
+
+    init(maximumPayload: Int) {
+        self.maximumPayload = maximumPayload
+    }
+
+    // MARK: Subscriptions
+
+    mutating func add(_ storage: SubscriptionStorage) {
+        let pattern = storage.pattern
+        routes.append(Route(storage: storage, pattern: pattern, prefix: pattern.subscriptionPrefix, exactName: pattern.exactName))
+    }
+
+    /// Removes a subscription; forgets the streams no remaining subscription matches, so one that
+    /// comes back starts tracking afresh instead of reporting what passed meanwhile as lost.
+    mutating func remove(id: UInt64) -> SubscriptionStorage? {
+        guard let index = routes.firstIndex(where: { $0.storage.id == id }) else { return nil }
+        let route = routes.remove(at: index)
+        lastSequence = lastSequence.filter { key, _ in routes.contains { $0.pattern.matches(key.name) } }
+        return route.storage
+    }
+
+    /// Ends every subscription (the bus closed): consumers drain what they have, then finish.
+    mutating func finishAll() {
+        for route in routes { route.storage.finishFromBus() }
+        routes.removeAll()
+    }
+
+    var subscriptionCount: Int { routes.count }
+
+    var wantsProducerPaused: Bool { routes.contains { $0.storage.wantsProducerPaused } }
+
+    // MARK: Reading
+
+    /// Reads up to `limit` frames without waiting; returns how many were read.
+    mutating func read(from socket: Socket, limit: Int) -> Int {
+        var count = 0
+        while count < limit {
+            let outcome: FrameOutcome
+            do {
+                outcome = try socket.receive(mode: .dontWait) { bytes, more in
+                    more ? FrameOutcome.multipart : (route(bytes) ? .matched : .consumed)
+                }
+            } catch {
+                break
+            }
+            if case .multipart = outcome {
+                // NBP/1 is one frame: drain the remaining parts and reject the message once.
+                while socket.hasMoreParts { _ = try? socket.receive(mode: .dontWait) }
+                counters.rejected[.wrongFrameCount, default: 0] += 1
+            }
+            counters.framesReceived += 1
+            count += 1
+        }
+        return count
+    }
+
+    private enum FrameOutcome {
+        case matched, consumed, multipart
+    }
+
+    /// Routes one frame to the subscriptions it matches; returns whether any matched.
+    private mutating func route(_ frame: UnsafeRawBufferPointer) -> Bool {
+        // A frame that begins with an exact subscription's `name` + NUL carries that (valid)
+        // name: no UTF-8 or grammar check, and the subscription's own name value is reused.
+        var nameLength = -1
+        var knownName: NotificationName?
+        for index in routes.indices {
+            guard let exactName = routes[index].exactName, frame.hasPrefix(routes[index].prefix) else { continue }
+            nameLength = routes[index].prefix.count - 1
+            knownName = exactName
+            break
+        }
+        if nameLength < 0 {
+            do {
+                nameLength = try EnvelopeCodec.nameLength(in: frame)
+            } catch {
+                counters.rejected[error, default: 0] += 1
+                return false
+            }
+        }
+        let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
+        if nameBytes.starts(with: ControlNames.reservedPrefix) {
+            if nameBytes.starts(with: ControlNames.readyPrefix) {
+                readyTokens.append(Array(nameBytes))
+                return false
+            }
+            if nameBytes.starts(with: ControlNames.endOfStreamPrefix) {
+                return handleEndOfStream(frame, nameLength: nameLength)
+            }
+        }
+        var matchedFirst = -1
+        var matchedLast = -1
+        for index in routes.indices where frame.hasPrefix(routes[index].prefix) {
+            if routes[index].exactName != nil || routes[index].pattern.matches(nameBytes: nameBytes) {
+                if matchedFirst < 0 { matchedFirst = index }
+                matchedLast = index
+            } else {
+                routes[index].batch.filteredOut += 1
+            }
+        }
+        guard matchedFirst >= 0 else {
+            counters.unmatched += 1
+            return false
+        }
+        let notification: Notification
+        do {
+            notification = try EnvelopeCodec.decode(
+                frame, validatedNameLength: nameLength, name: knownName, maximumPayload: maximumPayload)
+        } catch {
+            counters.rejected[error, default: 0] += 1
+            return false
+        }
+        let gap = trackSequence(publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence)
+        if matchedFirst < matchedLast {
+            for index in matchedFirst..<matchedLast
+            where frame.hasPrefix(routes[index].prefix)
+                && (routes[index].exactName != nil || routes[index].pattern.matches(nameBytes: nameBytes))
+            {
+                if let gap { routes[index].batch.append(gap: gap) }
+                routes[index].batch.append(notification: notification)
+            }
+        }
+        if let gap { routes[matchedLast].batch.append(gap: gap) }
+        routes[matchedLast].batch.append(notification: notification)
+        return true
+    }
+
+    /// NBP/1 gap detection per (publisher, name): the first message of a stream is never a loss;
+    /// a jump forward is; a repeat or step back is delivered and leaves tracking where it was.
+    private mutating func trackSequence(publisherID: UInt64, name: NotificationName, sequence: UInt64) -> Gap? {
+        let key = StreamKey(publisherID: publisherID, name: name)
+        guard let index = lastSequence.index(forKey: key) else {
+            lastSequence[key] = sequence
+            return nil
+        }
+        let last = lastSequence.values[index]
+        guard sequence > last else { return nil }
+        lastSequence.values[index] = sequence
+        guard sequence > last + 1 else { return nil }
+        let count = sequence - last - 1
+        counters.lostUpstream += count
+        return Gap(
+            cause: .lostUpstream, count: count, name: name, publisherID: publisherID,
+            sequences: (last + 1)...(sequence - 1))
+    }
+
+    /// A publisher closed: every stream of it whose last sequence is beyond what arrived here
+    /// lost its tail. Reports those gaps to the matching subscriptions and forgets the streams.
+    private mutating func handleEndOfStream(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> Bool {
+        guard let notification = try? EnvelopeCodec.decode(
+            frame, validatedNameLength: nameLength, name: nil, maximumPayload: Int.max)
+        else {
+            counters.rejected[.headerMapInvalid, default: 0] += 1
+            return false
+        }
+        counters.endOfStreamRecords += 1
+        var anyGap = false
+        for (name, last) in EndOfStream.entries(in: notification.payload) {
+            let key = StreamKey(publisherID: notification.publisherID, name: name)
+            guard let tracked = lastSequence.removeValue(forKey: key), last > tracked else { continue }
+            let gap = Gap(
+                cause: .lostUpstream, count: last - tracked, name: name, publisherID: notification.publisherID,
+                sequences: (tracked + 1)...last)
+            counters.lostUpstream += gap.count
+            for index in routes.indices where routes[index].pattern.matches(name) {
+                routes[index].batch.append(gap: gap)
+                anyGap = true
+            }
+        }
+        if notification.headers["final"] != nil { endOfStreamAcknowledgements.append(notification.publisherID) }
+        return anyGap
+    }
+
+    // MARK: Handing over
+
+    /// Hands every subscription its batch (one lock each); returns whether reading must pause
+    /// (a `suspendProducer` subscription is full).
+    mutating func flush() -> Bool {
+        var pause = false
+        for index in routes.indices where !routes[index].batch.isEmpty {
+            if routes[index].storage.append(&routes[index].batch) { pause = true }
+            routes[index].batch.reset()
+        }
+        return pause
+    }
+}

@@ -1,0 +1,154 @@
+import CZeroMQ
+
+/// One frame built before it reaches its socket: libzmq's own `zmq_msg_t`, filled in place.
+///
+/// Any thread may build one (a `zmq_msg_t` is plain memory until it is sent); the thread that
+/// owns the socket sends it without copying the bytes again. Non-copyable: it is sent, or
+/// closed when it goes, exactly once.
+public struct Message: ~Copyable, Sendable {
+    @usableFromInline var raw = zmq_msg_t()
+
+    /// A message of `size` bytes, uninitialised; fill it through `withUnsafeMutableBytes`.
+    /// Throws only when libzmq cannot allocate (`ENOMEM`).
+    @inlinable
+    public init(size: Int) throws(ZMQError) {
+        _ = try zmqCall("zmq_msg_init_size") { zmq_msg_init_size(&raw, size) }
+    }
+
+    /// The message's bytes, writable; valid only inside `body`.
+    @inlinable
+    public mutating func withUnsafeMutableBytes<Result>(
+        _ body: (UnsafeMutableRawBufferPointer) throws -> Result
+    ) rethrows -> Result {
+        let size = zmq_msg_size(&raw)
+        return try body(UnsafeMutableRawBufferPointer(start: zmq_msg_data(&raw), count: size))
+    }
+
+    /// The size in bytes.
+    @inlinable
+    public var count: Int {
+        mutating get { zmq_msg_size(&raw) }
+    }
+
+    /// Gives up ownership of the underlying `zmq_msg_t` without closing it (a bitwise move,
+    /// as libzmq's `zmq_msg_move` does); the caller must send or close it.
+    @usableFromInline
+    consuming func takeRaw() -> zmq_msg_t {
+        let moved = raw
+        discard self
+        return moved
+    }
+
+    deinit {
+        var closing = raw
+        zmq_msg_close(&closing)
+    }
+}
+
+/// A growable run of `Message`s queued for one socket, sent in order by `Socket.send(_:)`.
+///
+/// Non-copyable like its messages; swapping two batches (`swap(&a, &b)`) moves a whole queue
+/// between threads in O(1), which is how a bus hands posts to its I/O thread.
+///
+/// `@unchecked Sendable`: the batch is non-copyable, so exactly one owner (one thread) holds its
+/// storage at a time, and moving `zmq_msg_t`s between threads is allowed by libzmq (only a
+/// socket is tied to a thread). The compiler cannot see through the unsafe pointer.
+public struct MessageBatch: ~Copyable, @unchecked Sendable {
+    @usableFromInline var storage: UnsafeMutablePointer<zmq_msg_t>
+    @usableFromInline var capacity: Int
+    /// Messages queued (sent ones included until `removeAll`).
+    public private(set) var count = 0
+    /// Index of the first message not yet accepted by a socket.
+    public fileprivate(set) var sentCount = 0
+
+    /// An empty batch with room for `capacity` messages before it grows.
+    public init(capacity: Int = 64) {
+        self.capacity = max(1, capacity)
+        storage = .allocate(capacity: self.capacity)
+    }
+
+    /// Messages queued and not yet sent.
+    public var unsentCount: Int { count - sentCount }
+
+    /// Whether nothing is queued.
+    public var isEmpty: Bool { count == 0 }
+
+    /// Queues `message` at the end (moving it: no copy of its bytes).
+    public mutating func append(_ message: consuming Message) {
+        if count == capacity { grow() }
+        (storage + count).initialize(to: message.takeRaw())
+        count += 1
+    }
+
+    /// Writes into the last queued message's bytes (e.g. to stamp a sequence number).
+    public mutating func withLastMessageBytes<Result>(_ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result? {
+        guard count > sentCount else { return nil }
+        let message = storage + (count - 1)
+        return body(UnsafeMutableRawBufferPointer(start: zmq_msg_data(message), count: zmq_msg_size(message)))
+    }
+
+    /// Closes what was never sent and empties the batch; returns how many were never sent.
+    @discardableResult
+    public mutating func removeAll() -> Int {
+        let unsent = count - sentCount
+        for index in 0..<count { zmq_msg_close(storage + index) }
+        count = 0
+        sentCount = 0
+        return unsent
+    }
+
+    /// Marks the next unsent message as given up (counted by the caller) without sending it.
+    public mutating func skipNext() {
+        guard sentCount < count else { return }
+        zmq_msg_close(storage + sentCount)
+        zmq_msg_init(storage + sentCount)
+        sentCount += 1
+    }
+
+    private mutating func grow() {
+        let newCapacity = capacity * 2
+        let newStorage = UnsafeMutablePointer<zmq_msg_t>.allocate(capacity: newCapacity)
+        newStorage.moveInitialize(from: storage, count: count)
+        storage.deallocate()
+        storage = newStorage
+        capacity = newCapacity
+    }
+
+    deinit {
+        for index in 0..<count { zmq_msg_close(storage + index) }
+        storage.deallocate()
+    }
+}
+
+extension Socket {
+    /// Sends the batch's unsent messages in order until one is refused: returns how many went.
+    ///
+    /// A refusal (`wouldBlock` in `.dontWait` mode or after `.sendTimeout`) leaves that message
+    /// queued for the next call; any other error is thrown with the message still queued, so the
+    /// caller decides (`skipNext()` to give it up).
+    public func send(_ batch: inout MessageBatch, mode: BlockingMode = .dontWait) throws(ZMQError) -> Int {
+        let flags: Int32 = mode == .dontWait ? ZMQ_DONTWAIT : 0
+        let start = batch.sentCount
+        while batch.sentCount < batch.count {
+            let message = batch.storage + batch.sentCount
+            let result = zmq_msg_send(message, handle, flags)
+            if result == -1 {
+                let code = zmq_errno()
+                if code == czmq_eintr() { continue }
+                let error = ZMQError(code: code, operation: "zmq_msg_send")
+                if error.kind == .wouldBlock { break }
+                throw error
+            }
+            batch.sentCount += 1
+        }
+        return batch.sentCount - start
+    }
+
+    /// Sends one message without copying its bytes; on failure the message is closed.
+    public func send(_ message: consuming Message, mode: BlockingMode = .blocking) throws(ZMQError) {
+        let flags: Int32 = mode == .dontWait ? ZMQ_DONTWAIT : 0
+        var raw = message.takeRaw()
+        defer { zmq_msg_close(&raw) }  // empty after a successful send: closing it is a no-op
+        _ = try zmqCall("zmq_msg_send") { zmq_msg_send(&raw, handle, flags) }
+    }
+}
