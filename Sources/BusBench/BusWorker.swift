@@ -35,6 +35,8 @@ public struct BusWorkerOptions: Sendable {
     public var idleTimeoutSeconds: Int = 15
     /// Exit as soon as stdin reaches end of file: the parent benchmark holds the pipe's write end.
     public var exitOnStandardInputEOF = false
+    /// `BusConfiguration.idleSpinMicroseconds` for the worker's bus (0: sleep when idle).
+    public var idleSpinMicroseconds = 0
 
     /// Options with the required values; the rest keep their defaults.
     public init(role: Role, endpoint: String, count: Int) {
@@ -91,6 +93,7 @@ public enum BusWorker {
         configuration.sendHighWaterMark = options.highWaterMark
         configuration.receiveHighWaterMark = options.highWaterMark
         configuration.closeTimeoutMilliseconds = Int32(clamping: options.timeoutSeconds * 1_000)
+        configuration.idleSpinMicroseconds = options.idleSpinMicroseconds
         let bus = try Bus(configuration)
         emitJSON(BoundEvent(endpoint: bus.endpoints.first ?? options.endpoint))
 
@@ -134,6 +137,7 @@ public enum BusWorker {
         var configuration = BusConfiguration.directSubscriber(connect: [options.endpoint])
         configuration.receiveHighWaterMark = options.highWaterMark
         configuration.sendHighWaterMark = options.highWaterMark
+        configuration.idleSpinMicroseconds = options.idleSpinMicroseconds
         let bus = try Bus(configuration)
         let pattern = NamePattern(exactly: name)
         let sequence = try bus.notifications(named: pattern, buffering: .suspendProducer(capacity: 8192))

@@ -162,6 +162,8 @@ final class BusIOThread {
 
     func run() {
         var commands: [BusCommand] = []
+        let spinNanoseconds = UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000
+        var lastWork = Timestamps.monotonicNanoseconds()
         while true {
             // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
             // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
@@ -185,12 +187,22 @@ final class BusIOThread {
             didWork = readSubscriptions() || didWork
             if !readingPaused { didWork = readNotifications() || didWork }
             expireWaiters()
-            publishStats()
-            if didWork { continue }
+            if didWork {
+                publishStats()
+                if spinNanoseconds > 0 { lastWork = Timestamps.monotonicNanoseconds() }
+                continue
+            }
             if pending.unsentCount > 0 {
                 waitForRoomToSend()
                 continue
             }
+            // Idle strategy: within `idleSpinMicroseconds` of the last work, yield the core and
+            // look again instead of sleeping, so the next message needs no wake-up (latency).
+            if spinNanoseconds > 0, Timestamps.monotonicNanoseconds() - lastWork < spinNanoseconds {
+                sched_yield()
+                continue
+            }
+            publishStats()
             let parked = core.mailbox.withLock { box -> Bool in
                 if !box.commands.isEmpty || !box.outbound.isEmpty { return false }
                 box.sleeping = true

@@ -59,7 +59,12 @@ struct BusReceiver {
     }
 
     private(set) var routes: [Route] = []
+    /// Last sequence seen per stream, except the cached stream's (see `cachedStream`).
     private var lastSequence: [StreamKey: UInt64] = [:]
+    /// The stream of the previous notification and its last sequence, kept out of `lastSequence`
+    /// so a run from one stream (the common case) costs no hashing. `spillCachedStream()` puts
+    /// it back before anything reads the table.
+    private var cachedStream: (key: StreamKey, last: UInt64)?
     /// Receive-side counters (`framesReceived`, `unmatched`, `lostUpstream`, `endOfStreamRecords`, `rejected`).
     private(set) var counters = BusStats()
     /// Readiness tokens echoed by publishers (name bytes), for the I/O thread to resolve.
@@ -84,6 +89,7 @@ struct BusReceiver {
     mutating func remove(id: UInt64) -> SubscriptionStorage? {
         guard let index = routes.firstIndex(where: { $0.storage.id == id }) else { return nil }
         let route = routes.remove(at: index)
+        spillCachedStream()
         lastSequence = lastSequence.filter { key, _ in routes.contains { $0.pattern.matches(key.name) } }
         return route.storage
     }
@@ -197,14 +203,21 @@ struct BusReceiver {
     /// NBP/1 gap detection per (publisher, name): the first message of a stream is never a loss;
     /// a jump forward is; a repeat or step back is delivered and leaves tracking where it was.
     private mutating func trackSequence(publisherID: UInt64, name: NotificationName, sequence: UInt64) -> Gap? {
-        let key = StreamKey(publisherID: publisherID, name: name)
-        guard let index = lastSequence.index(forKey: key) else {
-            lastSequence[key] = sequence
-            return nil
+        let last: UInt64
+        if let cached = cachedStream, cached.key.publisherID == publisherID, cached.key.name == name {
+            last = cached.last
+        } else {
+            spillCachedStream()
+            let key = StreamKey(publisherID: publisherID, name: name)
+            guard let tracked = lastSequence.removeValue(forKey: key) else {
+                cachedStream = (key, sequence)
+                return nil
+            }
+            cachedStream = (key, tracked)
+            last = tracked
         }
-        let last = lastSequence.values[index]
         guard sequence > last else { return nil }
-        lastSequence.values[index] = sequence
+        cachedStream?.last = sequence
         guard sequence > last + 1 else { return nil }
         let count = sequence - last - 1
         counters.lostUpstream += count
@@ -223,6 +236,7 @@ struct BusReceiver {
             return false
         }
         counters.endOfStreamRecords += 1
+        spillCachedStream()
         var anyGap = false
         for (name, last) in EndOfStream.entries(in: notification.payload) {
             let key = StreamKey(publisherID: notification.publisherID, name: name)
@@ -238,6 +252,13 @@ struct BusReceiver {
         }
         if notification.headers["final"] != nil { endOfStreamAcknowledgements.append(notification.publisherID) }
         return anyGap
+    }
+
+    /// Moves the cached stream back into `lastSequence`.
+    private mutating func spillCachedStream() {
+        guard let cached = cachedStream else { return }
+        lastSequence[cached.key] = cached.last
+        cachedStream = nil
     }
 
     // MARK: Handing over

@@ -129,8 +129,12 @@ struct BenchWorker: AsyncParsableCommand {
     @Flag(name: .customLong("exit-on-stdin-eof"), help: "Exit when stdin reaches end of file (the parent is gone).")
     var exitOnStdinEOF = false
 
+    @Option(name: .customLong("spin-us"), help: "The bus's idle spin, microseconds (BusConfiguration.idleSpinMicroseconds).")
+    var spinMicroseconds = 0
+
     func run() async throws {
         var options = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
+        options.idleSpinMicroseconds = spinMicroseconds
         options.size = size
         options.highWaterMark = hwm
         options.rate = rate
