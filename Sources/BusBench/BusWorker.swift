@@ -54,6 +54,7 @@ public struct BusWorkerOptions: Sendable {
         ]
         if let rate { arguments += ["--rate", "\(rate)"] }
         if exitOnStandardInputEOF { arguments.append("--exit-on-stdin-eof") }
+        if idleSpinMicroseconds > 0 { arguments += ["--spin-us", "\(idleSpinMicroseconds)"] }
         return arguments
     }
 }

@@ -30,6 +30,9 @@ public struct ThroughputOptions: Sendable {
     public var latencyRate = 10_000
     /// ... for this many seconds.
     public var latencySeconds = 2.0
+    /// A second paced run with `BusConfiguration.idleSpinMicroseconds` set to this on both buses
+    /// (the low-latency setting); 0 skips it.
+    public var latencySpinMicroseconds = 500
     /// Measured REQ/REP round trips of the raw baseline.
     public var roundTrips = 20_000
     /// Skip the in-process rows (Foundation vs embedded bus).
@@ -131,6 +134,11 @@ public enum ThroughputBenchmark {
         report.rawPacedLatency = try await runner.rawPacedLatency(count: pacedCount, rate: options.latencyRate)
         progress("bus latency run: \(options.latencyRate) notifications/s for \(options.latencySeconds) s")
         report.pacedLatency = try await runner.busThroughput(tag: "latency", count: pacedCount, rate: options.latencyRate)
+        if options.latencySpinMicroseconds > 0 {
+            progress("bus latency run with idle spin \(options.latencySpinMicroseconds) us: \(options.latencyRate) notifications/s")
+            report.pacedLatencyIdleSpin = try await runner.busThroughput(
+                tag: "latency-spin", count: pacedCount, rate: options.latencyRate, spin: options.latencySpinMicroseconds)
+        }
 
         if !options.skipInProcess {
             for run in 1...options.runs {
@@ -198,8 +206,11 @@ private struct Runner: Sendable {
         ]
     }
 
-    private func workerArguments(_ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?) -> [String] {
+    private func workerArguments(
+        _ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?, spin: Int = 0
+    ) -> [String] {
         var worker = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
+        worker.idleSpinMicroseconds = spin
         worker.size = options.size
         worker.highWaterMark = options.highWaterMark
         worker.rate = rate
@@ -289,13 +300,13 @@ private struct Runner: Sendable {
             frameBytes: result.frameBytes)
     }
 
-    func busThroughput(tag: String, count: Int, rate: Int?) async throws -> BusThroughputRun {
+    func busThroughput(tag: String, count: Int, rate: Int?, spin: Int = 0) async throws -> BusThroughputRun {
         let executable = options.nbusExecutable
         let (publisher, subscriber, _) = try await pair(
             binder: ("bus publisher (nbus bench worker publisher)", executable,
-                     workerArguments(.publisher, endpoint: endpoint(tag), count: count, rate: rate)),
+                     workerArguments(.publisher, endpoint: endpoint(tag), count: count, rate: rate, spin: spin)),
             connector: ("bus subscriber (nbus bench worker subscriber)", executable,
-                        { workerArguments(.subscriber, endpoint: $0, count: count, rate: nil) }),
+                        { workerArguments(.subscriber, endpoint: $0, count: count, rate: nil, spin: spin) }),
             acceptFailedConnector: true)
         guard let result = lastResult(BusSubscriberResult.self, in: subscriber, event: "result") else {
             throw BenchError.badOutput(

@@ -76,6 +76,10 @@ public struct ThroughputReport: Codable, Sendable {
     public var rawRoundTrip: RawRoundTrip?
     /// The bus at a moderate fixed rate: the headline latency.
     public var pacedLatency: BusThroughputRun?
+    /// The same paced run with the I/O threads' idle spin on (`latencySpinMicroseconds`).
+    public var pacedLatencyIdleSpin: BusThroughputRun?
+    /// The idle spin of that run, microseconds.
+    public var latencySpinMicroseconds: Int
     /// Raw libzmq PUB/SUB at the same rate, one way (for information: the target uses half the RTT).
     public var rawPacedLatency: RawPacedLatency?
     /// Foundation `NotificationCenter`, block observer, in this process.
@@ -96,6 +100,7 @@ public struct ThroughputReport: Codable, Sendable {
         transport = options.transport
         runs = options.runs
         latencyRate = options.latencyRate
+        latencySpinMicroseconds = options.latencySpinMicroseconds
         date = ISO8601DateFormatter().string(from: Date())
         host = ProcessInfo.processInfo.hostName
         processors = ProcessInfo.processInfo.activeProcessorCount
@@ -114,6 +119,11 @@ public struct ThroughputReport: Codable, Sendable {
         guard let paced = pacedLatency, let rtt = rawRoundTrip, rtt.halfP50 > 0 else { return nil }
         return Double(paced.subscriber.latency.p50) / rtt.halfP50
     }
+    /// The idle-spin paced run's p50 over half the raw round trip's p50.
+    public var latencyRatioIdleSpin: Double? {
+        guard let paced = pacedLatencyIdleSpin, let rtt = rawRoundTrip, rtt.halfP50 > 0 else { return nil }
+        return Double(paced.subscriber.latency.p50) / rtt.halfP50
+    }
     /// Median Foundation rate.
     public var foundationRate: Double { median(foundation.map(\.rate)) }
     /// Median embedded-bus rate.
@@ -125,6 +135,7 @@ public struct ThroughputReport: Codable, Sendable {
     public var targets: [String: Bool] {
         var targets = ["throughputRatio": throughputRatio >= Self.throughputRatioTarget]
         if let latencyRatio { targets["latencyRatio"] = latencyRatio <= Self.latencyRatioTarget }
+        if let latencyRatioIdleSpin { targets["latencyRatioIdleSpin"] = latencyRatioIdleSpin <= Self.latencyRatioTarget }
         if let inProcessRatio { targets["inProcessRatio"] = inProcessRatio >= Self.inProcessRatioTarget }
         return targets
     }
@@ -144,6 +155,7 @@ public struct ThroughputReport: Codable, Sendable {
         }
         var busRuns = bus.enumerated().map { ("bus run \($0.offset + 1)", $0.element) }
         if let pacedLatency { busRuns.append(("bus latency run", pacedLatency)) }
+        if let pacedLatencyIdleSpin { busRuns.append(("bus latency run, idle spin", pacedLatencyIdleSpin)) }
         for (label, run) in busRuns {
             let s = run.subscriber
             if !s.complete || s.subscription.received != UInt64(s.expected) {
@@ -189,6 +201,8 @@ public struct ThroughputReport: Codable, Sendable {
             let rawPacedOneWayP50: UInt64?
             let rawPacedOneWayP99: UInt64?
             let latencyRatio: Double?
+            let busLatencyIdleSpinP50: UInt64?
+            let latencyRatioIdleSpin: Double?
             let foundationRate: Double
             let embeddedRate: Double
             let inProcessRatio: Double?
@@ -200,7 +214,8 @@ public struct ThroughputReport: Codable, Sendable {
             busLatencyP50: pacedLatency?.subscriber.latency.p50, busLatencyP99: pacedLatency?.subscriber.latency.p99,
             rawHalfRoundTripP50: rawRoundTrip?.halfP50, rawHalfRoundTripP99: rawRoundTrip?.halfP99,
             rawPacedOneWayP50: rawPacedLatency?.latency.p50, rawPacedOneWayP99: rawPacedLatency?.latency.p99,
-            latencyRatio: latencyRatio, foundationRate: foundationRate, embeddedRate: embeddedRate,
+            latencyRatio: latencyRatio, busLatencyIdleSpinP50: pacedLatencyIdleSpin?.subscriber.latency.p50,
+            latencyRatioIdleSpin: latencyRatioIdleSpin, foundationRate: foundationRate, embeddedRate: embeddedRate,
             inProcessRatio: inProcessRatio, targets: targets, accountingOK: accountingErrors.isEmpty)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -243,6 +258,13 @@ public struct ThroughputReport: Codable, Sendable {
             if let latencyRatio {
                 row("  ratio bus p50 / raw half-RTT p50", String(format: "%.2fx", latencyRatio),
                     "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatio"]))")
+            }
+            if let spin = pacedLatencyIdleSpin, let ratio = latencyRatioIdleSpin {
+                let l = spin.subscriber.latency
+                row("  bus paced, idle spin \(latencySpinMicroseconds) us (low-latency setting)",
+                    Format.nanoseconds(Double(l.p50)), Format.nanoseconds(Double(l.p99)))
+                row("  ratio bus (idle spin) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
+                    "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatioIdleSpin"]))")
             }
             if let loaded = bus.sorted(by: { $0.subscriber.rate < $1.subscriber.rate }).dropFirst(bus.count / 2).first {
                 row("  bus under full load (median run; queueing)",

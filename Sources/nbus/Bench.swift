@@ -56,6 +56,10 @@ struct BenchThroughput: AsyncParsableCommand {
     @Option(name: .customLong("latency-seconds"), help: "Duration of the paced latency run, seconds.")
     var latencySeconds: Double = 2
 
+    @Option(name: .customLong("latency-spin-us"),
+            help: "Idle spin (BusConfiguration.idleSpinMicroseconds) of a second paced latency run; 0 skips it.")
+    var latencySpinMicroseconds = ThroughputOptions(workerCommand: []).latencySpinMicroseconds
+
     @Option(name: .customLong("round-trips"), help: "Measured raw REQ/REP round trips.")
     var roundTrips: Int = 20_000
 
@@ -75,6 +79,7 @@ struct BenchThroughput: AsyncParsableCommand {
         options.timeoutSeconds = timeout
         options.latencyRate = latencyRate
         options.latencySeconds = latencySeconds
+        options.latencySpinMicroseconds = latencySpinMicroseconds
         options.roundTrips = roundTrips
         options.skipInProcess = noInProcess
         // Children exit by themselves when this process goes (their stdin pipe closes), so
