@@ -38,7 +38,7 @@ struct Mailbox: ~Copyable {
     var sleeping = false
     var closed = false
     /// Next sequence number per name for this publisher (NBP/1: per (publisher, name), from 1).
-    var sequences: [NotificationName: UInt64] = [:]
+    var sequences = PostSequences()
     var posted: UInt64 = 0
     /// Posters waiting for room in `outbound`.
     var spaceWaiters: [CheckedContinuation<Void, Never>] = []
@@ -96,7 +96,7 @@ final class BusCore: Sendable {
             if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
             guard let taken = message.take() else { return (.queued, false) }
             box.outbound.append(taken)
-            let sequence = increment(&box.sequences[name, default: 0])
+            let sequence = box.sequences.next(for: name)
             box.outbound.withLastMessageBytes { raw in
                 raw.storeBytes(of: sequence.bigEndian, toByteOffset: sequenceOffset, as: UInt64.self)
             }
@@ -122,9 +122,29 @@ final class BusCore: Sendable {
     }
 }
 
-/// Adds one in place and returns the new value: one dictionary access instead of a read and a write.
-@inline(__always)
-func increment(_ value: inout UInt64) -> UInt64 {
-    value += 1
-    return value
+/// A publisher's last sequence number per name. The name posted last is kept aside, so a run of
+/// posts to one name (the common case) costs a byte comparison instead of a hash lookup.
+struct PostSequences {
+    private var table: [NotificationName: UInt64] = [:]
+    private var current: (name: NotificationName, last: UInt64)?
+
+    /// The next sequence number for `name` (1 for its first post), recorded as its last.
+    mutating func next(for name: NotificationName) -> UInt64 {
+        if var entry = current, entry.name == name {
+            entry.last += 1
+            current = entry
+            return entry.last
+        }
+        if let entry = current { table[entry.name] = entry.last }
+        let last = (table.removeValue(forKey: name) ?? 0) + 1
+        current = (name, last)
+        return last
+    }
+
+    /// Every name's last sequence number.
+    var all: [NotificationName: UInt64] {
+        var all = table
+        if let entry = current { all[entry.name] = entry.last }
+        return all
+    }
 }

@@ -545,7 +545,7 @@ final class BusIOThread {
             flushPending(until: deadline)
         }
         stats.unsent += UInt64(pending.removeAll() + queued.removeAll())
-        sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences }, deadline: deadline)
+        sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         try? publisher?.set(.linger, configuration.closeTimeoutMilliseconds)
         receiver.finishAll()

@@ -24,7 +24,13 @@ public struct NotificationSequence: AsyncSequence, Sendable {
         var events: BusEventSequence.AsyncIterator
 
         public mutating func next() async -> Notification? {
-            while let event = await events.next() {
+            await next(isolation: nil)
+        }
+
+        /// Runs on the caller's actor (`for await` passes it): a main-actor loop takes each
+        /// notification without hopping off the main actor and back.
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> Notification? {
+            while let event = await events.next(isolation: actor) {
                 if case .notification(let notification) = event { return notification }
             }
             return nil
@@ -54,7 +60,12 @@ public struct BusEventSequence: AsyncSequence, Sendable {
         let buffer: IteratorBuffer
 
         public mutating func next() async -> BusEvent? {
-            await buffer.next()
+            await buffer.next(isolation: nil)
+        }
+
+        /// Runs on the caller's actor (`for await` passes it), without a hop per element.
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> BusEvent? {
+            await buffer.next(isolation: actor)
         }
     }
 }

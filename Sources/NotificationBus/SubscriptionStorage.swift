@@ -42,7 +42,7 @@ final class SubscriptionStorage: Sendable {
 
     /// Fills `local` (empty on entry) with the next events: everything buffered, under one lock,
     /// or, when nothing is buffered, the first event to arrive. Returns false at the end.
-    func refill(_ local: inout Deque<BusEvent>) async -> Bool {
+    func refill(_ local: inout Deque<BusEvent>, isolation actor: isolated (any Actor)?) async -> Bool {
         let (moved, resume) = state.withLock { $0.takeAll(into: &local) }
         if moved {
             if resume { core.wakeToResumeReading() }
@@ -113,9 +113,9 @@ final class IteratorBuffer {
         self.handle = handle
     }
 
-    func next() async -> BusEvent? {
+    func next(isolation actor: isolated (any Actor)?) async -> BusEvent? {
         if let event = events.popFirst() { return event }
-        guard await handle.storage.refill(&events) else { return nil }
+        guard await handle.storage.refill(&events, isolation: actor) else { return nil }
         return events.popFirst()
     }
 

@@ -131,6 +131,47 @@ struct BusAccountingTests {
         await subscriber.close()
     }
 
+    @Test("Interleaved streams from two publishers and two names: each stream's gaps are found exactly, none invented")
+    func interleavedStreamsKeepTheirOwnSequences() async throws {
+        let context = try Context()
+        let raw = try context.socket(.xpub)
+        try raw.set(.receiveTimeout, 10_000)
+        let endpoint = try temporaryIPCEndpoint()
+        try raw.bind(endpoint)
+        let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
+        let events = try subscriber.events(named: try NamePattern("s.>"))
+        // The pattern's ZeroMQ prefix is "s.": wait until that subscription reached the raw socket.
+        while try raw.receive() != [1] + Array("s.".utf8) {}
+
+        let one = try NotificationName("s.one")
+        let two = try NotificationName("s.a.name.longer.than.fifteen.bytes")
+        // Publisher 7 skips sequence 4 of s.one; publisher 9 skips 2 and 3 of the long name.
+        let plan: [(UInt64, NotificationName, [UInt64])] = [
+            (7, one, [1, 2, 3, 5, 6]), (7, two, [1, 2, 3, 4, 5]), (9, one, [1, 2, 3, 4, 5]), (9, two, [1, 4, 5, 6, 7]),
+        ]
+        var sent = 0
+        for step in 0..<5 {
+            for (publisherID, name, sequences) in plan {
+                try raw.send(try EnvelopeCodec.encode(Notification(
+                    name: name, sequence: sequences[step], publisherID: publisherID, timestamp: 1)))
+                sent += 1
+            }
+        }
+        var gaps: [String] = []
+        var delivered = 0
+        for await event in events {
+            switch event {
+            case .notification: delivered += 1
+            case .gap(let gap):
+                gaps.append("\(gap.publisherID ?? 0) \(gap.name?.rawValue ?? "") \(gap.sequences.map { "\($0)" } ?? "")")
+            }
+            if delivered == sent { break }
+        }
+        #expect(gaps.sorted() == ["7 s.one 4...4", "9 s.a.name.longer.than.fifteen.bytes 2...3"])
+        #expect(events.stats.lostUpstream == 3)
+        await subscriber.close()
+    }
+
     @Test("Malformed frames from a raw ZeroMQ publisher are rejected by reason; the good ones around them all arrive")
     func malformedInputIsCountedNotFatal() async throws {
         let context = try Context()
