@@ -99,6 +99,12 @@ final class BusIOThread {
     private var prefixRefCounts: [[UInt8]: Int] = [:]
     private var presenceRefCounts: [NamePattern: Int] = [:]
     private var readingPaused = false
+    /// The subscriber is connected to this bus's own inproc publisher endpoint: posts are routed
+    /// to local subscriptions directly (no encode-send-receive round through libzmq), and the
+    /// SUB socket is not connected there, so nothing arrives twice.
+    private var loopback = false
+    /// With `loopback`: messages of `pending` already routed locally (sent ones are a prefix).
+    private var loopbackRouted = 0
 
     // Publisher side.
     private var view: PublisherView
@@ -136,7 +142,18 @@ final class BusIOThread {
                 try socket.set(.linger, 0)
                 subscriber = socket
                 try socket.subscribe(ControlNames.endOfStreamPrefix)
-                for attachment in configuration.subscribe { try attach(socket, attachment) }
+                let ownEndpoints = Set(configuration.publish.compactMap { attachment -> String? in
+                    guard case .bind(let endpoint) = attachment, endpoint.hasPrefix("inproc://") else { return nil }
+                    return endpoint
+                })
+                for attachment in configuration.subscribe {
+                    if case .connect(let endpoint) = attachment, ownEndpoints.contains(endpoint) {
+                        loopback = true
+                        resolvedEndpoints.append(endpoint)
+                        continue
+                    }
+                    try attach(socket, attachment)
+                }
             }
         } catch {
             publisher?.close()
@@ -168,7 +185,10 @@ final class BusIOThread {
             // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
             // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
             let takeOutbound = pending.unsentCount == 0
-            if takeOutbound { pending.removeAll() }
+            if takeOutbound {
+                pending.removeAll()
+                loopbackRouted = 0
+            }
             let spaceWaiters = core.mailbox.withLock { box -> [CheckedContinuation<Void, Never>] in
                 box.sleeping = false
                 swap(&box.commands, &commands)
@@ -279,7 +299,13 @@ final class BusIOThread {
         // already has the data subscription.
         presenceRefCounts[storage.pattern, default: 0] += 1
         if presenceRefCounts[storage.pattern] == 1 {
-            try? subscriber.subscribe(ControlNames.presenceTopic(bus: configuration.publisherID, pattern: storage.pattern))
+            let topic = ControlNames.presenceTopic(bus: configuration.publisherID, pattern: storage.pattern)
+            try? subscriber.subscribe(topic)
+            if loopback {
+                // The own publisher sees a local subscription at once, as its XPUB would.
+                view.apply(subscribe: true, topic: topic[...])
+                checkSubscriberWaiters()
+            }
         }
         stats.activeSubscriptions = receiver.subscriptionCount
     }
@@ -290,7 +316,12 @@ final class BusIOThread {
         presenceRefCounts[pattern, default: 1] -= 1
         if presenceRefCounts[pattern] == 0 {
             presenceRefCounts[pattern] = nil
-            try? subscriber.unsubscribe(ControlNames.presenceTopic(bus: configuration.publisherID, pattern: pattern))
+            let topic = ControlNames.presenceTopic(bus: configuration.publisherID, pattern: pattern)
+            try? subscriber.unsubscribe(topic)
+            if loopback {
+                view.apply(subscribe: false, topic: topic[...])
+                checkSubscriberWaiters()
+            }
         }
         let prefix = pattern.subscriptionPrefix
         prefixRefCounts[prefix, default: 1] -= 1
@@ -308,6 +339,8 @@ final class BusIOThread {
         switch waiter.kind {
         case .ready(let token):
             guard let subscriber else { return finishWaiter(waiter, .failure(.notASubscriber)) }
+            // Looped back, every local subscription is live at this bus's own publisher already.
+            if loopback { return finishWaiter(waiter, .success(())) }
             waiters.append(waiter)
             // Ordered after every subscription already sent on this socket: when a publisher
             // echoes the token, it has all of them.
@@ -366,17 +399,36 @@ final class BusIOThread {
             stats.unsent += UInt64(pending.removeAll())
             return false
         }
-        return send(pending: publisher, mode: .dontWait) > 0
+        guard loopback else { return send(pending: publisher, mode: .dontWait) > 0 }
+        var progressed = false
+        while true {
+            // Route the next run of posts to local subscriptions, unless a full one holds them back.
+            if !readingPaused && loopbackRouted < pending.count {
+                let end = min(pending.count, loopbackRouted + Self.batchLimit)
+                for index in loopbackRouted..<end {
+                    pending.withMessageBytes(at: index) { receiver.deliverLocally($0) }
+                }
+                loopbackRouted = end
+                if receiver.flush() { readingPaused = true }
+                progressed = true
+            }
+            // Then hand the routed ones to ZeroMQ, for subscribers elsewhere.
+            if send(pending: publisher, mode: .dontWait) > 0 { progressed = true }
+            if pending.sentCount < loopbackRouted || readingPaused || loopbackRouted == pending.count { break }
+        }
+        return progressed
     }
 
     /// Sends `pending` in order until ZeroMQ refuses one (it stays queued); returns how many went.
     @discardableResult
     private func send(pending publisher: Socket, mode: BlockingMode) -> Int {
         let start = pending.sentCount
+        // Looped back, only what local subscriptions have had may go out.
+        let limit = loopback ? loopbackRouted : pending.count
         var skipped = 0
-        while pending.unsentCount > 0 {
+        while pending.sentCount < limit {
             do {
-                _ = try publisher.send(&pending, mode: mode)
+                _ = try publisher.send(&pending, mode: mode, limit: limit)
                 break  // everything sent, or refused (would block)
             } catch {
                 // A frame ZeroMQ rejects outright cannot be retried; it is counted as unsent.
@@ -467,6 +519,15 @@ final class BusIOThread {
     private func flushPending(until deadline: UInt64) {
         guard let publisher else { return }
         while pending.unsentCount > 0 && Timestamps.monotonicNanoseconds() < deadline {
+            if loopback && readingPaused {
+                // A full local subscription: wait (briefly) for its consumer, then look again.
+                var poller = Poller()
+                poller.register(fileDescriptor: core.wake.fileDescriptor)
+                _ = try? poller.poll(timeoutMilliseconds: 1)
+                core.wake.drain()
+                readingPaused = receiver.wantsProducerPaused
+                continue
+            }
             if !sendPending() {
                 try? publisher.set(.sendTimeout, Int32(clamping: remainingMilliseconds(until: deadline)))
                 send(pending: publisher, mode: .blocking)

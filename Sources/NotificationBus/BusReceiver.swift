@@ -129,6 +129,13 @@ struct BusReceiver {
         return count
     }
 
+    /// Routes one of this bus's own posts, handed over directly instead of through a socket
+    /// (an embedded bus's loopback); counted as received like any frame.
+    mutating func deliverLocally(_ frame: UnsafeRawBufferPointer) {
+        _ = route(frame)
+        counters.framesReceived += 1
+    }
+
     private enum FrameOutcome {
         case matched, consumed, multipart
     }

@@ -87,6 +87,13 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
         return body(UnsafeMutableRawBufferPointer(start: zmq_msg_data(message), count: zmq_msg_size(message)))
     }
 
+    /// Lends the bytes of the message at `index` (sent or not) to `body`.
+    public func withMessageBytes<Result>(at index: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        precondition(index >= 0 && index < count, "message index out of range")
+        let message = storage + index
+        return try body(UnsafeRawBufferPointer(start: zmq_msg_data(message), count: zmq_msg_size(message)))
+    }
+
     /// Closes what was never sent and empties the batch; returns how many were never sent.
     @discardableResult
     public mutating func removeAll() -> Int {
@@ -126,10 +133,12 @@ extension Socket {
     /// A refusal (`wouldBlock` in `.dontWait` mode or after `.sendTimeout`) leaves that message
     /// queued for the next call; any other error is thrown with the message still queued, so the
     /// caller decides (`skipNext()` to give it up).
-    public func send(_ batch: inout MessageBatch, mode: BlockingMode = .dontWait) throws(ZMQError) -> Int {
+    /// `limit` stops before the message at that index.
+    public func send(_ batch: inout MessageBatch, mode: BlockingMode = .dontWait, limit: Int = .max) throws(ZMQError) -> Int {
         let flags: Int32 = mode == .dontWait ? ZMQ_DONTWAIT : 0
         let start = batch.sentCount
-        while batch.sentCount < batch.count {
+        let end = min(batch.count, limit)
+        while batch.sentCount < end {
             let message = batch.storage + batch.sentCount
             let result = zmq_msg_send(message, handle, flags)
             if result == -1 {

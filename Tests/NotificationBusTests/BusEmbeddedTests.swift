@@ -70,4 +70,91 @@ struct BusEmbeddedTests {
         #expect(stats.posted == 1 && stats.sent == 1 && stats.unsent == 0)
         await #expect(throws: BusError.closed) { try await bus.post(name: "a.b") }
     }
+
+    @Test("A slow local consumer holds posts back (suspendProducer): all arrive once, in order, nothing lost or buffered beyond the bound")
+    func localBackPressureIsLossless() async throws {
+        var configuration = BusConfiguration.embedded()
+        configuration.outboundCapacity = 64
+        let bus = try Bus(configuration)
+        let stream = try bus.notifications(named: "load.n", buffering: .suspendProducer(capacity: 16))
+        try await bus.ready(try NamePattern("load.n"))
+        let total = 5_000
+        let producer = Task {
+            for index in 1...total { try await bus.post(name: "load.n", payload: Array("\(index)".utf8)) }
+        }
+        var received = 0
+        var inOrder = true
+        var largestBacklog: UInt64 = 0
+        for await notification in stream {
+            received += 1
+            if notification.payload != Array("\(received)".utf8) { inOrder = false }
+            if received % 97 == 0 {
+                largestBacklog = max(largestBacklog, stream.stats.buffered)
+                await Task.yield()
+            }
+            if received == total { break }
+        }
+        try await producer.value
+        #expect(received == total && inOrder)
+        let stats = stream.stats
+        #expect(stats.lostUpstream == 0 && stats.droppedLocalBuffer == 0)
+        // Bounded: the capacity, plus at most one I/O batch (1,024) taken before the pause.
+        #expect(largestBacklog <= 16 + 1_024)
+        await bus.close()
+    }
+
+    @Test("An embedded bus that also publishes on ipc: its local and its remote subscriber each get every notification once")
+    func localAndRemoteSubscribersEachGetOneCopy() async throws {
+        // (inproc only joins sockets of one ZeroMQ context, and every bus has its own, so other
+        // buses reach an embedded bus through another endpoint.)
+        let endpoint = try temporaryIPCEndpoint()
+        var configuration = BusConfiguration.embedded()
+        configuration.publish.append(.bind(endpoint))
+        let bus = try Bus(configuration)
+        let other = try Bus(.directSubscriber(connect: [endpoint]))
+        let local = try bus.notifications(named: "x.>")
+        let remote = try other.notifications(named: "x.>")
+        try await other.ready(try NamePattern("x.>"))
+        try await bus.waitForSubscribers(count: 2, matching: try NotificationName("x.y"))
+        for index in 1...500 { try await bus.post(name: "x.y", payload: Array("\(index)".utf8)) }
+        try await bus.post(name: "x.end")
+        for stream in [local, remote] {
+            var sequences: [UInt64] = []
+            for await notification in stream {
+                if notification.name.rawValue == "x.end" { break }
+                sequences.append(notification.sequence)
+            }
+            #expect(sequences == Array(1...500))
+            #expect(stream.stats.received == 501 && stream.stats.lostUpstream == 0)
+        }
+        await other.close()
+        await bus.close()
+    }
+
+    @Test("The publisher side sees local subscriptions come and go (waitForSubscribers / waitForNoSubscribers)")
+    func localPresenceIsVisible() async throws {
+        let bus = try Bus(.embedded())
+        let name = try NotificationName("p.q")
+        let first = try bus.notifications(named: "p.>")
+        let second = try bus.notifications(named: "p.q")
+        // Subscribers are counted per bus: both local subscriptions are this one bus.
+        try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(5))
+        first.cancel()
+        second.cancel()
+        try await bus.waitForNoSubscribers(matching: name, timeout: .seconds(5))
+        await bus.close()
+    }
+
+    @Test("Posts still queued when the bus closes reach the local consumer before its stream ends")
+    func closeDeliversQueuedPostsLocally() async throws {
+        let bus = try Bus(.embedded())
+        let stream = try bus.notifications(named: "c.n")
+        try await bus.ready(try NamePattern("c.n"))
+        for index in 1...2_000 { try bus.postNow(name: try NotificationName("c.n"), payload: Array("\(index)".utf8)) }
+        let stats = await bus.close()
+        var received = 0
+        for await _ in stream { received += 1 }
+        #expect(received == 2_000)
+        #expect(stats.unsent == 0 && stats.sent == 2_000)
+    }
 }
