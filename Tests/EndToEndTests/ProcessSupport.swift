@@ -88,6 +88,9 @@ struct TempFolder: Sendable {
 struct ChildOutput: Sendable {
     var stdout = Data()
     var stderr = Data()
+    /// When each complete stdout line was read, in wall-clock nanoseconds (the clock of NBP/1's
+    /// publish timestamp), so a test can tell how long a notification took to arrive.
+    var stdoutLineArrivals: [UInt64] = []
     var stdoutClosed = false
     var stderrClosed = false
     var terminated = false
@@ -112,6 +115,8 @@ struct ChildOutput: Sendable {
 final class Child: @unchecked Sendable {
     let label: String
     let arguments: [String]
+    /// The executable's file name, for messages.
+    let command: String
     // Touched only by `launch` (before any other thread sees the child) and `signal`.
     private let process = Process()
     private let stdoutPipe = Pipe()
@@ -131,9 +136,10 @@ final class Child: @unchecked Sendable {
 
     private let state = Mutex(State())
 
-    fileprivate init(label: String, executable: URL, arguments: [String], directory: String, withStdin: Bool) {
+    init(label: String, executable: URL, arguments: [String], directory: String, withStdin: Bool) {
         self.label = label
         self.arguments = arguments
+        self.command = executable.lastPathComponent
         process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
@@ -149,7 +155,7 @@ final class Child: @unchecked Sendable {
         }
     }
 
-    fileprivate func launch() throws {
+    func launch() throws {
         process.terminationHandler = { [self] process in
             let status = process.terminationStatus
             let bySignal = process.terminationReason == .uncaughtSignal
@@ -232,7 +238,7 @@ final class Child: @unchecked Sendable {
         let status =
             !output.terminated ? "still running" : output.bySignal ? "killed by signal \(output.status)" : "exit \(output.status)"
         return """
-            \(label): nbus \(arguments.joined(separator: " ")) [\(status)]
+            \(label): \(command) \(arguments.joined(separator: " ")) [\(status)]
               stdout (last 600 chars): \(output.stdoutText.suffix(600))
               stderr (last 600 chars): \(output.stderrText.suffix(600))
             """
@@ -256,8 +262,15 @@ final class Child: @unchecked Sendable {
                 let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if count < 0 && errno == EINTR { continue }
                 if count <= 0 { break }
+                let now = wallClockNanoseconds()
                 update {
-                    if isStdout { $0.stdout.append(contentsOf: buffer[0..<count]) } else { $0.stderr.append(contentsOf: buffer[0..<count]) }
+                    if isStdout {
+                        $0.stdout.append(contentsOf: buffer[0..<count])
+                        let newlines = buffer[0..<count].reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+                        $0.stdoutLineArrivals.append(contentsOf: repeatElement(now, count: newlines))
+                    } else {
+                        $0.stderr.append(contentsOf: buffer[0..<count])
+                    }
                 }
             }
             update { if isStdout { $0.stdoutClosed = true } else { $0.stderrClosed = true } }
@@ -267,11 +280,19 @@ final class Child: @unchecked Sendable {
     }
 }
 
+/// `CLOCK_REALTIME` in nanoseconds: the clock `nbus publish` stamps notifications with.
+func wallClockNanoseconds() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+}
+
 /// Tracks the children a test starts; `killAll()` (in a `defer`) SIGKILLs any still running, on
 /// every exit path of the test.
 final class Children: Sendable {
     let folder: TempFolder
-    private let executable: URL
+    /// The `nbus` executable.
+    let executable: URL
     private let started = Mutex<[Child]>([])
 
     init() throws {
@@ -281,8 +302,13 @@ final class Children: Sendable {
 
     /// Starts `nbus arguments...` in the temp folder.
     func start(_ label: String, _ arguments: [String], withStdin: Bool = false) throws -> Child {
+        try start(label, command: executable, arguments, withStdin: withStdin)
+    }
+
+    /// Starts another program in the temp folder (`ip netns exec NS nbus ...`), tracked like the others.
+    func start(_ label: String, command: URL, _ arguments: [String], withStdin: Bool = false) throws -> Child {
         let child = Child(
-            label: label, executable: executable, arguments: arguments, directory: folder.path, withStdin: withStdin)
+            label: label, executable: command, arguments: arguments, directory: folder.path, withStdin: withStdin)
         started.withLock { $0.append(child) }
         try child.launch()
         return child
