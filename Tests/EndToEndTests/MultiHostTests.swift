@@ -1,0 +1,275 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+// Many machines on one: `nbus broker`, two `nbus publish` and two `nbus subscribe` processes, each
+// in its own network namespace ("host"), joined by veth pairs to a Linux bridge, talking TCP over
+// 10.77.0.0/24 (see VirtualNetwork.swift). The same guarantees as on loopback must hold across the
+// virtual wires: each publisher's sequence numbers 1...N exactly once and in order at every
+// matching subscriber, nothing lost upstream or dropped locally, and each pattern selecting
+// exactly its names. Then one link is impaired with netem (delay and loss): TCP hides the loss, so
+// delivery stays exact, and the delay shows in the observed latency.
+//
+// Needs root; skipped with a message otherwise, or where namespaces cannot be created (a
+// container), unless NBUS_REQUIRE_NETNS=1 makes that a failure. `swift test --filter MultiHost`.
+//
+//   switch namespace: br0 ── broker 10.77.0.1   (frontend :5550, backend :5551)
+//                        ├── pub1   10.77.0.11  orders.created.eu  -> sub1, sub2
+//                        ├── pub2   10.77.0.12  orders.shipped.us  -> sub1 (sub2 filters it out)
+//                        ├── sub1   10.77.0.21  orders.>
+//                        └── sub2   10.77.0.22  orders.*.eu
+
+@Suite("nbus across hosts (network namespaces, veth, bridge, tcp)", .serialized, .timeLimit(.minutes(1)))
+struct MultiHostTests {
+    @Test("two publishers and two subscribers on five hosts over TCP: exactly once, in order, only matching names")
+    func starOverTCP() async throws {
+        guard let network = try await networkOrSkip() else { return }
+        defer { network.destroy() }
+        let children = try Children()
+        defer { children.killAll() }  // runs first: processes die, then their namespaces go
+
+        let star = try #require(try await Star.run(network, children, count: 500, rate: nil))
+        for stream in star.streams { print("multi-host: \(stream.report)") }
+        print("multi-host: filtered out at sub2 (orders.shipped.us under prefix orders.): \(star.sub2FilteredOut)")
+    }
+
+    @Test("an impaired link (netem delay 20 ms, loss 1%): TCP hides the loss, delivery stays exact, the delay shows")
+    func impairedLink() async throws {
+        guard let network = try await networkOrSkip() else { return }
+        defer { network.destroy() }
+        let children = try Children()
+        defer { children.killAll() }
+
+        let netem = ["delay", "20ms", "loss", "1%"]
+        // pub2's link only: both directions (its eth0 and its bridge port). pub1's stays clean.
+        let star = try await Star.run(
+            network, children, count: 200, rate: 100,
+            beforeStart: {
+                if let reason = try await network.impair("pub2", netem: netem) {
+                    try skip("impaired link: \(reason)")
+                    return false
+                }
+                return true
+            })
+        guard let star else { return }
+
+        let impaired = try #require(star.streams.first { $0.subscriber == "sub1" && $0.name == "orders.shipped.us" })
+        let clean = try #require(star.streams.first { $0.subscriber == "sub1" && $0.name == "orders.created.eu" })
+        // Every packet from pub2 waits 20 ms in netem before it leaves pub2, so no notification can
+        // arrive sooner; 1 ms of slack for clock granularity.
+        #expect(impaired.latency.min >= 19, "netem's delay is not visible: \(impaired.report)")
+        let retransmitted = try await network.tcpRetransmissions(on: "pub2")
+        let retransmittedTowardPub2 = try await network.tcpRetransmissions(on: "broker")
+        print("multi-host: impaired link pub2 <-> switch: netem \(netem.joined(separator: " ")) both ways")
+        print("multi-host: \(impaired.report)   <- impaired link")
+        print("multi-host: \(clean.report)   <- clean link")
+        print(
+            "multi-host: TCP segments retransmitted (loss hidden by TCP): pub2 \(retransmitted.map(String.init) ?? "?"), "
+                + "broker \(retransmittedTowardPub2.map(String.init) ?? "?")")
+    }
+}
+
+/// A running virtual network, or nil after skipping the test (not root, no namespaces here).
+private func networkOrSkip() async throws -> VirtualNetwork? {
+    do {
+        return try await VirtualNetwork.create()
+    } catch let unavailable as NetworkUnavailable {
+        try skip("multi-host test: \(unavailable.description)")
+        return nil
+    }
+}
+
+/// Skips the current test, saying why (Swift Testing's `Test.cancel` from Swift 6.3; before, the
+/// message is printed and the caller returns). With NBUS_REQUIRE_NETNS=1 it is a failure instead.
+private func skip(_ reason: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    if ProcessInfo.processInfo.environment["NBUS_REQUIRE_NETNS"] == "1" {
+        Issue.record("NBUS_REQUIRE_NETNS=1 but: \(reason)", sourceLocation: sourceLocation)
+        return
+    }
+    print("multi-host: SKIPPED: \(reason)")
+    #if compiler(>=6.3)
+    try Test.cancel(Comment(rawValue: reason), sourceLocation: sourceLocation)
+    #endif
+}
+
+/// The star topology run once: start everything, wait for it to finish, check every guarantee.
+private struct Star {
+    static let hosts = [
+        ("broker", "10.77.0.1"), ("pub1", "10.77.0.11"), ("pub2", "10.77.0.12"), ("sub1", "10.77.0.21"),
+        ("sub2", "10.77.0.22"),
+    ]
+    static let frontend = "tcp://10.77.0.1:5550"
+    static let backend = "tcp://10.77.0.1:5551"
+
+    /// One (subscriber, name) stream and the latency of its notifications, publish to arrival.
+    struct Stream {
+        var subscriber: String
+        var name: String
+        var latency: Latency
+
+        var report: String {
+            "\(subscriber) \(name): \(latency.count) notifications, latency publish -> subscriber output "
+                + String(format: "min %.1f ms, p50 %.1f ms, p99 %.1f ms, max %.1f ms", latency.min, latency.p50, latency.p99, latency.max)
+        }
+    }
+
+    var streams: [Stream]
+    var sub2FilteredOut: UInt64
+
+    /// `beforeStart` runs once the hosts exist and before any process starts; false skips the run.
+    static func run(
+        _ network: VirtualNetwork, _ children: Children, count: Int, rate: Double?,
+        beforeStart: () async throws -> Bool = { true }
+    ) async throws -> Star? {
+        for (host, address) in hosts { try await network.addHost(host, address: address) }
+        guard try await beforeStart() else { return nil }
+
+        func start(_ label: String, on host: String, _ arguments: [String]) throws -> Child {
+            try children.start(
+                label, command: network.ip, network.exec(on: host, [children.executable.path] + arguments))
+        }
+
+        let broker = try start("broker", on: "broker", ["broker", "--frontend", frontend, "--backend", backend])
+        let banner = await broker.waitForStdoutLine(containing: "broker: frontend")
+        try #require(banner != nil, "the broker did not announce its endpoints:\n\(broker.describe())")
+        #expect(banner == "broker: frontend \(frontend) backend \(backend)")
+
+        let subscribe = ["--timeout", "30", "--format", "json", "--stats", "--connect", backend]
+        let sub1 = try start("sub1", on: "sub1", ["subscribe", "orders.>", "--count", "\(2 * count)"] + subscribe)
+        let sub2 = try start("sub2", on: "sub2", ["subscribe", "orders.*.eu", "--count", "\(count)"] + subscribe)
+        // Each publisher waits until its matching subscribers' subscriptions reached it through the
+        // broker, across the bridge: that, not a sleep, is what makes the start order free.
+        let pace = rate.map { ["--rate", "\($0)"] } ?? []
+        let publish = ["--count", "\(count)", "--connect", frontend, "--timeout", "30"] + pace
+        let pub1 = try start(
+            "pub1", on: "pub1", ["publish", "orders.created.eu", "c-{n}", "--subscribers", "2"] + publish)
+        let pub2 = try start(
+            "pub2", on: "pub2", ["publish", "orders.shipped.us", "s-{n}", "--subscribers", "1"] + publish)
+
+        for publisher in [pub1, pub2] {
+            let output = await publisher.waitForExit()
+            expectExit(output, 0, publisher)
+            #expect(
+                output?.stderrText.contains("posted \(count), sent \(count), unsent 0") == true, "\(publisher.describe())")
+        }
+        #expect(await sub1.waitForStdoutLines(2 * count), "\(sub1.describe())")
+        #expect(await sub2.waitForStdoutLines(count), "\(sub2.describe())")
+        async let exit1 = awaitSubscriberExit(sub1)
+        async let exit2 = awaitSubscriberExit(sub2)
+        let (output1, output2) = await (exit1, exit2)
+        expectExit(output1, 0, sub1)
+        expectExit(output2, 0, sub2)
+
+        // sub1 (orders.>): both names, each from its one publisher, 1...N in order.
+        let at1 = parseJSONLines(sub1.output.stdoutLines)
+        #expect(at1.other.isEmpty, "sub1 printed gaps or unparsable lines: \(at1.other.prefix(5))")
+        #expect(at1.notifications.count == 2 * count)
+        #expect(Set(at1.notifications.map(\.name)) == ["orders.created.eu", "orders.shipped.us"])
+        let createdAt1 = expectStream(at1.notifications, name: "orders.created.eu", count: count, payloadPrefix: "c", at: "sub1")
+        let shippedAt1 = expectStream(at1.notifications, name: "orders.shipped.us", count: count, payloadPrefix: "s", at: "sub1")
+        // sub2 (orders.*.eu): pub1's name only, the same publisher as at sub1.
+        let at2 = parseJSONLines(sub2.output.stdoutLines)
+        #expect(at2.other.isEmpty, "sub2 printed gaps or unparsable lines: \(at2.other.prefix(5))")
+        #expect(at2.notifications.count == count)
+        #expect(Set(at2.notifications.map(\.name)) == ["orders.created.eu"])
+        let createdAt2 = expectStream(at2.notifications, name: "orders.created.eu", count: count, payloadPrefix: "c", at: "sub2")
+        #expect(createdAt1 != nil && createdAt1 == createdAt2 && createdAt1 != shippedAt1, "publisher ids")
+
+        // Accounting: the summary line and the per-pattern counters.
+        for (subscriber, received) in [(sub1, 2 * count), (sub2, count)] {
+            #expect(
+                subscriber.output.stderrText.contains(
+                    "nbus subscribe: received \(received); lost upstream 0, dropped locally 0, rejected malformed 0"),
+                "\(subscriber.describe())")
+        }
+        let stats1 = try #require(patternStats(sub1.output.stderrText, "orders.>"), "\(sub1.describe())")
+        let stats2 = try #require(patternStats(sub2.output.stderrText, "orders.*.eu"), "\(sub2.describe())")
+        for (stats, received) in [(stats1, 2 * count), (stats2, count)] {
+            #expect(stats["received"] == UInt64(received) && stats["delivered"] == UInt64(received), "\(stats)")
+            #expect(stats["lostUpstream"] == 0 && stats["droppedLocalBuffer"] == 0, "\(stats)")
+        }
+        #expect(stats1["filteredOut"] == 0, "orders.> filters nothing out: \(stats1)")
+        // pub2's orders.shipped.us travels to sub2 under its ZeroMQ prefix `orders.` unless sub2's
+        // subscription had not reached pub2 yet (pub2 waits for sub1 only): between 0 and N, never delivered.
+        let filteredOut = stats2["filteredOut"] ?? UInt64.max
+        #expect(filteredOut <= UInt64(count), "\(stats2)")
+
+        // The traffic crossed the virtual wires: each publisher's eth0 sent, each subscriber's
+        // received, at least the frames (name, NUL, 32-byte header: over 50 bytes each).
+        for (host, frames) in [("pub1", count), ("pub2", count)] {
+            let sent = try await network.trafficBytes(of: host).sent
+            #expect(sent >= UInt64(frames * 50), "\(host) eth0 sent only \(sent) bytes")
+        }
+        for (host, frames) in [("sub1", 2 * count), ("sub2", count)] {
+            let received = try await network.trafficBytes(of: host).received
+            #expect(received >= UInt64(frames * 50), "\(host) eth0 received only \(received) bytes")
+        }
+
+        // The broker's counters, as on loopback.
+        broker.signal(SIGINT)
+        expectExit(await broker.waitForExit(), 0, broker)
+        let stopped = try #require(
+            broker.output.stdoutLines.first { $0.hasPrefix("broker stopped:") }, "no 'broker stopped:' line:\n\(broker.describe())")
+        let counters = try Regex(#"from publishers (\d+) msgs .* to subscribers (\d+) msgs"#)
+        let match = try #require(try counters.firstMatch(in: stopped), "unexpected counters line: \(stopped)")
+        #expect((Int(match.output[1].substring ?? "") ?? -1) >= 2 * count, "\(stopped)")
+        #expect((Int(match.output[2].substring ?? "") ?? -1) >= 2 * count, "\(stopped)")
+        print("multi-host: \(stopped)")
+
+        var streams: [Stream] = []
+        for (label, subscriber) in [("sub1", sub1), ("sub2", sub2)] {
+            for (name, latency) in latencies(subscriber.output).sorted(by: { $0.key < $1.key }) {
+                streams.append(Stream(subscriber: label, name: name, latency: latency))
+            }
+        }
+        return Star(streams: streams, sub2FilteredOut: filteredOut)
+    }
+}
+
+/// The counters `nbus subscribe --stats` prints for `pattern` ("  PATTERN: received=1 delivered=1 ...").
+private func patternStats(_ stderr: String, _ pattern: String) -> [String: UInt64]? {
+    let prefix = "\(pattern): "
+    guard let line = stderr.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) })
+        .first(where: { $0.hasPrefix(prefix) })
+    else { return nil }
+    var counters: [String: UInt64] = [:]
+    for field in line.dropFirst(prefix.count).split(separator: " ") {
+        let parts = field.split(separator: "=")
+        if parts.count == 2, let value = UInt64(parts[1]) { counters[String(parts[0])] = value }
+    }
+    return counters
+}
+
+/// Milliseconds from publish (the notification's timestamp) to the line reaching this test.
+struct Latency {
+    var count = 0
+    var min = 0.0
+    var p50 = 0.0
+    var p99 = 0.0
+    var max = 0.0
+
+    init(_ samples: [Double]) {
+        let sorted = samples.sorted()
+        guard let first = sorted.first, let last = sorted.last else { return }
+        count = sorted.count
+        min = first
+        max = last
+        p50 = sorted[(sorted.count - 1) * 50 / 100]
+        p99 = sorted[(sorted.count - 1) * 99 / 100]
+    }
+}
+
+/// Latency per notification name, from the JSON lines' timestamps and the lines' arrival times.
+private func latencies(_ output: ChildOutput) -> [String: Latency] {
+    var samples: [String: [Double]] = [:]
+    for (line, arrival) in zip(output.stdoutLines, output.stdoutLineArrivals) {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+            let name = object["name"] as? String, let timestamp = (object["timestamp"] as? NSNumber)?.uint64Value
+        else { continue }
+        let nanoseconds = arrival >= timestamp ? arrival - timestamp : 0
+        samples[name, default: []].append(Double(nanoseconds) / 1_000_000)
+    }
+    return samples.mapValues(Latency.init)
+}
