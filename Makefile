@@ -5,7 +5,7 @@ SWIFT ?= swift
 PYTHON ?= python3
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: help deps build demo test test-swift test-python bench-micro clean
+.PHONY: help deps build demo test test-swift test-python test-netns bench-micro clean
 .PHONY: examples-c test-conformance fuzz fuzz-build test-asan
 
 help:
@@ -13,15 +13,20 @@ help:
 	@echo "make test         install deps, build, run the Python protocol tests, the Swift tests and the conformance tests"
 	@echo "make bench-micro  codec micro-benchmarks (package-benchmark, release build, minutes)"
 	@echo "make test-conformance  Python/C/shell producers and consumers against nbus (part of make test)"
+	@echo "make test-netns   the multi-host tests alone: hosts in network namespaces, as root (part of make test)"
 	@echo "make examples-c   build the C producer (libzmq only) into .build/examples/"
 	@echo "make fuzz         libFuzzer on the NBP/1 decoder for FUZZ_SECONDS (default 60)"
 	@echo "make test-asan    the codec tests under AddressSanitizer (scratch path .build-asan)"
 
-# Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run).
+# Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
+# and, as root, iproute2 (ip, tc) for the multi-host test (without root that test skips anyway).
 deps:
 	@missing=""; \
 	dpkg -s libzmq3-dev >/dev/null 2>&1 || missing="$$missing libzmq3-dev"; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	if [ "$$(id -u)" -eq 0 ] && ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]; then \
+	  missing="$$missing iproute2"; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" -ne 0 ]; then \
 	    echo "error: missing Debian packages:$$missing" >&2; \
@@ -46,6 +51,12 @@ test-python:
 test-swift:
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build
+
+# Broker, publishers and subscribers on separate "hosts" (network namespaces on a bridge, TCP over
+# 10.77.0.0/24), then one link impaired with netem. Part of `swift test`; skipped unless root.
+test-netns: deps
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
+	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter MultiHostTests
 
 bench-micro: deps
 	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark
