@@ -180,16 +180,20 @@ final class VirtualNetwork: Sendable {
         return result
     }
 
-    /// Deletes namespaces of earlier runs whose process is gone (killed before its cleanup ran).
+    /// Deletes namespaces of earlier runs whose test process is gone (killed before its cleanup
+    /// ran), after killing whatever that run left running inside them (a broker never exits alone).
     private func removeStaleNamespaces() async {
         guard let list = try? await run(ip, ["netns", "list"]), list.status == 0 else { return }
         for line in list.stdout.split(separator: "\n") {
             // "nbus-mh-1234-1-broker (id: 3)" or just the name.
-            guard let name = line.split(separator: " ").first, name.hasPrefix(Self.namePrefix),
+            guard let name = line.split(separator: " ").first.map(String.init), name.hasPrefix(Self.namePrefix),
                 let pid = Int32(name.dropFirst(Self.namePrefix.count).prefix { $0.isNumber }),
                 pid != getpid(), kill(pid, 0) == -1, errno == ESRCH
             else { continue }
-            Self.runQuietly(ip, ["netns", "delete", String(name)])
+            if let pids = try? await run(ip, ["netns", "pids", name]), pids.status == 0 {
+                for leftover in pids.stdout.split(separator: "\n").compactMap({ Int32($0) }) { kill(leftover, SIGKILL) }
+            }
+            Self.runQuietly(ip, ["netns", "delete", name])
         }
     }
 
