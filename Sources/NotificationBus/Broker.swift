@@ -46,7 +46,12 @@ public final class Broker: Sendable {
     }
 
     /// Binds `frontend` (for publishers) and `backend` (for subscribers) and starts forwarding.
-    public init(frontend: String, backend: String) throws(BusError) {
+    ///
+    /// `upstream`: other brokers' backends this broker's frontend socket also connects to (a
+    /// chain): their notifications arrive as if from a local publisher, and this broker's
+    /// subscriptions travel up to them, so filtering still happens at the first publisher. Chains
+    /// must not form a cycle (a notification would circle for ever).
+    public init(frontend: String, backend: String, upstream: [String] = []) throws(BusError) {
         let context: Context
         let wake: WakeSignal
         do {
@@ -67,12 +72,15 @@ public final class Broker: Sendable {
                 let xsub = try context.socket(.xsub)
                 try xsub.set(.linger, 0)
                 try xsub.bind(frontend)
+                // Before connecting upstream: the last endpoint is then the bound one.
+                let boundFrontend = (try? xsub.lastEndpoint()) ?? frontend
+                for endpoint in upstream { try xsub.connect(endpoint) }
                 let xpub = try context.socket(.xpub)
                 try xpub.set(.linger, 0)
                 try xpub.bind(backend)
                 let controlSocket = try context.socket(.pair)
                 try controlSocket.bind(controlEndpoint)
-                let endpoints = ((try? xsub.lastEndpoint()) ?? frontend, (try? xpub.lastEndpoint()) ?? backend)
+                let endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
                 outcome.withLock { $0 = .success(endpoints) }
                 started.signal()
                 try? Proxy.run(frontend: xsub, backend: xpub, control: controlSocket)

@@ -18,23 +18,33 @@ struct BrokerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Endpoint subscribers connect to.", valueName: "endpoint"))
     var backend = DefaultEndpoints.backend
 
+    @Option(help: ArgumentHelp(
+        "Also forward what another broker's backend carries (a chain: this broker's frontend connects there). Repeatable; no cycles.",
+        valueName: "endpoint"))
+    var upstream: [String] = []
+
     @Option(help: ArgumentHelp("Print counters every N seconds (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
 
     func validate() throws {
         guard frontend != backend else { throw ValidationError("--frontend and --backend must differ (both are \(frontend))") }
         guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
+        for endpoint in upstream where endpoint == frontend || endpoint == backend {
+            throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
+        }
     }
 
     func run() async throws {
         TerminationSignals.install()
         let broker: Broker
         do {
-            broker = try Broker(frontend: frontend, backend: backend)
+            broker = try Broker(frontend: frontend, backend: backend, upstream: upstream)
         } catch {
             throw fail("broker", error, code: 2)
         }
-        FileWriter.standardOutput.write("broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\n")
+        let upstreams = upstream.map { " upstream \($0)" }.joined()
+        FileWriter.standardOutput.write(
+            "broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\(upstreams)\n")
         let interval = stats
         await withTaskGroup(of: Void.self) { group in
             group.addTask { _ = await TerminationSignals.wait() }
