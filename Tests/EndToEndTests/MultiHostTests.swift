@@ -69,6 +69,97 @@ struct MultiHostTests {
             "multi-host: TCP segments retransmitted (loss hidden by TCP): pub2 \(retransmitted.map(String.init) ?? "?"), "
                 + "broker \(retransmittedTowardPub2.map(String.init) ?? "?")")
     }
+
+    //   siteA (10.77.0.1) <- pubA (orders.created.eu), subA (orders.>)
+    //     ^ backend :5551
+    //     | siteB's frontend connects there (nbus broker --upstream tcp://10.77.0.1:5551)
+    //   siteB (10.77.0.2) <- pubB (orders.shipped.us), subB (orders.>)
+    @Test("a chain of two brokers (--upstream): one way, exactly once, subscriptions reach the first publisher")
+    func brokerChain() async throws {
+        guard let network = try await networkOrSkip() else { return }
+        defer { network.destroy() }
+        let children = try Children()
+        defer { children.killAll() }
+        let count = 300
+        for (host, address) in [
+            ("siteA", "10.77.0.1"), ("siteB", "10.77.0.2"), ("pubA", "10.77.0.11"), ("pubB", "10.77.0.12"),
+            ("subA", "10.77.0.21"), ("subB", "10.77.0.22"),
+        ] {
+            try await network.addHost(host, address: address)
+        }
+        func nbus(_ host: String, _ arguments: [String]) throws -> Child {
+            try startNbus(network, children, host, on: host, arguments)
+        }
+        func endpoint(_ site: String, _ port: Int) -> String { "tcp://10.77.0.\(site == "siteA" ? 1 : 2):\(port)" }
+
+        let siteA = try nbus("siteA", ["broker", "--frontend", endpoint("siteA", 5550), "--backend", endpoint("siteA", 5551)])
+        let siteB = try nbus(
+            "siteB",
+            ["broker", "--frontend", endpoint("siteB", 5550), "--backend", endpoint("siteB", 5551), "--upstream",
+             endpoint("siteA", 5551)])
+        for broker in [siteA, siteB] {
+            let banner = await broker.waitForStdoutLine(containing: "broker: frontend")
+            try #require(banner != nil, "the broker did not announce its endpoints:\n\(broker.describe())")
+        }
+        #expect(
+            siteB.output.stdoutLines.first
+                == "broker: frontend \(endpoint("siteB", 5550)) backend \(endpoint("siteB", 5551)) upstream \(endpoint("siteA", 5551))")
+
+        let subscribe = ["subscribe", "orders.>", "--timeout", "30", "--format", "json", "--stats"]
+        // subA sees siteA's publisher only: the chain carries nothing from siteB up to siteA.
+        let subA = try nbus("subA", subscribe + ["--count", "\(count)", "--connect", endpoint("siteA", 5551)])
+        let subB = try nbus("subB", subscribe + ["--count", "\(2 * count)", "--connect", endpoint("siteB", 5551)])
+        // pubA waits for both subscribers: subB's subscription has to cross siteB and siteA to reach it.
+        let pubA = try nbus(
+            "pubA",
+            ["publish", "orders.created.eu", "a-{n}", "--count", "\(count)", "--subscribers", "2", "--timeout", "30",
+             "--connect", endpoint("siteA", 5550)])
+        let pubB = try nbus(
+            "pubB",
+            ["publish", "orders.shipped.us", "b-{n}", "--count", "\(count)", "--subscribers", "1", "--timeout", "30",
+             "--connect", endpoint("siteB", 5550)])
+        for publisher in [pubA, pubB] {
+            let output = await publisher.waitForExit()
+            expectExit(output, 0, publisher)
+            #expect(
+                output?.stderrText.contains("posted \(count), sent \(count), unsent 0") == true, "\(publisher.describe())")
+        }
+        #expect(await subA.waitForStdoutLines(count), "\(subA.describe())")
+        #expect(await subB.waitForStdoutLines(2 * count), "\(subB.describe())")
+        async let exitA = awaitSubscriberExit(subA)
+        async let exitB = awaitSubscriberExit(subB)
+        let (outputA, outputB) = await (exitA, exitB)
+        expectExit(outputA, 0, subA)
+        expectExit(outputB, 0, subB)
+
+        let atB = parseJSONLines(subB.output.stdoutLines)
+        #expect(atB.other.isEmpty, "subB printed gaps or unparsable lines: \(atB.other.prefix(5))")
+        #expect(Set(atB.notifications.map(\.name)) == ["orders.created.eu", "orders.shipped.us"])
+        let fromAatB = expectStream(atB.notifications, name: "orders.created.eu", count: count, payloadPrefix: "a", at: "subB")
+        expectStream(atB.notifications, name: "orders.shipped.us", count: count, payloadPrefix: "b", at: "subB")
+        let atA = parseJSONLines(subA.output.stdoutLines)
+        #expect(atA.other.isEmpty, "subA printed gaps or unparsable lines: \(atA.other.prefix(5))")
+        #expect(Set(atA.notifications.map(\.name)) == ["orders.created.eu"], "siteB's notifications went up the chain")
+        let fromAatA = expectStream(atA.notifications, name: "orders.created.eu", count: count, payloadPrefix: "a", at: "subA")
+        #expect(fromAatA != nil && fromAatA == fromAatB, "publisher ids")
+        for (subscriber, received) in [(subA, count), (subB, 2 * count)] {
+            #expect(
+                subscriber.output.stderrText.contains(
+                    "nbus subscribe: received \(received); lost upstream 0, dropped locally 0, rejected malformed 0"),
+                "\(subscriber.describe())")
+            let stats = try #require(patternStats(subscriber.output.stderrText, "orders.>"), "\(subscriber.describe())")
+            #expect(stats["received"] == UInt64(received) && stats["delivered"] == UInt64(received), "\(stats)")
+            #expect(stats["lostUpstream"] == 0 && stats["droppedLocalBuffer"] == 0, "\(stats)")
+        }
+
+        // siteB took pubA's notifications from siteA as if from a local publisher.
+        let stoppedB = try await stopBroker(siteB)
+        let stoppedA = try await stopBroker(siteA)
+        #expect(stoppedB.fromPublishers >= 2 * count, "\(stoppedB.line)")
+        #expect(stoppedA.fromPublishers >= count && stoppedA.fromPublishers < 2 * count, "\(stoppedA.line)")
+        print("multi-host chain: siteA \(stoppedA.line)")
+        print("multi-host chain: siteB \(stoppedB.line)")
+    }
 }
 
 /// A running virtual network, or nil after skipping the test (not root, no namespaces here).
@@ -126,26 +217,21 @@ private struct Star {
         for (host, address) in hosts { try await network.addHost(host, address: address) }
         guard try await beforeStart() else { return nil }
 
-        func start(_ label: String, on host: String, _ arguments: [String]) throws -> Child {
-            try children.start(
-                label, command: network.ip, network.exec(on: host, [children.executable.path] + arguments))
-        }
-
-        let broker = try start("broker", on: "broker", ["broker", "--frontend", frontend, "--backend", backend])
+        let broker = try startNbus(network, children, "broker", on: "broker", ["broker", "--frontend", frontend, "--backend", backend])
         let banner = await broker.waitForStdoutLine(containing: "broker: frontend")
         try #require(banner != nil, "the broker did not announce its endpoints:\n\(broker.describe())")
         #expect(banner == "broker: frontend \(frontend) backend \(backend)")
 
         let subscribe = ["--timeout", "30", "--format", "json", "--stats", "--connect", backend]
-        let sub1 = try start("sub1", on: "sub1", ["subscribe", "orders.>", "--count", "\(2 * count)"] + subscribe)
-        let sub2 = try start("sub2", on: "sub2", ["subscribe", "orders.*.eu", "--count", "\(count)"] + subscribe)
+        let sub1 = try startNbus(network, children, "sub1", on: "sub1", ["subscribe", "orders.>", "--count", "\(2 * count)"] + subscribe)
+        let sub2 = try startNbus(network, children, "sub2", on: "sub2", ["subscribe", "orders.*.eu", "--count", "\(count)"] + subscribe)
         // Each publisher waits until its matching subscribers' subscriptions reached it through the
         // broker, across the bridge: that, not a sleep, is what makes the start order free.
         let pace = rate.map { ["--rate", "\($0)"] } ?? []
         let publish = ["--count", "\(count)", "--connect", frontend, "--timeout", "30"] + pace
-        let pub1 = try start(
+        let pub1 = try startNbus(network, children, 
             "pub1", on: "pub1", ["publish", "orders.created.eu", "c-{n}", "--subscribers", "2"] + publish)
-        let pub2 = try start(
+        let pub2 = try startNbus(network, children, 
             "pub2", on: "pub2", ["publish", "orders.shipped.us", "s-{n}", "--subscribers", "1"] + publish)
 
         for publisher in [pub1, pub2] {
@@ -208,15 +294,9 @@ private struct Star {
         }
 
         // The broker's counters, as on loopback.
-        broker.signal(SIGINT)
-        expectExit(await broker.waitForExit(), 0, broker)
-        let stopped = try #require(
-            broker.output.stdoutLines.first { $0.hasPrefix("broker stopped:") }, "no 'broker stopped:' line:\n\(broker.describe())")
-        let counters = try Regex(#"from publishers (\d+) msgs .* to subscribers (\d+) msgs"#)
-        let match = try #require(try counters.firstMatch(in: stopped), "unexpected counters line: \(stopped)")
-        #expect((Int(match.output[1].substring ?? "") ?? -1) >= 2 * count, "\(stopped)")
-        #expect((Int(match.output[2].substring ?? "") ?? -1) >= 2 * count, "\(stopped)")
-        print("multi-host: \(stopped)")
+        let stopped = try await stopBroker(broker)
+        #expect(stopped.fromPublishers >= 2 * count && stopped.toSubscribers >= 2 * count, "\(stopped.line)")
+        print("multi-host: \(stopped.line)")
 
         var streams: [Stream] = []
         for (label, subscriber) in [("sub1", sub1), ("sub2", sub2)] {
@@ -226,6 +306,25 @@ private struct Star {
         }
         return Star(streams: streams, sub2FilteredOut: filteredOut)
     }
+}
+
+/// Starts `nbus arguments...` on `host`: `ip netns exec <namespace> nbus ...` (ip execs nbus, so
+/// signals reach it directly).
+private func startNbus(
+    _ network: VirtualNetwork, _ children: Children, _ label: String, on host: String, _ arguments: [String]
+) throws -> Child {
+    try children.start(label, command: network.ip, network.exec(on: host, [children.executable.path] + arguments))
+}
+
+/// The broker's "broker stopped: from publishers N msgs ... to subscribers M msgs" line, parsed.
+private func stopBroker(_ broker: Child) async throws -> (line: String, fromPublishers: Int, toSubscribers: Int) {
+    broker.signal(SIGINT)
+    expectExit(await broker.waitForExit(), 0, broker)
+    let stopped = try #require(
+        broker.output.stdoutLines.first { $0.hasPrefix("broker stopped:") }, "no 'broker stopped:' line:\n\(broker.describe())")
+    let counters = try Regex(#"from publishers (\d+) msgs .* to subscribers (\d+) msgs"#)
+    let match = try #require(try counters.firstMatch(in: stopped), "unexpected counters line: \(stopped)")
+    return (stopped, Int(match.output[1].substring ?? "") ?? -1, Int(match.output[2].substring ?? "") ?? -1)
 }
 
 /// The counters `nbus subscribe --stats` prints for `pattern` ("  PATTERN: received=1 delivered=1 ...").
