@@ -48,12 +48,16 @@ struct PublisherView {
     let publisherID: UInt64
 
     /// Distinct subscribers that will receive `name`: announced buses whose pattern matches, or,
-    /// when none announced, 1 if any plain prefix covers it (a foreign subscriber, count unknown).
+    /// when none announced, 1 if a plain prefix covers it (a foreign subscriber, count unknown).
+    /// A prefix an announced pattern subscribes is that bus's, not a foreign subscriber's:
+    /// `orders.*.eu` subscribes `orders.`, which covers `orders.shipped` although the pattern does
+    /// not match it, and counting it would start a publisher before its real subscriber arrived.
     func subscriberCount(matching name: NotificationName) -> Int {
         let announced = presence.values.filter { patterns in patterns.keys.contains { $0.matches(name) } }.count
         if announced > 0 { return announced }
         let frameStart = Array(name.rawValue.utf8) + [0]
-        return prefixes.contains { frameStart.starts(with: $0) } ? 1 : 0
+        let announcedPrefixes = Set(presence.values.flatMap { $0.keys.map(\.subscriptionPrefix) })
+        return prefixes.contains { !announcedPrefixes.contains($0) && frameStart.starts(with: $0) } ? 1 : 0
     }
 
     mutating func apply(subscribe: Bool, topic: ArraySlice<UInt8>) {
