@@ -51,7 +51,14 @@ public final class Broker: Sendable {
     /// chain): their notifications arrive as if from a local publisher, and this broker's
     /// subscriptions travel up to them, so filtering still happens at the first publisher. Chains
     /// must not form a cycle (a notification would circle for ever).
-    public init(frontend: String, backend: String, upstream: [String] = []) throws(BusError) {
+    ///
+    /// `highWaterMark`: messages queued per publisher (frontend) and per subscriber (backend)
+    /// before the broker drops (libzmq's XPUB drops silently at the mark; subscribers see the
+    /// drops as upstream gaps). The default matches a bus's own marks, so a burst a publisher may
+    /// queue also fits at the broker.
+    public init(
+        frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000
+    ) throws(BusError) {
         let context: Context
         let wake: WakeSignal
         do {
@@ -71,12 +78,16 @@ public final class Broker: Sendable {
             do throws(ZMQError) {
                 let xsub = try context.socket(.xsub)
                 try xsub.set(.linger, 0)
+                try xsub.set(.receiveHighWaterMark, highWaterMark)
+                try xsub.set(.sendHighWaterMark, highWaterMark)
                 try xsub.bind(frontend)
                 // Before connecting upstream: the last endpoint is then the bound one.
                 let boundFrontend = (try? xsub.lastEndpoint()) ?? frontend
                 for endpoint in upstream { try xsub.connect(endpoint) }
                 let xpub = try context.socket(.xpub)
                 try xpub.set(.linger, 0)
+                try xpub.set(.sendHighWaterMark, highWaterMark)
+                try xpub.set(.receiveHighWaterMark, highWaterMark)
                 try xpub.bind(backend)
                 let controlSocket = try context.socket(.pair)
                 try controlSocket.bind(controlEndpoint)

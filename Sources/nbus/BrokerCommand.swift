@@ -23,11 +23,17 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "endpoint"))
     var upstream: [String] = []
 
+    @Option(help: ArgumentHelp(
+        "High-water mark: messages queued per publisher and per subscriber before the broker drops.",
+        valueName: "messages"))
+    var hwm: Int32 = 10_000
+
     @Option(help: ArgumentHelp("Print counters every N seconds (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
 
     func validate() throws {
         guard frontend != backend else { throw ValidationError("--frontend and --backend must differ (both are \(frontend))") }
+        guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
         guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
             throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
@@ -38,7 +44,7 @@ struct BrokerCommand: AsyncParsableCommand {
         TerminationSignals.install()
         let broker: Broker
         do {
-            broker = try Broker(frontend: frontend, backend: backend, upstream: upstream)
+            broker = try Broker(frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm)
         } catch {
             throw fail("broker", error, code: 2)
         }
