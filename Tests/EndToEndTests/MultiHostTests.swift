@@ -342,7 +342,7 @@ private func patternStats(_ stderr: String, _ pattern: String) -> [String: UInt6
 }
 
 /// Milliseconds from publish (the notification's timestamp) to the line reaching this test.
-struct Latency {
+private struct Latency {
     var count = 0
     var min = 0.0
     var p50 = 0.0
