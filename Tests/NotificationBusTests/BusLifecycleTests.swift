@@ -24,8 +24,10 @@ struct BusLifecycleTests {
             _ = stream
             await bus.close()
         }
-        #expect(try openFileDescriptors() <= fdsBefore)
-        #expect(try threads() <= threadsBefore)
+        // Other suites run in parallel in this process and open their own descriptors and threads
+        // meanwhile; a leak here would be per bus, 1,000 or more. The slack absorbs the others.
+        #expect(try openFileDescriptors() <= fdsBefore + 40)
+        #expect(try threads() <= threadsBefore + 20)
     }
 
     @Test("Binding an endpoint in use fails with a typed transport error")
