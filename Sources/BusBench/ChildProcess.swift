@@ -1,65 +1,46 @@
 import Foundation
+import Subprocess
 import Synchronization
+
+#if canImport(System)
+import System
+#else
+import SystemPackage
+#endif
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Why a benchmark failed: a child process misbehaved, or the accounting does not add up.
-public enum BenchError: Error, CustomStringConvertible, Sendable {
-    /// The executable to start is missing.
-    case executableNotFound(String)
-    /// A child could not be started.
-    case launchFailed(label: String, reason: String)
-    /// A child exited with a failure status, was killed, or timed out; its stderr is attached.
-    case childFailed(label: String, status: String, stderr: String)
-    /// A child said something unexpected on stdout (or nothing at all).
-    case badOutput(label: String, output: String, stderr: String)
-    /// Messages were lost or malformed where the benchmark requires none.
-    case accountingMismatch(String)
-    /// An invalid option combination.
-    case invalidOptions(String)
-
-    public var description: String {
-        switch self {
-        case .executableNotFound(let path):
-            return "\(path) not found (build it: swift build -c release --product nbus-baseline)"
-        case .launchFailed(let label, let reason):
-            return "could not start \(label): \(reason)"
-        case .childFailed(let label, let status, let stderr):
-            return "\(label) failed (\(status))" + Self.indented(stderr, title: "its stderr")
-        case .badOutput(let label, let output, let stderr):
-            return "\(label) printed no usable result" + Self.indented(output, title: "its stdout")
-                + Self.indented(stderr, title: "its stderr")
-        case .accountingMismatch(let details):
-            return "ACCOUNTING MISMATCH: \(details)"
-        case .invalidOptions(let details):
-            return details
-        }
-    }
-
-    private static func indented(_ text: String, title: String) -> String {
-        let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !trimmed.isEmpty else { return "; \(title) is empty" }
-        let lines = trimmed.split(separator: "\n", omittingEmptySubsequences: false).suffix(40)
-        return "\n--- \(title) ---\n" + lines.map { "  " + $0 }.joined(separator: "\n")
-    }
-}
-
-/// A child process the benchmark owns: line-oriented stdout, collected stderr, a deadline after
-/// which it is killed, and a stdin pipe whose closing (or the parent's death) makes a cooperating
-/// child exit. Every instance is registered in a `ChildGroup`, which kills what is left on any exit path.
-final class ChildProcess: @unchecked Sendable {
-    // @unchecked: `Process` and the pipes are configured before `start()` and only read after;
-    // everything that changes later lives in `state`, behind a Mutex.
-
+/// A child process the benchmark owns: line-oriented stdout (each line seen as it comes), collected
+/// stderr, a deadline after which it is stopped, and a stdin pipe whose closing (or the parent's
+/// death) makes a cooperating child exit. Every instance is registered in a `ChildGroup`, which
+/// stops what is left on any exit path.
+///
+/// swift-subprocess (`Subprocess.run` with a body) spawns the child, streams its stdout and stderr,
+/// monitors it through a pidfd and reports its termination status. Stopping a child is cancelling
+/// the task that runs it: Subprocess then runs the teardown sequence, SIGTERM and, if the child is
+/// still there after `ChildProcess.termGrace`, SIGKILL, and reaps it. Two needs are met outside it:
+///
+/// - **stdin** is a pipe of our own (close-on-exec, the read end handed to Subprocess as a file
+///   descriptor). Subprocess's `StandardInputWriter` writes from whatever thread its async I/O runs
+///   on, so a write to a child that has died would raise SIGPIPE, whose default action kills this
+///   process; Subprocess does not ignore it, and ignoring it process-wide would change how the CLI
+///   dies on a closed stdout. Our own pipe lets `writeLine` block SIGPIPE on the writing thread only.
+/// - **CPU time and peak RSS of a child**: Subprocess reaps with `waitid(2)`, which returns no
+///   `rusage`, and exposes none. The workers and `nbus-baseline` measure themselves with
+///   `getrusage(RUSAGE_SELF)` and print it in their result line, which also lets them measure over
+///   their own window rather than their whole life.
+final class ChildProcess: Sendable {
     /// A short name for messages ("raw subscriber").
     let label: String
-    private let process = Process()
-    private let stdinPipe = Pipe()
-    private let stdoutPipe = Pipe()
-    private let stderrPipe = Pipe()
+    private let executable: String
+    private let arguments: [String]
+    private let lineObserver: (@Sendable (String) -> Void)?
     private let state = Mutex(State())
+
+    /// How long a stopped child gets between SIGTERM and SIGKILL.
+    static let termGrace = Duration.milliseconds(500)
 
     private struct LineWaiter {
         let id: Int
@@ -69,21 +50,18 @@ final class ChildProcess: @unchecked Sendable {
 
     private struct State {
         var pid: pid_t = 0
+        var stdinWriteEnd: Int32 = -1
         var lines: [String] = []
         var stdoutEnded = false
         var stderr: [UInt8] = []
-        var stderrEnded = false
-        var exitStatus: Int32?
-        var exitedBySignal = false
+        var termination: Termination?
         var timedOut = false
         var killed = false
         var nextWaiterID = 0
         var lineWaiters: [LineWaiter] = []
         var finishWaiters: [CheckedContinuation<Void, Never>] = []
+        var runner: Task<Void, Never>?
         var watchdog: Task<Void, Never>?
-        var stdinClosed = false
-
-        var finished: Bool { exitStatus != nil && stdoutEnded && stderrEnded }
     }
 
     /// How the child ended.
@@ -104,46 +82,76 @@ final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    init(label: String, executable: String, arguments: [String]) {
+    /// `onLine`, if given, sees every stdout line as it arrives (on a reader task: keep it short).
+    init(label: String, executable: String, arguments: [String], onLine: (@Sendable (String) -> Void)? = nil) {
         self.label = label
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.standardInput = stdinPipe
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
+        self.executable = executable
+        self.arguments = arguments
+        self.lineObserver = onLine
     }
 
-    /// Starts the child, its stdout/stderr readers, and a watchdog that kills it after `timeout`.
-    func start(timeout: Duration) throws(BenchError) {
-        process.terminationHandler = { [self] process in
-            let status = process.terminationStatus
-            let bySignal = process.terminationReason == .uncaughtSignal
-            exited(status: status, bySignal: bySignal)
+    /// Starts the child and a watchdog that stops it after `timeout`; returns once it runs (its
+    /// pid is known) or throws when it cannot be started.
+    func start(timeout: Duration) async throws(BenchError) {
+        // Subprocess spawns with `posix_spawn_file_actions_addclosefrom_np(3)`, so no child inherits
+        // these ends anyway; close-on-exec covers any other spawner in this process.
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            throw .launchFailed(label: label, reason: "pipe: \(String(cString: strerror(errno)))")
         }
-        do {
-            try process.run()
-        } catch {
-            throw .launchFailed(label: label, reason: "\(error)")
+        _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+        state.withLock { $0.stdinWriteEnd = fds[1] }
+        let launched = ScenarioSignal<Result<pid_t, BenchError>>()
+        var platformOptions = PlatformOptions()
+        platformOptions.teardownSequence = [.gracefulShutDown(allowedDurationToNextStep: Self.termGrace)]
+        let configuration = Configuration(
+            executable: .path(FilePath(executable)), arguments: Arguments(arguments), platformOptions: platformOptions)
+        let stdinReadEnd = FileDescriptor(rawValue: fds[0])
+        let runner = Task.detached { [self] in
+            do {
+                let result = try await Subprocess.run(
+                    configuration, input: .fileDescriptor(stdinReadEnd, closeAfterSpawningProcess: true),
+                    output: .sequence, error: .sequence
+                ) { execution in
+                    state.withLock { $0.pid = execution.processIdentifier.value }
+                    launched.finish(.success(execution.processIdentifier.value))
+                    await withTaskGroup(of: Void.self) { group in
+                        group.addTask { await self.readLines(execution.standardOutput) }
+                        group.addTask { await self.readErrors(execution.standardError) }
+                    }
+                }
+                switch result.terminationStatus {
+                case .exited(let code): exited(status: code, bySignal: false)
+                case .signaled(let signal): exited(status: signal, bySignal: true)
+                }
+            } catch {
+                if launched.current == nil {
+                    launched.finish(.failure(.launchFailed(label: label, reason: "\(error)")))
+                }
+                // Cancelled (stopped by the benchmark) or the child could not be monitored.
+                endStreams()
+                exited(status: SIGKILL, bySignal: true)
+            }
         }
-        let pid = process.processIdentifier
-        state.withLock { $0.pid = pid }
-        let stdoutFD = stdoutPipe.fileHandleForReading.fileDescriptor
-        let stderrFD = stderrPipe.fileHandleForReading.fileDescriptor
-        Thread.detachNewThread { [self] in readLines(from: stdoutFD) }
-        Thread.detachNewThread { [self] in readErrors(from: stderrFD) }
+        state.withLock { $0.runner = runner }
+        if case .failure(let error) = await launched.value {
+            closeStdin()
+            throw error
+        }
         let watchdog = Task.detached { [self] in
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled && !isFinished { kill(timedOut: true) }
         }
         let exitedAlready = state.withLock { state -> Bool in
             state.watchdog = watchdog
-            return state.exitStatus != nil
+            return state.termination != nil
         }
         if exitedAlready { watchdog.cancel() }
     }
 
     /// Waits for the first stdout line satisfying `predicate` (including lines already read);
-    /// nil when stdout ends first (the child exited, or was killed at its deadline).
+    /// nil when stdout ends first (the child exited, or was stopped at its deadline).
     func waitForLine(where predicate: @escaping @Sendable (String) -> Bool) async -> String? {
         await withCheckedContinuation { (continuation: CheckedContinuation<String?, Never>) in
             let immediate: String?? = state.withLock { state in
@@ -157,52 +165,49 @@ final class ChildProcess: @unchecked Sendable {
         }
     }
 
-    /// Waits until the child has exited and both output pipes are drained.
+    /// Waits until the child has exited and was reaped, its output read to the end.
     func waitForExit() async -> Termination {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let done = state.withLock { state -> Bool in
-                if state.finished { return true }
+                if state.termination != nil { return true }
                 state.finishWaiters.append(continuation)
                 return false
             }
             if done { continuation.resume() }
         }
-        return state.withLock { state in
-            Termination(
-                status: state.exitStatus ?? -1, bySignal: state.exitedBySignal, timedOut: state.timedOut,
-                killed: state.killed)
-        }
+        return state.withLock { $0.termination ?? Termination(status: -1, bySignal: false, timedOut: false, killed: false) }
     }
 
     /// Everything the child printed on stdout so far, line by line.
     var stdoutLines: [String] { state.withLock { $0.lines } }
 
-    /// Everything the child printed on stderr so far.
+    /// Everything the child printed on stderr so far (the last 64 KiB).
     var stderrText: String { state.withLock { String(decoding: $0.stderr, as: UTF8.self) } }
 
-    var isFinished: Bool { state.withLock { $0.exitStatus != nil } }
+    var isFinished: Bool { state.withLock { $0.termination != nil } }
 
     /// Whether the child's stdout reached end of file.
     var isStdoutEnded: Bool { state.withLock { $0.stdoutEnded } }
 
-    /// Kills the child (SIGKILL) unless it already exited, and closes its stdin.
+    /// Stops the child unless it already exited (SIGTERM, then SIGKILL after `termGrace`), and
+    /// closes its stdin. Returns at once; `waitForExit()` says when it is gone.
     func kill(timedOut: Bool = false) {
-        let pid = state.withLock { state -> pid_t in
-            guard state.exitStatus == nil, state.pid > 0 else { return 0 }
+        let runner = state.withLock { state -> Task<Void, Never>? in
+            guard state.termination == nil else { return nil }
             if timedOut { state.timedOut = true } else { state.killed = true }
-            return state.pid
+            return state.runner
         }
-        if pid > 0 { _ = Glibc.kill(pid, SIGKILL) }
+        runner?.cancel()
         closeStdin()
     }
 
     /// Closes the write end of the child's stdin (a cooperating child exits at end of file).
     func closeStdin() {
-        let close = state.withLock { state -> Bool in
-            defer { state.stdinClosed = true }
-            return !state.stdinClosed
+        let fd = state.withLock { state -> Int32 in
+            defer { state.stdinWriteEnd = -1 }
+            return state.stdinWriteEnd
         }
-        if close { try? stdinPipe.fileHandleForWriting.close() }
+        if fd >= 0 { Glibc.close(fd) }
     }
 
     /// The child's process id (0 before `start()`); only meaningful while it has not exited.
@@ -214,9 +219,8 @@ final class ChildProcess: @unchecked Sendable {
     @discardableResult
     func writeLine(_ line: String) -> Bool {
         state.withLock { state -> Bool in
-            guard !state.stdinClosed, state.exitStatus == nil else { return false }
-            let fd = stdinPipe.fileHandleForWriting.fileDescriptor
-            return Self.writeWithoutSIGPIPE(fd, Array((line + "\n").utf8))
+            guard state.stdinWriteEnd >= 0, state.termination == nil else { return false }
+            return Self.writeWithoutSIGPIPE(state.stdinWriteEnd, Array((line + "\n").utf8))
         }
     }
 
@@ -236,60 +240,68 @@ final class ChildProcess: @unchecked Sendable {
             }
             pthread_sigmask(SIG_SETMASK, &previous, nil)
         }
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if written < 0 && errno == EINTR { continue }
-            if written <= 0 { return false }
-            offset += written
+        return bytes.withUnsafeBytes { buffer -> Bool in
+            guard let base = buffer.baseAddress else { return true }
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(fd, base + offset, buffer.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { return false }
+                offset += written
+            }
+            return true
         }
-        return true
     }
 
     // MARK: Internals
 
     private func exited(status: Int32, bySignal: Bool) {
+        closeStdin()
         let (waiters, watchdog) = state.withLock { state in
-            state.exitStatus = status
-            state.exitedBySignal = bySignal
-            return (takeFinishWaiters(&state), state.watchdog)
+            state.termination = Termination(
+                status: status, bySignal: bySignal, timedOut: state.timedOut, killed: state.killed)
+            defer { state.finishWaiters.removeAll() }
+            return (state.finishWaiters, state.watchdog)
         }
         watchdog?.cancel()
         for waiter in waiters { waiter.resume() }
     }
 
-    private func takeFinishWaiters(_ state: inout State) -> [CheckedContinuation<Void, Never>] {
-        guard state.finished else { return [] }
-        defer { state.finishWaiters.removeAll() }
-        return state.finishWaiters
-    }
-
-    private func readLines(from fd: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
+    /// Splits stdout into lines as buffers arrive (no line-length limit: a host's result line
+    /// grows with its view count).
+    private func readLines(_ output: SubprocessOutputSequence) async {
         var pending: [UInt8] = []
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            pending.append(contentsOf: buffer[0..<count])
-            var lines: [String] = []
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                lines.append(String(decoding: pending[..<newline], as: UTF8.self))
-                pending.removeSubrange(...newline)
+        do {
+            for try await buffer in output {
+                buffer.withUnsafeBytes { pending.append(contentsOf: $0) }
+                var lines: [String] = []
+                var start = 0
+                while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                    lines.append(String(decoding: pending[start..<newline], as: UTF8.self))
+                    start = newline + 1
+                }
+                if start > 0 { pending.removeFirst(start) }
+                if !lines.isEmpty { deliver(lines) }
             }
-            if !lines.isEmpty { deliver(lines) }
+        } catch {
+            // Cancelled (the child is being stopped) or a read error: stdout ends here.
         }
         if !pending.isEmpty { deliver([String(decoding: pending, as: UTF8.self)]) }
-        let (lineWaiters, finishWaiters) = state.withLock { state in
+        endStreams()
+    }
+
+    /// Marks stdout ended and releases its waiters (idempotent).
+    private func endStreams() {
+        let lineWaiters = state.withLock { state -> [LineWaiter] in
             state.stdoutEnded = true
             defer { state.lineWaiters.removeAll() }
-            return (state.lineWaiters, takeFinishWaiters(&state))
+            return state.lineWaiters
         }
         for waiter in lineWaiters { waiter.continuation.resume(returning: nil) }
-        for waiter in finishWaiters { waiter.resume() }
     }
 
     private func deliver(_ lines: [String]) {
+        if let lineObserver { for line in lines { lineObserver(line) } }
         let resumed = state.withLock { state -> [(CheckedContinuation<String?, Never>, String)] in
             state.lines.append(contentsOf: lines)
             var resumed: [(CheckedContinuation<String?, Never>, String)] = []
@@ -303,23 +315,18 @@ final class ChildProcess: @unchecked Sendable {
         for (continuation, line) in resumed { continuation.resume(returning: line) }
     }
 
-    private func readErrors(from fd: Int32) {
-        var buffer = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            state.withLock { state in
-                // Keep the last 64 KiB: enough to show why a child failed.
-                state.stderr.append(contentsOf: buffer[0..<count])
-                if state.stderr.count > 65_536 { state.stderr.removeFirst(state.stderr.count - 65_536) }
+    private func readErrors(_ errors: SubprocessOutputSequence) async {
+        do {
+            for try await buffer in errors {
+                state.withLock { state in
+                    // Keep the last 64 KiB: enough to show why a child failed.
+                    buffer.withUnsafeBytes { state.stderr.append(contentsOf: $0) }
+                    if state.stderr.count > 65_536 { state.stderr.removeFirst(state.stderr.count - 65_536) }
+                }
             }
+        } catch {
+            // Cancelled or a read error: what was read is kept.
         }
-        let waiters = state.withLock { state in
-            state.stderrEnded = true
-            return takeFinishWaiters(&state)
-        }
-        for waiter in waiters { waiter.resume() }
     }
 }
 
@@ -327,19 +334,27 @@ final class ChildProcess: @unchecked Sendable {
 final class ChildGroup: Sendable {
     private let children = Mutex<[ChildProcess]>([])
 
-    /// Creates, registers and starts a child.
+    /// Creates, registers and starts a child; `onLine` sees each stdout line as it arrives.
     func start(
-        label: String, executable: String, arguments: [String], timeout: Duration
-    ) throws(BenchError) -> ChildProcess {
+        label: String, executable: String, arguments: [String], timeout: Duration,
+        onLine: (@Sendable (String) -> Void)? = nil
+    ) async throws(BenchError) -> ChildProcess {
         guard FileManager.default.isExecutableFile(atPath: executable) else { throw .executableNotFound(executable) }
-        let child = ChildProcess(label: label, executable: executable, arguments: arguments)
+        let child = ChildProcess(label: label, executable: executable, arguments: arguments, onLine: onLine)
         children.withLock { $0.append(child) }
-        try child.start(timeout: timeout)
+        try await child.start(timeout: timeout)
         return child
     }
 
-    /// Kills every child still running.
+    /// Stops every child still running (returns at once).
     func killAll() {
         for child in children.withLock({ $0 }) { child.kill() }
+    }
+
+    /// Stops every child still running and waits until each has exited and was reaped.
+    func stopAll() async {
+        let all = children.withLock { $0 }
+        for child in all { child.kill() }
+        for child in all { _ = await child.waitForExit() }
     }
 }

@@ -112,7 +112,7 @@ public enum OverloadBenchmark {
         let started = Timestamps.monotonicNanoseconds()
         let executable = options.nbusExecutable
 
-        let publisher = try group.start(
+        let publisher = try await group.start(
             label: "overload publisher (nbus bench overload-worker publisher)", executable: executable,
             arguments: workerArguments(options, role: .publisher, endpoint: "ipc://\(folder)/overload.sock"),
             timeout: childTimeout)
@@ -126,7 +126,7 @@ public enum OverloadBenchmark {
                 stderr: publisher.stderrText)
         }
         progress("publisher bound at \(endpoint)")
-        let subscriber = try group.start(
+        let subscriber = try await group.start(
             label: "overload subscriber (nbus bench overload-worker subscriber)", executable: executable,
             arguments: workerArguments(options, role: .subscriber, endpoint: endpoint), timeout: childTimeout)
         let subscriberMemory = MemorySampler(pid: subscriber.pid, intervalMilliseconds: options.sampleIntervalMilliseconds)

@@ -226,7 +226,7 @@ private struct Runner: Sendable {
         connector: (label: String, executable: String, arguments: (String) -> [String]),
         acceptFailedConnector: Bool = false
     ) async throws -> (binder: ChildProcess, connector: ChildProcess, connectorSucceeded: Bool) {
-        let bound = try group.start(
+        let bound = try await group.start(
             label: binder.label, executable: binder.executable, arguments: binder.arguments, timeout: childTimeout)
         guard let line = await bound.waitForLine(where: { $0.contains(#""event":"bound""#) }),
             let endpoint = decodeLine(BoundLine.self, line)?.endpoint
@@ -238,7 +238,7 @@ private struct Runner: Sendable {
                 label: bound.label, status: termination.description + ", without reporting its endpoint",
                 stderr: bound.stderrText)
         }
-        let connecting = try group.start(
+        let connecting = try await group.start(
             label: connector.label, executable: connector.executable, arguments: connector.arguments(endpoint),
             timeout: childTimeout)
         // Whichever fails first takes the other down, so nobody waits for its timeout.

@@ -97,7 +97,7 @@ private struct ScenarioRunner: Sendable {
     func run() async throws -> (ScenarioPublisherResult, [ScenarioHostResult]) {
         let failures = FirstFailure()
         let executable = options.nbusExecutable
-        let publisher = try group.start(
+        let publisher = try await group.start(
             label: "views publisher (views-worker publisher)", executable: executable,
             arguments: arguments(.publisher, endpoint: endpoint), timeout: childTimeout)
         watch(publisher, failures)
@@ -108,7 +108,7 @@ private struct ScenarioRunner: Sendable {
         }
         var hosts: [ChildProcess] = []
         for style in styles {
-            let host = try group.start(
+            let host = try await group.start(
                 label: "views host \(style.rawValue) (views-worker host)", executable: executable,
                 arguments: arguments(.host, endpoint: bound, style: style), timeout: childTimeout)
             watch(host, failures)

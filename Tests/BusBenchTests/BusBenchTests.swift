@@ -1,5 +1,10 @@
 import Foundation
+import Synchronization
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @testable import BusBench
 
@@ -9,7 +14,7 @@ struct ChildProcessTests {
     func linesAndStatus() async throws {
         let group = ChildGroup()
         defer { group.killAll() }
-        let child = try group.start(
+        let child = try await group.start(
             label: "sh", executable: "/bin/sh",
             arguments: ["-c", #"echo '{"event":"bound","endpoint":"x"}'; echo oops >&2; echo done; exit 3"#],
             timeout: .seconds(20))
@@ -27,7 +32,7 @@ struct ChildProcessTests {
         let group = ChildGroup()
         defer { group.killAll() }
         let start = ContinuousClock.now
-        let child = try group.start(label: "sleeper", executable: "/bin/sleep", arguments: ["30"], timeout: .milliseconds(300))
+        let child = try await group.start(label: "sleeper", executable: "/bin/sleep", arguments: ["30"], timeout: .milliseconds(300))
         let end = await child.waitForExit()
         #expect(end.timedOut && !end.succeeded)
         #expect(ContinuousClock.now - start < .seconds(10))
@@ -36,8 +41,8 @@ struct ChildProcessTests {
     @Test("killAll ends every child; closing stdin ends a child that reads it")
     func killAllAndStdin() async throws {
         let group = ChildGroup()
-        let sleeper = try group.start(label: "sleeper", executable: "/bin/sleep", arguments: ["30"], timeout: .seconds(60))
-        let reader = try group.start(label: "cat", executable: "/bin/cat", arguments: [], timeout: .seconds(60))
+        let sleeper = try await group.start(label: "sleeper", executable: "/bin/sleep", arguments: ["30"], timeout: .seconds(60))
+        let reader = try await group.start(label: "cat", executable: "/bin/cat", arguments: [], timeout: .seconds(60))
         reader.closeStdin()
         #expect(await reader.waitForExit().succeeded)
         group.killAll()
@@ -45,11 +50,42 @@ struct ChildProcessTests {
         #expect(end.killed && !end.succeeded)
     }
 
-    @Test("A missing executable is an error, not a hang")
-    func missingExecutable() {
+    @Test("A child that ignores SIGTERM is killed (SIGKILL) after the grace period")
+    func stopEscalates() async throws {
         let group = ChildGroup()
-        #expect(throws: BenchError.self) {
-            _ = try group.start(label: "none", executable: "/nonexistent/nbus-baseline", arguments: [], timeout: .seconds(1))
+        defer { group.killAll() }
+        let stubborn = try await group.start(
+            label: "stubborn", executable: "/bin/sh",
+            arguments: ["-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"], timeout: .seconds(60))
+        #expect(await stubborn.waitForLine { $0 == "ready" } == "ready")
+        let start = ContinuousClock.now
+        await group.stopAll()
+        let end = await stubborn.waitForExit()
+        #expect(end.killed && end.bySignal && end.status == SIGKILL, "\(end)")
+        #expect(ContinuousClock.now - start >= ChildProcess.termGrace)
+    }
+
+    @Test("Each stdout line reaches the observer as it arrives; stdin lines reach the child")
+    func observerAndStdin() async throws {
+        let group = ChildGroup()
+        defer { group.killAll() }
+        let seen = Mutex<[String]>([])
+        let child = try await group.start(
+            label: "echo", executable: "/bin/sh", arguments: ["-c", "echo first; read line; echo \"got $line\""],
+            timeout: .seconds(20), onLine: { line in seen.withLock { $0.append(line) } })
+        #expect(await child.waitForLine { $0 == "first" } == "first")
+        #expect(child.writeLine("hello"))
+        #expect(await child.waitForLine { $0.hasPrefix("got") } == "got hello")
+        #expect(await child.waitForExit().succeeded)
+        #expect(seen.withLock { $0 } == ["first", "got hello"])
+        #expect(!child.writeLine("after exit"))
+    }
+
+    @Test("A missing executable is an error, not a hang")
+    func missingExecutable() async {
+        let group = ChildGroup()
+        await #expect(throws: BenchError.self) {
+            _ = try await group.start(label: "none", executable: "/nonexistent/nbus-baseline", arguments: [], timeout: .seconds(1))
         }
     }
 }
