@@ -117,7 +117,7 @@ public enum OverloadBenchmark {
             arguments: workerArguments(options, role: .publisher, endpoint: "ipc://\(folder)/overload.sock"),
             timeout: childTimeout)
         guard let line = await publisher.waitForLine(where: { $0.contains(#""event":"bound""#) }),
-            let endpoint = decode(BoundLine.self, line)?.endpoint
+            let endpoint = ChildProcess.decode(BoundLine.self, line)?.endpoint
         else {
             if !publisher.isStdoutEnded { publisher.kill() }
             let end = await publisher.waitForExit()
@@ -172,7 +172,7 @@ public enum OverloadBenchmark {
             }
             throw BenchError.childFailed(label: publisher.label, status: publisherEnd.description, stderr: publisher.stderrText)
         }
-        guard let published = lastResult(OverloadPublisherResult.self, in: publisher, event: "done") else {
+        guard let published = publisher.lastResult(OverloadPublisherResult.self, event: "done") else {
             subscriber.kill()
             throw BenchError.badOutput(
                 label: publisher.label, output: publisher.stdoutLines.joined(separator: "\n"), stderr: publisher.stderrText)
@@ -187,7 +187,7 @@ public enum OverloadBenchmark {
         guard subscriberEnd.succeeded else {
             throw BenchError.childFailed(label: subscriber.label, status: subscriberEnd.description, stderr: subscriber.stderrText)
         }
-        guard let result = lastResult(OverloadSubscriberResult.self, in: subscriber, event: "result") else {
+        guard let result = subscriber.lastResult(OverloadSubscriberResult.self, event: "result") else {
             throw BenchError.badOutput(
                 label: subscriber.label, output: subscriber.stdoutLines.joined(separator: "\n"), stderr: subscriber.stderrText)
         }
@@ -195,17 +195,6 @@ public enum OverloadBenchmark {
         return OverloadReport(
             options: options, publisher: published, subscriber: result, subscriberSeenByRunner: subscriberMemory.stop(),
             publisherSeenByRunner: publisherMemory.stop(), wallNanoseconds: Timestamps.monotonicNanoseconds() - started)
-    }
-
-    private static func lastResult<T: Decodable>(_ type: T.Type, in child: ChildProcess, event: String) -> T? {
-        child.stdoutLines.reversed().lazy
-            .filter { $0.contains(#""event":"\#(event)""#) }
-            .compactMap { decode(type, $0) }
-            .first
-    }
-
-    private static func decode<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
-        try? JSONDecoder().decode(type, from: Data(line.utf8))
     }
 }
 

@@ -61,9 +61,10 @@ public struct ThroughputOptions: Sendable {
         return URL(fileURLWithPath: argument0).resolvingSymlinksInPath().path
     }
 
-    /// The folder holding this process's executable: where SwiftPM puts `nbus-baseline` too.
-    public static func executableDirectory() -> String {
-        (currentExecutable() as NSString).deletingLastPathComponent
+    /// The folder holding this process's executable (or `executable`): where SwiftPM puts
+    /// `nbus-baseline` too.
+    public static func executableDirectory(of executable: String? = nil) -> String {
+        ((executable ?? currentExecutable()) as NSString).deletingLastPathComponent
     }
 
     func validate() throws(BenchError) {
@@ -168,42 +169,25 @@ private struct Runner: Sendable {
 
     private var childTimeout: Duration { .seconds(options.timeoutSeconds + 10) }
 
-    private func endpoint(_ tag: String) -> String {
-        switch options.transport {
-        case .ipc: return "ipc://\(folder)/\(tag).sock"
-        case .tcp: return "tcp://127.0.0.1:*"
-        }
+    private var raw: RawBaseline {
+        RawBaseline(
+            group: group, executable: options.baselineExecutable, folder: folder, transport: options.transport,
+            timeoutSeconds: options.timeoutSeconds)
+    }
+
+    private func stream(count: Int, rate: Int? = nil, latency: Bool = false) -> RawBaseline.Stream {
+        RawBaseline.Stream(
+            count: count, size: options.size, highWaterMark: options.highWaterMark, name: ThroughputOptions.notificationName,
+            rate: rate, latency: latency)
     }
 
     /// Raw PUB/SUB one-way latency at the paced run's rate: the C publisher stamps each frame.
     func rawPacedLatency(count: Int, rate: Int) async throws -> RawPacedLatency {
-        let executable = options.baselineExecutable
-        let (_, subscriber, _) = try await pair(
-            binder: ("raw paced publisher (nbus-baseline pub --rate)", executable,
-                     baselineArguments("pub", endpoint: endpoint("raw-latency"), count: count) + ["--rate", "\(rate)"]),
-            connector: ("raw paced subscriber (nbus-baseline sub --latency)", executable,
-                        { baselineArguments("sub", endpoint: $0, count: count) + ["--latency"] }),
-            acceptFailedConnector: true)
-        guard let result = lastResult(RawSubscriberResult.self, in: subscriber, event: "result"),
-            let p50 = result.latencyP50, let p99 = result.latencyP99
-        else {
-            throw BenchError.badOutput(
-                label: subscriber.label, output: subscriber.stdoutLines.joined(separator: "\n"),
-                stderr: subscriber.stderrText)
+        let result = try await raw.publishSubscribe(tag: "raw-latency", stream(count: count, rate: rate, latency: true))
+        guard let latency = result.latency else {
+            throw BenchError.badOutput(label: "raw paced subscriber (nbus-baseline sub --latency)", output: "no latency fields", stderr: "")
         }
-        return RawPacedLatency(
-            count: result.count, gaps: result.gaps,
-            latency: LatencySummary(
-                count: UInt64(result.count), p50: p50, p99: p99, max: result.latencyMax ?? 0,
-                mean: result.latencyMean ?? 0))
-    }
-
-    private func baselineArguments(_ role: String, endpoint: String, count: Int) -> [String] {
-        [
-            role, "--endpoint", endpoint, "--count", "\(count)", "--size", "\(options.size)",
-            "--hwm", "\(options.highWaterMark)", "--name", ThroughputOptions.notificationName,
-            "--timeout", "\(options.timeoutSeconds)", "--exit-on-stdin-eof",
-        ]
+        return RawPacedLatency(count: result.count, gaps: result.gaps, latency: latency)
     }
 
     private func workerArguments(
@@ -219,82 +203,15 @@ private struct Runner: Sendable {
         return options.workerCommand + worker.arguments
     }
 
-    /// Starts the binding child, waits for its `bound` line, starts the connecting child with the
-    /// endpoint it reported, and waits for both. Fails with the stderr of whichever child failed.
-    private func pair(
-        binder: (label: String, executable: String, arguments: [String]),
-        connector: (label: String, executable: String, arguments: (String) -> [String]),
-        acceptFailedConnector: Bool = false
-    ) async throws -> (binder: ChildProcess, connector: ChildProcess, connectorSucceeded: Bool) {
-        let bound = try await group.start(
-            label: binder.label, executable: binder.executable, arguments: binder.arguments, timeout: childTimeout)
-        guard let line = await bound.waitForLine(where: { $0.contains(#""event":"bound""#) }),
-            let endpoint = decodeLine(BoundLine.self, line)?.endpoint
-        else {
-            // Its stdout ended (it exited, or its deadline killed it) or it said something else.
-            if !bound.isStdoutEnded { bound.kill() }
-            let termination = await bound.waitForExit()
-            throw BenchError.childFailed(
-                label: bound.label, status: termination.description + ", without reporting its endpoint",
-                stderr: bound.stderrText)
-        }
-        let connecting = try await group.start(
-            label: connector.label, executable: connector.executable, arguments: connector.arguments(endpoint),
-            timeout: childTimeout)
-        // Whichever fails first takes the other down, so nobody waits for its timeout.
-        let binderWatch = Task { () -> ChildProcess.Termination in
-            let end = await bound.waitForExit()
-            if !end.succeeded { connecting.kill() }
-            return end
-        }
-        let connectorEnd = await connecting.waitForExit()
-        if !connectorEnd.succeeded { bound.kill() }
-        let binderEnd = await binderWatch.value
-        if !binderEnd.succeeded && !binderEnd.killed {
-            throw BenchError.childFailed(label: bound.label, status: binderEnd.description, stderr: bound.stderrText)
-        }
-        if !connectorEnd.succeeded {
-            guard acceptFailedConnector, !connectorEnd.timedOut, !connectorEnd.bySignal, !connectorEnd.killed else {
-                throw BenchError.childFailed(
-                    label: connecting.label, status: connectorEnd.description, stderr: connecting.stderrText)
-            }
-            return (bound, connecting, false)
-        }
-        return (bound, connecting, true)
-    }
-
     func rawThroughput(run: Int) async throws -> RawThroughputRun {
-        let executable = options.baselineExecutable
-        let (publisher, subscriber, _) = try await pair(
-            binder: ("raw publisher (nbus-baseline pub)", executable,
-                     baselineArguments("pub", endpoint: endpoint("raw-\(run)"), count: options.count)),
-            connector: ("raw subscriber (nbus-baseline sub)", executable,
-                        { baselineArguments("sub", endpoint: $0, count: options.count) }),
-            acceptFailedConnector: true)
-        _ = publisher
-        guard let result = lastResult(RawSubscriberResult.self, in: subscriber, event: "result") else {
-            throw BenchError.badOutput(
-                label: subscriber.label, output: subscriber.stdoutLines.joined(separator: "\n"),
-                stderr: subscriber.stderrText)
-        }
+        let result = try await raw.publishSubscribe(tag: "raw-\(run)", stream(count: options.count))
         return RawThroughputRun(
             count: result.count, elapsedNanoseconds: result.elapsedNanoseconds, rate: result.rate, gaps: result.gaps,
             badSize: result.badSize, frameBytes: result.frameBytes)
     }
 
     func rawRoundTrip() async throws -> RawRoundTrip {
-        let executable = options.baselineExecutable
-        var repArguments = baselineArguments("rep", endpoint: endpoint("rtt"), count: options.roundTrips)
-        repArguments += ["--warmup", "1000"]
-        let (_, requester, _) = try await pair(
-            binder: ("raw REP (nbus-baseline rep)", executable, repArguments),
-            connector: ("raw REQ (nbus-baseline req)", executable,
-                        { baselineArguments("req", endpoint: $0, count: options.roundTrips) + ["--warmup", "1000"] }))
-        guard let result = lastResult(RawRoundTripResult.self, in: requester, event: "rtt") else {
-            throw BenchError.badOutput(
-                label: requester.label, output: requester.stdoutLines.joined(separator: "\n"),
-                stderr: requester.stderrText)
-        }
+        let result = try await raw.roundTrip(tag: "rtt", count: options.roundTrips, warmup: 1_000, stream(count: options.roundTrips))
         return RawRoundTrip(
             roundTrip: LatencySummary(count: result.count, p50: result.p50, p99: result.p99, max: result.max, mean: result.mean),
             frameBytes: result.frameBytes)
@@ -302,29 +219,14 @@ private struct Runner: Sendable {
 
     func busThroughput(tag: String, count: Int, rate: Int?, spin: Int = 0) async throws -> BusThroughputRun {
         let executable = options.nbusExecutable
-        let (publisher, subscriber, _) = try await pair(
+        let pair = try await group.runPair(
             binder: ("bus publisher (nbus bench worker publisher)", executable,
-                     workerArguments(.publisher, endpoint: endpoint(tag), count: count, rate: rate, spin: spin)),
+                     workerArguments(.publisher, endpoint: raw.endpoint(tag), count: count, rate: rate, spin: spin)),
             connector: ("bus subscriber (nbus bench worker subscriber)", executable,
                         { workerArguments(.subscriber, endpoint: $0, count: count, rate: nil, spin: spin) }),
-            acceptFailedConnector: true)
-        guard let result = lastResult(BusSubscriberResult.self, in: subscriber, event: "result") else {
-            throw BenchError.badOutput(
-                label: subscriber.label, output: subscriber.stdoutLines.joined(separator: "\n"),
-                stderr: subscriber.stderrText)
-        }
-        let published = lastResult(BusPublisherResult.self, in: publisher, event: "done")
-        return BusThroughputRun(subscriber: result, publisher: published, subscriberStderr: subscriber.stderrText)
-    }
-
-    private func lastResult<T: Decodable>(_ type: T.Type, in child: ChildProcess, event: String) -> T? {
-        child.stdoutLines.reversed().lazy
-            .filter { $0.contains(#""event":"\#(event)""#) }
-            .compactMap { decodeLine(type, $0) }
-            .first
-    }
-
-    private func decodeLine<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
-        try? JSONDecoder().decode(type, from: Data(line.utf8))
+            timeout: childTimeout, acceptFailedConnector: true)
+        let result = try pair.connector.requireResult(BusSubscriberResult.self, event: "result")
+        let published = pair.binder.lastResult(BusPublisherResult.self, event: "done")
+        return BusThroughputRun(subscriber: result, publisher: published, subscriberStderr: pair.connector.stderrText)
     }
 }

@@ -15,8 +15,9 @@
 //   nbus-baseline sub --endpoint E --count N [--size B] [--hwm H] [--name bench.data] [--latency]
 //       SUB, RCVHWM=SNDHWM=H, connects, subscribes to "<name>\0", counts N frames and prints
 //       {"event":"result","count":..,"elapsed_ns":..,"rate":..,"gaps":..,"bad_size":..}, where
-//       elapsed is first-to-last message and rate = (count-1)/elapsed. With --latency it adds
-//       latency_p50_ns, latency_p99_ns, latency_max_ns, latency_mean_ns: send stamp to receipt.
+//       elapsed is first-to-last message and rate = (count-1)/elapsed, plus the process's own
+//       CPU time (getrusage: cpu_user_ns, cpu_system_ns) and peak RSS (VmHWM: max_rss_kib). With --latency it adds latency_p50_ns,
+//       latency_p99_ns, latency_p999_ns, latency_max_ns, latency_mean_ns: send stamp to receipt.
 //   nbus-baseline rep --endpoint E --count K [--warmup W]
 //       REP binds E, prints the bound line, echoes K+W requests.
 //   nbus-baseline req --endpoint E --count K [--size B] [--warmup W]
@@ -37,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -233,6 +236,24 @@ static int run_pub(void *context, const options_t *options) {
     return 0;
 }
 
+// The peak RSS of this process's own address space, KiB: VmHWM from /proc/self/status. Not
+// ru_maxrss, which Linux carries across execve: a child spawned with posix_spawn (vfork-style)
+// would report its parent's peak. Falls back to ru_maxrss where /proc is missing.
+static long peak_rss_kib(long fallback) {
+    FILE *status = fopen("/proc/self/status", "r");
+    if (status == NULL) return fallback;
+    char line[256];
+    long peak = fallback;
+    while (fgets(line, sizeof line, status) != NULL) {
+        if (strncmp(line, "VmHWM:", 6) == 0) {
+            peak = strtol(line + 6, NULL, 10);
+            break;
+        }
+    }
+    fclose(status);
+    return peak;
+}
+
 static int compare_u64(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
@@ -287,17 +308,25 @@ static int run_sub(void *context, const options_t *options) {
     zmq_close(socket);
     uint64_t elapsed = last - first;
     double rate = elapsed > 0 ? (double)(count - 1) * 1e9 / (double)elapsed : 0;
+    struct rusage self_usage;
+    memset(&self_usage, 0, sizeof self_usage);
+    getrusage(RUSAGE_SELF, &self_usage);
+    uint64_t user_ns = (uint64_t)self_usage.ru_utime.tv_sec * 1000000000ull + (uint64_t)self_usage.ru_utime.tv_usec * 1000ull;
+    uint64_t system_ns = (uint64_t)self_usage.ru_stime.tv_sec * 1000000000ull + (uint64_t)self_usage.ru_stime.tv_usec * 1000ull;
     printf("{\"event\":\"result\",\"count\":%lld,\"elapsed_ns\":%llu,\"rate\":%.1f,\"gaps\":%llu,"
-           "\"bad_size\":%lld,\"frame_bytes\":%zu",
-           count, (unsigned long long)elapsed, rate, (unsigned long long)gaps, bad_size, expected);
+           "\"bad_size\":%lld,\"frame_bytes\":%zu,\"cpu_user_ns\":%llu,\"cpu_system_ns\":%llu,\"max_rss_kib\":%ld",
+           count, (unsigned long long)elapsed, rate, (unsigned long long)gaps, bad_size, expected,
+           (unsigned long long)user_ns, (unsigned long long)system_ns, peak_rss_kib(self_usage.ru_maxrss));
     if (latencies != NULL && count > 0) {
         size_t n = (size_t)count;
         qsort(latencies, n, sizeof(uint64_t), compare_u64);
         double sum = 0;
         for (size_t i = 0; i < n; i++) sum += (double)latencies[i];
-        printf(",\"latency_p50_ns\":%llu,\"latency_p99_ns\":%llu,\"latency_max_ns\":%llu,\"latency_mean_ns\":%.1f",
+        printf(",\"latency_p50_ns\":%llu,\"latency_p99_ns\":%llu,\"latency_p999_ns\":%llu,\"latency_max_ns\":%llu,"
+               "\"latency_mean_ns\":%.1f",
                (unsigned long long)latencies[(size_t)((double)(n - 1) * 0.50)],
-               (unsigned long long)latencies[(size_t)((double)(n - 1) * 0.99)], (unsigned long long)latencies[n - 1],
+               (unsigned long long)latencies[(size_t)((double)(n - 1) * 0.99)],
+               (unsigned long long)latencies[(size_t)((double)(n - 1) * 0.999)], (unsigned long long)latencies[n - 1],
                sum / (double)n);
         free(latencies);
     }
