@@ -162,15 +162,33 @@ public enum ViewsHTMLReport {
         let names = styles.map(\.style.title)
         func one(_ value: (ViewsStyleSummary) -> Double) -> [[[Double]]] { [styles.map { [value($0)] }] }
         func perStyle(_ values: (ViewsStyleSummary) -> [Double]) -> [[[Double]]] { styles.map { values($0).map { [$0] } } }
+        let raw = report.baselines.raw
+        let rawName = "raw libzmq (baseline)"
+        let foundationName = "Foundation NC (baseline)"
         var charts: [SVGBarChart] = []
         charts.append(SVGBarChart(
-            title: "Throughput: delivered to the views' code", unit: "notifications per second of publishing",
-            categories: [""], series: names, values: one(\.deliveredPerSecond)))
+            title: "Throughput: delivered to the views' code", unit: "notifications per second of publishing; raw libzmq at the same rate",
+            categories: [""], series: names + (raw == nil ? [] : [rawName]),
+            values: [styles.map { [$0.deliveredPerSecond] } + (raw.map { [[$0.deliveredPerSecond]] } ?? [])]))
+        var latencyValues = perStyle { [Double($0.latency.p50), Double($0.latency.p99), Double($0.latency.p999)].map { $0 / 1e3 } }
+        var latencyCategories = names
+        if let latency = raw?.latency {
+            latencyCategories.append(rawName)
+            latencyValues.append([Double(latency.p50), Double(latency.p99), Double(latency.p999)].map { [$0 / 1e3] })
+        }
         charts.append(SVGBarChart(
-            title: "Latency: publish to state update", unit: "microseconds: p50, p99, p99.9",
-            categories: names, series: ["p50", "p99", "p99.9"],
-            values: perStyle { [Double($0.latency.p50), Double($0.latency.p99), Double($0.latency.p999)].map { $0 / 1e3 } },
-            logScale: true))
+            title: "Latency: publish to state update", unit: "microseconds: p50, p99, p99.9 (raw libzmq: send to receipt)",
+            categories: latencyCategories, series: ["p50", "p99", "p99.9"], values: latencyValues, logScale: true))
+        charts.append(SVGBarChart(
+            title: "CPU per message, against the baselines",
+            unit: "microseconds: host CPU per frame received; raw subscriber per frame; Foundation post + observer",
+            categories: [""],
+            series: names + (raw == nil ? [] : [rawName]) + (report.baselines.foundation == nil ? [] : [foundationName]),
+            values: [
+                styles.map { [$0.cpuPerFrameNanoseconds / 1e3] } + (raw.map { [[$0.cpuPerFrameNanoseconds / 1e3]] } ?? [])
+                    + (report.baselines.foundation.map { [[$0.cpuPerNotificationNanoseconds / 1e3]] } ?? [])
+            ],
+            logScale: true, format: { String(format: "%.3g", $0) }))
         charts.append(SVGBarChart(
             title: "Main-actor busy", unit: "% of the host's window (bodies, onReceive actions, main-actor loops)",
             categories: [""], series: names, values: one(\.mainActorBusyPercent), format: { String(format: "%.3g", $0) }))
@@ -192,13 +210,15 @@ public enum ViewsHTMLReport {
             title: "Subscriber CPU", unit: "seconds (user + system, host window)", categories: [""], series: names,
             values: one { Double($0.cpuNanoseconds) / 1e9 }, format: { String(format: "%.3g", $0) }))
         charts.append(SVGBarChart(
-            title: "Subscriber peak RSS", unit: "MB", categories: [""], series: names,
-            values: one { Double($0.peakResidentKiB) * 1_024 / 1e6 }, format: { String(format: "%.3g", $0) }))
+            title: "Subscriber peak RSS", unit: "MB", categories: [""], series: names + (raw == nil ? [] : [rawName]),
+            values: [styles.map { [Double($0.peakResidentKiB) * 1_024 / 1e6] } + (raw.map { [[Double($0.peakResidentKiB) * 1_024 / 1e6]] } ?? [])],
+            format: { String(format: "%.3g", $0) }))
         let title = "nbus bench views"
         var body = header(title: title, subtitle: report.scenario.summary, date: report.date)
         body += publisherParagraph(report)
         body += chartGrid(charts)
         body += tableSection(report)
+        body += baselineSection(report)
         body += identitySection(report)
         body += targetSection(report.targets, heading: "Targets")
         body += failureSection(report.failures)
@@ -257,6 +277,7 @@ public enum ViewsHTMLReport {
             body += "<h2>\(SVGBarChart.escape(sweep.parameter.rawValue)) = \(SVGBarChart.escape(label))</h2>\n"
             body += publisherParagraph(run)
             body += tableSection(run)
+            body += baselineSection(run)
             body += identitySection(run)
             body += targetSection(run.targets, heading: nil)
         }
@@ -320,6 +341,21 @@ public enum ViewsHTMLReport {
         for style in report.styles { html += "<th>\(SVGBarChart.escape(style.style.title))</th>" }
         html += "</tr>\n"
         for (label, cells) in report.tableRows() {
+            html += "<tr><th style=\"text-align:left\">\(SVGBarChart.escape(label))</th>"
+            for cell in cells { html += "<td class=\"n\">\(SVGBarChart.escape(cell))</td>" }
+            html += "</tr>\n"
+        }
+        return html + "</table>\n"
+    }
+
+    private static func baselineSection(_ report: ViewsReport) -> String {
+        var html = "<h2>Baselines (same invocation)</h2>\n<p>\(SVGBarChart.escape(report.baselineSummary))</p>\n"
+        let rows = report.baselineTableRows()
+        guard !rows.isEmpty else { return html }
+        html += "<table>\n<tr><th></th>"
+        for column in ViewsReport.baselineColumns { html += "<th>\(SVGBarChart.escape(column))</th>" }
+        html += "</tr>\n"
+        for (label, cells) in rows {
             html += "<tr><th style=\"text-align:left\">\(SVGBarChart.escape(label))</th>"
             for cell in cells { html += "<td class=\"n\">\(SVGBarChart.escape(cell))</td>" }
             html += "</tr>\n"

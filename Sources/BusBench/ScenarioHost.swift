@@ -5,34 +5,54 @@ import NotificationBus
 import Synchronization
 
 /// What one view's own code saw, written from wherever the code runs (main actor or not).
+/// Sequence numbers count per (publisher, name), so they are tracked per name the view subscribes to.
 final class ViewProbe: Sendable {
     struct Counts: Sendable {
         var delivered: UInt64 = 0
         var matched: UInt64 = 0
         var firstSequence: UInt64 = 0
-        var lastSequence: UInt64 = 0
+        /// Per subscribed name (the probe's `names` order), the highest sequence number seen.
+        var lastSequences: [UInt64]
         var skipped: UInt64 = 0
         var outOfOrder: UInt64 = 0
         var inBandHidden: UInt64 = 0
         var inBandUpstream: UInt64 = 0
         var inBandLocal: UInt64 = 0
+        /// Notifications of a name the view did not subscribe to (none expected).
+        var foreign: UInt64 = 0
+
+        /// The highest sequence number seen on any name.
+        var lastSequence: UInt64 { lastSequences.max() ?? 0 }
     }
 
-    private let state = Mutex(Counts())
+    private let state: Mutex<Counts>
+    /// Slot of each subscribed name in `lastSequences`; empty for a single name (always slot 0).
+    private let slots: [NotificationName: Int]
+
+    init(names: [NotificationName]) {
+        state = Mutex(Counts(lastSequences: [UInt64](repeating: 0, count: max(1, names.count))))
+        slots = names.count > 1 ? Dictionary(uniqueKeysWithValues: names.enumerated().map { ($0.element, $0.offset) }) : [:]
+    }
 
     /// Counts a notification handed to the view's code; returns whether it passes the condition.
     func note(_ notification: NotificationBus.Notification) -> Bool {
         let matched = notification.payload.first == 1
         let sequence = notification.sequence
+        let slot = slots.isEmpty ? 0 : slots[notification.name]
         state.withLock { counts in
             counts.delivered += 1
             if matched { counts.matched += 1 }
+            guard let slot else {
+                counts.foreign += 1
+                return
+            }
             if counts.firstSequence == 0 { counts.firstSequence = sequence }
-            if sequence <= counts.lastSequence {
+            let last = counts.lastSequences[slot]
+            if sequence <= last {
                 counts.outOfOrder += 1
             } else {
-                counts.skipped += sequence - counts.lastSequence - 1
-                counts.lastSequence = sequence
+                counts.skipped += sequence - last - 1
+                counts.lastSequences[slot] = sequence
             }
         }
         return matched
@@ -194,13 +214,13 @@ enum ScenarioHost {
         let bus = try Bus(configuration)
         let host = ViewHost(bus: bus, defaultBodyCost: .microseconds(scenario.bodyMicroseconds))
         let buffering = BufferingPolicy.suspendProducer(capacity: scenario.buffer)
-        let patterns = try (0..<scenario.names).map {
-            NamePattern(exactly: try NotificationName(scenario.notificationName($0)))
-        }
-        let probes = (0..<scenario.views).map { _ in ViewProbe() }
+        let names = try (0..<scenario.names).map { try NotificationName(scenario.notificationName($0)) }
+        let patterns = try (0..<scenario.views).map { try scenario.pattern(ofView: $0) }
+        let viewNames = (0..<scenario.views).map { scenario.nameIndexes(ofView: $0) }
+        let probes = viewNames.map { indexes in ViewProbe(names: indexes.map { names[$0] }) }
         let replay = ReplayPolicy.all(max: scenario.replayMax)
         let leaf: @MainActor (Int) -> any View = { index in
-            let pattern = patterns[scenario.nameIndex(ofView: index)]
+            let pattern = patterns[index]
             let probe = probes[index]
             switch style {
             case .onReceive: return OnReceiveProbeView(pattern: pattern, buffering: buffering, probe: probe)
@@ -229,7 +249,7 @@ enum ScenarioHost {
             nodes.append(node)
         }
         // Readiness: every subscription made so far is live at the publisher.
-        try await bus.ready(patterns[scenario.nameIndex(ofView: 0)], timeout: .seconds(scenario.startupSeconds))
+        try await bus.ready(patterns[0], timeout: .seconds(scenario.startupSeconds))
         let baseline = nodes.map(\.metrics)
         let usageAtReady = ProcessUsage.current()
         let readyAt = Timestamps.monotonicNanoseconds()
@@ -257,9 +277,8 @@ enum ScenarioHost {
         let drainStart = Timestamps.monotonicNanoseconds()
         let deadline = drainStart + UInt64(scenario.drainSeconds) * 1_000_000_000
         let stall = UInt64(scenario.stallSeconds) * 1_000_000_000
-        let expected = (0..<scenario.views).map { index -> UInt64 in
-            let name = scenario.nameIndex(ofView: index)
-            return name < publisher.postedPerName.count ? publisher.postedPerName[name] : 0
+        let expected = viewNames.map { indexes -> UInt64 in
+            indexes.reduce(0) { $0 + ($1 < publisher.postedPerName.count ? publisher.postedPerName[$1] : 0) }
         }
         func stats(_ index: Int) -> SubscriptionStats { nodes[index].subscriptionStats.first ?? SubscriptionStats() }
         func seenByBus(_ index: Int) -> Bool {
@@ -315,13 +334,15 @@ enum ScenarioHost {
             let counts = probes[index].counts
             let stats = stats(index)
             var view = ScenarioViewCounters(
-                view: index, name: scenario.nameIndex(ofView: index), page: scenario.page(ofView: index))
+                view: index, name: scenario.nameIndex(ofView: index), page: scenario.page(ofView: index),
+                names: viewNames[index])
             view.delivered = counts.delivered
             view.matched = counts.matched
             view.firstSequence = counts.firstSequence
             view.lastSequence = counts.lastSequence
+            view.lastSequences = counts.lastSequences
+            view.outOfOrder = counts.outOfOrder + counts.foreign
             view.skippedSequences = counts.skipped
-            view.outOfOrder = counts.outOfOrder
             view.inBandHidden = counts.inBandHidden
             view.inBandUpstream = counts.inBandUpstream
             view.inBandLocal = counts.inBandLocal
@@ -352,7 +373,8 @@ enum ScenarioHost {
             windowUserNanoseconds: usage.user &- usageAtReady.user, windowSystemNanoseconds: usage.system &- usageAtReady.system,
             totalUserNanoseconds: usage.user, totalSystemNanoseconds: usage.system, peakResidentKiB: usage.maxResidentKiB,
             churnTransitions: transitionsWhilePosting, drainIncomplete: !complete, drainNanoseconds: drainEnd - drainStart,
-            subscriptionErrors: host.subscriptionErrors.map { "\($0)" }, endOfStreamRecords: busStats.endOfStreamRecords)
+            subscriptionErrors: host.subscriptionErrors.map { "\($0)" }, endOfStreamRecords: busStats.endOfStreamRecords,
+            subscription: scenario.subscription, framesReceived: busStats.framesReceived)
     }
 
     /// Polls `condition` every 5 ms (the main actor stays free meanwhile); false when the deadline

@@ -43,6 +43,18 @@ public enum ViewContainer: String, Codable, Sendable, CaseIterable {
     case list
 }
 
+/// Which names a host's views subscribe to.
+public enum ViewSubscription: String, Codable, Sendable, CaseIterable {
+    /// View `i` subscribes to name `i % names` (one exact name each): the views scenario.
+    case spread
+    /// Every view subscribes to the first name only (exact): ZeroMQ filters every other name at
+    /// the publisher, so their notifications never reach the host's socket.
+    case one
+    /// Every view subscribes to every name with one pattern (`bench.views.>`): all of them reach
+    /// the host, and each view's code sees every notification.
+    case all
+}
+
 /// One scenario of `nbus bench views`: a publisher process, and one subscriber-host process per
 /// style, each hosting the same views on the same stream.
 ///
@@ -64,6 +76,8 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     public var selectivity = 0.1
     /// Views per subscriber host.
     public var views = 30
+    /// Which names the views subscribe to (`nbus bench filter` runs `one` against `all`).
+    public var subscription = ViewSubscription.spread
     /// What holds the views.
     public var container = ViewContainer.tabs
     /// Tabs (or list pages: the list window is `views / tabs` rows).
@@ -111,11 +125,35 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
         return Self.namePrefix + String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
 
-    /// The name index view `view` subscribes to.
-    public func nameIndex(ofView view: Int) -> Int { view % max(1, names) }
+    /// The name index view `view` subscribes to (the first one, for `.all`).
+    public func nameIndex(ofView view: Int) -> Int { subscription == .spread ? view % max(1, names) : 0 }
+
+    /// The name indexes view `view` subscribes to, ascending.
+    public func nameIndexes(ofView view: Int) -> [Int] {
+        switch subscription {
+        case .spread: return [view % max(1, names)]
+        case .one: return [0]
+        case .all: return Array(0..<names)
+        }
+    }
+
+    /// The pattern view `view` subscribes with: its name exactly, or `bench.views.>` for `.all`.
+    public func pattern(ofView view: Int) throws -> NamePattern {
+        if subscription == .all { return try NamePattern(Self.allNamesPattern) }
+        return NamePattern(exactly: try NotificationName(notificationName(nameIndex(ofView: view))))
+    }
+
+    /// The pattern that covers every name of the benchmark.
+    public static let allNamesPattern = "bench.views.>"
 
     /// Name indexes some view subscribes to, ascending.
-    public var subscribedNameIndexes: [Int] { Array(Set((0..<views).map(nameIndex(ofView:)))).sorted() }
+    public var subscribedNameIndexes: [Int] {
+        switch subscription {
+        case .spread: return Array(Set((0..<views).map(nameIndex(ofView:)))).sorted()
+        case .one: return [0]
+        case .all: return Array(0..<names)
+        }
+    }
 
     /// Selectivity in parts per million (exact integer arithmetic for the match rule).
     var selectivityPPM: Int { Int((min(1, max(0, selectivity)) * 1_000_000).rounded()) }
@@ -188,6 +226,11 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
         text += ", body \(bodyMicroseconds) us, up to \(Format.count(count)) msgs / \(Self.number(seconds)) s"
         if backpressure { text += ", publisher back-pressure" }
         if oneAtATime { text += ", one style at a time" }
+        switch subscription {
+        case .spread: break
+        case .one: text += ", views on the first name only"
+        case .all: text += ", views on every name (\(Self.allNamesPattern))"
+        }
         return text
     }
 

@@ -7,9 +7,11 @@ import NotificationBus
 /// scenario's rate until its count or its seconds run out, closes (the end-of-stream record
 /// lets the hosts count a lost tail), and reports what it posted per name.
 enum ScenarioPublisher {
+    /// `hostSubscriptions`: one entry per host, which names its views subscribe to. `progress`
+    /// gets (posted, ns since the first post) about every 250 ms while posting.
     static func run(
-        _ scenario: ViewsScenario, endpoint: String, hosts: Int,
-        bound: (String) -> Void, subscribed: () async -> Void
+        _ scenario: ViewsScenario, endpoint: String, hostSubscriptions: [ViewSubscription],
+        bound: (String) -> Void, progress: (Int, UInt64) -> Void = { _, _ in }, subscribed: () async -> Void
     ) async throws -> ScenarioPublisherResult {
         var configuration = BusConfiguration.directPublisher(bind: endpoint)
         configuration.sendHighWaterMark = scenario.highWaterMark
@@ -23,10 +25,15 @@ enum ScenarioPublisher {
         bound(bus.endpoints.first ?? endpoint)
 
         let names = try (0..<scenario.names).map { try NotificationName(scenario.notificationName($0)) }
-        // Readiness: every host's subscription to every name a view uses reached this XPUB.
-        for index in scenario.subscribedNameIndexes {
-            try await bus.waitForSubscribers(
-                count: max(1, hosts), matching: names[index], timeout: .seconds(scenario.startupSeconds))
+        // Readiness: every host's subscription to every name its views use reached this XPUB.
+        var subscribers = [Int](repeating: 0, count: scenario.names)
+        for subscription in hostSubscriptions {
+            var host = scenario
+            host.subscription = subscription
+            for index in host.subscribedNameIndexes where index < subscribers.count { subscribers[index] += 1 }
+        }
+        for (index, count) in subscribers.enumerated() where count > 0 {
+            try await bus.waitForSubscribers(count: count, matching: names[index], timeout: .seconds(scenario.startupSeconds))
         }
         await subscribed()
 
@@ -44,6 +51,13 @@ enum ScenarioPublisher {
         let firstWall = Timestamps.wallClockNanoseconds()
         var posted = 0
         var stoppedBy = "count"
+        var nextProgress = startMonotonic + ViewsWorker.progressIntervalNanoseconds
+        func reportProgress() {
+            let now = Timestamps.monotonicNanoseconds()
+            guard now >= nextProgress else { return }
+            nextProgress = now + ViewsWorker.progressIntervalNanoseconds
+            progress(posted, now - startMonotonic)
+        }
 
         func postOne() async throws {
             let index = posted % nameCount
@@ -74,6 +88,7 @@ enum ScenarioPublisher {
                         break outer
                     }
                 }
+                reportProgress()
                 if posted < total {
                     let next = origin + .nanoseconds(Int64(Double(posted) * interval))
                     if clock.now < next { try await Task.sleep(until: min(next, deadline), tolerance: .zero, clock: clock) }
@@ -82,9 +97,12 @@ enum ScenarioPublisher {
         } else {
             while posted < total {
                 try await postOne()
-                if posted & 255 == 0 && clock.now >= deadline {
-                    stoppedBy = "seconds"
-                    break
+                if posted & 255 == 0 {
+                    if clock.now >= deadline {
+                        stoppedBy = "seconds"
+                        break
+                    }
+                    reportProgress()
                 }
             }
         }

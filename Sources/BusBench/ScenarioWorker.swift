@@ -43,9 +43,13 @@ public struct ScenarioPublisherResult: Codable, Sendable, Equatable {
 /// One view's counters as a subscriber host reports them: what its own code saw (`probe`), what
 /// its bus subscription counted, and what the runtime counted (deltas since the host was ready).
 public struct ScenarioViewCounters: Codable, Sendable, Equatable {
-    /// The view's index and the name index it subscribes to.
+    /// The view's index and the (first) name index it subscribes to.
     public var view: Int
     public var name: Int
+    /// Every name index it subscribes to, and per name the highest sequence number its code saw
+    /// (same order; empty in results of older workers: then `name` and `lastSequence` say it).
+    public var names: [Int] = []
+    public var lastSequences: [UInt64] = []
     /// The view's page (tab or list window).
     public var page: Int
     // The view's own code:
@@ -82,10 +86,18 @@ public struct ScenarioViewCounters: Codable, Sendable, Equatable {
     /// Time the view was hidden within the publishing window, ns.
     public var hiddenNanoseconds: UInt64 = 0
 
-    public init(view: Int, name: Int, page: Int) {
+    public init(view: Int, name: Int, page: Int, names: [Int]? = nil) {
         self.view = view
         self.name = name
         self.page = page
+        self.names = names ?? [name]
+    }
+
+    /// The names the view subscribes to, with the highest sequence number seen on each.
+    public var sequencesByName: [(name: Int, last: UInt64)] {
+        if names.isEmpty { return [(name, lastSequence)] }
+        if names.count == 1 && lastSequences.isEmpty { return [(names[0], lastSequence)] }
+        return names.enumerated().map { ($0.element, $0.offset < lastSequences.count ? lastSequences[$0.offset] : 0) }
     }
 
     /// Every cause of loss plus what was delivered: what the identity compares with published.
@@ -110,7 +122,7 @@ public struct ScenarioHostResult: Codable, Sendable {
     public var windowSystemNanoseconds: UInt64
     public var totalUserNanoseconds: UInt64
     public var totalSystemNanoseconds: UInt64
-    /// Peak resident set size (getrusage `ru_maxrss`), KiB.
+    /// Peak resident set size (`VmHWM` of /proc/self/status), KiB.
     public var peakResidentKiB: UInt64
     /// Visibility changes made by the churn timer while the publisher was posting.
     public var churnTransitions: Int
@@ -122,6 +134,11 @@ public struct ScenarioHostResult: Codable, Sendable {
     public var subscriptionErrors: [String]
     /// End-of-stream records the host's bus processed.
     public var endOfStreamRecords: UInt64
+    /// Which names the host's views subscribed to.
+    public var subscription: ViewSubscription = .spread
+    /// Notification frames that reached the host's socket (`BusStats.framesReceived`): with
+    /// exact-name subscriptions ZeroMQ filters the other names at the publisher, so they never count here.
+    public var framesReceived: UInt64 = 0
 }
 
 /// The worker processes of `nbus bench views`: the publisher and the subscriber hosts.
@@ -142,9 +159,22 @@ public enum ViewsWorker {
     /// The stdin line by which the runner lets the publisher start posting (every host is ready).
     static let goLine = "go"
 
-    /// Runs a worker and returns its exit status (0: reported, 1: failed).
+    /// The publisher's `progress` line while it posts, about every `progressIntervalNanoseconds`.
+    struct ProgressLine: Codable, Sendable {
+        var event = "progress"
+        /// Notifications posted so far, and seconds since the first post.
+        var posted: Int
+        var elapsedNanoseconds: UInt64
+    }
+
+    static let progressIntervalNanoseconds: UInt64 = 250_000_000
+
+    /// Runs a worker and returns its exit status (0: reported, 1: failed). `hostSubscriptions`
+    /// (publisher) lists each host's subscription, so the publisher knows how many hosts to wait
+    /// for on each name; nil: `hosts` hosts, all with the scenario's.
     public static func run(
-        role: Role, scenario: ViewsScenario, endpoint: String, style: ViewStyle?, hosts: Int, exitOnStandardInputEOF: Bool
+        role: Role, scenario: ViewsScenario, endpoint: String, style: ViewStyle?, hosts: Int,
+        hostSubscriptions: [ViewSubscription]? = nil, exitOnStandardInputEOF: Bool
     ) async -> Int32 {
         let published = ScenarioSignal<ScenarioPublisherResult>()
         let go = ScenarioSignal<Bool>()
@@ -159,8 +189,10 @@ public enum ViewsWorker {
             switch role {
             case .publisher:
                 let result = try await ScenarioPublisher.run(
-                    scenario, endpoint: endpoint, hosts: hosts,
+                    scenario, endpoint: endpoint,
+                    hostSubscriptions: hostSubscriptions ?? Array(repeating: scenario.subscription, count: max(1, hosts)),
                     bound: { emitJSON(BoundOut(endpoint: $0)) },
+                    progress: { posted, elapsed in emitJSON(ProgressLine(posted: posted, elapsedNanoseconds: elapsed)) },
                     subscribed: {
                         emitLine(#"{"event":"subscribed"}"#)
                         _ = await go.value
@@ -227,12 +259,18 @@ public enum ViewsWorker {
 enum ProcessUsage {
     private static let RUSAGE_SELF_WHO = __rusage_who_t(RUSAGE_SELF.rawValue)
 
-    /// User and system CPU time of the whole process, ns, and `ru_maxrss` (KiB).
+    /// User and system CPU time of the whole process, ns, and its peak RSS (KiB).
+    ///
+    /// The peak is the kernel's `VmHWM`, not `ru_maxrss`: Linux carries `ru_maxrss` across
+    /// `execve`, and a child spawned with `posix_spawn` (vfork-style, sharing the parent's memory
+    /// until exec) starts with the parent's peak, the benchmark runner's. `VmHWM` belongs to the
+    /// process's own address space.
     static func current() -> (user: UInt64, system: UInt64, maxResidentKiB: UInt64) {
         var usage = Glibc.rusage()
         getrusage(RUSAGE_SELF_WHO, &usage)
         func nanoseconds(_ time: timeval) -> UInt64 { UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_usec) * 1_000 }
-        return (nanoseconds(usage.ru_utime), nanoseconds(usage.ru_stime), UInt64(max(0, usage.ru_maxrss)))
+        let peak = ProcessMemory.read()?.peakResidentKiB ?? UInt64(max(0, usage.ru_maxrss))
+        return (nanoseconds(usage.ru_utime), nanoseconds(usage.ru_stime), peak)
     }
 }
 

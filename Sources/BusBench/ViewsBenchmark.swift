@@ -2,7 +2,8 @@ import Foundation
 import NotificationBus
 import Synchronization
 
-/// How `nbus bench views` runs its scenario: which binary and command start the workers.
+/// How `nbus bench views` runs its scenario: which binary and command start the workers, and
+/// the baselines measured alongside.
 public struct ViewsBenchOptions: Sendable {
     /// The scenario every style runs.
     public var scenario: ViewsScenario
@@ -10,69 +11,118 @@ public struct ViewsBenchOptions: Sendable {
     public var nbusExecutable: String
     /// The arguments that select the hidden worker command, e.g. `["bench", "views-worker"]`.
     public var workerCommand: [String]
+    /// The `nbus-baseline` executable (next to `nbus`, where SwiftPM builds it).
+    public var baselineExecutable: String
+    /// Seconds of each baseline (raw libzmq at the scenario's rate; Foundation as many posts);
+    /// 0 skips them.
+    public var baselineSeconds = 2.0
 
     public init(scenario: ViewsScenario = ViewsScenario(), workerCommand: [String] = ["bench", "views-worker"]) {
         self.scenario = scenario
         self.nbusExecutable = ThroughputOptions.currentExecutable()
         self.workerCommand = workerCommand
+        baselineExecutable = (ThroughputOptions.executableDirectory() as NSString).appendingPathComponent("nbus-baseline")
     }
 }
 
-/// `nbus bench views`: one scenario, every style side by side.
+/// `nbus bench views`: one scenario, every style side by side, and the baselines.
 ///
-/// Starts a publisher process (`views-worker publisher`) and one subscriber-host process per
-/// style (`views-worker host --style ...`), all children of this process bounded by a deadline
-/// and killed on every exit path (a failing child takes the others down at once, and cancelling
-/// the calling task kills them all). The publisher starts posting only once every host's
-/// subscriptions reached it; when it is done, the runner hands each host the publisher's counts
-/// on stdin, and each host drains, then reports one JSON line.
+/// First the baselines: raw libzmq PUB/SUB (`nbus-baseline`, two processes, the scenario's
+/// transport, rate, payload and HWM, `baselineSeconds` long) and Foundation `NotificationCenter`
+/// in this process. Then a publisher process (`views-worker publisher`) and one subscriber-host
+/// process per style (`views-worker host --style ...`), all children of this process bounded by a
+/// deadline and stopped on every exit path (a failing child takes the others down at once, and
+/// cancelling the calling task stops them all and waits until they are gone). The publisher
+/// starts posting only once every host's subscriptions reached it; when it is done, the runner
+/// hands each host the publisher's counts on stdin, and each host drains, then reports one JSON line.
 public enum ViewsBenchmark {
     /// Runs the scenario; `progress` receives one line per step (for stderr).
+    public static func run(
+        _ options: ViewsBenchOptions, progress: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws -> ViewsReport {
+        try await run(options, handlers: BenchProgressHandlers(step: progress))
+    }
+
+    /// Runs the scenario; `handlers` get the steps and the posting progress (labelled `label`).
     ///
     /// Throws `BenchError` when a child fails, times out or reports nothing. An accounting
     /// identity that does not hold does not throw: it is in `report.failures`.
     public static func run(
-        _ options: ViewsBenchOptions, progress: @escaping @Sendable (String) -> Void = { _ in }
+        _ options: ViewsBenchOptions, handlers: BenchProgressHandlers, label: String = "views"
     ) async throws -> ViewsReport {
         try options.scenario.validate()
-        let group = ChildGroup()
-        let folder = FileManager.default.temporaryDirectory
-            .appendingPathComponent("nbus-views-\(UInt32.random(in: 0...UInt32.max))", isDirectory: true)
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer {
-            group.killAll()
-            try? FileManager.default.removeItem(at: folder)
-        }
-        return try await withTaskCancellationHandler {
+        let scenario = options.scenario
+        return try await withChildren(prefix: "nbus-views") { group, folder in
             let date = Date()
             let started = Timestamps.monotonicNanoseconds()
-            let scenario = options.scenario
+            let baselines = try await ViewsBaselines.run(
+                scenario: scenario, seconds: options.baselineSeconds, baselineExecutable: options.baselineExecutable,
+                group: group, folder: folder, progress: handlers.step)
             var results: [(ScenarioPublisherResult, ScenarioHostResult)] = []
             let batches = scenario.oneAtATime ? scenario.styles.map { [$0] } : [scenario.styles]
             for (index, styles) in batches.enumerated() {
                 try Task.checkCancellation()
                 let runner = ScenarioRunner(
-                    options: options, styles: styles, group: group, folder: folder.path, tag: "\(index)", progress: progress)
+                    options: options, hosts: styles.map { ScenarioHostSpec(style: $0, subscription: scenario.subscription) },
+                    group: group, folder: folder, tag: "\(index)", label: label, handlers: handlers)
                 let (publisher, hosts) = try await runner.run()
                 results += hosts.map { (publisher, $0) }
             }
             try Task.checkCancellation()
             return ViewsReport(
-                scenario: scenario, date: date, wallNanoseconds: Timestamps.monotonicNanoseconds() - started, results: results)
-        } onCancel: {
-            group.killAll()
+                scenario: scenario, date: date, wallNanoseconds: Timestamps.monotonicNanoseconds() - started, results: results,
+                baselines: baselines)
+        }
+    }
+
+    /// Runs `body` with a fresh `ChildGroup` and temp folder. On every way out (result, error,
+    /// cancellation) every child is stopped and waited for, and the folder removed.
+    static func withChildren<T: Sendable>(
+        prefix: String, _ body: @Sendable (ChildGroup, String) async throws -> T
+    ) async throws -> T {
+        let group = ChildGroup()
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(prefix)-\(UInt32.random(in: 0...UInt32.max))", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        do {
+            let result = try await withTaskCancellationHandler {
+                try await body(group, folder.path)
+            } onCancel: {
+                group.killAll()
+            }
+            await group.stopAll()
+            try? FileManager.default.removeItem(at: folder)
+            return result
+        } catch {
+            await group.stopAll()
+            try? FileManager.default.removeItem(at: folder)
+            throw error
         }
     }
 }
 
+/// One subscriber host of a scenario run: its style and which names its views subscribe to.
+struct ScenarioHostSpec: Sendable, Equatable {
+    var style: ViewStyle
+    var subscription: ViewSubscription
+
+    /// How the host is named in messages.
+    var label: String {
+        subscription == .spread
+            ? "views host \(style.rawValue) (views-worker host)"
+            : "views host \(style.rawValue), subscribed to \(subscription.rawValue) (views-worker host)"
+    }
+}
+
 /// One publisher and its hosts.
-private struct ScenarioRunner: Sendable {
+struct ScenarioRunner: Sendable {
     let options: ViewsBenchOptions
-    let styles: [ViewStyle]
+    let hosts: [ScenarioHostSpec]
     let group: ChildGroup
     let folder: String
     let tag: String
-    let progress: @Sendable (String) -> Void
+    let label: String
+    let handlers: BenchProgressHandlers
 
     private var scenario: ViewsScenario { options.scenario }
 
@@ -87,36 +137,53 @@ private struct ScenarioRunner: Sendable {
         }
     }
 
-    private func arguments(_ role: ViewsWorker.Role, endpoint: String, style: ViewStyle? = nil) -> [String] {
-        var arguments = options.workerCommand + [role.rawValue, "--endpoint", endpoint]
-        if let style { arguments += ["--style", style.rawValue] }
-        arguments += ["--hosts", "\(styles.count)", "--scenario", scenario.encodedArgument(), "--exit-on-stdin-eof"]
-        return arguments
+    private func publisherArguments() -> [String] {
+        options.workerCommand + [
+            ViewsWorker.Role.publisher.rawValue, "--endpoint", endpoint, "--hosts", "\(hosts.count)",
+            "--host-subscriptions", hosts.map(\.subscription.rawValue).joined(separator: ","),
+            "--scenario", scenario.encodedArgument(), "--exit-on-stdin-eof",
+        ]
+    }
+
+    private func hostArguments(_ host: ScenarioHostSpec, endpoint: String) -> [String] {
+        var hostScenario = scenario
+        hostScenario.subscription = host.subscription
+        return options.workerCommand + [
+            ViewsWorker.Role.host.rawValue, "--endpoint", endpoint, "--style", host.style.rawValue,
+            "--hosts", "\(hosts.count)", "--scenario", hostScenario.encodedArgument(), "--exit-on-stdin-eof",
+        ]
     }
 
     func run() async throws -> (ScenarioPublisherResult, [ScenarioHostResult]) {
         let failures = FirstFailure()
         let executable = options.nbusExecutable
+        let posted = Mutex(0)
         let publisher = try await group.start(
-            label: "views publisher (views-worker publisher)", executable: executable,
-            arguments: arguments(.publisher, endpoint: endpoint), timeout: childTimeout)
+            label: "views publisher (views-worker publisher)", executable: executable, arguments: publisherArguments(),
+            timeout: childTimeout,
+            onLine: { line in
+                guard line.contains(#""event":"progress""#),
+                    let progress = ChildProcess.decode(ViewsWorker.ProgressLine.self, line)
+                else { return }
+                posted.withLock { $0 = progress.posted }
+            })
         watch(publisher, failures)
         guard let line = await publisher.waitForLine(where: { $0.contains(#""event":"bound""#) }),
-            let bound = decode(BoundLine.self, line)?.endpoint
+            let bound = ChildProcess.decode(BoundLine.self, line)?.endpoint
         else {
             throw await failure(of: publisher, failures, what: "without reporting its endpoint")
         }
-        var hosts: [ChildProcess] = []
-        for style in styles {
-            let host = try await group.start(
-                label: "views host \(style.rawValue) (views-worker host)", executable: executable,
-                arguments: arguments(.host, endpoint: bound, style: style), timeout: childTimeout)
-            watch(host, failures)
-            hosts.append(host)
-        }
+        var children: [ChildProcess] = []
         for host in hosts {
-            guard await host.waitForLine(where: { $0.contains(#""event":"ready""#) }) != nil else {
-                throw await failure(of: host, failures, what: "before it was ready")
+            let child = try await group.start(
+                label: host.label, executable: executable, arguments: hostArguments(host, endpoint: bound),
+                timeout: childTimeout)
+            watch(child, failures)
+            children.append(child)
+        }
+        for child in children {
+            guard await child.waitForLine(where: { $0.contains(#""event":"ready""#) }) != nil else {
+                throw await failure(of: child, failures, what: "before it was ready")
             }
         }
         // Every host has its baseline: let the publisher post.
@@ -125,42 +192,48 @@ private struct ScenarioRunner: Sendable {
             throw await failure(of: publisher, failures, what: "before it started posting")
         }
         let rateText = scenario.rate.map { "\(Format.count($0))/s" } ?? "as fast as it can"
-        progress(
-            "\(styles.map(\.rawValue).joined(separator: ", ")): \(hosts.count) host(s) ready; publishing \(rateText) "
+        let names = Set(hosts.map(\.style.rawValue)).count == hosts.count
+            ? hosts.map(\.style.rawValue) : hosts.map { "\($0.style.rawValue)/\($0.subscription.rawValue)" }
+        handlers.step(
+            "\(names.joined(separator: ", ")): \(children.count) host(s) ready; publishing \(rateText) "
                 + "for up to \(ViewsScenario.number(scenario.seconds)) s")
+        let label = self.label
+        let handlers = self.handlers
+        let planned = (seconds: scenario.seconds, count: scenario.count)
         let ticker = Task {
-            var elapsed = 0
+            let clock = ContinuousClock()
+            let start = clock.now
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(5))
+                try? await Task.sleep(for: .milliseconds(250))
                 if Task.isCancelled { return }
-                elapsed += 5
-                progress("  \(elapsed) s")
+                let elapsed = clock.now - start
+                handlers.posting(
+                    PostingProgress(
+                        run: label, elapsedSeconds: Double(elapsed.nanoseconds) / 1e9, plannedSeconds: planned.seconds,
+                        posted: posted.withLock { $0 }, plannedCount: planned.count))
             }
         }
         let publisherEnd = await publisher.waitForExit()
         ticker.cancel()
         guard publisherEnd.succeeded else { throw await failure(of: publisher, failures, what: nil) }
-        guard let done = lastResult(ScenarioPublisherResult.self, in: publisher, event: "done") else {
-            throw BenchError.badOutput(
-                label: publisher.label, output: publisher.stdoutLines.joined(separator: "\n"), stderr: publisher.stderrText)
-        }
-        progress(
+        let done = try publisher.requireResult(ScenarioPublisherResult.self, event: "done")
+        handlers.posting(
+            PostingProgress(
+                run: label, elapsedSeconds: Double(done.postNanoseconds) / 1e9, plannedSeconds: planned.seconds,
+                posted: Int(done.posted), plannedCount: planned.count))
+        handlers.step(
             "publisher done: \(Format.count(Int(done.posted))) posted in "
                 + "\(Format.nanoseconds(Double(done.postNanoseconds))) (\(Format.rate(done.postRate))/s, stopped by "
                 + "\(done.stoppedBy)); hosts draining")
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let publishedLine = ViewsWorker.publishedPrefix + String(decoding: try encoder.encode(done), as: UTF8.self)
-        for host in hosts { host.writeLine(publishedLine) }
+        for child in children { child.writeLine(publishedLine) }
         var results: [ScenarioHostResult] = []
-        for host in hosts {
-            let end = await host.waitForExit()
-            guard end.succeeded else { throw await failure(of: host, failures, what: nil) }
-            guard let result = lastResult(ScenarioHostResult.self, in: host, event: "result") else {
-                throw BenchError.badOutput(
-                    label: host.label, output: host.stdoutLines.joined(separator: "\n"), stderr: host.stderrText)
-            }
-            results.append(result)
+        for child in children {
+            let end = await child.waitForExit()
+            guard end.succeeded else { throw await failure(of: child, failures, what: nil) }
+            results.append(try child.requireResult(ScenarioHostResult.self, event: "result"))
         }
         return (done, results)
     }
@@ -184,17 +257,6 @@ private struct ScenarioRunner: Sendable {
         if let first = failures.first { return first }
         let status = end.description + (what.map { ", " + $0 } ?? "")
         return .childFailed(label: child.label, status: status, stderr: child.stderrText)
-    }
-
-    private func lastResult<T: Decodable>(_ type: T.Type, in child: ChildProcess, event: String) -> T? {
-        child.stdoutLines.reversed().lazy
-            .filter { $0.contains(#""event":"\#(event)""#) }
-            .compactMap { decode(type, $0) }
-            .first
-    }
-
-    private func decode<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
-        try? JSONDecoder().decode(type, from: Data(line.utf8))
     }
 }
 

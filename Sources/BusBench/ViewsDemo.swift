@@ -10,12 +10,21 @@ public struct ViewsDemoOptions: Sendable {
     /// The `nbus` executable and the arguments of its hidden views worker command.
     public var nbusExecutable: String
     public var workerCommand: [String]
+    /// Seconds of each baseline (raw libzmq, Foundation), taken out of `seconds`.
+    public var baselineSeconds: Double
 
-    public init(seconds: Double = 30, htmlPath: String? = "report.html", workerCommand: [String] = ["bench", "views-worker"]) {
-        scenario = ViewsDemo.defaultScenario(seconds: seconds)
+    /// `seconds` is the whole run: the baselines (2 s) and then the scenario for the rest, so the
+    /// default demo stays about 30 s.
+    public init(
+        seconds: Double = 30, htmlPath: String? = "report.html", workerCommand: [String] = ["bench", "views-worker"],
+        baselineSeconds: Double = 2
+    ) {
+        let scenarioSeconds = seconds >= 4 * baselineSeconds ? seconds - baselineSeconds : seconds
+        scenario = ViewsDemo.defaultScenario(seconds: scenarioSeconds)
         self.htmlPath = htmlPath
         nbusExecutable = ThroughputOptions.currentExecutable()
         self.workerCommand = workerCommand
+        self.baselineSeconds = baselineSeconds
     }
 }
 
@@ -49,13 +58,23 @@ public enum ViewsDemo {
         output: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) },
         progress: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
     ) async throws -> ViewsReport {
+        try await run(options, output: output, handlers: BenchProgressHandlers(step: progress))
+    }
+
+    /// The same, with the posting progress reported to `handlers.posting` (labelled `demo`).
+    public static func run(
+        _ options: ViewsDemoOptions, output: @escaping @Sendable (String) -> Void, handlers: BenchProgressHandlers
+    ) async throws -> ViewsReport {
         var bench = ViewsBenchOptions(scenario: options.scenario, workerCommand: options.workerCommand)
         bench.nbusExecutable = options.nbusExecutable
-        progress("nbus demo: \(options.scenario.summary)")
-        let report = try await ViewsBenchmark.run(bench, progress: progress)
+        bench.baselineExecutable = (ThroughputOptions.executableDirectory(of: options.nbusExecutable) as NSString)
+            .appendingPathComponent("nbus-baseline")
+        bench.baselineSeconds = options.baselineSeconds
+        handlers.step("nbus demo: \(options.scenario.summary)")
+        let report = try await ViewsBenchmark.run(bench, handlers: handlers, label: "demo")
         if let path = options.htmlPath {
             try ViewsHTMLReport.page(for: report).write(toFile: path, atomically: true, encoding: .utf8)
-            progress("wrote \(path)")
+            handlers.step("wrote \(path)")
         }
         output(report.table())
         return report

@@ -49,6 +49,13 @@ public struct ViewsStyleSummary: Codable, Sendable {
     /// The host's CPU time (user + system) over its window, and its peak RSS.
     public var cpuNanoseconds: UInt64
     public var peakResidentKiB: UInt64
+    /// Which names the views subscribed to, and the notification frames that reached the host's
+    /// socket (what ZeroMQ did not filter out at the publisher).
+    public var subscription: ViewSubscription
+    public var framesReceived: UInt64
+    /// The host's CPU time per frame that reached it, ns: the figure to hold against raw libzmq's
+    /// subscriber CPU per message.
+    public var cpuPerFrameNanoseconds: Double
     /// Delivered per second of the publishing window.
     public var deliveredPerSecond: Double
     /// The host's window (ready to drained) and drain, ns.
@@ -74,19 +81,25 @@ public struct ViewsStyleSummary: Codable, Sendable {
         var failures: [String] = []
         let window = Double(publisher.windowNanoseconds)
         for view in host.views {
-            let posted = view.name < publisher.postedPerName.count ? publisher.postedPerName[view.name] : 0
-            published += posted
-            matching += view.name < publisher.matchingPerName.count ? publisher.matchingPerName[view.name] : 0
-            unseen += view.skippedSequences + (posted > view.lastSequence ? posted - view.lastSequence : 0)
-            if window > 0 { expectedHidden += Double(posted) * Double(view.hiddenNanoseconds) / window }
+            // Sequence numbers count per (publisher, name): a view on several names is checked per name.
+            var posted: UInt64 = 0
             var problems: [String] = []
+            for (name, last) in view.sequencesByName {
+                let postedToName = name >= 0 && name < publisher.postedPerName.count ? publisher.postedPerName[name] : 0
+                posted += postedToName
+                matching += name >= 0 && name < publisher.matchingPerName.count ? publisher.matchingPerName[name] : 0
+                unseen += postedToName > last ? postedToName - last : 0
+                if last > postedToName { problems.append("sequence \(last) of name \(name) beyond the \(postedToName) published") }
+            }
+            published += posted
+            unseen += view.skippedSequences
+            if window > 0 { expectedHidden += Double(posted) * Double(view.hiddenNanoseconds) / window }
             if view.accounted != posted {
-                problems.append(
+                problems.insert(
                     "published \(posted) != delivered \(view.delivered) + lostUpstream \(view.lostUpstream) + "
                         + "droppedLocalBuffer \(view.droppedLocalBuffer) + hidden \(view.missedWhileHidden) + "
-                        + "discardedAtEnd \(view.discardedAtEnd) = \(view.accounted) (buffered \(view.buffered))")
+                        + "discardedAtEnd \(view.discardedAtEnd) = \(view.accounted) (buffered \(view.buffered))", at: 0)
             }
-            if view.lastSequence > posted { problems.append("sequence \(view.lastSequence) beyond the \(posted) published") }
             if view.outOfOrder > 0 { problems.append("\(view.outOfOrder) delivered out of order or twice") }
             if !problems.isEmpty { failures.append("view \(view.view): " + problems.joined(separator: "; ")) }
         }
@@ -115,6 +128,10 @@ public struct ViewsStyleSummary: Codable, Sendable {
         churnTransitions = host.churnTransitions
         cpuNanoseconds = host.windowUserNanoseconds + host.windowSystemNanoseconds
         peakResidentKiB = host.peakResidentKiB
+        subscription = host.subscription
+        framesReceived = host.framesReceived
+        let frames = host.framesReceived > 0 ? host.framesReceived : received
+        cpuPerFrameNanoseconds = frames == 0 ? 0 : Double(cpuNanoseconds) / Double(frames)
         let postSeconds = Double(max(1, publisher.postNanoseconds)) / 1e9
         deliveredPerSecond = Double(delivered) / postSeconds
         windowNanoseconds = host.windowNanoseconds
@@ -161,14 +178,19 @@ public struct ViewsReport: Codable, Sendable {
     /// The hosts' raw results, per style.
     public var hosts: [ScenarioHostResult]
     public var targets: [ViewsTarget]
+    /// Raw libzmq and Foundation `NotificationCenter`, measured in the same invocation.
+    public var baselines: ViewsBaselines
+    /// Each style's figures as multiples of raw libzmq's (empty without the raw row).
+    public var rawRatios: [ViewsRawRatio]
     /// Accounting problems: each makes the command exit non-zero.
     public var failures: [String]
 
     init(
         scenario: ViewsScenario, date: Date, wallNanoseconds: UInt64,
-        results: [(ScenarioPublisherResult, ScenarioHostResult)]
+        results: [(ScenarioPublisherResult, ScenarioHostResult)], baselines: ViewsBaselines = .none("not run")
     ) {
         self.scenario = scenario
+        self.baselines = baselines
         self.date = date
         self.wallNanoseconds = wallNanoseconds
         publishers = []
@@ -188,8 +210,17 @@ public struct ViewsReport: Codable, Sendable {
         for publisher in publishers where publisher.bus.unsent > 0 {
             failures.append("publisher: \(publisher.bus.unsent) notification(s) never sent")
         }
+        if let raw = baselines.raw, raw.delivered != raw.published || raw.gaps > 0 || raw.badSize > 0 {
+            failures.append(
+                "raw libzmq baseline: delivered \(raw.delivered) of \(raw.published) (gaps \(raw.gaps), wrong size \(raw.badSize))")
+        }
+        if let foundation = baselines.foundation, foundation.delivered != foundation.posted {
+            failures.append("Foundation baseline: delivered \(foundation.delivered) of \(foundation.posted)")
+        }
         self.failures = failures
-        targets = Self.evaluateTargets(scenario: scenario, styles: styles)
+        let summaries = styles
+        rawRatios = baselines.raw.map { raw in summaries.map { ViewsRawRatio(style: $0, raw: raw) } } ?? []
+        targets = Self.evaluateTargets(scenario: scenario, styles: summaries)
     }
 
     /// The summary of `style`, if it ran.
@@ -279,133 +310,5 @@ public struct ViewsReport: Codable, Sendable {
                     met: nil))
         }
         return targets
-    }
-
-    // MARK: Rendering
-
-    /// The report as one JSON object (sorted keys).
-    public func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
-    }
-
-    /// The CSV header line.
-    public static let csvHeader = [
-        "parameter", "value", "style", "views", "published", "published_matching", "received", "delivered", "handled",
-        "state_updates", "body_evaluations", "main_actor_busy_ms", "main_actor_busy_pct", "main_actor_ping_p50_us", "main_actor_ping_p99_us",
-        "latency_p50_us", "latency_p99_us", "latency_p999_us", "lost_upstream", "lost_local_buffer", "lost_hidden",
-        "discarded_at_end", "replayed", "unseen_by_sequence", "in_band_hidden", "delivered_per_s", "cpu_s",
-        "peak_rss_mb", "identity_holds",
-    ].joined(separator: ",")
-
-    /// One CSV line per style (with the sweep parameter and value when given).
-    public func csvRows(parameter: String = "", value: String = "") -> [String] {
-        styles.map { s in
-            [
-                parameter, value, s.style.rawValue, "\(s.views)", "\(s.published)", "\(s.publishedMatching)",
-                "\(s.received)", "\(s.delivered)", "\(s.handled)", "\(s.stateUpdates)", "\(s.bodyEvaluations)",
-                String(format: "%.3f", Double(s.mainActorBusyNanoseconds) / 1e6), String(format: "%.2f", s.mainActorBusyPercent),
-                String(format: "%.1f", Double(s.mainActorPing.p50) / 1e3), String(format: "%.1f", Double(s.mainActorPing.p99) / 1e3),
-                String(format: "%.1f", Double(s.latency.p50) / 1e3),
-                String(format: "%.1f", Double(s.latency.p99) / 1e3), String(format: "%.1f", Double(s.latency.p999) / 1e3),
-                "\(s.lostUpstream)", "\(s.droppedLocalBuffer)", "\(s.missedWhileHidden)", "\(s.discardedAtEnd)",
-                "\(s.replayed)", "\(s.unseenBySequence)", "\(s.inBandHidden)", String(format: "%.0f", s.deliveredPerSecond),
-                String(format: "%.3f", Double(s.cpuNanoseconds) / 1e9),
-                String(format: "%.1f", Double(s.peakResidentKiB) * 1_024 / 1e6), s.identityHolds ? "true" : "false",
-            ].map(Self.csvField).joined(separator: ",")
-        }
-    }
-
-    /// The report as CSV: a header and one line per style.
-    public func csv() -> String {
-        ([Self.csvHeader] + csvRows()).joined(separator: "\n") + "\n"
-    }
-
-    static func csvField(_ text: String) -> String {
-        guard text.contains(",") || text.contains("\"") || text.contains("\n") else { return text }
-        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
-    }
-
-    /// The rows of the per-style table: a label and one cell per style.
-    func tableRows() -> [(String, [String])] {
-        func count(_ value: UInt64) -> String { Format.count(Int(value)) }
-        func ms(_ value: UInt64) -> String { String(format: "%.0f ms", Double(value) / 1e6) }
-        func us(_ value: UInt64) -> String { Format.nanoseconds(Double(value)) }
-        return [
-            ("published (to the views)", styles.map { count($0.published) }),
-            ("  of which matching", styles.map { count($0.publishedMatching) }),
-            ("received (host's subscriptions)", styles.map { count($0.received) }),
-            ("delivered (view code ran)", styles.map { count($0.delivered) }),
-            ("handled (matched: state written)", styles.map { count($0.handled) }),
-            ("state updates", styles.map { count($0.stateUpdates) }),
-            ("body evaluations", styles.map { count($0.bodyEvaluations) }),
-            ("main-actor busy (runtime)", styles.map { "\(ms($0.mainActorBusyNanoseconds)) " + String(format: "%.1f%%", $0.mainActorBusyPercent) }),
-            ("main-actor ping p50 / p99", styles.map { "\(us($0.mainActorPing.p50)) / \(us($0.mainActorPing.p99))" }),
-            ("latency p50", styles.map { us($0.latency.p50) }),
-            ("latency p99", styles.map { us($0.latency.p99) }),
-            ("latency p99.9", styles.map { us($0.latency.p999) }),
-            ("lost upstream (gap)", styles.map { count($0.lostUpstream) }),
-            ("lost local buffer", styles.map { count($0.droppedLocalBuffer) }),
-            ("lost hidden", styles.map { count($0.missedWhileHidden) }),
-            ("discarded at end", styles.map { count($0.discardedAtEnd) }),
-            ("replayed", styles.map { count($0.replayed) }),
-            ("unseen by sequence number", styles.map { count($0.unseenBySequence) }),
-            ("in-band gaps (hidden)", styles.map { $0.style.isTask ? count($0.inBandHidden) : "-" }),
-            ("delivered / s", styles.map { Format.rate($0.deliveredPerSecond) }),
-            ("CPU (host, window)", styles.map { String(format: "%.2f s", Double($0.cpuNanoseconds) / 1e9) }),
-            ("peak RSS (host)", styles.map { String(format: "%.1f MB", Double($0.peakResidentKiB) * 1_024 / 1e6) }),
-            ("drain", styles.map { Format.nanoseconds(Double($0.drainNanoseconds)) + ($0.drainIncomplete ? " INCOMPLETE" : "") }),
-            ("identity", styles.map { $0.identityHolds ? "HOLDS" : "FAILS" }),
-        ]
-    }
-
-    /// The report as a terminal table, then the identity per style and the targets.
-    public func table() -> String {
-        var lines: [String] = []
-        lines.append("nbus bench views: \(scenario.summary)")
-        for (index, publisher) in publishers.enumerated() {
-            let label = publishers.count > 1 ? "publisher run \(index + 1)" : "publisher"
-            lines.append(
-                "\(label): posted \(Format.count(Int(publisher.posted))) in \(Format.nanoseconds(Double(publisher.postNanoseconds))) "
-                    + "(\(Format.rate(publisher.postRate))/s, stopped by \(publisher.stoppedBy)); wall \(Format.nanoseconds(Double(wallNanoseconds)))")
-        }
-        lines.append("")
-        let rows = tableRows()
-        let labelWidth = max(34, rows.map(\.0.count).max() ?? 0)
-        let widest = rows.flatMap(\.1).map(\.count).max() ?? 0
-        let columnWidth = max(18, max(widest, styles.map(\.style.title.count).max() ?? 0) + 2)
-        func pad(_ text: String, _ width: Int, right: Bool = true) -> String {
-            let padding = String(repeating: " ", count: max(0, width - text.count))
-            return right ? padding + text : text + padding
-        }
-        lines.append(pad("", labelWidth, right: false) + styles.map { pad($0.style.title, columnWidth) }.joined())
-        for (label, cells) in rows {
-            lines.append(pad(label, labelWidth, right: false) + cells.map { pad($0, columnWidth) }.joined())
-        }
-        lines.append("")
-        lines.append("Accounting identity, per view: published = delivered + lost upstream + lost local buffer + lost hidden + discarded at end")
-        for style in styles {
-            let verdict = style.identityHolds ? "HOLDS" : "FAILS"
-            lines.append(
-                "  \(pad(style.style.rawValue, 14, right: false)) \(Format.count(Int(style.published))) = "
-                    + "\(Format.count(Int(style.delivered))) + \(Format.count(Int(style.lostUpstream))) + "
-                    + "\(Format.count(Int(style.droppedLocalBuffer))) + \(Format.count(Int(style.missedWhileHidden))) + "
-                    + "\(Format.count(Int(style.discardedAtEnd))) = \(Format.count(Int(style.accounted))): \(verdict)")
-            for failure in style.identityFailures.prefix(5) { lines.append("      " + failure) }
-        }
-        lines.append("")
-        lines.append("Targets")
-        for target in targets {
-            lines.append("  [\(target.verdict)] \(target.requirement)")
-            lines.append("      \(target.measured)")
-        }
-        if !failures.isEmpty {
-            lines.append("")
-            lines.append("ACCOUNTING FAILURES:")
-            for failure in failures { lines.append("  " + failure) }
-        }
-        return lines.joined(separator: "\n")
     }
 }

@@ -72,6 +72,24 @@ public struct ViewsSweepReport: Codable, Sendable {
                     return column < 2 ? cell + padding : padding + cell
                 }.joined(separator: "  "))
         }
+        lines.append("")
+        lines.append("Baselines, same invocation, per value (raw libzmq at the value's rate and payload; Foundation in-process)")
+        for (label, run) in zip(labels, runs) {
+            let raw = run.baselines.raw.map {
+                "raw libzmq \(Format.rate($0.deliveredPerSecond))/s, p50 \($0.latency.map { Format.nanoseconds(Double($0.p50)) } ?? "-"), "
+                    + "CPU/frame \(Format.nanoseconds($0.cpuPerFrameNanoseconds)), RSS "
+                    + String(format: "%.1f MB", Double($0.peakResidentKiB) * 1_024 / 1e6)
+            } ?? "raw libzmq: not run"
+            let foundation = run.baselines.foundation.map {
+                "Foundation \(Format.rate($0.deliveredPerSecond))/s, CPU/msg \(Format.nanoseconds($0.cpuPerNotificationNanoseconds))"
+            } ?? "Foundation: not run"
+            lines.append("  \(parameter.rawValue) = \(label): [baseline] \(raw); [baseline] \(foundation)")
+            for ratio in run.rawRatios {
+                lines.append(
+                    "      \(ratio.style.rawValue) x raw: CPU/frame \(ViewsRawRatio.text(ratio.cpuPerFrame)), "
+                        + "p50 \(ViewsRawRatio.text(ratio.latencyP50)), p99 \(ViewsRawRatio.text(ratio.latencyP99))")
+            }
+        }
         for (label, run) in zip(labels, runs) {
             lines.append("")
             lines.append("Targets at \(parameter.rawValue) = \(label)")
@@ -91,20 +109,29 @@ public struct ViewsSweepReport: Codable, Sendable {
 
 /// Runs the grid of a sweep.
 public enum ViewsSweep {
-    /// Runs `options.scenario` once per value of `parameter` (each value validated first).
+    /// Runs `options.scenario` once per value of `parameter` (each value validated first), each
+    /// run with its own baselines (the rate or the payload may differ).
     public static func run(
         parameter: SweepParameter, values: [String], options: ViewsBenchOptions,
         progress: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws -> ViewsSweepReport {
+        try await run(parameter: parameter, values: values, options: options, handlers: BenchProgressHandlers(step: progress))
+    }
+
+    /// The same, with the posting progress of each run labelled `sweep i/n: parameter = value`.
+    public static func run(
+        parameter: SweepParameter, values: [String], options: ViewsBenchOptions, handlers: BenchProgressHandlers
     ) async throws -> ViewsSweepReport {
         guard !values.isEmpty else { throw BenchError.invalidOptions("--values needs at least one value") }
         let scenarios = try values.map { try parameter.apply($0, to: options.scenario) }
         var runs: [ViewsReport] = []
         for (index, scenario) in scenarios.enumerated() {
             try Task.checkCancellation()
-            progress("sweep \(index + 1)/\(scenarios.count): \(parameter.rawValue) = \(parameter.label(in: scenario))")
+            let label = "sweep \(index + 1)/\(scenarios.count): \(parameter.rawValue) = \(parameter.label(in: scenario))"
+            handlers.step(label)
             var run = options
             run.scenario = scenario
-            runs.append(try await ViewsBenchmark.run(run, progress: progress))
+            runs.append(try await ViewsBenchmark.run(run, handlers: handlers, label: label))
         }
         return ViewsSweepReport(parameter: parameter, values: values, runs: runs)
     }

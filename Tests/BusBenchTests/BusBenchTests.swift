@@ -170,7 +170,7 @@ struct InProcessTests {
 }
 
 /// The built `nbus` and `nbus-baseline`, next to the test bundle, when `nbus bench` is registered.
-private let builtExecutables: (nbus: String, baseline: String)? = {
+let builtExecutables: (nbus: String, baseline: String)? = {
     var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").deletingLastPathComponent()
     for _ in 0..<4 {
         let nbus = directory.appendingPathComponent("nbus").path

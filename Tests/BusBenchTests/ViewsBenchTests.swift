@@ -253,7 +253,8 @@ struct ViewsInProcessTests {
         let ready = Countdown(scenario.styles.count)
         let publisher = Task {
             try await ScenarioPublisher.run(
-                scenario, endpoint: endpoint, hosts: scenario.styles.count, bound: { _ in }, subscribed: { await ready.wait() })
+                scenario, endpoint: endpoint, hostSubscriptions: scenario.styles.map { _ in scenario.subscription }, bound: { _ in },
+                subscribed: { await ready.wait() })
         }
         let published = Task { try await publisher.value }
         let hosts = scenario.styles.map { style in
@@ -325,4 +326,155 @@ extension ScenarioPublisherResult {
         postedPerName: [], matchingPerName: [], firstPostWallNanoseconds: 0, lastPostWallNanoseconds: 0,
         postNanoseconds: 0, closeNanoseconds: 0, requestedRate: 0, bus: BusCounters(BusStats()),
         endOfStreamUnacknowledged: 0, stoppedBy: "none")
+}
+
+@Suite("Views report with baselines")
+struct ViewsBaselineReportTests {
+    private var baselines: ViewsBaselines {
+        ViewsBaselines(
+            raw: RawBaselineRow(
+                transport: .ipc, requestedRate: 200, size: 64, frameBytes: 113, published: 400, delivered: 400, gaps: 0,
+                badSize: 0, elapsedNanoseconds: 2_000_000_000, deliveredPerSecond: 200,
+                latency: LatencySummary(count: 400, p50: 500, p99: 1_000, p999: 1_500, max: 2_000, mean: 600),
+                cpuNanoseconds: 400_000, peakResidentKiB: 4_000),
+            foundation: FoundationBaselineRow(
+                size: 64, posted: 400, delivered: 400, elapsedNanoseconds: 400_000, deliveredPerSecond: 1_000_000,
+                cpuNanoseconds: 400_000))
+    }
+
+    @Test("Baseline rows are labelled in the table, CSV and JSON; each style reads as a ratio to raw libzmq")
+    func rows() throws {
+        var scenario = ViewsScenario()
+        scenario.views = 2
+        scenario.names = 2
+        scenario.tabs = 2
+        let results = [synthetic(.onReceive), synthetic(.taskOffMain, hidden: 50)]
+        let report = ViewsReport(scenario: scenario, date: Date(), wallNanoseconds: 1, results: results, baselines: baselines)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        let table = report.table()
+        #expect(table.contains("[baseline] " + RawBaselineRow.label) && table.contains("[baseline] " + FoundationBaselineRow.label))
+        #expect(table.contains("x raw libzmq: CPU per frame") && table.contains("x raw libzmq: latency p50"))
+        // onReceive: latency p50 1,000 ns against raw 500 ns.
+        #expect(report.rawRatios.first { $0.style == .onReceive }?.latencyP50 == 2)
+        let csv = report.csv().split(separator: "\n").map(String.init)
+        #expect(csv.count == 1 + 2 + 2)
+        let columns = ViewsReport.csvHeader.split(separator: ",").count
+        #expect(csv.allSatisfy { $0.split(separator: ",", omittingEmptySubsequences: false).count == columns }, "\(csv)")
+        #expect(csv.filter { $0.contains(",baseline,") }.count == 2)
+        #expect(csv.contains { $0.contains(",baseline,\(RawBaselineRow.key),") })
+        let decoded = try JSONDecoder.iso8601().decode(ViewsReport.self, from: Data(try report.json().utf8))
+        #expect(decoded.baselines.raw?.delivered == 400 && decoded.baselines.foundation?.delivered == 400)
+        let html = ViewsHTMLReport.page(for: report)
+        #expect(html.contains("Baselines (same invocation)") && html.contains("raw libzmq (baseline)"))
+    }
+
+    @Test("A raw baseline that lost frames is an accounting failure")
+    func lostBaseline() {
+        var broken = baselines
+        broken.raw?.delivered = 399
+        broken.raw?.gaps = 1
+        let report = ViewsReport(
+            scenario: ViewsScenario(), date: Date(), wallNanoseconds: 1, results: [synthetic(.onReceive)], baselines: broken)
+        #expect(report.failures.contains { $0.contains("raw libzmq baseline: delivered 399 of 400") })
+    }
+
+    @Test("The baselines run at the scenario's rate for their seconds, within its count")
+    func baselineCount() {
+        var scenario = ViewsScenario()
+        scenario.rate = 20_000
+        #expect(ViewsBaselines.count(for: scenario, seconds: 2) == 40_000)
+        scenario.count = 1_000
+        #expect(ViewsBaselines.count(for: scenario, seconds: 2) == 1_000)
+        scenario.rate = nil
+        scenario.count = 5_000_000
+        #expect(ViewsBaselines.count(for: scenario, seconds: 2) == 1_000_000)
+    }
+
+    @Test("Subscriptions: spread maps view i to name i % names; one takes the first name; all takes every name")
+    func subscriptions() throws {
+        var scenario = ViewsScenario()
+        scenario.names = 5
+        scenario.views = 7
+        #expect(scenario.nameIndexes(ofView: 6) == [1])
+        scenario.subscription = .one
+        #expect(scenario.nameIndexes(ofView: 6) == [0] && scenario.subscribedNameIndexes == [0])
+        #expect(try scenario.pattern(ofView: 3).rawValue == "bench.views.n000")
+        scenario.subscription = .all
+        #expect(scenario.nameIndexes(ofView: 6) == [0, 1, 2, 3, 4])
+        #expect(try scenario.pattern(ofView: 3).rawValue == ViewsScenario.allNamesPattern)
+        #expect(try ViewsScenario.decode(argument: scenario.encodedArgument()) == scenario)
+    }
+}
+
+/// Collects the posting progress a run reports.
+private final class ProgressLog: Sendable {
+    private let updates = Mutex<[PostingProgress]>([])
+    func add(_ progress: PostingProgress) { updates.withLock { $0.append(progress) } }
+    var all: [PostingProgress] { updates.withLock { $0 } }
+}
+
+@Suite("nbus bench views and filter, real processes", .serialized)
+struct ViewsEndToEndTests {
+    @Test(
+        "bench views: baseline rows with non-zero counts in the JSON, every identity holds, posting progress reported",
+        .enabled(if: builtExecutables != nil, "needs nbus and nbus-baseline built"), .timeLimit(.minutes(2)))
+    func viewsWithBaselines() async throws {
+        let executables = try #require(builtExecutables)
+        var scenario = ViewsScenario()
+        scenario.rate = 2_000
+        scenario.seconds = 1
+        scenario.views = 4
+        scenario.names = 4
+        scenario.tabs = 2
+        scenario.churnMilliseconds = 100
+        scenario.bodyMicroseconds = 0
+        scenario.styles = [.onReceive, .taskOffMain]
+        var options = ViewsBenchOptions(scenario: scenario)
+        options.nbusExecutable = executables.nbus
+        options.baselineExecutable = executables.baseline
+        options.baselineSeconds = 0.5
+        let log = ProgressLog()
+        let report = try await ViewsBenchmark.run(options, handlers: BenchProgressHandlers(posting: log.add))
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.styles.allSatisfy { $0.identityHolds })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any])
+        let baselines = try #require(object["baselines"] as? [String: Any])
+        let raw = try #require(baselines["raw"] as? [String: Any])
+        let foundation = try #require(baselines["foundation"] as? [String: Any])
+        #expect((raw["delivered"] as? Int) == 1_000 && (raw["published"] as? Int) == 1_000)
+        #expect((raw["cpuNanoseconds"] as? Int ?? 0) > 0 && (raw["peakResidentKiB"] as? Int ?? 0) > 0)
+        #expect((raw["latency"] as? [String: Any])?["p50"] as? Int ?? 0 > 0)
+        #expect((foundation["delivered"] as? Int) == 1_000 && (foundation["cpuNanoseconds"] as? Int ?? 0) > 0)
+        #expect((object["rawRatios"] as? [Any])?.count == 2)
+        #expect(report.csv().split(separator: "\n").filter { $0.contains(",baseline,") }.count == 2)
+        let updates = log.all
+        #expect(!updates.isEmpty && updates.allSatisfy { $0.run == "views" })
+        #expect(updates.last?.posted == Int(report.publisher.posted))
+    }
+
+    @Test(
+        "bench filter: both hosts' CPU measured, A's socket sees only its name, both identities hold",
+        .enabled(if: builtExecutables != nil, "needs nbus built"), .timeLimit(.minutes(2)))
+    func filterComparison() async throws {
+        let executables = try #require(builtExecutables)
+        var options = FilterBenchOptions()
+        options.nbusExecutable = executables.nbus
+        options.scenario.names = 20
+        options.scenario.rate = 4_000
+        options.scenario.seconds = 1
+        options.scenario.bodyMicroseconds = 0
+        let report = try await FilterBenchmark.run(options)
+        #expect(report.failures.isEmpty, "\(report.failures)")
+        #expect(report.one.identityHolds && report.all.identityHolds)
+        #expect(report.all.published == report.publisher.posted && report.all.delivered == report.publisher.posted)
+        #expect(report.one.published == report.publisher.postedPerName[0])
+        // ZeroMQ filtered the other 19 names at the publisher: A's socket got about 1/20 of the frames.
+        #expect(report.one.framesReceived < report.all.framesReceived / 10, "\(report.one.framesReceived) vs \(report.all.framesReceived)")
+        #expect(report.one.cpuNanoseconds > 0 && report.all.cpuNanoseconds > 0)
+        #expect(report.cpuRatio.isFinite && report.cpuRatio > 0)
+        let table = report.table()
+        #expect(table.contains("A / B CPU over the window") && table.contains("HOLDS") && !table.contains("FAILS"))
+        let object = try JSONSerialization.jsonObject(with: Data(report.json().utf8)) as? [String: Any]
+        #expect(abs((object?["cpuRatio"] as? Double ?? -1) - report.cpuRatio) < 1e-9)
+    }
 }

@@ -1,0 +1,45 @@
+import Foundation
+
+/// Where a long benchmark run is while its publisher posts, for a progress display. BusBench
+/// only reports it (about every 250 ms); the command line decides how to show it.
+public struct PostingProgress: Sendable, Equatable {
+    /// Which run: `views`, `sweep 2/3: rate = 20k`, `filter`.
+    public var run: String
+    /// Seconds since the first post, and the scenario's bound.
+    public var elapsedSeconds: Double
+    public var plannedSeconds: Double
+    /// Notifications posted so far (as the publisher last reported), and the scenario's bound.
+    public var posted: Int
+    public var plannedCount: Int
+
+    public init(run: String, elapsedSeconds: Double, plannedSeconds: Double, posted: Int, plannedCount: Int) {
+        self.run = run
+        self.elapsedSeconds = elapsedSeconds
+        self.plannedSeconds = plannedSeconds
+        self.posted = posted
+        self.plannedCount = plannedCount
+    }
+
+    /// How far posting is, 0...1: whichever bound (time or count) is nearer.
+    public var fraction: Double {
+        let byTime = plannedSeconds > 0 ? elapsedSeconds / plannedSeconds : 0
+        let byCount = plannedCount > 0 ? Double(posted) / Double(plannedCount) : 0
+        return min(1, max(0, max(byTime, byCount)))
+    }
+}
+
+/// The callbacks of a long run: `step` gets one line per step, `posting` the posting progress.
+public struct BenchProgressHandlers: Sendable {
+    public var step: @Sendable (String) -> Void
+    public var posting: @Sendable (PostingProgress) -> Void
+
+    public init(
+        step: @escaping @Sendable (String) -> Void = { _ in }, posting: @escaping @Sendable (PostingProgress) -> Void = { _ in }
+    ) {
+        self.step = step
+        self.posting = posting
+    }
+
+    /// Nothing reported.
+    public static let silent = BenchProgressHandlers()
+}

@@ -1,0 +1,236 @@
+import Foundation
+
+/// `nbus bench views` output: one JSON object, CSV (a line per style and per baseline) and the
+/// terminal table (styles as columns, then the baselines and each style as a multiple of raw libzmq).
+extension ViewsReport {
+    /// The report as one JSON object (sorted keys).
+    public func json() throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return String(decoding: try encoder.encode(self), as: UTF8.self)
+    }
+
+    /// The CSV header line. `kind` is `style` or `baseline`; a baseline row leaves the figures it
+    /// has no counterpart for empty.
+    public static let csvHeader = [
+        "parameter", "value", "kind", "style", "views", "published", "published_matching", "received", "delivered", "handled",
+        "state_updates", "body_evaluations", "main_actor_busy_ms", "main_actor_busy_pct", "main_actor_ping_p50_us",
+        "main_actor_ping_p99_us", "latency_p50_us", "latency_p99_us", "latency_p999_us", "lost_upstream", "lost_local_buffer",
+        "lost_hidden", "discarded_at_end", "replayed", "unseen_by_sequence", "in_band_hidden", "delivered_per_s", "cpu_s",
+        "cpu_per_frame_us", "cpu_per_frame_x_raw", "latency_p50_x_raw", "peak_rss_mb", "identity_holds",
+    ].joined(separator: ",")
+
+    /// One CSV line per style, then one per baseline (with the sweep parameter and value when given).
+    public func csvRows(parameter: String = "", value: String = "") -> [String] {
+        func us(_ ns: UInt64) -> String { String(format: "%.1f", Double(ns) / 1e3) }
+        func ratio(_ value: Double?) -> String { value.map { String(format: "%.3f", $0) } ?? "" }
+        let styleRows = styles.map { s in
+            let ratios = rawRatios.first { $0.style == s.style }
+            return [
+                parameter, value, "style", s.style.rawValue, "\(s.views)", "\(s.published)", "\(s.publishedMatching)",
+                "\(s.received)", "\(s.delivered)", "\(s.handled)", "\(s.stateUpdates)", "\(s.bodyEvaluations)",
+                String(format: "%.3f", Double(s.mainActorBusyNanoseconds) / 1e6), String(format: "%.2f", s.mainActorBusyPercent),
+                us(s.mainActorPing.p50), us(s.mainActorPing.p99), us(s.latency.p50), us(s.latency.p99), us(s.latency.p999),
+                "\(s.lostUpstream)", "\(s.droppedLocalBuffer)", "\(s.missedWhileHidden)", "\(s.discardedAtEnd)",
+                "\(s.replayed)", "\(s.unseenBySequence)", "\(s.inBandHidden)", String(format: "%.0f", s.deliveredPerSecond),
+                String(format: "%.3f", Double(s.cpuNanoseconds) / 1e9), String(format: "%.3f", s.cpuPerFrameNanoseconds / 1e3),
+                ratio(ratios?.cpuPerFrame), ratio(ratios?.latencyP50),
+                String(format: "%.1f", Double(s.peakResidentKiB) * 1_024 / 1e6), s.identityHolds ? "true" : "false",
+            ].map(Self.csvField).joined(separator: ",")
+        }
+        var baselineRows: [String] = []
+        if let raw = baselines.raw {
+            baselineRows.append([
+                parameter, value, "baseline", RawBaselineRow.key, "", "\(raw.published)", "", "\(raw.delivered)",
+                "\(raw.delivered)", "", "", "", "", "", "", "", raw.latency.map { us($0.p50) } ?? "",
+                raw.latency.map { us($0.p99) } ?? "", raw.latency.map { us($0.p999) } ?? "", "\(raw.gaps)", "", "", "", "", "", "",
+                String(format: "%.0f", raw.deliveredPerSecond), String(format: "%.3f", Double(raw.cpuNanoseconds) / 1e9),
+                String(format: "%.3f", raw.cpuPerFrameNanoseconds / 1e3), "1.000", raw.latency == nil ? "" : "1.000",
+                String(format: "%.1f", Double(raw.peakResidentKiB) * 1_024 / 1e6),
+                raw.delivered == raw.published && raw.gaps == 0 ? "true" : "false",
+            ].map(Self.csvField).joined(separator: ","))
+        }
+        if let foundation = baselines.foundation {
+            baselineRows.append([
+                parameter, value, "baseline", FoundationBaselineRow.key, "1", "\(foundation.posted)", "",
+                "\(foundation.delivered)", "\(foundation.delivered)", "", "", "", "", "", "", "", "", "", "", "", "", "", "",
+                "", "", "", String(format: "%.0f", foundation.deliveredPerSecond),
+                String(format: "%.3f", Double(foundation.cpuNanoseconds) / 1e9),
+                String(format: "%.3f", foundation.cpuPerNotificationNanoseconds / 1e3), "", "", "",
+                foundation.delivered == foundation.posted ? "true" : "false",
+            ].map(Self.csvField).joined(separator: ","))
+        }
+        return styleRows + baselineRows
+    }
+
+    /// The report as CSV: a header and one line per style and per baseline.
+    public func csv() -> String {
+        ([Self.csvHeader] + csvRows()).joined(separator: "\n") + "\n"
+    }
+
+    static func csvField(_ text: String) -> String {
+        guard text.contains(",") || text.contains("\"") || text.contains("\n") else { return text }
+        return "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
+    /// The rows of the per-style table: a label and one cell per style.
+    func tableRows() -> [(String, [String])] {
+        func count(_ value: UInt64) -> String { Format.count(Int(value)) }
+        func ms(_ value: UInt64) -> String { String(format: "%.0f ms", Double(value) / 1e6) }
+        func us(_ value: UInt64) -> String { Format.nanoseconds(Double(value)) }
+        var rows: [(String, [String])] = [
+            ("published (to the views)", styles.map { count($0.published) }),
+            ("  of which matching", styles.map { count($0.publishedMatching) }),
+            ("received (host's subscriptions)", styles.map { count($0.received) }),
+            ("delivered (view code ran)", styles.map { count($0.delivered) }),
+            ("handled (matched: state written)", styles.map { count($0.handled) }),
+            ("state updates", styles.map { count($0.stateUpdates) }),
+            ("body evaluations", styles.map { count($0.bodyEvaluations) }),
+            ("main-actor busy (runtime)", styles.map { "\(ms($0.mainActorBusyNanoseconds)) " + String(format: "%.1f%%", $0.mainActorBusyPercent) }),
+            ("main-actor ping p50 / p99", styles.map { "\(us($0.mainActorPing.p50)) / \(us($0.mainActorPing.p99))" }),
+            ("latency p50", styles.map { us($0.latency.p50) }),
+            ("latency p99", styles.map { us($0.latency.p99) }),
+            ("latency p99.9", styles.map { us($0.latency.p999) }),
+            ("lost upstream (gap)", styles.map { count($0.lostUpstream) }),
+            ("lost local buffer", styles.map { count($0.droppedLocalBuffer) }),
+            ("lost hidden", styles.map { count($0.missedWhileHidden) }),
+            ("discarded at end", styles.map { count($0.discardedAtEnd) }),
+            ("replayed", styles.map { count($0.replayed) }),
+            ("unseen by sequence number", styles.map { count($0.unseenBySequence) }),
+            ("in-band gaps (hidden)", styles.map { $0.style.isTask ? count($0.inBandHidden) : "-" }),
+            ("delivered / s", styles.map { Format.rate($0.deliveredPerSecond) }),
+            ("CPU (host, window)", styles.map { String(format: "%.2f s", Double($0.cpuNanoseconds) / 1e9) }),
+            ("CPU per frame received (host)", styles.map { Format.nanoseconds($0.cpuPerFrameNanoseconds) }),
+            ("peak RSS (host)", styles.map { String(format: "%.1f MB", Double($0.peakResidentKiB) * 1_024 / 1e6) }),
+            ("drain", styles.map { Format.nanoseconds(Double($0.drainNanoseconds)) + ($0.drainIncomplete ? " INCOMPLETE" : "") }),
+            ("identity", styles.map { $0.identityHolds ? "HOLDS" : "FAILS" }),
+        ]
+        if !rawRatios.isEmpty {
+            func ratio(_ value: (ViewsRawRatio) -> Double?) -> [String] {
+                styles.map { style in ViewsRawRatio.text(rawRatios.first { $0.style == style.style }.flatMap(value)) }
+            }
+            rows += [
+                ("x raw libzmq: CPU per frame", ratio(\.cpuPerFrame)),
+                ("x raw libzmq: latency p50", ratio(\.latencyP50)),
+                ("x raw libzmq: latency p99", ratio(\.latencyP99)),
+                ("x raw libzmq: delivered / s", ratio(\.deliveredPerSecond)),
+                ("x raw libzmq: peak RSS", ratio(\.peakResident)),
+            ]
+        }
+        return rows
+    }
+
+    /// The baseline rows: a label and its cells under `baselineColumns`.
+    func baselineTableRows() -> [(String, [String])] {
+        var rows: [(String, [String])] = []
+        if let raw = baselines.raw {
+            rows.append((
+                "[baseline] " + RawBaselineRow.label,
+                [
+                    Format.count(raw.delivered) + " of " + Format.count(raw.published), Format.rate(raw.deliveredPerSecond),
+                    raw.latency.map { Format.nanoseconds(Double($0.p50)) } ?? "-",
+                    raw.latency.map { Format.nanoseconds(Double($0.p99)) } ?? "-",
+                    raw.latency.map { Format.nanoseconds(Double($0.p999)) } ?? "-",
+                    String(format: "%.3f s", Double(raw.cpuNanoseconds) / 1e9), Format.nanoseconds(raw.cpuPerFrameNanoseconds),
+                    String(format: "%.1f MB", Double(raw.peakResidentKiB) * 1_024 / 1e6),
+                ]
+            ))
+        }
+        if let foundation = baselines.foundation {
+            rows.append((
+                "[baseline] " + FoundationBaselineRow.label,
+                [
+                    Format.count(foundation.delivered) + " of " + Format.count(foundation.posted),
+                    Format.rate(foundation.deliveredPerSecond), "-", "-", "-",
+                    String(format: "%.3f s", Double(foundation.cpuNanoseconds) / 1e9),
+                    Format.nanoseconds(foundation.cpuPerNotificationNanoseconds), "-",
+                ]
+            ))
+        }
+        return rows
+    }
+
+    /// The column titles of `baselineTableRows()`.
+    static let baselineColumns = ["delivered", "delivered/s", "p50", "p99", "p99.9", "CPU", "CPU/msg", "peak RSS"]
+
+    /// One line saying what the baselines ran (or why not).
+    var baselineSummary: String {
+        var parts: [String] = []
+        if let raw = baselines.raw {
+            let rate = raw.requestedRate.map { "\(Format.count($0))/s" } ?? "max rate"
+            parts.append(
+                "raw libzmq: \(raw.transport.rawValue), \(rate), \(raw.size) B payload (\(raw.frameBytes) B frame), XPUB NODROP, "
+                    + "1 name, subscriber CPU (getrusage) and peak RSS (VmHWM) from itself")
+        }
+        if let foundation = baselines.foundation {
+            parts.append("Foundation: \(Format.count(foundation.posted)) posts as fast as post returns, CPU of the posting thread")
+        }
+        parts += baselines.skipped
+        return parts.joined(separator: "; ")
+    }
+
+    /// The report as a terminal table, then the baselines, the identity per style and the targets.
+    public func table() -> String {
+        var lines: [String] = []
+        lines.append("nbus bench views: \(scenario.summary)")
+        for (index, publisher) in publishers.enumerated() {
+            let label = publishers.count > 1 ? "publisher run \(index + 1)" : "publisher"
+            lines.append(
+                "\(label): posted \(Format.count(Int(publisher.posted))) in \(Format.nanoseconds(Double(publisher.postNanoseconds))) "
+                    + "(\(Format.rate(publisher.postRate))/s, stopped by \(publisher.stoppedBy)); wall \(Format.nanoseconds(Double(wallNanoseconds)))")
+        }
+        lines.append("")
+        let rows = tableRows()
+        let labelWidth = max(34, rows.map(\.0.count).max() ?? 0)
+        let widest = rows.flatMap(\.1).map(\.count).max() ?? 0
+        let columnWidth = max(18, max(widest, styles.map(\.style.title.count).max() ?? 0) + 2)
+        lines.append(Self.pad("", labelWidth, right: false) + styles.map { Self.pad($0.style.title, columnWidth) }.joined())
+        for (label, cells) in rows {
+            lines.append(Self.pad(label, labelWidth, right: false) + cells.map { Self.pad($0, columnWidth) }.joined())
+        }
+        lines.append("")
+        lines.append("Baselines, same invocation (\(baselineSummary))")
+        let baselineRows = baselineTableRows()
+        if !baselineRows.isEmpty {
+            let baselineLabelWidth = baselineRows.map(\.0.count).max() ?? 0
+            let widths = Self.baselineColumns.indices.map { column in
+                max(Self.baselineColumns[column].count, baselineRows.map { $0.1[column].count }.max() ?? 0) + 2
+            }
+            lines.append(
+                "  " + Self.pad("", baselineLabelWidth, right: false)
+                    + zip(Self.baselineColumns, widths).map { Self.pad($0, $1) }.joined())
+            for (label, cells) in baselineRows {
+                lines.append("  " + Self.pad(label, baselineLabelWidth, right: false) + zip(cells, widths).map { Self.pad($0, $1) }.joined())
+            }
+        }
+        lines.append("")
+        lines.append("Accounting identity, per view: published = delivered + lost upstream + lost local buffer + lost hidden + discarded at end")
+        for style in styles {
+            let verdict = style.identityHolds ? "HOLDS" : "FAILS"
+            lines.append(
+                "  \(Self.pad(style.style.rawValue, 14, right: false)) \(Format.count(Int(style.published))) = "
+                    + "\(Format.count(Int(style.delivered))) + \(Format.count(Int(style.lostUpstream))) + "
+                    + "\(Format.count(Int(style.droppedLocalBuffer))) + \(Format.count(Int(style.missedWhileHidden))) + "
+                    + "\(Format.count(Int(style.discardedAtEnd))) = \(Format.count(Int(style.accounted))): \(verdict)")
+            for failure in style.identityFailures.prefix(5) { lines.append("      " + failure) }
+        }
+        lines.append("")
+        lines.append("Targets")
+        for target in targets {
+            lines.append("  [\(target.verdict)] \(target.requirement)")
+            lines.append("      \(target.measured)")
+        }
+        if !failures.isEmpty {
+            lines.append("")
+            lines.append("ACCOUNTING FAILURES:")
+            for failure in failures { lines.append("  " + failure) }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func pad(_ text: String, _ width: Int, right: Bool = true) -> String {
+        let padding = String(repeating: " ", count: max(0, width - text.count))
+        return right ? padding + text : text + padding
+    }
+}
