@@ -37,8 +37,10 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# nbus-baseline (C, libzmq only) is the raw-libzmq baseline `nbus demo` and `nbus bench views` run first.
 build: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product nbus
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product nbus-baseline
 
 demo: build
 	$(SWIFT) run $(SWIFT_BUILD_FLAGS) --skip-build nbus demo

@@ -7,7 +7,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Benchmarks with real processes and sockets, against a raw-libzmq baseline.",
         subcommands: [
-            BenchThroughput.self, BenchOverload.self, BenchViews.self, BenchSweep.self, BenchWorker.self,
+            BenchThroughput.self, BenchOverload.self, BenchViews.self, BenchSweep.self, BenchFilter.self, BenchWorker.self,
             BenchOverloadWorker.self, BenchViewsWorker.self,
         ]
     )

@@ -113,16 +113,39 @@ struct ViewsOutputArguments: ParsableArguments {
     @Option(help: ArgumentHelp("Also write a self-contained HTML report with SVG charts here.", valueName: "path"))
     var html: String?
 
-    @Flag(help: "No progress lines on stderr.")
+    @Flag(
+        inversion: .prefixedNo,
+        help: """
+            A progress bar on stderr while the publisher posts (in place on a terminal, a line every \
+            5 s otherwise). Default: on for the table, off with --json or --csv.
+            """)
+    var progress: Bool?
+
+    @Flag(help: "Nothing on stderr but errors: no step lines, no progress.")
     var quiet = false
 
     func validate() throws {
         if json && csv { throw ValidationError("--json and --csv exclude each other") }
     }
 
-    var progress: @Sendable (String) -> Void {
-        if quiet { return { _ in } }
-        return { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+    /// Step lines unless --quiet; the bar when asked, or by default for the table.
+    var display: ProgressDisplay {
+        ProgressDisplay(steps: !quiet, bar: !quiet && (progress ?? !(json || csv)))
+    }
+}
+
+/// The baseline option `bench views`, `bench sweep` and `demo` share.
+struct BaselineArguments: ParsableArguments {
+    @Option(
+        name: .customLong("baseline-seconds"),
+        help: """
+            Seconds of each baseline run first, in the same invocation: raw libzmq PUB/SUB (nbus-baseline, \
+            at the scenario's transport, rate and payload) and Foundation NotificationCenter in-process. 0: none.
+            """)
+    var baselineSeconds: Double = 2
+
+    func validate() throws {
+        guard baselineSeconds >= 0, baselineSeconds <= 600 else { throw ValidationError("--baseline-seconds must be 0...600") }
     }
 }
 
@@ -143,21 +166,31 @@ struct BenchViews: AsyncParsableCommand {
             host's subscriptions (waitForSubscribers), posts round-robin over --names names at --rate \
             until --count or --seconds, and closes; the hosts then drain and report. Per style: \
             published, delivered, handled, state updates, body evaluations, main-actor busy time, \
-            latency, losses by cause, replayed, CPU and peak RSS. The accounting identity \
-            (published = delivered + lost upstream + lost local buffer + lost hidden + discarded at \
-            end) is checked per view; the command exits 2 when it fails, 1 when a child fails.
+            latency, losses by cause, replayed, CPU and peak RSS. Baselines first, in the same \
+            invocation: raw libzmq PUB/SUB (nbus-baseline, same transport, rate and payload) and \
+            Foundation NotificationCenter in-process; each style is also shown as a multiple of raw \
+            libzmq. The accounting identity (published = delivered + lost upstream + lost local \
+            buffer + lost hidden + discarded at end) is checked per view; the command exits 2 when it \
+            fails, 1 when a child fails, 130 on Ctrl-C (every child stopped first).
             """
     )
 
     @OptionGroup var scenario: ScenarioArguments
+    @OptionGroup var baselines: BaselineArguments
     @OptionGroup var output: ViewsOutputArguments
 
     func run() async throws {
-        let options = ViewsBenchOptions(scenario: try scenario.scenario(), workerCommand: ["bench", "views-worker"])
-        let report = try await ViewsBenchmark.run(options, progress: output.progress)
+        var options = ViewsBenchOptions(scenario: try scenario.scenario(), workerCommand: ["bench", "views-worker"])
+        options.baselineSeconds = baselines.baselineSeconds
+        let display = output.display
+        let runOptions = options
+        let report = try await runInterruptibly(display) {
+            try await ViewsBenchmark.run(runOptions, handlers: display.handlers)
+        }
+        display.finish()
         if let path = output.html {
             try ViewsHTMLReport.page(for: report).write(toFile: path, atomically: true, encoding: .utf8)
-            output.progress("wrote \(path)")
+            display.step("wrote \(path)")
         }
         if output.json {
             writeStandardOutput(try report.json() + "\n")
@@ -194,17 +227,25 @@ struct BenchSweep: AsyncParsableCommand {
     var values: String
 
     @OptionGroup var scenario: ScenarioArguments
+    @OptionGroup var baselines: BaselineArguments
     @OptionGroup var output: ViewsOutputArguments
 
     func run() async throws {
         let base = try scenario.scenario()
         let list = values.split(separator: ",").map(String.init)
         guard !list.isEmpty else { throw ValidationError("--values needs at least one value") }
-        let options = ViewsBenchOptions(scenario: base, workerCommand: ["bench", "views-worker"])
-        let sweep = try await ViewsSweep.run(parameter: param, values: list, options: options, progress: output.progress)
+        var options = ViewsBenchOptions(scenario: base, workerCommand: ["bench", "views-worker"])
+        options.baselineSeconds = baselines.baselineSeconds
+        let display = output.display
+        let parameter = param
+        let runOptions = options
+        let sweep = try await runInterruptibly(display) {
+            try await ViewsSweep.run(parameter: parameter, values: list, options: runOptions, handlers: display.handlers)
+        }
+        display.finish()
         if let path = output.html {
             try ViewsHTMLReport.page(for: sweep).write(toFile: path, atomically: true, encoding: .utf8)
-            output.progress("wrote \(path)")
+            display.step("wrote \(path)")
         }
         if output.json {
             writeStandardOutput(try sweep.json() + "\n")
@@ -241,6 +282,11 @@ struct BenchViewsWorker: AsyncParsableCommand {
     @Option(help: "Publisher: the number of hosts to wait for.")
     var hosts: Int = 1
 
+    @Option(
+        name: .customLong("host-subscriptions"),
+        help: "Publisher: each host's subscription (spread, one, all), comma-separated (default: the scenario's, --hosts times).")
+    var hostSubscriptions: String?
+
     @Option(help: "The scenario, as JSON.")
     var scenario: String
 
@@ -249,9 +295,17 @@ struct BenchViewsWorker: AsyncParsableCommand {
 
     func run() async throws {
         let decoded = try ViewsScenario.decode(argument: scenario)
+        let subscriptions = try hostSubscriptions.map { list in
+            try list.split(separator: ",").map { item in
+                guard let subscription = ViewSubscription(rawValue: item.trimmingCharacters(in: .whitespaces)) else {
+                    throw ValidationError("unknown subscription '\(item)' (spread, one, all)")
+                }
+                return subscription
+            }
+        }
         let status = await ViewsWorker.run(
             role: role, scenario: decoded, endpoint: endpoint, style: style, hosts: hosts,
-            exitOnStandardInputEOF: exitOnStdinEOF)
+            hostSubscriptions: subscriptions, exitOnStandardInputEOF: exitOnStdinEOF)
         if status != 0 { throw ExitCode(status) }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BusBench
+import Foundation
 import NotificationBus
 
 struct Demo: AsyncParsableCommand {
@@ -8,13 +9,20 @@ struct Demo: AsyncParsableCommand {
         discussion: """
             Runs the default views scenario (3 tabs, 30 views, 20k msg/s, 10% selectivity, a tab \
             switch every 250 ms, 20 us of body cost) for each consumer style side by side: \
-            onReceive, task on the main actor, task off it, and task with replay. Prints the table \
-            (with the accounting identity checked per view) and writes an HTML report. \
-            --quick instead posts a few notifications over an embedded bus and prints them.
+            onReceive, task on the main actor, task off it, and task with replay, after the \
+            baselines (raw libzmq PUB/SUB at the same rate and payload, Foundation NotificationCenter \
+            in-process). Prints the table (with the accounting identity checked per view) and writes \
+            an HTML report. --quick instead posts a few notifications over an embedded bus and prints them.
             """)
 
-    @Option(help: ArgumentHelp("Length of the run in seconds.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Length of the run in seconds, baselines included.", valueName: "seconds"))
     var seconds: Double = 30
+
+    @Option(name: .customLong("baseline-seconds"), help: "Seconds of each baseline (0: none).")
+    var baselineSeconds: Double = 2
+
+    @Flag(inversion: .prefixedNo, help: "A progress bar on stderr while the publisher posts.")
+    var progress = true
 
     @Option(help: ArgumentHelp("Where to write the HTML report.", valueName: "path"))
     var html: String = "report.html"
@@ -28,6 +36,7 @@ struct Demo: AsyncParsableCommand {
     func validate() throws {
         guard (1...10_000).contains(count) else { throw ValidationError("--count must be between 1 and 10000") }
         guard seconds > 0, seconds <= 3_600 else { throw ValidationError("--seconds must be between 0 and 3600") }
+        guard baselineSeconds >= 0, baselineSeconds <= 600 else { throw ValidationError("--baseline-seconds must be 0...600") }
     }
 
     func run() async throws {
@@ -35,8 +44,13 @@ struct Demo: AsyncParsableCommand {
             try await EmbeddedDemo.run(count: count) { print($0) }
             return
         }
-        // Ctrl-C keeps its default action here: the workers exit when this process goes (they watch stdin).
-        let report = try await ViewsDemo.run(ViewsDemoOptions(seconds: seconds, htmlPath: html))
+        let display = ProgressDisplay(steps: true, bar: progress)
+        let options = ViewsDemoOptions(seconds: seconds, htmlPath: html, baselineSeconds: baselineSeconds)
+        // Ctrl-C stops every child (SIGTERM, then SIGKILL) before the command exits 130.
+        let report = try await runInterruptibly(display) {
+            try await ViewsDemo.run(
+                options, output: { text in display.finish(); writeStandardOutput(text + "\n") }, handlers: display.handlers)
+        }
         if !report.failures.isEmpty { throw ExitCode(2) }
     }
 }

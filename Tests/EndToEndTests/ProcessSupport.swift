@@ -136,13 +136,19 @@ final class Child: @unchecked Sendable {
 
     private let state = Mutex(State())
 
-    init(label: String, executable: URL, arguments: [String], directory: String, withStdin: Bool) {
+    init(
+        label: String, executable: URL, arguments: [String], directory: String, withStdin: Bool,
+        environment: [String: String] = [:]
+    ) {
         self.label = label
         self.arguments = arguments
         self.command = executable.lastPathComponent
         process.executableURL = executable
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         process.standardOutput = stdoutPipe
         process.standardError = stderrPipe
         if withStdin {
@@ -300,15 +306,20 @@ final class Children: Sendable {
         folder = try TempFolder()
     }
 
-    /// Starts `nbus arguments...` in the temp folder.
-    func start(_ label: String, _ arguments: [String], withStdin: Bool = false) throws -> Child {
-        try start(label, command: executable, arguments, withStdin: withStdin)
+    /// Starts `nbus arguments...` in the temp folder (with `environment` added to this process's).
+    func start(
+        _ label: String, _ arguments: [String], withStdin: Bool = false, environment: [String: String] = [:]
+    ) throws -> Child {
+        try start(label, command: executable, arguments, withStdin: withStdin, environment: environment)
     }
 
     /// Starts another program in the temp folder (`ip netns exec NS nbus ...`), tracked like the others.
-    func start(_ label: String, command: URL, _ arguments: [String], withStdin: Bool = false) throws -> Child {
+    func start(
+        _ label: String, command: URL, _ arguments: [String], withStdin: Bool = false, environment: [String: String] = [:]
+    ) throws -> Child {
         let child = Child(
-            label: label, executable: command, arguments: arguments, directory: folder.path, withStdin: withStdin)
+            label: label, executable: command, arguments: arguments, directory: folder.path, withStdin: withStdin,
+            environment: environment)
         started.withLock { $0.append(child) }
         try child.launch()
         return child

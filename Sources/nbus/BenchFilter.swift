@@ -1,0 +1,92 @@
+import ArgumentParser
+import BusBench
+import Foundation
+
+/// `nbus bench filter`: subscriber CPU with views on one of many names against views on all of them.
+struct BenchFilter: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "filter",
+        abstract: "Filtered handling at the socket: subscriber CPU, views on 1 of --names names vs on all of them.",
+        discussion: """
+            One publisher posts round-robin over --names names at --rate; two subscriber-host processes \
+            run side by side on that stream with the same views in the same --style: A's views subscribe \
+            to the first name exactly (ZeroMQ filters the other names at the publisher), B's to every name \
+            (one bench.views.> pattern each). Each host measures its own CPU time (getrusage) from ready \
+            to drained; the command prints A / B against the target (--target, 5%) and checks the \
+            accounting identity of both. Exits 2 when an identity fails, 1 when a child fails; the \
+            target's verdict is printed, not an exit status (it is a speed figure).
+            """
+    )
+
+    @Option(help: "Names the publisher posts round-robin to.")
+    var names: Int = 100
+
+    @Option(help: "Notifications per second over all names, or max.")
+    var rate: String = "20000"
+
+    @Option(help: "Seconds of posting.")
+    var seconds: Double = 10
+
+    @Option(help: "Stop after this many notifications, if sooner.")
+    var count: Int = 1_000_000
+
+    @Option(help: "Views per host (A's all on the first name, B's each on every name).")
+    var views: Int = 1
+
+    @Option(help: "The consumer style of both hosts: onReceive, task-main, task-off-main, task-replay.")
+    var style: ViewStyle = .taskOffMain
+
+    @Option(help: "Payload bytes.")
+    var size: Int = 64
+
+    @Option(help: "Fraction of each name's notifications that pass the views' condition (0.1 or 10%).")
+    var selectivity: String = "0.1"
+
+    @Option(name: .customLong("body-us"), help: "Busy work per body evaluation, microseconds.")
+    var bodyMicroseconds: Int = 20
+
+    @Option(help: "Transport between the processes: ipc or tcp.")
+    var transport: ThroughputOptions.Transport = .ipc
+
+    @Option(help: "The target: A's CPU at most this fraction of B's (0.05 or 5%).")
+    var target: String = "0.05"
+
+    @Flag(help: "Print one JSON object instead of the table.")
+    var json = false
+
+    @Flag(inversion: .prefixedNo, help: "A progress bar on stderr while the publisher posts. Default: on, off with --json.")
+    var progress: Bool?
+
+    @Flag(help: "Nothing on stderr but errors.")
+    var quiet = false
+
+    func run() async throws {
+        var options = FilterBenchOptions(workerCommand: ["bench", "views-worker"])
+        var scenario = options.scenario
+        scenario.transport = transport
+        scenario = try SweepParameter.rate.apply(rate, to: scenario)
+        scenario = try SweepParameter.selectivity.apply(selectivity, to: scenario)
+        scenario.names = names
+        scenario.seconds = seconds
+        scenario.count = count
+        scenario.views = views
+        scenario.size = size
+        scenario.bodyMicroseconds = bodyMicroseconds
+        options.scenario = scenario
+        options.style = style
+        // The same parser as --selectivity: 0.05 or 5%.
+        options.targetRatio = try SweepParameter.selectivity.apply(target, to: ViewsScenario()).selectivity
+        let display = ProgressDisplay(steps: !quiet, bar: !quiet && (progress ?? !json))
+        let runOptions = options
+        let report = try await runInterruptibly(display) {
+            try await FilterBenchmark.run(runOptions, handlers: display.handlers)
+        }
+        display.finish()
+        writeStandardOutput((json ? try report.json() : report.table()) + "\n")
+        if !report.failures.isEmpty {
+            FileHandle.standardError.write(
+                Data(("ACCOUNTING IDENTITY FAILED:\n" + report.failures.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
+            throw ExitCode(2)
+        }
+    }
+}
