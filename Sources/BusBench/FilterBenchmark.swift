@@ -34,6 +34,7 @@ public struct FilterBenchOptions: Sendable {
         scenario.seconds = 10
         scenario.selectivity = 0.1
         scenario.bodyMicroseconds = 20
+        scenario.pingMainActor = false
         return scenario
     }
 }

@@ -254,7 +254,7 @@ enum ScenarioHost {
         let usageAtReady = ProcessUsage.current()
         let readyAt = Timestamps.monotonicNanoseconds()
         let pinger = MainActorPinger()
-        pinger.start()
+        if scenario.pingMainActor { pinger.start() }
         visibility.restartLog()
         ready()
 

@@ -111,6 +111,10 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     public var stallSeconds = 5
     /// Seconds the children may take to start and subscribe.
     public var startupSeconds = 30
+    /// Each host samples its main actor's responsiveness (a job every 20 ms). `nbus bench filter`
+    /// turns it off: it reports no responsiveness, and the sampler's own wake-ups would count in
+    /// the CPU time it compares.
+    public var pingMainActor = true
 
     /// The default scenario (the demo's, 10 s long).
     public init() {}
