@@ -98,12 +98,25 @@ struct SVGBarChart {
             stacked
             ? segments.enumerated().map { ($0.element, Self.segmentColors[$0.offset % Self.segmentColors.count]) }
             : series.count > 1 ? series.enumerated().map { ($0.element, Self.seriesColors[$0.offset % Self.seriesColors.count]) } : []
-        var legendX = left
-        let legendY = height - 14
+        // Entries in rows that fit the width, the last row at the bottom.
+        var rows: [[(String, String, Double)]] = [[]]
+        var rowWidth = 0.0
         for (name, color) in legend {
-            out += ##"<rect x="\##(Self.n(legendX))" y="\##(Self.n(legendY - 9))" width="10" height="10" fill="\##(color)"/>"##
-            out += ##"<text x="\##(Self.n(legendX + 14))" y="\##(Self.n(legendY))" font-size="10" fill="#333">\##(Self.escape(name))</text>"##
-            legendX += 24 + Double(name.count) * 5.6
+            let entryWidth = 24 + Double(name.count) * 5.6
+            if rowWidth + entryWidth > width - left - right, !(rows.last?.isEmpty ?? true) {
+                rows.append([])
+                rowWidth = 0
+            }
+            rows[rows.count - 1].append((name, color, rowWidth))
+            rowWidth += entryWidth
+        }
+        for (index, row) in rows.enumerated() {
+            let legendY = height - 14 - 13 * Double(rows.count - 1 - index)
+            for (name, color, offset) in row {
+                let legendX = left + offset
+                out += ##"<rect x="\##(Self.n(legendX))" y="\##(Self.n(legendY - 9))" width="10" height="10" fill="\##(color)"/>"##
+                out += ##"<text x="\##(Self.n(legendX + 14))" y="\##(Self.n(legendY))" font-size="10" fill="#333">\##(Self.escape(name))</text>"##
+            }
         }
         out += "</svg>"
         return out
@@ -188,7 +201,7 @@ public enum ViewsHTMLReport {
                 styles.map { [$0.cpuPerFrameNanoseconds / 1e3] } + (raw.map { [[$0.cpuPerFrameNanoseconds / 1e3]] } ?? [])
                     + (report.baselines.foundation.map { [[$0.cpuPerNotificationNanoseconds / 1e3]] } ?? [])
             ],
-            logScale: true, format: { String(format: "%.3g", $0) }))
+            logScale: true))
         charts.append(SVGBarChart(
             title: "Main-actor busy", unit: "% of the host's window (bodies, onReceive actions, main-actor loops)",
             categories: [""], series: names, values: one(\.mainActorBusyPercent), format: { String(format: "%.3g", $0) }))
