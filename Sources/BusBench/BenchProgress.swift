@@ -12,6 +12,7 @@ public struct PostingProgress: Sendable, Equatable {
     public var posted: Int
     public var plannedCount: Int
 
+    /// A progress report.
     public init(run: String, elapsedSeconds: Double, plannedSeconds: Double, posted: Int, plannedCount: Int) {
         self.run = run
         self.elapsedSeconds = elapsedSeconds
@@ -30,9 +31,12 @@ public struct PostingProgress: Sendable, Equatable {
 
 /// The callbacks of a long run: `step` gets one line per step, `posting` the posting progress.
 public struct BenchProgressHandlers: Sendable {
+    /// One line per step (baselines started, hosts ready, publisher done...).
     public var step: @Sendable (String) -> Void
+    /// The posting progress, about every 250 ms while a publisher posts.
     public var posting: @Sendable (PostingProgress) -> Void
 
+    /// Handlers that ignore what they are not given.
     public init(
         step: @escaping @Sendable (String) -> Void = { _ in }, posting: @escaping @Sendable (PostingProgress) -> Void = { _ in }
     ) {

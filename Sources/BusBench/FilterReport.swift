@@ -4,11 +4,14 @@ import Foundation
 public struct FilterReport: Codable, Sendable {
     /// The scenario both hosts ran (names, rate, views, style...).
     public var scenario: ViewsScenario
+    /// The consumer style of both hosts' views.
     public var style: ViewStyle
     /// The target: `cpuRatio` at most this.
     public var targetRatio: Double
+    /// When the run started, and how long it took in all, ns.
     public var date: Date
     public var wallNanoseconds: UInt64
+    /// What the publisher posted, per name.
     public var publisher: ScenarioPublisherResult
     /// Host A: views on the first name only. Host B: views on every name.
     public var one: ViewsStyleSummary

@@ -13,6 +13,7 @@ public struct RawBaselineRow: Codable, Sendable, Equatable {
     /// The CSV/JSON key of the row.
     public static let key = "raw-libzmq"
 
+    /// The scenario's transport (ipc or tcp).
     public var transport: ThroughputOptions.Transport
     /// Frames per second the publisher was paced to (nil: as fast as ZeroMQ takes them).
     public var requestedRate: Int?
@@ -46,7 +47,9 @@ public struct FoundationBaselineRow: Codable, Sendable, Equatable {
     /// The CSV/JSON key of the row.
     public static let key = "foundation-notificationcenter"
 
+    /// Payload bytes (a `[UInt8]` in `userInfo`).
     public var size: Int
+    /// Posts made, and observer calls that read the payload back.
     public var posted: Int
     public var delivered: Int
     /// First post to last delivery, ns, and deliveries per second over it.
@@ -66,6 +69,7 @@ public struct ViewsBaselines: Codable, Sendable, Equatable {
     /// Why a row is missing (`--baseline-seconds 0`, `nbus-baseline` not built...).
     public var skipped: [String]
 
+    /// The rows measured, and why any is missing.
     public init(raw: RawBaselineRow? = nil, foundation: FoundationBaselineRow? = nil, skipped: [String] = []) {
         self.raw = raw
         self.foundation = foundation
@@ -138,6 +142,7 @@ public struct ViewsBaselines: Codable, Sendable, Equatable {
 
 /// One style's figures as multiples of raw libzmq's, measured in the same invocation.
 public struct ViewsRawRatio: Codable, Sendable, Equatable {
+    /// The style the ratios are of.
     public var style: ViewStyle
     /// Host CPU per frame that reached it / raw subscriber CPU per frame.
     public var cpuPerFrame: Double?
