@@ -68,7 +68,7 @@ public final class Bus: Sendable {
     /// Assigns the per-(publisher, name) sequence number and the publish time. Throws for a payload
     /// over `maximumPayload`, headers beyond NBP/1's limits, or a closed bus.
     public func post(
-        name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = [:],
+        name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified
     ) async throws(BusError) {
         var message: Message? = try encodeForPost(name, payload, headers, contentType)
@@ -85,7 +85,7 @@ public final class Bus: Sendable {
 
     /// `post` with the name as text (validated; throws `.invalidName`).
     public func post(
-        name: String, payload: [UInt8] = [], headers: NotificationHeaders = [:],
+        name: String, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified
     ) async throws(BusError) {
         try await post(name: try validName(name), payload: payload, headers: headers, contentType: contentType)
@@ -93,7 +93,7 @@ public final class Bus: Sendable {
 
     /// Posts without waiting, from synchronous code: throws `.outboundQueueFull` rather than wait.
     public func postNow(
-        name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = [:],
+        name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified
     ) throws(BusError) {
         var message: Message? = try encodeForPost(name, payload, headers, contentType)

@@ -188,7 +188,7 @@ public struct Notification: Hashable, Sendable {
 
     /// Creates a notification; the bus fills in `sequence`, `publisherID` and `timestamp` when posting.
     public init(
-        name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = [:],
+        name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified, sequence: UInt64 = 0, publisherID: UInt64 = 0,
         timestamp: UInt64 = 0, flags: UInt8 = 0
     ) {
