@@ -197,7 +197,7 @@ public final class Socket {
 
     // MARK: Private
 
-    private func checkOpen(_ operation: StaticString) throws(ZMQError) {
+    func checkOpen(_ operation: StaticString) throws(ZMQError) {
         if isClosed { throw ZMQError(code: czmq_enotsock(), operation: operation.description) }
     }
 }

@@ -139,6 +139,9 @@ extension SocketOption where Value == Bool {
     public static var conflate: Self { .init(rawValue: ZMQ_CONFLATE, name: "ZMQ_CONFLATE") }
     /// `ZMQ_CURVE_SERVER`: act as the CURVE server (needs `curveSecretKey`).
     public static var curveServer: Self { .init(rawValue: ZMQ_CURVE_SERVER, name: "ZMQ_CURVE_SERVER") }
+    /// `ZMQ_ZAP_ENFORCE_DOMAIN` (93; a draft option libzmq 4.3 accepts): fail every handshake when no
+    /// ZAP handler answers, instead of admitting the peer. Fail-closed for a server with an allow list.
+    public static var zapEnforceDomain: Self { .init(rawValue: 93, name: "ZMQ_ZAP_ENFORCE_DOMAIN") }
     /// `ZMQ_RCVMORE` (read-only): the last received frame has more parts after it.
     public static var receiveMore: Self { .init(rawValue: ZMQ_RCVMORE, name: "ZMQ_RCVMORE") }
 }

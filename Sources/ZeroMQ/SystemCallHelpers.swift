@@ -30,3 +30,17 @@ internal func zmqPointerCall(
         throw ZMQError(code: code, operation: operation.description)
     }
 }
+
+/// Like `zmqCall`, for plain system calls (`read`, `open`, `fstat`...): `-1` reads the C `errno`,
+/// retries `EINTR`, and throws anything else as a `ZMQError` carrying that `errno`.
+@inline(__always)
+@usableFromInline
+internal func systemCall(_ operation: StaticString, _ body: () -> Int32) throws(ZMQError) -> Int32 {
+    while true {
+        let result = body()
+        if result != -1 { return result }
+        let code = czmq_errno()
+        if code == czmq_eintr() { continue }
+        throw ZMQError(code: code, operation: operation.description)
+    }
+}

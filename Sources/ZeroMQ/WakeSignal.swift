@@ -12,33 +12,22 @@ public final class WakeSignal: Sendable {
 
     /// Creates the eventfd (non-blocking, close-on-exec).
     public init() throws(ZMQError) {
-        fileDescriptor = try Self.call("eventfd") { czmq_eventfd() }
+        fileDescriptor = try systemCall("eventfd") { czmq_eventfd() }
     }
 
     deinit {
-        _ = try? Self.call("close") { close(fileDescriptor) }
+        _ = try? systemCall("close") { close(fileDescriptor) }
     }
 
     /// Wakes the poller. A saturated counter (`EAGAIN`) is already a pending wake.
     public func signal() {
         var one: UInt64 = 1
-        _ = try? Self.call("write") { Int32(write(fileDescriptor, &one, 8)) }
+        _ = try? systemCall("write") { Int32(write(fileDescriptor, &one, 8)) }
     }
 
     /// Resets the signal after a wake; nothing happens if it was not signalled.
     public func drain() {
         var value: UInt64 = 0
-        _ = try? Self.call("read") { Int32(read(fileDescriptor, &value, 8)) }
-    }
-
-    /// Plain syscalls: `EINTR` retried, failure as a `ZMQError` carrying the system `errno`.
-    private static func call(_ operation: StaticString, _ body: () -> Int32) throws(ZMQError) -> Int32 {
-        while true {
-            let result = body()
-            if result != -1 { return result }
-            let code = czmq_errno()
-            if code == czmq_eintr() { continue }
-            throw ZMQError(code: code, operation: operation.description)
-        }
+        _ = try? systemCall("read") { Int32(read(fileDescriptor, &value, 8)) }
     }
 }
