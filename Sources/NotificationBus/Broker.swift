@@ -17,6 +17,10 @@ public struct BrokerStatistics: Hashable, Sendable {
     public var bytesToSubscribers: UInt64 = 0
     /// Subscription messages received from subscribers (backend).
     public var subscriptionMessages: UInt64 = 0
+    /// With CURVE: what the frontend did with publishers' handshakes (all zero without CURVE).
+    public var publisherAuthentication = AuthenticationCounts()
+    /// With CURVE: what the backend did with subscribers' handshakes (all zero without CURVE).
+    public var subscriberAuthentication = AuthenticationCounts()
 
     /// Zero counters.
     public init() {}
@@ -26,7 +30,9 @@ public struct BrokerStatistics: Hashable, Sendable {
 /// subscribers (backend). Frames pass through untouched; subscriptions flow upstream.
 ///
 /// Two threads: the proxy thread owns the frontend, backend and one end of an inproc control
-/// pair; the control thread owns the other end and asks for statistics or termination.
+/// pair; the control thread owns the other end and asks for statistics or termination. With
+/// `BrokerSecurity`, both sides are CURVE servers and a third thread, the ZAP handler, admits only
+/// the allow-listed keys; it starts before the sides bind and stops after they close.
 public final class Broker: Sendable {
     /// The frontend endpoint, resolved (real port for `tcp://...:*`).
     public let frontendEndpoint: String
@@ -37,6 +43,7 @@ public final class Broker: Sendable {
     private let control: Mutex<ControlState>
     private let statsSnapshot = Mutex(BrokerStatistics())
     private let threads: Mutex<[pthread_t]>
+    private let authentication: ZAPHandler?
 
     private struct ControlState {
         var stopRequested = false
@@ -56,9 +63,21 @@ public final class Broker: Sendable {
     /// before the broker drops (libzmq's XPUB drops silently at the mark; subscribers see the
     /// drops as upstream gaps). The default matches a bus's own marks, so a burst a publisher may
     /// queue also fits at the broker.
+    ///
+    /// With `security`, both sides are CURVE servers that admit only the allow-listed keys
+    /// (plaintext peers included, everyone else is refused and counted); `onAuthentication` is
+    /// called on the ZAP handler's thread for admissions and refusals, rate-limited per key. It does
+    /// not combine with `upstream` yet (`BusError.security`): the frontend socket would have to be
+    /// a CURVE server for its publishers and a CURVE client of the upstream broker at once.
     public init(
-        frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000
+        frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000,
+        security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil
     ) throws(BusError) {
+        if security != nil && !upstream.isEmpty {
+            throw .security(
+                "a CURVE broker cannot chain to an upstream broker yet: its frontend would be a CURVE server "
+                    + "and a CURVE client at once")
+        }
         let context: Context
         let wake: WakeSignal
         do {
@@ -70,24 +89,50 @@ public final class Broker: Sendable {
         self.context = context
         self.wake = wake
         self.control = Mutex(ControlState())
+        // Bound before the CURVE sockets bind, so no handshake ever finds no handler.
+        let authentication = try security.map { security throws(BusError) in
+            try ZAPHandler(
+                context: context,
+                allowLists: [.publishers: security.allowedPublishers, .subscribers: security.allowedSubscribers],
+                onEvent: onAuthentication)
+        }
+        self.authentication = authentication
         let controlEndpoint = "inproc://nbus-broker-control-\(UInt64.random(in: 1...UInt64.max))"
         let started = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<(String, String), BusError>?>(nil)
 
         let proxyThread = try spawnThread { [context] in
+            var sides: [Socket] = []
+            defer {
+                // Monitors stop before their reader does, and the sides close before the handler:
+                // libzmq would block on a reader-less monitor, and admit anyone without a handler.
+                for side in sides {
+                    side.stopMonitoring()
+                    side.close()
+                }
+                authentication?.stop()
+            }
             do throws(ZMQError) {
                 let xsub = try context.socket(.xsub)
+                sides.append(xsub)
                 try xsub.set(.linger, 0)
                 try xsub.set(.receiveHighWaterMark, highWaterMark)
                 try xsub.set(.sendHighWaterMark, highWaterMark)
+                if let security, let authentication {
+                    try Self.makeCurveServer(xsub, security.keyPair, .publishers, authentication)
+                }
                 try xsub.bind(frontend)
                 // Before connecting upstream: the last endpoint is then the bound one.
                 let boundFrontend = (try? xsub.lastEndpoint()) ?? frontend
                 for endpoint in upstream { try xsub.connect(endpoint) }
                 let xpub = try context.socket(.xpub)
+                sides.append(xpub)
                 try xpub.set(.linger, 0)
                 try xpub.set(.sendHighWaterMark, highWaterMark)
                 try xpub.set(.receiveHighWaterMark, highWaterMark)
+                if let security, let authentication {
+                    try Self.makeCurveServer(xpub, security.keyPair, .subscribers, authentication)
+                }
                 try xpub.bind(backend)
                 let controlSocket = try context.socket(.pair)
                 try controlSocket.bind(controlEndpoint)
@@ -113,6 +158,19 @@ public final class Broker: Sendable {
         threads.withLock { $0.append(controlThread) }
     }
 
+    /// Makes `socket` a CURVE server whose handshakes the ZAP handler decides as `domain`, and
+    /// whose failed handshakes it counts; before `bind`.
+    private static func makeCurveServer(
+        _ socket: Socket, _ keyPair: CurveKeyPair, _ domain: AuthenticationDomain, _ authentication: ZAPHandler
+    ) throws(ZMQError) {
+        try socket.set(.curveServer, true)
+        try socket.set(.curveSecretKey, try Z85.decode(keyPair.secretKey))
+        try socket.set(.zapDomain, domain.rawValue)
+        // Fail closed should the handler ever be missing (libzmq 4.3 would admit anyone otherwise).
+        try? socket.set(.zapEnforceDomain, true)
+        try socket.monitor(authentication.monitorEndpoint(for: domain), events: .handshakeFailures)
+    }
+
     deinit {
         requestStop()
         for thread in threads.withLock({ $0 }) { pthread_detach(thread) }
@@ -126,7 +184,7 @@ public final class Broker: Sendable {
                 state.statisticsWaiters.append(continuation)
                 return false
             }
-            if stoppedAlready { continuation.resume(returning: statsSnapshot.withLock { $0 }) }
+            if stoppedAlready { continuation.resume(returning: snapshot()) }
             else { wake.signal() }
         }
     }
@@ -146,7 +204,17 @@ public final class Broker: Sendable {
         for thread in threads.withLock({ threads in defer { threads.removeAll() }; return threads }) {
             pthread_join(thread, nil)
         }
-        return statsSnapshot.withLock { $0 }
+        return snapshot()
+    }
+
+    /// The last proxy counters with the authentication counters now.
+    private func snapshot() -> BrokerStatistics {
+        var stats = statsSnapshot.withLock { $0 }
+        if let counts = authentication?.counts {
+            stats.publisherAuthentication = counts[.publishers] ?? AuthenticationCounts()
+            stats.subscriberAuthentication = counts[.subscribers] ?? AuthenticationCounts()
+        }
+        return stats
     }
 
     private func requestStop() {
@@ -169,7 +237,7 @@ public final class Broker: Sendable {
                 return (state.stopRequested, state.statisticsWaiters)
             }
             if !waiters.isEmpty || stop { refreshStatistics(socket) }
-            let snapshot = statsSnapshot.withLock { $0 }
+            let snapshot = snapshot()
             for waiter in waiters { waiter.resume(returning: snapshot) }
             if stop { break }
         }
@@ -185,7 +253,7 @@ public final class Broker: Sendable {
             defer { state.statisticsWaiters.removeAll() }
             return state.statisticsWaiters
         }
-        let snapshot = statsSnapshot.withLock { $0 }
+        let snapshot = snapshot()
         for waiter in lateStatistics { waiter.resume(returning: snapshot) }
         for waiter in stopWaiters { waiter.resume() }
     }

@@ -217,6 +217,13 @@ public final class Bus: Sendable {
             timeout: timeout)
     }
 
+    /// Returns once a CURVE server has refused this bus's key (at once if one already has): its ZAP
+    /// handler did not admit `configuration.curve`'s public key. A refused client keeps retrying,
+    /// in vain while the server's allow list stays the same, so this is the moment to say so.
+    public func waitForHandshakeRefusal(timeout: Duration = .seconds(10)) async throws(BusError) {
+        try await wait(.handshakeRefused, what: "a CURVE server to refuse this bus's key", timeout: timeout)
+    }
+
     private func wait(_ kind: BusWaiter.Kind, what: String, timeout: Duration) async throws(BusError) {
         let id = core.makeID()
         let milliseconds = Int(timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)

@@ -12,6 +12,12 @@ public enum Attachment: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether this attachment listens.
+    public var isBind: Bool {
+        if case .bind = self { return true }
+        return false
+    }
+
     public var description: String {
         switch self {
         case .bind(let endpoint): return "bind \(endpoint)"
@@ -65,6 +71,15 @@ public struct BusConfiguration: Sendable {
     public var outboundCapacity = 16_384
     /// Largest payload accepted, both when posting and when receiving (NBP/1 `payloadTooLarge`).
     public var maximumPayload = NBP1.defaultMaximumPayload
+    /// Most headers a received notification may carry: at most NBP/1's 32, lower to refuse more
+    /// (counted as `headerLimitExceeded`). Posting is held to NBP/1's limits only.
+    public var maximumHeaderCount = NBP1.maximumHeaderCount
+    /// CURVE for the sockets that connect (to `nbus broker` or a binding peer); nil is plaintext.
+    /// Has no effect on `inproc://`, which has no handshake.
+    public var curve: CurveClientSecurity?
+    /// CURVE for the sockets that bind (direct topology); nil is plaintext. A socket that both binds
+    /// and connects cannot use CURVE (the server role is per socket): opening such a bus throws.
+    public var curveServer: CurveServerSecurity?
     /// How long `close()` keeps trying to hand queued posts to ZeroMQ and ZeroMQ to send them (ms).
     public var closeTimeoutMilliseconds: Int32 = 2_000
     /// Latency against CPU: after doing work, the I/O thread keeps looking for more for this long

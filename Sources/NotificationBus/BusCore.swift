@@ -18,6 +18,8 @@ struct BusWaiter: Sendable {
         case ready(token: NotificationName)
         /// At least (or, with `atMost`, at most) `count` subscribers match `name` at this publisher.
         case subscribers(count: Int, name: NotificationName, atMost: Bool)
+        /// A CURVE server refused this bus's key (`BusStats.handshakesRefused` > 0).
+        case handshakeRefused
     }
 
     let id: UInt64

@@ -26,6 +26,8 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
     case cancelled
     /// The operating system refused a resource (a thread, an eventfd).
     case system(String)
+    /// The CURVE settings cannot be applied (e.g. a socket that both binds and connects).
+    case security(String)
 
     public var description: String {
         switch self {
@@ -41,6 +43,7 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
         case .transport(let error): return "transport error: \(error)"
         case .cancelled: return "cancelled"
         case .system(let text): return "system error: \(text)"
+        case .security(let text): return "CURVE: \(text)"
         }
     }
 }

@@ -1,3 +1,5 @@
+import ZeroMQ
+
 /// Why notifications a subscription should have seen never reached its consumer.
 public enum GapCause: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
     /// A sequence gap per (publisher, name): dropped at a ZeroMQ high-water mark or during a reconnect.
@@ -103,6 +105,14 @@ public struct BusStats: Hashable, Sendable {
     public var rejected: [RejectionReason: UInt64] = [:]
     /// Subscriptions currently registered at this bus.
     public var activeSubscriptions: Int = 0
+    /// CURVE client: handshakes the server refused (its ZAP handler did not admit this bus's key).
+    public var handshakesRefused: UInt64 = 0
+    /// CURVE client: other failed handshakes (a wrong server key, a server without CURVE).
+    public var handshakesFailed: UInt64 = 0
+    /// CURVE client: why the last handshake failed, if one did.
+    public var lastHandshakeFailure: HandshakeFailure?
+    /// CURVE server (a bus that binds): what it did with its clients' handshakes.
+    public var clientAuthentication = AuthenticationCounts()
 
     /// Empty counters.
     public init() {}

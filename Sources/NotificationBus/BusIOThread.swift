@@ -97,6 +97,10 @@ final class BusIOThread {
     private var publisher: Socket?
     private var subscriber: Socket?
     private(set) var resolvedEndpoints: [String] = []
+    /// CURVE client: readers of the sockets' monitors (handshake failures), owned by this thread.
+    private var handshakeMonitors: [Socket] = []
+    /// CURVE server: the thread answering ZAP requests for this bus's context.
+    private var authentication: ZAPHandler?
 
     // Subscriber side.
     private var receiver: BusReceiver
@@ -127,45 +131,124 @@ final class BusIOThread {
         self.core = core
         self.configuration = configuration
         self.view = PublisherView(publisherID: configuration.publisherID)
-        self.receiver = BusReceiver(maximumPayload: configuration.maximumPayload)
+        self.receiver = BusReceiver(
+            maximumPayload: configuration.maximumPayload, maximumHeaderCount: configuration.maximumHeaderCount)
         do {
             // Blocky: close() sets the publisher's linger so queued frames (and the end-of-stream
             // record) still reach subscribers; every socket starts with linger 0 so nothing else waits.
             context = try Context(ioThreads: 1, blocky: true)
-            if !configuration.publish.isEmpty {
-                let socket = try context.socket(.xpub)
+        } catch {
+            throw .transport(error)
+        }
+        do {
+            try openSockets()
+        } catch {
+            closeSockets()
+            throw error
+        }
+    }
+
+    /// Starts the ZAP handler (CURVE server), then creates, secures and attaches each socket.
+    private func openSockets() throws(BusError) {
+        if let server = configuration.curveServer,
+            (configuration.publish + configuration.subscribe).contains(where: \.isBind)
+        {
+            // Bound before any CURVE socket binds, so no handshake ever finds no handler.
+            let allowed = server.allowedClients
+            authentication = try ZAPHandler(
+                context: context, allowLists: [.subscribers: allowed, .publishers: allowed],
+                onEvent: server.onAuthentication)
+        }
+        let configuration = self.configuration
+        if !configuration.publish.isEmpty {
+            let socket = try transport { () throws(ZMQError) in try context.socket(.xpub) }
+            publisher = socket
+            try transport { () throws(ZMQError) in
                 try socket.set(.sendHighWaterMark, configuration.sendHighWaterMark)
                 try socket.set(.xpubNoDrop, configuration.publisherBackpressure)
                 try socket.set(.linger, 0)
-                publisher = socket
-                for attachment in configuration.publish { try attach(socket, attachment) }
             }
-            if !configuration.subscribe.isEmpty {
-                let socket = try context.socket(.sub)
+            try secure(socket, configuration.publish, clients: .subscribers)
+            for attachment in configuration.publish { try transport { () throws(ZMQError) in try attach(socket, attachment) } }
+        }
+        if !configuration.subscribe.isEmpty {
+            let socket = try transport { () throws(ZMQError) in try context.socket(.sub) }
+            subscriber = socket
+            try transport { () throws(ZMQError) in
                 try socket.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
                 try socket.set(.linger, 0)
-                subscriber = socket
                 try socket.subscribe(ControlNames.endOfStreamPrefix)
-                let ownEndpoints = Set(configuration.publish.compactMap { attachment -> String? in
-                    guard case .bind(let endpoint) = attachment, endpoint.hasPrefix("inproc://") else { return nil }
-                    return endpoint
-                })
-                for attachment in configuration.subscribe {
-                    if case .connect(let endpoint) = attachment, ownEndpoints.contains(endpoint) {
-                        loopback = true
-                        resolvedEndpoints.append(endpoint)
-                        continue
-                    }
-                    try attach(socket, attachment)
-                }
             }
-        } catch {
-            publisher?.close()
-            subscriber?.close()
-            publisher = nil
-            subscriber = nil
-            throw .transport(error)
+            try secure(socket, configuration.subscribe, clients: .publishers)
+            let ownEndpoints = Set(configuration.publish.compactMap { attachment -> String? in
+                guard case .bind(let endpoint) = attachment, endpoint.hasPrefix("inproc://") else { return nil }
+                return endpoint
+            })
+            for attachment in configuration.subscribe {
+                if case .connect(let endpoint) = attachment, ownEndpoints.contains(endpoint) {
+                    loopback = true
+                    resolvedEndpoints.append(endpoint)
+                    continue
+                }
+                try transport { () throws(ZMQError) in try attach(socket, attachment) }
+            }
         }
+    }
+
+    /// Runs socket calls, their `ZMQError` as `BusError.transport`.
+    private func transport<Result>(_ body: () throws(ZMQError) -> Result) throws(BusError) -> Result {
+        do { return try body() } catch { throw .transport(error) }
+    }
+
+    /// Applies `configuration.curve` (connecting sockets) or `curveServer` (binding ones) to
+    /// `socket`, before it attaches. `clients` is who connects to it when it binds.
+    private func secure(
+        _ socket: Socket, _ attachments: [Attachment], clients: AuthenticationDomain
+    ) throws(BusError) {
+        let binds = attachments.contains(where: \.isBind)
+        let connects = attachments.contains { !$0.isBind }
+        guard configuration.curve != nil || configuration.curveServer != nil else { return }
+        if binds && connects {
+            throw .security(
+                "a socket that both binds and connects cannot use CURVE (\(attachments.map(\.description).joined(separator: ", ")))")
+        }
+        if binds, let server = configuration.curveServer, let authentication {
+            try transport { () throws(ZMQError) in
+                try socket.set(.curveServer, true)
+                try socket.set(.curveSecretKey, try Z85.decode(server.keyPair.secretKey))
+                try socket.set(.zapDomain, clients.rawValue)
+                try? socket.set(.zapEnforceDomain, true)
+                try socket.monitor(authentication.monitorEndpoint(for: clients), events: .handshakeFailures)
+            }
+        } else if connects, let client = configuration.curve {
+            try transport { () throws(ZMQError) in
+                try socket.set(.curveServerKey, try Z85.decode(client.serverPublicKey))
+                try socket.set(.curvePublicKey, try Z85.decode(client.keyPair.publicKey))
+                try socket.set(.curveSecretKey, try Z85.decode(client.keyPair.secretKey))
+                // The reader connects first: libzmq blocks on a monitor that has no reader.
+                let endpoint = "inproc://nbus-handshakes-\(UInt64.random(in: 1...UInt64.max))"
+                let reader = try context.socket(.pair)
+                handshakeMonitors.append(reader)
+                try reader.set(.linger, 0)
+                try reader.set(.receiveHighWaterMark, 0)
+                try reader.connect(endpoint)
+                try socket.monitor(endpoint, events: .handshakeFailures)
+            }
+        }
+    }
+
+    /// Stops the monitors before their readers, closes every socket, then stops the ZAP handler.
+    private func closeSockets() {
+        publisher?.stopMonitoring()
+        subscriber?.stopMonitoring()
+        for reader in handshakeMonitors { reader.close() }
+        handshakeMonitors.removeAll()
+        publisher?.close()
+        subscriber?.close()
+        publisher = nil
+        subscriber = nil
+        authentication?.stop()
+        authentication = nil
     }
 
     private func attach(_ socket: Socket, _ attachment: Attachment) throws(ZMQError) {
@@ -210,6 +293,7 @@ final class BusIOThread {
             didWork = sendPending() || didWork
             didWork = readSubscriptions() || didWork
             if !readingPaused { didWork = readNotifications() || didWork }
+            if !handshakeMonitors.isEmpty { didWork = readHandshakeFailures() || didWork }
             expireWaiters()
             if didWork {
                 publishStats()
@@ -252,6 +336,7 @@ final class BusIOThread {
         var poller = Poller()
         poller.register(fileDescriptor: core.wake.fileDescriptor)
         if let subscriber, !readingPaused { poller.register(subscriber) }
+        for reader in handshakeMonitors { poller.register(reader) }
         _ = try? poller.poll(timeoutMilliseconds: 1)
         core.wake.drain()
     }
@@ -261,6 +346,7 @@ final class BusIOThread {
         poller.register(fileDescriptor: core.wake.fileDescriptor)
         if let publisher { poller.register(publisher) }
         if let subscriber, !readingPaused { poller.register(subscriber) }
+        for reader in handshakeMonitors { poller.register(reader) }
         var timeout = -1
         if let deadline = waiters.map(\.deadline).min() {
             let now = Timestamps.monotonicNanoseconds()
@@ -353,6 +439,9 @@ final class BusIOThread {
             guard publisher != nil else { return finishWaiter(waiter, .failure(.notAPublisher)) }
             waiters.append(waiter)
             checkSubscriberWaiters()
+        case .handshakeRefused:
+            guard stats.handshakesRefused == 0 else { return finishWaiter(waiter, .success(())) }
+            waiters.append(waiter)
         }
     }
 
@@ -503,6 +592,25 @@ final class BusIOThread {
         finishWaiter(waiters.remove(at: index), .success(()))
     }
 
+    /// CURVE client: counts the failed handshakes the sockets' monitors reported.
+    private func readHandshakeFailures() -> Bool {
+        var any = false
+        for reader in handshakeMonitors {
+            while let frames = try? reader.receiveMultipart(mode: .dontWait) {
+                guard let failure = SocketEvent(frames: frames)?.handshakeFailure else { continue }
+                any = true
+                if case .refused = failure { stats.handshakesRefused += 1 } else { stats.handshakesFailed += 1 }
+                stats.lastHandshakeFailure = failure
+            }
+        }
+        if any && stats.handshakesRefused > 0 {
+            let refusedWaiters = waiters.filter { if case .handshakeRefused = $0.kind { return true } else { return false } }
+            waiters.removeAll { if case .handshakeRefused = $0.kind { return true } else { return false } }
+            for waiter in refusedWaiters { finishWaiter(waiter, .success(())) }
+        }
+        return any
+    }
+
     private func publishStats() {
         let posted = core.mailbox.withLock { $0.posted }
         stats.posted = posted
@@ -512,6 +620,13 @@ final class BusIOThread {
         stats.lostUpstream = received.lostUpstream
         stats.endOfStreamRecords = received.endOfStreamRecords
         stats.rejected = received.rejected
+        if let authentication {
+            stats.clientAuthentication = authentication.counts.values.reduce(into: AuthenticationCounts()) { sum, counts in
+                sum.admitted += counts.admitted
+                sum.refusedKeys += counts.refusedKeys
+                sum.failedHandshakes += counts.failedHandshakes
+            }
+        }
         let snapshot = stats
         core.statsSnapshot.withLock { $0 = snapshot }
     }
@@ -618,10 +733,7 @@ final class BusIOThread {
         waiters.removeAll()
         stats.activeSubscriptions = 0
         publishStats()
-        publisher?.close()
-        subscriber?.close()
-        publisher = nil
-        subscriber = nil
+        closeSockets()
         context.terminate()
     }
 }

@@ -72,9 +72,12 @@ struct BusReceiver {
     /// Publishers whose final end-of-stream record arrived and must be acknowledged upstream.
     var endOfStreamAcknowledgements: [UInt64] = []
     let maximumPayload: Int
+    /// This receiver's own header limit (at most NBP/1's 32).
+    let maximumHeaderCount: Int
 
-    init(maximumPayload: Int) {
+    init(maximumPayload: Int, maximumHeaderCount: Int = NBP1.maximumHeaderCount) {
         self.maximumPayload = maximumPayload
+        self.maximumHeaderCount = maximumHeaderCount
     }
 
     // MARK: Subscriptions
@@ -187,7 +190,8 @@ struct BusReceiver {
         let notification: Notification
         do {
             notification = try EnvelopeCodec.decode(
-                frame, validatedNameLength: nameLength, name: knownName, maximumPayload: maximumPayload)
+                frame, validatedNameLength: nameLength, name: knownName, maximumPayload: maximumPayload,
+                maximumHeaderCount: maximumHeaderCount)
         } catch {
             counters.rejected[error, default: 0] += 1
             return false

@@ -158,18 +158,22 @@ public enum EnvelopeCodec {
 
     /// Decodes a whole ZeroMQ message given as its frames; anything but one frame is `wrongFrameCount`.
     public static func decode(
-        frames: [[UInt8]], maximumPayload: Int = NBP1.defaultMaximumPayload
+        frames: [[UInt8]], maximumPayload: Int = NBP1.defaultMaximumPayload,
+        maximumHeaderCount: Int = NBP1.maximumHeaderCount
     ) throws(RejectionReason) -> Notification {
         guard frames.count == 1 else { throw .wrongFrameCount }
-        return try decode(frame: frames[0], maximumPayload: maximumPayload)
+        return try decode(frame: frames[0], maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
     }
 
     /// Decodes one frame.
     public static func decode(
-        frame: [UInt8], maximumPayload: Int = NBP1.defaultMaximumPayload
+        frame: [UInt8], maximumPayload: Int = NBP1.defaultMaximumPayload,
+        maximumHeaderCount: Int = NBP1.maximumHeaderCount
     ) throws(RejectionReason) -> Notification {
         let result = frame.withUnsafeBytes { bytes in
-            Result { () throws(RejectionReason) in try decode(bytes, maximumPayload: maximumPayload) }
+            Result { () throws(RejectionReason) in
+                try decode(bytes, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
+            }
         }
         return try result.get()
     }
@@ -190,17 +194,23 @@ public enum EnvelopeCodec {
     /// Decodes one frame lent as raw bytes (e.g. straight from a `zmq_msg_t`). Allocations: one
     /// copy of the header map (when there are headers), one of the payload (when non-empty), and
     /// the name only when it is longer than 15 bytes (Swift's small-string limit).
+    ///
+    /// `maximumHeaderCount` is this receiver's own limit (NBP/1's 32 at most, like `maximumPayload`
+    /// a local setting): more headers than that is `headerLimitExceeded`, checked at NBP/1's step 9.
     public static func decode(
-        _ frame: UnsafeRawBufferPointer, maximumPayload: Int = NBP1.defaultMaximumPayload
+        _ frame: UnsafeRawBufferPointer, maximumPayload: Int = NBP1.defaultMaximumPayload,
+        maximumHeaderCount: Int = NBP1.maximumHeaderCount
     ) throws(RejectionReason) -> Notification {
-        try decode(frame, validatedNameLength: try nameLength(in: frame), name: nil, maximumPayload: maximumPayload)
+        try decode(
+            frame, validatedNameLength: try nameLength(in: frame), name: nil, maximumPayload: maximumPayload,
+            maximumHeaderCount: maximumHeaderCount)
     }
 
     /// `decode` for a frame whose name `nameLength(in:)` (or an exact subscription prefix) has
     /// already vouched for; `name`, when given, is that name, reused instead of a new string.
     static func decode(
         _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
-        maximumPayload: Int
+        maximumPayload: Int, maximumHeaderCount: Int = NBP1.maximumHeaderCount
     ) throws(RejectionReason) -> Notification {
         let headerStart = nameCount + 1
         let afterNul = frame.count - headerStart
@@ -219,7 +229,9 @@ public enum EnvelopeCodec {
         guard Int(frame[headerStart + 3]) == nameCount else { throw .nameLengthMismatch }
         let headersLength = u16(4)
         let headerCount = Int(frame[headerStart + 6])
-        guard headerCount <= NBP1.maximumHeaderCount, headersLength <= NBP1.maximumHeadersLength else {
+        guard headerCount <= min(maximumHeaderCount, NBP1.maximumHeaderCount),
+            headersLength <= NBP1.maximumHeadersLength
+        else {
             throw .headerLimitExceeded
         }
         guard NBP1.fixedHeaderSize + headersLength <= afterNul else { throw .truncatedHeader }

@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import Synchronization
+import ZeroMQ
+
+/// The authentication thread of a CURVE server (the broker, or a bus that binds): it owns the ZAP
+/// handler socket of one context (a REP bound at `inproc://zeromq.zap.01`) and the readers of the
+/// server sockets' monitors, answers every handshake from the allow lists, and counts and reports
+/// every outcome.
+///
+/// Start it before the guarded sockets exist; they must call `monitor(monitorEndpoint(for:))` before
+/// they bind, and `stopMonitoring()` and close before `stop()` is called, so a handshake is never
+/// left without a handler and a monitor never without its reader (libzmq would block on it).
+final class ZAPHandler: Sendable {
+    private let authenticator: Mutex<CurveAuthenticator>
+    private let wake: WakeSignal
+    private let stopRequested = Atomic<Bool>(false)
+    private let thread: Mutex<pthread_t?>
+    private let monitorPrefix: String
+
+    /// Binds the handler and connects a monitor reader per domain, on a new thread; returns once
+    /// they are in place. `onEvent` runs on that thread.
+    init(
+        context: Context, allowLists: [AuthenticationDomain: CurveAllowList?],
+        onEvent: (@Sendable (AuthenticationEvent) -> Void)?
+    ) throws(BusError) {
+        authenticator = Mutex(CurveAuthenticator(allowLists: allowLists))
+        do {
+            wake = try WakeSignal()
+        } catch {
+            throw .transport(error)
+        }
+        let prefix = "inproc://nbus-zap-monitor-\(UInt64.random(in: 1...UInt64.max))-"
+        monitorPrefix = prefix
+        thread = Mutex(nil)
+        let started = DispatchSemaphore(value: 0)
+        let failure = Mutex<BusError?>(nil)
+        let domains = allowLists.keys.sorted()
+        let handle = try spawnThread { [self] in
+            let sockets: (handler: Socket, monitors: [(AuthenticationDomain, Socket)])
+            do throws(ZMQError) {
+                let handler = try context.socket(.rep)
+                try handler.set(.linger, 0)
+                try handler.bind(ZAPRequest.handlerEndpoint)
+                var monitors: [(AuthenticationDomain, Socket)] = []
+                for domain in domains {
+                    let reader = try context.socket(.pair)
+                    try reader.set(.linger, 0)
+                    // No limit: libzmq's monitor sends block its I/O thread when this queue is full.
+                    try reader.set(.receiveHighWaterMark, 0)
+                    try reader.connect(prefix + domain.rawValue)
+                    monitors.append((domain, reader))
+                }
+                sockets = (handler, monitors)
+            } catch {
+                failure.withLock { $0 = .transport(error) }
+                started.signal()
+                return
+            }
+            started.signal()
+            run(handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent)
+            for (_, reader) in sockets.monitors { reader.close() }
+            sockets.handler.close()
+        }
+        started.wait()
+        if let error = failure.withLock({ $0 }) {
+            pthread_join(handle, nil)
+            throw error
+        }
+        thread.withLock { $0 = handle }
+    }
+
+    deinit {
+        stop()
+    }
+
+    /// The `inproc://` endpoint a guarded socket of `domain` must publish its monitor events on.
+    func monitorEndpoint(for domain: AuthenticationDomain) -> String {
+        monitorPrefix + domain.rawValue
+    }
+
+    /// Every outcome so far, by domain.
+    var counts: [AuthenticationDomain: AuthenticationCounts] {
+        authenticator.withLock { $0.counts }
+    }
+
+    /// Stops the thread and closes its sockets; call it after the guarded sockets have closed.
+    func stop() {
+        stopRequested.store(true, ordering: .releasing)
+        wake.signal()
+        if let handle = thread.withLock({ $0.take() }) { pthread_join(handle, nil) }
+    }
+
+    private func run(
+        handler: Socket, monitors: [(AuthenticationDomain, Socket)],
+        onEvent: (@Sendable (AuthenticationEvent) -> Void)?
+    ) {
+        while !stopRequested.load(ordering: .acquiring) {
+            var poller = Poller()
+            poller.register(fileDescriptor: wake.fileDescriptor)
+            poller.register(handler)
+            for (_, reader) in monitors { poller.register(reader) }
+            _ = try? poller.poll(timeoutMilliseconds: -1)
+            wake.drain()
+            var events: [AuthenticationEvent] = []
+            while let frames = try? handler.receiveMultipart(mode: .dontWait) {
+                let now = Timestamps.monotonicNanoseconds()
+                guard let request = ZAPRequest(frames: frames) else {
+                    // libzmq never sends these; answer so the REP socket can take the next request.
+                    _ = try? handler.send(
+                        multipart: ZAPReply(requestID: frames.count > 1 ? frames[1] : [], status: .internalError, statusText: "malformed request").frames)
+                    continue
+                }
+                let (reply, event) = authenticator.withLock { $0.answer(request, now: now) }
+                _ = try? handler.send(multipart: reply.frames)
+                if let event { events.append(event) }
+            }
+            for (domain, reader) in monitors {
+                while let frames = try? reader.receiveMultipart(mode: .dontWait) {
+                    guard let socketEvent = SocketEvent(frames: frames) else { continue }
+                    let now = Timestamps.monotonicNanoseconds()
+                    if let event = authenticator.withLock({ $0.record(socketEvent, domain: domain, now: now) }) {
+                        events.append(event)
+                    }
+                }
+            }
+            if let onEvent { for event in events { onEvent(event) } }
+        }
+    }
+}

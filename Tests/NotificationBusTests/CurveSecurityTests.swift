@@ -1,0 +1,293 @@
+import Foundation
+import Synchronization
+import Testing
+import ZeroMQ
+@testable import NotificationBus
+
+/// The authentication events a broker (or a CURVE server bus) reported, awaitable with a bound.
+final class AuthenticationLog: Sendable {
+    private struct Waiter {
+        let condition: @Sendable ([AuthenticationEvent]) -> Bool
+        let continuation: CheckedContinuation<Bool, Never>
+    }
+    private let state = Mutex<(events: [AuthenticationEvent], waiters: [Int: Waiter], next: Int)>(([], [:], 0))
+
+    var events: [AuthenticationEvent] { state.withLock { $0.events } }
+
+    /// The callback to hand to the server.
+    var record: @Sendable (AuthenticationEvent) -> Void {
+        { [self] event in
+            let due = state.withLock { state -> [Waiter] in
+                state.events.append(event)
+                let events = state.events
+                let due = state.waiters.filter { $0.value.condition(events) }
+                for id in due.keys { state.waiters.removeValue(forKey: id) }
+                return Array(due.values)
+            }
+            for waiter in due { waiter.continuation.resume(returning: true) }
+        }
+    }
+
+    /// Suspends until `condition` holds for the events so far, or `timeout` passes (false).
+    func wait(
+        timeout: Duration = .seconds(30), until condition: @escaping @Sendable ([AuthenticationEvent]) -> Bool
+    ) async -> Bool {
+        await withCheckedContinuation { continuation in
+            let id: Int? = state.withLock { state in
+                if condition(state.events) { return nil }
+                defer { state.next += 1 }
+                state.waiters[state.next] = Waiter(condition: condition, continuation: continuation)
+                return state.next
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
+                state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
+            }
+        }
+    }
+
+    /// Waits for a refusal of `key` on `domain`.
+    func waitForRefusal(of key: String, _ domain: AuthenticationDomain) async -> Bool {
+        await wait { events in
+            events.contains { event in
+                if case .refused = event.outcome { return event.domain == domain && event.publicKey == key }
+                return false
+            }
+        }
+    }
+
+    /// Waits for a failed handshake on `domain` whose cause `matches`.
+    func waitForFailedHandshake(
+        _ domain: AuthenticationDomain, _ matches: @escaping @Sendable (HandshakeFailure) -> Bool
+    ) async -> Bool {
+        await wait { events in
+            events.contains { event in
+                guard event.domain == domain, case .handshakeFailed(let failure) = event.outcome else { return false }
+                return matches(failure)
+            }
+        }
+    }
+}
+
+/// A CURVE broker over ipc in a temp folder, with named key pairs and allow lists.
+struct SecuredBroker {
+    let broker: Broker
+    let log = AuthenticationLog()
+    let serverKeys: CurveKeyPair
+    let alice: CurveKeyPair  // listed publisher
+    let bob: CurveKeyPair  // listed subscriber
+    let mallory: CurveKeyPair  // listed nowhere
+
+    init() throws {
+        serverKeys = try CurveKeyPair.generate()
+        alice = try CurveKeyPair.generate()
+        bob = try CurveKeyPair.generate()
+        mallory = try CurveKeyPair.generate()
+        let security = BrokerSecurity(
+            keyPair: serverKeys, allowedPublishers: try CurveAllowList(keys: ["alice": alice.publicKey]),
+            allowedSubscribers: try CurveAllowList(keys: ["bob": bob.publicKey]))
+        broker = try Broker(
+            frontend: try temporaryIPCEndpoint("f.sock"), backend: try temporaryIPCEndpoint("b.sock"),
+            security: security, onAuthentication: log.record)
+    }
+
+    func client(_ keys: CurveKeyPair?, publishing: Bool) throws -> Bus {
+        var configuration = publishing
+            ? BusConfiguration(publish: [.connect(broker.frontendEndpoint)])
+            : BusConfiguration(subscribe: [.connect(broker.backendEndpoint)])
+        if let keys { configuration.curve = try CurveClientSecurity(keyPair: keys, serverPublicKey: serverKeys.publicKey) }
+        return try Bus(configuration)
+    }
+}
+
+/// Receives `count` notifications from `events`, in order.
+func receive(_ count: Int, from events: BusEventSequence) async -> [NotificationBus.Notification] {
+    var received: [NotificationBus.Notification] = []
+    for await event in events {
+        if case .notification(let notification) = event { received.append(notification) }
+        if received.count == count { break }
+    }
+    return received
+}
+
+@Suite("CURVE: a broker that admits only allow-listed keys", .serialized, .timeLimit(.minutes(1)))
+struct CurveSecurityTests {
+    @Test("A listed publisher reaches a listed subscriber through a CURVE broker; both are counted as admitted")
+    func listedKeysExchange() async throws {
+        let setup = try SecuredBroker()
+        let publisher = try setup.client(setup.alice, publishing: true)
+        let subscriber = try setup.client(setup.bob, publishing: false)
+        let events = try subscriber.events(named: try NamePattern("x.>"))
+        let name = try NotificationName("x.listed")
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
+        for index in 1...100 { try await publisher.post(name: name, payload: Array("m\(index)".utf8)) }
+        let received = await receive(100, from: events)
+        #expect(received.map(\.sequence) == Array(1...100))
+        #expect(received.map { String(decoding: $0.payload, as: UTF8.self) } == (1...100).map { "m\($0)" })
+        await publisher.close()
+        await subscriber.close()
+
+        let stats = await setup.broker.stop()
+        #expect(stats.publisherAuthentication.admitted >= 1 && stats.publisherAuthentication.refusedTotal == 0)
+        #expect(stats.subscriberAuthentication.admitted >= 1 && stats.subscriberAuthentication.refusedTotal == 0)
+        let admitted = setup.log.events.compactMap { event -> String? in
+            if case .admitted(let name) = event.outcome { return "\(event.domain.rawValue):\(name)" }
+            return nil
+        }
+        #expect(Set(admitted) == ["publishers:alice", "subscribers:bob"])
+    }
+
+    @Test("An unlisted publisher's notifications, posted first, never reach a listed subscriber; it is refused and counted")
+    func unlistedPublisherIsRefused() async throws {
+        let setup = try SecuredBroker()
+        let subscriber = try setup.client(setup.bob, publishing: false)
+        let events = try subscriber.events(named: try NamePattern("x.>"))
+
+        // A listed subscriber's key presented on the publishers' side is not a publisher key either.
+        let intruder = try setup.client(setup.mallory, publishing: true)
+        try await intruder.waitForHandshakeRefusal(timeout: .seconds(20))
+        #expect(await setup.log.waitForRefusal(of: setup.mallory.publicKey, .publishers))
+        for index in 1...50 { try await intruder.post(name: "x.intruder", payload: Array("bad\(index)".utf8)) }
+        #expect(intruder.stats.handshakesRefused >= 1)
+        #expect(intruder.stats.lastHandshakeFailure == .refused(status: 400))
+
+        let publisher = try setup.client(setup.alice, publishing: true)
+        let name = try NotificationName("x.listed")
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
+        for index in 1...20 { try await publisher.post(name: name, payload: Array("good\(index)".utf8)) }
+        let received = await receive(20, from: events)
+        #expect(received.allSatisfy { $0.name == name && $0.publisherID == publisher.publisherID })
+        #expect(received.map(\.sequence) == Array(1...20))
+        await publisher.close()
+        await intruder.close()
+        await subscriber.close()
+        // Everything the subscriber ever read: the listed publisher's 20 and its end-of-stream record.
+        #expect(subscriber.stats.rejectedTotal == 0 && subscriber.stats.unmatched == 0)
+
+        let stats = await setup.broker.stop()
+        #expect(stats.publisherAuthentication.refusedKeys >= 1)
+        #expect(stats.publisherAuthentication.admitted >= 1)
+        let refusal = try #require(setup.log.events.first { $0.publicKey == setup.mallory.publicKey })
+        #expect(refusal.description.contains("refused publisher key \(setup.mallory.publicKey)"))
+        #expect(refusal.description.contains("not in the allow list"))
+    }
+
+    @Test("An unlisted subscriber is refused and never receives what a listed one does")
+    func unlistedSubscriberIsRefused() async throws {
+        let setup = try SecuredBroker()
+        let listed = try setup.client(setup.bob, publishing: false)
+        let listedEvents = try listed.events(named: try NamePattern("x.>"))
+        // The listed publisher's key, presented on the subscribers' side: not a subscriber key.
+        let unlisted = try setup.client(setup.alice, publishing: false)
+        let unlistedEvents = try unlisted.events(named: try NamePattern("x.>"))
+        try await unlisted.waitForHandshakeRefusal(timeout: .seconds(20))
+        #expect(await setup.log.waitForRefusal(of: setup.alice.publicKey, .subscribers))
+
+        let publisher = try setup.client(setup.alice, publishing: true)
+        let name = try NotificationName("x.data")
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
+        for index in 1...30 { try await publisher.post(name: name, payload: Array("d\(index)".utf8)) }
+        #expect(await receive(30, from: listedEvents).map(\.sequence) == Array(1...30))
+        // The listed subscriber has everything; the refused one has no connection to receive on.
+        #expect(unlisted.stats.framesReceived == 0)
+        #expect(unlistedEvents.stats.received == 0)
+        await publisher.close()
+        await listed.close()
+        await unlisted.close()
+        let stats = await setup.broker.stop()
+        #expect(stats.subscriberAuthentication.refusedKeys >= 1)
+    }
+
+    @Test("Plaintext publishers and subscribers are refused by a CURVE broker, counted, and get nothing")
+    func plaintextPeersAreRefused() async throws {
+        let setup = try SecuredBroker()
+        let plainSubscriber = try setup.client(nil, publishing: false)
+        let plainEvents = try plainSubscriber.events(named: try NamePattern("x.>"))
+        let plainPublisher = try setup.client(nil, publishing: true)
+        // The broker sees a mechanism mismatch, or the client hanging up on its CURVE greeting first.
+        let plaintext: @Sendable (HandshakeFailure) -> Bool = { failure in
+            if case .system = failure { return true }
+            return failure == .mechanismMismatch
+        }
+        #expect(await setup.log.waitForFailedHandshake(.publishers, plaintext))
+        #expect(await setup.log.waitForFailedHandshake(.subscribers, plaintext))
+        try await plainPublisher.post(name: "x.plain", payload: Array("plain".utf8))
+
+        let subscriber = try setup.client(setup.bob, publishing: false)
+        let events = try subscriber.events(named: try NamePattern("x.>"))
+        let publisher = try setup.client(setup.alice, publishing: true)
+        let name = try NotificationName("x.secure")
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
+        for _ in 1...10 { try await publisher.post(name: name) }
+        let received = await receive(10, from: events)
+        #expect(received.allSatisfy { $0.name == name } && received.count == 10)
+        #expect(plainSubscriber.stats.framesReceived == 0 && plainEvents.stats.received == 0)
+        for bus in [publisher, subscriber, plainPublisher, plainSubscriber] { await bus.close() }
+        let stats = await setup.broker.stop()
+        #expect(stats.publisherAuthentication.failedHandshakes >= 1)
+        #expect(stats.subscriberAuthentication.failedHandshakes >= 1)
+    }
+
+    @Test("A client with the wrong server key fails its handshake, and the broker counts it")
+    func wrongServerKeyFails() async throws {
+        let setup = try SecuredBroker()
+        var configuration = BusConfiguration(subscribe: [.connect(setup.broker.backendEndpoint)])
+        configuration.curve = try CurveClientSecurity(keyPair: setup.bob, serverPublicKey: setup.mallory.publicKey)
+        let subscriber = try Bus(configuration)
+        _ = try subscriber.events(named: try NamePattern("x.>"))
+        #expect(await setup.log.waitForFailedHandshake(.subscribers) { $0 == .cryptographic })
+        await subscriber.close()
+        let stats = await setup.broker.stop()
+        #expect(stats.subscriberAuthentication.failedHandshakes >= 1)
+        #expect(stats.subscriberAuthentication.admitted == 0)
+    }
+
+    @Test("Direct topology: a binding publisher admits only its listed subscribers")
+    func directPublisherAdmitsListedSubscribers() async throws {
+        let serverKeys = try CurveKeyPair.generate()
+        let listedKeys = try CurveKeyPair.generate()
+        let unlistedKeys = try CurveKeyPair.generate()
+        let log = AuthenticationLog()
+        var publisherConfiguration = BusConfiguration.directPublisher(bind: try temporaryIPCEndpoint())
+        publisherConfiguration.curveServer = CurveServerSecurity(
+            keyPair: serverKeys, allowedClients: try CurveAllowList(keys: ["listed": listedKeys.publicKey]),
+            onAuthentication: log.record)
+        let publisher = try Bus(publisherConfiguration)
+        let endpoint = try #require(publisher.endpoints.first)
+
+        func subscriber(_ keys: CurveKeyPair) throws -> Bus {
+            var configuration = BusConfiguration.directSubscriber(connect: [endpoint])
+            configuration.curve = try CurveClientSecurity(keyPair: keys, serverPublicKey: serverKeys.publicKey)
+            return try Bus(configuration)
+        }
+        let unlisted = try subscriber(unlistedKeys)
+        _ = try unlisted.events(named: try NamePattern("d.>"))
+        try await unlisted.waitForHandshakeRefusal(timeout: .seconds(20))
+        #expect(await log.waitForRefusal(of: unlistedKeys.publicKey, .subscribers))
+
+        let listed = try subscriber(listedKeys)
+        let events = try listed.events(named: try NamePattern("d.>"))
+        let name = try NotificationName("d.x")
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
+        for _ in 1...10 { try await publisher.post(name: name) }
+        #expect(await receive(10, from: events).map(\.sequence) == Array(1...10))
+        #expect(unlisted.stats.framesReceived == 0)
+        let stats = publisher.stats.clientAuthentication
+        #expect(stats.admitted >= 1 && stats.refusedKeys >= 1)
+        for bus in [listed, unlisted, publisher] { await bus.close() }
+    }
+
+    @Test("A socket that both binds and connects cannot use CURVE: opening the bus says so")
+    func mixedAttachmentsAreRefused() throws {
+        var configuration = BusConfiguration(publish: [.bind(try temporaryIPCEndpoint()), .connect(try temporaryIPCEndpoint())])
+        let keys = try CurveKeyPair.generate()
+        configuration.curveServer = CurveServerSecurity(keyPair: keys, allowedClients: nil)
+        #expect {
+            _ = try Bus(configuration)
+        } throws: { error in
+            guard case BusError.security(let text) = error else { return false }
+            return text.contains("both binds and connects")
+        }
+    }
+}
