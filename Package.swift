@@ -71,6 +71,7 @@ let package = Package(
             dependencies: [
                 "NotificationBus",
                 "BusBench",
+                "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings
@@ -95,7 +96,7 @@ let package = Package(
         // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["nbus", "NotificationBus"],
+            dependencies: ["nbus", "NotificationBus", "ZeroMQ"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -18,7 +18,7 @@ public struct CurveAllowList: Sendable, Equatable {
     /// Loads every `*.pub` file in `directory`, in name order (the first name of a repeated key wins).
     public init(directory: String) throws(CurveKeyError) {
         var info = stat()
-        guard stat(directory, &info) == 0 else { throw .fileNotFound(path: directory) }
+        guard stat(directory, &info) == 0 else { throw .directoryNotFound(path: directory) }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw .notADirectory(path: directory) }
         guard let stream = opendir(directory) else {
             throw .unreadable(path: directory, reason: ZMQError(code: czmq_errno(), operation: "opendir").message)

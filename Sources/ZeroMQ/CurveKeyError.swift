@@ -24,6 +24,8 @@ public enum CurveKeyError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidKey(name: String)
     /// An allow-list path that is not a folder.
     case notADirectory(path: String)
+    /// No folder at an allow-list path.
+    case directoryNotFound(path: String)
 
     public var description: String {
         switch self {
@@ -52,6 +54,8 @@ public enum CurveKeyError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\(name) is not a CURVE key (40 Z85 characters)"
         case .notADirectory(let path):
             return "\(path): not a folder"
+        case .directoryNotFound(let path):
+            return "\(path): no such folder"
         }
     }
 

@@ -3,8 +3,8 @@ import Glibc
 #endif
 import CZeroMQ
 
-/// CURVE key files in czmq's `zcert` text format, so `zcert`, pyzmq's `zmq.auth.load_certificate`
-/// and these functions read each other's files:
+/// CURVE key files in the text format of czmq's `zcert` files (pyzmq's `zmq.auth.load_certificate`
+/// reads these, and these functions read zcert files):
 ///
 /// ```
 /// #   ZeroMQ CURVE secret key. ...comment lines...

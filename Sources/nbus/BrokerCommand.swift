@@ -1,5 +1,6 @@
 import ArgumentParser
 import NotificationBus
+import ZeroMQ
 
 struct BrokerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -10,6 +11,16 @@ struct BrokerCommand: AsyncParsableCommand {
             the backend (`nbus subscribe --connect BACKEND`). Subscriptions flow upstream, so \
             filtering still happens at each publisher. Stops cleanly on SIGINT or SIGTERM and \
             prints its counters; a second signal exits at once.
+
+            CURVE: with --curve-secret (the broker's secret key file, from `nbus keygen`), \
+            --allow-publishers and --allow-subscribers (folders of *.pub files), both sides are \
+            CURVE servers: the frontend admits only the publisher keys, the backend only the \
+            subscriber keys, and plaintext peers are refused. Clients then need \
+            --curve-secret and --curve-server-key (this broker's .pub). Each refusal (and \
+            admission) is logged on stderr with the key in Z85, at most once per key per 10 s; \
+            the counters are in the stats and stop reports. The allow lists are read at start.
+            Exit status: 0 stopped, 2 unusable endpoint, key file or allow-list folder, 64 bad \
+            arguments.
             """)
 
     @Option(help: ArgumentHelp("Endpoint publishers connect to.", valueName: "endpoint"))
@@ -31,6 +42,15 @@ struct BrokerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Print counters every N seconds (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
 
+    @Option(help: ArgumentHelp("The broker's secret key file (mode 0600); turns CURVE on.", valueName: "file"))
+    var curveSecret: String?
+
+    @Option(help: ArgumentHelp("With CURVE: the folder of publisher public keys (*.pub) to admit.", valueName: "folder"))
+    var allowPublishers: String?
+
+    @Option(help: ArgumentHelp("With CURVE: the folder of subscriber public keys (*.pub) to admit.", valueName: "folder"))
+    var allowSubscribers: String?
+
     func validate() throws {
         guard frontend != backend else { throw ValidationError("--frontend and --backend must differ (both are \(frontend))") }
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
@@ -38,20 +58,53 @@ struct BrokerCommand: AsyncParsableCommand {
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
             throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
         }
+        let curveFlags = [curveSecret, allowPublishers, allowSubscribers].compactMap { $0 }.count
+        guard curveFlags == 0 || curveFlags == 3 else {
+            throw ValidationError("CURVE needs all three of --curve-secret, --allow-publishers and --allow-subscribers")
+        }
+        if curveFlags > 0 && !upstream.isEmpty {
+            throw ValidationError(
+                "--upstream does not combine with CURVE yet: the frontend would be a CURVE server for its publishers "
+                    + "and a CURVE client of the upstream broker at once (see docs/deployment.md)")
+        }
+    }
+
+    /// The CURVE settings from the key file and allow-list folders, or nil without CURVE.
+    private func loadSecurity() throws(CurveKeyError) -> BrokerSecurity? {
+        guard let curveSecret, let allowPublishers, let allowSubscribers else { return nil }
+        return BrokerSecurity(
+            keyPair: try CurveKeyFile.readKeyPair(at: curveSecret),
+            allowedPublishers: try CurveAllowList(directory: allowPublishers),
+            allowedSubscribers: try CurveAllowList(directory: allowSubscribers))
     }
 
     func run() async throws {
         TerminationSignals.install()
         let broker: Broker
+        let security: BrokerSecurity?
         do {
-            broker = try Broker(frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm)
+            security = try loadSecurity()
+            broker = try Broker(
+                frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm, security: security,
+                onAuthentication: { event in printError("nbus broker: \(event)") })
         } catch {
             throw fail("broker", error, code: 2)
         }
         let upstreams = upstream.map { " upstream \($0)" }.joined()
         FileWriter.standardOutput.write(
             "broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\(upstreams)\n")
+        if let security {
+            FileWriter.standardOutput.write(
+                "broker: CURVE on, public key \(security.keyPair.publicKey); admitting "
+                    + "\(security.allowedPublishers.count) publisher key(s) from \(security.allowedPublishers.source) and "
+                    + "\(security.allowedSubscribers.count) subscriber key(s) from \(security.allowedSubscribers.source)\n")
+            for (list, role) in [(security.allowedPublishers, "publisher"), (security.allowedSubscribers, "subscriber")]
+            where list.isEmpty {
+                printError("nbus broker: warning: no *.pub file in \(list.source): every \(role) will be refused")
+            }
+        }
         let interval = stats
+        let secured = security != nil
         await withTaskGroup(of: Void.self) { group in
             group.addTask { _ = await TerminationSignals.wait() }
             if interval > 0 {
@@ -59,20 +112,28 @@ struct BrokerCommand: AsyncParsableCommand {
                     while !Task.isCancelled {
                         try? await Task.sleep(for: .milliseconds(Int(interval * 1_000)))
                         if Task.isCancelled { break }
-                        Self.report("stats", await broker.statistics())
+                        Self.report("stats", await broker.statistics(), secured: secured)
                     }
                 }
             }
             await group.next()
             group.cancelAll()
         }
-        Self.report("stopped", await broker.stop())
+        Self.report("stopped", await broker.stop(), secured: secured)
     }
 
-    static func report(_ label: String, _ stats: BrokerStatistics) {
+    static func report(_ label: String, _ stats: BrokerStatistics, secured: Bool) {
         FileWriter.standardOutput.write(
             "broker \(label): from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B), "
                 + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B), "
                 + "subscription messages \(stats.subscriptionMessages)\n")
+        guard secured else { return }
+        func counts(_ role: String, _ counts: AuthenticationCounts) -> String {
+            "\(role) admitted \(counts.admitted), refused keys \(counts.refusedKeys), "
+                + "failed handshakes \(counts.failedHandshakes)"
+        }
+        FileWriter.standardOutput.write(
+            "broker \(label) CURVE: \(counts("publishers", stats.publisherAuthentication)); "
+                + "\(counts("subscribers", stats.subscriberAuthentication))\n")
     }
 }

@@ -10,6 +10,6 @@ struct NBus: AsyncParsableCommand {
             (see protocol/NBP-1.md). Patterns: exact `orders.created`, one token \
             `orders.*.eu`, the rest `orders.>`.
             """,
-        subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Bench.self]
+        subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Keygen.self, Bench.self]
     )
 }

@@ -12,8 +12,12 @@ struct Publish: AsyncParsableCommand {
             With --lines, every line of standard input becomes one notification \
             (`tail -F app.log | nbus publish logs.app --lines`); with --lines --input json, each \
             line is an object {"name": ..., "headers": {...}, "payload": "..."} (name optional).
+            With --curve-secret it talks CURVE: with --connect, to the server whose public key is \
+            --curve-server-key (a broker started with --curve-secret); with --bind, as a server \
+            admitting only the subscriber keys in --allow-subscribers. See `nbus keygen`.
             Exit status: 0 sent, 1 unsent notifications or another failure, 2 no subscriber in time, \
-            an unusable endpoint or skipped input lines, 64 bad arguments.
+            an unusable endpoint or key file, a key the server refused, or skipped input lines, \
+            64 bad arguments.
             """)
 
     @Argument(help: "The notification name, e.g. orders.created.")
@@ -45,6 +49,14 @@ struct Publish: AsyncParsableCommand {
 
     @OptionGroup var endpoints: EndpointOptions
 
+    @OptionGroup var curve: CurveOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "With --bind and --curve-secret: the folder of subscriber public keys (*.pub) to admit.",
+            valueName: "folder"))
+    var allowSubscribers: String?
+
     @Flag(help: "Send at once, without waiting for a subscriber.")
     var noWait = false
 
@@ -70,6 +82,7 @@ struct Publish: AsyncParsableCommand {
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
         _ = try parsedHeaders()
         _ = try parsedContentType()
+        try curve.validate(endpoints: endpoints, allowFlag: "--allow-subscribers", allowList: allowSubscribers)
     }
 
     func parsedHeaders() throws -> NotificationHeaders {
@@ -114,19 +127,24 @@ struct Publish: AsyncParsableCommand {
         configuration.sendHighWaterMark = hwm
         let bus: Bus
         do {
+            try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")
             bus = try Bus(configuration)
         } catch {
             throw fail("publish", error, code: 2)
         }
         if !noWait {
-            do {
-                try await bus.waitForSubscribers(
-                    count: subscribers, matching: notificationName, timeout: .milliseconds(Int(timeout * 1_000)))
-            } catch {
+            switch await waitForSubscribers(bus, notificationName) {
+            case .ready:
+                break
+            case .refused:
                 await bus.close()
+                printError(refusedKeyMessage("publish", role: "publisher", curve: curve))
+                throw ExitCode(2)
+            case .timedOut, .noRefusal:
+                let stats = await bus.close()
                 printError(
                     "nbus publish: no subscriber for \(name) reached this publisher within \(timeout) s "
-                        + "(is the broker or subscriber running? --no-wait sends anyway)")
+                        + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats))")
                 throw ExitCode(2)
             }
         }
@@ -159,6 +177,38 @@ struct Publish: AsyncParsableCommand {
         printError(summary)
         if stats.unsent > 0 { throw ExitCode(1) }
         if skipped > 0 { throw ExitCode(2) }
+    }
+
+    private enum WaitOutcome: Sendable {
+        case ready, refused, timedOut, noRefusal
+    }
+
+    /// Waits for the subscribers, or, with CURVE, for the server to refuse this publisher's key.
+    private func waitForSubscribers(_ bus: Bus, _ name: NotificationName) async -> WaitOutcome {
+        let limit = Duration.milliseconds(Int(timeout * 1_000))
+        let count = subscribers
+        let secured = bus.configuration.curve != nil
+        return await withTaskGroup(of: WaitOutcome.self) { group in
+            group.addTask {
+                do {
+                    try await bus.waitForSubscribers(count: count, matching: name, timeout: limit)
+                    return .ready
+                } catch {
+                    return .timedOut
+                }
+            }
+            if secured {
+                group.addTask { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : .noRefusal }
+            }
+            var outcome = WaitOutcome.timedOut
+            while let next = await group.next() {
+                if next == .noRefusal { continue }
+                outcome = next
+                break
+            }
+            group.cancelAll()
+            return outcome
+        }
     }
 
     private func publishLines(

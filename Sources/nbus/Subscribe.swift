@@ -11,8 +11,20 @@ struct Subscribe: AsyncParsableCommand {
             Notifications go to standard output, one per line (text or JSON); lost ones appear \
             in-band as gap lines ("! gap(...)" or {"gap": ...}). The summary, with every loss by \
             cause, goes to standard error. Runs until --count notifications arrived, or until \
-            SIGINT/SIGTERM. Exit status: 0 done, 1 --count not reached before --timeout, 2 unusable \
-            endpoint, 64 bad arguments.
+            SIGINT/SIGTERM.
+
+            Limits on what it accepts (NBP/1): a name of at most 255 bytes, at most --max-headers \
+            headers (NBP/1 allows 32), a header map of at most 4096 bytes, keys of at most 64 \
+            bytes, values of at most 1024 bytes, a payload of at most --max-payload bytes, one \
+            ZeroMQ frame per message. A message beyond any limit, or malformed, is dropped and \
+            counted by reason ("rejected malformed" in the summary; by reason with --stats); \
+            nothing a peer sends stops the subscriber.
+
+            With --curve-secret it talks CURVE: with --connect, to the server whose public key is \
+            --curve-server-key (a broker started with --curve-secret); with --bind, as a server \
+            admitting only the publisher keys in --allow-publishers. See `nbus keygen`.
+            Exit status: 0 done, 1 --count not reached before --timeout, 2 unusable endpoint or key \
+            file, or a key the server refused, 64 bad arguments.
             """)
 
     @Argument(help: "One or more patterns.")
@@ -41,6 +53,17 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Largest payload accepted, in bytes.", valueName: "bytes"))
     var maxPayload: Int = NBP1.defaultMaximumPayload
 
+    @Option(help: ArgumentHelp("Most headers accepted per notification (0-32).", valueName: "n"))
+    var maxHeaders: Int = NBP1.maximumHeaderCount
+
+    @OptionGroup var curve: CurveOptions
+
+    @Option(
+        help: ArgumentHelp(
+            "With --bind and --curve-secret: the folder of publisher public keys (*.pub) to admit.",
+            valueName: "folder"))
+    var allowPublishers: String?
+
     enum Format: String, ExpressibleByArgument, CaseIterable {
         case text, json
     }
@@ -58,12 +81,17 @@ struct Subscribe: AsyncParsableCommand {
         if let timeout { guard timeout > 0 else { throw ValidationError("--timeout must be positive") } }
         guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
         guard maxPayload >= 0 else { throw ValidationError("--max-payload must be 0 or more") }
+        guard (0...NBP1.maximumHeaderCount).contains(maxHeaders) else {
+            throw ValidationError("--max-headers must be 0 to \(NBP1.maximumHeaderCount) (NBP/1's limit)")
+        }
+        try curve.validate(endpoints: endpoints, allowFlag: "--allow-publishers", allowList: allowPublishers)
     }
 
     func run() async throws {
         TerminationSignals.install()
         var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
         configuration.maximumPayload = maxPayload
+        configuration.maximumHeaderCount = maxHeaders
         let bus: Bus
         let streams: [BusEventSequence]
         let buffering: BufferingPolicy
@@ -73,6 +101,7 @@ struct Subscribe: AsyncParsableCommand {
         case .dropNewest: buffering = .dropNewest(capacity: buffer)
         }
         do {
+            try curve.apply(to: &configuration, allowList: allowPublishers, command: "subscribe")
             bus = try Bus(configuration)
             streams = try patterns.map { pattern in
                 try bus.events(named: try NamePattern(pattern), buffering: buffering)
@@ -84,7 +113,7 @@ struct Subscribe: AsyncParsableCommand {
         let received = Counter()
         let target = count
         let output = format == .json ? OutputFormat.json : .text
-        enum Ending { case reachedCount, streamsEnded, timedOut, signalled }
+        enum Ending { case reachedCount, streamsEnded, timedOut, signalled, refused, waitEnded }
         let ending = await withTaskGroup(of: Ending.self) { group -> Ending in
             for stream in streams {
                 group.addTask {
@@ -108,9 +137,22 @@ struct Subscribe: AsyncParsableCommand {
                 _ = await TerminationSignals.wait()
                 return .signalled
             }
+            if bus.configuration.curve != nil {
+                group.addTask {
+                    // Refused keys stay refused: say so instead of waiting in silence. Bounded by a
+                    // year, i.e. for as long as the subscriber runs.
+                    do {
+                        try await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))
+                        return .refused
+                    } catch {
+                        return .waitEnded
+                    }
+                }
+            }
             var ending = Ending.streamsEnded
             var ended = 0
             while let next = await group.next() {
+                if next == .waitEnded { continue }
                 if next == .streamsEnded {
                     ended += 1
                     if ended < streams.count { continue }
@@ -125,6 +167,10 @@ struct Subscribe: AsyncParsableCommand {
         let perPattern = zip(patterns, streams).map { ($0, $1.stats) }
         let busStats = await bus.close()
         printSummary(received: received.value, perPattern: perPattern, bus: busStats)
+        if ending == .refused {
+            printError(refusedKeyMessage("subscribe", role: "subscriber", curve: curve))
+            throw ExitCode(2)
+        }
         if let target, received.value < target, ending == .timedOut {
             printError("nbus subscribe: received \(received.value) of \(target) before the \(timeout ?? 0) s timeout")
             throw ExitCode(1)
@@ -136,7 +182,7 @@ struct Subscribe: AsyncParsableCommand {
         let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
         printError(
             "nbus subscribe: received \(received); lost upstream \(lost), dropped locally \(dropped), "
-                + "rejected malformed \(bus.rejectedTotal)")
+                + "rejected malformed \(bus.rejectedTotal)\(handshakeNote(bus))")
         guard stats else { return }
         for (pattern, stats) in perPattern { printError("  \(pattern): \(stats)") }
         printError(

@@ -153,7 +153,7 @@ struct CurveKeyFileTests {
     func allowListErrors() throws {
         let folder = try KeyFolder()
         defer { folder.remove() }
-        #expect(throws: CurveKeyError.fileNotFound(path: folder.file("none"))) {
+        #expect(throws: CurveKeyError.directoryNotFound(path: folder.file("none"))) {
             try CurveAllowList(directory: folder.file("none"))
         }
         let file = try folder.write("file", "x")

@@ -1,0 +1,56 @@
+import ArgumentParser
+import ZeroMQ
+
+struct Keygen: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a CURVE key pair: NAME.key (secret, mode 0600) and NAME.pub (public).",
+        discussion: """
+            Both files are text in the format of czmq's zcert files (pyzmq's \
+            zmq.auth.load_certificate reads them), each key as 40 Z85 characters:
+
+              metadata
+              curve
+                  public-key = "<40 Z85 characters>"
+                  secret-key = "<40 Z85 characters>"      (NAME.key only)
+
+            NAME.key is created with mode 0600 from the start and is refused by every nbus \
+            command if its group or others can read it; keep it on the machine that uses it. \
+            NAME.pub holds only the public key: put it in the broker's --allow-publishers or \
+            --allow-subscribers folder to admit this key, or give the broker's to clients as \
+            --curve-server-key. Lines starting with # are comments; a file holding just the key \
+            on one line is read too. Existing files are never replaced unless --force.
+            Exit status: 0 written, 1 not written (it says why), 64 bad arguments.
+            """)
+
+    @Option(help: ArgumentHelp("Where to write: DIR/NAME makes DIR/NAME.key and DIR/NAME.pub.", valueName: "DIR/NAME"))
+    var output: String
+
+    @Flag(help: "Replace existing NAME.key and NAME.pub.")
+    var force = false
+
+    func validate() throws {
+        guard !basePath.isEmpty, !basePath.hasSuffix("/") else {
+            throw ValidationError("--output needs a file name, e.g. keys/broker (got '\(output)')")
+        }
+    }
+
+    /// `--output` without a `.key` or `.pub` the user may have typed.
+    var basePath: String {
+        for suffix in [".\(CurveKeyFile.secretKeyExtension)", ".\(CurveKeyFile.publicKeyExtension)"]
+        where output.hasSuffix(suffix) {
+            return String(output.dropLast(suffix.count))
+        }
+        return output
+    }
+
+    func run() throws {
+        do {
+            let pair = try CurveKeyPair.generate()
+            let paths = try CurveKeyFile.write(pair, basePath: basePath, replacing: force)
+            FileWriter.standardOutput.write(
+                "wrote \(paths.secretKeyPath) (secret, mode 0600) and \(paths.publicKeyPath)\npublic key \(pair.publicKey)\n")
+        } catch {
+            throw fail("keygen", error)
+        }
+    }
+}
