@@ -205,9 +205,9 @@ final class BusIOThread {
     private func secure(
         _ socket: Socket, _ attachments: [Attachment], clients: AuthenticationDomain
     ) throws(BusError) {
+        guard configuration.curve != nil || configuration.curveServer != nil else { return }
         let binds = attachments.contains(where: \.isBind)
         let connects = attachments.contains { !$0.isBind }
-        guard configuration.curve != nil || configuration.curveServer != nil else { return }
         if binds && connects {
             throw .security(
                 "a socket that both binds and connects cannot use CURVE (\(attachments.map(\.description).joined(separator: ", ")))")
@@ -621,11 +621,7 @@ final class BusIOThread {
         stats.endOfStreamRecords = received.endOfStreamRecords
         stats.rejected = received.rejected
         if let authentication {
-            stats.clientAuthentication = authentication.counts.values.reduce(into: AuthenticationCounts()) { sum, counts in
-                sum.admitted += counts.admitted
-                sum.refusedKeys += counts.refusedKeys
-                sum.failedHandshakes += counts.failedHandshakes
-            }
+            stats.clientAuthentication = authentication.counts.values.reduce(AuthenticationCounts(), +)
         }
         let snapshot = stats
         core.statsSnapshot.withLock { $0 = snapshot }

@@ -16,6 +16,15 @@ public struct AuthenticationCounts: Hashable, Sendable, Codable {
 
     /// Every refusal, whatever the cause.
     public var refusedTotal: UInt64 { refusedKeys + failedHandshakes }
+
+    /// The counts of two sides (or servers) added up.
+    public static func + (lhs: Self, rhs: Self) -> Self {
+        var sum = lhs
+        sum.admitted += rhs.admitted
+        sum.refusedKeys += rhs.refusedKeys
+        sum.failedHandshakes += rhs.failedHandshakes
+        return sum
+    }
 }
 
 /// One authentication outcome worth logging, as a CURVE server's authentication thread saw it.

@@ -14,9 +14,20 @@ import ZeroMQ
 /// they bind, and `stopMonitoring()` and close before `stop()` is called, so a handshake is never
 /// left without a handler and a monitor never without its reader (libzmq would block on it).
 final class ZAPHandler: Sendable {
-    private let authenticator: Mutex<CurveAuthenticator>
-    private let wake: WakeSignal
-    private let stopRequested = Atomic<Bool>(false)
+    /// What the handler's thread shares with its owner. The thread holds this, not the handler,
+    /// so dropping the handler stops the thread.
+    private final class Shared: Sendable {
+        let authenticator: Mutex<CurveAuthenticator>
+        let wake: WakeSignal
+        let stopRequested = Atomic<Bool>(false)
+
+        init(authenticator: CurveAuthenticator, wake: WakeSignal) {
+            self.authenticator = Mutex(authenticator)
+            self.wake = wake
+        }
+    }
+
+    private let shared: Shared
     private let thread: Mutex<pthread_t?>
     private let monitorPrefix: String
 
@@ -26,19 +37,20 @@ final class ZAPHandler: Sendable {
         context: Context, allowLists: [AuthenticationDomain: CurveAllowList?],
         onEvent: (@Sendable (AuthenticationEvent) -> Void)?
     ) throws(BusError) {
-        authenticator = Mutex(CurveAuthenticator(allowLists: allowLists))
+        let shared: Shared
         do {
-            wake = try WakeSignal()
+            shared = Shared(authenticator: CurveAuthenticator(allowLists: allowLists), wake: try WakeSignal())
         } catch {
             throw .transport(error)
         }
+        self.shared = shared
         let prefix = "inproc://nbus-zap-monitor-\(UInt64.random(in: 1...UInt64.max))-"
         monitorPrefix = prefix
         thread = Mutex(nil)
         let started = DispatchSemaphore(value: 0)
         let failure = Mutex<BusError?>(nil)
         let domains = allowLists.keys.sorted()
-        let handle = try spawnThread { [self] in
+        let handle = try spawnThread {
             let sockets: (handler: Socket, monitors: [(AuthenticationDomain, Socket)])
             do throws(ZMQError) {
                 let handler = try context.socket(.rep)
@@ -60,7 +72,7 @@ final class ZAPHandler: Sendable {
                 return
             }
             started.signal()
-            run(handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent)
+            Self.run(shared, handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent)
             for (_, reader) in sockets.monitors { reader.close() }
             sockets.handler.close()
         }
@@ -83,37 +95,39 @@ final class ZAPHandler: Sendable {
 
     /// Every outcome so far, by domain.
     var counts: [AuthenticationDomain: AuthenticationCounts] {
-        authenticator.withLock { $0.counts }
+        shared.authenticator.withLock { $0.counts }
     }
 
     /// Stops the thread and closes its sockets; call it after the guarded sockets have closed.
     func stop() {
-        stopRequested.store(true, ordering: .releasing)
-        wake.signal()
+        shared.stopRequested.store(true, ordering: .releasing)
+        shared.wake.signal()
         if let handle = thread.withLock({ $0.take() }) { pthread_join(handle, nil) }
     }
 
-    private func run(
-        handler: Socket, monitors: [(AuthenticationDomain, Socket)],
+    /// The thread's loop: answers requests and reads monitors until `stop()`.
+    private static func run(
+        _ shared: Shared, handler: Socket, monitors: [(AuthenticationDomain, Socket)],
         onEvent: (@Sendable (AuthenticationEvent) -> Void)?
     ) {
-        while !stopRequested.load(ordering: .acquiring) {
+        while !shared.stopRequested.load(ordering: .acquiring) {
             var poller = Poller()
-            poller.register(fileDescriptor: wake.fileDescriptor)
+            poller.register(fileDescriptor: shared.wake.fileDescriptor)
             poller.register(handler)
             for (_, reader) in monitors { poller.register(reader) }
             _ = try? poller.poll(timeoutMilliseconds: -1)
-            wake.drain()
+            shared.wake.drain()
             var events: [AuthenticationEvent] = []
             while let frames = try? handler.receiveMultipart(mode: .dontWait) {
                 let now = Timestamps.monotonicNanoseconds()
                 guard let request = ZAPRequest(frames: frames) else {
                     // libzmq never sends these; answer so the REP socket can take the next request.
-                    _ = try? handler.send(
-                        multipart: ZAPReply(requestID: frames.count > 1 ? frames[1] : [], status: .internalError, statusText: "malformed request").frames)
+                    let reply = ZAPReply(
+                        requestID: frames.count > 1 ? frames[1] : [], status: .internalError, statusText: "malformed request")
+                    _ = try? handler.send(multipart: reply.frames)
                     continue
                 }
-                let (reply, event) = authenticator.withLock { $0.answer(request, now: now) }
+                let (reply, event) = shared.authenticator.withLock { $0.answer(request, now: now) }
                 _ = try? handler.send(multipart: reply.frames)
                 if let event { events.append(event) }
             }
@@ -121,7 +135,7 @@ final class ZAPHandler: Sendable {
                 while let frames = try? reader.receiveMultipart(mode: .dontWait) {
                     guard let socketEvent = SocketEvent(frames: frames) else { continue }
                     let now = Timestamps.monotonicNanoseconds()
-                    if let event = authenticator.withLock({ $0.record(socketEvent, domain: domain, now: now) }) {
+                    if let event = shared.authenticator.withLock({ $0.record(socketEvent, domain: domain, now: now) }) {
                         events.append(event)
                     }
                 }

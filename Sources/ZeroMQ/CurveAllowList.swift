@@ -18,7 +18,11 @@ public struct CurveAllowList: Sendable, Equatable {
     /// Loads every `*.pub` file in `directory`, in name order (the first name of a repeated key wins).
     public init(directory: String) throws(CurveKeyError) {
         var info = stat()
-        guard stat(directory, &info) == 0 else { throw .directoryNotFound(path: directory) }
+        do {
+            _ = try systemCall("stat") { stat(directory, &info) }
+        } catch {
+            throw error.code == ENOENT ? .directoryNotFound(path: directory) : .unreadable(path: directory, reason: error.message)
+        }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw .notADirectory(path: directory) }
         guard let stream = opendir(directory) else {
             throw .unreadable(path: directory, reason: ZMQError(code: czmq_errno(), operation: "opendir").message)
@@ -35,7 +39,9 @@ public struct CurveAllowList: Sendable, Equatable {
         for file in files.sorted() {
             let path = directory.hasSuffix("/") ? directory + file : "\(directory)/\(file)"
             var fileInfo = stat()
-            guard stat(path, &fileInfo) == 0, fileInfo.st_mode & S_IFMT == S_IFREG else { continue }
+            // Only regular files (or links to them); a folder named x.pub is not a key.
+            guard (try? systemCall("stat") { stat(path, &fileInfo) }) != nil, fileInfo.st_mode & S_IFMT == S_IFREG
+            else { continue }
             let key = try CurveKeyFile.readPublicKey(at: path)
             let name = String(file.dropLast(CurveKeyFile.publicKeyExtension.count + 1))
             if names[key] == nil { names[key] = name }
