@@ -119,7 +119,7 @@ public final class Broker: Sendable {
                 try xsub.set(.receiveHighWaterMark, highWaterMark)
                 try xsub.set(.sendHighWaterMark, highWaterMark)
                 if let security, let authentication {
-                    try Self.makeCurveServer(xsub, security.keyPair, .publishers, authentication)
+                    try authentication.guardSocket(xsub, as: .publishers, keyPair: security.keyPair)
                 }
                 try xsub.bind(frontend)
                 // Before connecting upstream: the last endpoint is then the bound one.
@@ -131,7 +131,7 @@ public final class Broker: Sendable {
                 try xpub.set(.sendHighWaterMark, highWaterMark)
                 try xpub.set(.receiveHighWaterMark, highWaterMark)
                 if let security, let authentication {
-                    try Self.makeCurveServer(xpub, security.keyPair, .subscribers, authentication)
+                    try authentication.guardSocket(xpub, as: .subscribers, keyPair: security.keyPair)
                 }
                 try xpub.bind(backend)
                 let controlSocket = try context.socket(.pair)
@@ -156,19 +156,6 @@ public final class Broker: Sendable {
         threads = Mutex([proxyThread])
         let controlThread = try spawnThread { [self] in runControl(endpoint: controlEndpoint) }
         threads.withLock { $0.append(controlThread) }
-    }
-
-    /// Makes `socket` a CURVE server whose handshakes the ZAP handler decides as `domain`, and
-    /// whose failed handshakes it counts; before `bind`.
-    private static func makeCurveServer(
-        _ socket: Socket, _ keyPair: CurveKeyPair, _ domain: AuthenticationDomain, _ authentication: ZAPHandler
-    ) throws(ZMQError) {
-        try socket.set(.curveServer, true)
-        try socket.set(.curveSecretKey, try Z85.decode(keyPair.secretKey))
-        try socket.set(.zapDomain, domain.rawValue)
-        // Fail closed should the handler ever be missing (libzmq 4.3 would admit anyone otherwise).
-        try? socket.set(.zapEnforceDomain, true)
-        try socket.monitor(authentication.monitorEndpoint(for: domain), events: .handshakeFailures)
     }
 
     deinit {

@@ -214,11 +214,7 @@ final class BusIOThread {
         }
         if binds, let server = configuration.curveServer, let authentication {
             try transport { () throws(ZMQError) in
-                try socket.set(.curveServer, true)
-                try socket.set(.curveSecretKey, try Z85.decode(server.keyPair.secretKey))
-                try socket.set(.zapDomain, clients.rawValue)
-                try? socket.set(.zapEnforceDomain, true)
-                try socket.monitor(authentication.monitorEndpoint(for: clients), events: .handshakeFailures)
+                try authentication.guardSocket(socket, as: clients, keyPair: server.keyPair)
             }
         } else if connects, let client = configuration.curve {
             try transport { () throws(ZMQError) in

@@ -10,9 +10,9 @@ import ZeroMQ
 /// server sockets' monitors, answers every handshake from the allow lists, and counts and reports
 /// every outcome.
 ///
-/// Start it before the guarded sockets exist; they must call `monitor(monitorEndpoint(for:))` before
-/// they bind, and `stopMonitoring()` and close before `stop()` is called, so a handshake is never
-/// left without a handler and a monitor never without its reader (libzmq would block on it).
+/// Start it before the guarded sockets exist; pass each to `guardSocket` before it binds, and stop
+/// its monitor and close it before calling `stop()`, so a handshake is never left without a
+/// handler and a monitor never without its reader (libzmq would block on it).
 final class ZAPHandler: Sendable {
     /// What the handler's thread shares with its owner. The thread holds this, not the handler,
     /// so dropping the handler stops the thread.
@@ -88,9 +88,16 @@ final class ZAPHandler: Sendable {
         stop()
     }
 
-    /// The `inproc://` endpoint a guarded socket of `domain` must publish its monitor events on.
-    func monitorEndpoint(for domain: AuthenticationDomain) -> String {
-        monitorPrefix + domain.rawValue
+    /// Makes `socket` a CURVE server with `keyPair` whose handshakes this handler decides as
+    /// `domain`, and whose failed handshakes it counts (through the socket's monitor). Call it on
+    /// the socket's own thread, before it binds; stop the monitor and close it before `stop()`.
+    func guardSocket(_ socket: Socket, as domain: AuthenticationDomain, keyPair: CurveKeyPair) throws(ZMQError) {
+        try socket.set(.curveServer, true)
+        try socket.set(.curveSecretKey, try Z85.decode(keyPair.secretKey))
+        try socket.set(.zapDomain, domain.rawValue)
+        // Fail closed should the handler ever be missing (libzmq 4.3 would admit anyone otherwise).
+        try? socket.set(.zapEnforceDomain, true)
+        try socket.monitor(monitorPrefix + domain.rawValue, events: .handshakeFailures)
     }
 
     /// Every outcome so far, by domain.
