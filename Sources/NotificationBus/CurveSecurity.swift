@@ -65,5 +65,6 @@ public enum AuthenticationDomain: String, Sendable, CaseIterable, Comparable {
     /// "publisher" or "subscriber", for log lines.
     public var singular: String { String(rawValue.dropLast()) }
 
+    /// Alphabetical, for stable report order.
     public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -2,7 +2,9 @@ import CZeroMQ
 
 /// The `zmq_socket_monitor` events this wrapper names (`ZMQ_EVENT_*` bits).
 public struct SocketEvents: OptionSet, Sendable, Hashable {
+    /// The `ZMQ_EVENT_*` bits.
     public let rawValue: UInt16
+    /// Events from raw `ZMQ_EVENT_*` bits.
     public init(rawValue: UInt16) { self.rawValue = rawValue }
 
     /// `ZMQ_EVENT_CONNECTED`: a connect reached its peer (before any handshake).
