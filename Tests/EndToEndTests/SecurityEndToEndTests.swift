@@ -251,6 +251,9 @@ struct SecurityEndToEndTests {
          "needs --curve-server-key"),
         ("broker with only part of CURVE", [], ["broker", "--curve-secret", "b.key"], 64,
          "all three of --curve-secret, --allow-publishers and --allow-subscribers"),
+        ("CURVE broker chained upstream", [],
+         ["broker", "--curve-secret", "b.key", "--allow-publishers", ".", "--allow-subscribers", ".", "--upstream",
+          "tcp://127.0.0.1:5999"], 64, "--upstream does not combine with CURVE yet"),
     ]
 
     @Test("Bad key input is a clear error naming the file and the fix, never a crash", arguments: badKeyInput)
