@@ -72,6 +72,37 @@ func stopAndReadCurveCounters(_ broker: Child) async throws -> [String: Int] {
     return counters
 }
 
+/// Starts the listed subscriber (`subs/bob`) of `x.>`, to stop after `count` notifications.
+func startListedSubscriber(_ children: Children, backend: String, count: Int) throws -> Child {
+    try children.start(
+        "listed subscriber",
+        ["subscribe", "x.>", "--connect", backend, "--count", "\(count)", "--timeout", "60", "--format", "json"]
+            + TestKeys.client("subs/bob"))
+}
+
+/// Runs the listed publisher (`pubs/alice`) of `count` × `x.ok`, then checks that `subscriber`
+/// received exactly those, in order, and nothing else.
+func publishListed(
+    _ children: Children, frontend: String, count: Int, to subscriber: Child,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let publisher = try children.start(
+        "listed publisher",
+        ["publish", "x.ok", "ok-{n}", "--count", "\(count)", "--connect", frontend, "--timeout", "60"]
+            + TestKeys.client("pubs/alice"))
+    expectExit(await publisher.waitForExit(), 0, publisher, sourceLocation: sourceLocation)
+    #expect(await subscriber.waitForStdoutLines(count), "\(subscriber.describe())", sourceLocation: sourceLocation)
+    expectExit(await awaitSubscriberExit(subscriber), 0, subscriber, sourceLocation: sourceLocation)
+    let received = parseJSONLines(subscriber.output.stdoutLines)
+    #expect(received.other.isEmpty, "gaps or unparsable lines: \(received.other.prefix(5))", sourceLocation: sourceLocation)
+    #expect(
+        received.notifications.count == count, "notifications other than the listed publisher's arrived",
+        sourceLocation: sourceLocation)
+    expectStream(
+        received.notifications, name: "x.ok", count: count, payloadPrefix: "ok", at: "listed subscriber",
+        sourceLocation: sourceLocation)
+}
+
 @Suite("nbus with CURVE and receive limits (real processes)", .serialized, .timeLimit(.minutes(2)))
 struct SecurityEndToEndTests {
     @Test("keygen writes a 0600 secret file and a public file whose keys round-trip; it never overwrites without --force")
@@ -110,10 +141,7 @@ struct SecurityEndToEndTests {
         let keys = try await TestKeys(children)
         let (broker, frontend, backend) = try await startSecuredBroker(children)
 
-        let listedSubscriber = try children.start(
-            "listed subscriber",
-            ["subscribe", "x.>", "--connect", backend, "--count", "20", "--timeout", "60", "--format", "json"]
-                + TestKeys.client("subs/bob"))
+        let listedSubscriber = try startListedSubscriber(children, backend: backend, count: 20)
         let unlistedSubscriber = try children.start(
             "unlisted subscriber", ["subscribe", "x.>", "--connect", backend, "--timeout", "60"] + TestKeys.client("mallory"))
 
@@ -145,17 +173,8 @@ struct SecurityEndToEndTests {
         #expect(unlistedSubscriber.output.stdoutLines.isEmpty)
         #expect(broker.output.stderrText.contains("refused subscriber key \(keys.mallory)"))
 
-        let listedPublisher = try children.start(
-            "listed publisher",
-            ["publish", "x.ok", "ok-{n}", "--count", "20", "--connect", frontend, "--timeout", "60"]
-                + TestKeys.client("pubs/alice"))
-        expectExit(await listedPublisher.waitForExit(), 0, listedPublisher)
-        #expect(await listedSubscriber.waitForStdoutLines(20), "\(listedSubscriber.describe())")
-        expectExit(await awaitSubscriberExit(listedSubscriber), 0, listedSubscriber)
-        let received = parseJSONLines(listedSubscriber.output.stdoutLines)
-        #expect(received.other.isEmpty, "gaps or unparsable lines: \(received.other.prefix(5))")
-        #expect(!received.notifications.contains { $0.name == "x.bad" }, "an unlisted publisher's notification arrived")
-        expectStream(received.notifications, name: "x.ok", count: 20, payloadPrefix: "ok", at: "listed subscriber")
+        // Exactly the listed publisher's 20: none of the unlisted one's, posted before, arrived.
+        try await publishListed(children, frontend: frontend, count: 20, to: listedSubscriber)
 
         let log = broker.output.stderrText
         #expect(log.contains("admitted publisher 'alice' (key \(keys.alice))"), "\(log)")
@@ -187,20 +206,9 @@ struct SecurityEndToEndTests {
         try plainPublisher.writeStdinAndClose("plain-1\nplain-2\n")
         expectExit(await plainPublisher.waitForExit(), 0, plainPublisher)
 
-        let subscriber = try children.start(
-            "listed subscriber",
-            ["subscribe", "x.>", "--connect", backend, "--count", "10", "--timeout", "60", "--format", "json"]
-                + TestKeys.client("subs/bob"))
-        let publisher = try children.start(
-            "listed publisher",
-            ["publish", "x.ok", "ok-{n}", "--count", "10", "--connect", frontend, "--timeout", "60"]
-                + TestKeys.client("pubs/alice"))
-        expectExit(await publisher.waitForExit(), 0, publisher)
-        #expect(await subscriber.waitForStdoutLines(10), "\(subscriber.describe())")
-        expectExit(await awaitSubscriberExit(subscriber), 0, subscriber)
-        let received = parseJSONLines(subscriber.output.stdoutLines)
-        expectStream(received.notifications, name: "x.ok", count: 10, payloadPrefix: "ok", at: "listed subscriber")
-        #expect(received.notifications.count == 10, "the plaintext publisher's notifications arrived")
+        let subscriber = try startListedSubscriber(children, backend: backend, count: 10)
+        // Exactly the listed publisher's 10: none of the plaintext one's arrived.
+        try await publishListed(children, frontend: frontend, count: 10, to: subscriber)
 
         // The plaintext subscriber, still connected in vain while all that happened, got nothing.
         plainSubscriber.signal(SIGTERM)
