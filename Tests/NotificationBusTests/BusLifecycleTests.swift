@@ -25,9 +25,10 @@ struct BusLifecycleTests {
             await bus.close()
         }
         // Other suites run in parallel in this process and open their own descriptors and threads
-        // meanwhile; a leak here would be per bus, 1,000 or more. The slack absorbs the others.
-        #expect(try openFileDescriptors() <= fdsBefore + 40)
-        #expect(try threads() <= threadsBefore + 20)
+        // meanwhile (the security and end-to-end suites hold hundreds at times); a leak here would
+        // be per bus, 1,000 or more (each bus has an eventfd and a ZeroMQ context's fds).
+        #expect(try openFileDescriptors() <= fdsBefore + 300)
+        #expect(try threads() <= threadsBefore + 100)
     }
 
     @Test("Binding an endpoint in use fails with a typed transport error")
