@@ -30,7 +30,9 @@ public final class Bus: Sendable {
         } catch {
             throw .transport(error)
         }
-        let core = BusCore(wake: wake, outboundCapacity: max(1, configuration.outboundCapacity))
+        let core = BusCore(
+            wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
+            idleSpinNanoseconds: UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000)
         self.core = core
         let finished = FinishSignal()
         self.finished = finished

@@ -83,9 +83,11 @@ public struct BusConfiguration: Sendable {
     /// How long `close()` keeps trying to hand queued posts to ZeroMQ and ZeroMQ to send them (ms).
     public var closeTimeoutMilliseconds: Int32 = 2_000
     /// Latency against CPU: after doing work, the I/O thread keeps looking for more for this long
-    /// (yielding the core between looks) before it sleeps, so a message arriving meanwhile needs
-    /// no wake-up. 0 (the default) sleeps at once; a few hundred microseconds cut publish-to-delivery
-    /// latency at moderate rates, at the cost of a core kept busy while traffic flows.
+    /// (yielding the core between looks) before it sleeps, and a consumer with nothing buffered
+    /// looks as long before it suspends, so a message arriving meanwhile needs no wake-up. 0 (the
+    /// default) sleeps at once; a few hundred microseconds cut publish-to-delivery latency at
+    /// moderate rates, at the cost of cores kept busy while traffic flows (a waiting consumer holds
+    /// one of Swift's cooperative threads while it looks).
     public var idleSpinMicroseconds = 0
     /// This publisher's NBP/1 id: random and non-zero unless set.
     public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)

@@ -51,10 +51,13 @@ final class BusCore: Sendable {
     let mailbox = Mutex(Mailbox())
     let wake: WakeSignal
     let outboundCapacity: Int
+    /// `BusConfiguration.idleSpinMicroseconds`, for consumers: how long one looks before suspending.
+    let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
     private let nextID = Atomic<UInt64>(1)
 
-    init(wake: WakeSignal, outboundCapacity: Int) {
+    init(wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0) {
+        self.idleSpinNanoseconds = idleSpinNanoseconds
         self.wake = wake
         self.outboundCapacity = outboundCapacity
     }

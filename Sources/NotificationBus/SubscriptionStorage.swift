@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import DequeModule
 import Synchronization
 
@@ -43,10 +46,15 @@ final class SubscriptionStorage: Sendable {
     /// Fills `local` (empty on entry) with the next events: everything buffered, under one lock,
     /// or, when nothing is buffered, the first event to arrive. Returns false at the end.
     func refill(_ local: inout Deque<BusEvent>, isolation actor: isolated (any Actor)?) async -> Bool {
-        let (moved, resume) = state.withLock { $0.takeAll(into: &local) }
-        if moved {
-            if resume { core.wakeToResumeReading() }
-            return true
+        if take(into: &local) { return true }
+        // Low-latency setting: look again for a while (yielding the thread) before suspending,
+        // so an event arriving meanwhile needs no task wake-up. Holds a cooperative thread.
+        if core.idleSpinNanoseconds > 0 {
+            let deadline = Timestamps.monotonicNanoseconds() + core.idleSpinNanoseconds
+            while Timestamps.monotonicNanoseconds() < deadline && !Task.isCancelled && !isEnded {
+                sched_yield()
+                if take(into: &local) { return true }
+            }
         }
         let event = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<BusEvent?, Never>) in
@@ -67,6 +75,13 @@ final class SubscriptionStorage: Sendable {
         guard let event else { return false }
         local.append(event)
         return true
+    }
+
+    /// Moves what is buffered into `local` without waiting; wakes the I/O thread if it may read again.
+    private func take(into local: inout Deque<BusEvent>) -> Bool {
+        let (moved, resume) = state.withLock { $0.takeAll(into: &local) }
+        if resume { core.wakeToResumeReading() }
+        return moved
     }
 
     /// The consumer's iterator ended holding notifications it had taken but never used.

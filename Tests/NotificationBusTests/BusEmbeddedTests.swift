@@ -157,4 +157,30 @@ struct BusEmbeddedTests {
         #expect(received == 2_000)
         #expect(stats.unsent == 0 && stats.sent == 2_000)
     }
+
+    @Test("With the idle spin on, delivery is unchanged and a waiting consumer still ends when cancelled or closed")
+    func idleSpinKeepsSemantics() async throws {
+        var configuration = BusConfiguration.embedded()
+        configuration.idleSpinMicroseconds = 300
+        let bus = try Bus(configuration)
+        let stream = try bus.notifications(named: "spin.n")
+        let idle = try bus.notifications(named: "never.posted")
+        try await bus.ready(try NamePattern("spin.n"))
+        let waiting = Task { () -> Int in
+            var count = 0
+            for await _ in idle { count += 1 }
+            return count
+        }
+        for index in 1...300 { try await bus.post(name: "spin.n", payload: Array("\(index)".utf8)) }
+        var received = 0
+        for await notification in stream {
+            received += 1
+            #expect(notification.payload == Array("\(received)".utf8))
+            if received == 300 { break }
+        }
+        #expect(received == 300)
+        waiting.cancel()
+        #expect(await waiting.value == 0)
+        await bus.close()
+    }
 }
