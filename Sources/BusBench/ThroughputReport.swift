@@ -301,15 +301,17 @@ public struct ThroughputReport: Codable, Sendable {
     }
 }
 
-/// Number formatting for the table.
-enum Format {
-    static func rate(_ value: Double) -> String {
+/// Number formatting shared by the reports and the CLI's progress display.
+public enum Format {
+    /// A rate with k/M suffixes: `1.28M`, `939k`.
+    public static func rate(_ value: Double) -> String {
         if value >= 1_000_000 { return String(format: "%.2fM", value / 1_000_000) }
         if value >= 1_000 { return String(format: "%.0fk", value / 1_000) }
         return String(format: "%.0f", value)
     }
 
-    static func count(_ value: Int) -> String {
+    /// An integer with thousands separators: `1,000,000`.
+    public static func count(_ value: Int) -> String {
         let digits = Array(String(value))
         var out = ""
         for (index, digit) in digits.enumerated() {

@@ -109,15 +109,7 @@ final class ProgressDisplay: Sendable {
         value == value.rounded() ? String(format: "%.0f", value) : String(format: "%g", value)
     }
 
-    private static func count(_ value: Int) -> String {
-        let digits = Array(String(value))
-        var out = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
-            out.append(digit)
-        }
-        return out
-    }
+    private static func count(_ value: Int) -> String { Format.count(value) }
 
     private static func terminalColumns() -> Int {
         var size = winsize()

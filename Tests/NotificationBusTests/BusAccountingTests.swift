@@ -133,15 +133,10 @@ struct BusAccountingTests {
 
     @Test("Interleaved streams from two publishers and two names: each stream's gaps are found exactly, none invented")
     func interleavedStreamsKeepTheirOwnSequences() async throws {
-        let context = try Context()
-        let raw = try context.socket(.xpub)
-        try raw.set(.receiveTimeout, 10_000)
-        let endpoint = try temporaryIPCEndpoint()
-        try raw.bind(endpoint)
+        let (raw, endpoint) = try rawPublisher()
         let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
         let events = try subscriber.events(named: try NamePattern("s.>"))
-        // The pattern's ZeroMQ prefix is "s.": wait until that subscription reached the raw socket.
-        while try raw.receive() != [1] + Array("s.".utf8) {}
+        try raw.awaitSubscription(Array("s.".utf8))  // the pattern's ZeroMQ prefix
 
         let one = try NotificationName("s.one")
         let two = try NotificationName("s.a.name.longer.than.fifteen.bytes")
@@ -174,15 +169,10 @@ struct BusAccountingTests {
 
     @Test("Malformed frames from a raw ZeroMQ publisher are rejected by reason; the good ones around them all arrive")
     func malformedInputIsCountedNotFatal() async throws {
-        let context = try Context()
-        let raw = try context.socket(.xpub)
-        try raw.set(.receiveTimeout, 10_000)
-        let endpoint = try temporaryIPCEndpoint()
-        try raw.bind(endpoint)
+        let (raw, endpoint) = try rawPublisher()
         let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
         let everything = try subscriber.notifications(named: try NamePattern(">"))
-        // Wait (bounded by the receive timeout) until the catch-all subscription reached the raw socket.
-        while try raw.receive() != [1] {}
+        try raw.awaitSubscription([])  // the catch-all subscription
 
         let invalid = ProtocolVector.invalid.filter { $0.maxPayload == nil && !$0.frames.isEmpty }
         var expected: [RejectionReason: UInt64] = [:]
