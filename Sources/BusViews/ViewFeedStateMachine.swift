@@ -38,14 +38,14 @@ struct ViewFeedStateMachine {
     enum ReceiveAction {
         /// Hand the event to the waiting consumer.
         case resume(UnsafeContinuation<BusEvent?, Never>, BusEvent, FeedMetricsDelta)
-        /// Queued for the running consumer; `full` tells the pump to wait for space.
-        case queued(full: Bool)
+        /// Queued for the running consumer.
+        case queued
         /// Kept or counted while hidden, or dropped after the end.
         case handledWhileInactive(FeedMetricsDelta)
     }
 
     enum NextAction {
-        case event(BusEvent, resumePump: UnsafeContinuation<Void, Never>?, FeedMetricsDelta)
+        case event(BusEvent, resumeProducer: Bool, FeedMetricsDelta)
         case end(FeedMetricsDelta)
         case suspended(FeedMetricsDelta)
     }
@@ -56,7 +56,8 @@ struct ViewFeedStateMachine {
     private(set) var session: UInt64 = 0
     private var live = FIFO<Queued>()
     private var consumer: (session: UInt64, continuation: UnsafeContinuation<BusEvent?, Never>)?
-    private var pump: UnsafeContinuation<Void, Never>?
+    /// The bus was told this feed is full and stopped reading; tell it when there is room again.
+    private var producerWaiting = false
     private var sourceEnded = false
     /// Notifications kept while hidden (one per name for `.latest`, up to max for `.all`).
     private var kept: [Notification] = []
@@ -72,7 +73,7 @@ struct ViewFeedStateMachine {
         self.capacity = max(1, capacity)
     }
 
-    // MARK: From the pump
+    // MARK: From the bus (its I/O thread)
 
     mutating func receive(_ event: BusEvent) -> ReceiveAction {
         switch phase {
@@ -88,17 +89,16 @@ struct ViewFeedStateMachine {
                 return .resume(waiting.continuation, event, delta)
             }
             live.append(Queued(event: event, isReplay: false))
-            return .queued(full: live.count >= capacity)
+            return .queued
         }
     }
 
-    /// The pump waits for space: resume it now unless a visible consumer's queue is still full.
-    mutating func waitForSpace(_ continuation: UnsafeContinuation<Void, Never>) -> UnsafeContinuation<Void, Never>? {
-        if phase == .visible && live.count >= capacity {
-            pump = continuation
-            return nil
-        }
-        return continuation
+    /// The bus asks whether it may go on: not while a visible consumer's queue is full (the bus
+    /// then waits to be told, see `resumeProducer`).
+    mutating func isFullForProducer() -> Bool {
+        guard phase == .visible && live.count >= capacity else { return false }
+        producerWaiting = true
+        return true
     }
 
     /// The subscription ended (bus closed): the consumer drains what is queued, then ends.
@@ -116,12 +116,9 @@ struct ViewFeedStateMachine {
         guard phase == .visible, asking == session else { return .end(delta) }
         if let queued = live.popFirst() {
             take(queued, into: &delta)
-            var resumePump: UnsafeContinuation<Void, Never>?
-            if live.count < capacity {
-                resumePump = pump
-                pump = nil
-            }
-            return .event(queued.event, resumePump: resumePump, delta)
+            let resumeProducer = producerWaiting && live.count < capacity
+            if resumeProducer { producerWaiting = false }
+            return .event(queued.event, resumeProducer: resumeProducer, delta)
         }
         if sourceEnded { return .end(delta) }
         consumer = (asking, continuation)
@@ -178,8 +175,8 @@ struct ViewFeedStateMachine {
 
     /// The view disappeared: ends the session; what it had not taken is
     /// kept or counted per the replay policy. Returns who to resume and the counter changes.
-    mutating func deactivate() -> (UnsafeContinuation<BusEvent?, Never>?, UnsafeContinuation<Void, Never>?, FeedMetricsDelta) {
-        guard phase == .visible else { return (nil, nil, FeedMetricsDelta()) }
+    mutating func deactivate() -> (UnsafeContinuation<BusEvent?, Never>?, resumeProducer: Bool, FeedMetricsDelta) {
+        guard phase == .visible else { return (nil, false, FeedMetricsDelta()) }
         phase = .hidden
         var delta = finishHandling()
         let untaken = live.elements
@@ -196,22 +193,20 @@ struct ViewFeedStateMachine {
         }
         let waiting = consumer?.continuation
         consumer = nil
-        let paused = pump
-        pump = nil
-        return (waiting, paused, delta)
+        defer { producerWaiting = false }
+        return (waiting, producerWaiting, delta)
     }
 
     /// The view was destroyed: nothing more is delivered or kept.
-    mutating func end() -> (UnsafeContinuation<BusEvent?, Never>?, UnsafeContinuation<Void, Never>?, FeedMetricsDelta) {
+    mutating func end() -> (UnsafeContinuation<BusEvent?, Never>?, resumeProducer: Bool, FeedMetricsDelta) {
         let delta = phase == .visible ? finishHandling() : FeedMetricsDelta()
         phase = .ended
         live.removeAll()
         kept.removeAll()
         let waiting = consumer?.continuation
         consumer = nil
-        let paused = pump
-        pump = nil
-        return (waiting, paused, delta)
+        defer { producerWaiting = false }
+        return (waiting, producerWaiting, delta)
     }
 
     // MARK: Private

@@ -1,37 +1,35 @@
 import NotificationBus
 import Synchronization
 
-/// A task-style consumer's subscription, owned by its view node rather than by the task: a pump
-/// moves the bus's events into a `ViewFeedStateMachine`, which serves one session per task run.
-final class ViewFeedStorage: Sendable {
+/// A task-style consumer's subscription, owned by its view node rather than by the task: the bus
+/// hands its events straight to a `ViewFeedStateMachine` (a `BusEventSink`: no pump task in
+/// between), which serves one session per task run.
+final class ViewFeedStorage: BusEventSink {
     let pattern: NamePattern
     let replay: ReplayPolicy
-    private let events: BusEventSequence
+    private let subscription = Mutex<SinkSubscription?>(nil)
     private let state: Mutex<ViewFeedStateMachine>
     private let metrics: ViewMetricsRecorder
 
-    /// Subscribes to `pattern` now (so `bus.ready(pattern)` covers it) and starts the pump.
+    /// Subscribes to `pattern` now, so `bus.ready(pattern)` covers it. `buffering.capacity` bounds
+    /// the queue of a visible consumer; beyond it the bus stops reading (back-pressure).
     init(bus: Bus, pattern: NamePattern, replay: ReplayPolicy, buffering: BufferingPolicy, metrics: ViewMetricsRecorder)
         throws(BusError)
     {
         self.pattern = pattern
         self.replay = replay
-        self.events = try bus.events(named: pattern, buffering: buffering)
         self.state = Mutex(ViewFeedStateMachine(replay: replay, capacity: buffering.capacity))
         self.metrics = metrics
-        let events = self.events
-        Task.detached { [self] in
-            for await event in events { await self.push(event) }
-            self.sourceDidEnd()
-        }
+        let subscription = try bus.subscribe(pattern, sink: self)
+        self.subscription.withLock { $0 = subscription }
     }
 
     /// The bus subscription's own counters.
-    var subscriptionStats: SubscriptionStats { events.stats }
+    var subscriptionStats: SubscriptionStats { subscription.withLock { $0 }?.stats ?? SubscriptionStats() }
 
-    // MARK: Pump
+    // MARK: From the bus (on its I/O thread: never blocks)
 
-    private func push(_ event: BusEvent) async {
+    func receive(_ event: BusEvent) {
         var received = FeedMetricsDelta()
         if case .notification = event { received.received = 1 }
         let action = state.withLock { $0.receive(event) }
@@ -39,22 +37,22 @@ final class ViewFeedStorage: Sendable {
         case .resume(let continuation, let event, let delta):
             apply(delta.adding(received))
             continuation.resume(returning: event)
-        case .queued(let full):
+        case .queued:
             apply(received)
-            if full {
-                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                    let now = state.withLock { $0.waitForSpace(continuation) }
-                    now?.resume()
-                }
-            }
         case .handledWhileInactive(let delta):
             apply(delta.adding(received))
         }
     }
 
-    private func sourceDidEnd() {
+    var isFull: Bool { state.withLock { $0.isFullForProducer() } }
+
+    func finish() {
         let waiting = state.withLock { $0.sourceDidEnd() }
         waiting?.resume(returning: nil)
+    }
+
+    private func resumeProducer() {
+        subscription.withLock { $0 }?.resumeReading()
     }
 
     // MARK: Consumer
@@ -65,10 +63,10 @@ final class ViewFeedStorage: Sendable {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<BusEvent?, Never>) in
                 let action = state.withLock { $0.next(session: session, continuation) }
                 switch action {
-                case .event(let event, let resumePump, let delta):
+                case .event(let event, let resumeProducer, let delta):
                     apply(delta)
                     continuation.resume(returning: event)
-                    resumePump?.resume()
+                    if resumeProducer { self.resumeProducer() }
                 case .end(let delta):
                     apply(delta)
                     continuation.resume(returning: nil)
@@ -112,19 +110,19 @@ final class ViewFeedStorage: Sendable {
 
     /// Ends the current session; what is not taken is kept or counted per the replay policy.
     func deactivate() {
-        let (waiting, pump, delta) = state.withLock { $0.deactivate() }
+        let (waiting, resume, delta) = state.withLock { $0.deactivate() }
         apply(delta)
         waiting?.resume(returning: nil)
-        pump?.resume()
+        if resume { resumeProducer() }
     }
 
     /// The view is gone: ends every session and releases the bus subscription.
     func close() {
-        let (waiting, pump, delta) = state.withLock { $0.end() }
+        let (waiting, resume, delta) = state.withLock { $0.end() }
         apply(delta)
         waiting?.resume(returning: nil)
-        pump?.resume()
-        events.cancel()
+        if resume { resumeProducer() }
+        subscription.withLock { $0 }?.cancel()
     }
 
     private func apply(_ delta: FeedMetricsDelta) {

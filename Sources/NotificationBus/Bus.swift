@@ -175,9 +175,18 @@ public final class Bus: Sendable {
         return ObservationToken(task: task, sequence: sequence)
     }
 
-    private func subscribe(_ pattern: NamePattern, _ buffering: BufferingPolicy) throws(BusError) -> SubscriptionHandle {
+    /// Delivers `pattern`'s events to `sink` on the bus's I/O thread as they arrive (no buffer, no
+    /// task in between), until the returned subscription is cancelled or dropped. Live at a
+    /// publisher once `await ready(pattern)` returns, as for `notifications(named:)`.
+    public func subscribe(_ pattern: NamePattern, sink: any BusEventSink) throws(BusError) -> SinkSubscription {
+        SinkSubscription(handle: try subscribe(pattern, .default, sink: sink))
+    }
+
+    private func subscribe(
+        _ pattern: NamePattern, _ buffering: BufferingPolicy, sink: (any BusEventSink)? = nil
+    ) throws(BusError) -> SubscriptionHandle {
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
-        let storage = SubscriptionStorage(id: core.makeID(), pattern: pattern, policy: buffering, core: core)
+        let storage = SubscriptionStorage(id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink)
         guard core.enqueue(.addSubscription(storage)) else { throw .closed }
         return SubscriptionHandle(storage: storage)
     }

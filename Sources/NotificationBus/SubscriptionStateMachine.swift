@@ -17,8 +17,12 @@ struct SubscriptionStateMachine {
     private var producerPaused = false
     private(set) var stats = SubscriptionStats()
 
-    init(policy: BufferingPolicy) {
+    /// The sink of a sink subscription while it is active (released when it ends).
+    private(set) var sink: (any BusEventSink)?
+
+    init(policy: BufferingPolicy, sink: (any BusEventSink)? = nil) {
         self.policy = policy
+        self.sink = sink
     }
 
     /// Whether the I/O thread should stop reading for this subscription (suspendProducer only).
@@ -64,6 +68,18 @@ struct SubscriptionStateMachine {
         }
         if wantsProducerPaused { producerPaused = true }
         return resumeWaiterIfPossible()
+    }
+
+    /// A sink subscription's batch, handed over as it is: counted as received and delivered.
+    /// Returns the sink to hand it to, or nil once the subscription has ended (the batch is dropped).
+    mutating func recordHandedToSink(_ batch: SubscriptionBatch) -> (any BusEventSink)? {
+        guard phase == .active, let sink else { return nil }
+        stats.filteredOut += batch.filteredOut
+        stats.received += UInt64(batch.notifications)
+        stats.delivered += UInt64(batch.notifications)
+        stats.lostUpstream += batch.lostUpstream
+        stats.gaps += UInt64(batch.gaps)
+        return sink
     }
 
     private mutating func enqueueNotification(_ event: BusEvent) {
@@ -186,6 +202,7 @@ struct SubscriptionStateMachine {
     mutating func end(discardBuffered: Bool) -> EndAction {
         guard phase == .active else { return .none }
         phase = .ended
+        sink = nil
         if discardBuffered {
             stats.discardedAtEnd += UInt64(bufferedNotifications)
             buffer.removeAll()

@@ -9,14 +9,18 @@ import Synchronization
 final class SubscriptionStorage: Sendable {
     let id: UInt64
     let pattern: NamePattern
+    /// `Bus.subscribe(_:sink:)`: events go straight to the sink (held by the state machine until
+    /// the subscription ends, so a sink that holds its subscription is no cycle), not to a buffer.
+    let isSink: Bool
     private let state: Mutex<SubscriptionStateMachine>
     /// How the storage reaches the I/O thread: unsubscribe when it ends, resume reading when it drains.
     private let core: BusCore
 
-    init(id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore) {
+    init(id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil) {
         self.id = id
         self.pattern = pattern
-        self.state = Mutex(SubscriptionStateMachine(policy: policy))
+        self.isSink = sink != nil
+        self.state = Mutex(SubscriptionStateMachine(policy: policy, sink: sink))
         self.core = core
     }
 
@@ -25,6 +29,11 @@ final class SubscriptionStorage: Sendable {
     /// Appends one batch under one lock, resuming the consumer at most once. Returns whether the
     /// I/O thread should stop reading (suspendProducer and full).
     func append(_ batch: inout SubscriptionBatch) -> Bool {
+        if isSink {
+            guard let sink = state.withLock({ $0.recordHandedToSink(batch) }) else { return false }
+            while let event = batch.events.popFirst() { sink.receive(event) }
+            return sink.isFull
+        }
         let (action, pause) = state.withLock { machine in
             (machine.append(&batch), machine.wantsProducerPaused)
         }
@@ -33,10 +42,26 @@ final class SubscriptionStorage: Sendable {
     }
 
     /// Whether this subscription still wants the I/O thread paused.
-    var wantsProducerPaused: Bool { state.withLock { $0.wantsProducerPaused } }
+    var wantsProducerPaused: Bool {
+        if isSink { return state.withLock({ $0.sink })?.isFull ?? false }
+        return state.withLock { $0.wantsProducerPaused }
+    }
+
+    /// A sink has room again: the I/O thread may read (it re-checks every subscription).
+    func sinkHasRoom() {
+        core.wakeToResumeReading()
+    }
 
     /// The bus closed: let the consumer drain what is buffered, then end.
     func finishFromBus() {
+        if isSink {
+            let sink = state.withLock { machine in
+                defer { _ = machine.end(discardBuffered: false) }
+                return machine.sink
+            }
+            sink?.finish()
+            return
+        }
         let action = state.withLock { $0.end(discardBuffered: false) }
         if case .resumeWaiterWithEnd(let waiter?, _) = action { waiter.resume(returning: nil) }
     }
