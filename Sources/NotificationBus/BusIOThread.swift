@@ -167,6 +167,13 @@ final class BusIOThread {
                 try socket.set(.sendHighWaterMark, configuration.sendHighWaterMark)
                 try socket.set(.xpubNoDrop, configuration.publisherBackpressure)
                 try socket.set(.linger, 0)
+                // A connected publisher (brokered) must forget a lost broker's subscriptions: with
+                // the default, libzmq keeps the pipe across the outage, so the stale subscriptions
+                // (and presence) stay and a restarted broker's replay of them is deduplicated away.
+                // With IMMEDIATE the pipe ends with the connection (XPUB reports every topic as
+                // unsubscribed) and a reconnection brings the new broker's subscriptions afresh.
+                // Posts made while disconnected go nowhere; subscribers count them as gaps.
+                try socket.set(.immediate, true)
             }
             try secure(socket, configuration.publish, clients: .subscribers)
             for attachment in configuration.publish { try transport { () throws(ZMQError) in try attach(socket, attachment) } }

@@ -135,6 +135,10 @@ extension SocketOption where Value == Bool {
     public static var xpubVerboser: Self { .init(rawValue: ZMQ_XPUB_VERBOSER, name: "ZMQ_XPUB_VERBOSER") }
     /// `ZMQ_XPUB_NODROP`: at the HWM, send fails with `EAGAIN` instead of dropping silently.
     public static var xpubNoDrop: Self { .init(rawValue: ZMQ_XPUB_NODROP, name: "ZMQ_XPUB_NODROP") }
+    /// `ZMQ_IMMEDIATE`: queue messages only to completed connections. On a connecting socket the
+    /// pipe to a peer then exists only while connected: a lost connection ends it (an XPUB sees
+    /// that peer's subscriptions leave), and a reconnection makes a fresh one.
+    public static var immediate: Self { .init(rawValue: ZMQ_IMMEDIATE, name: "ZMQ_IMMEDIATE") }
     /// `ZMQ_CONFLATE`: keep only the last message (single-part only).
     public static var conflate: Self { .init(rawValue: ZMQ_CONFLATE, name: "ZMQ_CONFLATE") }
     /// `ZMQ_CURVE_SERVER`: act as the CURVE server (needs `curveSecretKey`).

@@ -50,6 +50,7 @@ struct SocketOptionTests {
         let xpub = try context.socket(.xpub)
         try xpub.set(.xpubVerbose, true)
         try xpub.set(.xpubNoDrop, true)
+        try xpub.set(.immediate, true)
         let sub = try context.socket(.sub)
         try sub.set(.conflate, true)
         try sub.subscribe(Array("a".utf8))
