@@ -1,5 +1,6 @@
 import ArgumentParser
 import NotificationBus
+import ServiceLifecycle
 import ZeroMQ
 
 struct BrokerCommand: AsyncParsableCommand {
@@ -52,7 +53,10 @@ struct BrokerCommand: AsyncParsableCommand {
     var allowSubscribers: String?
 
     func validate() throws {
-        guard frontend != backend else { throw ValidationError("--frontend and --backend must differ (both are \(frontend))") }
+        // Two `tcp://host:*` wildcards are fine: each bind picks its own free port.
+        guard frontend != backend || frontend.hasSuffix(":*") else {
+            throw ValidationError("--frontend and --backend must differ (both are \(frontend))")
+        }
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
         guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
@@ -79,47 +83,32 @@ struct BrokerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        TerminationSignals.install()
-        let broker: Broker
-        let security: BrokerSecurity?
-        do {
-            security = try loadSecurity()
-            broker = try Broker(
-                frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm, security: security,
-                onAuthentication: { event in printError("nbus broker: \(event)") })
-        } catch {
-            throw fail("broker", error, code: 2)
-        }
-        let upstreams = upstream.map { " upstream \($0)" }.joined()
-        FileWriter.standardOutput.write(
-            "broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\(upstreams)\n")
-        if let security {
-            FileWriter.standardOutput.write(
-                "broker: CURVE on, public key \(security.keyPair.publicKey); admitting "
-                    + "\(security.allowedPublishers.count) publisher key(s) from \(security.allowedPublishers.source) and "
-                    + "\(security.allowedSubscribers.count) subscriber key(s) from \(security.allowedSubscribers.source)\n")
-            for (list, role) in [(security.allowedPublishers, "publisher"), (security.allowedSubscribers, "subscriber")]
-            where list.isEmpty {
-                printError("nbus broker: warning: no *.pub file in \(list.source): every \(role) will be refused")
+        try await CommandLifecycle.run(name: "broker") {
+            let broker: Broker
+            let security: BrokerSecurity?
+            do {
+                security = try loadSecurity()
+                broker = try Broker(
+                    frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm, security: security,
+                    onAuthentication: { event in printError("nbus broker: \(event)") })
+            } catch {
+                throw fail("broker", error, code: 2)
             }
-        }
-        let interval = stats
-        let secured = security != nil
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { _ = await TerminationSignals.wait() }
-            if interval > 0 {
-                group.addTask {
-                    while !Task.isCancelled {
-                        try? await Task.sleep(for: .milliseconds(Int(interval * 1_000)))
-                        if Task.isCancelled { break }
-                        Self.report("stats", await broker.statistics(), secured: secured)
-                    }
+            let upstreams = upstream.map { " upstream \($0)" }.joined()
+            FileWriter.standardOutput.write(
+                "broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\(upstreams)\n")
+            if let security {
+                FileWriter.standardOutput.write(
+                    "broker: CURVE on, public key \(security.keyPair.publicKey); admitting "
+                        + "\(security.allowedPublishers.count) publisher key(s) from \(security.allowedPublishers.source) and "
+                        + "\(security.allowedSubscribers.count) subscriber key(s) from \(security.allowedSubscribers.source)\n")
+                for (list, role) in [(security.allowedPublishers, "publisher"), (security.allowedSubscribers, "subscriber")]
+                where list.isEmpty {
+                    printError("nbus broker: warning: no *.pub file in \(list.source): every \(role) will be refused")
                 }
             }
-            await group.next()
-            group.cancelAll()
+            return BrokerService(broker: broker, statsInterval: stats, secured: security != nil)
         }
-        Self.report("stopped", await broker.stop(), secured: secured)
     }
 
     static func report(_ label: String, _ stats: BrokerStatistics, secured: Bool) {
@@ -135,5 +124,29 @@ struct BrokerCommand: AsyncParsableCommand {
         FileWriter.standardOutput.write(
             "broker \(label) CURVE: \(counts("publishers", stats.publisherAuthentication)); "
                 + "\(counts("subscribers", stats.subscriberAuthentication))\n")
+    }
+}
+
+/// The running broker: forwards until a graceful shutdown (printing its counters every
+/// `statsInterval` seconds when that is positive), then stops and prints its final counters.
+struct BrokerService: Service {
+    let broker: Broker
+    let statsInterval: Double
+    /// Whether CURVE is on (the reports then include the authentication counters).
+    let secured: Bool
+
+    func run() async throws {
+        let (broker, interval, secured) = (self.broker, statsInterval, self.secured)
+        if interval > 0 {
+            try? await cancelWhenGracefulShutdown {
+                while true {
+                    try await Task.sleep(for: .milliseconds(Int(interval * 1_000)))
+                    BrokerCommand.report("stats", await broker.statistics(), secured: secured)
+                }
+            }
+        } else {
+            try? await gracefulShutdown()
+        }
+        BrokerCommand.report("stopped", await broker.stop(), secured: secured)
     }
 }

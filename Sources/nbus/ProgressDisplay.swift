@@ -134,7 +134,7 @@ final class ProgressDisplay: Sendable {
 func runInterruptibly<T: Sendable>(
     _ display: ProgressDisplay, _ body: @escaping @Sendable () async throws -> T
 ) async throws -> T {
-    TerminationSignals.install()
+    await TerminationSignals.install()
     let outcome = await withTaskGroup(of: InterruptibleOutcome<T>?.self) { group -> InterruptibleOutcome<T> in
         group.addTask {
             do { return .finished(.success(try await body())) } catch { return .finished(.failure(error)) }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NotificationBus
+import ServiceLifecycle
 
 struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,6 +16,9 @@ struct Publish: AsyncParsableCommand {
             With --curve-secret it talks CURVE: with --connect, to the server whose public key is \
             --curve-server-key (a broker started with --curve-secret); with --bind, as a server \
             admitting only the subscriber keys in --allow-subscribers. See `nbus keygen`.
+            On SIGINT or SIGTERM it stops posting, closes (flushing what is queued and sending its \
+            end-of-stream record, within --close-timeout), prints its summary and exits as if done; \
+            a second signal exits at once with 128 + the signal number.
             Exit status: 0 sent, 1 unsent notifications or another failure, 2 no subscriber in time, \
             an unusable endpoint or key file, a key the server refused, or skipped input lines, \
             64 bad arguments.
@@ -69,6 +73,13 @@ struct Publish: AsyncParsableCommand {
     @Option(help: ArgumentHelp("ZeroMQ send high-water mark (messages per subscriber).", valueName: "messages"))
     var hwm: Int32 = 10_000
 
+    @Option(
+        name: .customLong("close-timeout"),
+        help: ArgumentHelp(
+            "Seconds closing may take: sending what is queued and waiting for subscribers to acknowledge the end of stream.",
+            valueName: "seconds"))
+    var closeTimeout: Double = Double(BusConfiguration(publish: []).closeTimeoutMilliseconds) / 1_000
+
     enum LineFormat: String, ExpressibleByArgument, CaseIterable {
         case text, json
     }
@@ -80,6 +91,7 @@ struct Publish: AsyncParsableCommand {
         if let size { guard size >= 0 else { throw ValidationError("--size must be 0 or more") } }
         guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1 (use --no-wait to skip waiting)") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        guard closeTimeout >= 0, closeTimeout <= 3_600 else { throw ValidationError("--close-timeout must be 0 to 3600 seconds") }
         _ = try parsedHeaders()
         _ = try parsedContentType()
         try curve.validate(endpoints: endpoints, allowFlag: "--allow-subscribers", allowList: allowSubscribers)
@@ -123,68 +135,59 @@ struct Publish: AsyncParsableCommand {
         let notificationName = try NotificationName(name)
         let headerMap = try parsedHeaders()
         let type = try parsedContentType()
-        var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
-        configuration.sendHighWaterMark = hwm
-        let bus: Bus
-        do {
-            try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")
-            bus = try Bus(configuration)
-        } catch {
-            throw fail("publish", error, code: 2)
-        }
-        if !noWait {
-            switch await waitForSubscribers(bus, notificationName) {
-            case .ready:
-                break
-            case .refused:
-                await bus.close()
-                printError(refusedKeyMessage("publish", role: "publisher", curve: curve))
-                throw ExitCode(2)
-            case .timedOut, .noRefusal:
-                let stats = await bus.close()
-                printError(
-                    "nbus publish: no subscriber for \(name) reached this publisher within \(timeout) s "
-                        + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats))")
-                throw ExitCode(2)
+        try await CommandLifecycle.run(name: "publish") {
+            var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
+            configuration.sendHighWaterMark = hwm
+            configuration.closeTimeoutMilliseconds = Int32(closeTimeout * 1_000)
+            let bus: Bus
+            do {
+                try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")
+                bus = try Bus(configuration)
+            } catch {
+                throw fail("publish", error, code: 2)
             }
+            return PublishService(command: self, bus: bus, name: notificationName, headers: headerMap, contentType: type)
         }
-        var skipped = 0
-        do {
-            if lines {
-                skipped = try await publishLines(bus, notificationName, headerMap, type).skipped
-            } else {
-                let clock = ContinuousClock()
-                let start = clock.now
-                for number in 1...count {
-                    if let rate {
-                        try? await Task.sleep(until: start + .seconds(Double(number - 1) / rate), clock: clock)
-                    }
-                    try await bus.post(
-                        name: notificationName, payload: payloadBytes(number: number), headers: headerMap,
-                        contentType: type)
-                }
-            }
-        } catch let error as ExitCode {
-            await bus.close()
-            throw error
-        } catch {
-            await bus.close()
-            throw fail("publish", error)
-        }
-        let stats = await bus.close()
-        var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
-        if lines && input == .json { summary += ", skipped \(skipped) malformed line(s)" }
-        printError(summary)
-        if stats.unsent > 0 { throw ExitCode(1) }
-        if skipped > 0 { throw ExitCode(2) }
     }
 
-    private enum WaitOutcome: Sendable {
+    /// Posts `count` notifications (paced by `rate`) or the lines of standard input; stops early,
+    /// without an error, when a graceful shutdown cancels it. Returns the skipped input lines.
+    func post(_ bus: Bus, _ name: NotificationName, _ headers: NotificationHeaders, _ type: ContentType) async throws -> Int {
+        if lines { return try await publishLines(bus, name, headers, type).skipped }
+        let clock = ContinuousClock()
+        let start = clock.now
+        for number in 1...count {
+            if let rate {
+                do {
+                    try await Task.sleep(until: start + .seconds(Double(number - 1) / rate), clock: clock)
+                } catch {
+                    return 0
+                }
+            }
+            guard try await postUnlessCancelled(bus, name, payloadBytes(number: number), headers, type) else { return 0 }
+        }
+        return 0
+    }
+
+    /// Posts one notification; false when the wait for room in the outbound queue was cancelled.
+    private func postUnlessCancelled(
+        _ bus: Bus, _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ type: ContentType
+    ) async throws(BusError) -> Bool {
+        do {
+            try await bus.post(name: name, payload: payload, headers: headers, contentType: type)
+            return true
+        } catch {
+            if case .cancelled = error { return false }
+            throw error
+        }
+    }
+
+    enum WaitOutcome: Sendable {
         case ready, refused, timedOut, noRefusal
     }
 
     /// Waits for the subscribers, or, with CURVE, for the server to refuse this publisher's key.
-    private func waitForSubscribers(_ bus: Bus, _ name: NotificationName) async -> WaitOutcome {
+    func waitForSubscribers(_ bus: Bus, _ name: NotificationName) async -> WaitOutcome {
         let limit = Duration.milliseconds(Int(timeout * 1_000))
         let count = subscribers
         let secured = bus.configuration.curve != nil
@@ -217,11 +220,14 @@ struct Publish: AsyncParsableCommand {
         var sent = 0
         var skipped = 0
         var lineNumber = 0
-        while let line = readLine(strippingNewline: true) {
+        let reader = StandardInputLineReader()
+        while let line = await reader.next() {
             lineNumber += 1
             switch input {
             case .text:
-                try await bus.post(name: defaultName, payload: Array(line.utf8), headers: headers, contentType: type)
+                guard try await postUnlessCancelled(bus, defaultName, Array(line.utf8), headers, type) else {
+                    return (sent, skipped)
+                }
             case .json:
                 guard !line.allSatisfy(\.isWhitespace) else { continue }
                 guard let data = line.data(using: .utf8),
@@ -245,6 +251,7 @@ struct Publish: AsyncParsableCommand {
                     }
                     try await bus.post(name: name, payload: payload, headers: lineHeaders, contentType: type)
                 } catch {
+                    if case BusError.cancelled = error { return (sent, skipped) }
                     printError("nbus publish: line \(lineNumber): \(error), skipped")
                     skipped += 1
                     continue
@@ -253,5 +260,65 @@ struct Publish: AsyncParsableCommand {
             sent += 1
         }
         return (sent, skipped)
+    }
+}
+
+/// The running publisher: waits for its subscribers, posts, closes and prints its summary. A
+/// graceful shutdown cancels the waiting or posting; what was posted is still flushed at close.
+struct PublishService: Service {
+    let command: Publish
+    let bus: Bus
+    let name: NotificationName
+    let headers: NotificationHeaders
+    let contentType: ContentType
+
+    func run() async throws {
+        let (command, bus, name) = (self.command, self.bus, self.name)
+        if !command.noWait {
+            let outcome = await cancelWhenGracefulShutdown { await command.waitForSubscribers(bus, name) }
+            if !Task.isShuttingDownGracefully {
+                switch outcome {
+                case .ready:
+                    break
+                case .refused:
+                    await bus.close()
+                    printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve))
+                    throw ExitCode(2)
+                case .timedOut, .noRefusal:
+                    let stats = await bus.close()
+                    printError(
+                        "nbus publish: no subscriber for \(name) reached this publisher within \(command.timeout) s "
+                            + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats))")
+                    throw ExitCode(2)
+                }
+            }
+        }
+        var skipped = 0
+        if !Task.isShuttingDownGracefully {
+            do {
+                let (headers, contentType) = (self.headers, self.contentType)
+                skipped = try await cancelWhenGracefulShutdown {
+                    try await command.post(bus, name, headers, contentType)
+                }
+            } catch let error as ExitCode {
+                await bus.close()
+                throw error
+            } catch {
+                await bus.close()
+                throw fail("publish", error)
+            }
+        }
+        if Task.isShuttingDownGracefully {
+            printError("nbus publish: stopping on signal; closing (up to \(command.closeTimeout) s)")
+        }
+        let stats = await bus.close()
+        var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
+        if command.lines && command.input == .json { summary += ", skipped \(skipped) malformed line(s)" }
+        if stats.endOfStreamUnacknowledged > 0 {
+            summary += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
+        }
+        printError(summary)
+        if stats.unsent > 0 { throw ExitCode(1) }
+        if skipped > 0 { throw ExitCode(2) }
     }
 }

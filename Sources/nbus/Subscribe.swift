@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import NotificationBus
+import ServiceLifecycle
 import Synchronization
 
 struct Subscribe: AsyncParsableCommand {
@@ -11,7 +12,8 @@ struct Subscribe: AsyncParsableCommand {
             Notifications go to standard output, one per line (text or JSON); lost ones appear \
             in-band as gap lines ("! gap(...)" or {"gap": ...}). The summary, with every loss by \
             cause, goes to standard error. Runs until --count notifications arrived, or until \
-            SIGINT/SIGTERM.
+            SIGINT/SIGTERM: then it stops reading, prints what it had already received, the summary, \
+            and exits 0; a second signal exits at once with 128 + the signal number.
 
             Limits on what it accepts (NBP/1): a name of at most 255 bytes, at most --max-headers \
             headers (NBP/1 allows 32), a header map of at most 4096 bytes, keys of at most 64 \
@@ -88,96 +90,58 @@ struct Subscribe: AsyncParsableCommand {
     }
 
     func run() async throws {
-        TerminationSignals.install()
-        var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
-        configuration.maximumPayload = maxPayload
-        configuration.maximumHeaderCount = maxHeaders
-        let bus: Bus
-        let streams: [BusEventSequence]
-        let buffering: BufferingPolicy
-        switch policy {
-        case .suspend: buffering = .suspendProducer(capacity: buffer)
-        case .dropOldest: buffering = .dropOldest(capacity: buffer)
-        case .dropNewest: buffering = .dropNewest(capacity: buffer)
-        }
-        do {
-            try curve.apply(to: &configuration, allowList: allowPublishers, command: "subscribe")
-            bus = try Bus(configuration)
-            streams = try patterns.map { pattern in
-                try bus.events(named: try NamePattern(pattern), buffering: buffering)
+        try await CommandLifecycle.run(name: "subscribe") {
+            var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
+            configuration.maximumPayload = maxPayload
+            configuration.maximumHeaderCount = maxHeaders
+            let bus: Bus
+            let streams: [BusEventSequence]
+            let buffering: BufferingPolicy
+            switch policy {
+            case .suspend: buffering = .suspendProducer(capacity: buffer)
+            case .dropOldest: buffering = .dropOldest(capacity: buffer)
+            case .dropNewest: buffering = .dropNewest(capacity: buffer)
             }
-        } catch {
-            throw fail("subscribe", error, code: 2)
+            do {
+                try curve.apply(to: &configuration, allowList: allowPublishers, command: "subscribe")
+                bus = try Bus(configuration)
+                streams = try patterns.map { pattern in
+                    try bus.events(named: try NamePattern(pattern), buffering: buffering)
+                }
+            } catch {
+                throw fail("subscribe", error, code: 2)
+            }
+            return SubscribeService(command: self, bus: bus, streams: streams)
         }
+    }
 
-        let received = Counter()
+    /// Prints every event of `streams` until they end or `count` notifications were printed;
+    /// returns whether the count was reached.
+    func printEvents(of streams: [BusEventSequence], counting received: Counter) async -> Bool {
         let target = count
         let output = format == .json ? OutputFormat.json : .text
-        enum Ending { case reachedCount, streamsEnded, timedOut, signalled, refused, waitEnded }
-        let ending = await withTaskGroup(of: Ending.self) { group -> Ending in
+        return await withTaskGroup(of: Bool.self) { group in
             for stream in streams {
                 group.addTask {
                     for await event in stream {
                         FileWriter.standardOutput.write(output.render(event) + "\n")
                         if case .notification = event {
                             let total = received.increment()
-                            if let target, total >= target { return .reachedCount }
+                            if let target, total >= target { return true }
                         }
                     }
-                    return .streamsEnded
+                    return false
                 }
             }
-            if let timeout {
-                group.addTask {
-                    try? await Task.sleep(for: .milliseconds(Int(timeout * 1_000)))
-                    return .timedOut
-                }
+            for await reachedCount in group where reachedCount {
+                group.cancelAll()
+                return true
             }
-            group.addTask {
-                _ = await TerminationSignals.wait()
-                return .signalled
-            }
-            if bus.configuration.curve != nil {
-                group.addTask {
-                    // Refused keys stay refused: say so instead of waiting in silence. Bounded by a
-                    // year, i.e. for as long as the subscriber runs.
-                    do {
-                        try await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))
-                        return .refused
-                    } catch {
-                        return .waitEnded
-                    }
-                }
-            }
-            var ending = Ending.streamsEnded
-            var ended = 0
-            while let next = await group.next() {
-                if next == .waitEnded { continue }
-                if next == .streamsEnded {
-                    ended += 1
-                    if ended < streams.count { continue }
-                }
-                ending = next
-                break
-            }
-            group.cancelAll()
-            return ending
-        }
-
-        let perPattern = zip(patterns, streams).map { ($0, $1.stats) }
-        let busStats = await bus.close()
-        printSummary(received: received.value, perPattern: perPattern, bus: busStats)
-        if ending == .refused {
-            printError(refusedKeyMessage("subscribe", role: "subscriber", curve: curve))
-            throw ExitCode(2)
-        }
-        if let target, received.value < target, ending == .timedOut {
-            printError("nbus subscribe: received \(received.value) of \(target) before the \(timeout ?? 0) s timeout")
-            throw ExitCode(1)
+            return false
         }
     }
 
-    private func printSummary(received: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
+    func printSummary(received: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
         let lost = perPattern.reduce(UInt64(0)) { $0 + $1.1.lostUpstream }
         let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
         printError(
@@ -194,8 +158,89 @@ struct Subscribe: AsyncParsableCommand {
 }
 
 /// A count shared by the printing tasks.
-private final class Counter: Sendable {
+final class Counter: Sendable {
     private let atomic = Atomic<Int>(0)
     func increment() -> Int { atomic.add(1, ordering: .relaxed).newValue }
     var value: Int { atomic.load(ordering: .relaxed) }
+}
+
+/// The running subscriber: prints until `--count`, `--timeout`, a refused CURVE key or a graceful
+/// shutdown, then closes and prints its summary. On a signal it closes the bus first and lets the
+/// printing tasks finish what was already buffered, so the summary counts exactly what was printed.
+struct SubscribeService: Service {
+    let command: Subscribe
+    let bus: Bus
+    let streams: [BusEventSequence]
+
+    private enum Ending: Sendable {
+        case printingEnded, timedOut, signalled, refused
+    }
+
+    func run() async throws {
+        let (command, bus, streams) = (self.command, self.bus, self.streams)
+        let received = Counter()
+        let printing = Task { await command.printEvents(of: streams, counting: received) }
+        let ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
+            group.addTask {
+                _ = await printing.value
+                return .printingEnded
+            }
+            if let timeout = command.timeout {
+                group.addTask {
+                    do {
+                        try await Task.sleep(for: .milliseconds(Int(timeout * 1_000)))
+                        return .timedOut
+                    } catch {
+                        return nil
+                    }
+                }
+            }
+            group.addTask {
+                do {
+                    try await gracefulShutdown()
+                    return .signalled
+                } catch {
+                    return nil
+                }
+            }
+            if bus.configuration.curve != nil {
+                group.addTask {
+                    // Refused keys stay refused: say so instead of waiting in silence. Bounded by a
+                    // year, i.e. for as long as the subscriber runs.
+                    do {
+                        try await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))
+                        return .refused
+                    } catch {
+                        return nil
+                    }
+                }
+            }
+            var first: Ending?
+            while first == nil, let next = await group.next() { first = next }
+            switch first {
+            case .signalled?:
+                // Stop reading; every stream ends once its buffer is printed.
+                await bus.close()
+            case .timedOut?, .refused?:
+                printing.cancel()
+            case .printingEnded?, nil:
+                break
+            }
+            group.cancelAll()
+            return first ?? .printingEnded
+        }
+        _ = await printing.value
+
+        let perPattern = zip(command.patterns, streams).map { ($0, $1.stats) }
+        let busStats = await bus.close()
+        command.printSummary(received: received.value, perPattern: perPattern, bus: busStats)
+        if ending == .refused {
+            printError(refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve))
+            throw ExitCode(2)
+        }
+        if let target = command.count, received.value < target, ending == .timedOut {
+            printError("nbus subscribe: received \(received.value) of \(target) before the \(command.timeout ?? 0) s timeout")
+            throw ExitCode(1)
+        }
+    }
 }

@@ -226,6 +226,12 @@ final class Child: @unchecked Sendable {
         return output.stdoutLines.first { $0.contains(text) }
     }
 
+    /// Waits until stderr contains `text` (or stderr ends); returns whether it does.
+    func waitForStderr(containing text: String, timeout: Duration = standardWait) async -> Bool {
+        await wait(timeout: timeout) { $0.stderrText.contains(text) || $0.stderrClosed }
+            && output.stderrText.contains(text)
+    }
+
     /// Waits for at least `count` complete stdout lines (or the end of stdout).
     @discardableResult
     func waitForStdoutLines(_ count: Int, timeout: Duration = standardWait) async -> Bool {
@@ -374,4 +380,12 @@ func parseJSONLines(_ lines: [String]) -> (notifications: [ReceivedNotification]
             ReceivedNotification(name: name, sequence: sequence, publisherID: publisherID, payload: payload, headers: headers))
     }
     return (notifications, other)
+}
+
+/// Stops a running `nbus subscribe` with SIGTERM and expects exit 0 (with its summary).
+func stopSubscriber(_ subscriber: Child, sourceLocation: SourceLocation = #_sourceLocation) async -> ChildOutput? {
+    subscriber.signal(SIGTERM)
+    let output = await subscriber.waitForExit()
+    expectExit(output, 0, subscriber, sourceLocation: sourceLocation)
+    return output
 }

@@ -1,0 +1,38 @@
+import Logging
+import ServiceLifecycle
+
+/// How the long-running commands (`broker`, `publish`, `subscribe`) start and stop.
+///
+/// Each runs as the one service of a `ServiceGroup`. The first SIGINT or SIGTERM triggers the
+/// group's graceful shutdown: the service stops taking new work, flushes, prints its report and
+/// returns, and the command exits 0. A second SIGINT or SIGTERM exits at once with status
+/// 128 + signal (`TerminationSignals`), for when the orderly path is too slow (a publisher
+/// waiting for a stopped subscriber to acknowledge its end of stream, a subscriber whose stdout
+/// is blocked).
+///
+/// Why `TerminationSignals` rather than the group's own `gracefulShutdownSignals`: the group
+/// stops listening after the first signal, and its `cancellationSignals` must be other signals
+/// than the graceful ones, so a second SIGINT/SIGTERM would be swallowed. The trap is also in
+/// place before the service is made, so a signal during set-up is orderly too.
+enum CommandLifecycle {
+    /// Traps SIGINT/SIGTERM, then makes the service (so a signal during set-up is handled too) and
+    /// runs it until it returns by itself or a signal shuts it down. Rethrows the service's error
+    /// (an `ExitCode` sets the exit status).
+    static func run<Command: Service>(name: String, makeService: () async throws -> Command) async throws {
+        await TerminationSignals.install()
+        let service = try await makeService()
+        var logger = Logger(label: "nbus.\(name)")
+        logger.logLevel = .warning
+        let group = ServiceGroup(
+            configuration: ServiceGroupConfiguration(
+                services: [
+                    // A command that finishes by itself (its --count reached) ends the group normally.
+                    .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: name)
+                ], logger: logger))
+        let watcher = Task {
+            if await TerminationSignals.wait() != nil { await group.triggerGracefulShutdown() }
+        }
+        defer { watcher.cancel() }
+        try await group.run()
+    }
+}

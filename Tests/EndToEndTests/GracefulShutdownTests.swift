@@ -1,0 +1,96 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+// SIGINT/SIGTERM for the long-running commands: the first signal stops them in order (flush,
+// report, exit 0), a second one during a slow shutdown exits at once. `subscribe` is covered by
+// EndToEndTests.signalledSubscriber and the fault tests, which stop their subscribers this way.
+
+@Suite("nbus graceful shutdown (real processes)", .serialized, .timeLimit(.minutes(1)))
+struct GracefulShutdownTests {
+    @Test("SIGTERM or SIGINT mid-stream: the publisher stops posting, flushes, reports and exits 0; nothing it posted is lost", arguments: [SIGTERM, SIGINT])
+    func signalledPublisher(signal: Int32) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("g.sock")
+        let subscriber = try children.start("subscriber", ["subscribe", "g.>", "--connect", endpoint, "--format", "json"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "g.tick", "g-{n}", "--count", "100000", "--rate", "2000", "--bind", endpoint, "--timeout", "30"])
+        try #require(await subscriber.waitForStdoutLines(100), "\(subscriber.describe())")
+
+        publisher.signal(signal)
+        let output = await publisher.waitForExit()
+        expectExit(output, 0, publisher)
+        let stderr = output?.stderrText ?? ""
+        #expect(stderr.contains("nbus publish: stopping on signal"), "\(publisher.describe())")
+        let summary = try Regex(#"posted (\d+), sent (\d+), unsent 0"#)
+        let match = try #require(try summary.firstMatch(in: stderr), "no summary:\n\(publisher.describe())")
+        let posted = Int(match.output[1].substring ?? "") ?? -1
+        #expect(posted >= 100 && posted < 100_000)
+        #expect(Int(match.output[2].substring ?? "") == posted)
+
+        // Everything posted before the signal reached the subscriber (flushed, end of stream acknowledged).
+        let subscribed = await stopSubscriber(subscriber)
+        let parsed = parseJSONLines(subscriber.output.stdoutLines)
+        #expect(parsed.other.isEmpty, "gap or unparsable lines: \(parsed.other.prefix(3))")
+        expectStream(parsed.notifications, name: "g.tick", count: posted, payloadPrefix: "g", at: "subscriber")
+        #expect(
+            subscribed?.stderrText.contains("received \(posted); lost upstream 0, dropped locally 0") == true,
+            "\(subscriber.describe())")
+    }
+
+    @Test("SIGTERM or SIGINT mid-stream: the broker stops and prints its counters, exit 0", arguments: [SIGTERM, SIGINT])
+    func signalledBroker(signal: Int32) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let broker = try children.start("broker", ["broker", "--frontend", frontend, "--backend", backend])
+        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let subscriber = try children.start("subscriber", ["subscribe", "b.>", "--connect", backend])
+        let publisher = try children.start(
+            "publisher", ["publish", "b.tick", "--count", "100000", "--rate", "2000", "--connect", frontend, "--timeout", "30"])
+        try #require(await subscriber.waitForStdoutLines(50), "\(subscriber.describe())")
+
+        broker.signal(signal)
+        expectExit(await broker.waitForExit(), 0, broker)
+        let stopped = broker.output.stdoutLines.first { $0.hasPrefix("broker stopped:") }
+        let counters = try Regex(#"from publishers (\d+) msgs"#)
+        let forwarded = try stopped.flatMap { try counters.firstMatch(in: $0) }.flatMap { Int($0.output[1].substring ?? "") }
+        #expect((forwarded ?? 0) >= 50, "\(broker.describe())")
+        publisher.signal(SIGKILL)
+        subscriber.signal(SIGKILL)
+    }
+
+    @Test("A second signal during a slow shutdown exits at once (status 128 + signal)", arguments: [SIGTERM, SIGINT])
+    func secondSignalExitsAtOnce(signal: Int32) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("s.sock")
+        let subscriber = try children.start("subscriber", ["subscribe", "s.>", "--connect", endpoint])
+        // Closing waits up to 30 s for the subscriber to acknowledge the end of stream; the
+        // subscriber is stopped (SIGSTOP), so the first signal starts a shutdown that would take that long.
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "s.tick", "--count", "100000", "--rate", "1000", "--bind", endpoint, "--timeout", "30",
+             "--close-timeout", "30"])
+        try #require(await subscriber.waitForStdoutLines(20), "\(subscriber.describe())")
+        subscriber.signal(SIGSTOP)
+        defer { subscriber.signal(SIGCONT) }
+
+        publisher.signal(signal)
+        try #require(
+            await publisher.waitForStderr(containing: "stopping on signal; closing (up to 30.0 s)"), "\(publisher.describe())")
+        let clock = ContinuousClock()
+        let secondSignalAt = clock.now
+        publisher.signal(signal)
+        let output = try #require(await publisher.waitForExit(timeout: .seconds(20)), "\(publisher.describe())")
+        let took = clock.now - secondSignalAt
+        #expect(!output.bySignal && output.status == 128 + signal, "\(publisher.describe())")
+        #expect(output.stderrText.contains("second signal"), "\(publisher.describe())")
+        #expect(took < .seconds(10), "took \(took) after the second signal")
+    }
+}
