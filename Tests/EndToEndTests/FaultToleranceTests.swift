@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+// Faults survived with real processes: a broker killed with SIGKILL mid-stream and restarted on
+// the same endpoints, a publisher killed with SIGKILL and replaced. Every child is SIGKILLed on
+// every exit path; every wait is bounded and waits on something a process shows.
+
+/// One gap line of `nbus subscribe --format json`.
+struct ReceivedGap: Equatable, Sendable {
+    var cause: String
+    var count: Int
+    var name: String
+    var publisherID: String
+    var sequences: ClosedRange<Int>
+}
+
+/// The gap lines among `nbus subscribe --format json` output.
+func parseGapLines(_ lines: [String]) -> [ReceivedGap] {
+    lines.compactMap { line in
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any],
+            let cause = object["gap"] as? String,
+            let count = (object["count"] as? NSNumber)?.intValue,
+            let name = object["name"] as? String,
+            let publisherID = object["publisherID"] as? String,
+            let first = (object["firstSequence"] as? NSNumber)?.intValue,
+            let last = (object["lastSequence"] as? NSNumber)?.intValue, first <= last
+        else { return nil }
+        return ReceivedGap(cause: cause, count: count, name: name, publisherID: publisherID, sequences: first...last)
+    }
+}
+
+/// Checks the accounting identity of one (publisher, name) stream at a subscriber: delivered in
+/// order, and the delivered sequences and the gaps' ranges partition 1...published exactly.
+/// Returns (delivered, lost).
+@discardableResult
+func expectExactAccounting(
+    notifications: [ReceivedNotification], gaps: [ReceivedGap], published: Int, at subscriber: String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) -> (delivered: Int, lost: Int) {
+    let sequences = notifications.map(\.sequence)
+    #expect(
+        zip(sequences, sequences.dropFirst()).allSatisfy { $0 < $1 }, "\(subscriber): delivered out of order",
+        sourceLocation: sourceLocation)
+    let lost = gaps.reduce(0) { $0 + $1.count }
+    #expect(
+        sequences.count + lost == published,
+        "\(subscriber): delivered \(sequences.count) + lost \(lost) != published \(published)", sourceLocation: sourceLocation)
+    var covered = Set(sequences)
+    for gap in gaps {
+        #expect(gap.cause == "lostUpstream" && gap.sequences.count == gap.count, "\(gap)", sourceLocation: sourceLocation)
+        for sequence in gap.sequences {
+            #expect(covered.insert(sequence).inserted, "\(subscriber): \(sequence) both delivered and lost", sourceLocation: sourceLocation)
+        }
+    }
+    #expect(covered == Set(1...published), "\(subscriber): sequences and gaps do not cover 1...\(published)", sourceLocation: sourceLocation)
+    return (sequences.count, lost)
+}
+
+@Suite("nbus faults survived (real processes)", .serialized, .timeLimit(.minutes(1)))
+struct FaultToleranceTests {
+    enum Transport: String, CaseIterable, Sendable {
+        case ipc, tcp
+    }
+
+    @Test(
+        "broker killed with SIGKILL mid-stream and restarted on the same endpoints: both sides reconnect, the outage is an exact gap",
+        arguments: Transport.allCases)
+    func brokerRestart(transport: Transport) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        // ipc: the restarted broker binds over the dead one's socket files. tcp: the first broker
+        // picks free ports, the second binds exactly those.
+        let requested =
+            transport == .ipc
+            ? (children.folder.ipc("f.sock"), children.folder.ipc("b.sock")) : ("tcp://127.0.0.1:*", "tcp://127.0.0.1:*")
+        let first = try children.start("broker 1", ["broker", "--frontend", requested.0, "--backend", requested.1])
+        let banner = try #require(
+            await first.waitForStdoutLine(containing: "broker: frontend"), "no banner:\n\(first.describe())")
+        let words = banner.split(separator: " ").map(String.init)
+        try #require(words.count == 5, "unexpected banner: \(banner)")
+        let (frontend, backend) = (words[2], words[4])
+
+        let published = 2_000
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "restart.>", "--connect", backend, "--format", "json"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "restart.tick", "r-{n}", "--count", "\(published)", "--rate", "1000", "--connect", frontend,
+             "--timeout", "30"])
+        try #require(await subscriber.waitForStdoutLines(200), "\(subscriber.describe())")
+
+        first.signal(SIGKILL)
+        let killed = try #require(await first.waitForExit(), "\(first.describe())")
+        #expect(killed.bySignal && killed.status == SIGKILL)
+        let second = try children.start("broker 2", ["broker", "--frontend", frontend, "--backend", backend])
+        #expect(
+            await second.waitForStdoutLine(containing: "broker: frontend \(frontend) backend \(backend)") != nil,
+            "the restarted broker did not bind the same endpoints:\n\(second.describe())")
+
+        // The publisher finishes only once the subscriber, reconnected through the new broker, has
+        // acknowledged its end of stream (a stale view would leave it waiting, then say so).
+        let publisherOutput = await publisher.waitForExit()
+        expectExit(publisherOutput, 0, publisher)
+        let publisherErrors = publisherOutput?.stderrText ?? ""
+        #expect(publisherErrors.contains("posted \(published), sent \(published), unsent 0"), "\(publisher.describe())")
+        #expect(!publisherErrors.contains("did not acknowledge"), "\(publisher.describe())")
+
+        let subscriberOutput = await stopSubscriber(subscriber)
+        let lines = subscriber.output.stdoutLines
+        let notifications = parseJSONLines(lines).notifications
+        let gaps = parseGapLines(lines)
+        #expect(Set(notifications.map(\.name)) == ["restart.tick"])
+        #expect(Set(notifications.map(\.publisherID)).count == 1)
+        let (delivered, lost) = expectExactAccounting(
+            notifications: notifications, gaps: gaps, published: published, at: "subscriber")
+        #expect(lost > 0, "a SIGKILLed broker loses what was in flight and what was posted meanwhile")
+        #expect(
+            subscriberOutput?.stderrText.contains("received \(delivered); lost upstream \(lost), dropped locally 0") == true,
+            "\(subscriber.describe())")
+
+        second.signal(SIGTERM)
+        expectExit(await second.waitForExit(), 0, second)
+        #expect(second.output.stdoutLines.contains { $0.hasPrefix("broker stopped:") }, "\(second.describe())")
+        print("broker restart over \(transport): published \(published), delivered \(delivered), lost \(lost) in \(gaps.count) gap(s)")
+    }
+
+    @Test("publisher killed with SIGKILL and replaced on the same ipc path: a new publisher id, no false gap, nothing stuck")
+    func publisherCrashAndRestart() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("p.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "crash.>", "--connect", endpoint, "--format", "json"])
+        let crashing = try children.start(
+            "publisher 1",
+            ["publish", "crash.tick", "a-{n}", "--count", "100000", "--rate", "1000", "--bind", endpoint, "--timeout", "30"])
+        try #require(await subscriber.waitForStdoutLines(100), "\(subscriber.describe())")
+        crashing.signal(SIGKILL)
+        _ = try #require(await crashing.waitForExit(), "\(crashing.describe())")
+
+        // The replacement binds over the dead publisher's socket file; the subscriber reconnects
+        // and resubscribes by itself, and the new publisher waits for that.
+        let replacement = try children.start(
+            "publisher 2", ["publish", "crash.tick", "b-{n}", "--count", "200", "--bind", endpoint, "--timeout", "30"])
+        let replaced = await replacement.waitForExit()
+        expectExit(replaced, 0, replacement)
+        #expect(replaced?.stderrText.contains("posted 200, sent 200, unsent 0") == true, "\(replacement.describe())")
+
+        let output = await stopSubscriber(subscriber)
+        let parsed = parseJSONLines(subscriber.output.stdoutLines)
+        #expect(parsed.other.isEmpty, "gap or unparsable lines: \(parsed.other.prefix(3))")
+        let before = parsed.notifications.filter { $0.payload.hasPrefix("a-") }
+        let after = parsed.notifications.filter { $0.payload.hasPrefix("b-") }
+        let crashedID = try #require(Set(before.map(\.publisherID)).first)
+        let replacementID = try #require(expectStream(after, name: "crash.tick", count: 200, payloadPrefix: "b", at: "subscriber"))
+        #expect(Set(before.map(\.publisherID)) == [crashedID] && crashedID != replacementID)
+        // What the crashed publisher got out arrived in order and complete up to where it stopped.
+        #expect(before.map(\.sequence) == (0..<before.count).map { $0 + 1 })
+        #expect(before.map(\.payload) == (0..<before.count).map { "a-\($0 + 1)" })
+        #expect(
+            output?.stderrText.contains("received \(before.count + 200); lost upstream 0, dropped locally 0") == true,
+            "\(subscriber.describe())")
+    }
+}
