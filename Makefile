@@ -6,7 +6,7 @@ PYTHON ?= python3
 SWIFT_BUILD_FLAGS ?=
 
 .PHONY: help deps build demo test test-swift test-python test-netns bench-micro clean
-.PHONY: examples-c test-conformance fuzz fuzz-build test-asan
+.PHONY: examples-c test-conformance fuzz fuzz-build test-asan soak
 
 help:
 	@echo "make demo         build nbus and run the demo"
@@ -17,6 +17,7 @@ help:
 	@echo "make examples-c   build the C producer (libzmq only) into .build/examples/"
 	@echo "make fuzz         libFuzzer on the NBP/1 decoder for FUZZ_SECONDS (default 60)"
 	@echo "make test-asan    the codec tests under AddressSanitizer (scratch path .build-asan)"
+	@echo "make soak         broker + 3 publishers + 3 subscribers for SOAK_SECONDS (default 600): exact accounting, flat RSS and fds"
 
 # Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
 # and, as root, iproute2 (ip, tc) for the multi-host test (without root that test skips anyway).
@@ -143,3 +144,15 @@ test-asan: deps
 	grep -E '(Suite .* passed|Test run with)' .build-asan/test.log; \
 	grep -Eq 'Test run with [1-9][0-9]* tests? .*passed' .build-asan/test.log || \
 	  { echo "test-asan: the filter '$(ASAN_FILTER)' selected no test" >&2; exit 1; }
+
+# --- Soak (issue 7) ------------------------------------------------------------------------------
+
+# A broker, 3 publishers and 3 subscribers (real nbus processes, ipc in a temp folder) for
+# SOAK_SECONDS, then: the accounting identity per subscriber, and RSS and open fds of every process
+# flat (Tests/Soak/soak.py says how that is judged). Not part of `make test`. SOAK_RATE (per
+# publisher, per second), SOAK_SIZE, SOAK_SAMPLE_SECONDS and SOAK_JSON (a report file) pass through.
+SOAK_SECONDS ?= 600
+
+soak: build
+	@bin=$$($(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path) || exit 1; \
+	SOAK_SECONDS=$(SOAK_SECONDS) $(PYTHON) Tests/Soak/soak.py --nbus "$$bin/nbus"
