@@ -1,22 +1,32 @@
 #!/usr/bin/env python3
 """Soak: a broker, 3 publishers and 3 subscribers (real `nbus` processes) for a bounded time.
 
+One subscriber is made slow on purpose: it is stopped (SIGSTOP) for STALL seconds every
+STALL_EVERY seconds, long enough for its queues (the broker's send high-water mark, its own
+receive high-water mark, the socket buffers) to fill, so it loses notifications while the others
+keep up. The stalls end well before the run does, so it catches up and acknowledges the
+publishers' end of stream.
+
 Then it checks, per subscriber, the accounting identity (delivered + lost upstream == what its
 publishers posted, delivered in order, the gaps' ranges and the delivered sequences partitioning
-1...posted per publisher) and that the RSS and the open file descriptors of every process stayed
-flat (sampled from /proc/PID/status and /proc/PID/fd).
+1...posted per publisher; the stalled one lost some, the others none) and that the RSS and the
+open file descriptors of every process stayed flat (sampled from /proc/PID/status and
+/proc/PID/fd): the publishers and the broker drop for the stalled subscriber instead of holding
+what it cannot take.
 
-Flat, after a warm-up (the first WARMUP_FRACTION of the run, at least 10 s): the samples left are
-cut in thirds; RSS passes when the last third's maximum is at most the first third's maximum plus
-max(RSS_SLACK_MB, RSS_SLACK_FRACTION of it); the fd count passes when it never changes.
+Flat, after a warm-up (the first WARMUP_FRACTION of the run, at least 10 s, and at least until
+10 s after the first stall ended, since draining a full queue is part of warming up): the samples
+left are cut in thirds; RSS passes when the last third's maximum is at most the first third's
+maximum plus max(RSS_SLACK_MB, RSS_SLACK_FRACTION of it); the fd count passes when it never changes.
 
 Every child is killed on every exit path: a finally block, SIGINT/SIGTERM handlers, and
 PR_SET_PDEATHSIG (so even a SIGKILLed soak takes its children with it). Python 3 standard library
 only. Exit status 0 when every check passes, 1 when one fails, 2 on a setup error.
 
 Environment: SOAK_SECONDS (600), SOAK_RATE per publisher per second (200), SOAK_SIZE payload
-bytes (100), SOAK_SAMPLE_SECONDS (5), NBUS (path to the nbus binary; or --nbus), SOAK_JSON
-(write the samples and results there).
+bytes (100), SOAK_SAMPLE_SECONDS (5), SOAK_STALL_SECONDS (30, at most a sixth of the run; 0: no
+stalls), SOAK_STALL_EVERY (60), NBUS (path to the nbus binary; or --nbus), SOAK_JSON (write the
+samples and results there).
 """
 
 import argparse
@@ -42,8 +52,24 @@ PUBLISHERS = [("p1", "soak.p1"), ("p2", "soak.p2"), ("p3", "soak.p3")]
 SUBSCRIBERS = [
     ("all", ["soak.>"], ["p1", "p2", "p3"]),
     ("p1+p2", ["soak.p1", "soak.p2"], ["p1", "p2"]),
-    ("one-token", ["soak.*"], ["p1", "p2", "p3"]),
+    ("stalled", ["soak.*"], ["p1", "p2", "p3"]),
 ]
+STALLED = "stalled"
+FIRST_STALL_AT = 10.0
+
+
+def stall_schedule(seconds, stall, every):
+    """[(start, end)] offsets of the stalls: from FIRST_STALL_AT, each ending before the last
+    max(15 s, a fifth) of the run."""
+    if stall <= 0:
+        return []
+    latest_end = seconds - max(15.0, 0.2 * seconds)
+    stalls = []
+    start = FIRST_STALL_AT
+    while start + stall <= latest_end:
+        stalls.append((start, start + stall))
+        start += max(every, 2 * stall)
+    return stalls
 
 
 def die_with_parent():
@@ -197,10 +223,12 @@ def main():
     size = int(os.environ.get("SOAK_SIZE", "100"))
     sample_every = float(os.environ.get("SOAK_SAMPLE_SECONDS", "5"))
     report_path = os.environ.get("SOAK_JSON")
+    stall = min(float(os.environ.get("SOAK_STALL_SECONDS", "30")), seconds / 6)
+    stalls = stall_schedule(seconds, stall, float(os.environ.get("SOAK_STALL_EVERY", "60")))
     if not os.access(arguments.nbus, os.X_OK):
         print("soak: %s is not an executable (build it: swift build --product nbus)" % arguments.nbus, file=sys.stderr)
         return 2
-    warmup = max(WARMUP_MIN_SECONDS, WARMUP_FRACTION * seconds)
+    warmup = max(WARMUP_MIN_SECONDS, WARMUP_FRACTION * seconds, stalls[0][1] + 10 if stalls else 0)
 
     children = []
     folder = tempfile.mkdtemp(prefix="nbus-soak-")
@@ -233,7 +261,7 @@ def main():
             child = Child("publisher " + label, arguments.nbus,
                           ["publish", name, "%s-{n}" % label, "--count", "1000000000", "--rate", str(rate),
                            "--size", str(size), "--connect", frontend, "--subscribers", str(wanted),
-                           "--timeout", "60"])
+                           "--timeout", "60", "--close-timeout", "30"])
             children.append(child)
             publishers.append(child)
 
@@ -242,14 +270,25 @@ def main():
             if not child.first_line.wait(90):
                 print("soak: %s printed nothing within 90 s:\n%s" % (child.label, child.stderr_text()), file=sys.stderr)
                 return 2
-        print("soak: %d processes up; running %.0f s (rate %g/s per publisher, %d B, sample every %g s, warm-up %.0f s)"
-              % (len(children), seconds, rate, size, sample_every, warmup), flush=True)
+        print("soak: %d processes up; running %.0f s (rate %g/s per publisher, %d B, sample every %g s, warm-up %.0f s, "
+              "subscriber %s stalled %d time(s) for %.0f s)"
+              % (len(children), seconds, rate, size, sample_every, warmup, STALLED, len(stalls), stall), flush=True)
 
+        stalled = subscribers[[label for label, _, _ in SUBSCRIBERS].index(STALLED)]
         start = time.monotonic()
         samples = {child.label: [] for child in children}
         next_progress = start + 60
+        next_sample = start
+        transitions = sorted([(begin, signal.SIGSTOP) for begin, _ in stalls] + [(end, signal.SIGCONT) for _, end in stalls])
         while True:
             now = time.monotonic()
+            while transitions and transitions[0][0] <= now - start:
+                _, number = transitions.pop(0)
+                stalled.process.send_signal(number)
+            if now < next_sample:
+                time.sleep(max(0.0, min(next_sample, start + (transitions[0][0] if transitions else seconds)) - now))
+                continue
+            next_sample += sample_every
             for child in children:
                 sample = read_sample(child.pid) if child.process.poll() is None else None
                 if sample is None:
@@ -263,7 +302,8 @@ def main():
                 next_progress += 60
             if now - start >= seconds:
                 break
-            time.sleep(min(sample_every, max(0.0, start + seconds - now)))
+            next_sample = min(next_sample, start + seconds)
+        stalled.process.send_signal(signal.SIGCONT)
 
         # Stop in order: publishers (their end of stream reaches the subscribers), then the
         # subscribers (they print what they had), then the broker.
@@ -293,6 +333,10 @@ def main():
                 failures.append("%s: exit %s, summary %r" % (child.label, status, text.strip()[-300:]))
             if received + lost != expected:
                 failures.append("%s: received %d + lost %d != posted %d" % (child.label, received, lost, expected))
+            if label == STALLED and stalls and lost <= 0:
+                failures.append("%s: lost nothing; the stalls did not overflow its queues" % child.label)
+            if label != STALLED and lost != 0:
+                failures.append("%s: lost %d though it kept up" % (child.label, lost))
             if checker.problems or checker.unparsable:
                 failures.append("%s: %d stream problem(s) %s, %d unparsable line(s)"
                                 % (child.label, len(checker.problems), checker.problems[:3], checker.unparsable))
