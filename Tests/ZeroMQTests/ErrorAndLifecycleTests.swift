@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Synchronization
 import Testing
@@ -42,6 +45,34 @@ struct ErrorAndLifecycleTests {
         try sender.send("still here")
         try first.set(.receiveTimeout, 5_000)
         #expect(try first.receiveString() == "still here")
+    }
+
+    @Test("Binding an ipc path whose socket file outlived its listener (a killed process) works")
+    func bindOverStaleIPCFile() throws {
+        let endpoint = try TestEndpoint.ipc()
+        let path = String(endpoint.dropFirst("ipc://".count))
+        // What a SIGKILLed process leaves: a socket file nobody listens on.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        close(fd)
+        try #require(bound == 0 && FileManager.default.fileExists(atPath: path))
+
+        let context = try Context()
+        let listener = try context.socket(.pull)
+        try listener.bind(endpoint)
+        let sender = try context.socket(.push)
+        try sender.connect(endpoint)
+        try sender.send("over the stale file")
+        try listener.set(.receiveTimeout, 5_000)
+        #expect(try listener.receiveString() == "over the stale file")
     }
 
     @Test("A malformed endpoint is a typed error with libzmq's text")
