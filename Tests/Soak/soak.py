@@ -271,7 +271,7 @@ def main():
                 print("soak: %s printed nothing within 90 s:\n%s" % (child.label, child.stderr_text()), file=sys.stderr)
                 return 2
         print("soak: %d processes up; running %.0f s (rate %g/s per publisher, %d B, sample every %g s, warm-up %.0f s, "
-              "subscriber %s stalled %d time(s) for %.0f s)"
+              "subscriber '%s' stopped %d time(s) for %.0f s)"
               % (len(children), seconds, rate, size, sample_every, warmup, STALLED, len(stalls), stall), flush=True)
 
         stalled = subscribers[[label for label, _, _ in SUBSCRIBERS].index(STALLED)]
