@@ -2,9 +2,9 @@
 """Soak: a broker, 3 publishers and 3 subscribers (real `nbus` processes) for a bounded time.
 
 One subscriber is made slow on purpose: it is stopped (SIGSTOP) for STALL seconds every
-STALL_EVERY seconds, long enough for its queues (the broker's send high-water mark, its own
-receive high-water mark, the socket buffers) to fill, so it loses notifications while the others
-keep up. The stalls end well before the run does, so it catches up and acknowledges the
+STALL_EVERY seconds, long enough for what can queue for it to fill (the broker's high-water mark,
+SOAK_BROKER_HWM, and the socket buffers: a stopped process's own libzmq thread is stopped too, so
+its receive queue does not fill), so it loses notifications while the others keep up. The stalls end well before the run does, so it catches up and acknowledges the
 publishers' end of stream.
 
 Then it checks, per subscriber, the accounting identity (delivered + lost upstream == what its
@@ -30,7 +30,7 @@ only. Exit status 0 when every check passes, 1 when one fails, 2 on a setup erro
 Environment: SOAK_SECONDS (600), SOAK_RATE per publisher per second (200), SOAK_SIZE payload
 bytes (100), SOAK_SAMPLE_SECONDS (5), SOAK_STALL_SECONDS (30, at most a sixth of the run; 0: no
 stalls), SOAK_STALL_EVERY (60), NBUS (path to the nbus binary; or --nbus), SOAK_JSON (write the
-samples and results there).
+samples and results there), SOAK_BROKER_HWM (the broker's --hwm, 1000).
 """
 
 import argparse
@@ -237,6 +237,7 @@ def main():
     size = int(os.environ.get("SOAK_SIZE", "100"))
     sample_every = float(os.environ.get("SOAK_SAMPLE_SECONDS", "5"))
     report_path = os.environ.get("SOAK_JSON")
+    broker_hwm = int(os.environ.get("SOAK_BROKER_HWM", "1000"))
     stall = min(float(os.environ.get("SOAK_STALL_SECONDS", "30")), seconds / 6)
     stalls = stall_schedule(seconds, stall, float(os.environ.get("SOAK_STALL_EVERY", "60")))
     if not os.access(arguments.nbus, os.X_OK):
@@ -254,7 +255,7 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     try:
         frontend, backend = "ipc://%s/f.sock" % folder, "ipc://%s/b.sock" % folder
-        broker = Child("broker", arguments.nbus, ["broker", "--frontend", frontend, "--backend", backend])
+        broker = Child("broker", arguments.nbus, ["broker", "--frontend", frontend, "--backend", backend, "--hwm", str(broker_hwm)])
         children.append(broker)
         if not broker.first_line.wait(30) or not any("broker: frontend" in l for l in broker.stdout_lines):
             print("soak: the broker did not start:\n" + broker.stderr_text(), file=sys.stderr)
