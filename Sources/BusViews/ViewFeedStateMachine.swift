@@ -29,10 +29,12 @@ struct ViewFeedStateMachine {
         case ended
     }
 
-    /// One queued event and whether it was kept while hidden (counted as replayed when taken).
+    /// One queued event, whether it was kept while hidden (counted as replayed when taken), and
+    /// whether it came from the bus while visible (what `capacity` bounds).
     struct Queued {
         var event: BusEvent
         var isReplay: Bool
+        var fromBus = false
     }
 
     enum ReceiveAction {
@@ -55,6 +57,9 @@ struct ViewFeedStateMachine {
     private(set) var phase = Phase.hidden
     private(set) var session: UInt64 = 0
     private var live = FIFO<Queued>()
+    /// Events in `live` that came from the bus while visible: the back-pressure bound applies to
+    /// these, not to the gaps and kept notifications put in front on reappear.
+    private var queuedFromBus = 0
     private var consumer: (session: UInt64, continuation: UnsafeContinuation<BusEvent?, Never>)?
     /// The bus was told this feed is full and stopped reading; tell it when there is room again.
     private var producerWaiting = false
@@ -88,7 +93,8 @@ struct ViewFeedStateMachine {
                 take(Queued(event: event, isReplay: false), into: &delta)
                 return .resume(waiting.continuation, event, delta)
             }
-            live.append(Queued(event: event, isReplay: false))
+            live.append(Queued(event: event, isReplay: false, fromBus: true))
+            queuedFromBus += 1
             return .queued
         }
     }
@@ -96,7 +102,7 @@ struct ViewFeedStateMachine {
     /// The bus asks whether it may go on: not while a visible consumer's queue is full (the bus
     /// then waits to be told, see `resumeProducer`).
     mutating func isFullForProducer() -> Bool {
-        guard phase == .visible && live.count >= capacity else { return false }
+        guard phase == .visible && queuedFromBus >= capacity else { return false }
         producerWaiting = true
         return true
     }
@@ -115,8 +121,9 @@ struct ViewFeedStateMachine {
         var delta = finishHandling()
         guard phase == .visible, asking == session else { return .end(delta) }
         if let queued = live.popFirst() {
+            if queued.fromBus { queuedFromBus -= 1 }
             take(queued, into: &delta)
-            let resumeProducer = producerWaiting && live.count < capacity
+            let resumeProducer = producerWaiting && queuedFromBus < capacity
             if resumeProducer { producerWaiting = false }
             return .event(queued.event, resumeProducer: resumeProducer, delta)
         }
@@ -181,6 +188,7 @@ struct ViewFeedStateMachine {
         var delta = finishHandling()
         let untaken = live.elements
         live.removeAll()
+        queuedFromBus = 0
         for queued in untaken {
             switch queued.event {
             case .notification(let notification):
@@ -202,6 +210,7 @@ struct ViewFeedStateMachine {
         let delta = phase == .visible ? finishHandling() : FeedMetricsDelta()
         phase = .ended
         live.removeAll()
+        queuedFromBus = 0
         kept.removeAll()
         let waiting = consumer?.continuation
         consumer = nil
