@@ -80,6 +80,9 @@ struct GracefulShutdownTests {
         try #require(await subscriber.waitForStdoutLines(20), "\(subscriber.describe())")
         subscriber.signal(SIGSTOP)
         defer { subscriber.signal(SIGCONT) }
+        // Stopped for real before the publisher closes: else it may still acknowledge the end of
+        // stream, and the publisher's close ends at once instead of waiting for it.
+        await subscriber.waitUntilStoppedOrGone()
 
         publisher.signal(signal)
         try #require(

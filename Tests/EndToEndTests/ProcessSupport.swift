@@ -194,6 +194,20 @@ final class Child: @unchecked Sendable {
         if alive { kill(process.processIdentifier, signal) }
     }
 
+    /// Suspends until the kernel reports the child stopped (after SIGSTOP) or gone: `waitid` with
+    /// `WSTOPPED | WEXITED | WNOWAIT` on a thread of its own, which leaves the state for the reaper.
+    /// A signal is delivered asynchronously; this is how a test knows the stop has happened.
+    func waitUntilStoppedOrGone() async {
+        let pid = self.pid
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                var info = siginfo_t()
+                while waitid(P_PID, id_t(pid), &info, WSTOPPED | WEXITED | WNOWAIT) == -1 && errno == EINTR {}
+                continuation.resume()
+            }
+        }
+    }
+
     /// Suspends until `condition` holds for the output or `timeout` passes; returns whether it held.
     @discardableResult
     func wait(timeout: Duration = standardWait, until condition: @escaping @Sendable (ChildOutput) -> Bool) async -> Bool {
