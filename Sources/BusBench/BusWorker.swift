@@ -238,10 +238,8 @@ public enum BusWorker {
     // MARK: Output and lifetime
 
     private static func emitJSON(_ value: some Encodable) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return }
-        emitLine(String(decoding: data, as: UTF8.self))
+        guard let line = try? ReportJSON.encode(value) else { return }
+        emitLine(line)
     }
 
     /// Writes one line to stdout at once (a pipe is not line-buffered).

@@ -73,11 +73,7 @@ public struct FilterReport: Codable, Sendable {
 
     /// The report as one JSON object (sorted keys).
     public func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try ReportJSON.encode(self)
     }
 
     /// The report as a terminal table: one column per host, the ratio and the verdict.

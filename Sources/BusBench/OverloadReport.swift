@@ -196,18 +196,14 @@ public struct OverloadReport: Codable, Sendable {
             subscriberPeakBytes: subscriberPeakBytes, memoryWithinLimit: memoryWithinLimit,
             publishRate: publisher.postRate, consumeRate: subscriber.consumeRate, overloadFactor: overloadFactor,
             failures: failures, diagnosis: diagnosis)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(Envelope(report: self, summary: summary)), as: UTF8.self)
+        return try ReportJSON.encode(Envelope(report: self, summary: summary))
     }
 
     /// The report as a terminal table.
     public func table() -> String {
         var lines: [String] = []
         func row(_ label: String, _ value: String, _ note: String = "") {
-            let padded = label.padding(toLength: max(label.count, 50), withPad: " ", startingAt: 0)
-            let value = String(repeating: " ", count: max(0, 14 - value.count)) + value
-            lines.append(note.isEmpty ? padded + value : padded + value + "   " + note)
+            lines.append(Format.row(label, value, note, labelWidth: 50))
         }
         func count(_ value: UInt64) -> String { Format.count(Int(value)) }
         let s = subscriber.subscription

@@ -437,10 +437,8 @@ public enum OverloadWorker {
     }
 
     private static func emitJSON(_ value: some Encodable) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return }
-        BusWorker.emitLine(String(decoding: data, as: UTF8.self))
+        guard let line = try? ReportJSON.encode(value) else { return }
+        BusWorker.emitLine(line)
     }
 }
 

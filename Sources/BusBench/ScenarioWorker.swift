@@ -233,10 +233,8 @@ public enum ViewsWorker {
     }
 
     static func emitJSON(_ value: some Encodable) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(value) else { return }
-        emitLine(String(decoding: data, as: UTF8.self))
+        guard let line = try? ReportJSON.encode(value) else { return }
+        emitLine(line)
     }
 
     /// A `go` line completes `go`, a `published {...}` line completes `published` (see `StandardInputLines`).

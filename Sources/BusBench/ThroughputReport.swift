@@ -217,18 +217,14 @@ public struct ThroughputReport: Codable, Sendable {
             latencyRatio: latencyRatio, busLatencyIdleSpinP50: pacedLatencyIdleSpin?.subscriber.latency.p50,
             latencyRatioIdleSpin: latencyRatioIdleSpin, foundationRate: foundationRate, embeddedRate: embeddedRate,
             inProcessRatio: inProcessRatio, targets: targets, accountingOK: accountingErrors.isEmpty)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(Envelope(report: self, summary: summary)), as: UTF8.self)
+        return try ReportJSON.encode(Envelope(report: self, summary: summary))
     }
 
     /// The report as a terminal table.
     public func table() -> String {
         var lines: [String] = []
         func row(_ label: String, _ value: String, _ note: String = "") {
-            let padded = label.padding(toLength: max(label.count, 52), withPad: " ", startingAt: 0)
-            let value = String(repeating: " ", count: max(0, 14 - value.count)) + value
-            lines.append(note.isEmpty ? padded + value : padded + value + "   " + note)
+            lines.append(Format.row(label, value, note, labelWidth: 52))
         }
         func verdict(_ met: Bool?) -> String { met.map { $0 ? "met" : "NOT MET" } ?? "n/a" }
 
@@ -298,34 +294,6 @@ public struct ThroughputReport: Codable, Sendable {
             for error in accountingErrors { lines.append("  " + error) }
         }
         return lines.joined(separator: "\n")
-    }
-}
-
-/// Number formatting shared by the reports and the CLI's progress display.
-public enum Format {
-    /// A rate with k/M suffixes: `1.28M`, `939k`.
-    public static func rate(_ value: Double) -> String {
-        if value >= 1_000_000 { return String(format: "%.2fM", value / 1_000_000) }
-        if value >= 1_000 { return String(format: "%.0fk", value / 1_000) }
-        return String(format: "%.0f", value)
-    }
-
-    /// An integer with thousands separators: `1,000,000`.
-    public static func count(_ value: Int) -> String {
-        let digits = Array(String(value))
-        var out = ""
-        for (index, digit) in digits.enumerated() {
-            if index > 0 && (digits.count - index) % 3 == 0 { out.append(",") }
-            out.append(digit)
-        }
-        return out
-    }
-
-    static func nanoseconds(_ value: Double) -> String {
-        if value >= 1_000_000_000 { return String(format: "%.2f s", value / 1e9) }
-        if value >= 1_000_000 { return String(format: "%.2f ms", value / 1e6) }
-        if value >= 1_000 { return String(format: "%.1f us", value / 1e3) }
-        return String(format: "%.0f ns", value)
     }
 }
 

@@ -5,10 +5,7 @@ import Foundation
 extension ViewsReport {
     /// The report as one JSON object (sorted keys).
     public func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try ReportJSON.encode(self)
     }
 
     /// The CSV header line. `kind` is `style` or `baseline`; a baseline row leaves the figures it

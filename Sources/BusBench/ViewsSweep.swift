@@ -24,10 +24,7 @@ public struct ViewsSweepReport: Codable, Sendable {
 
     /// One JSON object (sorted keys).
     public func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try ReportJSON.encode(self)
     }
 
     /// CSV: a header, then one line per value and style.
