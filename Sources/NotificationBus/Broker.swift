@@ -64,6 +64,10 @@ public final class Broker: Sendable {
     /// drops as upstream gaps). The default matches a bus's own marks, so a burst a publisher may
     /// queue also fits at the broker.
     ///
+    /// `heartbeatMilliseconds`: ZMTP heartbeats on every connection (0: off); a peer silent for
+    /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
+    /// subscriptions and queue do not stay for ever (and it reconnects when it comes back).
+    ///
     /// With `security`, both sides are CURVE servers that admit only the allow-listed keys
     /// (plaintext peers included, everyone else is refused and counted); `onAuthentication` is
     /// called on the ZAP handler's thread for admissions and refusals, rate-limited per key. It does
@@ -71,7 +75,7 @@ public final class Broker: Sendable {
     /// a CURVE server for its publishers and a CURVE client of the upstream broker at once.
     public init(
         frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000,
-        security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil
+        heartbeatMilliseconds: Int32 = 5_000, security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil
     ) throws(BusError) {
         if security != nil && !upstream.isEmpty {
             throw .security(
@@ -118,6 +122,7 @@ public final class Broker: Sendable {
                 try xsub.set(.linger, 0)
                 try xsub.set(.receiveHighWaterMark, highWaterMark)
                 try xsub.set(.sendHighWaterMark, highWaterMark)
+                try Self.setHeartbeats(xsub, heartbeatMilliseconds)
                 if let security, let authentication {
                     try authentication.guardSocket(xsub, as: .publishers, keyPair: security.keyPair)
                 }
@@ -130,6 +135,7 @@ public final class Broker: Sendable {
                 try xpub.set(.linger, 0)
                 try xpub.set(.sendHighWaterMark, highWaterMark)
                 try xpub.set(.receiveHighWaterMark, highWaterMark)
+                try Self.setHeartbeats(xpub, heartbeatMilliseconds)
                 if let security, let authentication {
                     try authentication.guardSocket(xpub, as: .subscribers, keyPair: security.keyPair)
                 }
@@ -156,6 +162,14 @@ public final class Broker: Sendable {
         threads = Mutex([proxyThread])
         let controlThread = try spawnThread { [self] in runControl(endpoint: controlEndpoint) }
         threads.withLock { $0.append(controlThread) }
+    }
+
+    private static func setHeartbeats(_ socket: Socket, _ interval: Int32) throws(ZMQError) {
+        guard interval > 0 else { return }
+        let timeout = Int32(clamping: Int(interval) * 3)
+        try socket.set(.heartbeatInterval, interval)
+        try socket.set(.heartbeatTimeout, timeout)
+        try socket.set(.heartbeatTTL, max(100, timeout))
     }
 
     deinit {

@@ -89,6 +89,15 @@ public struct BusConfiguration: Sendable {
     /// moderate rates, at the cost of cores kept busy while traffic flows (a waiting consumer holds
     /// one of Swift's cooperative threads while it looks).
     public var idleSpinMicroseconds = 0
+    /// ZeroMQ heartbeats on every ipc/tcp connection, ms between PINGs (0: off). A peer that stops
+    /// answering (a stopped or frozen process, a NAT or firewall that silently dropped the flow) is
+    /// then noticed within `heartbeatTimeoutMilliseconds`: the connection is dropped and redialled,
+    /// and a publisher stops counting that peer's subscribers, instead of waiting on a dead TCP
+    /// connection for ever.
+    public var heartbeatIntervalMilliseconds: Int32 = 5_000
+    /// How long a connection may stay silent after a heartbeat before it is dropped (ms).
+    public var heartbeatTimeoutMilliseconds: Int32 = 15_000
+
     /// This publisher's NBP/1 id: random and non-zero unless set.
     public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)
 

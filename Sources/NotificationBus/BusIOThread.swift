@@ -174,6 +174,7 @@ final class BusIOThread {
                 // unsubscribed) and a reconnection brings the new broker's subscriptions afresh.
                 // Posts made while disconnected go nowhere; subscribers count them as gaps.
                 try socket.set(.immediate, true)
+                try setHeartbeats(socket, configuration)
             }
             try secure(socket, configuration.publish, clients: .subscribers)
             for attachment in configuration.publish { try transport { () throws(ZMQError) in try attach(socket, attachment) } }
@@ -184,6 +185,7 @@ final class BusIOThread {
             try transport { () throws(ZMQError) in
                 try socket.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
                 try socket.set(.linger, 0)
+                try setHeartbeats(socket, configuration)
                 try socket.subscribe(ControlNames.endOfStreamPrefix)
             }
             try secure(socket, configuration.subscribe, clients: .publishers)
@@ -252,6 +254,16 @@ final class BusIOThread {
         subscriber = nil
         authentication?.stop()
         authentication = nil
+    }
+
+    /// ZMTP heartbeats (`heartbeatIntervalMilliseconds`; 0 leaves them off): the peer is asked to
+    /// drop this side after the same timeout, so a dead link is noticed at both ends.
+    private func setHeartbeats(_ socket: Socket, _ configuration: BusConfiguration) throws(ZMQError) {
+        guard configuration.heartbeatIntervalMilliseconds > 0 else { return }
+        let timeout = max(configuration.heartbeatTimeoutMilliseconds, configuration.heartbeatIntervalMilliseconds)
+        try socket.set(.heartbeatInterval, configuration.heartbeatIntervalMilliseconds)
+        try socket.set(.heartbeatTimeout, timeout)
+        try socket.set(.heartbeatTTL, max(100, timeout))
     }
 
     private func attach(_ socket: Socket, _ attachment: Attachment) throws(ZMQError) {

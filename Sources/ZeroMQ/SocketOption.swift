@@ -94,6 +94,14 @@ extension SocketOption where Value == Int32 {
     public static var sendHighWaterMark: Self { .init(rawValue: ZMQ_SNDHWM, name: "ZMQ_SNDHWM") }
     /// `ZMQ_RCVHWM`: messages queued on receive per peer.
     public static var receiveHighWaterMark: Self { .init(rawValue: ZMQ_RCVHWM, name: "ZMQ_RCVHWM") }
+    /// `ZMQ_HEARTBEAT_IVL`: ms between ZMTP PINGs on each connection (0: no heartbeats).
+    public static var heartbeatInterval: Self { .init(rawValue: ZMQ_HEARTBEAT_IVL, name: "ZMQ_HEARTBEAT_IVL") }
+    /// `ZMQ_HEARTBEAT_TIMEOUT`: ms without any traffic after a PING before the connection is
+    /// dropped as dead (and reconnected, on a connecting socket).
+    public static var heartbeatTimeout: Self { .init(rawValue: ZMQ_HEARTBEAT_TIMEOUT, name: "ZMQ_HEARTBEAT_TIMEOUT") }
+    /// `ZMQ_HEARTBEAT_TTL`: ms the peer should wait for traffic from this side before dropping
+    /// it (sent in each PING; libzmq rounds to deciseconds).
+    public static var heartbeatTTL: Self { .init(rawValue: ZMQ_HEARTBEAT_TTL, name: "ZMQ_HEARTBEAT_TTL") }
     /// `ZMQ_LINGER`: ms to keep unsent messages after close (-1 forever, 0 discard).
     public static var linger: Self { .init(rawValue: ZMQ_LINGER, name: "ZMQ_LINGER") }
     /// `ZMQ_RCVTIMEO`: ms a blocking receive waits before `EAGAIN` (-1 forever).

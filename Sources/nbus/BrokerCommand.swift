@@ -40,6 +40,11 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "messages"))
     var hwm: Int32 = 10_000
 
+    @Option(name: .customLong("heartbeat-ms"), help: ArgumentHelp(
+        "ZeroMQ heartbeats: ms between PINGs on every connection; a peer silent for 3 of them is dropped (0: off).",
+        valueName: "ms"))
+    var heartbeatMilliseconds: Int32 = 5_000
+
     @Option(help: ArgumentHelp("Print counters every N seconds (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
 
@@ -58,6 +63,7 @@ struct BrokerCommand: AsyncParsableCommand {
             throw ValidationError("--frontend and --backend must differ (both are \(frontend))")
         }
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
+        guard heartbeatMilliseconds >= 0 else { throw ValidationError("--heartbeat-ms must be 0 (off) or more") }
         guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
             throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
@@ -89,7 +95,8 @@ struct BrokerCommand: AsyncParsableCommand {
             do {
                 security = try loadSecurity()
                 broker = try Broker(
-                    frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm, security: security,
+                    frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm,
+                    heartbeatMilliseconds: heartbeatMilliseconds, security: security,
                     onAuthentication: { event in printError("nbus broker: \(event)") })
             } catch {
                 throw fail("broker", error, code: 2)
