@@ -37,6 +37,8 @@ public struct BusWorkerOptions: Sendable {
     public var exitOnStandardInputEOF = false
     /// `BusConfiguration.idleSpinMicroseconds` for the worker's bus (0: sleep when idle).
     public var idleSpinMicroseconds = 0
+    /// Run the posting loop / the `for await` consumer on the bus's own thread (`bus.executor`).
+    public var onBusExecutor = false
 
     /// Options with the required values; the rest keep their defaults.
     public init(role: Role, endpoint: String, count: Int) {
@@ -55,6 +57,7 @@ public struct BusWorkerOptions: Sendable {
         if let rate { arguments += ["--rate", "\(rate)"] }
         if exitOnStandardInputEOF { arguments.append("--exit-on-stdin-eof") }
         if idleSpinMicroseconds > 0 { arguments += ["--spin-us", "\(idleSpinMicroseconds)"] }
+        if onBusExecutor { arguments.append("--on-bus-executor") }
         return arguments
     }
 }
@@ -106,14 +109,23 @@ public enum BusWorker {
         if let rate = options.rate, rate > 0 {
             // Paced: message i is due at start + i/rate on the monotonic clock; sleeping is only
             // pacing (each post goes out at its deadline or, when behind, at once).
-            let clock = ContinuousClock()
-            let origin = clock.now
-            let interval = 1e9 / Double(rate)
-            for index in 0..<options.count {
-                let due = origin + .nanoseconds(Int64(Double(index) * interval))
-                if clock.now < due { try await Task.sleep(until: due, tolerance: .zero, clock: clock) }
-                try await bus.post(name: name, payload: payload)
-            }
+            let count = options.count
+            try await Task(executorPreference: options.onBusExecutor ? bus.executor : nil) {
+                let clock = ContinuousClock()
+                let origin = clock.now
+                let interval = 1e9 / Double(rate)
+                for index in 0..<count {
+                    let due = origin + .nanoseconds(Int64(Double(index) * interval))
+                    if clock.now < due { try await Task.sleep(until: due, tolerance: .zero, clock: clock) }
+                    try await bus.post(name: name, payload: payload)
+                }
+            }.value
+        } else if options.onBusExecutor {
+            // The posting loop on the bus's own I/O thread: no hand-off per post.
+            let count = options.count
+            try await Task(executorPreference: bus.executor) {
+                for _ in 0..<count { try await bus.post(name: name, payload: payload) }
+            }.value
         } else {
             for _ in 0..<options.count { try await bus.post(name: name, payload: payload) }
         }
@@ -148,7 +160,7 @@ public enum BusWorker {
         let expected = options.count
         // The loop starts at once: the publisher's waitForSubscribers is the readiness gate, and
         // nothing is buffered ahead of the loop that would flatter the rate.
-        let consumer = Task { () -> Consumed in
+        let consumer = Task(executorPreference: options.onBusExecutor ? bus.executor : nil) { () -> Consumed in
             var consumed = Consumed()
             for await notification in sequence {
                 let now = Timestamps.wallClockNanoseconds()

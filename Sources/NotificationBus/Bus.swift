@@ -17,6 +17,9 @@ public final class Bus: Sendable {
     /// The endpoints attached, with the real port for `tcp://...:*` binds, publisher side first.
     public let endpoints: [String]
     let core: BusCore
+    /// The bus's own I/O thread as a task executor: `Task(executorPreference: bus.executor) { ... }`
+    /// posts and consumes there without hand-offs to other threads (see `BusExecutor`).
+    public let executor: BusExecutor
     private let thread: Mutex<pthread_t?>
     private let finished: FinishSignal
 
@@ -34,9 +37,11 @@ public final class Bus: Sendable {
             wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
             idleSpinNanoseconds: UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000)
         self.core = core
+        let executor = BusExecutor(core: core)
+        self.executor = executor
         let finished = FinishSignal()
         self.finished = finished
-        let start = ThreadStart(core: core, configuration: configuration) { finished.finish() }
+        let start = ThreadStart(core: core, configuration: configuration, executor: executor) { finished.finish() }
         let handle = try spawnThread { start.main() }
         start.ready.wait()
         switch start.outcome.withLock({ $0 }) {
@@ -278,20 +283,22 @@ public final class Bus: Sendable {
 private final class ThreadStart: Sendable {
     let core: BusCore
     let configuration: BusConfiguration
+    let executor: BusExecutor
     let ready = DispatchSemaphore(value: 0)
     let outcome = Mutex<Result<[String], BusError>?>(nil)
     let onExit: @Sendable () -> Void
 
-    init(core: BusCore, configuration: BusConfiguration, onExit: @escaping @Sendable () -> Void) {
+    init(core: BusCore, configuration: BusConfiguration, executor: BusExecutor, onExit: @escaping @Sendable () -> Void) {
         self.core = core
         self.configuration = configuration
+        self.executor = executor
         self.onExit = onExit
     }
 
     func main() {
         let loop: BusIOThread
         do {
-            loop = try BusIOThread(core: core, configuration: configuration)
+            loop = try BusIOThread(core: core, configuration: configuration, executor: executor)
         } catch {
             outcome.withLock { $0 = .failure(error) }
             ready.signal()

@@ -34,6 +34,8 @@ struct BusWaiter: Sendable {
 /// The state async callers share with the I/O thread, behind one lock.
 struct Mailbox: ~Copyable {
     var commands: [BusCommand] = []
+    /// Jobs of tasks that prefer the bus's executor, run by the I/O thread between rounds.
+    var jobs: [UnownedJob] = []
     /// Encoded posts, as libzmq messages, waiting for the I/O thread (which swaps the whole batch out).
     var outbound = MessageBatch(capacity: 1024)
     /// The I/O thread is (about to be) parked in `zmq_poll`; whoever enqueues must signal the eventfd.
@@ -89,6 +91,19 @@ final class BusCore: Sendable {
         case queued
         case full
         case closed
+    }
+
+    /// Queues a job for the I/O thread and wakes it if it sleeps; false once the bus has closed.
+    func enqueue(job: UnownedJob) -> Bool {
+        let (accepted, wake) = mailbox.withLock { box -> (Bool, Bool) in
+            guard !box.closed else { return (false, false) }
+            box.jobs.append(job)
+            let wake = box.sleeping
+            box.sleeping = false
+            return (true, wake)
+        }
+        if wake { self.wake.signal() }
+        return accepted
     }
 
     /// Stamps the message's sequence number for its name and queues it, in one critical section so

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import DequeModule
 import ZeroMQ
 
@@ -93,6 +94,8 @@ struct PublisherView {
 final class BusIOThread {
     private let core: BusCore
     private let configuration: BusConfiguration
+    /// Runs the jobs of tasks that prefer this bus's executor.
+    private let executor: BusExecutor
     private let context: Context
     private var publisher: Socket?
     private var subscriber: Socket?
@@ -127,7 +130,8 @@ final class BusIOThread {
     private static let batchLimit = 1024
 
     /// Creates the sockets and attaches them; runs on the I/O thread itself.
-    init(core: BusCore, configuration: BusConfiguration) throws(BusError) {
+    init(core: BusCore, configuration: BusConfiguration, executor: BusExecutor) throws(BusError) {
+        self.executor = executor
         self.core = core
         self.configuration = configuration
         self.view = PublisherView(publisherID: configuration.publisherID)
@@ -281,9 +285,18 @@ final class BusIOThread {
 
     func run() {
         var commands: [BusCommand] = []
+        var jobs: [UnownedJob] = []
         let spinNanoseconds = UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000
         var lastWork = Timestamps.monotonicNanoseconds()
         while true {
+            // Tasks running on the bus's executor first: what they post goes out in this round.
+            core.mailbox.withLock { box in swap(&box.jobs, &jobs) }
+            let ranJobs = !jobs.isEmpty
+            if ranJobs {
+                let executor = self.executor.asUnownedTaskExecutor()
+                for job in jobs { job.runSynchronously(on: executor) }
+                jobs.removeAll(keepingCapacity: true)
+            }
             // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
             // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
             let takeOutbound = pending.unsentCount == 0
@@ -301,7 +314,7 @@ final class BusIOThread {
                 return box.spaceWaiters
             }
             for waiter in spaceWaiters { waiter.resume() }
-            var didWork = !commands.isEmpty
+            var didWork = !commands.isEmpty || ranJobs
             for command in commands { handle(command) }
             commands.removeAll(keepingCapacity: true)
             if closing { break }
@@ -327,7 +340,7 @@ final class BusIOThread {
             }
             publishStats()
             let parked = core.mailbox.withLock { box -> Bool in
-                if !box.commands.isEmpty || !box.outbound.isEmpty { return false }
+                if !box.commands.isEmpty || !box.outbound.isEmpty || !box.jobs.isEmpty { return false }
                 box.sleeping = true
                 return true
             }
@@ -711,8 +724,10 @@ final class BusIOThread {
     /// and closes the sockets and the context.
     private func shutDown() {
         var queued = MessageBatch(capacity: 1)
+        var jobs: [UnownedJob] = []
         let leftovers = core.mailbox.withLock { box in
             box.closed = true
+            swap(&box.jobs, &jobs)
             swap(&box.outbound, &queued)
             defer {
                 box.commands.removeAll()
@@ -721,6 +736,9 @@ final class BusIOThread {
             return (box.commands, box.spaceWaiters)
         }
         for waiter in leftovers.1 { waiter.resume() }
+        // Tasks still on the bus's executor go on elsewhere: nothing here runs jobs any more.
+        let executor = self.executor.asUnownedTaskExecutor()
+        for job in jobs { DispatchQueue.global().async { job.runSynchronously(on: executor) } }
         for command in leftovers.0 {
             switch command {
             case .addWaiter(let waiter): finishWaiter(waiter, .failure(.closed))

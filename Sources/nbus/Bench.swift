@@ -137,9 +137,13 @@ struct BenchWorker: AsyncParsableCommand {
     @Option(name: .customLong("spin-us"), help: "The bus's idle spin, microseconds (BusConfiguration.idleSpinMicroseconds).")
     var spinMicroseconds = 0
 
+    @Flag(name: .customLong("on-bus-executor"), help: "Post / consume in a task on the bus's own thread (bus.executor).")
+    var onBusExecutor = false
+
     func run() async throws {
         var options = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
         options.idleSpinMicroseconds = spinMicroseconds
+        options.onBusExecutor = onBusExecutor
         options.size = size
         options.highWaterMark = hwm
         options.rate = rate

@@ -1,0 +1,54 @@
+import Testing
+import NotificationBus
+
+@Suite("Tasks on the bus's own thread (bus.executor)")
+struct BusExecutorTests {
+    @Test("A posting task and a for-await task on the bus's executor: every notification once, in order, across a full mailbox")
+    func postAndConsumeOnTheBusThread() async throws {
+        var configuration = BusConfiguration.embedded()
+        configuration.outboundCapacity = 64  // posting fills the mailbox and must wait for room
+        let bus = try Bus(configuration)
+        let stream = try bus.notifications(named: "x.n", buffering: .suspendProducer(capacity: 32))
+        try await bus.ready(try NamePattern("x.n"))
+        let total = 5_000
+        let consumer = Task(executorPreference: bus.executor) { () -> [UInt64] in
+            var sequences: [UInt64] = []
+            for await notification in stream {
+                sequences.append(notification.sequence)
+                if sequences.count == total { break }
+            }
+            return sequences
+        }
+        try await Task(executorPreference: bus.executor) {
+            for _ in 0..<total { try await bus.post(name: "x.n") }
+        }.value
+        #expect(await consumer.value == Array(1...UInt64(total)))
+        #expect(stream.stats.lostUpstream == 0 && stream.stats.droppedLocalBuffer == 0)
+        await bus.close()
+    }
+
+    @Test("After the bus closes, a task that prefers its executor still runs (elsewhere), and posting there says closed")
+    func executorOutlivesTheBus() async throws {
+        let bus = try Bus(.embedded())
+        await bus.close()
+        let outcome = await Task(executorPreference: bus.executor) { () -> String in
+            do {
+                try await bus.post(name: "late.n")
+                return "posted"
+            } catch {
+                return "\(error)"
+            }
+        }.value
+        #expect(outcome == "\(BusError.closed)")
+    }
+
+    @Test("Closing the bus from a task on its own executor completes")
+    func closeFromTheBusThread() async throws {
+        let bus = try Bus(.embedded())
+        let stats = await Task(executorPreference: bus.executor) { () -> BusStats in
+            try? await bus.post(name: "c.n")
+            return await bus.close()
+        }.value
+        #expect(stats.posted == 1 && stats.sent == 1)
+    }
+}
