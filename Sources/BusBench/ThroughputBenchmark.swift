@@ -135,6 +135,9 @@ public enum ThroughputBenchmark {
         report.rawPacedLatency = try await runner.rawPacedLatency(count: pacedCount, rate: options.latencyRate)
         progress("bus latency run: \(options.latencyRate) notifications/s for \(options.latencySeconds) s")
         report.pacedLatency = try await runner.busThroughput(tag: "latency", count: pacedCount, rate: options.latencyRate)
+        progress("bus latency run with both tasks on bus.executor: \(options.latencyRate) notifications/s")
+        report.pacedLatencyOnExecutor = try await runner.busThroughput(
+            tag: "latency-executor", count: pacedCount, rate: options.latencyRate, onExecutor: true)
         if options.latencySpinMicroseconds > 0 {
             progress("bus latency run with idle spin \(options.latencySpinMicroseconds) us: \(options.latencyRate) notifications/s")
             report.pacedLatencyIdleSpin = try await runner.busThroughput(
@@ -191,10 +194,11 @@ private struct Runner: Sendable {
     }
 
     private func workerArguments(
-        _ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?, spin: Int = 0
+        _ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?, spin: Int = 0, onExecutor: Bool = false
     ) -> [String] {
         var worker = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
         worker.idleSpinMicroseconds = spin
+        worker.onBusExecutor = onExecutor
         worker.size = options.size
         worker.highWaterMark = options.highWaterMark
         worker.rate = rate
@@ -217,13 +221,16 @@ private struct Runner: Sendable {
             frameBytes: result.frameBytes)
     }
 
-    func busThroughput(tag: String, count: Int, rate: Int?, spin: Int = 0) async throws -> BusThroughputRun {
+    func busThroughput(
+        tag: String, count: Int, rate: Int?, spin: Int = 0, onExecutor: Bool = false
+    ) async throws -> BusThroughputRun {
         let executable = options.nbusExecutable
         let pair = try await group.runPair(
             binder: ("bus publisher (nbus bench worker publisher)", executable,
-                     workerArguments(.publisher, endpoint: raw.endpoint(tag), count: count, rate: rate, spin: spin)),
+                     workerArguments(
+                         .publisher, endpoint: raw.endpoint(tag), count: count, rate: rate, spin: spin, onExecutor: onExecutor)),
             connector: ("bus subscriber (nbus bench worker subscriber)", executable,
-                        { workerArguments(.subscriber, endpoint: $0, count: count, rate: nil, spin: spin) }),
+                        { workerArguments(.subscriber, endpoint: $0, count: count, rate: nil, spin: spin, onExecutor: onExecutor) }),
             timeout: childTimeout, acceptFailedConnector: true)
         let result = try pair.connector.requireResult(BusSubscriberResult.self, event: "result")
         let published = pair.binder.lastResult(BusPublisherResult.self, event: "done")

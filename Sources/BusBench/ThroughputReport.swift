@@ -76,6 +76,9 @@ public struct ThroughputReport: Codable, Sendable {
     public var rawRoundTrip: RawRoundTrip?
     /// The bus at a moderate fixed rate: the headline latency.
     public var pacedLatency: BusThroughputRun?
+    /// The same paced run with the posting task and the consumer on their bus's own thread
+    /// (`bus.executor`): no thread hand-off on either side.
+    public var pacedLatencyOnExecutor: BusThroughputRun?
     /// The same paced run with the I/O threads' idle spin on (`latencySpinMicroseconds`).
     public var pacedLatencyIdleSpin: BusThroughputRun?
     /// The idle spin of that run, microseconds.
@@ -119,6 +122,11 @@ public struct ThroughputReport: Codable, Sendable {
         guard let paced = pacedLatency, let rtt = rawRoundTrip, rtt.halfP50 > 0 else { return nil }
         return Double(paced.subscriber.latency.p50) / rtt.halfP50
     }
+    /// The on-executor paced run's p50 over half the raw round trip's p50.
+    public var latencyRatioOnExecutor: Double? {
+        guard let paced = pacedLatencyOnExecutor, let rtt = rawRoundTrip, rtt.halfP50 > 0 else { return nil }
+        return Double(paced.subscriber.latency.p50) / rtt.halfP50
+    }
     /// The idle-spin paced run's p50 over half the raw round trip's p50.
     public var latencyRatioIdleSpin: Double? {
         guard let paced = pacedLatencyIdleSpin, let rtt = rawRoundTrip, rtt.halfP50 > 0 else { return nil }
@@ -136,6 +144,9 @@ public struct ThroughputReport: Codable, Sendable {
         var targets = ["throughputRatio": throughputRatio >= Self.throughputRatioTarget]
         if let latencyRatio { targets["latencyRatio"] = latencyRatio <= Self.latencyRatioTarget }
         if let latencyRatioIdleSpin { targets["latencyRatioIdleSpin"] = latencyRatioIdleSpin <= Self.latencyRatioTarget }
+        if let latencyRatioOnExecutor {
+            targets["latencyRatioOnExecutor"] = latencyRatioOnExecutor <= Self.latencyRatioTarget
+        }
         if let inProcessRatio { targets["inProcessRatio"] = inProcessRatio >= Self.inProcessRatioTarget }
         return targets
     }
@@ -156,6 +167,7 @@ public struct ThroughputReport: Codable, Sendable {
         var busRuns = bus.enumerated().map { ("bus run \($0.offset + 1)", $0.element) }
         if let pacedLatency { busRuns.append(("bus latency run", pacedLatency)) }
         if let pacedLatencyIdleSpin { busRuns.append(("bus latency run, idle spin", pacedLatencyIdleSpin)) }
+        if let pacedLatencyOnExecutor { busRuns.append(("bus latency run, on bus.executor", pacedLatencyOnExecutor)) }
         for (label, run) in busRuns {
             let s = run.subscriber
             if !s.complete || s.subscription.received != UInt64(s.expected) {
@@ -201,6 +213,8 @@ public struct ThroughputReport: Codable, Sendable {
             let rawPacedOneWayP50: UInt64?
             let rawPacedOneWayP99: UInt64?
             let latencyRatio: Double?
+            let busLatencyOnExecutorP50: UInt64?
+            let latencyRatioOnExecutor: Double?
             let busLatencyIdleSpinP50: UInt64?
             let latencyRatioIdleSpin: Double?
             let foundationRate: Double
@@ -214,7 +228,8 @@ public struct ThroughputReport: Codable, Sendable {
             busLatencyP50: pacedLatency?.subscriber.latency.p50, busLatencyP99: pacedLatency?.subscriber.latency.p99,
             rawHalfRoundTripP50: rawRoundTrip?.halfP50, rawHalfRoundTripP99: rawRoundTrip?.halfP99,
             rawPacedOneWayP50: rawPacedLatency?.latency.p50, rawPacedOneWayP99: rawPacedLatency?.latency.p99,
-            latencyRatio: latencyRatio, busLatencyIdleSpinP50: pacedLatencyIdleSpin?.subscriber.latency.p50,
+            latencyRatio: latencyRatio, busLatencyOnExecutorP50: pacedLatencyOnExecutor?.subscriber.latency.p50,
+            latencyRatioOnExecutor: latencyRatioOnExecutor, busLatencyIdleSpinP50: pacedLatencyIdleSpin?.subscriber.latency.p50,
             latencyRatioIdleSpin: latencyRatioIdleSpin, foundationRate: foundationRate, embeddedRate: embeddedRate,
             inProcessRatio: inProcessRatio, targets: targets, accountingOK: accountingErrors.isEmpty)
         return try ReportJSON.encode(Envelope(report: self, summary: summary))
@@ -254,6 +269,13 @@ public struct ThroughputReport: Codable, Sendable {
             if let latencyRatio {
                 row("  ratio bus p50 / raw half-RTT p50", String(format: "%.2fx", latencyRatio),
                     "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatio"]))")
+            }
+            if let onExecutor = pacedLatencyOnExecutor, let ratio = latencyRatioOnExecutor {
+                let l = onExecutor.subscriber.latency
+                row("  bus paced, both tasks on bus.executor",
+                    Format.nanoseconds(Double(l.p50)), Format.nanoseconds(Double(l.p99)))
+                row("  ratio bus (on bus.executor) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
+                    "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatioOnExecutor"]))")
             }
             if let spin = pacedLatencyIdleSpin, let ratio = latencyRatioIdleSpin {
                 let l = spin.subscriber.latency

@@ -290,13 +290,7 @@ final class BusIOThread {
         var lastWork = Timestamps.monotonicNanoseconds()
         while true {
             // Tasks running on the bus's executor first: what they post goes out in this round.
-            core.mailbox.withLock { box in swap(&box.jobs, &jobs) }
-            let ranJobs = !jobs.isEmpty
-            if ranJobs {
-                let executor = self.executor.asUnownedTaskExecutor()
-                for job in jobs { job.runSynchronously(on: executor) }
-                jobs.removeAll(keepingCapacity: true)
-            }
+            var ranJobs = runJobs(&jobs)
             // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
             // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
             let takeOutbound = pending.unsentCount == 0
@@ -321,6 +315,9 @@ final class BusIOThread {
             didWork = sendPending() || didWork
             didWork = readSubscriptions() || didWork
             if !readingPaused { didWork = readNotifications() || didWork }
+            // A consumer on the bus's executor that this round resumed runs now, not a round later.
+            ranJobs = runJobs(&jobs)
+            didWork = ranJobs || didWork
             if !handshakeMonitors.isEmpty { didWork = readHandshakeFailures() || didWork }
             expireWaiters()
             if didWork {
@@ -347,6 +344,16 @@ final class BusIOThread {
             if parked { park() }
         }
         shutDown()
+    }
+
+    /// Runs the jobs of tasks on the bus's executor that are queued now; returns whether any ran.
+    private func runJobs(_ jobs: inout [UnownedJob]) -> Bool {
+        core.mailbox.withLock { box in swap(&box.jobs, &jobs) }
+        guard !jobs.isEmpty else { return false }
+        let executor = self.executor.asUnownedTaskExecutor()
+        for job in jobs { job.runSynchronously(on: executor) }
+        jobs.removeAll(keepingCapacity: true)
+        return true
     }
 
     /// The XPUB refused a frame (`publisherBackpressure` and a full subscriber). A publisher-only
