@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 import ZeroMQ
 
@@ -57,6 +60,18 @@ final class BusCore: Sendable {
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
     private let nextID = Atomic<UInt64>(1)
+    /// The I/O thread's `pthread_self()` once it runs (0 before): to tell code on it from the rest.
+    private let ioThread = Atomic<UInt>(0)
+
+    /// Called by the I/O thread as it starts.
+    func markIOThread() {
+        ioThread.store(UInt(pthread_self()), ordering: .releasing)
+    }
+
+    /// Whether the caller runs on the bus's I/O thread (a task on `bus.executor`).
+    var isOnIOThread: Bool {
+        ioThread.load(ordering: .acquiring) == UInt(pthread_self())
+    }
 
     init(wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0) {
         self.idleSpinNanoseconds = idleSpinNanoseconds

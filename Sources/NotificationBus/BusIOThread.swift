@@ -284,6 +284,7 @@ final class BusIOThread {
     // MARK: The loop
 
     func run() {
+        core.markIOThread()
         var commands: [BusCommand] = []
         var jobs: [UnownedJob] = []
         let spinNanoseconds = UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000

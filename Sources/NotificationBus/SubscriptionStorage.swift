@@ -74,7 +74,8 @@ final class SubscriptionStorage: Sendable {
         if take(into: &local) { return true }
         // Low-latency setting: look again for a while (yielding the thread) before suspending,
         // so an event arriving meanwhile needs no task wake-up. Holds a cooperative thread.
-        if core.idleSpinNanoseconds > 0 {
+        // Never on the bus's own thread (a task on `bus.executor`): that thread delivers the events.
+        if core.idleSpinNanoseconds > 0 && !core.isOnIOThread {
             let deadline = Timestamps.monotonicNanoseconds() + core.idleSpinNanoseconds
             while Timestamps.monotonicNanoseconds() < deadline && !Task.isCancelled && !isEnded {
                 sched_yield()

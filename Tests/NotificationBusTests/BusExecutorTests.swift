@@ -51,4 +51,32 @@ struct BusExecutorTests {
         }.value
         #expect(stats.posted == 1 && stats.sent == 1)
     }
+
+    @Test("With a long idle spin, a consumer on the bus's executor never spins on the bus's thread (it would stall it)", .timeLimit(.minutes(1)))
+    func consumerOnExecutorDoesNotSpinTheBusThread() async throws {
+        var configuration = BusConfiguration.embedded()
+        configuration.idleSpinMicroseconds = 2_000_000  // 2 s: each wait spun on the bus's thread stalls it that long
+        let bus = try Bus(configuration)
+        let stream = try bus.notifications(named: "s.n")
+        try await bus.ready(try NamePattern("s.n"))
+        let (acks, ack) = AsyncStream<Void>.makeStream()
+        let consumer = Task(executorPreference: bus.executor) { () -> Int in
+            var count = 0
+            for await _ in stream {
+                count += 1
+                ack.yield()
+                if count == 50 { break }
+            }
+            return count
+        }
+        // Ping-pong: the consumer waits with nothing buffered before every notification; 50 waits
+        // spun on the bus's thread would take 100 s, beyond the time limit.
+        var acknowledged = acks.makeAsyncIterator()
+        for _ in 0..<50 {
+            try await bus.post(name: "s.n")
+            _ = await acknowledged.next()
+        }
+        #expect(await consumer.value == 50)
+        await bus.close()
+    }
 }
