@@ -30,9 +30,9 @@ public struct ThroughputOptions: Sendable {
     public var latencyRate = 10_000
     /// ... for this many seconds.
     public var latencySeconds = 2.0
-    /// A second paced run with `BusConfiguration.idleSpinMicroseconds` set to this on both buses
-    /// (the low-latency setting); 0 skips it.
-    public var latencySpinMicroseconds = 500
+    /// A paced run in the low-latency setting: both tasks on `bus.executor` and
+    /// `BusConfiguration.idleSpinMicroseconds` set to this on both buses; 0 skips it.
+    public var latencySpinMicroseconds = 200
     /// Measured REQ/REP round trips of the raw baseline.
     public var roundTrips = 20_000
     /// Skip the in-process rows (Foundation vs embedded bus).
@@ -139,9 +139,10 @@ public enum ThroughputBenchmark {
         report.pacedLatencyOnExecutor = try await runner.busThroughput(
             tag: "latency-executor", count: pacedCount, rate: options.latencyRate, onExecutor: true)
         if options.latencySpinMicroseconds > 0 {
-            progress("bus latency run with idle spin \(options.latencySpinMicroseconds) us: \(options.latencyRate) notifications/s")
+            progress("bus latency run, low-latency setting (bus.executor, idle spin \(options.latencySpinMicroseconds) us): \(options.latencyRate) notifications/s")
             report.pacedLatencyIdleSpin = try await runner.busThroughput(
-                tag: "latency-spin", count: pacedCount, rate: options.latencyRate, spin: options.latencySpinMicroseconds)
+                tag: "latency-spin", count: pacedCount, rate: options.latencyRate, spin: options.latencySpinMicroseconds,
+                onExecutor: true)
         }
 
         if !options.skipInProcess {

@@ -79,7 +79,8 @@ public struct ThroughputReport: Codable, Sendable {
     /// The same paced run with the posting task and the consumer on their bus's own thread
     /// (`bus.executor`): no thread hand-off on either side.
     public var pacedLatencyOnExecutor: BusThroughputRun?
-    /// The same paced run with the I/O threads' idle spin on (`latencySpinMicroseconds`).
+    /// The same paced run in the low-latency setting: tasks on `bus.executor` and the idle spin
+    /// on (`latencySpinMicroseconds`).
     public var pacedLatencyIdleSpin: BusThroughputRun?
     /// The idle spin of that run, microseconds.
     public var latencySpinMicroseconds: Int
@@ -279,9 +280,9 @@ public struct ThroughputReport: Codable, Sendable {
             }
             if let spin = pacedLatencyIdleSpin, let ratio = latencyRatioIdleSpin {
                 let l = spin.subscriber.latency
-                row("  bus paced, idle spin \(latencySpinMicroseconds) us (low-latency setting)",
+                row("  bus paced, executor + idle spin \(latencySpinMicroseconds) us (low-latency)",
                     Format.nanoseconds(Double(l.p50)), Format.nanoseconds(Double(l.p99)))
-                row("  ratio bus (idle spin) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
+                row("  ratio bus (low-latency) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
                     "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatioIdleSpin"]))")
             }
             if let loaded = bus.sorted(by: { $0.subscriber.rate < $1.subscriber.rate }).dropFirst(bus.count / 2).first {
