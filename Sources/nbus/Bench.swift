@@ -88,11 +88,7 @@ struct BenchThroughput: AsyncParsableCommand {
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
         print(json ? try report.json() : report.table())
-        if !report.accountingErrors.isEmpty {
-            FileHandle.standardError.write(
-                Data(("ACCOUNTING MISMATCH:\n" + report.accountingErrors.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
-            throw ExitCode(2)
-        }
+        try exitIfChecksFailed(report.accountingErrors, heading: "ACCOUNTING MISMATCH")
     }
 }
 
@@ -221,12 +217,7 @@ struct BenchOverload: AsyncParsableCommand {
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
         print(json ? try report.json() : report.table())
-        let failures = report.failures
-        if !failures.isEmpty {
-            FileHandle.standardError.write(
-                Data(("OVERLOAD CHECKS FAILED:\n" + failures.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
-            throw ExitCode(2)
-        }
+        try exitIfChecksFailed(report.failures, heading: "OVERLOAD CHECKS FAILED")
     }
 }
 

@@ -83,10 +83,6 @@ struct BenchFilter: AsyncParsableCommand {
         }
         display.finish()
         writeStandardOutput((json ? try report.json() : report.table()) + "\n")
-        if !report.failures.isEmpty {
-            FileHandle.standardError.write(
-                Data(("ACCOUNTING IDENTITY FAILED:\n" + report.failures.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
-            throw ExitCode(2)
-        }
+        try exitIfChecksFailed(report.failures, heading: "ACCOUNTING IDENTITY FAILED")
     }
 }

@@ -199,11 +199,7 @@ struct BenchViews: AsyncParsableCommand {
         } else {
             writeStandardOutput(report.table() + "\n")
         }
-        if !report.failures.isEmpty {
-            FileHandle.standardError.write(
-                Data(("ACCOUNTING IDENTITY FAILED:\n" + report.failures.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
-            throw ExitCode(2)
-        }
+        try exitIfChecksFailed(report.failures, heading: "ACCOUNTING IDENTITY FAILED")
     }
 }
 
@@ -254,11 +250,7 @@ struct BenchSweep: AsyncParsableCommand {
         } else {
             writeStandardOutput(sweep.table() + "\n")
         }
-        if !sweep.failures.isEmpty {
-            FileHandle.standardError.write(
-                Data(("ACCOUNTING IDENTITY FAILED:\n" + sweep.failures.map { "  " + $0 }.joined(separator: "\n") + "\n").utf8))
-            throw ExitCode(2)
-        }
+        try exitIfChecksFailed(sweep.failures, heading: "ACCOUNTING IDENTITY FAILED")
     }
 }
 

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import NotificationBus
 
@@ -88,4 +89,12 @@ extension String {
         guard let text = String(bytes: bytes, encoding: .utf8) else { return nil }
         self = text
     }
+}
+
+/// A benchmark's checks failed: lists them on stderr under `heading` and exits 2 (nothing when
+/// `failures` is empty).
+func exitIfChecksFailed(_ failures: [String], heading: String) throws {
+    guard !failures.isEmpty else { return }
+    FileWriter.standardError.write(heading + ":\n" + failures.map { "  " + $0 }.joined(separator: "\n") + "\n")
+    throw ExitCode(2)
 }
