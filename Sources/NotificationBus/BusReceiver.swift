@@ -113,15 +113,17 @@ struct BusReceiver {
     mutating func read(from socket: Socket, limit: Int) -> Int {
         var count = 0
         while count < limit {
-            let outcome: FrameOutcome
+            let isMultipart: Bool
             do {
-                outcome = try socket.receive(mode: .dontWait) { bytes, more in
-                    more ? FrameOutcome.multipart : (route(bytes) ? .matched : .consumed)
+                // A one-frame message is routed while its bytes are lent; more parts are rejected below.
+                isMultipart = try socket.receive(mode: .dontWait) { bytes, more in
+                    if !more { route(bytes) }
+                    return more
                 }
             } catch {
                 break
             }
-            if case .multipart = outcome {
+            if isMultipart {
                 // NBP/1 is one frame: drain the remaining parts and reject the message once.
                 while socket.hasMoreParts { _ = try? socket.receive(mode: .dontWait) }
                 counters.rejected[.wrongFrameCount, default: 0] += 1
@@ -135,15 +137,12 @@ struct BusReceiver {
     /// Routes one of this bus's own posts, handed over directly instead of through a socket
     /// (an embedded bus's loopback); counted as received like any frame.
     mutating func deliverLocally(_ frame: UnsafeRawBufferPointer) {
-        _ = route(frame)
+        route(frame)
         counters.framesReceived += 1
     }
 
-    private enum FrameOutcome {
-        case matched, consumed, multipart
-    }
-
     /// Routes one frame to the subscriptions it matches; returns whether any matched.
+    @discardableResult
     private mutating func route(_ frame: UnsafeRawBufferPointer) -> Bool {
         // A frame that begins with an exact subscription's `name` + NUL carries that (valid)
         // name: no UTF-8 or grammar check, and the subscription's own name value is reused.
