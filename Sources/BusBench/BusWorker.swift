@@ -110,7 +110,7 @@ public enum BusWorker {
             // Paced: message i is due at start + i/rate on the monotonic clock; sleeping is only
             // pacing (each post goes out at its deadline or, when behind, at once).
             let count = options.count
-            try await Task(executorPreference: options.onBusExecutor ? bus.executor : nil) {
+            let paced = { @Sendable () async throws in
                 let clock = ContinuousClock()
                 let origin = clock.now
                 let interval = 1e9 / Double(rate)
@@ -119,7 +119,13 @@ public enum BusWorker {
                     if clock.now < due { try await Task.sleep(until: due, tolerance: .zero, clock: clock) }
                     try await bus.post(name: name, payload: payload)
                 }
-            }.value
+            }
+            // A plain task unless the executor is asked for (see the consumer below).
+            if options.onBusExecutor {
+                try await Task(executorPreference: bus.executor, operation: paced).value
+            } else {
+                try await Task(operation: paced).value
+            }
         } else if options.onBusExecutor {
             // The posting loop on the bus's own I/O thread: no hand-off per post.
             let count = options.count
@@ -160,7 +166,7 @@ public enum BusWorker {
         let expected = options.count
         // The loop starts at once: the publisher's waitForSubscribers is the readiness gate, and
         // nothing is buffered ahead of the loop that would flatter the rate.
-        let consumer = Task(executorPreference: options.onBusExecutor ? bus.executor : nil) { () -> Consumed in
+        let consume = { @Sendable () async -> Consumed in
             var consumed = Consumed()
             for await notification in sequence {
                 let now = Timestamps.wallClockNanoseconds()
@@ -180,6 +186,12 @@ public enum BusWorker {
             }
             return consumed
         }
+        // Measured: `Task(executorPreference: nil)` still marks the task as having a preference,
+        // and every executor check on the consumer's path then takes the task's status-record
+        // lock (about 5% of the subscriber's CPU). A plain task when no executor is asked for.
+        let consumer =
+            options.onBusExecutor
+            ? Task(executorPreference: bus.executor, operation: consume) : Task(operation: consume)
         let watchdog = Task {
             let deadline = Timestamps.monotonicNanoseconds() + UInt64(options.timeoutSeconds) * 1_000_000_000
             let idleLimit = UInt64(options.idleTimeoutSeconds) * 1_000_000_000
