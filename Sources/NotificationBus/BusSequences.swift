@@ -30,7 +30,8 @@ public struct NotificationSequence: AsyncSequence, Sendable {
         /// Runs on the caller's actor (`for await` passes it): a main-actor loop takes each
         /// notification without hopping off the main actor and back.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Notification? {
-            while let event = await events.next(isolation: actor) {
+            // The buffer's `next()` is nonisolated(nonsending): it runs right here, no executor check.
+            while let event = await events.buffer.next() {
                 if case .notification(let notification) = event { return notification }
             }
             return nil
@@ -60,12 +61,12 @@ public struct BusEventSequence: AsyncSequence, Sendable {
         let buffer: IteratorBuffer
 
         public mutating func next() async -> BusEvent? {
-            await buffer.next(isolation: nil)
+            await buffer.next()
         }
 
         /// Runs on the caller's actor (`for await` passes it), without a hop per element.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> BusEvent? {
-            await buffer.next(isolation: actor)
+            await buffer.next()
         }
     }
 }

@@ -70,7 +70,7 @@ final class SubscriptionStorage: Sendable {
 
     /// Fills `local` (empty on entry) with the next events: everything buffered, under one lock,
     /// or, when nothing is buffered, the first event to arrive. Returns false at the end.
-    func refill(_ local: inout Deque<BusEvent>, isolation actor: isolated (any Actor)?) async -> Bool {
+    nonisolated(nonsending) func refill(_ local: inout Deque<BusEvent>) async -> Bool {
         if take(into: &local) { return true }
         // Low-latency setting: look again for a while (yielding the thread) before suspending,
         // so an event arriving meanwhile needs no task wake-up. Holds a cooperative thread.
@@ -154,9 +154,9 @@ final class IteratorBuffer {
         self.handle = handle
     }
 
-    func next(isolation actor: isolated (any Actor)?) async -> BusEvent? {
+    nonisolated(nonsending) func next() async -> BusEvent? {
         if let event = events.popFirst() { return event }
-        guard await handle.storage.refill(&events, isolation: actor) else { return nil }
+        guard await handle.storage.refill(&events) else { return nil }
         return events.popFirst()
     }
 
