@@ -73,8 +73,9 @@ public final class Bus: Sendable {
     /// Posts a notification; suspends (never blocks the thread) while the outbound queue is full.
     ///
     /// Assigns the per-(publisher, name) sequence number and the publish time. Throws for a payload
-    /// over `maximumPayload`, headers beyond NBP/1's limits, or a closed bus.
-    public func post(
+    /// over `maximumPayload`, headers beyond NBP/1's limits, or a closed bus. Runs on the caller's
+    /// executor (`nonisolated(nonsending)`): a main-actor caller stays there, with no hop per post.
+    public nonisolated(nonsending) func post(
         name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified
     ) async throws(BusError) {
@@ -91,7 +92,7 @@ public final class Bus: Sendable {
     }
 
     /// `post` with the name as text (validated; throws `.invalidName`).
-    public func post(
+    public nonisolated(nonsending) func post(
         name: String, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified
     ) async throws(BusError) {
@@ -119,13 +120,11 @@ public final class Bus: Sendable {
         guard payload.count <= configuration.maximumPayload else {
             throw .payloadTooLarge(byteCount: payload.count, maximum: configuration.maximumPayload)
         }
-        let notification = Notification(
-            name: name, payload: payload, headers: headers, contentType: contentType, sequence: 0,
-            publisherID: configuration.publisherID, timestamp: Timestamps.wallClockNanoseconds())
         // Encoded straight into a libzmq message: the I/O thread sends it without another copy.
+        // The sequence is 0 here; `BusCore.queue` stamps it in the same critical section as queueing.
         let size: Int
         do {
-            size = try EnvelopeCodec.encodedSize(of: notification)
+            size = try EnvelopeCodec.encodedSize(name: name, headers: headers, payloadCount: payload.count)
         } catch {
             throw .invalidHeaders(error)
         }
@@ -135,7 +134,13 @@ public final class Bus: Sendable {
         } catch {
             throw .transport(error)
         }
-        message.withUnsafeMutableBytes { _ = EnvelopeCodec.write(notification, into: $0) }
+        let timestamp = Timestamps.wallClockNanoseconds()
+        let publisherID = configuration.publisherID
+        message.withUnsafeMutableBytes { out in
+            _ = EnvelopeCodec.write(
+                name: name, flags: 0, contentType: contentType, headers: headers, payload: payload, sequence: 0,
+                publisherID: publisherID, timestamp: timestamp, into: out)
+        }
         return message
     }
 

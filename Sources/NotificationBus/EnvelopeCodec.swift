@@ -119,6 +119,26 @@ public enum EnvelopeCodec {
 
     /// Writes a notification whose size `encodedSize(of:)` checked into `out`; returns the bytes written.
     static func write(_ notification: Notification, into out: UnsafeMutableRawBufferPointer) -> Int {
+        write(
+            name: notification.name, flags: notification.flags, contentType: notification.contentType,
+            headers: notification.headers, payload: notification.payload, sequence: notification.sequence,
+            publisherID: notification.publisherID, timestamp: notification.timestamp, into: out)
+    }
+
+    /// The bytes `write` needs for these parts (`encodedSize(of:)` without a `Notification`).
+    static func encodedSize(
+        name: NotificationName, headers: NotificationHeaders, payloadCount: Int
+    ) throws(EncodeError) -> Int {
+        name.rawValue.utf8.count + 1 + NBP1.fixedHeaderSize + (try headersLength(headers)) + payloadCount
+    }
+
+    /// Writes one notification from its parts (`post` needs no `Notification` value, and so no
+    /// retains of its fields); `out` must hold exactly `encodedSize(name:headers:payloadCount:)`.
+    static func write(
+        name: NotificationName, flags: UInt8, contentType: ContentType, headers: NotificationHeaders,
+        payload: [UInt8], sequence: UInt64, publisherID: UInt64, timestamp: UInt64,
+        into out: UnsafeMutableRawBufferPointer
+    ) -> Int {
         var position = 0
         func put(_ byte: UInt8) {
             out[position] = byte
@@ -128,30 +148,40 @@ public enum EnvelopeCodec {
             out.storeBytes(of: value.bigEndian, toByteOffset: position, as: T.self)
             position += MemoryLayout<T>.size
         }
-        func put(_ text: String) {
-            for byte in text.utf8 { put(byte) }
+        func put<Bytes: Sequence<UInt8>>(bytes: Bytes) {
+            // Contiguous (a native name, the header block): one copy; otherwise byte by byte.
+            let copied: Int? = bytes.withContiguousStorageIfAvailable { source in
+                UnsafeMutableRawBufferPointer(rebasing: out[position..<(position + source.count)])
+                    .copyMemory(from: UnsafeRawBufferPointer(source))
+                return source.count
+            }
+            if let copied {
+                position += copied
+            } else {
+                for byte in bytes { put(byte) }
+            }
         }
-        let name = notification.name.rawValue
-        put(name)
+        let nameBytes = name.rawValue.utf8
+        put(bytes: nameBytes)
         put(0)
-        let headersLength = notification.headers.wire.count
+        let headersLength = headers.wire.count
         put(NBP1.version)
-        put(notification.flags)
-        put(notification.contentType.rawValue)
-        put(UInt8(truncatingIfNeeded: name.utf8.count))
+        put(flags)
+        put(contentType.rawValue)
+        put(UInt8(truncatingIfNeeded: nameBytes.count))
         put(bigEndian: UInt16(truncatingIfNeeded: headersLength))
-        put(UInt8(truncatingIfNeeded: notification.headers.count))
+        put(UInt8(truncatingIfNeeded: headers.count))
         put(0)
-        put(bigEndian: notification.sequence)
-        put(bigEndian: notification.publisherID)
-        put(bigEndian: notification.timestamp)
-        for byte in notification.headers.wire { put(byte) }
-        notification.payload.withUnsafeBytes { payload in
+        put(bigEndian: sequence)
+        put(bigEndian: publisherID)
+        put(bigEndian: timestamp)
+        if headersLength > 0 { put(bytes: headers.wire) }
+        payload.withUnsafeBytes { payload in
             if payload.count > 0 {
                 UnsafeMutableRawBufferPointer(rebasing: out[position...]).copyMemory(from: payload)
             }
         }
-        return position + notification.payload.count
+        return position + payload.count
     }
 
     // MARK: Decoding
