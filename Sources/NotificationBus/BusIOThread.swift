@@ -379,7 +379,7 @@ final class BusIOThread {
 
     private func park() {
         var poller = Poller()
-        poller.register(fileDescriptor: core.wake.fileDescriptor)
+        let wakeIndex = poller.register(fileDescriptor: core.wake.fileDescriptor)
         if let publisher { poller.register(publisher) }
         if let subscriber, !readingPaused { poller.register(subscriber) }
         for reader in handshakeMonitors { poller.register(reader) }
@@ -390,7 +390,9 @@ final class BusIOThread {
             timeout = timeout < 0 ? untilDeadline : min(timeout, untilDeadline)
         }
         _ = try? poller.poll(timeoutMilliseconds: timeout)
-        core.wake.drain()
+        // Only when it fired: woken by a socket, reading the eventfd would be one more syscall
+        // between the wake-up and the message (a later signal makes the next poll return at once).
+        if poller.ready(at: wakeIndex).contains(.readable) { core.wake.drain() }
     }
 
     // MARK: Commands

@@ -206,7 +206,9 @@ struct BusReceiver {
             }
         }
         if let gap { routes[matchedLast].batch.append(gap: gap) }
-        routes[matchedLast].batch.append(notification: notification)
+        // Moved, not copied: the last (usually only) subscription takes this value itself, which
+        // spares a retain and a release of the payload per frame (measured in the profile).
+        routes[matchedLast].batch.append(notification: consume notification)
         return true
     }
 
