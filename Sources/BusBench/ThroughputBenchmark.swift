@@ -195,7 +195,8 @@ private struct Runner: Sendable {
     }
 
     private func workerArguments(
-        _ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?, spin: Int = 0, onExecutor: Bool = false
+        _ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?, paced: Bool, spin: Int = 0,
+        onExecutor: Bool = false
     ) -> [String] {
         var worker = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
         worker.idleSpinMicroseconds = spin
@@ -203,6 +204,9 @@ private struct Runner: Sendable {
         worker.size = options.size
         worker.highWaterMark = options.highWaterMark
         worker.rate = rate
+        // Unpaced runs measure throughput: the consumer times every 16th notification (62,500
+        // per million for the under-load percentiles). Paced runs time every one.
+        if role == .subscriber && !paced { worker.latencySampleEvery = 16 }
         worker.timeoutSeconds = options.timeoutSeconds
         worker.exitOnStandardInputEOF = true
         return options.workerCommand + worker.arguments
@@ -229,9 +233,12 @@ private struct Runner: Sendable {
         let pair = try await group.runPair(
             binder: ("bus publisher (nbus bench worker publisher)", executable,
                      workerArguments(
-                         .publisher, endpoint: raw.endpoint(tag), count: count, rate: rate, spin: spin, onExecutor: onExecutor)),
+                         .publisher, endpoint: raw.endpoint(tag), count: count, rate: rate, paced: rate != nil, spin: spin,
+                         onExecutor: onExecutor)),
             connector: ("bus subscriber (nbus bench worker subscriber)", executable,
-                        { workerArguments(.subscriber, endpoint: $0, count: count, rate: nil, spin: spin, onExecutor: onExecutor) }),
+                        { workerArguments(
+                            .subscriber, endpoint: $0, count: count, rate: nil, paced: rate != nil, spin: spin,
+                            onExecutor: onExecutor) }),
             timeout: childTimeout, acceptFailedConnector: true)
         let result = try pair.connector.requireResult(BusSubscriberResult.self, event: "result")
         let published = pair.binder.lastResult(BusPublisherResult.self, event: "done")

@@ -133,13 +133,18 @@ struct BenchWorker: AsyncParsableCommand {
     @Option(name: .customLong("spin-us"), help: "The bus's idle spin, microseconds (BusConfiguration.idleSpinMicroseconds).")
     var spinMicroseconds = 0
 
-    @Flag(name: .customLong("on-bus-executor"), help: "Post / consume in a task on the bus's own thread (bus.executor).")
+    @Flag(name: .customLong("on-bus-executor"), help: "Consume (subscriber) or post the unpaced loop (publisher) in a task on the bus's own thread (bus.executor). A paced publisher always posts from a thread of its own, as the C baseline does.")
     var onBusExecutor = false
+
+    @Option(name: .customLong("latency-every"), help: "Subscriber: time every n-th notification (1: every one; the first and last always).")
+    var latencySampleEvery = 1
 
     func run() async throws {
         var options = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
         options.idleSpinMicroseconds = spinMicroseconds
         options.onBusExecutor = onBusExecutor
+        guard latencySampleEvery >= 1 else { throw ValidationError("--latency-every must be at least 1") }
+        options.latencySampleEvery = latencySampleEvery
         options.size = size
         options.highWaterMark = hwm
         options.rate = rate
