@@ -76,11 +76,11 @@ public struct ThroughputReport: Codable, Sendable {
     public var rawRoundTrip: RawRoundTrip?
     /// The bus at a moderate fixed rate: the headline latency.
     public var pacedLatency: BusThroughputRun?
-    /// The same paced run with the posting task and the consumer on their bus's own thread
-    /// (`bus.executor`): no thread hand-off on either side.
+    /// The same paced run with the consumer on its bus's own thread (`bus.executor`): no
+    /// hand-off from the subscriber's I/O thread to another thread.
     public var pacedLatencyOnExecutor: BusThroughputRun?
-    /// The same paced run in the low-latency setting: tasks on `bus.executor` and the idle spin
-    /// on (`latencySpinMicroseconds`).
+    /// The same paced run in the low-latency setting: the consumer on `bus.executor` and the idle
+    /// spin on (`latencySpinMicroseconds`) on both buses.
     public var pacedLatencyIdleSpin: BusThroughputRun?
     /// The idle spin of that run, microseconds.
     public var latencySpinMicroseconds: Int
@@ -273,14 +273,14 @@ public struct ThroughputReport: Codable, Sendable {
             }
             if let onExecutor = pacedLatencyOnExecutor, let ratio = latencyRatioOnExecutor {
                 let l = onExecutor.subscriber.latency
-                row("  bus paced, both tasks on bus.executor",
+                row("  bus paced, consumer on bus.executor",
                     Format.nanoseconds(Double(l.p50)), Format.nanoseconds(Double(l.p99)))
                 row("  ratio bus (on bus.executor) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
                     "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatioOnExecutor"]))")
             }
             if let spin = pacedLatencyIdleSpin, let ratio = latencyRatioIdleSpin {
                 let l = spin.subscriber.latency
-                row("  bus paced, executor + idle spin \(latencySpinMicroseconds) us (low-latency)",
+                row("  bus paced, low-latency (executor + \(latencySpinMicroseconds) us idle spin)",
                     Format.nanoseconds(Double(l.p50)), Format.nanoseconds(Double(l.p99)))
                 row("  ratio bus (low-latency) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
                     "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatioIdleSpin"]))")
