@@ -75,19 +75,38 @@ public final class Bus: Sendable {
     /// Assigns the per-(publisher, name) sequence number and the publish time. Throws for a payload
     /// over `maximumPayload`, headers beyond NBP/1's limits, or a closed bus. Runs on the caller's
     /// executor (`nonisolated(nonsending)`): a main-actor caller stays there, with no hop per post.
+    @inlinable
     public nonisolated(nonsending) func post(
         name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified
     ) async throws(BusError) {
+        // Inlinable: when the outbound queue has room (the common case) a post is synchronous
+        // work in the caller's own frame, with no async call of its own (its frame allocation
+        // and executor checks showed in the publisher's profile).
         var message: Message? = try encodeForPost(name, payload, headers, contentType)
+        if try queue(&message, name) { return }
+        try await queueWhenThereIsSpace(&message, name)
+    }
+
+    /// Queues an encoded post; false (message kept) when the outbound queue is full.
+    @usableFromInline
+    func queue(_ message: inout Message?, _ name: NotificationName) throws(BusError) -> Bool {
+        switch core.queue(message: &message, name: name) {
+        case .queued: return true
+        case .closed: throw .closed
+        case .full: return false
+        }
+    }
+
+    /// `post`'s slow path: suspends until the outbound queue has room, then queues.
+    @usableFromInline
+    nonisolated(nonsending) func queueWhenThereIsSpace(
+        _ message: inout Message?, _ name: NotificationName
+    ) async throws(BusError) {
         while true {
-            switch core.queue(message: &message, name: name) {
-            case .queued: return
-            case .closed: throw .closed
-            case .full:
-                await core.waitForSpace()
-                if Task.isCancelled { throw .cancelled }
-            }
+            await core.waitForSpace()
+            if Task.isCancelled { throw .cancelled }
+            if try queue(&message, name) { return }
         }
     }
 
@@ -112,7 +131,8 @@ public final class Bus: Sendable {
         }
     }
 
-    private func encodeForPost(
+    @usableFromInline
+    func encodeForPost(
         _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
     ) throws(BusError) -> Message {
         guard !configuration.publish.isEmpty else { throw .notAPublisher }
