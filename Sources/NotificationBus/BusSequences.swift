@@ -21,14 +21,21 @@ public struct NotificationSequence: AsyncSequence, Sendable {
 
     /// Iterates the subscription's notifications.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var events: BusEventSequence.AsyncIterator
+        @usableFromInline var events: BusEventSequence.AsyncIterator
 
+        @usableFromInline init(events: BusEventSequence.AsyncIterator) {
+            self.events = events
+        }
+
+        @inlinable
         public mutating func next() async -> Notification? {
             await next(isolation: nil)
         }
 
         /// Runs on the caller's actor (`for await` passes it): a main-actor loop takes each
-        /// notification without hopping off the main actor and back.
+        /// notification without hopping off the main actor and back. Inlinable, so a loop in
+        /// another module needs no executor check per element either.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Notification? {
             // The buffer's `next()` is nonisolated(nonsending): it runs right here, no executor check.
             while let event = await events.buffer.next() {
@@ -58,13 +65,19 @@ public struct BusEventSequence: AsyncSequence, Sendable {
 
     /// Iterates the subscription's events.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let buffer: IteratorBuffer
+        @usableFromInline let buffer: IteratorBuffer
 
+        @usableFromInline init(buffer: IteratorBuffer) {
+            self.buffer = buffer
+        }
+
+        @inlinable
         public mutating func next() async -> BusEvent? {
             await buffer.next()
         }
 
         /// Runs on the caller's actor (`for await` passes it), without a hop per element.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> BusEvent? {
             await buffer.next()
         }

@@ -146,16 +146,24 @@ final class SubscriptionHandle: Sendable {
 /// An iterator's own buffer: filled a batch at a time from the shared buffer, so a consumer that
 /// is behind takes one lock per batch, not per event. When the iterator goes, what it took but did
 /// not use is moved from `delivered` to `discardedAtEnd`, keeping the accounts exact.
+@usableFromInline
 final class IteratorBuffer {
     let handle: SubscriptionHandle
-    var events = Deque<BusEvent>()
+    @usableFromInline var events = Deque<BusEvent>()
 
     init(handle: SubscriptionHandle) {
         self.handle = handle
     }
 
+    /// Inlinable: the common case (an event already taken) is a pop in the consumer's own frame.
+    @inlinable
     nonisolated(nonsending) func next() async -> BusEvent? {
         if let event = events.popFirst() { return event }
+        return await nextAfterRefill()
+    }
+
+    @usableFromInline
+    nonisolated(nonsending) func nextAfterRefill() async -> BusEvent? {
         guard await handle.storage.refill(&events) else { return nil }
         return events.popFirst()
     }
