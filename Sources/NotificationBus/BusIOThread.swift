@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import Dispatch
-import DequeModule
 import ZeroMQ
 
 /// Reserved names and subscription prefixes the bus uses to talk to itself (see NBP-1.md, "Reserved").

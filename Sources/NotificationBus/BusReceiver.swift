@@ -1,10 +1,9 @@
-import DequeModule
 import ZeroMQ
 
 /// What one subscription gets from one round of reading: its events in stream order, with the
 /// counts the state machine needs, so handing them over neither re-scans nor copies them.
 struct SubscriptionBatch {
-    var events = Deque<BusEvent>()
+    var events = EventQueue()
     /// `.notification` elements in `events`.
     var notifications = 0
     /// `.gap` elements in `events`, and the notifications they stand for (upstream only).
@@ -28,7 +27,7 @@ struct SubscriptionBatch {
 
     /// Empties the batch, keeping the events' storage.
     mutating func reset() {
-        events.removeAll(keepingCapacity: true)
+        events.removeAll()
         notifications = 0
         gaps = 0
         lostUpstream = 0

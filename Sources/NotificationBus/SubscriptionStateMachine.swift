@@ -1,5 +1,3 @@
-import DequeModule
-
 /// The state of one subscription's buffer, without locks or side effects: the storage calls it
 /// under its lock and runs the returned action outside (swift-service-lifecycle's pattern).
 struct SubscriptionStateMachine {
@@ -10,7 +8,7 @@ struct SubscriptionStateMachine {
 
     let policy: BufferingPolicy
     private(set) var phase = Phase.active
-    private var buffer = Deque<BusEvent>()
+    private var buffer = EventQueue()
     private var bufferedNotifications = 0
     private var waiter: UnsafeContinuation<BusEvent?, Never>?
     /// Set when the I/O thread was told this subscription is full (suspendProducer only).
@@ -55,11 +53,8 @@ struct SubscriptionStateMachine {
             fits = bufferedNotifications + batch.notifications <= policy.capacity
         }
         if fits {
-            if buffer.isEmpty {
-                swap(&buffer, &batch.events)
-            } else {
-                while let event = batch.events.popFirst() { buffer.append(event) }
-            }
+            // Moved whole when nothing is buffered, else event by event (never copied).
+            buffer.append(contentsOf: &batch.events)
             bufferedNotifications += batch.notifications
         } else {
             while let event = batch.events.popFirst() {
@@ -97,8 +92,7 @@ struct SubscriptionStateMachine {
                 bufferedNotifications += 1
             }
         case .dropOldest:
-            if bufferedNotifications >= capacity, let index = buffer.firstIndex(where: \.isNotification) {
-                buffer.remove(at: index)
+            if bufferedNotifications >= capacity, buffer.removeFirstNotification() {
                 bufferedNotifications -= 1
                 recordLocalDrop(atFront: true)
             }
@@ -110,10 +104,9 @@ struct SubscriptionStateMachine {
     /// Counts one local drop and reports it in-band, merging with an adjacent local-drop gap.
     private mutating func recordLocalDrop(atFront: Bool) {
         stats.droppedLocalBuffer += 1
-        let index = atFront ? buffer.startIndex : buffer.index(before: buffer.endIndex)
-        if !buffer.isEmpty, case .gap(var gap) = buffer[index], gap.cause == .droppedLocalBuffer {
+        if case .gap(var gap)? = atFront ? buffer.first : buffer.last, gap.cause == .droppedLocalBuffer {
             gap.count += 1
-            buffer[index] = .gap(gap)
+            if atFront { buffer.replaceFirst(with: .gap(gap)) } else { buffer.replaceLast(with: .gap(gap)) }
             return
         }
         stats.gaps += 1
@@ -159,7 +152,7 @@ struct SubscriptionStateMachine {
     /// `local` buffer (one lock for many events); returns whether anything moved and whether the
     /// I/O thread may read again. The limit keeps what a consumer holds outside the policy's reach
     /// small: a subscription holds at most its capacity, one I/O batch and one consumer batch.
-    mutating func takeAll(into local: inout Deque<BusEvent>) -> (moved: Bool, resumeProducer: Bool) {
+    mutating func takeAll(into local: inout EventQueue) -> (moved: Bool, resumeProducer: Bool) {
         guard !buffer.isEmpty else { return (false, false) }
         if buffer.count <= Self.consumerBatchLimit {
             swap(&buffer, &local)

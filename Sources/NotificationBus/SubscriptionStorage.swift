@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import DequeModule
 import Synchronization
 
 /// One subscription's shared state: the I/O thread appends batches, one consumer takes events.
@@ -70,7 +69,7 @@ final class SubscriptionStorage: Sendable {
 
     /// Fills `local` (empty on entry) with the next events: everything buffered, under one lock,
     /// or, when nothing is buffered, the first event to arrive. Returns false at the end.
-    nonisolated(nonsending) func refill(_ local: inout Deque<BusEvent>) async -> Bool {
+    nonisolated(nonsending) func refill(_ local: inout EventQueue) async -> Bool {
         if take(into: &local) { return true }
         // Low-latency setting: look again for a while (yielding the thread) before suspending,
         // so an event arriving meanwhile needs no task wake-up. Holds a cooperative thread.
@@ -104,7 +103,7 @@ final class SubscriptionStorage: Sendable {
     }
 
     /// Moves what is buffered into `local` without waiting; wakes the I/O thread if it may read again.
-    private func take(into local: inout Deque<BusEvent>) -> Bool {
+    private func take(into local: inout EventQueue) -> Bool {
         let (moved, resume) = state.withLock { $0.takeAll(into: &local) }
         if resume { core.wakeToResumeReading() }
         return moved
@@ -149,7 +148,7 @@ final class SubscriptionHandle: Sendable {
 @usableFromInline
 final class IteratorBuffer {
     let handle: SubscriptionHandle
-    @usableFromInline var events = Deque<BusEvent>()
+    @usableFromInline var events = EventQueue()
 
     init(handle: SubscriptionHandle) {
         self.handle = handle
@@ -169,6 +168,6 @@ final class IteratorBuffer {
     }
 
     deinit {
-        handle.storage.returnUndelivered(events.reduce(0) { $0 + ($1.isNotification ? 1 : 0) })
+        handle.storage.returnUndelivered(events.notificationCount)
     }
 }
