@@ -147,10 +147,12 @@ struct BusReceiver {
         // name: no UTF-8 or grammar check, and the subscription's own name value is reused.
         var nameLength = -1
         var knownName: NotificationName?
+        var exactIndex = -1
         for index in routes.indices {
             guard let exactName = routes[index].exactName, frame.hasPrefix(routes[index].prefix) else { continue }
             nameLength = routes[index].prefix.count - 1
             knownName = exactName
+            exactIndex = index
             break
         }
         if nameLength < 0 {
@@ -173,7 +175,8 @@ struct BusReceiver {
         }
         var matchedFirst = -1
         var matchedLast = -1
-        for index in routes.indices where frame.hasPrefix(routes[index].prefix) {
+        // The exact route found above matches without comparing its prefix again.
+        for index in routes.indices where index == exactIndex || frame.hasPrefix(routes[index].prefix) {
             if routes[index].exactName != nil || routes[index].pattern.matches(nameBytes: nameBytes) {
                 if matchedFirst < 0 { matchedFirst = index }
                 matchedLast = index
@@ -197,7 +200,7 @@ struct BusReceiver {
         let gap = trackSequence(publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence)
         if matchedFirst < matchedLast {
             for index in matchedFirst..<matchedLast
-            where frame.hasPrefix(routes[index].prefix)
+            where index == exactIndex || frame.hasPrefix(routes[index].prefix)
                 && (routes[index].exactName != nil || routes[index].pattern.matches(nameBytes: nameBytes))
             {
                 if let gap { routes[index].batch.append(gap: gap) }
