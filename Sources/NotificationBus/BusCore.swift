@@ -59,6 +59,9 @@ final class BusCore: Sendable {
     /// `BusConfiguration.idleSpinMicroseconds`, for consumers: how long one looks before suspending.
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
+    /// Set (under the mailbox lock) when a job is queued, cleared when the I/O thread takes them:
+    /// a bus whose executor is unused costs the loop no lock to find that out.
+    let jobsQueued = Atomic<Bool>(false)
     private let nextID = Atomic<UInt64>(1)
     /// The I/O thread's `pthread_self()` once it runs (0 before): to tell code on it from the rest.
     private let ioThread = Atomic<UInt>(0)
@@ -113,6 +116,7 @@ final class BusCore: Sendable {
         let (accepted, wake) = mailbox.withLock { box -> (Bool, Bool) in
             guard !box.closed else { return (false, false) }
             box.jobs.append(job)
+            jobsQueued.store(true, ordering: .releasing)
             let wake = box.sleeping
             box.sleeping = false
             return (true, wake)

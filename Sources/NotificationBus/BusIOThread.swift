@@ -348,7 +348,12 @@ final class BusIOThread {
 
     /// Runs the jobs of tasks on the bus's executor that are queued now; returns whether any ran.
     private func runJobs(_ jobs: inout [UnownedJob]) -> Bool {
-        core.mailbox.withLock { box in swap(&box.jobs, &jobs) }
+        // A job queued after this look is seen by the parking check (under the lock) or next round.
+        guard core.jobsQueued.load(ordering: .acquiring) else { return false }
+        core.mailbox.withLock { box in
+            swap(&box.jobs, &jobs)
+            core.jobsQueued.store(false, ordering: .relaxed)
+        }
         guard !jobs.isEmpty else { return false }
         let executor = self.executor.asUnownedTaskExecutor()
         for job in jobs { job.runSynchronously(on: executor) }
