@@ -139,11 +139,14 @@ struct BenchWorker: AsyncParsableCommand {
     @Option(name: .customLong("latency-every"), help: "Subscriber: time every n-th notification (1: every one; the first and last always).")
     var latencySampleEvery = 1
 
+    func validate() throws {
+        guard latencySampleEvery >= 1 else { throw ValidationError("--latency-every must be at least 1") }
+    }
+
     func run() async throws {
         var options = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
         options.idleSpinMicroseconds = spinMicroseconds
         options.onBusExecutor = onBusExecutor
-        guard latencySampleEvery >= 1 else { throw ValidationError("--latency-every must be at least 1") }
         options.latencySampleEvery = latencySampleEvery
         options.size = size
         options.highWaterMark = hwm
