@@ -25,7 +25,7 @@ public struct ThroughputOptions: Sendable {
     /// Per child process: killed after this many seconds (the command then fails).
     public var timeoutSeconds = 120
     /// Throughput runs per side (raw and bus alternate); the median is reported.
-    public var runs = 3
+    public var runs = 5
     /// The paced latency run: notifications per second ...
     public var latencyRate = 10_000
     /// ... for this many seconds.

@@ -45,7 +45,7 @@ struct BenchThroughput: AsyncParsableCommand {
     var transport: ThroughputOptions.Transport = .ipc
 
     @Option(help: "Throughput runs per side (raw and bus alternate); the median is reported.")
-    var runs: Int = 3
+    var runs: Int = ThroughputOptions(workerCommand: []).runs
 
     @Option(help: "Seconds before a child process is killed (the command then fails).")
     var timeout: Int = 120
