@@ -74,6 +74,15 @@ public struct BusConfiguration: Sendable {
     /// Most headers a received notification may carry: at most NBP/1's 32, lower to refuse more
     /// (counted as `headerLimitExceeded`). Posting is held to NBP/1's limits only.
     public var maximumHeaderCount = NBP1.maximumHeaderCount
+    /// Most (publisher, name) streams a subscriber tracks sequence numbers for. A publisher that
+    /// closes sends an end-of-stream record and its streams are forgotten; one that crashes does
+    /// not, so without a bound a long-lived subscriber of restarting publishers grows forever.
+    /// Beyond it the least recently heard streams are forgotten (a tenth at a time) and counted in
+    /// `BusStats.streamsForgotten`: such a stream's next notification starts tracking afresh, so a
+    /// loss just before it would go undetected. About 100 bytes each.
+    public var maximumTrackedStreams = BusConfiguration.defaultMaximumTrackedStreams
+    /// `maximumTrackedStreams` unless set: 100,000 (about 10 MB at most).
+    public static let defaultMaximumTrackedStreams = 100_000
     /// CURVE for the sockets that connect (to `nbus broker` or a binding peer); nil is plaintext.
     /// Has no effect on `inproc://`, which has no handshake.
     public var curve: CurveClientSecurity?

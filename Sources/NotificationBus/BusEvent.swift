@@ -98,6 +98,12 @@ public struct BusStats: Hashable, Sendable {
     public var lostUpstream: UInt64 = 0
     /// End-of-stream records received from closing publishers.
     public var endOfStreamRecords: UInt64 = 0
+    /// (Publisher, name) streams whose sequence numbers are tracked now.
+    public var trackedStreams: Int = 0
+    /// Streams forgotten because more than `BusConfiguration.maximumTrackedStreams` were tracked
+    /// (the least recently heard first); a loss right before such a stream's next notification
+    /// cannot be detected.
+    public var streamsForgotten: UInt64 = 0
     /// At close: NotificationBus subscribers that did not acknowledge this publisher's end-of-stream
     /// record before the close timeout (their lost tail, if any, may go uncounted).
     public var endOfStreamUnacknowledged: UInt64 = 0

@@ -135,7 +135,8 @@ final class BusIOThread {
         self.configuration = configuration
         self.view = PublisherView(publisherID: configuration.publisherID)
         self.receiver = BusReceiver(
-            maximumPayload: configuration.maximumPayload, maximumHeaderCount: configuration.maximumHeaderCount)
+            maximumPayload: configuration.maximumPayload, maximumHeaderCount: configuration.maximumHeaderCount,
+            maximumTrackedStreams: configuration.maximumTrackedStreams)
         do {
             // Blocky: close() sets the publisher's linger so queued frames (and the end-of-stream
             // record) still reach subscribers; every socket starts with linger 0 so nothing else waits.
@@ -661,6 +662,8 @@ final class BusIOThread {
         stats.unmatched = received.unmatched
         stats.lostUpstream = received.lostUpstream
         stats.endOfStreamRecords = received.endOfStreamRecords
+        stats.streamsForgotten = received.streamsForgotten
+        stats.trackedStreams = receiver.trackedStreams
         stats.rejected = received.rejected
         if let authentication {
             stats.clientAuthentication = authentication.counts.values.reduce(AuthenticationCounts(), +)

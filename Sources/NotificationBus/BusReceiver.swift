@@ -58,8 +58,9 @@ struct BusReceiver {
     }
 
     private(set) var routes: [Route] = []
-    /// Last sequence seen per stream, except the cached stream's (see `cachedStream`).
-    private var lastSequence: [StreamKey: UInt64] = [:]
+    /// Per stream, except the cached stream (see `cachedStream`): the last sequence seen, and when
+    /// it was last heard (`counters.framesReceived` then), to forget the stalest first.
+    private var lastSequence: [StreamKey: (last: UInt64, heard: UInt64)] = [:]
     /// The stream of the previous notification and its last sequence, kept out of `lastSequence`
     /// so a run from one stream (the common case) costs no hashing. `spillCachedStream()` puts
     /// it back before anything reads the table.
@@ -73,10 +74,16 @@ struct BusReceiver {
     let maximumPayload: Int
     /// This receiver's own header limit (at most NBP/1's 32).
     let maximumHeaderCount: Int
+    /// `BusConfiguration.maximumTrackedStreams` (at least 2: the cached stream and one more).
+    let maximumTrackedStreams: Int
 
-    init(maximumPayload: Int, maximumHeaderCount: Int = NBP1.maximumHeaderCount) {
+    init(
+        maximumPayload: Int, maximumHeaderCount: Int = NBP1.maximumHeaderCount,
+        maximumTrackedStreams: Int = BusConfiguration.defaultMaximumTrackedStreams
+    ) {
         self.maximumPayload = maximumPayload
         self.maximumHeaderCount = maximumHeaderCount
+        self.maximumTrackedStreams = max(2, maximumTrackedStreams)
     }
 
     // MARK: Subscriptions
@@ -227,8 +234,8 @@ struct BusReceiver {
                 cachedStream = (key, sequence)
                 return nil
             }
-            cachedStream = (key, tracked)
-            last = tracked
+            cachedStream = (key, tracked.last)
+            last = tracked.last
         }
         guard sequence > last else { return nil }
         cachedStream?.last = sequence
@@ -254,7 +261,7 @@ struct BusReceiver {
         var anyGap = false
         for (name, last) in EndOfStream.entries(in: notification.payload) {
             let key = StreamKey(publisherID: notification.publisherID, name: name)
-            guard let tracked = lastSequence.removeValue(forKey: key), last > tracked else { continue }
+            guard let tracked = lastSequence.removeValue(forKey: key)?.last, last > tracked else { continue }
             let gap = Gap(
                 cause: .lostUpstream, count: last - tracked, name: name, publisherID: notification.publisherID,
                 sequences: (tracked + 1)...last)
@@ -268,12 +275,26 @@ struct BusReceiver {
         return anyGap
     }
 
-    /// Moves the cached stream back into `lastSequence`.
+    /// Moves the cached stream back into `lastSequence`, first forgetting the least recently heard
+    /// tenth of the table when it is full (the cached stream counts as one of the tracked).
     private mutating func spillCachedStream() {
         guard let cached = cachedStream else { return }
-        lastSequence[cached.key] = cached.last
         cachedStream = nil
+        if lastSequence.count >= maximumTrackedStreams - 1 { forgetStalestStreams() }
+        lastSequence[cached.key] = (cached.last, counters.framesReceived)
     }
+
+    /// Forgets a tenth of the tracked streams (at least one), the least recently heard, and counts
+    /// them. Sorting once per tenth keeps the cost per new stream logarithmic on average.
+    private mutating func forgetStalestStreams() {
+        let count = max(1, maximumTrackedStreams / 10)
+        let stalest = lastSequence.sorted { $0.value.heard < $1.value.heard }.prefix(count)
+        for entry in stalest { lastSequence.removeValue(forKey: entry.key) }
+        counters.streamsForgotten += UInt64(stalest.count)
+    }
+
+    /// Streams tracked now, the cached one included.
+    var trackedStreams: Int { lastSequence.count + (cachedStream == nil ? 0 : 1) }
 
     // MARK: Handing over
 

@@ -150,7 +150,8 @@ struct Subscribe: AsyncParsableCommand {
         guard stats else { return }
         for (pattern, stats) in perPattern { printError("  \(pattern): \(stats)") }
         printError(
-            "  bus: framesReceived=\(bus.framesReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream)")
+            "  bus: framesReceived=\(bus.framesReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) "
+                + "trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
         for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
             printError("  rejected \(reason): \(count)")
         }
