@@ -131,6 +131,8 @@ public final class Bus: Sendable {
         }
     }
 
+    /// Validates a post and encodes it into a libzmq message, stamped with the time now and
+    /// sequence 0 (`BusCore.queue` writes the real one as it queues).
     @usableFromInline
     func encodeForPost(
         _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
