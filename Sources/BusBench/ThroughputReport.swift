@@ -271,20 +271,21 @@ public struct ThroughputReport: Codable, Sendable {
                 row("  ratio bus p50 / raw half-RTT p50", String(format: "%.2fx", latencyRatio),
                     "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatio"]))")
             }
-            if let onExecutor = pacedLatencyOnExecutor, let ratio = latencyRatioOnExecutor {
-                let l = onExecutor.subscriber.latency
-                row("  bus paced, consumer on bus.executor",
-                    Format.nanoseconds(Double(l.p50)), Format.nanoseconds(Double(l.p99)))
-                row("  ratio bus (on bus.executor) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
-                    "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatioOnExecutor"]))")
+            // The same paced run in another setting: its percentiles, then its ratio and verdict.
+            func settingRows(_ run: BusThroughputRun?, _ ratio: Double?, label: String, ratioLabel: String, target: String) {
+                guard let run, let ratio else { return }
+                row("  bus paced, \(label)",
+                    Format.nanoseconds(Double(run.subscriber.latency.p50)), Format.nanoseconds(Double(run.subscriber.latency.p99)))
+                row("  ratio bus (\(ratioLabel)) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
+                    "target <= \(Self.latencyRatioTarget)x: \(verdict(targets[target]))")
             }
-            if let spin = pacedLatencyIdleSpin, let ratio = latencyRatioIdleSpin {
-                let l = spin.subscriber.latency
-                row("  bus paced, low-latency (executor + \(latencySpinMicroseconds) us idle spin)",
-                    Format.nanoseconds(Double(l.p50)), Format.nanoseconds(Double(l.p99)))
-                row("  ratio bus (low-latency) p50 / raw half-RTT p50", String(format: "%.2fx", ratio),
-                    "target <= \(Self.latencyRatioTarget)x: \(verdict(targets["latencyRatioIdleSpin"]))")
-            }
+            settingRows(
+                pacedLatencyOnExecutor, latencyRatioOnExecutor, label: "consumer on bus.executor",
+                ratioLabel: "on bus.executor", target: "latencyRatioOnExecutor")
+            settingRows(
+                pacedLatencyIdleSpin, latencyRatioIdleSpin,
+                label: "low-latency (executor + \(latencySpinMicroseconds) us idle spin)", ratioLabel: "low-latency",
+                target: "latencyRatioIdleSpin")
             if let loaded = bus.sorted(by: { $0.subscriber.rate < $1.subscriber.rate }).dropFirst(bus.count / 2).first {
                 row("  bus under full load (median run; queueing)",
                     Format.nanoseconds(Double(loaded.subscriber.latency.p50)),
