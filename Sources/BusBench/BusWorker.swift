@@ -147,21 +147,17 @@ public enum BusWorker {
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<BusError?, Never>) in
             Thread.detachNewThread {
                 let interval = 1e9 / Double(rate)
-                let start = monotonicNow()
+                let start = Timestamps.monotonicNanoseconds()
                 var failure: BusError?
                 posting: for index in 0..<count {
-                    var due = start + UInt64(Double(index) * interval)
-                    var until = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
-                    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+                    sleepUntil(monotonic: start + UInt64(Double(index) * interval))
                     while true {
                         do throws(BusError) {
                             try bus.postNow(name: name, payload: payload)
                             break
                         } catch .outboundQueueFull(capacity: _) {
                             // Behind (the bus refuses more): wait a little, never drop.
-                            due = monotonicNow() + 50_000
-                            until = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
-                            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
+                            sleepUntil(monotonic: Timestamps.monotonicNanoseconds() + 50_000)
                         } catch {
                             failure = error
                             break posting
@@ -174,10 +170,10 @@ public enum BusWorker {
         if let outcome { throw outcome }
     }
 
-    private static func monotonicNow() -> UInt64 {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    /// Sleeps the calling thread until `deadline` on the monotonic clock (absolute, EINTR retried).
+    private static func sleepUntil(monotonic deadline: UInt64) {
+        var until = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nil) == EINTR {}
     }
 
     // MARK: Subscriber
