@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 
 // errno values that Swift cannot import as macros on every libc.
 static inline int czmq_eagain(void) { return EAGAIN; }
@@ -23,5 +24,10 @@ static inline int czmq_enotsock(void) { return ENOTSOCK; }
 // A non-blocking, close-on-exec eventfd (a Poller wake-up line); -1 and errno on failure.
 static inline int czmq_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 static inline int czmq_errno(void) { return errno; }
+
+// Names the calling thread (Linux keeps the first 15 bytes); `prctl` is variadic, so Swift needs this.
+static inline int czmq_set_current_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
 
 #endif

@@ -105,7 +105,7 @@ public final class Broker: Sendable {
         let started = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<(String, String), BusError>?>(nil)
 
-        let proxyThread = try spawnThread { [context] in
+        let proxyThread = try spawnThread(named: "nbus-proxy") { [context] in
             var sides: [Socket] = []
             defer {
                 // Monitors stop before their reader does, and the sides close before the handler:
@@ -160,7 +160,7 @@ public final class Broker: Sendable {
         frontendEndpoint = endpoints.0
         backendEndpoint = endpoints.1
         threads = Mutex([proxyThread])
-        let controlThread = try spawnThread { [self] in runControl(endpoint: controlEndpoint) }
+        let controlThread = try spawnThread(named: "nbus-control") { [self] in runControl(endpoint: controlEndpoint) }
         threads.withLock { $0.append(controlThread) }
     }
 

@@ -42,7 +42,7 @@ public final class Bus: Sendable {
         let finished = FinishSignal()
         self.finished = finished
         let start = ThreadStart(core: core, configuration: configuration, executor: executor) { finished.finish() }
-        let handle = try spawnThread { start.main() }
+        let handle = try spawnThread(named: "nbus-io") { start.main() }
         start.ready.wait()
         switch start.outcome.withLock({ $0 }) {
         case .success(let endpoints)?:

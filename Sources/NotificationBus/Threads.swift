@@ -1,22 +1,33 @@
+import CZeroMQ
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Starts a joinable POSIX thread running `body` (the bus's I/O thread, the broker's threads).
 /// Plain pthreads rather than Foundation's `Thread` so `close()` can join them: no thread outlives its owner.
-func spawnThread(_ body: @escaping @Sendable () -> Void) throws(BusError) -> pthread_t {
+/// `name` (at most 15 bytes, Linux's limit) is what `top -H`, `ps -L` and `perf` show for it;
+/// without it a thread started from a Dispatch worker would carry that worker's name.
+func spawnThread(named name: String, _ body: @escaping @Sendable () -> Void) throws(BusError) -> pthread_t {
     final class Box: Sendable {
+        let name: String
         let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        init(_ name: String, _ body: @escaping @Sendable () -> Void) {
+            self.name = name
+            self.body = body
+        }
     }
     var handle = pthread_t()
     let result = pthread_create(
         &handle, nil,
         { argument in
             guard let argument else { return nil }
-            Unmanaged<Box>.fromOpaque(argument).takeRetainedValue().body()
+            let box = Unmanaged<Box>.fromOpaque(argument).takeRetainedValue()
+            // Best effort: a name that cannot be set changes nothing else.
+            _ = czmq_set_current_thread_name(box.name)
+            box.body()
             return nil
-        }, Unmanaged.passRetained(Box(body)).toOpaque())
+        }, Unmanaged.passRetained(Box(name, body)).toOpaque())
     guard result == 0 else { throw .system("pthread_create failed with error \(result)") }
     return handle
 }

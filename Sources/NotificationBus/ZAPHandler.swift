@@ -50,7 +50,7 @@ final class ZAPHandler: Sendable {
         let started = DispatchSemaphore(value: 0)
         let failure = Mutex<BusError?>(nil)
         let domains = allowLists.keys.sorted()
-        let handle = try spawnThread {
+        let handle = try spawnThread(named: "nbus-zap") {
             let sockets: (handler: Socket, monitors: [(AuthenticationDomain, Socket)])
             do throws(ZMQError) {
                 let handler = try context.socket(.rep)

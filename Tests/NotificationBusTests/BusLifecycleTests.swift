@@ -31,6 +31,17 @@ struct BusLifecycleTests {
         #expect(try threads() <= threadsBefore + 100)
     }
 
+    @Test("The I/O thread is named nbus-io, so top -H and perf can tell it from Dispatch's workers")
+    func ioThreadIsNamed() async throws {
+        let bus = try Bus(.embedded())
+        // Jobs on `bus.executor` run on the I/O thread: read that thread's own name there.
+        let name = try await Task(executorPreference: bus.executor) {
+            try String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)
+        }.value
+        await bus.close()
+        #expect(name.trimmingCharacters(in: .whitespacesAndNewlines) == "nbus-io")
+    }
+
     @Test("Binding an endpoint in use fails with a typed transport error")
     func bindInUse() async throws {
         let first = try Bus(.directPublisher(bind: "tcp://127.0.0.1:*"))
