@@ -138,7 +138,7 @@ public final class Bus: Sendable {
         _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
     ) throws(BusError) -> Message {
         guard !configuration.publish.isEmpty else { throw .notAPublisher }
-        guard !name.rawValue.utf8.starts(with: ControlNames.reservedPrefix) else { throw .reservedName(name) }
+        guard !ControlNames.isReserved(name) else { throw .reservedName(name) }
         guard payload.count <= configuration.maximumPayload else {
             throw .payloadTooLarge(byteCount: payload.count, maximum: configuration.maximumPayload)
         }

@@ -18,6 +18,13 @@ enum ControlNames {
     /// Every name starting with this is the bus's own; `post` refuses it.
     static let reservedPrefix = Array("_nbus.".utf8)
 
+    /// Whether `name` is the bus's own; checked on every post, so a name not starting with `_`
+    /// (nearly all) costs one byte's look.
+    static func isReserved(_ name: NotificationName) -> Bool {
+        let bytes = name.rawValue.utf8
+        return bytes.first == UInt8(ascii: "_") && bytes.starts(with: reservedPrefix)
+    }
+
     static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits

@@ -26,6 +26,22 @@ struct NamePatternTests {
         #expect(throws: error) { try NotificationName(name) }
     }
 
+    @Test("Names compare byte-wise: a copy, an equal name built apart, never a canonically equivalent one")
+    func namesCompareByteWise() throws {
+        // Long enough to live in heap storage, so the copy shares it (the same-storage shortcut).
+        let name = try NotificationName("orders.created.in-the-eu-warehouse")
+        let copy = name
+        #expect(copy == name)
+        #expect(try NotificationName("orders.created.in-the-" + "eu-warehouse") == name)
+        #expect(try NotificationName("orders.created.in-the-eu-warehousf") != name)
+        // "café" composed (NFC) and decomposed (NFD): equal as Swift strings, different bytes.
+        let composed = try NotificationName("caf\u{E9}.\(String(repeating: "x", count: 20))")
+        let decomposed = try NotificationName("cafe\u{301}.\(String(repeating: "x", count: 20))")
+        #expect(composed.rawValue == decomposed.rawValue)
+        #expect(composed != decomposed)
+        #expect(Set([composed, decomposed]).count == 2)
+    }
+
     @Test("A 255-byte name is the longest accepted")
     func longestName() throws {
         #expect(try NotificationName(String(repeating: "a", count: 255)).rawValue.utf8.count == 255)
