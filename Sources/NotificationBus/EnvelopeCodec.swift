@@ -150,8 +150,11 @@ public enum EnvelopeCodec {
         }
         func put<Bytes: Sequence<UInt8>>(bytes: Bytes) {
             // Contiguous (a native name, the header block): one copy; otherwise byte by byte.
+            // The closure captures a constant, not `position`: a captured `var` is checked for
+            // exclusive access at run time (it showed in the publisher's profile).
+            let start = position
             let copied: Int? = bytes.withContiguousStorageIfAvailable { source in
-                UnsafeMutableRawBufferPointer(rebasing: out[position..<(position + source.count)])
+                UnsafeMutableRawBufferPointer(rebasing: out[start..<(start + source.count)])
                     .copyMemory(from: UnsafeRawBufferPointer(source))
                 return source.count
             }
@@ -176,12 +179,13 @@ public enum EnvelopeCodec {
         put(bigEndian: publisherID)
         put(bigEndian: timestamp)
         if headersLength > 0 { put(bytes: headers.wire) }
+        let payloadStart = position
         payload.withUnsafeBytes { payload in
             if payload.count > 0 {
-                UnsafeMutableRawBufferPointer(rebasing: out[position...]).copyMemory(from: payload)
+                UnsafeMutableRawBufferPointer(rebasing: out[payloadStart...]).copyMemory(from: payload)
             }
         }
-        return position + payload.count
+        return payloadStart + payload.count
     }
 
     // MARK: Decoding

@@ -148,7 +148,11 @@ final class SubscriptionHandle: Sendable {
 @usableFromInline
 final class IteratorBuffer {
     let handle: SubscriptionHandle
-    @usableFromInline var events = EventQueue()
+    /// Not checked for exclusive access at run time (a check per element showed in the consumer's
+    /// profile). Safe: only the iterator that owns this buffer touches it, and an `AsyncIterator`
+    /// is not `Sendable`, so one task at a time calls its `next()`; the one access held across a
+    /// suspension (`refill(&events)`) is inside that same `next()`.
+    @exclusivity(unchecked) @usableFromInline var events = EventQueue()
 
     init(handle: SubscriptionHandle) {
         self.handle = handle
