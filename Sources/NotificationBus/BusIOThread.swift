@@ -833,12 +833,9 @@ enum EndOfStream {
 extension UnsafeRawBufferPointer {
     /// Whether these bytes begin with `prefix` (one `memcmp`).
     @inline(__always)
-    func hasPrefix(_ prefix: [UInt8]) -> Bool {
+    func hasPrefix(_ prefix: UnsafeRawBufferPointer) -> Bool {
         guard prefix.count <= count else { return false }
-        guard let base = baseAddress, !prefix.isEmpty else { return true }
-        return prefix.withUnsafeBytes { bytes in
-            guard let prefixBase = bytes.baseAddress else { return true }
-            return memcmp(base, prefixBase, prefix.count) == 0
-        }
+        guard let base = baseAddress, let prefixBase = prefix.baseAddress else { return true }
+        return memcmp(base, prefixBase, prefix.count) == 0
     }
 }

@@ -45,11 +45,37 @@ struct BusReceiver {
     struct Route {
         let storage: SubscriptionStorage
         let pattern: NamePattern
-        /// `pattern.subscriptionPrefix`, the bytes every frame it can match begins with.
-        let prefix: [UInt8]
+        /// `pattern.subscriptionPrefix`, the bytes every frame it can match begins with. Raw
+        /// bytes, compared per frame without the retain and release an array's access costs;
+        /// valid while `prefixOwner` (held by every copy of this route) lives.
+        let prefix: UnsafeRawBufferPointer
+        let prefixOwner: RoutePrefix
         /// For an exact pattern, the name itself: frames that start with `prefix` carry it.
         let exactName: NotificationName?
+        /// `exactName != nil`, readable without copying the name out.
+        let isExact: Bool
         var batch = SubscriptionBatch()
+
+        init(storage: SubscriptionStorage) {
+            self.storage = storage
+            pattern = storage.pattern
+            prefixOwner = RoutePrefix(pattern.subscriptionPrefix)
+            prefix = UnsafeRawBufferPointer(prefixOwner.bytes)
+            exactName = pattern.exactName
+            isExact = exactName != nil
+        }
+    }
+
+    /// Owns a route's prefix bytes (freed with the last copy of the route).
+    final class RoutePrefix {
+        let bytes: UnsafeMutableRawBufferPointer
+
+        init(_ prefix: [UInt8]) {
+            bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: prefix.count, alignment: 1)
+            bytes.copyBytes(from: prefix)
+        }
+
+        deinit { bytes.deallocate() }
     }
 
     struct StreamKey: Hashable {
@@ -89,8 +115,7 @@ struct BusReceiver {
     // MARK: Subscriptions
 
     mutating func add(_ storage: SubscriptionStorage) {
-        let pattern = storage.pattern
-        routes.append(Route(storage: storage, pattern: pattern, prefix: pattern.subscriptionPrefix, exactName: pattern.exactName))
+        routes.append(Route(storage: storage))
     }
 
     /// Removes a subscription; forgets the streams no remaining subscription matches, so one that
@@ -156,9 +181,9 @@ struct BusReceiver {
         var knownName: NotificationName?
         var exactIndex = -1
         for index in routes.indices {
-            guard let exactName = routes[index].exactName, frame.hasPrefix(routes[index].prefix) else { continue }
+            guard routes[index].isExact, frame.hasPrefix(routes[index].prefix) else { continue }
             nameLength = routes[index].prefix.count - 1
-            knownName = exactName
+            knownName = routes[index].exactName
             exactIndex = index
             break
         }
@@ -184,7 +209,7 @@ struct BusReceiver {
         var matchedLast = -1
         // The exact route found above matches without comparing its prefix again.
         for index in routes.indices where index == exactIndex || frame.hasPrefix(routes[index].prefix) {
-            if routes[index].exactName != nil || routes[index].pattern.matches(nameBytes: nameBytes) {
+            if routes[index].isExact || routes[index].pattern.matches(nameBytes: nameBytes) {
                 if matchedFirst < 0 { matchedFirst = index }
                 matchedLast = index
             } else {
@@ -208,7 +233,7 @@ struct BusReceiver {
         if matchedFirst < matchedLast {
             for index in matchedFirst..<matchedLast
             where index == exactIndex || frame.hasPrefix(routes[index].prefix)
-                && (routes[index].exactName != nil || routes[index].pattern.matches(nameBytes: nameBytes))
+                && (routes[index].isExact || routes[index].pattern.matches(nameBytes: nameBytes))
             {
                 if let gap { routes[index].batch.append(gap: gap) }
                 routes[index].batch.append(notification: notification)
