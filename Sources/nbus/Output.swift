@@ -19,8 +19,9 @@ enum OutputFormat: String, CaseIterable, Sendable {
     func render(_ event: BusEvent) -> String {
         switch (self, event) {
         case (.text, .notification(let n)):
-            let headers = n.headers.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
-            let payload = String(validatingUTF8: n.payload) ?? "base64:" + Data(n.payload).base64EncodedString()
+            let headers = n.headers.map { "\(Self.textField($0.key))=\(Self.textField($0.value))" }.joined(separator: ",")
+            let payload =
+                String(validatingUTF8: n.payload).map(Self.textField) ?? "base64:" + Data(n.payload).base64EncodedString()
             var line = "\(n.name) seq=\(n.sequence) publisher=\(String(n.publisherID, radix: 16))"
             if !headers.isEmpty { line += " headers=[\(headers)]" }
             if n.contentType != .unspecified { line += " type=\(n.contentType)" }
@@ -58,6 +59,16 @@ enum OutputFormat: String, CaseIterable, Sendable {
         }
     }
 
+    /// Text as it appears in a text-format line: as is, unless it holds a control character (a
+    /// newline would start what looks like another notification; an escape sequence would reach the
+    /// terminal) or begins with a quote: then as a JSON string literal, quoted and escaped.
+    static func textField(_ text: String) -> String {
+        let needsQuoting =
+            text.hasPrefix("\"")
+            || text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
+        return needsQuoting ? jsonString(text) : text
+    }
+
     /// A JSON string literal: quotes, backslashes and control characters escaped, the rest as UTF-8.
     static func jsonString(_ text: String) -> String {
         var out = "\""
@@ -68,7 +79,7 @@ enum OutputFormat: String, CaseIterable, Sendable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
                 let hex = String(scalar.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)

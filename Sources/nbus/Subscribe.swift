@@ -10,7 +10,11 @@ struct Subscribe: AsyncParsableCommand {
         discussion: """
             Patterns: exact `orders.created`, one token `orders.*.eu`, the rest `orders.>`. \
             Notifications go to standard output, one per line (text or JSON); lost ones appear \
-            in-band as gap lines ("! gap(...)" or {"gap": ...}). The summary, with every loss by \
+            in-band as gap lines ("! gap(...)" or {"gap": ...}). A notification that several \
+            patterns match is printed once. In text lines a payload or header with control \
+            characters (a newline, an escape) is printed quoted, with JSON escapes, and a payload \
+            that is not UTF-8 as base64:...; JSON lines carry such a payload as payloadBase64. \
+            The summary ("printed N; lost upstream ..., dropped locally ..."), with every loss by \
             cause, goes to standard error. Runs until --count notifications arrived, or until \
             SIGINT/SIGTERM: then it stops reading, prints what it had already received, the summary, \
             and exits 0; a second signal exits at once with 128 + the signal number.
@@ -116,19 +120,18 @@ struct Subscribe: AsyncParsableCommand {
     }
 
     /// Prints every event of `streams` until they end or `count` notifications were printed;
-    /// returns whether the count was reached.
-    func printEvents(of streams: [BusEventSequence], counting received: Counter) async -> Bool {
-        let target = count
-        let output = format == .json ? OutputFormat.json : .text
+    /// returns whether the count was reached. A notification (or an upstream gap) whose name
+    /// several patterns match reaches each of their subscriptions; it is printed once, from the
+    /// first of them in command-line order.
+    func printEvents(of streams: [BusEventSequence], printing printer: EventPrinter) async -> Bool {
+        let patterns = streams.map(\.pattern)
         return await withTaskGroup(of: Bool.self) { group in
-            for stream in streams {
+            for (index, stream) in streams.enumerated() {
+                let earlier = Array(patterns[..<index])
                 group.addTask {
                     for await event in stream {
-                        FileWriter.standardOutput.write(output.render(event) + "\n")
-                        if case .notification = event {
-                            let total = received.increment()
-                            if let target, total >= target { return true }
-                        }
+                        if let name = event.streamName, earlier.contains(where: { $0.matches(name) }) { continue }
+                        if printer.print(event) { return true }
                     }
                     return false
                 }
@@ -141,11 +144,13 @@ struct Subscribe: AsyncParsableCommand {
         }
     }
 
-    func printSummary(received: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
-        let lost = perPattern.reduce(UInt64(0)) { $0 + $1.1.lostUpstream }
+    func printSummary(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
+        // Upstream loss from the bus: counted once per lost message, however many patterns match
+        // its name (each of their subscriptions sees the gap). Local drops are per buffer.
+        let lost = bus.lostUpstream
         let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
         printError(
-            "nbus subscribe: received \(received); lost upstream \(lost), dropped locally \(dropped), "
+            "nbus subscribe: printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
                 + "rejected malformed \(bus.rejectedTotal)\(handshakeNote(bus))")
         guard stats else { return }
         for (pattern, stats) in perPattern { printError("  \(pattern): \(stats)") }
@@ -158,11 +163,42 @@ struct Subscribe: AsyncParsableCommand {
     }
 }
 
-/// A count shared by the printing tasks.
-final class Counter: Sendable {
-    private let atomic = Atomic<Int>(0)
-    func increment() -> Int { atomic.add(1, ordering: .relaxed).newValue }
-    var value: Int { atomic.load(ordering: .relaxed) }
+/// Prints the events of every pattern's task, one whole line at a time, and counts the
+/// notifications: exactly `limit` at most, however many tasks print at once.
+final class EventPrinter: Sendable {
+    private let printed = Mutex<Int>(0)
+    let limit: Int?
+    let format: OutputFormat
+
+    init(limit: Int?, format: OutputFormat) {
+        self.limit = limit
+        self.format = format
+    }
+
+    /// Prints `event` unless the limit was reached; returns whether the limit is reached now.
+    func print(_ event: BusEvent) -> Bool {
+        let line = format.render(event) + "\n"
+        return printed.withLock { printed in
+            if let limit, printed >= limit { return true }
+            FileWriter.standardOutput.write(line)
+            if case .notification = event { printed += 1 }
+            return limit.map { printed >= $0 } ?? false
+        }
+    }
+
+    /// Notifications printed so far.
+    var count: Int { printed.withLock { $0 } }
+}
+
+extension BusEvent {
+    /// The name of the (publisher, name) stream this event belongs to: a notification's name, an
+    /// upstream gap's; nil for a local drop (which is this subscription's own).
+    var streamName: NotificationName? {
+        switch self {
+        case .notification(let notification): notification.name
+        case .gap(let gap): gap.name
+        }
+    }
 }
 
 /// The running subscriber: prints until `--count`, `--timeout`, a refused CURVE key or a graceful
@@ -179,8 +215,8 @@ struct SubscribeService: Service {
 
     func run() async throws {
         let (command, bus, streams) = (self.command, self.bus, self.streams)
-        let received = Counter()
-        let printing = Task { await command.printEvents(of: streams, counting: received) }
+        let printer = EventPrinter(limit: command.count, format: command.format == .json ? .json : .text)
+        let printing = Task { await command.printEvents(of: streams, printing: printer) }
         let ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
             group.addTask {
                 _ = await printing.value
@@ -234,13 +270,13 @@ struct SubscribeService: Service {
 
         let perPattern = zip(command.patterns, streams).map { ($0, $1.stats) }
         let busStats = await bus.close()
-        command.printSummary(received: received.value, perPattern: perPattern, bus: busStats)
+        command.printSummary(printed: printer.count, perPattern: perPattern, bus: busStats)
         if ending == .refused {
             printError(refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve))
             throw ExitCode(2)
         }
-        if let target = command.count, received.value < target, ending == .timedOut {
-            printError("nbus subscribe: received \(received.value) of \(target) before the \(command.timeout ?? 0) s timeout")
+        if let target = command.count, printer.count < target, ending == .timedOut {
+            printError("nbus subscribe: printed \(printer.count) of \(target) before the \(command.timeout ?? 0) s timeout")
             throw ExitCode(1)
         }
     }

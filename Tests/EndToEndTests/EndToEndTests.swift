@@ -125,7 +125,7 @@ struct EndToEndTests {
         for (subscriber, count) in [(subscriberA, 600), (subscriberB, 700)] {
             #expect(
                 subscriber.output.stderrText.contains(
-                    "nbus subscribe: received \(count); lost upstream 0, dropped locally 0, rejected malformed 0"),
+                    "nbus subscribe: printed \(count); lost upstream 0, dropped locally 0, rejected malformed 0"),
                 "\(subscriber.describe())")
         }
 
@@ -176,7 +176,7 @@ struct EndToEndTests {
         #expect(parsed.other.isEmpty, "gaps or unparsable lines: \(parsed.other.prefix(5))")
         expectStream(parsed.notifications, name: "x.y", count: 100, payloadPrefix: "d", at: "subscriber")
         #expect(
-            subscriber.output.stderrText.contains("received 100; lost upstream 0, dropped locally 0"),
+            subscriber.output.stderrText.contains("printed 100; lost upstream 0, dropped locally 0"),
             "\(subscriber.describe())")
     }
 
@@ -332,7 +332,7 @@ struct EndToEndTests {
                 "subscriber", ["subscribe", "x", "--connect", children.folder.ipc("nobody.sock"), "--count", "1",
                                "--timeout", "0.5"], timeout: .seconds(10)))
         #expect(!lonely.bySignal && lonely.status == 1, "\(lonely)")
-        #expect(lonely.stderrText.contains("received 0 of 1"), "\(lonely.stderrText)")
+        #expect(lonely.stderrText.contains("printed 0 of 1"), "\(lonely.stderrText)")
 
         // --count reached.
         let endpoint = children.folder.ipc("d.sock")
@@ -342,7 +342,7 @@ struct EndToEndTests {
         expectExit(await publisher.waitForExit(), 0, publisher)
         #expect(await subscriber.waitForStdoutLines(1), "\(subscriber.describe())")
         expectExit(await subscriber.waitForExit(timeout: .seconds(10)), 0, subscriber)
-        #expect(subscriber.output.stderrText.contains("received 1; lost upstream 0"), "\(subscriber.describe())")
+        #expect(subscriber.output.stderrText.contains("printed 1; lost upstream 0"), "\(subscriber.describe())")
     }
 
     // MARK: 5. Signals
@@ -364,7 +364,7 @@ struct EndToEndTests {
         expectExit(output, 0, subscriber)
         #expect(subscriber.output.stdoutLines.count == 3)
         #expect(
-            output?.stderrText.contains("nbus subscribe: received 3; lost upstream 0, dropped locally 0, rejected malformed 0")
+            output?.stderrText.contains("nbus subscribe: printed 3; lost upstream 0, dropped locally 0, rejected malformed 0")
                 == true, "\(subscriber.describe())")
     }
 }

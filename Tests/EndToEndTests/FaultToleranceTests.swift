@@ -118,7 +118,7 @@ struct FaultToleranceTests {
             notifications: notifications, gaps: gaps, published: published, at: "subscriber")
         #expect(lost > 0, "a SIGKILLed broker loses what was in flight and what was posted meanwhile")
         #expect(
-            subscriberOutput?.stderrText.contains("received \(delivered); lost upstream \(lost), dropped locally 0") == true,
+            subscriberOutput?.stderrText.contains("printed \(delivered); lost upstream \(lost), dropped locally 0") == true,
             "\(subscriber.describe())")
 
         second.signal(SIGTERM)
@@ -161,7 +161,7 @@ struct FaultToleranceTests {
         #expect(before.map(\.sequence) == (0..<before.count).map { $0 + 1 })
         #expect(before.map(\.payload) == (0..<before.count).map { "a-\($0 + 1)" })
         #expect(
-            output?.stderrText.contains("received \(before.count + 200); lost upstream 0, dropped locally 0") == true,
+            output?.stderrText.contains("printed \(before.count + 200); lost upstream 0, dropped locally 0") == true,
             "\(subscriber.describe())")
     }
 }

@@ -38,7 +38,7 @@ struct GracefulShutdownTests {
         #expect(parsed.other.isEmpty, "gap or unparsable lines: \(parsed.other.prefix(3))")
         expectStream(parsed.notifications, name: "g.tick", count: posted, payloadPrefix: "g", at: "subscriber")
         #expect(
-            subscribed?.stderrText.contains("received \(posted); lost upstream 0, dropped locally 0") == true,
+            subscribed?.stderrText.contains("printed \(posted); lost upstream 0, dropped locally 0") == true,
             "\(subscriber.describe())")
     }
 

@@ -145,7 +145,7 @@ struct MultiHostTests {
         for (subscriber, received) in [(subA, count), (subB, 2 * count)] {
             #expect(
                 subscriber.output.stderrText.contains(
-                    "nbus subscribe: received \(received); lost upstream 0, dropped locally 0, rejected malformed 0"),
+                    "nbus subscribe: printed \(received); lost upstream 0, dropped locally 0, rejected malformed 0"),
                 "\(subscriber.describe())")
             let stats = try #require(patternStats(subscriber.output.stderrText, "orders.>"), "\(subscriber.describe())")
             #expect(stats["received"] == UInt64(received) && stats["delivered"] == UInt64(received), "\(stats)")
@@ -267,7 +267,7 @@ private struct Star {
         for (subscriber, received) in [(sub1, 2 * count), (sub2, count)] {
             #expect(
                 subscriber.output.stderrText.contains(
-                    "nbus subscribe: received \(received); lost upstream 0, dropped locally 0, rejected malformed 0"),
+                    "nbus subscribe: printed \(received); lost upstream 0, dropped locally 0, rejected malformed 0"),
                 "\(subscriber.describe())")
         }
         let stats1 = try #require(patternStats(sub1.output.stderrText, "orders.>"), "\(sub1.describe())")

@@ -338,7 +338,7 @@ def main():
         for (label, _, sources), child in zip(SUBSCRIBERS, subscribers):
             status = child.stop()
             text = child.stderr_text()
-            match = re.search(r"received (\d+); lost upstream (\d+), dropped locally (\d+)", text)
+            match = re.search(r"printed (\d+); lost upstream (\d+), dropped locally (\d+)", text)
             received = int(match.group(1)) if match else -1
             lost = int(match.group(2)) if match else -1
             expected = sum(posted[source] for source in sources)

@@ -266,7 +266,7 @@ class ConformanceCase(unittest.TestCase):
         return [x for x in lines if "gap" not in x], gaps
 
     def summary(self, err, program):
-        m = re.search(rf"{re.escape(program)}: received (\d+); lost upstream (\d+)", err)
+        m = re.search(rf"{re.escape(program)}: (?:printed|received) (\d+); lost upstream (\d+)", err)
         self.assertIsNotNone(m, f"no summary from {program} in:\n{err}")
         rejected = collections.Counter(
             {r: int(n) for r, n in re.findall(r"^\s+rejected (\w+): (\d+)$", err, re.MULTILINE)})
