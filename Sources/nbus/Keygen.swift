@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ZeroMQ
 
 struct Keygen: ParsableCommand {
@@ -18,7 +19,8 @@ struct Keygen: ParsableCommand {
             NAME.pub holds only the public key: put it in the broker's --allow-publishers or \
             --allow-subscribers folder to admit this key, or give the broker's to clients as \
             --curve-server-key. Lines starting with # are comments; a file holding just the key \
-            on one line is read too. Existing files are never replaced unless --force.
+            on one line is read too. Existing files are never replaced unless --force. A missing \
+            DIR is created (mode 0700: it will hold a secret key).
             Exit status: 0 written, 1 not written (it says why), 64 bad arguments.
             """)
 
@@ -45,10 +47,18 @@ struct Keygen: ParsableCommand {
 
     func run() throws {
         do {
+            let folder = (basePath as NSString).deletingLastPathComponent
+            var created = false
+            if !folder.isEmpty && !FileManager.default.fileExists(atPath: folder) {
+                try FileManager.default.createDirectory(
+                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                created = true
+            }
             let pair = try CurveKeyPair.generate()
             let paths = try CurveKeyFile.write(pair, basePath: basePath, replacing: force)
             FileWriter.standardOutput.write(
-                "wrote \(paths.secretKeyPath) (secret, mode 0600) and \(paths.publicKeyPath)\npublic key \(pair.publicKey)\n")
+                (created ? "created \(folder)/ (mode 0700)\n" : "")
+                    + "wrote \(paths.secretKeyPath) (secret, mode 0600) and \(paths.publicKeyPath)\npublic key \(pair.publicKey)\n")
         } catch {
             throw fail("keygen", error)
         }

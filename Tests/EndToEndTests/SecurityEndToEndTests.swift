@@ -134,6 +134,18 @@ struct SecurityEndToEndTests {
         #expect(try FileManager.default.attributesOfItem(atPath: base + ".key")[.posixPermissions] as? Int == 0o600)
     }
 
+    @Test("keygen creates a missing folder, mode 0700, as the README's first keygen line needs")
+    func keygenCreatesFolder() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let output = try #require(try await children.run("keygen", ["keygen", "--output", "keys/deeper/broker"]))
+        #expect(!output.bySignal && output.status == 0, "\(output.stderrText)")
+        let folder = "\(children.folder.path)/keys"
+        #expect(try FileManager.default.attributesOfItem(atPath: folder)[.posixPermissions] as? Int == 0o700)
+        #expect(try FileManager.default.attributesOfItem(atPath: folder + "/deeper")[.posixPermissions] as? Int == 0o700)
+        #expect(try CurveKeyFile.readPublicKey(at: folder + "/deeper/broker.pub").count == 40)
+    }
+
     @Test("CURVE broker: listed keys exchange; an unlisted publisher (posting first) and subscriber are refused, logged and counted")
     func unlistedKeysAreRefused() async throws {
         let children = try Children()
