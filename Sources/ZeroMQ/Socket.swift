@@ -45,28 +45,46 @@ public final class Socket {
     /// itself would silently take the path over and strand the other listener).
     public func bind(_ endpoint: String) throws(ZMQError) {
         try checkOpen("zmq_bind")
+        try TCPEndpoint.checkPort(of: endpoint, operation: "zmq_bind")
         if let path = IPCEndpoint.path(of: endpoint), IPCEndpoint.hasListener(atPath: path) {
-            throw ZMQError(code: czmq_eaddrinuse(), operation: "zmq_bind")
+            throw ZMQError(code: czmq_eaddrinuse(), operation: "zmq_bind", endpoint: endpoint)
         }
-        _ = try zmqCall("zmq_bind") { zmq_bind(handle, endpoint) }
+        do {
+            _ = try zmqCall("zmq_bind") { zmq_bind(handle, endpoint) }
+        } catch {
+            throw error.on(endpoint: endpoint)
+        }
     }
 
     /// Connects to `endpoint`; libzmq connects (and reconnects) in the background.
     public func connect(_ endpoint: String) throws(ZMQError) {
         try checkOpen("zmq_connect")
-        _ = try zmqCall("zmq_connect") { zmq_connect(handle, endpoint) }
+        try TCPEndpoint.checkPort(of: endpoint, operation: "zmq_connect")
+        do {
+            _ = try zmqCall("zmq_connect") { zmq_connect(handle, endpoint) }
+        } catch {
+            throw error.on(endpoint: endpoint)
+        }
     }
 
     /// Stops listening on a bound `endpoint` (use the resolved one from `lastEndpoint` for wildcards).
     public func unbind(_ endpoint: String) throws(ZMQError) {
         try checkOpen("zmq_unbind")
-        _ = try zmqCall("zmq_unbind") { zmq_unbind(handle, endpoint) }
+        do {
+            _ = try zmqCall("zmq_unbind") { zmq_unbind(handle, endpoint) }
+        } catch {
+            throw error.on(endpoint: endpoint)
+        }
     }
 
     /// Disconnects from a connected `endpoint`.
     public func disconnect(_ endpoint: String) throws(ZMQError) {
         try checkOpen("zmq_disconnect")
-        _ = try zmqCall("zmq_disconnect") { zmq_disconnect(handle, endpoint) }
+        do {
+            _ = try zmqCall("zmq_disconnect") { zmq_disconnect(handle, endpoint) }
+        } catch {
+            throw error.on(endpoint: endpoint)
+        }
     }
 
     /// The endpoint last bound, with the port libzmq chose for `tcp://127.0.0.1:*`.

@@ -28,11 +28,20 @@ public struct ZMQError: Error, Equatable, Sendable, CustomStringConvertible {
     public let code: Int32
     /// The libzmq function that failed, e.g. `"zmq_bind"`.
     public let operation: String
+    /// The endpoint the call was given (bind, connect, unbind, disconnect), so the message says
+    /// which of several endpoints failed.
+    public let endpoint: String?
 
-    /// Creates an error for `code` raised by `operation`.
-    public init(code: Int32, operation: String) {
+    /// Creates an error for `code` raised by `operation` (on `endpoint`, when it took one).
+    public init(code: Int32, operation: String, endpoint: String? = nil) {
         self.code = code
         self.operation = operation
+        self.endpoint = endpoint
+    }
+
+    /// The same error, naming the endpoint the call was given.
+    public func on(endpoint: String) -> ZMQError {
+        ZMQError(code: code, operation: operation, endpoint: endpoint)
     }
 
     /// `zmq_strerror(code)`: libzmq's text for the error.
@@ -53,5 +62,8 @@ public struct ZMQError: Error, Equatable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { "\(operation): \(message) (errno \(code))" }
+    public var description: String {
+        let call = endpoint.map { "\(operation) \($0)" } ?? operation
+        return "\(call): \(message) (errno \(code))"
+    }
 }

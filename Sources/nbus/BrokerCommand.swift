@@ -58,6 +58,9 @@ struct BrokerCommand: AsyncParsableCommand {
     var allowSubscribers: String?
 
     func validate() throws {
+        try validateEndpoint(frontend, option: "--frontend")
+        try validateEndpoint(backend, option: "--backend")
+        for endpoint in upstream { try validateEndpoint(endpoint, option: "--upstream") }
         // Two `tcp://host:*` wildcards are fine: each bind picks its own free port.
         guard frontend != backend || frontend.hasSuffix(":*") else {
             throw ValidationError("--frontend and --backend must differ (both are \(frontend))")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import NotificationBus
+import ZeroMQ
 
 /// Where `nbus broker` listens by default, and so where `publish` and `subscribe` connect.
 enum DefaultEndpoints {
@@ -15,9 +16,22 @@ struct EndpointOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Connect to this endpoint (a broker, or a binding peer). Repeatable.", valueName: "endpoint"))
     var connect: [String] = []
 
+    /// Refuses endpoints libzmq would take wrongly (a tcp port above 65535 wraps around).
+    func validate() throws {
+        for endpoint in bind { try validateEndpoint(endpoint, option: "--bind") }
+        for endpoint in connect { try validateEndpoint(endpoint, option: "--connect") }
+    }
+
     func attachments(defaultConnect: String) -> [Attachment] {
         let attachments = bind.map(Attachment.bind) + connect.map(Attachment.connect)
         return attachments.isEmpty ? [.connect(defaultConnect)] : attachments
+    }
+}
+
+/// Refuses an endpoint argument libzmq would misread, naming the option (exit 64).
+func validateEndpoint(_ endpoint: String, option: String) throws {
+    if let port = TCPEndpoint.outOfRangePort(in: endpoint) {
+        throw ValidationError("\(option) \(endpoint): port \(port) is out of range (0-65535)")
     }
 }
 

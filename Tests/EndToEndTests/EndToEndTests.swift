@@ -307,6 +307,36 @@ struct EndToEndTests {
         #expect(stderr.contains("in use") || stderr.contains(endpoint), "no clear error: \(stderr)")
     }
 
+    @Test("A tcp port above 65535 is a usage error (64) naming the option, in every command")
+    func outOfRangePortIsUsageError() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let runs: [(String, [String])] = [
+            ("--frontend", ["broker", "--frontend", "tcp://127.0.0.1:99999"]),
+            ("--backend", ["broker", "--backend", "tcp://127.0.0.1:65536"]),
+            ("--bind", ["publish", "a.b", "--bind", "tcp://127.0.0.1:65537", "--no-wait"]),
+            ("--connect", ["subscribe", "a.b", "--connect", "tcp://127.0.0.1:700000"]),
+        ]
+        for (option, arguments) in runs {
+            let output = try #require(try await children.run(arguments[0], arguments, timeout: .seconds(10)))
+            #expect(!output.bySignal && output.status == 64, "\(arguments): \(output)")
+            #expect(output.stderrText.contains("\(option) tcp://") && output.stderrText.contains("out of range"), "\(output.stderrText)")
+        }
+    }
+
+    @Test("A failed bind names the endpoint that failed")
+    func bindErrorNamesEndpoint() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let missing = children.folder.path + "/no-such-folder/x.sock"
+        let output = try #require(
+            try await children.run(
+                "subscriber", ["subscribe", "a.b", "--bind", children.folder.ipc("fine.sock"), "--bind", "ipc://" + missing],
+                timeout: .seconds(10)))
+        #expect(!output.bySignal && output.status == 2, "\(output)")
+        #expect(output.stderrText.contains("zmq_bind ipc://\(missing)"), "\(output.stderrText)")
+    }
+
     @Test(
         "broker with frontend and backend on the same ipc endpoint: a clear error, no crash")
     func brokerSameIPCEndpoint() async throws {

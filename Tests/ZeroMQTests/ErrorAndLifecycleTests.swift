@@ -23,6 +23,9 @@ struct ErrorAndLifecycleTests {
             #expect(error.kind == .addressInUse)
             #expect(error.operation == "zmq_bind")
             #expect(!error.message.isEmpty)
+            // Which of several endpoints failed: the message says.
+            #expect(error.endpoint == endpoint)
+            #expect(error.description.hasPrefix("zmq_bind \(endpoint): "), "\(error)")
         }
     }
 
@@ -84,6 +87,30 @@ struct ErrorAndLifecycleTests {
             #expect(error.kind == .protocolNotSupported)
             #expect(error.description.contains("zmq_connect"))
         }
+    }
+
+    @Test("A tcp port above 65535 is refused, not wrapped to its low 16 bits as libzmq would")
+    func outOfRangePortIsRefused() throws {
+        let context = try Context()
+        let socket = try context.socket(.pub)
+        for endpoint in ["tcp://127.0.0.1:99999", "tcp://127.0.0.1:65536", "tcp://127.0.0.1:0000065537"] {
+            do {
+                try socket.bind(endpoint)
+                Issue.record("bound \(endpoint): \(try socket.lastEndpoint())")
+            } catch {
+                #expect(error.kind == .invalidArgument && error.endpoint == endpoint, "\(error)")
+            }
+        }
+        do {
+            try socket.connect("tcp://127.0.0.1:5000;127.0.0.1:700000")
+            Issue.record("connected with source port 700000")
+        } catch {
+            #expect(error.kind == .invalidArgument, "\(error)")
+        }
+        #expect(TCPEndpoint.outOfRangePort(in: "tcp://127.0.0.1:65535") == nil)
+        #expect(TCPEndpoint.outOfRangePort(in: "tcp://127.0.0.1:*") == nil)
+        #expect(TCPEndpoint.outOfRangePort(in: "tcp://[::1]:70000") == "70000")
+        #expect(TCPEndpoint.outOfRangePort(in: "ipc:///tmp/a:99999") == nil)
     }
 
     @Test("Unbind and disconnect of unknown endpoints are endpointNotFound")
