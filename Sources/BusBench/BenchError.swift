@@ -12,8 +12,10 @@ public enum BenchError: Error, CustomStringConvertible, Sendable {
     case badOutput(label: String, output: String, stderr: String)
     /// Messages were lost or malformed where the benchmark requires none.
     case accountingMismatch(String)
-    /// An invalid option combination.
+    /// An invalid option combination (found before anything starts: a usage error).
     case invalidOptions(String)
+    /// The scenario could not be set up (its subscriptions failed, a view is missing).
+    case setupFailed(String)
 
     public var description: String {
         switch self {
@@ -30,6 +32,8 @@ public enum BenchError: Error, CustomStringConvertible, Sendable {
             return "ACCOUNTING MISMATCH: \(details)"
         case .invalidOptions(let details):
             return details
+        case .setupFailed(let details):
+            return "setup failed: \(details)"
         }
     }
 

@@ -4,6 +4,23 @@ import NotificationBus
 /// What `nbus bench filter` runs: one publisher over many names, and two subscriber hosts with the
 /// same views in the same style, one subscribed to the first name only, one to every name.
 public struct FilterBenchOptions: Sendable {
+    /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
+    public func validate() throws(BenchError) {
+        _ = try validatedScenario()
+    }
+
+    /// The scenario both hosts run: this one's, with one style, spread subscriptions.
+    func validatedScenario() throws(BenchError) -> ViewsScenario {
+        var scenario = self.scenario
+        scenario.styles = [style]
+        scenario.oneAtATime = false
+        scenario.subscription = .spread
+        try scenario.validate()
+        guard scenario.names >= 2 else { throw .invalidOptions("--names must be at least 2 to compare one name with all") }
+        guard targetRatio > 0 else { throw .invalidOptions("--target must be positive") }
+        return scenario
+    }
+
     /// The scenario both hosts run (its `subscription` and `styles` are set per host).
     public var scenario: ViewsScenario
     /// The consumer style of both hosts' views.
@@ -47,13 +64,7 @@ public struct FilterBenchOptions: Sendable {
 public enum FilterBenchmark {
     /// Runs the comparison; `handlers` get the steps and the posting progress (labelled `filter`).
     public static func run(_ options: FilterBenchOptions, handlers: BenchProgressHandlers = .silent) async throws -> FilterReport {
-        var scenario = options.scenario
-        scenario.styles = [options.style]
-        scenario.oneAtATime = false
-        scenario.subscription = .spread
-        try scenario.validate()
-        guard scenario.names >= 2 else { throw BenchError.invalidOptions("--names must be at least 2 to compare one name with all") }
-        guard options.targetRatio > 0 else { throw BenchError.invalidOptions("--target must be positive") }
+        let scenario = try options.validatedScenario()
         var bench = ViewsBenchOptions(scenario: scenario, workerCommand: options.workerCommand)
         bench.nbusExecutable = options.nbusExecutable
         bench.baselineSeconds = 0

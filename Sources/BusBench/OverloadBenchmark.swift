@@ -36,7 +36,8 @@ public struct OverloadOptions: Sendable {
         self.workerCommand = workerCommand
     }
 
-    func validate() throws(BenchError) {
+    /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
+    public func validate() throws(BenchError) {
         guard seconds > 0 else { throw .invalidOptions("--seconds must be positive") }
         guard (0...NBP1.defaultMaximumPayload).contains(size) else {
             throw .invalidOptions("--size must be 0...\(NBP1.defaultMaximumPayload)")

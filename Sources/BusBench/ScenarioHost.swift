@@ -240,12 +240,12 @@ enum ScenarioHost {
         let visibility = Visibility(scenario: scenario, root: root)
         visibility.show(page: 0)
         guard host.subscriptionErrors.isEmpty else {
-            throw BenchError.invalidOptions("subscriptions failed: \(host.subscriptionErrors)")
+            throw BenchError.setupFailed("subscriptions failed: \(host.subscriptionErrors)")
         }
         var nodes: [ViewNode] = []
         for index in 0..<scenario.views {
             let path = root.path(ofView: index, page: scenario.page(ofView: index))
-            guard let node = host.node(at: path) else { throw BenchError.invalidOptions("no view at \(path)") }
+            guard let node = host.node(at: path) else { throw BenchError.setupFailed("no view at \(path)") }
             nodes.append(node)
         }
         // Readiness: every subscription made so far is live at the publisher.

@@ -68,7 +68,8 @@ public struct ThroughputOptions: Sendable {
         ((executable ?? currentExecutable()) as NSString).deletingLastPathComponent
     }
 
-    func validate() throws(BenchError) {
+    /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
+    public func validate() throws(BenchError) {
         guard count >= 2 else { throw .invalidOptions("--count must be at least 2") }
         guard (0...NBP1.defaultMaximumPayload).contains(size) else {
             throw .invalidOptions("--size must be 0...\(NBP1.defaultMaximumPayload)")

@@ -69,7 +69,11 @@ struct BenchThroughput: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
-    func run() async throws {
+    func validate() throws {
+        try checkBenchOptions { try options.validate() }
+    }
+
+    var options: ThroughputOptions {
         var options = ThroughputOptions(workerCommand: ["bench", "worker"])
         options.count = count
         options.size = size
@@ -82,6 +86,10 @@ struct BenchThroughput: AsyncParsableCommand {
         options.latencySpinMicroseconds = latencySpinMicroseconds
         options.roundTrips = roundTrips
         options.skipInProcess = noInProcess
+        return options
+    }
+
+    func run() async throws {
         // Children exit by themselves when this process goes (their stdin pipe closes), so
         // SIGINT/SIGTERM keep their default action here.
         let report = try await ThroughputBenchmark.run(options) { line in
@@ -210,7 +218,11 @@ struct BenchOverload: AsyncParsableCommand {
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
-    func run() async throws {
+    func validate() throws {
+        try checkBenchOptions { try options.validate() }
+    }
+
+    var options: OverloadOptions {
         var options = OverloadOptions(workerCommand: ["bench", "overload-worker"])
         options.seconds = seconds
         options.size = size
@@ -221,6 +233,10 @@ struct BenchOverload: AsyncParsableCommand {
         options.closeTimeoutMilliseconds = closeTimeoutMilliseconds
         options.rssLimitBytes = UInt64(max(0, rssLimitMegabytes) * 1e6)
         options.timeoutSeconds = timeout
+        return options
+    }
+
+    func run() async throws {
         let report = try await OverloadBenchmark.run(options) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
@@ -291,5 +307,15 @@ struct BenchOverloadWorker: AsyncParsableCommand {
         options.exitOnStandardInputEOF = exitOnStdinEOF
         let status = await OverloadWorker.run(options)
         if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// A benchmark's own option check (`BenchError.invalidOptions`), run from a command's `validate()`,
+/// so a bad value is a usage error like ArgumentParser's own: exit 64 and this command's usage.
+func checkBenchOptions(_ check: () throws -> Void) throws {
+    do {
+        try check()
+    } catch let error as BenchError {
+        throw ValidationError(error.description)
     }
 }

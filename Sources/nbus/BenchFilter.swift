@@ -60,7 +60,11 @@ struct BenchFilter: AsyncParsableCommand {
     @Flag(help: "Nothing on stderr but errors.")
     var quiet = false
 
-    func run() async throws {
+    func validate() throws {
+        try checkBenchOptions { try makeOptions().validate() }
+    }
+
+    func makeOptions() throws -> FilterBenchOptions {
         var options = FilterBenchOptions(workerCommand: ["bench", "views-worker"])
         var scenario = options.scenario
         scenario.transport = transport
@@ -76,6 +80,11 @@ struct BenchFilter: AsyncParsableCommand {
         options.style = style
         // The same parser as --selectivity: 0.05 or 5%.
         options.targetRatio = try SweepParameter.selectivity.apply(target, to: ViewsScenario()).selectivity
+        return options
+    }
+
+    func run() async throws {
+        let options = try makeOptions()
         let display = ProgressDisplay(steps: !quiet, bar: !quiet && (progress ?? !json))
         let runOptions = options
         let report = try await runInterruptibly(display) {

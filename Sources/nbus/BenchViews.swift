@@ -69,6 +69,10 @@ struct ScenarioArguments: ParsableArguments {
     @Option(name: .customLong("stall-seconds"), help: "Seconds without progress after which a draining host reports anyway.")
     var stallSeconds: Int = 5
 
+    func validate() throws {
+        try checkBenchOptions { _ = try scenario() }
+    }
+
     func scenario() throws -> ViewsScenario {
         var scenario = ViewsScenario()
         scenario.transport = transport
@@ -226,10 +230,20 @@ struct BenchSweep: AsyncParsableCommand {
     @OptionGroup var baselines: BaselineArguments
     @OptionGroup var output: ViewsOutputArguments
 
+    /// The values, each checked against the scenario, before anything starts.
+    func validate() throws {
+        let base = try scenario.scenario()
+        guard !valueList.isEmpty else { throw ValidationError("--values needs at least one value") }
+        try checkBenchOptions {
+            for value in valueList { _ = try param.apply(value, to: base) }
+        }
+    }
+
+    var valueList: [String] { values.split(separator: ",").map(String.init) }
+
     func run() async throws {
         let base = try scenario.scenario()
-        let list = values.split(separator: ",").map(String.init)
-        guard !list.isEmpty else { throw ValidationError("--values needs at least one value") }
+        let list = valueList
         var options = ViewsBenchOptions(scenario: base, workerCommand: ["bench", "views-worker"])
         options.baselineSeconds = baselines.baselineSeconds
         let display = output.display

@@ -324,6 +324,25 @@ struct EndToEndTests {
         }
     }
 
+    @Test("A bad benchmark option is a usage error (64) with that command's usage, before anything starts")
+    func badBenchOptionsAreUsageErrors() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let runs: [([String], String)] = [
+            (["bench", "views", "--selectivity", "2"], "--selectivity must be 0...1"),
+            (["bench", "throughput", "--count", "0"], "--count must be at least 2"),
+            (["bench", "overload", "--seconds", "0"], "--seconds must be positive"),
+            (["bench", "filter", "--names", "1"], "--names must be at least 2"),
+            (["bench", "sweep", "--param", "rate", "--values", "10,abc"], "rate value 'abc'"),
+        ]
+        for (arguments, message) in runs {
+            let output = try #require(try await children.run(arguments[1], arguments, timeout: .seconds(10)))
+            #expect(!output.bySignal && output.status == 64, "\(arguments): \(output)")
+            #expect(output.stderrText.contains(message), "\(arguments): \(output.stderrText)")
+            #expect(output.stderrText.contains("Usage: nbus bench \(arguments[1])"), "\(arguments): \(output.stderrText)")
+        }
+    }
+
     @Test("A failed bind names the endpoint that failed")
     func bindErrorNamesEndpoint() async throws {
         let children = try Children()
