@@ -33,4 +33,30 @@ enum IPCEndpoint {
         }
         return result == 0
     }
+
+    /// Which file a bound socket made: its device and inode, so it can be removed at close
+    /// only if it is still that file (not one another process bound at the path since).
+    struct SocketFile: Equatable {
+        let path: String
+        let device: UInt64
+        let inode: UInt64
+
+        /// The Unix socket file at `path` now, or nil (missing, or not a socket).
+        init?(atPath path: String) {
+            var status = stat()
+            guard (try? systemCall("lstat", { lstat(path, &status) })) != nil,
+                status.st_mode & S_IFMT == S_IFSOCK
+            else { return nil }
+            self.path = path
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+        }
+
+        /// Removes the file if the path still names this very file. libzmq 4.3 leaves the files
+        /// of closed ipc listeners behind (on close, on unbind and on context termination).
+        func removeIfUnchanged() {
+            guard SocketFile(atPath: path) == self else { return }
+            _ = try? systemCall("unlink", { unlink(path) })
+        }
+    }
 }

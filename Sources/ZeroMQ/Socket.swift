@@ -19,6 +19,8 @@ public final class Socket {
     public let type: SocketType
     @usableFromInline let handle: UnsafeMutableRawPointer
     private var isClosed = false
+    /// The socket files of this socket's `ipc://` binds, removed when it closes or unbinds.
+    private var boundFiles: [String: IPCEndpoint.SocketFile] = [:]
 
     init(context: Context, type: SocketType) throws(ZMQError) {
         self.context = context
@@ -27,14 +29,17 @@ public final class Socket {
     }
 
     deinit {
-        if !isClosed { zmq_close(handle) }
+        if !isClosed { close() }
     }
 
     /// Closes the socket now; later calls on it fail with `ENOTSOCK`. Closing twice is harmless.
+    /// The files of its `ipc://` binds are removed (libzmq 4.3 would leave them behind).
     public func close() {
         guard !isClosed else { return }
         isClosed = true
         zmq_close(handle)
+        for file in boundFiles.values { file.removeIfUnchanged() }
+        boundFiles.removeAll()
     }
 
     // MARK: Endpoints
@@ -53,6 +58,9 @@ public final class Socket {
             _ = try zmqCall("zmq_bind") { zmq_bind(handle, endpoint) }
         } catch {
             throw error.on(endpoint: endpoint)
+        }
+        if let path = IPCEndpoint.path(of: endpoint), let file = IPCEndpoint.SocketFile(atPath: path) {
+            boundFiles[endpoint] = file
         }
     }
 
@@ -75,6 +83,7 @@ public final class Socket {
         } catch {
             throw error.on(endpoint: endpoint)
         }
+        boundFiles.removeValue(forKey: endpoint)?.removeIfUnchanged()
     }
 
     /// Disconnects from a connected `endpoint`.

@@ -50,6 +50,45 @@ struct ErrorAndLifecycleTests {
         #expect(try first.receiveString() == "still here")
     }
 
+    @Test("Closing or unbinding removes the socket file of an ipc bind (libzmq 4.3 leaves it behind)")
+    func closeRemovesIPCFile() throws {
+        let context = try Context()
+        let endpoint = try TestEndpoint.ipc()
+        let path = String(endpoint.dropFirst("ipc://".count))
+        let socket = try context.socket(.pub)
+        try socket.bind(endpoint)
+        #expect(FileManager.default.fileExists(atPath: path))
+        socket.close()
+        #expect(!FileManager.default.fileExists(atPath: path))
+
+        let again = try context.socket(.pub)
+        try again.bind(endpoint)
+        try again.unbind(endpoint)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        again.close()
+    }
+
+    @Test("Closing leaves alone a file another socket has bound at the same path since")
+    func closeLeavesOthersIPCFile() throws {
+        let context = try Context()
+        let endpoint = try TestEndpoint.ipc()
+        let path = String(endpoint.dropFirst("ipc://".count))
+        let first = try context.socket(.pull)
+        try first.bind(endpoint)
+        // Someone removes the file and binds the path anew (another process, after a restart).
+        try FileManager.default.removeItem(atPath: path)
+        let second = try context.socket(.pull)
+        try second.bind(endpoint)
+        first.close()
+        #expect(FileManager.default.fileExists(atPath: path))
+        // And the second listener is still reachable there.
+        let sender = try context.socket(.push)
+        try sender.connect(endpoint)
+        try sender.send("to the second")
+        try second.set(.receiveTimeout, 5_000)
+        #expect(try second.receiveString() == "to the second")
+    }
+
     @Test("Binding an ipc path whose socket file outlived its listener (a killed process) works")
     func bindOverStaleIPCFile() throws {
         let endpoint = try TestEndpoint.ipc()
