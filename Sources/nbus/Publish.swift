@@ -11,8 +11,11 @@ struct Publish: AsyncParsableCommand {
             it, through a broker too, so nothing is lost to ZeroMQ's slow joiner; --no-wait sends \
             at once. The payload may contain {n}, replaced by the notification's number (1-based). \
             With --lines, every line of standard input becomes one notification \
-            (`tail -F app.log | nbus publish logs.app --lines`); with --lines --input json, each \
-            line is an object {"name": ..., "headers": {...}, "payload": "..."} (name optional).
+            (`tail -F app.log | nbus publish logs.app --lines`): a line ends at \\n (a \\r before \
+            it is removed too) and its bytes are sent unchanged, UTF-8 or not. A line over the \
+            maximum payload (1 MiB) is skipped with a message and counted. With --lines --input \
+            json, each line is an object {"name": ..., "headers": {...}, "payload": "..."} (name \
+            optional).
             With --curve-secret it talks CURVE: with --connect, to the server whose public key is \
             --curve-server-key (a broker started with --curve-secret); with --bind, as a server \
             admitting only the subscriber keys in --allow-subscribers. See `nbus keygen`.
@@ -84,6 +87,9 @@ struct Publish: AsyncParsableCommand {
         case text, json
     }
 
+    /// The largest payload a post accepts (the bus's default; publish has no option to change it).
+    static let maximumPayload = BusConfiguration(publish: []).maximumPayload
+
     func validate() throws {
         do { _ = try NotificationName(name) } catch { throw ValidationError("invalid name '\(name)': \(error)") }
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
@@ -153,7 +159,8 @@ struct Publish: AsyncParsableCommand {
     /// Posts `count` notifications (paced by `rate`) or the lines of standard input; stops early,
     /// without an error, when a graceful shutdown cancels it. Returns the skipped input lines.
     func post(_ bus: Bus, _ name: NotificationName, _ headers: NotificationHeaders, _ type: ContentType) async throws -> Int {
-        if lines { return try await publishLines(bus, name, headers, type).skipped }
+        if lines && input == .json { return try await publishJSONLines(bus, name, headers, type) }
+        if lines { return try await publishTextLines(bus, name, headers, type) }
         let clock = ContinuousClock()
         let start = clock.now
         for number in 1...count {
@@ -179,6 +186,14 @@ struct Publish: AsyncParsableCommand {
         } catch {
             if case .cancelled = error { return false }
             throw error
+        }
+    }
+
+    /// Whether a post failed because of this one notification (it is skipped) rather than the bus.
+    private static func isPerNotification(_ error: BusError) -> Bool {
+        switch error {
+        case .payloadTooLarge, .invalidHeaders, .invalidName, .reservedName: return true
+        default: return false
         }
     }
 
@@ -214,53 +229,92 @@ struct Publish: AsyncParsableCommand {
         }
     }
 
-    private func publishLines(
-        _ bus: Bus, _ defaultName: NotificationName, _ headers: NotificationHeaders, _ type: ContentType
-    ) async throws -> (sent: Int, skipped: Int) {
-        var sent = 0
+    /// `--lines`: each line's bytes are a payload of NAME. Returns the skipped lines.
+    private func publishTextLines(
+        _ bus: Bus, _ name: NotificationName, _ headers: NotificationHeaders, _ type: ContentType
+    ) async throws -> Int {
         var skipped = 0
         var lineNumber = 0
-        let reader = StandardInputLineReader()
+        let reader = StandardInputLineReader(maximumLineBytes: Self.maximumPayload)
         while let line = await reader.next() {
             lineNumber += 1
-            switch input {
-            case .text:
-                guard try await postUnlessCancelled(bus, defaultName, Array(line.utf8), headers, type) else {
-                    return (sent, skipped)
-                }
-            case .json:
-                guard !line.allSatisfy(\.isWhitespace) else { continue }
-                guard let data = line.data(using: .utf8),
-                    let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-                else {
-                    printError("nbus publish: line \(lineNumber): not a JSON object, skipped")
-                    skipped += 1
-                    continue
-                }
+            switch line {
+            case .readFailed(let reason):
+                throw StandardInputFailed(reason: reason)
+            case .tooLong(let byteCount):
+                skip(lineNumber, "payload of \(byteCount) bytes exceeds the maximum of \(Self.maximumPayload)", &skipped)
+            case .bytes(let payload):
                 do {
-                    let name = try (object["name"] as? String).map(NotificationName.init) ?? defaultName
-                    var lineHeaders = headers
-                    for (key, value) in object["headers"] as? [String: Any] ?? [:] { lineHeaders[key] = "\(value)" }
-                    let payload: [UInt8]
-                    if let text = object["payload"] as? String {
-                        payload = Array(text.utf8)
-                    } else if let value = object["payload"], !(value is NSNull) {
-                        payload = Array((try? JSONSerialization.data(withJSONObject: value, options: .fragmentsAllowed)) ?? Data())
-                    } else {
-                        payload = []
-                    }
-                    try await bus.post(name: name, payload: payload, headers: lineHeaders, contentType: type)
+                    guard try await postUnlessCancelled(bus, name, payload, headers, type) else { return skipped }
                 } catch {
-                    if case BusError.cancelled = error { return (sent, skipped) }
-                    printError("nbus publish: line \(lineNumber): \(error), skipped")
-                    skipped += 1
-                    continue
+                    guard Self.isPerNotification(error) else { throw error }
+                    skip(lineNumber, "\(error)", &skipped)
                 }
             }
-            sent += 1
         }
-        return (sent, skipped)
+        return skipped
     }
+
+    /// The longest JSON line read: room for a payload of the maximum size written as JSON escapes.
+    static let maximumJSONLineBytes = 6 * maximumPayload + 65_536
+
+    /// `--lines --input json`: each line is a JSON object (see --help). Returns the skipped lines.
+    private func publishJSONLines(
+        _ bus: Bus, _ defaultName: NotificationName, _ headers: NotificationHeaders, _ type: ContentType
+    ) async throws -> Int {
+        var skipped = 0
+        var lineNumber = 0
+        let reader = StandardInputLineReader(maximumLineBytes: Self.maximumJSONLineBytes)
+        while let line = await reader.next() {
+            lineNumber += 1
+            let bytes: [UInt8]
+            switch line {
+            case .readFailed(let reason):
+                throw StandardInputFailed(reason: reason)
+            case .tooLong(let byteCount):
+                skip(lineNumber, "\(byteCount) bytes, over the \(Self.maximumJSONLineBytes) a JSON line may have", &skipped)
+                continue
+            case .bytes(let read):
+                bytes = read
+            }
+            guard !bytes.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") }) else {
+                continue
+            }
+            guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+                skip(lineNumber, "not a JSON object", &skipped)
+                continue
+            }
+            do {
+                let name = try (object["name"] as? String).map(NotificationName.init) ?? defaultName
+                var lineHeaders = headers
+                for (key, value) in object["headers"] as? [String: Any] ?? [:] { lineHeaders[key] = "\(value)" }
+                let payload: [UInt8]
+                if let text = object["payload"] as? String {
+                    payload = Array(text.utf8)
+                } else if let value = object["payload"], !(value is NSNull) {
+                    payload = Array((try? JSONSerialization.data(withJSONObject: value, options: .fragmentsAllowed)) ?? Data())
+                } else {
+                    payload = []
+                }
+                try await bus.post(name: name, payload: payload, headers: lineHeaders, contentType: type)
+            } catch {
+                if case BusError.cancelled = error { return skipped }
+                skip(lineNumber, "\(error)", &skipped)
+            }
+        }
+        return skipped
+    }
+
+    private func skip(_ lineNumber: Int, _ reason: String, _ skipped: inout Int) {
+        printError("nbus publish: line \(lineNumber): \(reason), skipped")
+        skipped += 1
+    }
+}
+
+/// Reading standard input failed for `publish --lines`.
+struct StandardInputFailed: Error, CustomStringConvertible {
+    let reason: String
+    var description: String { "reading standard input failed: \(reason)" }
 }
 
 /// The running publisher: waits for its subscribers, posts, closes and prints its summary. A
@@ -313,7 +367,7 @@ struct PublishService: Service {
         }
         let stats = await bus.close()
         var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
-        if command.lines && command.input == .json { summary += ", skipped \(skipped) malformed line(s)" }
+        if command.lines { summary += ", skipped \(skipped) malformed or unsendable line(s)" }
         if stats.endOfStreamUnacknowledged > 0 {
             summary += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
         }
