@@ -7,15 +7,21 @@ struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Post notifications named NAME.",
         discussion: """
-            By default it first waits (up to --timeout) until a matching subscription has reached \
-            it, through a broker too, so nothing is lost to ZeroMQ's slow joiner; --no-wait sends \
-            at once. The payload may contain {n}, replaced by the notification's number (1-based). \
+            By default it first waits (up to --timeout) until --subscribers matching subscriptions \
+            have reached it, through a broker too, so nothing is lost to ZeroMQ's slow joiner; \
+            --no-wait sends at once. The payload may contain {n}, replaced by the notification's \
+            number (1-based).
             With --lines, every line of standard input becomes one notification \
             (`tail -F app.log | nbus publish logs.app --lines`): a line ends at \\n (a \\r before \
             it is removed too) and its bytes are sent unchanged, UTF-8 or not. A line over the \
-            maximum payload (1 MiB) is skipped with a message and counted. With --lines --input \
-            json, each line is an object {"name": ..., "headers": {...}, "payload": "..."} (name \
-            optional).
+            maximum payload (1 MiB) is skipped with a message and counted.
+            With --lines --input json, each line is an object in the shape `nbus subscribe \
+            --format json` prints: {"name": ..., "headers": {...}, "payload": "..."} or \
+            "payloadBase64": "...", and "contentType"; everything is optional, NAME is the name \
+            of lines without one, publisherID/sequence/timestamp are ignored. The wait is for \
+            subscribers of the first valid line's name (it is read first); later lines with \
+            other names are sent without waiting. A line that is not such an object, has an \
+            unknown key, or cannot be sent is skipped with `line N: <reason>, skipped` on stderr.
             With --curve-secret it talks CURVE: with --connect, to the server whose public key is \
             --curve-server-key (a broker started with --curve-secret); with --bind, as a server \
             admitting only the subscriber keys in --allow-subscribers. See `nbus keygen`.
@@ -27,7 +33,7 @@ struct Publish: AsyncParsableCommand {
             64 bad arguments.
             """)
 
-    @Argument(help: "The notification name, e.g. orders.created.")
+    @Argument(help: "The notification name, e.g. orders.created (with --lines --input json: for lines without a name).")
     var name: String
 
     @Argument(help: "The payload text (default: empty).")
@@ -67,7 +73,10 @@ struct Publish: AsyncParsableCommand {
     @Flag(help: "Send at once, without waiting for a subscriber.")
     var noWait = false
 
-    @Option(help: ArgumentHelp("Wait for this many subscribers of NAME before sending.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Wait for this many subscribers of NAME (with --input json: of the first line's name) before sending.",
+            valueName: "n"))
     var subscribers: Int = 1
 
     @Option(help: ArgumentHelp("Seconds to wait for subscribers.", valueName: "seconds"))
@@ -114,14 +123,19 @@ struct Publish: AsyncParsableCommand {
         return result
     }
 
-    func parsedContentType() throws -> ContentType {
+    /// A content type by name (`json`) or code (`2`), as --content-type and a JSON line's `contentType` take it.
+    static func contentType(named text: String) -> ContentType? {
         let named: [String: ContentType] = [
             "unspecified": .unspecified, "text": .text, "json": .json, "cbor": .cbor, "msgpack": .msgpack,
             "protobuf": .protobuf,
         ]
-        if let type = named[contentType] { return type }
-        if let code = UInt8(contentType) { return ContentType(rawValue: code) }
-        throw ValidationError("unknown --content-type '\(contentType)'")
+        if let type = named[text] { return type }
+        return UInt8(text).map(ContentType.init(rawValue:))
+    }
+
+    func parsedContentType() throws -> ContentType {
+        guard let type = Self.contentType(named: contentType) else { throw ValidationError("unknown --content-type '\(contentType)'") }
+        return type
     }
 
     func payloadBytes(number: Int) -> [UInt8] {
@@ -156,10 +170,13 @@ struct Publish: AsyncParsableCommand {
         }
     }
 
-    /// Posts `count` notifications (paced by `rate`) or the lines of standard input; stops early,
-    /// without an error, when a graceful shutdown cancels it. Returns the skipped input lines.
+    /// Waits for the subscribers (unless --no-wait), then posts `count` notifications (paced by
+    /// `rate`) or the lines of standard input; stops early, without an error, when a graceful
+    /// shutdown cancels it. Returns the skipped input lines; throws `SubscribersMissing` when the
+    /// wait failed.
     func post(_ bus: Bus, _ name: NotificationName, _ headers: NotificationHeaders, _ type: ContentType) async throws -> Int {
         if lines && input == .json { return try await publishJSONLines(bus, name, headers, type) }
+        guard try await awaitSubscribers(bus, name) else { return 0 }
         if lines { return try await publishTextLines(bus, name, headers, type) }
         let clock = ContinuousClock()
         let start = clock.now
@@ -197,8 +214,31 @@ struct Publish: AsyncParsableCommand {
         }
     }
 
-    enum WaitOutcome: Sendable {
-        case ready, refused, timedOut, noRefusal
+    enum WaitOutcome: Sendable, Equatable {
+        /// `--subscribers` arrived.
+        case ready
+        /// A CURVE server refused this publisher's key.
+        case refused
+        /// The time ran out.
+        case timedOut(arrived: Int)
+        /// The refusal watch ended without a refusal (internal).
+        case noRefusal
+    }
+
+    /// Why the publisher did not start: the wait for subscribers of `name` ended with `outcome`.
+    struct SubscribersMissing: Error {
+        let outcome: WaitOutcome
+        let name: NotificationName
+    }
+
+    /// Waits (unless --no-wait) for the subscribers of `name`; false when a graceful shutdown ended
+    /// the wait, `SubscribersMissing` when they did not come.
+    func awaitSubscribers(_ bus: Bus, _ name: NotificationName) async throws -> Bool {
+        guard !noWait else { return true }
+        let outcome = await waitForSubscribers(bus, name)
+        if Task.isShuttingDownGracefully { return false }
+        guard outcome == .ready else { throw SubscribersMissing(outcome: outcome, name: name) }
+        return true
     }
 
     /// Waits for the subscribers, or, with CURVE, for the server to refuse this publisher's key.
@@ -212,13 +252,13 @@ struct Publish: AsyncParsableCommand {
                     try await bus.waitForSubscribers(count: count, matching: name, timeout: limit)
                     return .ready
                 } catch {
-                    return .timedOut
+                    return .timedOut(arrived: 0)
                 }
             }
             if secured {
                 group.addTask { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : .noRefusal }
             }
-            var outcome = WaitOutcome.timedOut
+            var outcome = WaitOutcome.timedOut(arrived: 0)
             while let next = await group.next() {
                 if next == .noRefusal { continue }
                 outcome = next
@@ -258,12 +298,14 @@ struct Publish: AsyncParsableCommand {
     /// The longest JSON line read: room for a payload of the maximum size written as JSON escapes.
     static let maximumJSONLineBytes = 6 * maximumPayload + 65_536
 
-    /// `--lines --input json`: each line is a JSON object (see --help). Returns the skipped lines.
+    /// `--lines --input json`: each line is a `JSONInputLine`. The wait for subscribers is for the
+    /// first valid line's name. Returns the skipped lines.
     private func publishJSONLines(
         _ bus: Bus, _ defaultName: NotificationName, _ headers: NotificationHeaders, _ type: ContentType
     ) async throws -> Int {
         var skipped = 0
         var lineNumber = 0
+        var waited = false
         let reader = StandardInputLineReader(maximumLineBytes: Self.maximumJSONLineBytes)
         while let line = await reader.next() {
             lineNumber += 1
@@ -277,28 +319,27 @@ struct Publish: AsyncParsableCommand {
             case .bytes(let read):
                 bytes = read
             }
-            guard !bytes.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") || $0 == UInt8(ascii: "\r") }) else {
-                continue
-            }
-            guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
-                skip(lineNumber, "not a JSON object", &skipped)
-                continue
-            }
+            if JSONInputLine.isBlank(bytes) { continue }
+            let record: JSONInputLine
             do {
-                let name = try (object["name"] as? String).map(NotificationName.init) ?? defaultName
-                var lineHeaders = headers
-                for (key, value) in object["headers"] as? [String: Any] ?? [:] { lineHeaders[key] = "\(value)" }
-                let payload: [UInt8]
-                if let text = object["payload"] as? String {
-                    payload = Array(text.utf8)
-                } else if let value = object["payload"], !(value is NSNull) {
-                    payload = Array((try? JSONSerialization.data(withJSONObject: value, options: .fragmentsAllowed)) ?? Data())
-                } else {
-                    payload = []
-                }
-                try await bus.post(name: name, payload: payload, headers: lineHeaders, contentType: type)
+                record = try JSONInputLine(parsing: bytes)
             } catch {
-                if case BusError.cancelled = error { return skipped }
+                skip(lineNumber, error.description, &skipped)
+                continue
+            }
+            let name = record.name ?? defaultName
+            if !waited {
+                waited = true
+                guard try await awaitSubscribers(bus, name) else { return skipped }
+            }
+            var lineHeaders = headers
+            for (key, value) in record.headers { lineHeaders[key] = value }
+            do {
+                guard try await postUnlessCancelled(bus, name, record.payload, lineHeaders, record.contentType ?? type) else {
+                    return skipped
+                }
+            } catch {
+                guard Self.isPerNotification(error) else { throw error }
                 skip(lineNumber, "\(error)", &skipped)
             }
         }
@@ -328,39 +369,31 @@ struct PublishService: Service {
 
     func run() async throws {
         let (command, bus, name) = (self.command, self.bus, self.name)
-        if !command.noWait {
-            let outcome = await cancelWhenGracefulShutdown { await command.waitForSubscribers(bus, name) }
-            if !Task.isShuttingDownGracefully {
-                switch outcome {
-                case .ready:
-                    break
-                case .refused:
-                    await bus.close()
-                    printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve))
-                    throw ExitCode(2)
-                case .timedOut, .noRefusal:
-                    let stats = await bus.close()
-                    printError(
-                        "nbus publish: no subscriber for \(name) reached this publisher within \(command.timeout) s "
-                            + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats))")
-                    throw ExitCode(2)
-                }
-            }
-        }
         var skipped = 0
-        if !Task.isShuttingDownGracefully {
-            do {
-                let (headers, contentType) = (self.headers, self.contentType)
-                skipped = try await cancelWhenGracefulShutdown {
-                    try await command.post(bus, name, headers, contentType)
-                }
-            } catch let error as ExitCode {
-                await bus.close()
-                throw error
-            } catch {
-                await bus.close()
-                throw fail("publish", error)
+        do {
+            let (headers, contentType) = (self.headers, self.contentType)
+            skipped = try await cancelWhenGracefulShutdown {
+                try await command.post(bus, name, headers, contentType)
             }
+        } catch let missing as Publish.SubscribersMissing {
+            let stats = await bus.close()
+            switch missing.outcome {
+            case .refused:
+                printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve))
+            case .timedOut:
+                printError(
+                    "nbus publish: no subscriber for \(missing.name) reached this publisher within \(command.timeout) s "
+                        + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats))")
+            case .ready, .noRefusal:
+                printError("nbus publish: the wait for subscribers of \(missing.name) ended unexpectedly")
+            }
+            throw ExitCode(2)
+        } catch let error as ExitCode {
+            await bus.close()
+            throw error
+        } catch {
+            await bus.close()
+            throw fail("publish", error)
         }
         if Task.isShuttingDownGracefully {
             printError("nbus publish: stopping on signal; closing (up to \(command.closeTimeout) s)")

@@ -95,4 +95,89 @@ struct PublishInputTests {
         let received = notificationObjects(subscriber.output.stdoutLines)
         #expect(received.map(payloadBytes) == lines.map { Optional($0) }, "\(subscriber.describe())")
     }
+
+    // MARK: --lines --input json
+
+    @Test("--input json takes back what subscribe --format json prints: names, bytes, headers, content types")
+    func subscribeOutputFedBack() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let first = children.folder.ipc("one.sock")
+        let second = children.folder.ipc("two.sock")
+
+        // Round 1: a text payload with a header and a content type, then a payload that is not UTF-8.
+        let subscriberOne = try children.start(
+            "subscriber 1", ["subscribe", "r.>", "--connect", first, "--count", "2", "--timeout", "30", "--format", "json"])
+        let textPublisher = try children.start(
+            "text publisher",
+            ["publish", "r.text", "hello", "--header", "k=v", "--content-type", "json", "--bind", first, "--timeout", "30"])
+        expectExit(await textPublisher.waitForExit(), 0, textPublisher)
+        let bytesPublisher = try startWithInput(
+            children, "bytes publisher", [0xC3, 0x28, 0x00, 0xFF, UInt8(ascii: "\n")],
+            ["publish", "r.bytes", "--lines", "--content-type", "200", "--bind", first, "--timeout", "30"])
+        expectExit(await bytesPublisher.waitForExit(), 0, bytesPublisher)
+        #expect(await subscriberOne.waitForStdoutLines(2), "\(subscriberOne.describe())")
+        expectExit(await awaitSubscriberExit(subscriberOne), 0, subscriberOne)
+        let printed = subscriberOne.output.stdoutLines
+        try #require(printed.count == 2, "\(subscriberOne.describe())")
+        #expect(printed[1].contains("\"payloadBase64\""), "the second payload should have been printed as base64")
+
+        // Round 2: feed those lines back, between lines that must be skipped and counted.
+        let input = [
+            printed[0],
+            #"{"name": "r.text", "payload": "a", "payloadBase64": "YQ=="}"#,
+            #"{"name": "r.text", "payload": "a", "colour": "red"}"#,
+            printed[1],
+        ].joined(separator: "\n") + "\n"
+        let subscriberTwo = try children.start(
+            "subscriber 2", ["subscribe", "r.>", "--connect", second, "--count", "2", "--timeout", "30", "--format", "json"])
+        let replay = try startWithInput(
+            children, "replay", Array(input.utf8),
+            ["publish", "r.default", "--lines", "--input", "json", "--bind", second, "--timeout", "30"])
+        let replayed = await replay.waitForExit()
+        expectExit(replayed, 2, replay)
+        let stderr = replayed?.stderrText ?? ""
+        #expect(stderr.contains("line 2: both 'payload' and 'payloadBase64'"), "\(replay.describe())")
+        #expect(stderr.contains("line 3: unknown key 'colour'"), "\(replay.describe())")
+        #expect(stderr.contains("posted 2, sent 2, unsent 0, skipped 2 "), "\(replay.describe())")
+
+        #expect(await subscriberTwo.waitForStdoutLines(2), "\(subscriberTwo.describe())")
+        expectExit(await awaitSubscriberExit(subscriberTwo), 0, subscriberTwo)
+        let original = notificationObjects(printed)
+        let copy = notificationObjects(subscriberTwo.output.stdoutLines)
+        try #require(copy.count == 2, "\(subscriberTwo.describe())")
+        for (a, b) in zip(original, copy) {
+            #expect(a["name"] as? String == b["name"] as? String)
+            #expect(payloadBytes(a) != nil && payloadBytes(a) == payloadBytes(b))
+            #expect(a["headers"] as? [String: String] == b["headers"] as? [String: String])
+            #expect((a["contentType"] as? NSNumber)?.intValue == (b["contentType"] as? NSNumber)?.intValue)
+        }
+        #expect(copy.map { $0["contentType"] as? NSNumber } == [2, 200])
+        #expect(copy.first?["headers"] as? [String: String] == ["k": "v"])
+    }
+
+    @Test("--input json waits for subscribers of the first line's name, not of NAME")
+    func jsonLinesWaitForWhatIsPublished() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("w.sock")
+        let input = [
+            #"{"name": "orders.shipped", "payload": "s-1"}"#,
+            #"{"name": "orders.shipped", "payload": "s-2"}"#,
+        ].joined(separator: "\n") + "\n"
+
+        let subscriber = try children.start(
+            "subscriber",
+            ["subscribe", "orders.shipped", "--connect", endpoint, "--count", "2", "--timeout", "30", "--format", "json"])
+        let publisher = try startWithInput(
+            children, "publisher", Array(input.utf8),
+            ["publish", "orders.created", "--lines", "--input", "json", "--bind", endpoint, "--timeout", "20"])
+        let published = await publisher.waitForExit()
+        expectExit(published, 0, publisher)
+        #expect(published?.stderrText.contains("posted 2, sent 2, unsent 0") == true, "\(publisher.describe())")
+        #expect(await subscriber.waitForStdoutLines(2), "\(subscriber.describe())")
+        expectExit(await awaitSubscriberExit(subscriber), 0, subscriber)
+        let received = parseJSONLines(subscriber.output.stdoutLines)
+        #expect(received.notifications.map(\.payload) == ["s-1", "s-2"])
+    }
 }
