@@ -219,7 +219,7 @@ struct Publish: AsyncParsableCommand {
         case ready
         /// A CURVE server refused this publisher's key.
         case refused
-        /// The time ran out.
+        /// The time ran out with `arrived` of them there.
         case timedOut(arrived: Int)
         /// The refusal watch ended without a refusal (internal).
         case noRefusal
@@ -242,18 +242,25 @@ struct Publish: AsyncParsableCommand {
     }
 
     /// Waits for the subscribers, or, with CURVE, for the server to refuse this publisher's key.
+    /// Waits for one subscriber more at a time, so a timeout can say how many had arrived.
     func waitForSubscribers(_ bus: Bus, _ name: NotificationName) async -> WaitOutcome {
         let limit = Duration.milliseconds(Int(timeout * 1_000))
         let count = subscribers
         let secured = bus.configuration.curve != nil
         return await withTaskGroup(of: WaitOutcome.self) { group in
             group.addTask {
-                do {
-                    try await bus.waitForSubscribers(count: count, matching: name, timeout: limit)
-                    return .ready
-                } catch {
-                    return .timedOut(arrived: 0)
+                let clock = ContinuousClock()
+                let deadline = clock.now + limit
+                for wanted in 1...count {
+                    let left = deadline - clock.now
+                    do {
+                        guard left > .zero else { throw BusError.timedOut(what: "subscribers", milliseconds: 0) }
+                        try await bus.waitForSubscribers(count: wanted, matching: name, timeout: left)
+                    } catch {
+                        return .timedOut(arrived: wanted - 1)
+                    }
                 }
+                return .ready
             }
             if secured {
                 group.addTask { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : .noRefusal }
@@ -380,9 +387,12 @@ struct PublishService: Service {
             switch missing.outcome {
             case .refused:
                 printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve))
-            case .timedOut:
+            case .timedOut(let arrived):
+                let who =
+                    command.subscribers == 1
+                    ? "no subscriber" : "\(arrived) of \(command.subscribers) subscribers"
                 printError(
-                    "nbus publish: no subscriber for \(missing.name) reached this publisher within \(command.timeout) s "
+                    "nbus publish: \(who) for \(missing.name) reached this publisher within \(command.timeout) s "
                         + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats))")
             case .ready, .noRefusal:
                 printError("nbus publish: the wait for subscribers of \(missing.name) ended unexpectedly")

@@ -180,4 +180,33 @@ struct PublishInputTests {
         let received = parseJSONLines(subscriber.output.stdoutLines)
         #expect(received.notifications.map(\.payload) == ["s-1", "s-2"])
     }
+
+    // MARK: Waiting
+
+    @Test("--subscribers 2 with one there: the timeout says 1 of 2 arrived")
+    func timeoutCountsArrivals() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let broker = try children.start("broker", ["broker", "--frontend", frontend, "--backend", backend])
+        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "c.x", "--connect", backend, "--count", "5", "--timeout", "30", "--format", "json"])
+        // One notification through the broker proves the subscription is there; the broker's XSUB
+        // hands it to every publisher that connects later.
+        let first = try children.start(
+            "first publisher", ["publish", "c.x", "one", "--connect", frontend, "--timeout", "30"])
+        expectExit(await first.waitForExit(), 0, first)
+        #expect(await subscriber.waitForStdoutLines(1), "\(subscriber.describe())")
+
+        let second = try children.start(
+            "second publisher", ["publish", "c.x", "two", "--connect", frontend, "--subscribers", "2", "--timeout", "2"])
+        let output = await second.waitForExit()
+        expectExit(output, 2, second)
+        #expect(
+            output?.stderrText.contains("1 of 2 subscribers for c.x reached this publisher within 2.0 s") == true,
+            "\(second.describe())")
+        _ = await stopSubscriber(subscriber)
+    }
 }
