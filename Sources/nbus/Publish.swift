@@ -30,25 +30,27 @@ struct Publish: AsyncParsableCommand {
             a second signal exits at once with 128 + the signal number.
             Exit status: 0 sent, 1 unsent notifications or another failure, 2 no subscriber in time, \
             an unusable endpoint or key file, a key the server refused, or skipped input lines, \
-            64 bad arguments.
+            64 bad arguments (checked before connecting).
             """)
 
     @Argument(help: "The notification name, e.g. orders.created (with --lines --input json: for lines without a name).")
     var name: String
 
-    @Argument(help: "The payload text (default: empty).")
-    var payload: String = ""
+    @Argument(help: "The payload text (default: empty). Not with --lines.")
+    var payload: String?
 
-    @Option(name: .shortAndLong, help: "How many notifications to post.")
-    var count: Int = 1
+    @Option(name: .shortAndLong, help: "How many notifications to post (default: 1). Not with --lines.")
+    var count: Int?
 
-    @Option(help: ArgumentHelp("Notifications per second (default: as fast as possible).", valueName: "per-second"))
+    @Option(help: ArgumentHelp("Notifications per second (default: as fast as possible). Not with --lines.", valueName: "per-second"))
     var rate: Double?
 
-    @Option(help: ArgumentHelp("Payload size in bytes: the payload text repeated (or 'x') to this length.", valueName: "bytes"))
+    @Option(
+        help: ArgumentHelp(
+            "Payload size in bytes: the payload text repeated (or 'x') to this length. Not with --lines.", valueName: "bytes"))
     var size: Int?
 
-    @Option(name: .customLong("header"), help: ArgumentHelp("A header key=value. Repeatable.", valueName: "key=value"))
+    @Option(name: .customLong("header"), help: ArgumentHelp("A header key=value. Repeatable, each key once.", valueName: "key=value"))
     var headers: [String] = []
 
     @Option(help: ArgumentHelp("Content type: unspecified, text, json, cbor, msgpack, protobuf, or a code 0-255.", valueName: "type"))
@@ -57,8 +59,8 @@ struct Publish: AsyncParsableCommand {
     @Flag(help: "Read notifications from standard input, one per line.")
     var lines = false
 
-    @Option(help: ArgumentHelp("With --lines: text (each line is a payload) or json.", valueName: "format"))
-    var input: LineFormat = .text
+    @Option(help: ArgumentHelp("With --lines: text (each line is a payload, the default) or json.", valueName: "format"))
+    var input: LineFormat?
 
     @OptionGroup var endpoints: EndpointOptions
 
@@ -75,12 +77,12 @@ struct Publish: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Wait for this many subscribers of NAME (with --input json: of the first line's name) before sending.",
+            "Wait for this many subscribers of NAME (with --input json: of the first line's name) before sending (default: 1).",
             valueName: "n"))
-    var subscribers: Int = 1
+    var subscribers: Int?
 
-    @Option(help: ArgumentHelp("Seconds to wait for subscribers.", valueName: "seconds"))
-    var timeout: Double = 10
+    @Option(help: ArgumentHelp("Seconds to wait for subscribers (default: 10).", valueName: "seconds"))
+    var timeout: Double?
 
     @Option(help: ArgumentHelp("ZeroMQ send high-water mark (messages per subscriber).", valueName: "messages"))
     var hwm: Int32 = 10_000
@@ -99,26 +101,76 @@ struct Publish: AsyncParsableCommand {
     /// The largest payload a post accepts (the bus's default; publish has no option to change it).
     static let maximumPayload = BusConfiguration(publish: []).maximumPayload
 
+    /// How lines are read: `--input`, text unless given.
+    var lineFormat: LineFormat { input ?? .text }
+    /// How many notifications to post without --lines.
+    var notificationCount: Int { count ?? 1 }
+    /// How many subscribers to wait for.
+    var subscriberCount: Int { subscribers ?? 1 }
+    /// Seconds to wait for them.
+    var waitSeconds: Double { timeout ?? 10 }
+
+    /// Checks everything that can be checked without connecting, so a bad argument fails at once
+    /// (exit 64) instead of after the wait for subscribers.
     func validate() throws {
-        do { _ = try NotificationName(name) } catch { throw ValidationError("invalid name '\(name)': \(error)") }
-        guard count >= 1 else { throw ValidationError("--count must be at least 1") }
-        if let rate { guard rate > 0 else { throw ValidationError("--rate must be positive") } }
-        if let size { guard size >= 0 else { throw ValidationError("--size must be 0 or more") } }
-        guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1 (use --no-wait to skip waiting)") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        let notificationName: NotificationName
+        do { notificationName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(name)': \(error)") }
+        if lines {
+            if payload != nil {
+                throw ValidationError("a PAYLOAD argument is not used with --lines: each line of standard input is a payload")
+            }
+            for (flag, given) in [("--count", count != nil), ("--rate", rate != nil), ("--size", size != nil)] where given {
+                throw ValidationError("\(flag) is not used with --lines: standard input decides what is sent")
+            }
+        } else if input != nil {
+            throw ValidationError("--input only applies with --lines (it says how to read each line of standard input)")
+        }
+        if noWait {
+            if subscribers != nil { throw ValidationError("--subscribers is how many to wait for, but --no-wait does not wait") }
+            if timeout != nil { throw ValidationError("--timeout is how long to wait for subscribers, but --no-wait does not wait") }
+        }
+        if let count { guard count >= 1 else { throw ValidationError("--count must be at least 1") } }
+        if let rate { guard rate > 0, rate.isFinite else { throw ValidationError("--rate must be positive") } }
+        if let size {
+            guard size >= 0 else { throw ValidationError("--size must be 0 or more") }
+            guard size <= Self.maximumPayload else {
+                throw ValidationError("--size \(size) is over the maximum payload of \(Self.maximumPayload) bytes")
+            }
+        }
+        if !lines, size == nil {
+            // The longest payload is the one whose {n} has the most digits: the last.
+            let longest = payloadBytes(number: notificationCount).count
+            guard longest <= Self.maximumPayload else {
+                throw ValidationError("the payload is \(longest) bytes, over the maximum of \(Self.maximumPayload)")
+            }
+        }
+        if let subscribers { guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1 (use --no-wait to skip waiting)") } }
+        if let timeout { guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be positive") } }
         guard closeTimeout >= 0, closeTimeout <= 3_600 else { throw ValidationError("--close-timeout must be 0 to 3600 seconds") }
-        _ = try parsedHeaders()
+        let headerMap = try parsedHeaders()
+        do {
+            _ = try EnvelopeCodec.encodedSize(of: Notification(name: notificationName, headers: headerMap))
+        } catch {
+            throw ValidationError("--header: \(error)")
+        }
         _ = try parsedContentType()
         try curve.validate(endpoints: endpoints, allowFlag: "--allow-subscribers", allowList: allowSubscribers)
     }
 
+    /// The --header options; a key given twice is an error (a notification has one value per key).
     func parsedHeaders() throws -> NotificationHeaders {
         var result = NotificationHeaders()
         for header in headers {
             guard let equals = header.firstIndex(of: "="), equals != header.startIndex else {
                 throw ValidationError("--header takes key=value, got '\(header)'")
             }
-            result[String(header[..<equals])] = String(header[header.index(after: equals)...])
+            let key = String(header[..<equals])
+            let value = String(header[header.index(after: equals)...])
+            if let earlier = result[key] {
+                throw ValidationError(
+                    "--header \(key) is given twice (\(key)=\(earlier) and \(key)=\(value)); a notification has one value per key")
+            }
+            result[key] = value
         }
         return result
     }
@@ -139,7 +191,7 @@ struct Publish: AsyncParsableCommand {
     }
 
     func payloadBytes(number: Int) -> [UInt8] {
-        var text = payload.replacingOccurrences(of: "{n}", with: String(number))
+        var text = (payload ?? "").replacingOccurrences(of: "{n}", with: String(number))
         if let size {
             if text.isEmpty { text = "x" }
             var bytes: [UInt8] = []
@@ -175,12 +227,12 @@ struct Publish: AsyncParsableCommand {
     /// shutdown cancels it. Returns the skipped input lines; throws `SubscribersMissing` when the
     /// wait failed.
     func post(_ bus: Bus, _ name: NotificationName, _ headers: NotificationHeaders, _ type: ContentType) async throws -> Int {
-        if lines && input == .json { return try await publishJSONLines(bus, name, headers, type) }
+        if lines && lineFormat == .json { return try await publishJSONLines(bus, name, headers, type) }
         guard try await awaitSubscribers(bus, name) else { return 0 }
         if lines { return try await publishTextLines(bus, name, headers, type) }
         let clock = ContinuousClock()
         let start = clock.now
-        for number in 1...count {
+        for number in 1...notificationCount {
             if let rate {
                 do {
                     try await Task.sleep(until: start + .seconds(Double(number - 1) / rate), clock: clock)
@@ -244,8 +296,8 @@ struct Publish: AsyncParsableCommand {
     /// Waits for the subscribers, or, with CURVE, for the server to refuse this publisher's key.
     /// Waits for one subscriber more at a time, so a timeout can say how many had arrived.
     func waitForSubscribers(_ bus: Bus, _ name: NotificationName) async -> WaitOutcome {
-        let limit = Duration.milliseconds(Int(timeout * 1_000))
-        let count = subscribers
+        let limit = Duration.milliseconds(Int(waitSeconds * 1_000))
+        let count = subscriberCount
         let secured = bus.configuration.curve != nil
         return await withTaskGroup(of: WaitOutcome.self) { group in
             group.addTask {
@@ -389,10 +441,10 @@ struct PublishService: Service {
                 printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve))
             case .timedOut(let arrived):
                 let who =
-                    command.subscribers == 1
-                    ? "no subscriber" : "\(arrived) of \(command.subscribers) subscribers"
+                    command.subscriberCount == 1
+                    ? "no subscriber" : "\(arrived) of \(command.subscriberCount) subscribers"
                 printError(
-                    "nbus publish: \(who) for \(missing.name) reached this publisher within \(command.timeout) s "
+                    "nbus publish: \(who) for \(missing.name) reached this publisher within \(command.waitSeconds) s "
                         + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats))")
             case .ready, .noRefusal:
                 printError("nbus publish: the wait for subscribers of \(missing.name) ended unexpectedly")

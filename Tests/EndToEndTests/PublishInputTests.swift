@@ -209,4 +209,34 @@ struct PublishInputTests {
             "\(second.describe())")
         _ = await stopSubscriber(subscriber)
     }
+
+    // MARK: Arguments
+
+    /// Arguments refused at once (exit 64), with what the message must say. No broker or
+    /// subscriber exists and --timeout is long, so waiting first would be seen as a timeout.
+    static let refusedArguments: [([String], String)] = [
+        (["h.x", "--size", "2000000"], "--size 2000000 is over the maximum payload of 1048576"),
+        (["h.x", "--header", "k=" + String(repeating: "v", count: 1_025)], "1025-byte value; the limit is 1024"),
+        (["h.x"] + (1...33).flatMap { ["--header", "k\($0)=v"] }, "at most 32 headers are allowed, got 33"),
+        (["h.x", "--header", "a=1", "--header", "a=2"], "--header a is given twice (a=1 and a=2)"),
+        (["h.x", "--input", "json"], "--input only applies with --lines"),
+        (["h.x", "payload", "--lines"], "a PAYLOAD argument is not used with --lines"),
+        (["h.x", "--lines", "--count", "3"], "--count is not used with --lines"),
+        (["h.x", "--subscribers", "2", "--no-wait"], "--subscribers is how many to wait for, but --no-wait does not wait"),
+        (["h.x", "--timeout", "5", "--no-wait"], "--timeout is how long to wait for subscribers, but --no-wait"),
+    ]
+
+    @Test("argument problems exit 64 at once, before connecting or waiting", arguments: refusedArguments)
+    func refusedAtOnce(arguments: [String], message: String) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("nobody.sock")
+        var all = ["publish"] + arguments + ["--connect", endpoint]
+        if !arguments.contains("--timeout") && !arguments.contains("--no-wait") { all += ["--timeout", "30"] }
+        // Far below --timeout: a command that waits for subscribers first does not exit in time.
+        let output = try await children.run("publish", all, timeout: .seconds(10))
+        let text = output?.stderrText ?? ""
+        #expect(output?.status == 64 && output?.bySignal == false, "exit \(output?.status ?? -1): \(text.prefix(300))")
+        #expect(text.contains(message), "stderr: \(text.prefix(300))")
+    }
 }
