@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import NotificationBus
 import ZeroMQ
 
@@ -45,8 +46,11 @@ struct CurveOptions: ParsableArguments {
 
     /// Loads the key files into `configuration`: client keys for connecting, server keys and the
     /// allow list for binding. Authentication events of a binding server are logged on stderr.
-    func apply(to configuration: inout BusConfiguration, allowList: String?, command: String) throws(CurveKeyError) {
+    /// Throws `CurveKeyError`, or `PublicKeyGivenAsSecret` when --curve-secret names a public key
+    /// file (checked first: its permission bits are not the problem).
+    func apply(to configuration: inout BusConfiguration, allowList: String?, command: String) throws {
         guard let curveSecret else { return }
+        if Self.isPublicKeyFile(curveSecret) { throw PublicKeyGivenAsSecret(path: curveSecret) }
         let keyPair = try CurveKeyFile.readKeyPair(at: curveSecret)
         if let curveServerKey {
             let serverKey = try CurveKeyFile.readPublicKey(at: curveServerKey)
@@ -58,6 +62,32 @@ struct CurveOptions: ParsableArguments {
                 keyPair: keyPair, allowedClients: allowed,
                 onAuthentication: { event in printError("nbus \(command): \(event)") })
         }
+    }
+}
+
+extension CurveOptions {
+    /// Whether the file at `path` is a public key file: a valid key file with a `public-key` line
+    /// and no `secret-key` line (what `nbus keygen` writes to NAME.pub). A file holding just a bare
+    /// key could be either, so it is not one.
+    static func isPublicKeyFile(_ path: String) -> Bool {
+        guard (try? CurveKeyFile.readPublicKey(at: path)) != nil,
+            let text = try? String(contentsOfFile: path, encoding: .utf8)
+        else { return false }
+        let fields = text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        return fields.contains { $0.hasPrefix("public-key") } && !fields.contains { $0.hasPrefix("secret-key") }
+    }
+}
+
+/// `--curve-secret` names a public key file (`NAME.pub`), a mix-up with its `NAME.key`.
+struct PublicKeyGivenAsSecret: Error, CustomStringConvertible {
+    /// The file given.
+    let path: String
+
+    var description: String {
+        let suffix = ".\(CurveKeyFile.publicKeyExtension)"
+        let sibling = path.hasSuffix(suffix) ? String(path.dropLast(suffix.count)) + ".\(CurveKeyFile.secretKeyExtension)" : nil
+        let hint = sibling.map { "probably \($0), written by `nbus keygen` with it" } ?? "NAME.key from `nbus keygen`"
+        return "\(path) is a public key file; --curve-secret needs the secret key file (\(hint))"
     }
 }
 

@@ -239,4 +239,32 @@ struct PublishInputTests {
         #expect(output?.status == 64 && output?.bySignal == false, "exit \(output?.status ?? -1): \(text.prefix(300))")
         #expect(text.contains(message), "stderr: \(text.prefix(300))")
     }
+
+    // MARK: CURVE
+
+    @Test("--curve-secret given a .pub file: says it is a public key file, not to chmod it")
+    func publicKeyFileAsSecret() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        try FileManager.default.createDirectory(atPath: "\(children.folder.path)/pubs", withIntermediateDirectories: true)
+        for name in ["broker", "pubs/orders"] {
+            let output = try #require(try await children.run("keygen \(name)", ["keygen", "--output", name]))
+            #expect(!output.bySignal && output.status == 0, "keygen \(name): \(output.stderrText)")
+        }
+        let endpoint = children.folder.ipc("curve.sock")
+        for command in [["publish", "o.x"], ["subscribe", "o.x"]] {
+            let output = try await children.run(
+                command[0],
+                command + ["--connect", endpoint, "--curve-secret", "pubs/orders.pub", "--curve-server-key", "broker.pub",
+                           "--timeout", "30"],
+                timeout: .seconds(10))
+            let text = output?.stderrText ?? ""
+            #expect(output?.status == 2, "\(command[0]): exit \(output?.status ?? -1): \(text)")
+            #expect(
+                text.contains(
+                    "pubs/orders.pub is a public key file; --curve-secret needs the secret key file (probably pubs/orders.key"),
+                "\(command[0]): \(text)")
+            #expect(!text.contains("chmod"), "\(command[0]): \(text)")
+        }
+    }
 }
