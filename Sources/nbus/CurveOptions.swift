@@ -8,7 +8,7 @@ import ZeroMQ
 struct CurveOptions: ParsableArguments {
     @Option(
         help: ArgumentHelp(
-            "This process's secret key file (from `nbus keygen`); turns CURVE on. Must be mode 0600.",
+            "This process's secret key file (NAME.key from `nbus keygen`, not NAME.pub); turns CURVE on. Must be mode 0600.",
             valueName: "file"))
     var curveSecret: String?
 
