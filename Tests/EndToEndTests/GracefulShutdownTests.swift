@@ -46,10 +46,7 @@ struct GracefulShutdownTests {
     func signalledBroker(signal: Int32) async throws {
         let children = try Children()
         defer { children.killAll() }
-        let frontend = children.folder.ipc("f.sock")
-        let backend = children.folder.ipc("b.sock")
-        let broker = try children.start("broker", ["broker", "--frontend", frontend, "--backend", backend])
-        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let (broker, frontend, backend) = try await children.startBroker()
         let subscriber = try children.start("subscriber", ["subscribe", "b.>", "--connect", backend])
         let publisher = try children.start(
             "publisher", ["publish", "b.tick", "--count", "100000", "--rate", "2000", "--connect", frontend, "--timeout", "30"])

@@ -358,6 +358,20 @@ final class Children: Sendable {
         return output
     }
 
+    /// Starts `nbus broker` on `f.sock`/`b.sock` in the temp folder and waits for its banner (it
+    /// listens then); records an issue and throws when it does not come.
+    func startBroker(
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> (broker: Child, frontend: String, backend: String) {
+        let frontend = folder.ipc("f.sock")
+        let backend = folder.ipc("b.sock")
+        let broker = try start("broker", ["broker", "--frontend", frontend, "--backend", backend])
+        try #require(
+            await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())",
+            sourceLocation: sourceLocation)
+        return (broker, frontend, backend)
+    }
+
     /// SIGKILLs every child still running, then removes the temp folder.
     func killAll() {
         for child in started.withLock({ $0 }) { child.signal(SIGKILL) }

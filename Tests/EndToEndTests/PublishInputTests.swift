@@ -187,10 +187,7 @@ struct PublishInputTests {
     func timeoutCountsArrivals() async throws {
         let children = try Children()
         defer { children.killAll() }
-        let frontend = children.folder.ipc("f.sock")
-        let backend = children.folder.ipc("b.sock")
-        let broker = try children.start("broker", ["broker", "--frontend", frontend, "--backend", backend])
-        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let (_, frontend, backend) = try await children.startBroker()
         let subscriber = try children.start(
             "subscriber", ["subscribe", "c.x", "--connect", backend, "--count", "5", "--timeout", "30", "--format", "json"])
         // One notification through the broker proves the subscription is there; the broker's XSUB
