@@ -260,11 +260,13 @@ public final class Bus: Sendable {
             timeout: timeout)
     }
 
-    /// Returns once a CURVE server has refused this bus's key (at once if one already has): its ZAP
-    /// handler did not admit `configuration.curve`'s public key. A refused client keeps retrying,
-    /// in vain while the server's allow list stays the same, so this is the moment to say so.
+    /// Returns once a server has refused this bus's connection (at once if one already has): a
+    /// CURVE server's ZAP handler did not admit `configuration.curve`'s public key, or the server
+    /// uses another security mechanism (CURVE against this plaintext bus, or the reverse;
+    /// `stats.lastHandshakeFailure` says which). A refused client keeps retrying, in vain while
+    /// nothing changes on either side, so this is the moment to say so.
     public func waitForHandshakeRefusal(timeout: Duration = .seconds(10)) async throws(BusError) {
-        try await wait(.handshakeRefused, what: "a CURVE server to refuse this bus's key", timeout: timeout)
+        try await wait(.handshakeRefused, what: "a server to refuse this bus's connection", timeout: timeout)
     }
 
     private func wait(_ kind: BusWaiter.Kind, what: String, timeout: Duration) async throws(BusError) {

@@ -225,7 +225,16 @@ final class BusIOThread {
     private func secure(
         _ socket: Socket, _ attachments: [Attachment], clients: AuthenticationDomain
     ) throws(BusError) {
-        guard configuration.curve != nil || configuration.curveServer != nil else { return }
+        guard configuration.curve != nil || configuration.curveServer != nil else {
+            // A plaintext client of a CURVE server is dropped at every handshake and would never
+            // know why: its monitor counts the mechanism mismatch (inproc has no handshake).
+            let connectsOverNetwork = attachments.contains {
+                if case .connect(let endpoint) = $0 { return !endpoint.hasPrefix("inproc://") }
+                return false
+            }
+            if connectsOverNetwork { try transport { () throws(ZMQError) in try monitorHandshakes(of: socket) } }
+            return
+        }
         let binds = attachments.contains(where: \.isBind)
         let connects = attachments.contains { !$0.isBind }
         if binds && connects {
@@ -241,16 +250,21 @@ final class BusIOThread {
                 try socket.set(.curveServerKey, try Z85.decode(client.serverPublicKey))
                 try socket.set(.curvePublicKey, try Z85.decode(client.keyPair.publicKey))
                 try socket.set(.curveSecretKey, try Z85.decode(client.keyPair.secretKey))
-                // The reader connects first: libzmq blocks on a monitor that has no reader.
-                let endpoint = "inproc://nbus-handshakes-\(UInt64.random(in: 1...UInt64.max))"
-                let reader = try context.socket(.pair)
-                handshakeMonitors.append(reader)
-                try reader.set(.linger, 0)
-                try reader.set(.receiveHighWaterMark, 0)
-                try reader.connect(endpoint)
-                try socket.monitor(endpoint, events: .handshakeFailures)
+                try monitorHandshakes(of: socket)
             }
         }
+    }
+
+    /// Counts `socket`'s failed handshakes in `stats` (`readHandshakeFailures`).
+    private func monitorHandshakes(of socket: Socket) throws(ZMQError) {
+        // The reader connects first: libzmq blocks on a monitor that has no reader.
+        let endpoint = "inproc://nbus-handshakes-\(UInt64.random(in: 1...UInt64.max))"
+        let reader = try context.socket(.pair)
+        handshakeMonitors.append(reader)
+        try reader.set(.linger, 0)
+        try reader.set(.receiveHighWaterMark, 0)
+        try reader.connect(endpoint)
+        try socket.monitor(endpoint, events: .handshakeFailures)
     }
 
     /// Stops the monitors before their readers, closes every socket, then stops the ZAP handler.
@@ -490,7 +504,7 @@ final class BusIOThread {
             waiters.append(waiter)
             checkSubscriberWaiters()
         case .handshakeRefused:
-            guard stats.handshakesRefused == 0 else { return finishWaiter(waiter, .success(())) }
+            guard !handshakesCannotSucceed else { return finishWaiter(waiter, .success(())) }
             waiters.append(waiter)
         }
     }
@@ -642,7 +656,13 @@ final class BusIOThread {
         finishWaiter(waiters.remove(at: index), .success(()))
     }
 
-    /// CURVE client: counts the failed handshakes the sockets' monitors reported.
+    /// Whether a server refused this bus's key, or met it with another security mechanism (a
+    /// plaintext client of a CURVE server, or the reverse): retrying changes neither.
+    private var handshakesCannotSucceed: Bool {
+        stats.handshakesRefused > 0 || stats.lastHandshakeFailure == .mechanismMismatch
+    }
+
+    /// A connecting socket (CURVE or plaintext): counts the failed handshakes its monitor reported.
     private func readHandshakeFailures() -> Bool {
         var any = false
         for reader in handshakeMonitors {
@@ -653,7 +673,7 @@ final class BusIOThread {
                 stats.lastHandshakeFailure = failure
             }
         }
-        if any && stats.handshakesRefused > 0 {
+        if any && handshakesCannotSucceed {
             let refusedWaiters = waiters.filter { if case .handshakeRefused = $0.kind { return true } else { return false } }
             waiters.removeAll { if case .handshakeRefused = $0.kind { return true } else { return false } }
             for waiter in refusedWaiters { finishWaiter(waiter, .success(())) }

@@ -92,15 +92,32 @@ struct PublicKeyGivenAsSecret: Error, CustomStringConvertible {
 }
 
 /// What `publish` and `subscribe` print when a CURVE server refused their key.
-func refusedKeyMessage(_ command: String, role: String, curve: CurveOptions) -> String {
+func refusedKeyMessage(_ command: String, role: String, curve: CurveOptions, stats: BusStats) -> String {
+    if case .mechanismMismatch? = stats.lastHandshakeFailure {
+        return curve.curveSecret == nil
+            ? "nbus \(command): the server uses CURVE and refuses plaintext peers: give --curve-secret (this "
+                + "\(role)'s NAME.key) and --curve-server-key (the server's .pub); see nbus keygen"
+            : "nbus \(command): the server does not use CURVE (a plaintext broker or peer?): start it with "
+                + "--curve-secret, or leave --curve-secret out here"
+    }
     let key = curve.curveSecret.map { " (\($0))" } ?? ""
     return "nbus \(command): the server refused this \(role)'s key\(key): its .pub file must be in the broker's "
         + "--allow-\(role)s folder (or the binding peer's)"
 }
 
 /// A note on failed CURVE handshakes for a summary or timeout message; empty when none failed.
-func handshakeNote(_ stats: BusStats) -> String {
+func handshakeNote(_ stats: BusStats, usingCurve: Bool = true) -> String {
     guard stats.handshakesRefused + stats.handshakesFailed > 0 else { return "" }
+    guard usingCurve else {
+        // Plaintext: a failed handshake is almost always a CURVE server at the other end.
+        var note = "; handshakes failed \(stats.handshakesFailed)"
+        if case .mechanismMismatch? = stats.lastHandshakeFailure {
+            note += " (the server uses CURVE: give --curve-secret and --curve-server-key; see nbus keygen)"
+        } else if let last = stats.lastHandshakeFailure {
+            note += " (last: \(last))"
+        }
+        return note
+    }
     var note = "; CURVE handshakes refused \(stats.handshakesRefused), failed \(stats.handshakesFailed)"
     switch stats.lastHandshakeFailure {
     case .refused?: note += " (the server does not admit this key)"

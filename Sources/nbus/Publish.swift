@@ -293,12 +293,12 @@ struct Publish: AsyncParsableCommand {
         return true
     }
 
-    /// Waits for the subscribers, or, with CURVE, for the server to refuse this publisher's key.
+    /// Waits for the subscribers, or for the server to refuse this publisher (an unlisted CURVE
+    /// key, or CURVE on one side only).
     /// Waits for one subscriber more at a time, so a timeout can say how many had arrived.
     func waitForSubscribers(_ bus: Bus, _ name: NotificationName) async -> WaitOutcome {
         let limit = Duration.milliseconds(Int(waitSeconds * 1_000))
         let count = subscriberCount
-        let secured = bus.configuration.curve != nil
         return await withTaskGroup(of: WaitOutcome.self) { group in
             group.addTask {
                 let clock = ContinuousClock()
@@ -314,9 +314,8 @@ struct Publish: AsyncParsableCommand {
                 }
                 return .ready
             }
-            if secured {
-                group.addTask { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : .noRefusal }
-            }
+            // A refused key, or a server with another security mechanism (CURVE against plaintext).
+            group.addTask { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : .noRefusal }
             var outcome = WaitOutcome.timedOut(arrived: 0)
             while let next = await group.next() {
                 if next == .noRefusal { continue }
@@ -438,14 +437,14 @@ struct PublishService: Service {
             let stats = await bus.close()
             switch missing.outcome {
             case .refused:
-                printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve))
+                printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
             case .timedOut(let arrived):
                 let who =
                     command.subscriberCount == 1
                     ? "no subscriber" : "\(arrived) of \(command.subscriberCount) subscribers"
                 printError(
                     "nbus publish: \(who) for \(missing.name) reached this publisher within \(command.waitSeconds) s "
-                        + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats))")
+                        + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats, usingCurve: command.curve.curveSecret != nil))")
             case .ready, .noRefusal:
                 printError("nbus publish: the wait for subscribers of \(missing.name) ended unexpectedly")
             }

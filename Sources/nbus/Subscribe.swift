@@ -151,7 +151,7 @@ struct Subscribe: AsyncParsableCommand {
         let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
         printError(
             "nbus subscribe: printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
-                + "rejected malformed \(bus.rejectedTotal)\(handshakeNote(bus))")
+                + "rejected malformed \(bus.rejectedTotal)\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))")
         guard stats else { return }
         for (pattern, stats) in perPattern { printError("  \(pattern): \(stats)") }
         printError(
@@ -240,16 +240,15 @@ struct SubscribeService: Service {
                     return nil
                 }
             }
-            if bus.configuration.curve != nil {
-                group.addTask {
-                    // Refused keys stay refused: say so instead of waiting in silence. Bounded by a
-                    // year, i.e. for as long as the subscriber runs.
-                    do {
-                        try await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))
-                        return .refused
-                    } catch {
-                        return nil
-                    }
+            group.addTask {
+                // A refused key, or a server with another security mechanism (CURVE against
+                // plaintext), stays so: say it instead of waiting in silence. Bounded by a year,
+                // i.e. for as long as the subscriber runs.
+                do {
+                    try await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))
+                    return .refused
+                } catch {
+                    return nil
                 }
             }
             var first: Ending?
@@ -272,7 +271,7 @@ struct SubscribeService: Service {
         let busStats = await bus.close()
         command.printSummary(printed: printer.count, perPattern: perPattern, bus: busStats)
         if ending == .refused {
-            printError(refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve))
+            printError(refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve, stats: busStats))
             throw ExitCode(2)
         }
         if let target = command.count, printer.count < target, ending == .timedOut {

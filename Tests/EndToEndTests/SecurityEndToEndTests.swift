@@ -210,6 +210,12 @@ struct SecurityEndToEndTests {
         #expect(
             await broker.wait { $0.stderrText.contains("refused a subscriber handshake") },
             "no refused plaintext subscriber:\n\(broker.describe())")
+        // It does not wait in vain: it exits 2, saying what is wrong, having printed nothing.
+        expectExit(await plainSubscriber.waitForExit(), 2, plainSubscriber)
+        #expect(plainSubscriber.output.stdoutLines.isEmpty, "\(plainSubscriber.describe())")
+        #expect(
+            plainSubscriber.output.stderrText.contains("the server uses CURVE and refuses plaintext peers"),
+            "\(plainSubscriber.describe())")
         let plainPublisher = try children.start(
             "plaintext publisher", ["publish", "x.plain", "--lines", "--no-wait", "--connect", frontend], withStdin: true)
         #expect(
@@ -222,15 +228,36 @@ struct SecurityEndToEndTests {
         // Exactly the listed publisher's 10: none of the plaintext one's arrived.
         try await publishListed(children, frontend: frontend, count: 10, to: subscriber)
 
-        // The plaintext subscriber, still connected in vain while all that happened, got nothing.
-        plainSubscriber.signal(SIGTERM)
-        expectExit(await plainSubscriber.waitForExit(), 0, plainSubscriber)
-        #expect(plainSubscriber.output.stdoutLines.isEmpty, "\(plainSubscriber.describe())")
-        #expect(plainSubscriber.output.stderrText.contains("printed 0;"))
 
         let counters = try await stopAndReadCurveCounters(broker)
         #expect(counters["publishers failed handshakes", default: 0] >= 1, "\(counters)")
         #expect(counters["subscribers failed handshakes", default: 0] >= 1, "\(counters)")
+    }
+
+    @Test("A waiting plaintext publisher meets a CURVE broker: exit 2 at once, saying the server uses CURVE")
+    func plaintextPublisherIsToldWhy() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        _ = try await TestKeys(children)
+        let (_, frontend, _) = try await startSecuredBroker(children)
+        let output = try #require(
+            try await children.run("plaintext publisher", ["publish", "x.plain", "--connect", frontend, "--timeout", "60"]))
+        // Long before its 60 s wait for subscribers would end.
+        #expect(!output.bySignal && output.status == 2, "\(output)")
+        #expect(output.stderrText.contains("the server uses CURVE and refuses plaintext peers"), "\(output.stderrText)")
+    }
+
+    @Test("A CURVE subscriber meets a plaintext broker: exit 2, saying the server does not use CURVE")
+    func curveClientOfPlaintextBrokerIsToldWhy() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        _ = try await TestKeys(children)
+        let (_, _, backend) = try await children.startBroker()
+        let output = try #require(
+            try await children.run(
+                "CURVE subscriber", ["subscribe", "x.>", "--connect", backend, "--timeout", "60"] + TestKeys.client("subs/bob")))
+        #expect(!output.bySignal && output.status == 2, "\(output)")
+        #expect(output.stderrText.contains("the server does not use CURVE"), "\(output.stderrText)")
     }
 
     /// What a test file holds, made from a fresh key pair in the test.
