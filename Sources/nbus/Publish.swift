@@ -39,7 +39,7 @@ struct Publish: AsyncParsableCommand {
     @Argument(help: "The payload text (default: empty). Not with --lines.")
     var payload: String?
 
-    @Option(name: .shortAndLong, help: "How many notifications to post (default: 1). Not with --lines.")
+    @Option(name: .shortAndLong, parsing: .unconditional, help: "How many notifications to post (default: 1). Not with --lines.")
     var count: Int?
 
     @Option(help: ArgumentHelp("Notifications per second (default: as fast as possible). Not with --lines.", valueName: "per-second"))

@@ -36,7 +36,7 @@ struct Subscribe: AsyncParsableCommand {
     @Argument(help: "One or more patterns.")
     var patterns: [String]
 
-    @Option(name: .shortAndLong, help: "Stop after this many notifications (over all patterns).")
+    @Option(name: .shortAndLong, parsing: .unconditional, help: "Stop after this many notifications (over all patterns).")
     var count: Int?
 
     @Option(help: ArgumentHelp("Output format: text or json.", valueName: "format"))

@@ -221,6 +221,8 @@ struct PublishInputTests {
         (["h.x", "--lines", "--count", "3"], "--count is not used with --lines"),
         (["h.x", "--subscribers", "2", "--no-wait"], "--subscribers is how many to wait for, but --no-wait does not wait"),
         (["h.x", "--timeout", "5", "--no-wait"], "--timeout is how long to wait for subscribers, but --no-wait"),
+        // A negative count is a bad value, not a missing one (the parser took "-1" for an option).
+        (["h.x", "--count", "-1"], "--count must be at least 1"),
     ]
 
     @Test("argument problems exit 64 at once, before connecting or waiting", arguments: refusedArguments)
