@@ -24,8 +24,10 @@ public final class Bus: Sendable {
     private let finished: FinishSignal
 
     /// Opens the bus: creates the I/O thread, which creates, binds and connects the sockets.
-    /// Throws `.transport` when an endpoint cannot be used (in use, malformed).
+    /// Throws `.invalidConfiguration` for a value out of range, `.transport` when an endpoint
+    /// cannot be used (in use, malformed).
     public init(_ configuration: BusConfiguration = .embedded()) throws(BusError) {
+        try configuration.validate()
         self.configuration = configuration
         let wake: WakeSignal
         do {
@@ -194,6 +196,13 @@ public final class Bus: Sendable {
         BusEventSequence(handle: try subscribe(pattern, buffering))
     }
 
+    /// `events(named:)` with the pattern as text.
+    public func events(named pattern: String, buffering: BufferingPolicy = .default) throws(BusError)
+        -> BusEventSequence
+    {
+        try events(named: try validPattern(pattern), buffering: buffering)
+    }
+
     /// Calls `block` for every notification matching `pattern`, on `block`'s own isolation
     /// (`{ @MainActor n in ... }` runs on the main actor), until the token is cancelled or dropped.
     public func addObserver(
@@ -205,6 +214,14 @@ public final class Bus: Sendable {
             for await notification in sequence { await block(notification) }
         }
         return ObservationToken(task: task, sequence: sequence)
+    }
+
+    /// `addObserver(forName:)` with the pattern as text.
+    public func addObserver(
+        forName pattern: String, buffering: BufferingPolicy = .default,
+        using block: @escaping @isolated(any) @Sendable (Notification) async -> Void
+    ) throws(BusError) -> ObservationToken {
+        try addObserver(forName: try validPattern(pattern), buffering: buffering, using: block)
     }
 
     /// Delivers `pattern`'s events to `sink` on the bus's I/O thread as they arrive (no buffer, no
@@ -225,11 +242,13 @@ public final class Bus: Sendable {
 
     // MARK: Readiness
 
-    /// Returns once every subscription made on this bus before the call is live at a publisher
-    /// (one that answers: any NotificationBus publisher does), so nothing is lost to the slow joiner.
+    /// Returns once this bus's subscriptions made before the call (to `pattern`, or to patterns
+    /// within or around it, like `orders.created` for `orders.>`) are live at a publisher (one that
+    /// answers: any NotificationBus publisher does), so nothing is lost to the slow joiner. Throws
+    /// `.notSubscribed` when no subscription can receive a name `pattern` matches.
     ///
-    /// How: a unique token is subscribed after the pattern's prefix on the same socket; a publisher
-    /// that sees it has applied every earlier subscription, and echoes it back.
+    /// How: a unique token (`_nbus.ready.<bus>.<n>`) is subscribed on the same socket after every
+    /// earlier subscription; a publisher that sees it has applied them all, and echoes it back.
     public func ready(_ pattern: NamePattern, timeout: Duration = .seconds(10)) async throws(BusError) {
         let token: NotificationName
         do {
@@ -237,7 +256,7 @@ public final class Bus: Sendable {
         } catch {
             throw .invalidName(error)
         }
-        try await wait(.ready(token: token), what: "a publisher to confirm \(pattern)", timeout: timeout)
+        try await wait(.ready(token: token, pattern: pattern), what: "a publisher to confirm \(pattern)", timeout: timeout)
     }
 
     /// Returns once at least `count` subscribers for `name` have reached this publisher (XPUB sees
@@ -271,14 +290,20 @@ public final class Bus: Sendable {
 
     private func wait(_ kind: BusWaiter.Kind, what: String, timeout: Duration) async throws(BusError) {
         let id = core.makeID()
-        let milliseconds = Int(timeout.components.seconds * 1_000 + timeout.components.attoseconds / 1_000_000_000_000_000)
-        let deadline = Timestamps.monotonicNanoseconds() + UInt64(max(0, milliseconds)) * 1_000_000
+        if Task.isCancelled { throw .cancelled }
+        // Saturating: `.seconds(Int64.max)` ("for ever") must not overflow; a year is long enough.
+        let (seconds, attoseconds) = timeout.components
+        let boundedSeconds = min(max(seconds, 0), 365 * 86_400)
+        let milliseconds = Int(boundedSeconds) * 1_000 + (seconds < 0 ? 0 : Int(attoseconds / 1_000_000_000_000_000))
+        let deadline = Timestamps.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, BusError>, Never>) in
                 let waiter = BusWaiter(
                     id: id, kind: kind, deadline: deadline, what: what, timeoutMilliseconds: milliseconds,
                     continuation: continuation)
                 if !core.enqueue(.addWaiter(waiter)) { continuation.resume(returning: .failure(.closed)) }
+                // Cancelled just before: `onCancel` ran first, and its command found no waiter yet.
+                if Task.isCancelled { core.enqueue(.cancelWaiter(id)) }
             }
         } onCancel: {
             core.enqueue(.cancelWaiter(id))

@@ -107,6 +107,31 @@ public struct BusConfiguration: Sendable {
     /// How long a connection may stay silent after a heartbeat before it is dropped (ms).
     public var heartbeatTimeoutMilliseconds: Int32 = 15_000
 
+    /// Throws `.invalidConfiguration` naming the first value out of range (`Bus.init` calls it).
+    public func validate() throws(BusError) {
+        func check(_ ok: Bool, _ text: @autoclosure () -> String) throws(BusError) {
+            if !ok { throw .invalidConfiguration(text()) }
+        }
+        try check(sendHighWaterMark >= 0, "sendHighWaterMark must be 0 (no limit) or more, not \(sendHighWaterMark)")
+        try check(receiveHighWaterMark >= 0, "receiveHighWaterMark must be 0 (no limit) or more, not \(receiveHighWaterMark)")
+        try check(outboundCapacity >= 1, "outboundCapacity must be at least 1, not \(outboundCapacity)")
+        try check(maximumPayload >= 0, "maximumPayload must be 0 or more, not \(maximumPayload)")
+        try check(
+            (0...NBP1.maximumHeaderCount).contains(maximumHeaderCount),
+            "maximumHeaderCount must be 0...\(NBP1.maximumHeaderCount) (NBP/1's limit), not \(maximumHeaderCount)")
+        try check(maximumTrackedStreams >= 2, "maximumTrackedStreams must be at least 2, not \(maximumTrackedStreams)")
+        try check(closeTimeoutMilliseconds >= 0, "closeTimeoutMilliseconds must be 0 or more, not \(closeTimeoutMilliseconds)")
+        try check(
+            (0...10_000_000).contains(idleSpinMicroseconds),
+            "idleSpinMicroseconds must be 0...10,000,000 (10 s), not \(idleSpinMicroseconds)")
+        try check(
+            heartbeatIntervalMilliseconds >= 0,
+            "heartbeatIntervalMilliseconds must be 0 (off) or more, not \(heartbeatIntervalMilliseconds)")
+        try check(
+            heartbeatTimeoutMilliseconds >= 0,
+            "heartbeatTimeoutMilliseconds must be 0 or more, not \(heartbeatTimeoutMilliseconds)")
+    }
+
     /// This publisher's NBP/1 id: random and non-zero unless set.
     public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)
 

@@ -17,8 +17,9 @@ enum BusCommand: Sendable {
 /// Something a caller awaits until the I/O thread sees it happen, with a deadline.
 struct BusWaiter: Sendable {
     enum Kind: Sendable {
-        /// A readiness token `_nbus.ready.<bus>.<n>`: resolved when its echo arrives from a publisher.
-        case ready(token: NotificationName)
+        /// A readiness token `_nbus.ready.<bus>.<n>` for `pattern`'s subscription: resolved when its
+        /// echo arrives from a publisher.
+        case ready(token: NotificationName, pattern: NamePattern)
         /// At least (or, with `atMost`, at most) `count` subscribers match `name` at this publisher.
         case subscribers(count: Int, name: NotificationName, atMost: Bool)
         /// A CURVE server refused this bus's key (`BusStats.handshakesRefused` > 0).
@@ -48,7 +49,15 @@ struct Mailbox: ~Copyable {
     var sequences = PostSequences()
     var posted: UInt64 = 0
     /// Posters waiting for room in `outbound`.
-    var spaceWaiters: [CheckedContinuation<Void, Never>] = []
+    var spaceWaiters: [SpaceWaiter] = []
+}
+
+/// A poster waiting for room in the outbound queue; `id` lets a cancelled one leave the line.
+struct SpaceWaiter {
+    let id: UInt64
+    let continuation: CheckedContinuation<Void, Never>
+
+    func resume() { continuation.resume() }
 }
 
 /// What `Bus`, subscriptions and the I/O thread share: the mailbox, the wake-up fd and snapshots.
@@ -148,15 +157,25 @@ final class BusCore: Sendable {
         return outcome
     }
 
-    /// Suspends until the outbound queue has room (or the bus closed).
+    /// Suspends until the outbound queue has room, the bus closed, or the task is cancelled.
     func waitForSpace() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = mailbox.withLock { box -> Bool in
-                if box.closed || box.outbound.unsentCount < outboundCapacity { return true }
-                box.spaceWaiters.append(continuation)
-                return false
+        let id = makeID()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = mailbox.withLock { box -> Bool in
+                    // Cancelled already: `onCancel` may have run before this waiter was in line.
+                    if box.closed || box.outbound.unsentCount < outboundCapacity || Task.isCancelled { return true }
+                    box.spaceWaiters.append(SpaceWaiter(id: id, continuation: continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume() }
             }
-            if resumeNow { continuation.resume() }
+        } onCancel: {
+            let waiter = mailbox.withLock { box -> SpaceWaiter? in
+                guard let index = box.spaceWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return box.spaceWaiters.remove(at: index)
+            }
+            waiter?.resume()
         }
     }
 }

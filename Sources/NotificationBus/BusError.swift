@@ -28,6 +28,10 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
     case system(String)
     /// The CURVE settings cannot be applied (e.g. a socket that both binds and connects).
     case security(String)
+    /// `ready(_:)` for a pattern no subscription of this bus can receive a name of.
+    case notSubscribed(NamePattern)
+    /// A `BusConfiguration` value out of range (`Bus.init` says which).
+    case invalidConfiguration(String)
 
     public var description: String {
         switch self {
@@ -44,6 +48,9 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
         case .cancelled: return "cancelled"
         case .system(let text): return "system error: \(text)"
         case .security(let text): return "CURVE: \(text)"
+        case .invalidConfiguration(let text): return "invalid configuration: \(text)"
+        case .notSubscribed(let pattern):
+            return "this bus has no subscription to \(pattern): make it (notifications(named:), events(named:), addObserver) before ready(_:)"
         }
     }
 }

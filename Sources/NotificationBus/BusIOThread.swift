@@ -320,7 +320,7 @@ final class BusIOThread {
                 pending.removeAll()
                 loopbackRouted = 0
             }
-            let spaceWaiters = core.mailbox.withLock { box -> [CheckedContinuation<Void, Never>] in
+            let spaceWaiters = core.mailbox.withLock { box -> [SpaceWaiter] in
                 box.sleeping = false
                 swap(&box.commands, &commands)
                 guard takeOutbound else { return [] }
@@ -491,8 +491,18 @@ final class BusIOThread {
 
     private func addWaiter(_ waiter: BusWaiter) {
         switch waiter.kind {
-        case .ready(let token):
+        case .ready(let token, let pattern):
             guard let subscriber else { return finishWaiter(waiter, .failure(.notASubscriber)) }
+            // Subscriptions queued before this wait (one mailbox, in order) are routes now; one of
+            // them must be able to receive names `pattern` matches (their prefixes agree).
+            let prefix = pattern.subscriptionPrefix
+            let covered = receiver.routes.contains { route in
+                let other = route.pattern.subscriptionPrefix
+                return other.count <= prefix.count ? prefix.starts(with: other) : other.starts(with: prefix)
+            }
+            guard covered else {
+                return finishWaiter(waiter, .failure(.notSubscribed(pattern)))
+            }
             // Looped back, every local subscription is live at this bus's own publisher already.
             if loopback { return finishWaiter(waiter, .success(())) }
             waiters.append(waiter)
@@ -510,7 +520,7 @@ final class BusIOThread {
     }
 
     private func finishWaiter(_ waiter: BusWaiter, _ result: Result<Void, BusError>) {
-        if case .ready(let token) = waiter.kind, let subscriber {
+        if case .ready(let token, _) = waiter.kind, let subscriber {
             try? subscriber.unsubscribe(Array(token.rawValue.utf8) + [0])
         }
         // Whoever awaited this may read `stats` next: let it see the state that resolved the wait.
@@ -650,7 +660,7 @@ final class BusIOThread {
 
     private func resolveReadyToken(_ nameBytes: [UInt8]) {
         guard let index = waiters.firstIndex(where: { waiter in
-            if case .ready(let token) = waiter.kind { return token.rawValue.utf8.elementsEqual(nameBytes) }
+            if case .ready(let token, _) = waiter.kind { return token.rawValue.utf8.elementsEqual(nameBytes) }
             return false
         }) else { return }
         finishWaiter(waiters.remove(at: index), .success(()))

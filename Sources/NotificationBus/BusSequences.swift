@@ -1,8 +1,15 @@
 /// A live subscription as an `AsyncSequence` of notifications (gaps are counted in `stats`, not yielded).
 ///
 /// The subscription starts when `Bus.notifications(named:)` returns and is live at a publisher once
-/// `await bus.ready(pattern)` returns. It ends when the consuming task is cancelled, when the last
-/// copy of the sequence and its iterator is dropped, or when the bus closes (after the buffer drains).
+/// `await bus.ready(pattern)` returns. It ends when the consuming task is cancelled (at its next
+/// element, even while more are buffered), when the last copy of the sequence and its iterator is
+/// dropped, or when the bus closes (after the buffer drains).
+///
+/// Leaving a loop (`break`) while the sequence lives keeps the subscription: the next loop goes on
+/// with the first notification the last one did not take. Several tasks may iterate one sequence
+/// at once: each notification goes to one of them (sharing the work), and cancelling any of them
+/// ends the subscription for all. Two iterators used in turn by one task interleave their batches,
+/// so keep to one iterator at a time where order matters.
 public struct NotificationSequence: AsyncSequence, Sendable {
     public typealias Element = Notification
     /// The same subscription with its gaps; this view skips them.

@@ -46,9 +46,13 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     private(set) var wire: [UInt8] = []
     /// The number of entries.
     public private(set) var count = 0
-    /// Set when an entry could not be stored in wire form at all (a key over 255 bytes or a
-    /// value over 65535); encoding reports it. Smaller excesses are caught by the encoder's limits.
-    private(set) var unrepresentable: EncodeError?
+    /// Entries that could not be stored in wire form at all (a key over 255 bytes or a value over
+    /// 65535), by key bytes; encoding reports the first. Setting such a key again (or to nil)
+    /// replaces or clears its record. Smaller excesses are caught by the encoder's limits.
+    private var unrepresentableEntries: [(key: [UInt8], error: EncodeError)] = []
+
+    /// Why these headers cannot be encoded at all, if an entry could not be stored.
+    var unrepresentable: EncodeError? { unrepresentableEntries.first?.error }
 
     /// No headers.
     public init() {}
@@ -72,7 +76,9 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     public var isEmpty: Bool { count == 0 }
 
     /// The value for `key` (compared byte-wise), or nil; setting nil removes the entry, setting a
-    /// new key appends it, setting an existing key replaces its value in place.
+    /// new key appends it, setting an existing key replaces its value in place. A key over 255
+    /// bytes or a value over 65,535 cannot be stored at all: the entry is then absent and `post`
+    /// throws saying why, until the key is set to something else or to nil.
     public subscript(key: String) -> String? {
         get {
             guard let entry = find(key) else { return nil }
@@ -84,12 +90,17 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
                 wire.removeSubrange(existing.whole)
                 count -= 1
             }
-            guard let newValue else { return }
             let keyBytes = Array(key.utf8)
+            if !unrepresentableEntries.isEmpty { unrepresentableEntries.removeAll { $0.key == keyBytes } }
+            guard let newValue else { return }
             let valueBytes = Array(newValue.utf8)
             guard keyBytes.count <= Int(UInt8.max), valueBytes.count <= Int(UInt16.max) else {
-                unrepresentable = keyBytes.count > Int(UInt8.max)
+                // Not stored; remembered so that encoding fails and says why, until the key is set
+                // to something representable or removed.
+                let error: EncodeError =
+                    keyBytes.count > Int(UInt8.max)
                     ? .invalidHeaderKey(key) : .headerValueTooLong(key: key, byteCount: valueBytes.count)
+                unrepresentableEntries.append((keyBytes, error))
                 return
             }
             var entry: [UInt8] = [UInt8(keyBytes.count)]
@@ -158,7 +169,8 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     }
 
     public static func == (lhs: NotificationHeaders, rhs: NotificationHeaders) -> Bool {
-        lhs.wire == rhs.wire && lhs.unrepresentable == rhs.unrepresentable
+        lhs.wire == rhs.wire
+            && lhs.unrepresentableEntries.elementsEqual(rhs.unrepresentableEntries) { $0.key == $1.key && $0.error == $1.error }
     }
 
     public func hash(into hasher: inout Hasher) {

@@ -10,7 +10,9 @@ struct SubscriptionStateMachine {
     private(set) var phase = Phase.active
     private var buffer = EventQueue()
     private var bufferedNotifications = 0
-    private var waiter: UnsafeContinuation<BusEvent?, Never>?
+    /// Consumers waiting for an event, in the order they began to wait: usually one task; several
+    /// when tasks share one sequence (each event then goes to one of them).
+    private var waiters: [UnsafeContinuation<BusEvent?, Never>] = []
     /// Set when the I/O thread was told this subscription is full (suspendProducer only).
     private var producerPaused = false
     private(set) var stats = SubscriptionStats()
@@ -34,6 +36,8 @@ struct SubscriptionStateMachine {
     enum AppendAction {
         case none
         case resume(UnsafeContinuation<BusEvent?, Never>, BusEvent)
+        /// Several tasks were waiting: one event each, first come first served.
+        case resumeMany([(UnsafeContinuation<BusEvent?, Never>, BusEvent)])
     }
 
     /// Takes a batch from the I/O thread (its events in stream order, with their counts), leaving
@@ -62,7 +66,7 @@ struct SubscriptionStateMachine {
             }
         }
         if wantsProducerPaused { producerPaused = true }
-        return resumeWaiterIfPossible()
+        return resumeWaitersIfPossible()
     }
 
     /// A sink subscription's batch, handed over as it is: counted as received and delivered.
@@ -114,10 +118,13 @@ struct SubscriptionStateMachine {
         if atFront { buffer.prepend(gap) } else { buffer.append(gap) }
     }
 
-    private mutating func resumeWaiterIfPossible() -> AppendAction {
-        guard let waiter, let event = popFirst() else { return .none }
-        self.waiter = nil
-        return .resume(waiter, event)
+    private mutating func resumeWaitersIfPossible() -> AppendAction {
+        guard !waiters.isEmpty, let event = popFirst() else { return .none }
+        let first = waiters.removeFirst()
+        guard !waiters.isEmpty, !buffer.isEmpty else { return .resume(first, event) }
+        var resumed = [(first, event)]
+        while !waiters.isEmpty, let next = popFirst() { resumed.append((waiters.removeFirst(), next)) }
+        return .resumeMany(resumed)
     }
 
     private mutating func popFirst() -> BusEvent? {
@@ -143,8 +150,7 @@ struct SubscriptionStateMachine {
             return .returnEvent(event, resumeProducer: checkResumeProducer())
         }
         if phase == .ended { return .returnEnd }
-        precondition(waiter == nil, "a subscription's events were awaited by two tasks at once")
-        waiter = continuation
+        waiters.append(continuation)
         return .suspended
     }
 
@@ -170,10 +176,24 @@ struct SubscriptionStateMachine {
     /// The most events a consumer takes from the shared buffer at once.
     static let consumerBatchLimit = 256
 
-    /// The consumer's iterator went away holding `count` notifications it had taken but not used.
-    mutating func returnUndelivered(_ count: Int) {
+    /// An iterator went away holding `events` it had taken but not used (a loop left by `break`,
+    /// or a cancelled one). While the subscription is active they go back to the front of the
+    /// buffer, in order, for the next iterator (or a waiting task); once it ended they are
+    /// discarded and counted. Leaves `events` empty.
+    mutating func returnUndelivered(_ events: inout EventQueue) -> AppendAction {
+        let count = events.notificationCount
+        guard count > 0 || !events.isEmpty else { return .none }
         stats.delivered -= UInt64(count)
-        stats.discardedAtEnd += UInt64(count)
+        guard phase == .active else {
+            stats.discardedAtEnd += UInt64(count)
+            events.removeAll()
+            return .none
+        }
+        // Older than anything buffered: they go first.
+        events.append(contentsOf: &buffer)
+        swap(&events, &buffer)
+        bufferedNotifications += count
+        return resumeWaitersIfPossible()
     }
 
     /// Hysteresis: let the I/O thread read again once half the buffer has drained.
@@ -187,7 +207,7 @@ struct SubscriptionStateMachine {
 
     enum EndAction {
         case none
-        case resumeWaiterWithEnd(UnsafeContinuation<BusEvent?, Never>?, firstEnd: Bool)
+        case resumeWaitersWithEnd([UnsafeContinuation<BusEvent?, Never>], firstEnd: Bool)
     }
 
     /// Ends the subscription (cancelled, iterator dropped, or the bus closed): buffered events
@@ -201,9 +221,9 @@ struct SubscriptionStateMachine {
             buffer.removeAll()
             bufferedNotifications = 0
         }
-        let waiter = self.waiter
-        self.waiter = nil
-        return .resumeWaiterWithEnd(waiter, firstEnd: true)
+        let waiters = self.waiters
+        self.waiters.removeAll()
+        return .resumeWaitersWithEnd(waiters, firstEnd: true)
     }
 
     var statsSnapshot: SubscriptionStats {

@@ -36,7 +36,7 @@ final class SubscriptionStorage: Sendable {
         let (action, pause) = state.withLock { machine in
             (machine.append(&batch), machine.wantsProducerPaused)
         }
-        if case .resume(let continuation, let event) = action { continuation.resume(returning: event) }
+        Self.run(action)
         return pause
     }
 
@@ -62,7 +62,17 @@ final class SubscriptionStorage: Sendable {
             return
         }
         let action = state.withLock { $0.end(discardBuffered: false) }
-        if case .resumeWaiterWithEnd(let waiter?, _) = action { waiter.resume(returning: nil) }
+        if case .resumeWaitersWithEnd(let waiters, _) = action {
+            for waiter in waiters { waiter.resume(returning: nil) }
+        }
+    }
+
+    private static func run(_ action: SubscriptionStateMachine.AppendAction) {
+        switch action {
+        case .none: break
+        case .resume(let continuation, let event): continuation.resume(returning: event)
+        case .resumeMany(let resumed): for (continuation, event) in resumed { continuation.resume(returning: event) }
+        }
     }
 
     // MARK: Called by the consumer
@@ -109,17 +119,19 @@ final class SubscriptionStorage: Sendable {
         return moved
     }
 
-    /// The consumer's iterator ended holding notifications it had taken but never used.
-    func returnUndelivered(_ count: Int) {
-        guard count > 0 else { return }
-        state.withLock { $0.returnUndelivered(count) }
+    /// An iterator went away holding events it had taken but not used: back to the buffer for
+    /// the next iterator while the subscription lives, else discarded and counted.
+    func returnUndelivered(_ events: inout EventQueue) {
+        guard !events.isEmpty else { return }
+        let action = state.withLock { $0.returnUndelivered(&events) }
+        Self.run(action)
     }
 
     /// Ends the subscription from the consumer's side and unsubscribes at the I/O thread.
     func cancel() {
         let action = state.withLock { $0.end(discardBuffered: true) }
-        guard case .resumeWaiterWithEnd(let waiter, let firstEnd) = action else { return }
-        waiter?.resume(returning: nil)
+        guard case .resumeWaitersWithEnd(let waiters, let firstEnd) = action else { return }
+        for waiter in waiters { waiter.resume(returning: nil) }
         if firstEnd { core.enqueue(.removeSubscription(id)) }
     }
 
@@ -159,19 +171,28 @@ final class IteratorBuffer {
     }
 
     /// Inlinable: the common case (an event already taken) is a pop in the consumer's own frame.
+    /// A cancelled task's loop ends at its next element, not after what is buffered (a busy
+    /// subscription is never empty): one flag read per element.
     @inlinable
     nonisolated(nonsending) func next() async -> BusEvent? {
-        if let event = events.popFirst() { return event }
+        if !Task.isCancelled, let event = events.popFirst() { return event }
         return await nextAfterRefill()
     }
 
     @usableFromInline
     nonisolated(nonsending) func nextAfterRefill() async -> BusEvent? {
+        if Task.isCancelled {
+            // Ends the subscription (as cancelling a waiting loop does); what this iterator had
+            // taken but not used is counted as discarded at the end.
+            handle.storage.cancel()
+            handle.storage.returnUndelivered(&events)
+            return nil
+        }
         guard await handle.storage.refill(&events) else { return nil }
         return events.popFirst()
     }
 
     deinit {
-        handle.storage.returnUndelivered(events.notificationCount)
+        handle.storage.returnUndelivered(&events)
     }
 }

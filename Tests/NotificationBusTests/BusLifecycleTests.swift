@@ -63,10 +63,15 @@ struct BusLifecycleTests {
     @Test("ready() times out with a clear error when no publisher answers")
     func readyTimesOut() async throws {
         let bus = try Bus(.directSubscriber(connect: [try temporaryIPCEndpoint()]))
-        _ = try bus.notifications(named: "a")
+        let subscription = try bus.notifications(named: "a")
         await #expect(throws: BusError.timedOut(what: "a publisher to confirm a", milliseconds: 200)) {
             try await bus.ready(try NamePattern("a"), timeout: .milliseconds(200))
         }
+        // ready(_:) for names no subscription can receive is an error, not a confirmation.
+        await #expect(throws: BusError.notSubscribed(try NamePattern("never.subscribed.>"))) {
+            try await bus.ready(try NamePattern("never.subscribed.>"), timeout: .milliseconds(200))
+        }
+        withExtendedLifetime(subscription) {}
         await bus.close()
     }
 

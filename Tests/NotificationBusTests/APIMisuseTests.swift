@@ -1,0 +1,195 @@
+import Synchronization
+import Testing
+@testable import NotificationBus
+
+/// What a Swift developer may do with the API that it was not shaped for: never a crash, a hang or
+/// a silent loss (each of these was reproduced by a review before it was fixed).
+@Suite("API misuse and edge cases", .timeLimit(.minutes(1)))
+struct APIMisuseTests {
+    @Test("Two tasks iterating one sequence share its notifications: each exactly once, no crash")
+    func twoTasksShareOneSequence() async throws {
+        let bus = try Bus(.embedded())
+        let sequence = try bus.notifications(named: "a.>")
+        let total = 2_000
+        let taken = Atomic<Int>(0)
+        let consume = { @Sendable () async -> [UInt64] in
+            var sequences: [UInt64] = []
+            for await notification in sequence {
+                sequences.append(notification.sequence)
+                if taken.add(1, ordering: .relaxed).newValue == total { sequence.cancel() }
+            }
+            return sequences
+        }
+        let first = Task(operation: consume)
+        let second = Task(operation: consume)
+        for i in 0..<total { try await bus.post(name: "a.b", payload: [UInt8(i & 0xFF)]) }
+        let all = await first.value + second.value
+        #expect(all.sorted() == Array(1...UInt64(total)))
+        let stats = sequence.stats
+        #expect(stats.received == UInt64(total) && stats.delivered == UInt64(total), "\(stats)")
+        await bus.close()
+    }
+
+    @Test("Leaving a loop and iterating again goes on where it left off: nothing skipped")
+    func breakAndIterateAgain() async throws {
+        let bus = try Bus(.embedded())
+        let sequence = try bus.notifications(named: "b.>")
+        for _ in 1...10 { try await bus.post(name: "b.x") }
+        for await notification in sequence {
+            #expect(notification.sequence == 1)
+            break
+        }
+        try await bus.post(name: "b.x")
+        var seen: [UInt64] = []
+        for await notification in sequence {
+            seen.append(notification.sequence)
+            if notification.sequence == 11 { break }
+        }
+        #expect(seen == Array(2...11))
+        let stats = sequence.stats
+        #expect(stats.delivered == 11 && stats.discardedAtEnd == 0 && stats.buffered == 0, "\(stats)")
+        await bus.close()
+    }
+
+    @Test("A cancelled loop ends at its next element while notifications keep coming")
+    func cancelledLoopEndsUnderLoad() async throws {
+        let bus = try Bus(.embedded())
+        let sequence = try bus.notifications(named: "c.>")
+        let producing = Task {
+            // Bounded: at most 200,000 posts, stopped as soon as the consumer is done.
+            for _ in 0..<200_000 where !Task.isCancelled { try? await bus.post(name: "c.d") }
+        }
+        let consumer = Task {
+            var afterCancel = 0
+            for await _ in sequence {
+                if Task.isCancelled { afterCancel += 1 } else { withUnsafeCurrentTask { $0?.cancel() } }
+            }
+            return afterCancel
+        }
+        #expect(await consumer.value == 0)
+        producing.cancel()
+        _ = await producing.value
+        let stats = sequence.stats
+        // Exact accounts: all received were delivered (1), discarded at the end, or still counted buffered.
+        #expect(stats.delivered == 1, "\(stats)")
+        #expect(stats.received == stats.delivered + stats.discardedAtEnd + stats.droppedLocalBuffer + stats.buffered, "\(stats)")
+        await bus.close()
+    }
+
+    @Test("A post suspended on a full outbound queue throws .cancelled when its task is cancelled")
+    func cancelledPostReturns() async throws {
+        var configuration = BusConfiguration.embedded()
+        configuration.outboundCapacity = 2
+        configuration.closeTimeoutMilliseconds = 100  // what is queued cannot go anywhere: do not wait 2 s
+        let bus = try Bus(configuration)
+        // Nobody reads it, so the I/O thread stops and the outbound queue fills.
+        let stalled = try bus.notifications(named: "p.>", buffering: .suspendProducer(capacity: 1))
+        let posting = Task { () async -> BusError? in
+            do {
+                while true { try await bus.post(name: "p.x") }
+            } catch {
+                return error as? BusError
+            }
+        }
+        // A real signal that the queue is full: postNow refuses.
+        let name = try NotificationName("p.x")
+        var full = false
+        while !full {
+            do {
+                try bus.postNow(name: name)
+            } catch {
+                #expect(error == .outboundQueueFull(capacity: 2))
+                full = true
+            }
+            await Task.yield()
+        }
+        posting.cancel()
+        #expect(await posting.value == .cancelled)
+        withExtendedLifetime(stalled) {}
+        await bus.close()
+    }
+
+    @Test("Waiting from an already cancelled task is .cancelled at once, not a timeout")
+    func waitFromCancelledTask() async throws {
+        let bus = try Bus(.embedded())
+        let subscription = try bus.notifications(named: "w.>")
+        let name = try NotificationName("w.x")
+        let outcome = await Task { () async -> BusError? in
+            withUnsafeCurrentTask { $0?.cancel() }
+            do {
+                try await bus.waitForSubscribers(count: 5, matching: name, timeout: .seconds(30))
+                return nil
+            } catch {
+                return error as? BusError
+            }
+        }.value
+        #expect(outcome == .cancelled)
+        withExtendedLifetime(subscription) {}
+        await bus.close()
+    }
+
+    @Test("A timeout of .seconds(Int64.max) waits (no overflow trap); a negative one times out at once")
+    func extremeTimeouts() async throws {
+        let bus = try Bus(.embedded())
+        let name = try NotificationName("t.x")
+        let forever = Task { () async -> BusError? in
+            do {
+                try await bus.waitForSubscribers(count: 5, matching: name, timeout: .seconds(Int64.max))
+                return nil
+            } catch {
+                return error as? BusError
+            }
+        }
+        forever.cancel()
+        #expect(await forever.value == .cancelled)
+        await #expect(throws: BusError.timedOut(what: "5 subscriber(s) of t.x", milliseconds: 0)) {
+            try await bus.waitForSubscribers(count: 5, matching: name, timeout: .seconds(-5))
+        }
+        await bus.close()
+    }
+
+    @Test("A configuration value out of range is an error naming it, not a crash at close")
+    func invalidConfiguration() throws {
+        var configuration = BusConfiguration.embedded()
+        configuration.closeTimeoutMilliseconds = -1
+        #expect(throws: BusError.invalidConfiguration("closeTimeoutMilliseconds must be 0 or more, not -1")) {
+            try Bus(configuration)
+        }
+        configuration = .embedded()
+        configuration.outboundCapacity = 0
+        #expect(throws: BusError.self) { try Bus(configuration) }
+    }
+
+    @Test("Headers forget an oversized value once it is replaced or removed")
+    func oversizedHeaderValueForgotten() async throws {
+        let bus = try Bus(.embedded())
+        var headers = NotificationHeaders()
+        headers["big"] = String(repeating: "v", count: 70_000)
+        await #expect(throws: BusError.self) { try await bus.post(name: "h.x", headers: headers) }
+        headers["big"] = nil
+        #expect(headers == NotificationHeaders() && headers.isEmpty)
+        try await bus.post(name: "h.x", headers: headers)
+        headers["k"] = "v"
+        headers["k"] = String(repeating: "v", count: 70_000)
+        await #expect(throws: BusError.self) { try await bus.post(name: "h.x", headers: headers) }
+        headers["k"] = "w"
+        #expect(headers == ["k": "w"])
+        try await bus.post(name: "h.x", headers: headers)
+        await bus.close()
+    }
+
+    @Test("events(named:) and addObserver(forName:) take a pattern as text too")
+    func textPatterns() async throws {
+        let bus = try Bus(.embedded())
+        let events = try bus.events(named: "e.>")
+        let seen = Atomic<Int>(0)
+        let token = try bus.addObserver(forName: "e.>") { _ in seen.add(1, ordering: .relaxed) }
+        try await bus.post(name: "e.x")
+        for await event in events {
+            if case .notification(let notification) = event { #expect(notification.name.rawValue == "e.x"); break }
+        }
+        #expect(throws: BusError.self) { try bus.events(named: "e..bad") }
+        token.cancel()
+        await bus.close()
+    }
+}
