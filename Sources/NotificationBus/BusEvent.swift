@@ -2,7 +2,9 @@ import ZeroMQ
 
 /// Why notifications a subscription should have seen never reached its consumer.
 public enum GapCause: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
-    /// A sequence gap per (publisher, name): dropped at a ZeroMQ high-water mark or during a reconnect.
+    /// A sequence gap per (publisher, name): dropped at a ZeroMQ high-water mark or during a
+    /// reconnect, or refused by this bus's own limits (`maximumPayload`, `maximumHeaderCount`;
+    /// also counted by reason in `BusStats.rejected`), since either way it never reached a consumer.
     case lostUpstream
     /// Discarded by this subscription's own bounded buffer (`dropOldest`/`dropNewest`).
     case droppedLocalBuffer
@@ -62,7 +64,8 @@ public struct SubscriptionStats: Hashable, Sendable, Codable, CustomStringConver
     public var delivered: UInt64 = 0
     /// Notifications inside this subscription's ZeroMQ prefix whose name did not match the pattern.
     public var filteredOut: UInt64 = 0
-    /// Notifications lost before they reached this process (sequence gaps), summed over gaps.
+    /// Notifications of this subscription's streams that never reached it (sequence gaps, summed):
+    /// lost before this process, or refused by this bus's limits (see `GapCause.lostUpstream`).
     public var lostUpstream: UInt64 = 0
     /// Notifications discarded by the bounded buffer.
     public var droppedLocalBuffer: UInt64 = 0
