@@ -7,7 +7,8 @@ extension Bus {
     /// The header naming where a reply goes.
     public static let replyToHeader = "reply-to"
 
-    /// Posts a request to `name` and returns the first reply, or throws `.timedOut` after `timeout`.
+    /// Posts a request to `name` and returns the first reply, or throws `.timedOut` after `timeout`
+    /// (`.closed` when the bus closes first, `.cancelled` when the task is cancelled).
     ///
     /// The reply subscription is live before the request is posted, so a fast responder's answer is not lost.
     public func request(
@@ -29,25 +30,35 @@ extension Bus {
                 + [(Self.replyToHeader, replyName.rawValue)])
         try await post(name: name, payload: payload, headers: requestHeaders)
 
-        let reply = await withTaskGroup(of: Notification?.self) { group in
+        enum Outcome: Sendable {
+            case reply(Notification)
+            /// The reply subscription ended without a reply: the bus closed (or the task was cancelled).
+            case ended
+            case timedOut
+        }
+        let outcome = await withTaskGroup(of: Outcome.self) { group in
             group.addTask {
                 var iterator = replies.makeAsyncIterator()
-                return await iterator.next()
+                return await iterator.next().map(Outcome.reply) ?? .ended
             }
             group.addTask {
                 try? await Task.sleep(for: timeout)
-                return nil
+                return .timedOut
             }
-            let first = await group.next() ?? nil
+            let first = await group.next() ?? .ended
             group.cancelAll()
             return first
         }
-        guard let reply else {
+        switch outcome {
+        case .reply(let reply):
+            return reply
+        case .ended, .timedOut:
             if Task.isCancelled { throw .cancelled }
+            guard case .timedOut = outcome else { throw .closed }
             let (seconds, attoseconds) = timeout.components
-            throw .timedOut(what: "a reply to \(name)", milliseconds: Int(seconds * 1_000 + attoseconds / 1_000_000_000_000_000))
+            let milliseconds = Int(min(max(seconds, 0), 365 * 86_400)) * 1_000 + Int(attoseconds / 1_000_000_000_000_000)
+            throw .timedOut(what: "a reply to \(name)", milliseconds: milliseconds)
         }
-        return reply
     }
 
     /// Answers requests matching `pattern`: `handler`'s bytes are posted to each request's `reply-to`

@@ -118,8 +118,11 @@ struct ViewFeedStateMachine {
     // MARK: From the consumer
 
     mutating func next(session asking: UInt64, _ continuation: UnsafeContinuation<BusEvent?, Never>) -> NextAction {
+        // An earlier run's loop asking once more after a restart: the notification being handled
+        // now is the new run's, not its to close out.
+        guard asking == session else { return .end(FeedMetricsDelta()) }
         var delta = finishHandling()
-        guard phase == .visible, asking == session else { return .end(delta) }
+        guard phase == .visible else { return .end(delta) }
         if let queued = live.popFirst() {
             if queued.fromBus { queuedFromBus -= 1 }
             take(queued, into: &delta)
@@ -180,6 +183,16 @@ struct ViewFeedStateMachine {
         return (session, waiting, delta)
     }
 
+    /// The task run of `asking` returned while its view is still visible (its loop ended early):
+    /// like a disappearance, what comes until the view shows again is kept or counted per the
+    /// replay policy, instead of queueing for nobody (which would hold the bus back).
+    mutating func runFinished(session asking: UInt64)
+        -> (UnsafeContinuation<BusEvent?, Never>?, resumeProducer: Bool, FeedMetricsDelta)
+    {
+        guard phase == .visible, asking == session else { return (nil, false, FeedMetricsDelta()) }
+        return deactivate()
+    }
+
     /// The view disappeared: ends the session; what it had not taken is
     /// kept or counted per the replay policy. Returns who to resume and the counter changes.
     mutating func deactivate() -> (UnsafeContinuation<BusEvent?, Never>?, resumeProducer: Bool, FeedMetricsDelta) {
@@ -205,9 +218,17 @@ struct ViewFeedStateMachine {
         return (waiting, producerWaiting, delta)
     }
 
-    /// The view was destroyed: nothing more is delivered or kept.
+    /// The view was destroyed: nothing more is delivered or kept; what was queued or kept and
+    /// never taken is counted as missed.
     mutating func end() -> (UnsafeContinuation<BusEvent?, Never>?, resumeProducer: Bool, FeedMetricsDelta) {
-        let delta = phase == .visible ? finishHandling() : FeedMetricsDelta()
+        var delta = phase == .visible ? finishHandling() : FeedMetricsDelta()
+        if phase != .ended {
+            let queued = live.elements.reduce(UInt64(0)) { count, queued in
+                if case .notification = queued.event { return count + 1 }
+                return count
+            }
+            delta.missed += queued + UInt64(kept.count)
+        }
         phase = .ended
         live.removeAll()
         queuedFromBus = 0

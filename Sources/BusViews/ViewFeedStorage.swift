@@ -116,6 +116,14 @@ final class ViewFeedStorage: BusEventSink {
         if resume { resumeProducer() }
     }
 
+    /// The task run of `session` returned while its view is visible: nobody takes what comes now.
+    func runFinished(session: UInt64) {
+        let (waiting, resume, delta) = state.withLock { $0.runFinished(session: session) }
+        apply(delta)
+        waiting?.resume(returning: nil)
+        if resume { resumeProducer() }
+    }
+
     /// The view is gone: ends every session and releases the bus subscription.
     func close() {
         let (waiting, resume, delta) = state.withLock { $0.end() }

@@ -342,9 +342,14 @@ public final class ViewHost {
     }
 }
 
-/// Starts a feed task off any actor, so the closure's own isolation decides where it runs.
+/// Starts a feed task off any actor, so the closure's own isolation decides where it runs. When
+/// the closure returns while its view is still visible (its loop ended early), the feed stops
+/// queueing for it.
 private func launch(
     _ action: @escaping @isolated(any) @Sendable (ViewFeed) async -> Void, with feed: ViewFeed, priority: TaskPriority
 ) -> Task<Void, Never> {
-    Task(priority: priority) { await action(feed) }
+    Task(priority: priority) {
+        await action(feed)
+        feed.storage.runFinished(session: feed.session)
+    }
 }

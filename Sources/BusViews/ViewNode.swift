@@ -34,6 +34,9 @@ public final class ViewNode {
     public var metrics: ViewMetrics { recorder.snapshot }
 
     /// Returns the node's counters once `condition` holds (they only grow, so this is a real signal).
+    /// The snapshot is the one that first satisfied `condition`, which may fall inside a delivery:
+    /// a handled notification is counted before the `body` evaluation it causes, so read `metrics`
+    /// again after awaiting the main actor to compare counters one delivery changes together.
     @discardableResult
     public func waitForMetrics(_ condition: @escaping @Sendable (ViewMetrics) -> Bool) async -> ViewMetrics {
         await recorder.wait(until: condition)
