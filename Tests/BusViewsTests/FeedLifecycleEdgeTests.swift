@@ -34,6 +34,35 @@ private struct KeepingConsumer: View {
     }
 }
 
+/// A `task(id:subscribing:)` whose first run holds its notification until told to go on, and
+/// whose later runs take a notification, wait to be told, then change state.
+private struct RestartingConsumer: View {
+    @State var id = 0
+    @State var last = ""
+    let pattern: NamePattern
+    let log: EventLog<String>
+    let releaseOld: EventLog<Void>
+    let releaseNew: EventLog<Void>
+
+    var body: ViewContent {
+        ViewContent().task(id: id, subscribing: pattern) { [id] feed in
+            for await notification in feed.notifications {
+                if id == 0 {
+                    log.append("old took \(text(notification))")
+                    // Not cancellation-aware on purpose: the old run is still inside its body when
+                    // the restart comes, and asks for the next element only afterwards.
+                    await releaseOld.wait(count: 1)
+                    continue
+                }
+                log.append("new took \(text(notification))")
+                await releaseNew.wait(count: 1)
+                last = text(notification)
+            }
+            if id == 0 { log.append("old ended") }
+        }
+    }
+}
+
 /// Edges of a task-style consumer's lifecycle that a review found miscounted or stalling.
 @Suite("Task feeds at the edges of their lifecycle")
 @MainActor
@@ -81,6 +110,38 @@ struct FeedLifecycleEdgeTests {
         outer.show = false
         let metrics = await node.waitForMetrics { $0.missedWhileHidden == 5 }
         #expect(metrics.messagesHandled == 0 && metrics.replayed == 0, "\(metrics)")
+        host.unmount()
+        await bus.close()
+    }
+
+    @Test("After a task(id:) restart, the old run's last next() does not close out the new run's notification",
+          .timeLimit(.minutes(1)))
+    func restartKeepsNewRunsHandling() async throws {
+        let bus = try Bus(.embedded())
+        let host = ViewHost(bus: bus)
+        let pattern = try NamePattern("restart.>")
+        let log = EventLog<String>()
+        let (releaseOld, releaseNew) = (EventLog<Void>(), EventLog<Void>())
+        let view = RestartingConsumer(pattern: pattern, log: log, releaseOld: releaseOld, releaseNew: releaseNew)
+        host.mount(view)
+        let node = try #require(host.node(at: "root"))
+        try await bus.ready(pattern)
+        try await bus.post(name: "restart.x", payload: Array("A".utf8))
+        await log.wait { $0.contains("old took A") }
+        view.id = 1
+        try await bus.post(name: "restart.x", payload: Array("E".utf8))
+        await log.wait { $0.contains("new took E") }
+        // The old run asks once more while the new one is handling E.
+        releaseOld.append(())
+        await log.wait { $0.contains("old ended") }
+        releaseNew.append(())
+        // Two state writes: the test's `id` (while the old run was handling A, so A counts as
+        // changing state) and the new run's `last` for E.
+        let metrics = await node.waitForMetrics { $0.stateUpdates == 2 }
+        // Neither is filtered, and each has its latency sample. Before the fix, the old run's
+        // last next() closed E out as filtered, and E's state update then found nothing to time.
+        #expect(metrics.messagesHandled == 2 && metrics.messagesFiltered == 0, "\(metrics)")
+        #expect(metrics.latency.totalCount == 2, "\(metrics)")
         host.unmount()
         await bus.close()
     }
