@@ -55,9 +55,7 @@ extension Bus {
         case .ended, .timedOut:
             if Task.isCancelled { throw .cancelled }
             guard case .timedOut = outcome else { throw .closed }
-            let (seconds, attoseconds) = timeout.components
-            let milliseconds = Int(min(max(seconds, 0), 365 * 86_400)) * 1_000 + Int(attoseconds / 1_000_000_000_000_000)
-            throw .timedOut(what: "a reply to \(name)", milliseconds: milliseconds)
+            throw .timedOut(what: "a reply to \(name)", milliseconds: Timestamps.boundedMilliseconds(timeout))
         }
     }
 

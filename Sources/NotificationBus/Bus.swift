@@ -291,10 +291,7 @@ public final class Bus: Sendable {
     private func wait(_ kind: BusWaiter.Kind, what: String, timeout: Duration) async throws(BusError) {
         let id = core.makeID()
         if Task.isCancelled { throw .cancelled }
-        // Saturating: `.seconds(Int64.max)` ("for ever") must not overflow; a year is long enough.
-        let (seconds, attoseconds) = timeout.components
-        let boundedSeconds = min(max(seconds, 0), 365 * 86_400)
-        let milliseconds = Int(boundedSeconds) * 1_000 + (seconds < 0 ? 0 : Int(attoseconds / 1_000_000_000_000_000))
+        let milliseconds = Timestamps.boundedMilliseconds(timeout)
         let deadline = Timestamps.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, BusError>, Never>) in

@@ -108,6 +108,10 @@ final class BusIOThread {
     private(set) var resolvedEndpoints: [String] = []
     /// CURVE client: readers of the sockets' monitors (handshake failures), owned by this thread.
     private var handshakeMonitors: [Socket] = []
+    /// Busy rounds until the handshake monitors are read again: failures repeat at every
+    /// reconnect, so a look every 64th round (and after every sleep) is prompt enough, and spares
+    /// a busy loop a receive call per round on every connecting bus.
+    private var roundsUntilHandshakeCheck = 0
     /// CURVE server: the thread answering ZAP requests for this bus's context.
     private var authentication: ZAPHandler?
 
@@ -340,7 +344,13 @@ final class BusIOThread {
             // A consumer on the bus's executor that this round resumed runs now, not a round later.
             ranJobs = runJobs(&jobs)
             didWork = ranJobs || didWork
-            if !handshakeMonitors.isEmpty { didWork = readHandshakeFailures() || didWork }
+            if !handshakeMonitors.isEmpty {
+                roundsUntilHandshakeCheck -= 1
+                if roundsUntilHandshakeCheck <= 0 {
+                    roundsUntilHandshakeCheck = 64
+                    didWork = readHandshakeFailures() || didWork
+                }
+            }
             expireWaiters()
             if didWork {
                 publishStats()
@@ -419,6 +429,7 @@ final class BusIOThread {
         // Only when it fired: woken by a socket, reading the eventfd would be one more syscall
         // between the wake-up and the message (a later signal makes the next poll return at once).
         if poller.ready(at: wakeIndex).contains(.readable) { core.wake.drain() }
+        roundsUntilHandshakeCheck = 0
     }
 
     // MARK: Commands
@@ -497,8 +508,7 @@ final class BusIOThread {
             // them must be able to receive names `pattern` matches (their prefixes agree).
             let prefix = pattern.subscriptionPrefix
             let covered = receiver.routes.contains { route in
-                let other = route.pattern.subscriptionPrefix
-                return other.count <= prefix.count ? prefix.starts(with: other) : other.starts(with: prefix)
+                route.prefix.count <= prefix.count ? prefix.starts(with: route.prefix) : route.prefix.starts(with: prefix)
             }
             guard covered else {
                 return finishWaiter(waiter, .failure(.notSubscribed(pattern)))

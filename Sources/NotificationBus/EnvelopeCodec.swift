@@ -78,8 +78,7 @@ public enum EnvelopeCodec {
 
     /// The exact encoded size of `notification`, after checking its headers against the limits.
     public static func encodedSize(of notification: Notification) throws(EncodeError) -> Int {
-        notification.name.rawValue.utf8.count + 1 + NBP1.fixedHeaderSize
-            + (try headersLength(notification.headers)) + notification.payload.count
+        try encodedSize(name: notification.name, headers: notification.headers, payloadCount: notification.payload.count)
     }
 
     /// Encodes `notification` into a new array of exactly the right size (one allocation).

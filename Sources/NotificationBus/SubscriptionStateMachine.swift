@@ -181,8 +181,8 @@ struct SubscriptionStateMachine {
     /// buffer, in order, for the next iterator (or a waiting task); once it ended they are
     /// discarded and counted. Leaves `events` empty.
     mutating func returnUndelivered(_ events: inout EventQueue) -> AppendAction {
+        guard !events.isEmpty else { return .none }
         let count = events.notificationCount
-        guard count > 0 || !events.isEmpty else { return .none }
         stats.delivered -= UInt64(count)
         guard phase == .active else {
             stats.discardedAtEnd += UInt64(count)

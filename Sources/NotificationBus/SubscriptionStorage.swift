@@ -3,7 +3,8 @@ import Glibc
 #endif
 import Synchronization
 
-/// One subscription's shared state: the I/O thread appends batches, one consumer takes events.
+/// One subscription's shared state: the I/O thread appends batches, consumers (usually one task)
+/// take events.
 /// A `SubscriptionStateMachine` behind a `Mutex`; actions run outside the lock.
 final class SubscriptionStorage: Sendable {
     let id: UInt64
@@ -156,7 +157,8 @@ final class SubscriptionHandle: Sendable {
 
 /// An iterator's own buffer: filled a batch at a time from the shared buffer, so a consumer that
 /// is behind takes one lock per batch, not per event. When the iterator goes, what it took but did
-/// not use is moved from `delivered` to `discardedAtEnd`, keeping the accounts exact.
+/// not use goes back to the shared buffer (or, once the subscription ended, to `discardedAtEnd`),
+/// keeping the accounts exact.
 @usableFromInline
 final class IteratorBuffer {
     let handle: SubscriptionHandle

@@ -14,6 +14,14 @@ public enum Timestamps {
         return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
     }
 
+    /// `duration` in whole milliseconds for a deadline: negative is 0, and anything beyond a year
+    /// is a year (`.seconds(Int64.max)`, "for ever", must not overflow).
+    package static func boundedMilliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        guard seconds >= 0 else { return 0 }
+        return Int(min(seconds, 365 * 86_400)) * 1_000 + Int(attoseconds / 1_000_000_000_000_000)
+    }
+
     /// Monotonic nanoseconds (`CLOCK_MONOTONIC`), for durations within one process.
     public static func monotonicNanoseconds() -> UInt64 {
         var spec = timespec()
