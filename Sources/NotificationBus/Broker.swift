@@ -68,6 +68,11 @@ public final class Broker: Sendable {
     /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
     /// subscriptions and queue do not stay for ever (and it reconnects when it comes back).
     ///
+    /// `maximumSubscriptionSize`: the largest subscription message a subscriber may send (bytes);
+    /// `maximumFrameSize`: the largest frame a publisher may send. A peer that sends more is
+    /// disconnected by libzmq before the message is read (it may reconnect); the defaults are
+    /// far above what NBP/1 peers send (NBP-1 §6).
+    ///
     /// With `security`, both sides are CURVE servers that admit only the allow-listed keys
     /// (plaintext peers included, everyone else is refused and counted); `onAuthentication` is
     /// called on the ZAP handler's thread for admissions and refusals, rate-limited per key. It does
@@ -75,8 +80,16 @@ public final class Broker: Sendable {
     /// a CURVE server for its publishers and a CURVE client of the upstream broker at once.
     public init(
         frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000,
-        heartbeatMilliseconds: Int32 = 5_000, security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil
+        heartbeatMilliseconds: Int32 = 5_000, maximumSubscriptionSize: Int = NBP1.maximumSubscriptionLength,
+        maximumFrameSize: Int64 = NBP1.transportFrameLimit(),
+        security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil
     ) throws(BusError) {
+        guard maximumSubscriptionSize >= 1 else {
+            throw .invalidConfiguration("maximumSubscriptionSize must be at least 1 byte, not \(maximumSubscriptionSize)")
+        }
+        guard maximumFrameSize >= 1 else {
+            throw .invalidConfiguration("maximumFrameSize must be at least 1 byte, not \(maximumFrameSize)")
+        }
         if security != nil && !upstream.isEmpty {
             throw .security(
                 "a CURVE broker cannot chain to an upstream broker yet: its frontend would be a CURVE server "
@@ -121,7 +134,13 @@ public final class Broker: Sendable {
                 sides.append(xsub)
                 try xsub.set(.linger, 0)
                 try xsub.set(.receiveHighWaterMark, highWaterMark)
-                try xsub.set(.sendHighWaterMark, highWaterMark)
+                // What the XSUB sends is subscriptions: to a publisher that (re)connects it replays
+                // every one it holds at once, and libzmq drops those beyond the send mark without
+                // a word, so a publisher would filter away subscribers it never heard of. Unbounded:
+                // they are bounded by the subscriptions the backend accepted.
+                try xsub.set(.sendHighWaterMark, 0)
+                // No publisher can make the broker hold a frame of any size (NBP-1 §6).
+                try xsub.set(.maximumMessageSize, maximumFrameSize)
                 try Self.setHeartbeats(xsub, heartbeatMilliseconds)
                 if let security, let authentication {
                     try authentication.guardSocket(xsub, as: .publishers, keyPair: security.keyPair)
@@ -135,6 +154,11 @@ public final class Broker: Sendable {
                 try xpub.set(.linger, 0)
                 try xpub.set(.sendHighWaterMark, highWaterMark)
                 try xpub.set(.receiveHighWaterMark, highWaterMark)
+                // What arrives on the backend is subscription messages. libzmq's subscription trie
+                // recurses once per byte when a subscription is removed, so one of some hundred
+                // kilobytes overflows the proxy thread's stack when its subscriber leaves: a peer
+                // that sends a larger one is disconnected before it is read.
+                try xpub.set(.maximumMessageSize, Int64(maximumSubscriptionSize))
                 try Self.setHeartbeats(xpub, heartbeatMilliseconds)
                 if let security, let authentication {
                     try authentication.guardSocket(xpub, as: .subscribers, keyPair: security.keyPair)

@@ -180,6 +180,9 @@ final class BusIOThread {
             publisher = socket
             try transport { () throws(ZMQError) in
                 try socket.set(.sendHighWaterMark, configuration.sendHighWaterMark)
+                // What arrives on an XPUB is subscription messages: bound their size (a huge one
+                // overflows libzmq's recursive trie when removed) by disconnecting the sender.
+                try socket.set(.maximumMessageSize, Int64(NBP1.maximumSubscriptionLength))
                 try socket.set(.xpubNoDrop, configuration.publisherBackpressure)
                 try socket.set(.linger, 0)
                 // A connected publisher (brokered) must forget a lost broker's subscriptions: with
@@ -199,6 +202,13 @@ final class BusIOThread {
             subscriber = socket
             try transport { () throws(ZMQError) in
                 try socket.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
+                // A SUB sends its subscriptions through its send pipe, and libzmq drops them at the
+                // send mark (1,000 by default) without a word: a subscriber of many patterns, or
+                // one reconnecting to a broker, would silently lose subscriptions. Unbounded here:
+                // there are only as many as this bus's patterns (twice, with presence).
+                try socket.set(.sendHighWaterMark, 0)
+                // A peer cannot make this process hold a frame of any size (NBP-1 §6).
+                try socket.set(.maximumMessageSize, NBP1.transportFrameLimit(maximumPayload: configuration.maximumPayload))
                 try socket.set(.linger, 0)
                 try setHeartbeats(socket, configuration)
                 try socket.subscribe(ControlNames.endOfStreamPrefix)

@@ -44,6 +44,29 @@ public enum NBP1 {
     public static let maximumValueLength = 1024
     /// A receiver's maximum payload unless configured otherwise: 1 MiB.
     public static let defaultMaximumPayload = 1 << 20
+
+    /// The largest well-formed frame for a receiver whose maximum payload is `maximumPayload`:
+    /// `255 + 1 + 32 + 4096 + maximumPayload` (NBP-1 §6).
+    public static func largestFrame(maximumPayload: Int = defaultMaximumPayload) -> Int {
+        maximumNameLength + 1 + fixedHeaderSize + maximumHeadersLength + max(0, maximumPayload)
+    }
+
+    /// The transport limit (`ZMQ_MAXMSGSIZE`) NotificationBus sets on sockets that receive frames:
+    /// twice the largest well-formed frame. A frame up to it is read and rejected by the codec,
+    /// counted (`payloadTooLarge`); a larger one makes libzmq drop the connection before reading
+    /// it, so a peer cannot make a receiver hold a frame of any size it likes (NBP-1 §6).
+    public static func transportFrameLimit(maximumPayload: Int = defaultMaximumPayload) -> Int64 {
+        let doubled = largestFrame(maximumPayload: maximumPayload).multipliedReportingOverflow(by: 2)
+        return doubled.overflow ? Int64.max : Int64(doubled.partialValue)
+    }
+
+    /// The largest subscription message a NotificationBus socket accepts from a peer (bytes,
+    /// including ZeroMQ's leading subscribe/unsubscribe byte). NotificationBus's own subscriptions
+    /// are at most about 290 bytes (a presence topic with a 255-byte pattern); a subscription is
+    /// a prefix of a frame, and nothing past a name's NUL is worth filtering on. Larger ones are
+    /// refused by disconnecting the peer: libzmq's subscription tries recurse once per byte, and
+    /// removing a subscription of some hundred kilobytes overflows the thread's stack.
+    public static let maximumSubscriptionLength = 1024
 }
 
 /// Why a notification cannot be encoded: its headers break NBP/1's limits.

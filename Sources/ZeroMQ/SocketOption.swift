@@ -41,6 +41,20 @@ extension Int32: SocketOptionValue {
     }
 }
 
+extension Int64: SocketOptionValue {
+    public func setOption(_ name: Int32, on handle: UnsafeMutableRawPointer) throws(ZMQError) {
+        var value = self
+        _ = try zmqCall("zmq_setsockopt") { zmq_setsockopt(handle, name, &value, MemoryLayout<Int64>.size) }
+    }
+
+    public static func getOption(_ name: Int32, on handle: UnsafeMutableRawPointer) throws(ZMQError) -> Int64 {
+        var value: Int64 = 0
+        var size = MemoryLayout<Int64>.size
+        _ = try zmqCall("zmq_getsockopt") { zmq_getsockopt(handle, name, &value, &size) }
+        return value
+    }
+}
+
 extension Bool: SocketOptionValue {
     public func setOption(_ name: Int32, on handle: UnsafeMutableRawPointer) throws(ZMQError) {
         try Int32(self ? 1 : 0).setOption(name, on: handle)
@@ -156,6 +170,13 @@ extension SocketOption where Value == Bool {
     public static var zapEnforceDomain: Self { .init(rawValue: 93, name: "ZMQ_ZAP_ENFORCE_DOMAIN") }
     /// `ZMQ_RCVMORE` (read-only): the last received frame has more parts after it.
     public static var receiveMore: Self { .init(rawValue: ZMQ_RCVMORE, name: "ZMQ_RCVMORE") }
+}
+
+extension SocketOption where Value == Int64 {
+    /// `ZMQ_MAXMSGSIZE`: the largest inbound frame (bytes) a peer may send; libzmq disconnects a
+    /// peer that announces a larger one before reading it (-1: no limit). On an XPUB the inbound
+    /// frames are subscription messages, so this bounds a subscription's size too.
+    public static var maximumMessageSize: Self { .init(rawValue: ZMQ_MAXMSGSIZE, name: "ZMQ_MAXMSGSIZE") }
 }
 
 extension SocketOption where Value == [UInt8] {

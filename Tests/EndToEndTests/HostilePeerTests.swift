@@ -1,0 +1,295 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import NotificationBus
+import Testing
+import ZeroMQ
+
+// Hostile and careless peers against real `nbus` processes: raw ZeroMQ sockets (this process,
+// libzmq through the ZeroMQ module) play the attacker or the careless foreign client. Each test
+// failed on the code before its fix (issue "Hostile and careless peers", items 1-3 and 5).
+
+/// Reads subscription messages from a raw XPUB until `done` says so or `timeout` passes; returns
+/// every message read. Blocking reads of at most 100 ms each, so the test's time limit holds.
+private func readSubscriptions(
+    _ xpub: Socket, timeout: Duration = standardWait, until done: ([[UInt8]]) -> Bool
+) throws -> [[UInt8]] {
+    try xpub.set(.receiveTimeout, 100)
+    var seen: [[UInt8]] = []
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline, !done(seen) {
+        do {
+            seen.append(try xpub.receive())
+        } catch {
+            guard error.kind == .wouldBlock else { throw error }
+        }
+    }
+    return seen
+}
+
+/// A peer that speaks ZMTP 3.0 (NULL mechanism) over an ipc socket by hand, to send what no
+/// libzmq socket would (or could, without overflowing its own stack).
+private final class RawZMTPPeer {
+    private var descriptor: Int32
+
+    /// Connects to `ipc://path` and does the greeting and READY handshake as `socketType`.
+    init(ipc endpoint: String, socketType: String) throws {
+        let path = String(endpoint.dropFirst("ipc://".count))
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw RawPeerError("socket: errno \(errno)") }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw RawPeerError("path too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in bytes.enumerated() { raw[index] = byte }
+        }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else { throw RawPeerError("connect \(path): errno \(errno)") }
+        // Greeting: signature, version 3.0, mechanism NULL, as-server 0, filler.
+        var greeting: [UInt8] = [0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 0]
+        greeting += Array("NULL".utf8) + [UInt8](repeating: 0, count: 16)
+        greeting += [UInt8](repeating: 0, count: 32)
+        try write(greeting)
+        try read(count: 64)
+        // READY with Socket-Type.
+        let type = Array(socketType.utf8)
+        var body: [UInt8] = [5] + Array("READY".utf8) + [11] + Array("Socket-Type".utf8)
+        body += [0, 0, 0, UInt8(type.count)] + type
+        try write([0x04, UInt8(body.count)] + body)
+        // The peer's READY: a short or long command frame.
+        let flags = try read(count: 1)[0]
+        let size = flags & 0x02 != 0 ? try read(count: 8).reduce(0) { $0 << 8 | Int($1) } : Int(try read(count: 1)[0])
+        try read(count: size)
+    }
+
+    /// Sends one single-frame message; false when the peer has closed the connection.
+    func send(_ message: [UInt8]) -> Bool {
+        do {
+            if message.count <= 255 {
+                try write([0x00, UInt8(message.count)] + message)
+            } else {
+                let size = UInt64(message.count)
+                try write([0x02] + (0..<8).map { UInt8(truncatingIfNeeded: size >> (56 - 8 * $0)) } + message)
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Whether the peer closed the connection, waiting at most `waitingMilliseconds` for it.
+    func isClosedByPeer(waitingMilliseconds: Int32) -> Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, waitingMilliseconds) == 1 else { return false }
+        var byte: UInt8 = 0
+        // Anything the broker sends us (nothing, for a SUB) is read and ignored; 0 is the end.
+        return recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT)) == 0 || entry.revents & Int16(POLLHUP) != 0
+    }
+
+    func close() {
+        if descriptor >= 0 { Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    deinit { close() }
+
+    private func write(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw RawPeerError("send: errno \(errno)")  // EPIPE, ECONNRESET: the peer hung up
+            }
+            offset += written
+        }
+    }
+
+    @discardableResult
+    private func read(count: Int) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let got = buffer[offset...].withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if got < 0, errno == EINTR { continue }
+            guard got > 0 else { throw RawPeerError("recv: \(got == 0 ? "closed" : "errno \(errno)")") }
+            offset += got
+        }
+        return buffer
+    }
+}
+
+private struct RawPeerError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A subscription message: ZeroMQ's subscribe byte (1) and the prefix.
+private func subscribeMessage(_ prefix: [UInt8]) -> [UInt8] { [1] + prefix }
+
+@Suite("hostile and careless peers (real processes, raw ZeroMQ peers)", .serialized, .timeLimit(.minutes(1)))
+struct HostilePeerTests {
+    @Test("a 300 KB subscription is refused: the broker survives its subscriber leaving and keeps forwarding")
+    func oversizedSubscriptionDoesNotKillTheBroker() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend) = try await children.startBroker()
+        let context = try Context()
+        defer { context.terminate() }
+
+        // A probe publisher sees what the broker forwards upstream.
+        let probe = try context.socket(.xpub)
+        defer { probe.close() }
+        try probe.set(.linger, 0)
+        try probe.connect(frontend)
+
+        // The attacker speaks ZMTP by hand: a libzmq SUB of its own would hold the huge
+        // subscription in its own recursive trie and overflow this process's stack instead.
+        // Before the fix the broker stored and forwarded it, and crashed about half a second
+        // after the attacker left (removing it recursed once per byte); now libzmq disconnects
+        // the attacker when it announces a subscription over the limit, before reading it.
+        let attacker = try RawZMTPPeer(ipc: backend, socketType: "SUB")
+        let huge = [UInt8](repeating: UInt8(ascii: "z"), count: 300_000)
+        let marker = Array("a.marker".utf8)
+        // Either the broker drops the attacker (fixed: the send may already fail) or it forwards
+        // the marker (the old code).
+        var dropped = !attacker.send(subscribeMessage(huge)) || !attacker.send(subscribeMessage(marker))
+        var seen: [[UInt8]] = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline, !dropped, !seen.contains(subscribeMessage(marker)) {
+            dropped = attacker.isClosedByPeer(waitingMilliseconds: 50)
+            seen += try readSubscriptions(probe, timeout: .milliseconds(50)) { _ in false }
+        }
+        #expect(dropped, "the broker kept a peer that sent a 300 KB subscription:\n\(broker.describe())")
+        #expect(
+            seen.allSatisfy { $0.count <= NBP1.maximumSubscriptionLength },
+            "the broker forwarded a subscription of \(seen.map(\.count).max() ?? 0) bytes")
+        // Leaving removes whatever the broker holds of it: this is where it used to crash.
+        attacker.close()
+
+        // Still forwarding: a real subscriber gets a real publisher's notification through it.
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "after.attack", "--connect", backend, "--count", "1", "--timeout", "20"])
+        let publisher = try children.start(
+            "publisher", ["publish", "after.attack", "still here", "--connect", frontend, "--timeout", "20"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        let subscribed = await subscriber.waitForExit()
+        expectExit(subscribed, 0, subscriber)
+        #expect(subscribed?.stdoutText.contains("still here") == true, "\(subscriber.describe())")
+        // And it stops cleanly: a broker that died of SIGSEGV would show it here.
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+    }
+
+    @Test("a subscriber of 1,500 patterns loses none of its subscriptions (the SUB's send mark used to drop them)")
+    func manyPatternsAllReachThePublisher() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let endpoint = folder.ipc("direct.sock")
+        // The subscriber dials first, so every subscription message waits in its send pipe for the
+        // publisher to appear: 1,500 patterns are 3,000 messages with presence, beyond libzmq's
+        // default send mark of 1,000.
+        let subscriberBus = try Bus(.directSubscriber(connect: [endpoint]))
+        let patterns = try (0..<1_500).map { try NamePattern("many.p\(String(format: "%04d", $0))") }
+        var subscriptions: [NotificationSequence] = []
+        for pattern in patterns { subscriptions.append(try subscriberBus.notifications(named: pattern)) }
+        let last = try #require(patterns.last)
+        let publisherBus = try Bus(.directPublisher(bind: endpoint))
+        let lastName = try NotificationName(last.rawValue)
+        try await publisherBus.waitForSubscribers(count: 1, matching: lastName, timeout: .seconds(20))
+        try await publisherBus.post(name: lastName, payload: Array("last".utf8))
+        var iterator = try #require(subscriptions.last).makeAsyncIterator()
+        let received = await iterator.next()
+        #expect(received?.payload == Array("last".utf8))
+        _ = await publisherBus.close()
+        _ = await subscriberBus.close()
+    }
+
+    @Test("a publisher that connects to a broker holding more subscriptions than --hwm still hears every one")
+    func publisherHearsEverySubscriptionBeyondTheMark() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let broker = try children.start("broker", ["broker", "--frontend", frontend, "--backend", backend, "--hwm", "100"])
+        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let context = try Context()
+        defer { context.terminate() }
+        // A probe publisher connected before anything subscribes sees each subscription live, so
+        // once it has seen them all the broker holds them all.
+        let probe = try context.socket(.xpub)
+        defer { probe.close() }
+        try probe.set(.linger, 0)
+        try probe.set(.receiveHighWaterMark, 0)
+        try probe.connect(frontend)
+        // 300 foreign subscriptions that sort before "orders." (replayed first to a new publisher).
+        let foreign = try context.socket(.sub)
+        defer { foreign.close() }
+        try foreign.set(.linger, 0)
+        try foreign.set(.sendHighWaterMark, 0)
+        try foreign.connect(backend)
+        let prefixes = (0..<300).map { Array("aaa.\($0)".utf8) }
+        for prefix in prefixes { try foreign.subscribe(prefix) }
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "orders.>", "--connect", backend, "--count", "10", "--timeout", "30", "--format", "json"])
+        let expected = Set(prefixes.map(subscribeMessage) + [subscribeMessage(Array("orders.".utf8))])
+        let seen = try readSubscriptions(probe) { expected.isSubset(of: Set($0)) }
+        let missing = expected.subtracting(seen)
+        try #require(missing.isEmpty, "the probe never saw \(missing.count) of \(expected.count) subscriptions:\n\(broker.describe())")
+
+        let publisher = try children.start(
+            "publisher", ["publish", "orders.created", "o-{n}", "--count", "10", "--connect", frontend, "--timeout", "20"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        #expect(await subscriber.waitForStdoutLines(10, timeout: .seconds(20)), "\(subscriber.describe())")
+        let output = await subscriber.waitForExit()
+        expectExit(output, 0, subscriber)
+        #expect(parseJSONLines(subscriber.output.stdoutLines).notifications.count == 10, "\(subscriber.describe())")
+    }
+
+    @Test("a frame far over NBP/1's largest is refused at the broker: its publisher is disconnected, others go on")
+    func hugeFrameIsRefusedAtTheBroker() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend) = try await children.startBroker()
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "big.>", "--connect", backend, "--count", "1", "--timeout", "30", "--format", "json"])
+        let context = try Context()
+        defer { context.terminate() }
+        let attacker = try context.socket(.xpub)
+        defer { attacker.close() }
+        try attacker.set(.linger, 0)
+        try attacker.connect(frontend)
+        _ = try readSubscriptions(attacker) { $0.contains(subscribeMessage(Array("big.".utf8))) }
+        // 8 MiB of "big.x": well past twice the largest NBP/1 frame. Before the fix the broker
+        // read it whole and forwarded it to the subscriber.
+        let limit = Int(NBP1.transportFrameLimit())
+        var frame = Array("big.huge".utf8)
+        frame += [UInt8](repeating: 0, count: 8 << 20)
+        #expect(frame.count > limit)
+        try attacker.send(frame)
+        // A well-behaved publisher's notification still arrives, and only it.
+        let publisher = try children.start(
+            "publisher", ["publish", "big.fine", "fine", "--connect", frontend, "--timeout", "20"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        let output = await subscriber.waitForExit()
+        expectExit(output, 0, subscriber)
+        let received = parseJSONLines(subscriber.output.stdoutLines).notifications
+        #expect(received.map(\.name) == ["big.fine"], "\(subscriber.describe())")
+        // The broker never read the huge frame: what it took from publishers is the small
+        // notification and its publisher's end-of-stream record.
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+        let report = try #require(stopped?.stdoutLines.first { $0.hasPrefix("broker stopped:") }, "\(broker.describe())")
+        #expect(report.contains("from publishers 2 msgs"), "\(report)")
+        let bytes = report.split(separator: "(").dropFirst().first.flatMap { Int($0.prefix { $0.isNumber }) }
+        #expect((bytes ?? .max) < 4_096, "\(report)")
+    }
+}
