@@ -64,9 +64,19 @@ public struct BusConfiguration: Sendable {
     public var sendHighWaterMark: Int32 = 10_000
     /// ZeroMQ receive high-water mark (messages).
     public var receiveHighWaterMark: Int32 = 10_000
-    /// With `true`, a full peer makes the I/O thread wait (`ZMQ_XPUB_NODROP`) instead of dropping:
-    /// lossless, but one slow subscriber slows the publisher.
-    public var publisherBackpressure = false
+    /// With `true`, a full peer makes the I/O thread wait (`ZMQ_XPUB_NODROP`) instead of dropping,
+    /// and `post` waits in turn once `outboundCapacity` is queued: lossless, but one slow peer
+    /// slows the publisher.
+    ///
+    /// Unless set, it is on when every `publish` attachment connects (the brokered topology: the
+    /// publisher's only peers are brokers, which never make it wait for a slow subscriber, so
+    /// waiting for them costs nobody else) and off when the publisher binds (its peers are the
+    /// subscribers themselves, and one slow subscriber must not slow the others).
+    public var publisherBackpressure: Bool {
+        get { publisherBackpressureSetting ?? (!publish.isEmpty && publish.allSatisfy { !$0.isBind }) }
+        set { publisherBackpressureSetting = newValue }
+    }
+    private var publisherBackpressureSetting: Bool?
     /// Posts queued for the I/O thread before `post` suspends (async) or throws (sync).
     public var outboundCapacity = 16_384
     /// Largest payload accepted, both when posting and when receiving (NBP/1 `payloadTooLarge`).

@@ -22,6 +22,11 @@ public enum Timestamps {
         return Int(min(seconds, 365 * 86_400)) * 1_000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 
+    /// `duration` in nanoseconds, 0 for negative ones and at most a year (no trap on huge ones).
+    package static func boundedNanoseconds(_ duration: Duration) -> UInt64 {
+        UInt64(boundedMilliseconds(duration)) &* 1_000_000 &+ UInt64(max(0, duration.components.attoseconds) / 1_000_000_000 % 1_000_000)
+    }
+
     /// Monotonic nanoseconds (`CLOCK_MONOTONIC`), for durations within one process.
     public static func monotonicNanoseconds() -> UInt64 {
         var spec = timespec()

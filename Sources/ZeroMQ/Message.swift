@@ -57,7 +57,7 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
     @usableFromInline var storage: UnsafeMutablePointer<zmq_msg_t>
     @usableFromInline var capacity: Int
     /// Messages queued (sent ones included until `removeAll`).
-    public private(set) var count = 0
+    public internal(set) var count = 0
     /// Index of the first message not yet accepted by a socket.
     public fileprivate(set) var sentCount = 0
 
@@ -112,7 +112,7 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
         sentCount += 1
     }
 
-    private mutating func grow() {
+    mutating func grow() {
         let newCapacity = capacity * 2
         let newStorage = UnsafeMutablePointer<zmq_msg_t>.allocate(capacity: newCapacity)
         newStorage.moveInitialize(from: storage, count: count)
@@ -159,5 +159,55 @@ extension Socket {
         var raw = message.takeRaw()
         defer { zmq_msg_close(&raw) }  // empty after a successful send: closing it is a no-op
         _ = try zmqCall("zmq_msg_send") { zmq_msg_send(&raw, handle, flags) }
+    }
+}
+
+extension Socket {
+    /// Receives one part into the end of `batch` without copying its bytes (a forwarder's read).
+    ///
+    /// Returns whether more parts of the same message follow, or nil when nothing is waiting
+    /// (`wouldBlock` in `.dontWait` mode); any other error is thrown and nothing is appended.
+    public func receivePart(appendingTo batch: inout MessageBatch, mode: BlockingMode = .dontWait) throws(ZMQError) -> (
+        more: Bool, size: Int
+    )? {
+        let flags: Int32 = mode == .dontWait ? ZMQ_DONTWAIT : 0
+        var raw = zmq_msg_t()
+        zmq_msg_init(&raw)
+        while zmq_msg_recv(&raw, handle, flags) == -1 {
+            let code = zmq_errno()
+            if code == czmq_eintr() { continue }
+            zmq_msg_close(&raw)
+            let error = ZMQError(code: code, operation: "zmq_msg_recv")
+            if error.kind == .wouldBlock { return nil }
+            throw error
+        }
+        let more = zmq_msg_more(&raw) != 0
+        let size = zmq_msg_size(&raw)
+        if batch.count == batch.capacity { batch.grow() }
+        (batch.storage + batch.count).initialize(to: raw)
+        batch.count += 1
+        return (more, size)
+    }
+
+    /// Sends the batch's unsent messages as the parts of one message (every part but the last
+    /// flagged MORE), in order, without copying. Returns true once the last part went; false
+    /// when the socket refused a part (`wouldBlock`), which stays queued for the next call.
+    ///
+    /// ZeroMQ refuses a message, if at all, at its first part (a peer's room is counted in whole
+    /// messages), so a refusal leaves the message unsent, never half-sent.
+    public func sendParts(_ batch: inout MessageBatch, mode: BlockingMode = .dontWait) throws(ZMQError) -> Bool {
+        let dontWait: Int32 = mode == .dontWait ? ZMQ_DONTWAIT : 0
+        while batch.sentCount < batch.count {
+            let more: Int32 = batch.sentCount < batch.count - 1 ? ZMQ_SNDMORE : 0
+            if zmq_msg_send(batch.storage + batch.sentCount, handle, dontWait | more) == -1 {
+                let code = zmq_errno()
+                if code == czmq_eintr() { continue }
+                let error = ZMQError(code: code, operation: "zmq_msg_send")
+                if error.kind == .wouldBlock { return false }
+                throw error
+            }
+            batch.sentCount += 1
+        }
+        return true
     }
 }

@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Benchmarks with real processes and sockets, against a raw-libzmq baseline.",
         subcommands: [
             BenchThroughput.self, BenchOverload.self, BenchViews.self, BenchSweep.self, BenchFilter.self, BenchWorker.self,
-            BenchOverloadWorker.self, BenchViewsWorker.self,
+            BenchOverloadWorker.self, BenchViewsWorker.self, BenchPeerClient.self,
         ]
     )
 }

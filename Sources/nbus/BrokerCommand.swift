@@ -13,6 +13,13 @@ struct BrokerCommand: AsyncParsableCommand {
             filtering still happens at each publisher. Stops cleanly on SIGINT or SIGTERM and \
             prints its counters; a second signal exits at once.
 
+            Nothing is dropped for a subscriber that keeps up on average: when one has --hwm \
+            notifications queued, the broker holds the next one and stops reading publishers (which \
+            wait for it) until there is room. A subscriber that makes no room for --slow-after \
+            seconds is a slow subscriber (logged on stderr, counted): notifications go past it, \
+            and past any other full one, until it catches up; it counts what it lost as gaps. \
+            Memory: about --hwm x message size per subscriber and per publisher.
+
             CURVE: with --curve-secret (the broker's secret key file, from `nbus keygen`), \
             --allow-publishers and --allow-subscribers (folders of *.pub files), both sides are \
             CURVE servers: the frontend admits only the publisher keys, the backend only the \
@@ -36,9 +43,14 @@ struct BrokerCommand: AsyncParsableCommand {
     var upstream: [String] = []
 
     @Option(help: ArgumentHelp(
-        "High-water mark: messages queued per publisher and per subscriber before the broker drops.",
+        "High-water mark: messages queued per publisher and per subscriber (bounds memory; a full subscriber makes the broker wait).",
         valueName: "messages"))
     var hwm: Int32 = 10_000
+
+    @Option(name: .customLong("slow-after"), help: ArgumentHelp(
+        "Seconds a subscriber may leave its queue full before the broker stops waiting for it and sends past it (0: never wait).",
+        valueName: "seconds"))
+    var slowAfter: Double = 0.5
 
     @Option(name: .customLong("heartbeat-ms"), help: ArgumentHelp(
         "ZeroMQ heartbeats: ms between PINGs on every connection; a peer silent for 3 of them is dropped (0: off).",
@@ -68,6 +80,9 @@ struct BrokerCommand: AsyncParsableCommand {
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
         guard heartbeatMilliseconds >= 0 else { throw ValidationError("--heartbeat-ms must be 0 (off) or more") }
         guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
+        guard slowAfter.isFinite, (0...3_600).contains(slowAfter) else {
+            throw ValidationError("--slow-after must be 0 to 3600 seconds")
+        }
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
             throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
         }
@@ -99,8 +114,10 @@ struct BrokerCommand: AsyncParsableCommand {
                 security = try loadSecurity()
                 broker = try Broker(
                     frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm,
-                    heartbeatMilliseconds: heartbeatMilliseconds, security: security,
-                    onAuthentication: { event in printError("nbus broker: \(event)") })
+                    heartbeatMilliseconds: heartbeatMilliseconds,
+                    slowSubscriberPatience: .milliseconds(Int64((slowAfter * 1_000).rounded())), security: security,
+                    onAuthentication: { event in printError("nbus broker: \(event)") },
+                    onSlowSubscriber: { event in printError("nbus broker: \(event)") })
             } catch {
                 throw fail("broker", error, code: 2)
             }
@@ -125,7 +142,8 @@ struct BrokerCommand: AsyncParsableCommand {
         FileWriter.standardOutput.write(
             "broker \(label): from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B), "
                 + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B), "
-                + "subscription messages \(stats.subscriptionMessages)\n")
+                + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
+                + "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers))\n")
         guard secured else { return }
         func counts(_ role: String, _ counts: AuthenticationCounts) -> String {
             "\(role) admitted \(counts.admitted), refused keys \(counts.refusedKeys), "

@@ -17,6 +17,15 @@ public struct BrokerStatistics: Hashable, Sendable {
     public var bytesToSubscribers: UInt64 = 0
     /// Subscription messages received from subscribers (backend).
     public var subscriptionMessages: UInt64 = 0
+    /// Times a notification was held because a subscriber had no room (publishers waited).
+    public var backpressureWaits: UInt64 = 0
+    /// Slow-subscriber episodes: a subscriber made no room for the broker's patience.
+    public var slowSubscriberEpisodes: UInt64 = 0
+    /// Notifications sent past at least one full subscriber during those episodes (each full
+    /// subscriber lost it and counts it as a gap).
+    public var sentPastSlowSubscribers: UInt64 = 0
+    /// Errors of the forwarding loop's own socket calls (a bug if ever non-zero).
+    public var forwardingErrors: UInt64 = 0
     /// With CURVE: what the frontend did with publishers' handshakes (all zero without CURVE).
     public var publisherAuthentication = AuthenticationCounts()
     /// With CURVE: what the backend did with subscribers' handshakes (all zero without CURVE).
@@ -26,31 +35,24 @@ public struct BrokerStatistics: Hashable, Sendable {
     public init() {}
 }
 
-/// `nbus broker`: libzmq's own XSUB/XPUB proxy between many publishers (frontend) and many
+/// `nbus broker`: an XSUB/XPUB forwarder between many publishers (frontend) and many
 /// subscribers (backend). Frames pass through untouched; subscriptions flow upstream.
 ///
-/// Two threads: the proxy thread owns the frontend, backend and one end of an inproc control
-/// pair; the control thread owns the other end and asks for statistics or termination. With
-/// `BrokerSecurity`, both sides are CURVE servers and a third thread, the ZAP handler, admits only
-/// the allow-listed keys; it starts before the sides bind and stops after they close.
+/// One thread, `nbus-proxy`, owns both sockets and runs `BrokerForwarder`: nothing is dropped for a
+/// subscriber that keeps up on average (a full one makes the broker hold the notification and
+/// its publishers wait), and a subscriber that makes no room for `slowSubscriberPatience` is
+/// sent past until it catches up (see `SlowSubscriberStateMachine`). With `BrokerSecurity`, both
+/// sides are CURVE servers and a second thread, the ZAP handler, admits only the allow-listed
+/// keys; it starts before the sides bind and stops after they close. A broker that is dropped
+/// without `stop()` stops too.
 public final class Broker: Sendable {
     /// The frontend endpoint, resolved (real port for `tcp://...:*`).
     public let frontendEndpoint: String
     /// The backend endpoint, resolved.
     public let backendEndpoint: String
-    private let context: Context
-    private let wake: WakeSignal
-    private let control: Mutex<ControlState>
-    private let statsSnapshot = Mutex(BrokerStatistics())
-    private let threads: Mutex<[pthread_t]>
+    private let shared: BrokerShared
+    private let thread: Mutex<pthread_t?>
     private let authentication: ZAPHandler?
-
-    private struct ControlState {
-        var stopRequested = false
-        var statisticsWaiters: [CheckedContinuation<BrokerStatistics, Never>] = []
-        var stopped = false
-        var stopWaiters: [CheckedContinuation<Void, Never>] = []
-    }
 
     /// Binds `frontend` (for publishers) and `backend` (for subscribers) and starts forwarding.
     ///
@@ -59,10 +61,14 @@ public final class Broker: Sendable {
     /// subscriptions travel up to them, so filtering still happens at the first publisher. Chains
     /// must not form a cycle (a notification would circle for ever).
     ///
-    /// `highWaterMark`: messages queued per publisher (frontend) and per subscriber (backend)
-    /// before the broker drops (libzmq's XPUB drops silently at the mark; subscribers see the
-    /// drops as upstream gaps). The default matches a bus's own marks, so a burst a publisher may
-    /// queue also fits at the broker.
+    /// `highWaterMark`: messages queued per publisher (frontend) and per subscriber (backend).
+    /// A full subscriber queue makes the broker wait (see `slowSubscriberPatience`), so the mark
+    /// bounds memory, not loss: at most about mark x message size per subscriber and per
+    /// publisher.
+    ///
+    /// `slowSubscriberPatience`: how long a subscriber may leave its queue full before the broker
+    /// stops waiting for it and sends past it (it loses those notifications and counts them as
+    /// gaps); `onSlowSubscriber` hears each episode start and end, on the forwarding thread.
     ///
     /// `heartbeatMilliseconds`: ZMTP heartbeats on every connection (0: off); a peer silent for
     /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
@@ -81,9 +87,14 @@ public final class Broker: Sendable {
     public init(
         frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000,
         heartbeatMilliseconds: Int32 = 5_000, maximumSubscriptionSize: Int = NBP1.maximumSubscriptionLength,
-        maximumFrameSize: Int64 = NBP1.transportFrameLimit(),
-        security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil
+        maximumFrameSize: Int64 = NBP1.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
+        security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil,
+        onSlowSubscriber: (@Sendable (SlowSubscriberEvent) -> Void)? = nil
     ) throws(BusError) {
+        guard slowSubscriberPatience >= .zero else {
+            throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
+        }
+        let patience = Timestamps.boundedNanoseconds(slowSubscriberPatience)
         guard maximumSubscriptionSize >= 1 else {
             throw .invalidConfiguration("maximumSubscriptionSize must be at least 1 byte, not \(maximumSubscriptionSize)")
         }
@@ -103,9 +114,8 @@ public final class Broker: Sendable {
         } catch {
             throw .transport(error)
         }
-        self.context = context
-        self.wake = wake
-        self.control = Mutex(ControlState())
+        let shared = BrokerShared(wake: wake)
+        self.shared = shared
         // Bound before the CURVE sockets bind, so no handshake ever finds no handler.
         let authentication = try security.map { security throws(BusError) in
             try ZAPHandler(
@@ -114,10 +124,11 @@ public final class Broker: Sendable {
                 onEvent: onAuthentication)
         }
         self.authentication = authentication
-        let controlEndpoint = "inproc://nbus-broker-control-\(UInt64.random(in: 1...UInt64.max))"
         let started = DispatchSemaphore(value: 0)
         let outcome = Mutex<Result<(String, String), BusError>?>(nil)
 
+        // The thread holds the context, the shared state and the handler, never `self`: a broker
+        // that is dropped stops it (deinit asks) and the thread lets go of the rest when it ends.
         let proxyThread = try spawnThread(named: "nbus-proxy") { [context] in
             var sides: [Socket] = []
             defer {
@@ -128,7 +139,9 @@ public final class Broker: Sendable {
                     side.close()
                 }
                 authentication?.stop()
+                shared.markStopped()
             }
+            let forwarder: BrokerForwarder
             do throws(ZMQError) {
                 let xsub = try context.socket(.xsub)
                 sides.append(xsub)
@@ -164,16 +177,18 @@ public final class Broker: Sendable {
                     try authentication.guardSocket(xpub, as: .subscribers, keyPair: security.keyPair)
                 }
                 try xpub.bind(backend)
-                let controlSocket = try context.socket(.pair)
-                try controlSocket.bind(controlEndpoint)
+                forwarder = try BrokerForwarder(
+                    frontend: xsub, backend: xpub, shared: shared, patienceNanoseconds: patience,
+                    onSlowSubscriber: onSlowSubscriber)
                 let endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
                 outcome.withLock { $0 = .success(endpoints) }
                 started.signal()
-                try? Proxy.run(frontend: xsub, backend: xpub, control: controlSocket)
             } catch {
                 outcome.withLock { $0 = .failure(.transport(error)) }
                 started.signal()
+                return
             }
+            forwarder.run()
         }
         started.wait()
         guard case .success(let endpoints)? = outcome.withLock({ $0 }) else {
@@ -183,9 +198,7 @@ public final class Broker: Sendable {
         }
         frontendEndpoint = endpoints.0
         backendEndpoint = endpoints.1
-        threads = Mutex([proxyThread])
-        let controlThread = try spawnThread(named: "nbus-control") { [self] in runControl(endpoint: controlEndpoint) }
-        threads.withLock { $0.append(controlThread) }
+        thread = Mutex(proxyThread)
     }
 
     private static func setHeartbeats(_ socket: Socket, _ interval: Int32) throws(ZMQError) {
@@ -197,105 +210,40 @@ public final class Broker: Sendable {
     }
 
     deinit {
-        requestStop()
-        for thread in threads.withLock({ $0 }) { pthread_detach(thread) }
+        shared.requestStop()
+        if let thread = thread.withLock({ $0 }) { pthread_detach(thread) }
     }
 
-    /// Counters now: asks the proxy (`STATISTICS`) through the control thread.
+    /// Counters now (as of the forwarding thread's last round of work).
     public func statistics() async -> BrokerStatistics {
-        await withCheckedContinuation { continuation in
-            let stoppedAlready = control.withLock { state -> Bool in
-                if state.stopped { return true }
-                state.statisticsWaiters.append(continuation)
-                return false
-            }
-            if stoppedAlready { continuation.resume(returning: snapshot()) }
-            else { wake.signal() }
-        }
+        snapshot()
     }
 
-    /// Stops forwarding, closes the sockets and joins both threads; returns the final counters.
+    /// Stops forwarding, closes the sockets and joins the thread; returns the final counters.
     @discardableResult
     public func stop() async -> BrokerStatistics {
-        requestStop()
+        shared.requestStop()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = control.withLock { state -> Bool in
+            let done = shared.control.withLock { state -> Bool in
                 if state.stopped { return true }
                 state.stopWaiters.append(continuation)
                 return false
             }
             if done { continuation.resume() }
         }
-        for thread in threads.withLock({ threads in defer { threads.removeAll() }; return threads }) {
+        if let thread = thread.withLock({ thread in defer { thread = nil }; return thread }) {
             pthread_join(thread, nil)
         }
         return snapshot()
     }
 
-    /// The last proxy counters with the authentication counters now.
+    /// The forwarder's last counters with the authentication counters now.
     private func snapshot() -> BrokerStatistics {
-        var stats = statsSnapshot.withLock { $0 }
+        var stats = shared.statistics.withLock { $0 }
         if let counts = authentication?.counts {
             stats.publisherAuthentication = counts[.publishers] ?? AuthenticationCounts()
             stats.subscriberAuthentication = counts[.subscribers] ?? AuthenticationCounts()
         }
         return stats
-    }
-
-    private func requestStop() {
-        control.withLock { $0.stopRequested = true }
-        wake.signal()
-    }
-
-    /// The control thread: serves statistics requests and the stop request, then terminates the proxy.
-    private func runControl(endpoint: String) {
-        guard let socket = try? context.socket(.pair), (try? socket.connect(endpoint)) != nil else { return }
-        try? socket.set(.receiveTimeout, 2_000)
-        try? socket.set(.linger, 0)
-        while true {
-            var poller = Poller()
-            poller.register(fileDescriptor: wake.fileDescriptor)
-            _ = try? poller.poll(timeoutMilliseconds: -1)
-            wake.drain()
-            let (stop, waiters) = control.withLock { state in
-                defer { state.statisticsWaiters.removeAll() }
-                return (state.stopRequested, state.statisticsWaiters)
-            }
-            if !waiters.isEmpty || stop { refreshStatistics(socket) }
-            let snapshot = snapshot()
-            for waiter in waiters { waiter.resume(returning: snapshot) }
-            if stop { break }
-        }
-        try? socket.send(Proxy.Command.terminate.rawValue)
-        socket.close()
-        // The proxy thread closes its sockets when its stack unwinds; then the context can go.
-        let stopWaiters = control.withLock { state in
-            state.stopped = true
-            defer { state.stopWaiters.removeAll() }
-            return state.stopWaiters
-        }
-        let lateStatistics = control.withLock { state in
-            defer { state.statisticsWaiters.removeAll() }
-            return state.statisticsWaiters
-        }
-        let snapshot = snapshot()
-        for waiter in lateStatistics { waiter.resume(returning: snapshot) }
-        for waiter in stopWaiters { waiter.resume() }
-    }
-
-    private func refreshStatistics(_ socket: Socket) {
-        guard (try? socket.send(Proxy.Command.statistics.rawValue)) != nil,
-            let parts = try? socket.receiveMultipart(), parts.count == 8
-        else { return }
-        let values = parts.map { part -> UInt64 in
-            part.count == 8 ? part.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) } : 0
-        }
-        var stats = BrokerStatistics()
-        stats.fromPublishers = values[0]
-        stats.bytesFromPublishers = values[1]
-        stats.toSubscribers = values[6]
-        stats.bytesToSubscribers = values[7]
-        stats.subscriptionMessages = values[4]
-        statsSnapshot.withLock { $0 = stats }
     }
 }

@@ -1,0 +1,238 @@
+import Foundation
+import Synchronization
+import NotificationBus
+
+/// What `nbus bench peer-client` is asked to do: the client interface of the peers kit
+/// (`../shared/peers/README.md`), so the bus is measured through `nbus broker` exactly as NATS,
+/// Redis and bare ZeroMQ are, with the bus's defaults.
+public struct PeerClientOptions: Sendable {
+    /// The role.
+    public enum Mode: String, Sendable, CaseIterable {
+        case sub, pub, ping, pong
+    }
+
+    public var mode: Mode
+    /// sub: the name to subscribe; pub: a comma list of names, cycled.
+    public var subject = "bench.a"
+    /// pub: the name of the END message (default: the first subject).
+    public var endSubject: String?
+    /// pub: notifications; ping: measured round trips.
+    public var count = 1_000_000
+    /// Payload bytes.
+    public var size = 256
+    /// ping: unmeasured round trips first.
+    public var warmup = 1_000
+    /// sub, pong: a file created once the subscription is made.
+    public var readyFile: String?
+    /// ping: a file for the raw round trips, ns, one per line.
+    public var dumpFile: String?
+    /// The broker's frontend (publishers) and backend (subscribers).
+    public var frontend = "tcp://127.0.0.1:15550"
+    public var backend = "tcp://127.0.0.1:15551"
+
+    public init(mode: Mode) {
+        self.mode = mode
+    }
+
+    /// Throws `.invalidOptions` naming the first value out of range.
+    public func validate() throws(BenchError) {
+        guard count >= 1 else { throw .invalidOptions("--n must be at least 1") }
+        guard size >= 1, size <= NBP1.defaultMaximumPayload else {
+            throw .invalidOptions("--size must be 1...\(NBP1.defaultMaximumPayload) (the first byte marks END and Q)")
+        }
+        guard warmup >= 0 else { throw .invalidOptions("--warmup must be 0 or more") }
+        let subjects = subject.split(separator: ",").map(String.init)
+        guard !subjects.isEmpty else { throw .invalidOptions("--subject is empty") }
+        for name in subjects + [endSubject].compactMap({ $0 }) {
+            do { _ = try NotificationName(name) } catch { throw .invalidOptions("--subject: invalid name '\(name)': \(error)") }
+        }
+    }
+}
+
+/// The peers kit's client on the bus: each mode prints one JSON object as its last line.
+public enum PeerClient {
+    /// How long the subscriber waits after its last notification before it stops without END.
+    static let idleStop: Duration = .seconds(3)
+
+    /// Runs the mode and returns its JSON line.
+    public static func run(_ options: PeerClientOptions) async throws -> String {
+        try options.validate()
+        switch options.mode {
+        case .sub: return try await subscribe(options)
+        case .pub: return try await publish(options)
+        case .ping: return try await ping(options)
+        case .pong: return try await pong(options)
+        }
+    }
+
+    /// Creates the ready file, and says so on stderr (the kit reads only stdout's last line).
+    private static func markReady(_ path: String?) throws {
+        if let path, !FileManager.default.createFile(atPath: path, contents: nil) {
+            throw BenchError.invalidOptions("cannot create the ready file \(path)")
+        }
+        FileHandle.standardError.write(Data("peer-client: subscribed\n".utf8))
+    }
+
+    private static func json(_ fields: KeyValuePairs<String, Any>) -> String {
+        let body = fields.map { key, value -> String in
+            switch value {
+            case let text as String: return "\"\(key)\":\"\(text)\""
+            case let flag as Bool: return "\"\(key)\":\(flag)"
+            case let number as Double: return "\"\(key)\":\(String(format: "%.3f", number))"
+            default: return "\"\(key)\":\(value)"
+            }
+        }
+        return "{" + body.joined(separator: ",") + "}"
+    }
+
+    // MARK: sub
+
+    /// Subscribes, marks ready, counts until END (a payload starting with `E`) or 3 s of silence.
+    static func subscribe(_ options: PeerClientOptions) async throws -> String {
+        let bus = try Bus(BusConfiguration(subscribe: [.connect(options.backend)]))
+        let notifications = try bus.notifications(named: options.subject)
+        try markReady(options.readyFile)
+        let lastArrival = LastArrival()
+        let consumer = Task { () -> (received: UInt64, first: UInt64, last: UInt64, end: Bool) in
+            var received: UInt64 = 0
+            var first: UInt64 = 0
+            var last: UInt64 = 0
+            for await notification in notifications {
+                let now = wallClockNanoseconds()
+                if notification.payload.first == UInt8(ascii: "E") { return (received, first, last, true) }
+                received += 1
+                if received == 1 { first = now }
+                last = now
+                lastArrival.set(now)
+            }
+            return (received, first, last, false)
+        }
+        // The idle stop: a watcher that ends the loop 3 s after the last arrival (or the start).
+        let started = wallClockNanoseconds()
+        let watcher = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100))
+                let last = max(lastArrival.get(), started)
+                if wallClockNanoseconds() &- last > UInt64(idleStop.components.seconds) * 1_000_000_000 {
+                    consumer.cancel()
+                    return
+                }
+            }
+        }
+        let result = await consumer.value
+        watcher.cancel()
+        let stats = notifications.stats
+        _ = await bus.close()
+        let seconds = Double(result.last &- result.first) / 1e9
+        let rate = result.last > result.first ? Double(result.received - 1) / seconds : 0
+        return json([
+            "role": "sub", "received": result.received, "first_ns": result.first, "last_ns": result.last,
+            "end_marker": result.end, "rate": rate, "lost_upstream": stats.lostUpstream,
+            "dropped_local_buffer": stats.droppedLocalBuffer,
+        ])
+    }
+
+    // MARK: pub
+
+    /// Waits for a subscriber of the END name, posts `count` notifications cycling the subjects
+    /// (bytes 1...4 carry the counter), then END, then closes (flushing).
+    static func publish(_ options: PeerClientOptions) async throws -> String {
+        let names = try options.subject.split(separator: ",").map { try NotificationName(String($0)) }
+        let end = try options.endSubject.map { try NotificationName($0) } ?? names[0]
+        let bus = try Bus(BusConfiguration(publish: [.connect(options.frontend)]))
+        try await bus.waitForSubscribers(count: 1, matching: end, timeout: .seconds(30))
+        var payload = [UInt8](repeating: UInt8(ascii: "D"), count: options.size)
+        let start = wallClockNanoseconds()
+        for index in 0..<options.count {
+            withUnsafeBytes(of: UInt32(truncatingIfNeeded: index).littleEndian) { counter in
+                for offset in 0..<min(4, payload.count - 1) { payload[1 + offset] = counter[offset] }
+            }
+            try await bus.post(name: names[index % names.count], payload: payload)
+        }
+        let published = wallClockNanoseconds()
+        try await bus.post(name: end, payload: [UInt8(ascii: "E")])
+        let stats = await bus.close()
+        let flushed = wallClockNanoseconds()
+        let rate = Double(options.count) / (Double(flushed &- start) / 1e9)
+        return json([
+            "role": "pub", "n": options.count, "start_ns": start, "publish_done_ns": published, "flush_done_ns": flushed,
+            "rate": rate, "unsent": stats.unsent,
+        ])
+    }
+
+    // MARK: ping / pong
+
+    /// Answers each `ping` with the same payload on `pong` until a payload starting with `Q`.
+    static func pong(_ options: PeerClientOptions) async throws -> String {
+        let bus = try Bus(.brokered(frontend: options.frontend, backend: options.backend))
+        let pings = try bus.notifications(named: "ping")
+        let pongName = try NotificationName("pong")
+        try markReady(options.readyFile)
+        var answered = 0
+        for await ping in pings {
+            if ping.payload.first == UInt8(ascii: "Q") { break }
+            try await bus.post(name: pongName, payload: ping.payload)
+            answered += 1
+        }
+        _ = await bus.close()
+        return json(["role": "pong", "answered": answered])
+    }
+
+    /// Measures round trips to a ponger: `warmup` unmeasured, then `count`; percentiles by
+    /// nearest rank, in microseconds.
+    static func ping(_ options: PeerClientOptions) async throws -> String {
+        let bus = try Bus(.brokered(frontend: options.frontend, backend: options.backend))
+        let pongs = try bus.notifications(named: "pong")
+        let pingName = try NotificationName("ping")
+        // Both directions live: the ponger's subscription reached this publisher, and this
+        // subscription reached the ponger's publisher (which echoes the readiness token).
+        try await bus.waitForSubscribers(count: 1, matching: pingName, timeout: .seconds(30))
+        try await bus.ready(NamePattern("pong"), timeout: .seconds(30))
+        var iterator = pongs.makeAsyncIterator()
+        var payload = [UInt8](repeating: UInt8(ascii: "P"), count: max(5, min(options.size, 64)))
+        var rtts: [UInt64] = []
+        rtts.reserveCapacity(options.count)
+        for index in 0..<(options.warmup + options.count) {
+            withUnsafeBytes(of: UInt32(truncatingIfNeeded: index).littleEndian) { counter in
+                for offset in 0..<4 { payload[1 + offset] = counter[offset] }
+            }
+            let sent = Timestamps.monotonicNanoseconds()
+            try await bus.post(name: pingName, payload: payload)
+            while true {
+                guard let answer = await iterator.next() else { throw BenchError.invalidOptions("the pong stream ended") }
+                if answer.payload.count >= 5, Array(answer.payload[1..<5]) == Array(payload[1..<5]) { break }
+            }
+            if index >= options.warmup { rtts.append(Timestamps.monotonicNanoseconds() &- sent) }
+        }
+        try await bus.post(name: pingName, payload: [UInt8(ascii: "Q")])
+        _ = await bus.close()
+        if let dump = options.dumpFile {
+            try rtts.map(String.init).joined(separator: "\n").appending("\n").write(toFile: dump, atomically: false, encoding: .utf8)
+        }
+        let sorted = rtts.sorted()
+        func percentile(_ p: Double) -> Double {
+            let rank = min(sorted.count, max(1, Int((p * Double(sorted.count)).rounded(.up))))
+            return Double(sorted[rank - 1]) / 1_000
+        }
+        let mean = Double(rtts.reduce(0, +)) / Double(max(1, rtts.count)) / 1_000
+        return json([
+            "role": "ping", "n": rtts.count, "p50_us": percentile(0.5), "p90_us": percentile(0.9),
+            "p99_us": percentile(0.99), "p999_us": percentile(0.999), "max_us": Double(sorted.last ?? 0) / 1_000,
+            "mean_us": mean,
+        ])
+    }
+}
+
+/// The subscriber's last arrival time, shared with its idle watcher.
+private final class LastArrival: Sendable {
+    private let value = Atomic<UInt64>(0)
+    func set(_ nanoseconds: UInt64) { value.store(nanoseconds, ordering: .relaxed) }
+    func get() -> UInt64 { value.load(ordering: .relaxed) }
+}
+
+/// `CLOCK_REALTIME` in nanoseconds: the peers kit's `*_ns` fields are wall clock.
+private func wallClockNanoseconds() -> UInt64 {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import BusBench
+
+extension PeerClientOptions.Mode: ExpressibleByArgument {}
+
+/// `nbus bench peer-client`: the peers kit's client (`../shared/peers/README.md`) on the bus.
+struct BenchPeerClient: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "peer-client",
+        abstract: "The peers kit's benchmark client on the bus, through nbus broker (run.py starts it).",
+        discussion: """
+            The same workload NATS, Redis and bare ZeroMQ run in ../shared/peers, with the bus's \
+            defaults: sub counts one name until END or 3 s of silence; pub waits for a subscriber, \
+            posts --n notifications cycling --subject, then END, then closes; ping/pong measure \
+            round trips on `ping` and `pong`. Flags are --name=value; the last line of stdout is one \
+            JSON object (sub and pub add the bus's loss counters). Exit status: 0 done, 1 failed, \
+            64 bad arguments.
+            """,
+        shouldDisplay: false)
+
+    @Option(help: "sub, pub, ping or pong.")
+    var mode: PeerClientOptions.Mode
+
+    @Option(help: "sub: the name to subscribe; pub: a comma list of names, cycled.")
+    var subject = "bench.a"
+
+    @Option(name: .customLong("end-subject"), help: "pub: the name of the END message (default: the first subject).")
+    var endSubject: String?
+
+    @Option(name: .customLong("n"), help: "pub: notifications; ping: measured round trips.")
+    var count = 1_000_000
+
+    @Option(help: "Payload bytes.")
+    var size = 256
+
+    @Option(help: "ping: unmeasured round trips first.")
+    var warmup = 1_000
+
+    @Option(help: ArgumentHelp("sub, pong: create this file once subscribed.", valueName: "path"))
+    var ready: String?
+
+    @Option(help: ArgumentHelp("ping: write the round trips here, ns, one per line.", valueName: "path"))
+    var dump: String?
+
+    @Option(help: "The broker's frontend (publishers).")
+    var frontend = "tcp://127.0.0.1:15550"
+
+    @Option(help: "The broker's backend (subscribers).")
+    var backend = "tcp://127.0.0.1:15551"
+
+    var options: PeerClientOptions {
+        var options = PeerClientOptions(mode: mode)
+        options.subject = subject
+        options.endSubject = endSubject
+        options.count = count
+        options.size = size
+        options.warmup = warmup
+        options.readyFile = ready
+        options.dumpFile = dump
+        options.frontend = frontend
+        options.backend = backend
+        return options
+    }
+
+    func validate() throws {
+        do { try options.validate() } catch { throw ValidationError("\(error)") }
+    }
+
+    func run() async throws {
+        do {
+            print(try await PeerClient.run(options))
+        } catch {
+            throw fail("bench peer-client", error, code: 1)
+        }
+    }
+}

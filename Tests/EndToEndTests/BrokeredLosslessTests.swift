@@ -1,0 +1,157 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+// Through `nbus broker` with defaults: nothing lost for a subscriber that keeps up on average,
+// a stopped subscriber neither slows nor costs the others anything and counts its loss exactly,
+// and the peers kit's client speaks the kit's interface. Real processes, ipc (tcp for the
+// peer client, whose interface defaults to it).
+
+/// The peak resident memory of a running process, in kB (`VmHWM`), or nil when it is gone.
+private func peakMemoryKilobytes(of pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    }
+    return nil
+}
+
+@Suite("through the broker, with defaults (real processes)", .serialized, .timeLimit(.minutes(2)))
+struct BrokeredLosslessTests {
+    @Test("a fast publisher's 200,000 x 256 B burst: nbus subscribe prints every one (it lost most of it before)")
+    func burstArrivesWhole() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend) = try await children.startBroker()
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "burst.x", "--connect", backend, "--count", "200000", "--timeout", "90"])
+        let publisher = try children.start(
+            "publisher", ["publish", "burst.x", "--count", "200000", "--size", "256", "--connect", frontend, "--timeout", "30"])
+        let published = await publisher.waitForExit(timeout: .seconds(90))
+        expectExit(published, 0, publisher)
+        #expect(published?.stderrText.contains("posted 200000, sent 200000, unsent 0") == true, "\(publisher.describe())")
+        let printed = await subscriber.waitForExit(timeout: .seconds(90))
+        expectExit(printed, 0, subscriber)
+        #expect(subscriber.output.completeStdoutLineCount == 200_000, "\(subscriber.describe())")
+        #expect(printed?.stderrText.contains("lost upstream 0") == true, "\(subscriber.describe())")
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+        #expect(stopped?.stdoutText.contains("slow subscribers 0") == true, "\(broker.describe())")
+    }
+
+    @Test("a stopped subscriber: the broker sends past it after --slow-after, the other gets everything, the stopped one counts its loss exactly")
+    func stoppedSubscriberCostsOthersNothing() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let broker = try children.start(
+            "broker", ["broker", "--frontend", frontend, "--backend", backend, "--slow-after", "0.2"])
+        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let total = 40_000
+        // The healthy one prints short text lines (its summary says what it lost): a subscriber
+        // whose stdout this test reads too slowly would itself be a slow subscriber.
+        let healthy = try children.start(
+            "healthy", ["subscribe", "feed.x", "--connect", backend, "--count", "\(total)", "--timeout", "90"])
+        let stopped = try children.start(
+            "stopped", ["subscribe", "feed.x", "--connect", backend, "--timeout", "90", "--format", "json", "--buffer", "64"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "feed.x", "{n}", "--count", "\(total)", "--rate", "20000", "--connect", frontend,
+             "--subscribers", "2", "--timeout", "30"])
+        // Stop one subscriber as soon as traffic flows, resume it once most has been sent (the
+        // rest then shows it its gap, and the end-of-stream record its tail).
+        #expect(await healthy.waitForStdoutLines(1), "\(healthy.describe())")
+        stopped.signal(SIGSTOP)
+        #expect(await broker.waitForStderr(containing: "slow subscriber: one made no room"), "\(broker.describe())")
+        #expect(await healthy.waitForStdoutLines(total * 3 / 4, timeout: .seconds(60)), "\(healthy.describe())")
+        let brokerMemory = peakMemoryKilobytes(of: broker.pid)
+        stopped.signal(SIGCONT)
+        expectExit(await publisher.waitForExit(timeout: .seconds(60)), 0, publisher)
+        let healthyOutput = await healthy.waitForExit(timeout: .seconds(60))
+        expectExit(healthyOutput, 0, healthy)
+        #expect(healthy.output.completeStdoutLineCount == total, "\(healthy.describe())")
+        #expect(
+            healthyOutput?.stderrText.contains("printed \(total); lost upstream 0,") == true, "\(healthy.describe())")
+        // The resumed one learns its tail from the publisher's end-of-stream record (or the last
+        // notification): wait until a gap or a notification reaches the last sequence number.
+        #expect(
+            await stopped.wait(timeout: .seconds(60)) { output in
+                output.stdoutLines.contains { $0.contains("\"sequence\":\(total),") }
+                    || parseGapLines(output.stdoutLines).contains { $0.sequences.upperBound == total }
+            }, "\(stopped.describe())")
+        let stoppedOutput = await stopSubscriber(stopped)
+        let lines = stoppedOutput?.stdoutLines ?? []
+        let (_, lost) = expectExactAccounting(
+            notifications: parseJSONLines(lines).notifications, gaps: parseGapLines(lines), published: total, at: "stopped")
+        #expect(lost > 0, "the stopped subscriber lost nothing: it was not stopped long enough to matter")
+        broker.signal(SIGTERM)
+        let brokerOutput = await broker.waitForExit()
+        expectExit(brokerOutput, 0, broker)
+        #expect(brokerOutput?.stdoutText.contains("slow subscribers 0") == false, "\(broker.describe())")
+        // Memory: about --hwm (10,000) x 250 B per side, with libzmq's and the kernel's buffers.
+        if let brokerMemory { #expect(brokerMemory < 150_000, "broker peak RSS \(brokerMemory) kB") }
+    }
+
+    @Test("nbus bench peer-client: the peers kit's modes, with their JSON lines")
+    func peerClientModes() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend=\(frontend)", "--backend=\(backend)"]
+        let ready = children.folder.path + "/sub.ready"
+        let subscriber = try children.start(
+            "sub", ["bench", "peer-client", "--mode=sub", "--subject=bench.3", "--ready=\(ready)"] + endpoints)
+        #expect(await subscriber.waitForStderr(containing: "peer-client: subscribed"), "\(subscriber.describe())")
+        #expect(FileManager.default.fileExists(atPath: ready))
+        let publisher = try children.start(
+            "pub",
+            ["bench", "peer-client", "--mode=pub", "--n=20000", "--size=256", "--subject=bench.0,bench.1,bench.2,bench.3",
+             "--end-subject=bench.3"] + endpoints)
+        let published = await publisher.waitForExit(timeout: .seconds(60))
+        expectExit(published, 0, publisher)
+        let subscribed = await subscriber.waitForExit(timeout: .seconds(60))
+        expectExit(subscribed, 0, subscriber)
+        func lastJSON(_ output: ChildOutput?) -> [String: Any] {
+            guard let line = output?.stdoutLines.last(where: { $0.hasPrefix("{") }),
+                let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            else { return [:] }
+            return object
+        }
+        let sub = lastJSON(subscribed)
+        #expect(sub["role"] as? String == "sub")
+        #expect((sub["received"] as? NSNumber)?.intValue == 5_000, "\(sub)")
+        #expect(sub["end_marker"] as? Bool == true, "\(sub)")
+        #expect((sub["lost_upstream"] as? NSNumber)?.intValue == 0, "\(sub)")
+        let pub = lastJSON(published)
+        #expect(pub["role"] as? String == "pub")
+        #expect((pub["n"] as? NSNumber)?.intValue == 20_000, "\(pub)")
+        for key in ["start_ns", "publish_done_ns", "flush_done_ns", "rate"] { #expect(pub[key] != nil, "\(key) in \(pub)") }
+
+        let pongReady = children.folder.path + "/pong.ready"
+        let pong = try children.start("pong", ["bench", "peer-client", "--mode=pong", "--ready=\(pongReady)"] + endpoints)
+        #expect(await pong.waitForStderr(containing: "peer-client: subscribed"), "\(pong.describe())")
+        #expect(FileManager.default.fileExists(atPath: pongReady))
+        let dump = children.folder.path + "/rtt.txt"
+        let ping = try children.start(
+            "ping", ["bench", "peer-client", "--mode=ping", "--n=300", "--warmup=20", "--size=16", "--dump=\(dump)"] + endpoints)
+        let pinged = await ping.waitForExit(timeout: .seconds(60))
+        expectExit(pinged, 0, ping)
+        expectExit(await pong.waitForExit(timeout: .seconds(30)), 0, pong)
+        let result = lastJSON(pinged)
+        #expect(result["role"] as? String == "ping")
+        #expect((result["n"] as? NSNumber)?.intValue == 300, "\(result)")
+        let p50 = (result["p50_us"] as? NSNumber)?.doubleValue ?? 0
+        let p99 = (result["p99_us"] as? NSNumber)?.doubleValue ?? 0
+        #expect(p50 > 0 && p50 <= p99, "\(result)")
+        let dumped = (try? String(contentsOfFile: dump, encoding: .utf8))?.split(separator: "\n") ?? []
+        #expect(dumped.count == 300 && dumped.allSatisfy { UInt64($0) != nil })
+
+        // A bad flag is a usage error.
+        let bad = try await children.run("bad", ["bench", "peer-client", "--mode=sub", "--n=0"])
+        #expect(bad?.status == 64, "\(String(describing: bad?.stderrText))")
+    }
+}
