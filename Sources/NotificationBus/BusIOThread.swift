@@ -47,6 +47,9 @@ struct PublisherView {
     /// Plain ZeroMQ prefixes (from any subscriber, NotificationBus or foreign). XPUB passes the
     /// first subscribe and the last unsubscribe of a prefix, so this is a set.
     var prefixes: Set<[UInt8]> = []
+    /// The data prefixes of this bus's own subscriptions when it delivers to itself without ZeroMQ
+    /// (loopback: its XPUB never sees them), with how many subscriptions use each.
+    var localPrefixes: [[UInt8]: Int] = [:]
     /// NotificationBus subscribers by bus id, with the patterns they announced.
     var presence: [UInt64: [NamePattern: Int]] = [:]
     /// Subscribers (bus ids) that acknowledged this publisher's end of stream.
@@ -59,12 +62,26 @@ struct PublisherView {
     /// A prefix an announced pattern subscribes is that bus's, not a foreign subscriber's:
     /// `orders.*.eu` subscribes `orders.`, which covers `orders.shipped` although the pattern does
     /// not match it, and counting it would start a publisher before its real subscriber arrived.
+    ///
+    /// A presence is a claim any peer can make (a plain SUB can subscribe to presence topics), so
+    /// it counts only while a data prefix that covers `name` is subscribed too: announcements
+    /// without one never make a publisher send into nothing. Fake announcements beside a real
+    /// subscriber can still inflate the count; with CURVE only admitted keys can make them.
     func subscriberCount(matching name: NotificationName) -> Int {
+        let frameStart = Array(name.rawValue.utf8) + [0]
+        guard prefixes.contains(where: { frameStart.starts(with: $0) })
+            || localPrefixes.keys.contains(where: { frameStart.starts(with: $0) })
+        else { return 0 }
         let announced = presence.values.filter { patterns in patterns.keys.contains { $0.matches(name) } }.count
         if announced > 0 { return announced }
-        let frameStart = Array(name.rawValue.utf8) + [0]
         let announcedPrefixes = Set(presence.values.flatMap { $0.keys.map(\.subscriptionPrefix) })
         return prefixes.contains { !announcedPrefixes.contains($0) && frameStart.starts(with: $0) } ? 1 : 0
+    }
+
+    /// A loopback subscription's data prefix came (`subscribe`) or went.
+    mutating func applyLocal(subscribe: Bool, prefix: [UInt8]) {
+        let count = (localPrefixes[prefix] ?? 0) + (subscribe ? 1 : -1)
+        localPrefixes[prefix] = count > 0 ? count : nil
     }
 
     mutating func apply(subscribe: Bool, topic: ArraySlice<UInt8>) {
@@ -478,6 +495,7 @@ final class BusIOThread {
             try? subscriber.subscribe(topic)
             if loopback {
                 // The own publisher sees a local subscription at once, as its XPUB would.
+                view.applyLocal(subscribe: true, prefix: prefix)
                 view.apply(subscribe: true, topic: topic[...])
                 checkSubscriberWaiters()
             }
@@ -494,6 +512,7 @@ final class BusIOThread {
             let topic = ControlNames.presenceTopic(bus: configuration.publisherID, pattern: pattern)
             try? subscriber.unsubscribe(topic)
             if loopback {
+                view.applyLocal(subscribe: false, prefix: pattern.subscriptionPrefix)
                 view.apply(subscribe: false, topic: topic[...])
                 checkSubscriberWaiters()
             }

@@ -292,4 +292,35 @@ struct HostilePeerTests {
         let bytes = report.split(separator: "(").dropFirst().first.flatMap { Int($0.prefix { $0.isNumber }) }
         #expect((bytes ?? .max) < 4_096, "\(report)")
     }
+
+    @Test("five forged presence topics from a plain SUB do not make nbus publish --subscribers 5 send into nothing")
+    func forgedPresenceDoesNotCountAsSubscribers() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend) = try await children.startBroker()
+        let context = try Context()
+        defer { context.terminate() }
+        // A probe publisher sees when the forged topics have reached the broker's frontend.
+        let probe = try context.socket(.xpub)
+        defer { probe.close() }
+        try probe.set(.linger, 0)
+        try probe.connect(frontend)
+        let forger = try context.socket(.sub)
+        defer { forger.close() }
+        try forger.set(.linger, 0)
+        try forger.connect(backend)
+        let forged = (1...5).map { bus in
+            [0] + Array("nbus.presence.\(String(repeating: "0", count: 15))\(bus).orders.>".utf8)
+        }
+        for topic in forged { try forger.subscribe(topic) }
+        let seen = try readSubscriptions(probe) { seen in forged.allSatisfy { seen.contains(subscribeMessage($0)) } }
+        try #require(forged.allSatisfy { seen.contains(subscribeMessage($0)) }, "\(broker.describe())")
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "orders.created", "into nothing?", "--connect", frontend, "--subscribers", "5", "--timeout", "1"])
+        let output = await publisher.waitForExit()
+        // Before the fix it found its five "subscribers", sent, and exited 0.
+        expectExit(output, 2, publisher)
+        #expect(output?.stderrText.contains("0 of 5 subscribers") == true, "\(publisher.describe())")
+    }
 }

@@ -34,6 +34,23 @@ struct SubscriberCountTests {
         #expect(view.subscriberCount(matching: Self.name) == 2)
     }
 
+    @Test("presence topics alone (a plain SUB can forge them) count nobody until a covering data prefix is subscribed")
+    func presenceWithoutDataPrefixCountsNobody() throws {
+        let all = try NamePattern("orders.>")
+        var view = PublisherView(publisherID: 1)
+        for bus in UInt64(2)...6 {
+            view.apply(subscribe: true, topic: ArraySlice(ControlNames.presenceTopic(bus: bus, pattern: all)))
+        }
+        #expect(view.subscriberCount(matching: Self.name) == 0, "five forged presences made a publisher send into nothing")
+        // Another name's prefix does not cover it either.
+        view.apply(subscribe: true, topic: ArraySlice(Array("audit.".utf8)))
+        #expect(view.subscriberCount(matching: Self.name) == 0)
+        view.apply(subscribe: true, topic: ArraySlice(all.subscriptionPrefix))
+        #expect(view.subscriberCount(matching: Self.name) == 5)
+        view.apply(subscribe: false, topic: ArraySlice(all.subscriptionPrefix))
+        #expect(view.subscriberCount(matching: Self.name) == 0)
+    }
+
     @Test("waitForSubscribers does not take a subscriber of another pattern under the same prefix")
     func waitIgnoresOtherPatterns() async throws {
         let endpoint = try temporaryIPCEndpoint()
