@@ -68,7 +68,12 @@ public final class Bus: Sendable {
     public var publisherID: UInt64 { configuration.publisherID }
 
     /// The bus's counters now (refreshed by the I/O thread after each round of work).
-    public var stats: BusStats { core.statsSnapshot.withLock { $0 } }
+    public var stats: BusStats {
+        var stats = core.statsSnapshot.withLock { $0 }
+        stats.unwanted = core.interest.withLock { $0.unwanted }
+        stats.posted &+= stats.unwanted
+        return stats
+    }
 
     // MARK: Posting
 
@@ -86,6 +91,7 @@ public final class Bus: Sendable {
         // work in the caller's own frame, with no async call of its own (its frame allocation
         // and executor checks showed in the publisher's profile).
         var message: Message? = try encodeForPost(name, payload, headers, contentType)
+        if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
         if try queue(&message, name) { return }
         try await queueWhenThereIsSpace(&message, name)
     }
@@ -126,6 +132,7 @@ public final class Bus: Sendable {
         contentType: ContentType = .unspecified
     ) throws(BusError) {
         var message: Message? = try encodeForPost(name, payload, headers, contentType)
+        if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
         switch core.queue(message: &message, name: name) {
         case .queued: return
         case .closed: throw .closed
@@ -138,7 +145,7 @@ public final class Bus: Sendable {
     @usableFromInline
     func encodeForPost(
         _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
-    ) throws(BusError) -> Message {
+    ) throws(BusError) -> Message? {
         guard !configuration.publish.isEmpty else { throw .notAPublisher }
         guard !ControlNames.isReserved(name) else { throw .reservedName(name) }
         guard payload.count <= configuration.maximumPayload else {
@@ -151,6 +158,16 @@ public final class Bus: Sendable {
             size = try EnvelopeCodec.encodedSize(name: name, headers: headers, payloadCount: payload.count)
         } catch {
             throw .invalidHeaders(error)
+        }
+        // Filtering before encoding: a post that no subscription at this publisher covers would
+        // be dropped by ZeroMQ's prefix filter; it stops here, before any copy or hand-off.
+        switch core.interest.withLock({ $0.closed ? nil : $0.decide(name) }) {
+        case nil: throw .closed
+        case .unwanted?: return nil
+        case .unwantedAfterSending?:
+            core.skipSequence(of: name)
+            return nil
+        case .wanted?: break
         }
         var message: Message
         do {
@@ -236,6 +253,11 @@ public final class Bus: Sendable {
     ) throws(BusError) -> SubscriptionHandle {
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
         let storage = SubscriptionStorage(id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink)
+        if configuration.deliversToItself {
+            // Before the subscription is queued: a post made right after this call must not be
+            // skipped as unwanted (the I/O thread removes it with the subscription).
+            core.interest.withLock { $0.changeLocal(pattern.subscriptionPrefix, subscribed: true) }
+        }
         guard core.enqueue(.addSubscription(storage)) else { throw .closed }
         return SubscriptionHandle(storage: storage)
     }

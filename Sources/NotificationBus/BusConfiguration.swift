@@ -145,6 +145,19 @@ public struct BusConfiguration: Sendable {
     /// This publisher's NBP/1 id: random and non-zero unless set.
     public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)
 
+    /// Whether the subscriber connects to an inproc endpoint this bus's own publisher binds: the
+    /// bus then delivers its own posts to its subscriptions directly (loopback), not through ZeroMQ.
+    var deliversToItself: Bool {
+        let ownEndpoints = Set(publish.compactMap { attachment -> String? in
+            guard case .bind(let endpoint) = attachment, endpoint.hasPrefix("inproc://") else { return nil }
+            return endpoint
+        })
+        return subscribe.contains { attachment in
+            if case .connect(let endpoint) = attachment { return ownEndpoints.contains(endpoint) }
+            return false
+        }
+    }
+
     /// A bus with explicit attachments.
     public init(publish: [Attachment] = [], subscribe: [Attachment] = []) {
         self.publish = publish

@@ -68,6 +68,8 @@ final class BusCore: Sendable {
     /// `BusConfiguration.idleSpinMicroseconds`, for consumers: how long one looks before suspending.
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
+    /// What this publisher's subscribers want; `post` asks before encoding.
+    let interest = Mutex(PublisherInterest())
     /// Set (under the mailbox lock) when a job is queued, cleared when the I/O thread takes them:
     /// a bus whose executor is unused costs the loop no lock to find that out.
     let jobsQueued = Atomic<Bool>(false)
@@ -155,6 +157,11 @@ final class BusCore: Sendable {
         }
         if wake { self.wake.signal() }
         return outcome
+    }
+
+    /// Uses `name`'s next sequence number for a post that is not sent (nobody wants it now).
+    func skipSequence(of name: NotificationName) {
+        mailbox.withLock { _ = $0.sequences.next(for: name) }
     }
 
     /// Suspends until the outbound queue has room, the bus closed, or the task is cancelled.

@@ -87,10 +87,14 @@ public struct SubscriptionStats: Hashable, Sendable, Codable, CustomStringConver
 
 /// Counters of a whole bus.
 public struct BusStats: Hashable, Sendable {
-    /// Notifications accepted by `post`.
+    /// Notifications accepted by `post`: `sent` + `unsent` + `unwanted`.
     public var posted: UInt64 = 0
     /// Frames handed to ZeroMQ by the I/O thread.
     public var sent: UInt64 = 0
+    /// Posts no subscriber wanted (no subscription at this publisher covered the name): not
+    /// encoded, not sent. A name sent before still uses its sequence number, so a subscriber
+    /// this publisher could not see meanwhile (a broker restarting) counts the gap.
+    public var unwanted: UInt64 = 0
     /// Posts still queued when the bus closed (never handed to ZeroMQ).
     public var unsent: UInt64 = 0
     /// Frames read from the subscriber socket.

@@ -482,7 +482,11 @@ final class BusIOThread {
     }
 
     private func addSubscription(_ storage: SubscriptionStorage) {
-        guard let subscriber, !storage.isEnded else { return }
+        guard let subscriber, !storage.isEnded else {
+            // `Bus.subscribe` counted its prefix as wanted already; it never became a subscription.
+            if loopback { core.interest.withLock { $0.changeLocal(storage.pattern.subscriptionPrefix, subscribed: false) } }
+            return
+        }
         receiver.add(storage)
         let prefix = storage.pattern.subscriptionPrefix
         prefixRefCounts[prefix, default: 0] += 1
@@ -506,6 +510,7 @@ final class BusIOThread {
     private func removeSubscription(_ id: UInt64) {
         guard let subscriber, let storage = receiver.remove(id: id) else { return }
         let pattern = storage.pattern
+        if loopback { core.interest.withLock { $0.changeLocal(pattern.subscriptionPrefix, subscribed: false) } }
         presenceRefCounts[pattern, default: 1] -= 1
         if presenceRefCounts[pattern] == 0 {
             presenceRefCounts[pattern] = nil
@@ -653,18 +658,31 @@ final class BusIOThread {
     private func readSubscriptions() -> Bool {
         guard let publisher else { return false }
         var changed = false
+        var prefixesChanged = false
         while let frame = try? publisher.receive(mode: .dontWait) {
             changed = true
             guard let first = frame.first, first <= 1 else { continue }
             let topic = frame[1...]
             if first == 1, topic.starts(with: ControlNames.readyPrefix), topic.last == 0 {
+                // Posting threads see every subscription that came before the token first.
+                if prefixesChanged { publishInterest() }
+                prefixesChanged = false
                 echoReadyToken(topic.dropLast())
                 continue
             }
+            let before = view.prefixes.count
             view.apply(subscribe: first == 1, topic: topic)
+            if view.prefixes.count != before { prefixesChanged = true }
         }
+        if prefixesChanged { publishInterest() }
         if changed { checkSubscriberWaiters() }
         return changed
+    }
+
+    /// Hands the XPUB's prefixes to posting threads (`PublisherInterest`).
+    private func publishInterest() {
+        let prefixes = view.prefixes
+        core.interest.withLock { $0.setRemote(prefixes) }
     }
 
     private func echoReadyToken(_ nameBytes: ArraySlice<UInt8>) {
@@ -818,6 +836,7 @@ final class BusIOThread {
     private func shutDown() {
         var queued = MessageBatch(capacity: 1)
         var jobs: [UnownedJob] = []
+        core.interest.withLock { $0.closed = true }
         let leftovers = core.mailbox.withLock { box in
             box.closed = true
             swap(&box.jobs, &jobs)

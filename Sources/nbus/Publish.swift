@@ -462,6 +462,8 @@ struct PublishService: Service {
         let stats = await bus.close()
         var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
         if command.lines { summary += ", skipped \(skipped) malformed or unsendable line(s)" }
+        // Posts no subscription covered were never sent (filtered at this publisher).
+        if stats.unwanted > 0 { summary += ", unwanted \(stats.unwanted) (no subscriber)" }
         if stats.endOfStreamUnacknowledged > 0 {
             summary += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
         }
