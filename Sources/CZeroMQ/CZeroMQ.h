@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <malloc.h>
 
 // errno values that Swift cannot import as macros on every libc.
 static inline int czmq_eagain(void) { return EAGAIN; }
@@ -24,6 +25,8 @@ static inline int czmq_enotsock(void) { return ENOTSOCK; }
 // A non-blocking, close-on-exec eventfd (a Poller wake-up line); -1 and errno on failure.
 static inline int czmq_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC); }
 static inline int czmq_errno(void) { return errno; }
+/* glibc: give free heap memory back to the system (1 if some was released). */
+static inline int czmq_malloc_trim(void) { return malloc_trim(0); }
 
 // Names the calling thread (Linux keeps the first 15 bytes); `prctl` is variadic, so Swift needs this.
 static inline int czmq_set_current_thread_name(const char *name) {

@@ -44,3 +44,10 @@ internal func systemCall(_ operation: StaticString, _ body: () -> Int32) throws(
         throw ZMQError(code: code, operation: operation.description)
     }
 }
+
+/// Gives memory the process freed back to the system (glibc's `malloc_trim`): after a burst or a
+/// flood of connections, glibc keeps the freed heap for reuse and the resident size stays high.
+/// Takes a few milliseconds with a large heap; call it when idle.
+public func releaseFreeMemory() {
+    _ = czmq_malloc_trim()
+}

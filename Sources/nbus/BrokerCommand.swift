@@ -107,6 +107,9 @@ struct BrokerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Before anything binds: a connection refused for want of a file descriptor makes libzmq
+        // spin on accept (see Broker.raiseOpenFileLimit).
+        let openFiles = Broker.raiseOpenFileLimit()
         try await CommandLifecycle.run(name: "broker") {
             let broker: Broker
             let security: BrokerSecurity?
@@ -124,6 +127,9 @@ struct BrokerCommand: AsyncParsableCommand {
             let upstreams = upstream.map { " upstream \($0)" }.joined()
             FileWriter.standardOutput.write(
                 "broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\(upstreams)\n")
+            if let openFiles {
+                FileWriter.standardOutput.write("broker: open files limit \(openFiles) (each connection takes one)\n")
+            }
             if let security {
                 FileWriter.standardOutput.write(
                     "broker: CURVE on, public key \(security.keyPair.publicKey); admitting "

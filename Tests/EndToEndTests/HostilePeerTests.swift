@@ -323,4 +323,51 @@ struct HostilePeerTests {
         expectExit(output, 2, publisher)
         #expect(output?.stderrText.contains("0 of 5 subscribers") == true, "\(publisher.describe())")
     }
+
+    /// The hard limit on open files of this process (what a child may raise its soft limit to).
+    static var hardOpenFileLimit: UInt64 {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        return UInt64(limit.rlim_max)
+    }
+
+    @Test(
+        "started with a soft limit of 256 open files, the broker takes 400 idle connections without spinning and still serves",
+        .enabled(if: hardOpenFileLimit >= 2_048, "the hard limit on open files is too low to show the difference"))
+    func manyConnectionsUnderALowSoftLimit() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        // Before the fix the broker kept the soft limit: past it libzmq retried accept() at once,
+        // for ever (100% CPU), and shut out every new client.
+        let broker = try children.start(
+            "broker", command: URL(fileURLWithPath: "/bin/sh"),
+            ["-c", "ulimit -Sn 256 && exec \"$0\" broker --frontend \"$1\" --backend \"$2\"",
+             children.executable.path, frontend, backend])
+        let banner = await broker.waitForStdoutLine(containing: "broker: open files limit")
+        try #require(banner != nil, "\(broker.describe())")
+        var idle: [RawZMTPPeer] = []
+        for _ in 0..<400 { idle.append(try RawZMTPPeer(ipc: frontend, socketType: "PUB")) }
+        // CPU the broker uses over one second with 400 idle connections open.
+        func cpuSeconds() -> Double {
+            guard let stat = try? String(contentsOfFile: "/proc/\(broker.pid)/stat", encoding: .utf8),
+                let fields = stat.split(separator: ")").last?.split(separator: " "), fields.count > 13,
+                let user = Double(fields[11]), let system = Double(fields[12])
+            else { return .infinity }
+            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+        let before = cpuSeconds()
+        try await Task.sleep(for: .seconds(1))
+        let used = cpuSeconds() - before
+        #expect(used < 0.5, "the broker used \(used) s of CPU in 1 s with 400 idle connections")
+        // New clients are still served.
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "fd.test", "--connect", backend, "--count", "1", "--timeout", "20"])
+        let publisher = try children.start("publisher", ["publish", "fd.test", "served", "--connect", frontend, "--timeout", "20"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        expectExit(await subscriber.waitForExit(), 0, subscriber)
+        #expect(subscriber.output.stdoutText.contains("served"), "\(subscriber.describe())")
+        for peer in idle { peer.close() }
+    }
 }

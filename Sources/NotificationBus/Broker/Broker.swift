@@ -201,6 +201,23 @@ public final class Broker: Sendable {
         thread = Mutex(proxyThread)
     }
 
+    /// Raises this process's soft limit on open files to its hard limit and returns the limit
+    /// now in force (nil when it cannot be read). Every connection to a broker takes a file
+    /// descriptor, and libzmq 4.3, refused one by `EMFILE`, retries the accept at once for as long
+    /// as the limit holds: the broker spins at 100% CPU and shuts out every new client. Many
+    /// systems start processes with a soft limit of 1,024 under a hard limit hundreds of times
+    /// higher.
+    public static func raiseOpenFileLimit() -> UInt64? {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return nil }
+        if limit.rlim_cur < limit.rlim_max {
+            var raised = limit
+            raised.rlim_cur = limit.rlim_max
+            if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return UInt64(raised.rlim_cur) }
+        }
+        return UInt64(limit.rlim_cur)
+    }
+
     private static func setHeartbeats(_ socket: Socket, _ interval: Int32) throws(ZMQError) {
         guard interval > 0 else { return }
         let timeout = Int32(clamping: Int(interval) * 3)

@@ -81,6 +81,8 @@ final class BrokerForwarder {
     private var retryDeadline: UInt64?
     private var subscription = MessageBatch(capacity: 2)
     private var stats = BrokerStatistics()
+    /// Memory was given back since the last message moved.
+    private var trimmedSinceTraffic = false
     /// Messages moved per side before looking at the other side and the stop flag again.
     private static let roundLimit = 512
 
@@ -114,12 +116,19 @@ final class BrokerForwarder {
             do {
                 let moved = try forwardSubscriptions() + forwardNotifications()
                 if moved > 0 {
+                    trimmedSinceTraffic = false
                     publishStatistics()
                 } else if !held.isEmpty {
                     try holding.poll(timeoutMilliseconds: 0)
                     if holding.ready(at: holdingWake).contains(.readable) { shared.wake.drain() }
                 } else {
-                    try reading.poll(timeoutMilliseconds: -1)
+                    // Idle: after 10 s without traffic, give freed memory back to the system once
+                    // (glibc keeps what a flood of connections or a big burst allocated).
+                    let ready = try reading.poll(timeoutMilliseconds: trimmedSinceTraffic ? -1 : 10_000)
+                    if ready == 0 {
+                        releaseFreeMemory()
+                        trimmedSinceTraffic = true
+                    }
                     if reading.ready(at: readingWake).contains(.readable) { shared.wake.drain() }
                 }
             } catch {
