@@ -6,13 +6,14 @@ PYTHON ?= python3
 SWIFT_BUILD_FLAGS ?=
 
 .PHONY: help deps build demo test test-swift test-python test-netns bench-micro clean
-.PHONY: examples-c test-conformance fuzz fuzz-build test-asan soak
+.PHONY: examples-c test-conformance fuzz fuzz-build test-asan soak test-adversarial
 
 help:
 	@echo "make demo         build nbus and run the demo"
 	@echo "make test         install deps, build, run the Python protocol tests, the Swift tests and the conformance tests"
 	@echo "make bench-micro  codec micro-benchmarks (package-benchmark, release build, minutes)"
 	@echo "make test-conformance  Python/C/shell producers and consumers against nbus (part of make test)"
+	@echo "make test-adversarial  hostile and careless peers against real nbus processes (part of make test)"
 	@echo "make test-netns   the multi-host tests alone: hosts in network namespaces, as root (part of make test)"
 	@echo "make examples-c   build the C producer (libzmq only) into .build/examples/"
 	@echo "make fuzz         libFuzzer on the NBP/1 decoder for FUZZ_SECONDS (default 60)"
@@ -60,6 +61,13 @@ test-swift:
 test-netns: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter MultiHostTests
+
+# Hostile and careless peers (raw ZeroMQ and hand-spoken ZMTP against real nbus processes, bad CLI
+# values, slow and stopped subscribers). Part of `make test`; this runs them alone.
+ADVERSARIAL_FILTER ?= HostilePeerTests|BrokeredLosslessTests|HostileCommandLineTests
+test-adversarial: deps
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
+	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ADVERSARIAL_FILTER)'
 
 bench-micro: deps
 	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark
