@@ -15,14 +15,23 @@ enum ControlNames {
     /// `_nbus.eos.<publisher id hex>`: a closing publisher's last sequence number per name, so
     /// subscribers can count a lost tail (which no later message would reveal as a gap).
     static let endOfStreamPrefix = Array("_nbus.eos.".utf8)
-    /// Every name starting with this is the bus's own; `post` refuses it.
+    /// Every name starting with this is the bus's own; `post` refuses it (and the bare `_nbus`).
     static let reservedPrefix = Array("_nbus.".utf8)
+    /// The reserved first token (NBP-1 §15): `_nbus` itself and every name under it.
+    static let reservedToken = Array("_nbus".utf8)
 
-    /// Whether `name` is the bus's own; checked on every post, so a name not starting with `_`
-    /// (nearly all) costs one byte's look.
+    /// Whether `name` is the bus's own (its first token is `_nbus`); checked on every post, so a
+    /// name not starting with `_` (nearly all) costs one byte's look.
     static func isReserved(_ name: NotificationName) -> Bool {
         let bytes = name.rawValue.utf8
-        return bytes.first == UInt8(ascii: "_") && bytes.starts(with: reservedPrefix)
+        return bytes.first == UInt8(ascii: "_") && isReserved(nameBytes: Array(bytes))
+    }
+
+    /// `isReserved` on a name's bytes: `_nbus`, or `_nbus.` followed by anything.
+    static func isReserved<Bytes: Collection<UInt8>>(nameBytes: Bytes) -> Bool {
+        guard nameBytes.starts(with: reservedToken) else { return false }
+        let rest = nameBytes.dropFirst(reservedToken.count)
+        return rest.isEmpty || rest.first == UInt8(ascii: ".")
     }
 
     static func hex(_ value: UInt64) -> String {
@@ -754,6 +763,7 @@ final class BusIOThread {
         let received = receiver.counters
         stats.framesReceived = received.framesReceived
         stats.unmatched = received.unmatched
+        stats.unknownControlMessages = received.unknownControlMessages
         stats.lostUpstream = received.lostUpstream
         stats.endOfStreamRecords = received.endOfStreamRecords
         stats.streamsForgotten = received.streamsForgotten

@@ -196,7 +196,7 @@ struct BusReceiver {
             }
         }
         let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
-        if nameBytes.starts(with: ControlNames.reservedPrefix) {
+        if nameBytes.first == UInt8(ascii: "_"), ControlNames.isReserved(nameBytes: nameBytes) {
             if nameBytes.starts(with: ControlNames.readyPrefix) {
                 readyTokens.append(Array(nameBytes))
                 return false
@@ -204,6 +204,10 @@ struct BusReceiver {
             if nameBytes.starts(with: ControlNames.endOfStreamPrefix) {
                 return handleEndOfStream(frame, nameLength: nameLength)
             }
+            // A control message this version does not know (NBP-1 §13: new ones may be added
+            // under `_nbus` without a new version): never handed to the application.
+            counters.unknownControlMessages += 1
+            return false
         }
         var matchedFirst = -1
         var matchedLast = -1
