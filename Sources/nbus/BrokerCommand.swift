@@ -52,6 +52,11 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "seconds"))
     var slowAfter: Double = 0.5
 
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp(
+        "Resident memory (MiB) past which the broker drops every connection, so no peer can grow it without bound (0: no limit).",
+        valueName: "MiB"))
+    var maxMemory: Int = 4_096
+
     @Option(name: .customLong("heartbeat-ms"), help: ArgumentHelp(
         "ZeroMQ heartbeats: ms between PINGs on every connection; a peer silent for 3 of them is dropped (0: off).",
         valueName: "ms"))
@@ -80,6 +85,7 @@ struct BrokerCommand: AsyncParsableCommand {
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
         guard heartbeatMilliseconds >= 0 else { throw ValidationError("--heartbeat-ms must be 0 (off) or more") }
         guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
+        guard (0...(1 << 30)).contains(maxMemory) else { throw ValidationError("--max-memory must be 0 (no limit) or more MiB") }
         guard slowAfter.isFinite, (0...3_600).contains(slowAfter) else {
             throw ValidationError("--slow-after must be 0 to 3600 seconds")
         }
@@ -120,7 +126,8 @@ struct BrokerCommand: AsyncParsableCommand {
                     heartbeatMilliseconds: heartbeatMilliseconds,
                     slowSubscriberPatience: .milliseconds(Int64((slowAfter * 1_000).rounded())), security: security,
                     onAuthentication: { event in printError("nbus broker: \(event)") },
-                    onSlowSubscriber: { event in printError("nbus broker: \(event)") })
+                    memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20,
+                    onEvent: { event in printError("nbus broker: \(event)") })
             } catch {
                 throw fail("broker", error, code: 2)
             }
@@ -149,7 +156,8 @@ struct BrokerCommand: AsyncParsableCommand {
             "broker \(label): from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B), "
                 + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B), "
                 + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
-                + "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers))\n")
+                + "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
+                + "memory resets \(stats.memoryLimitResets)\n")
         guard secured else { return }
         func counts(_ role: String, _ counts: AuthenticationCounts) -> String {
             "\(role) admitted \(counts.admitted), refused keys \(counts.refusedKeys), "

@@ -83,6 +83,18 @@ private final class RawZMTPPeer {
         }
     }
 
+    /// Sends one part of a message that goes on (ZeroMQ's MORE flag); false when the peer has
+    /// closed the connection.
+    func sendPartOfUnfinishedMessage(_ part: [UInt8]) -> Bool {
+        let size = UInt64(part.count)
+        do {
+            try write([0x03] + (0..<8).map { UInt8(truncatingIfNeeded: size >> (56 - 8 * $0)) } + part)
+            return true
+        } catch {
+            return false
+        }
+    }
+
     /// Whether the peer closed the connection, waiting at most `waitingMilliseconds` for it.
     func isClosedByPeer(waitingMilliseconds: Int32) -> Bool {
         var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
@@ -370,4 +382,53 @@ struct HostilePeerTests {
         #expect(subscriber.output.stdoutText.contains("served"), "\(subscriber.describe())")
         for peer in idle { peer.close() }
     }
+
+    @Test("a publisher that never finishes a multi-part message cannot grow the broker past --max-memory")
+    func unfinishedMessageIsBoundedByTheMemoryLimit() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let broker = try children.start(
+            "broker", ["broker", "--frontend", frontend, "--backend", backend, "--max-memory", "150"])
+        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        // 1.5 GiB of parts of one message that never ends, 1 MiB each, reconnecting when dropped.
+        // Before the limit the broker held all of it (libzmq keeps parts until the last one).
+        let part = [UInt8](repeating: 0x5A, count: 1 << 20)
+        var attacker = try RawZMTPPeer(ipc: frontend, socketType: "PUB")
+        var reconnects = 0
+        for _ in 0..<1_536 {
+            if !attacker.sendPartOfUnfinishedMessage(part) {
+                reconnects += 1
+                attacker.close()
+                attacker = try RawZMTPPeer(ipc: frontend, socketType: "PUB")
+            }
+        }
+        attacker.close()
+        #expect(await broker.waitForStderr(containing: "over the limit of 150 MiB"), "\(broker.describe())")
+        #expect(reconnects > 0, "the broker never dropped the attacker")
+        let peak = peakMemoryKilobytesOf(broker.pid)
+        // Checked 10 times a second: a fast local sender gets some hundred MiB past the limit
+        // before each drop, never the 1.5 GiB it sent.
+        #expect((peak ?? 0) < 800_000, "broker peak RSS \(peak ?? -1) kB for 1.5 GiB sent")
+        // And it still serves.
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "mem.test", "--connect", backend, "--count", "1", "--timeout", "20"])
+        let publisher = try children.start("publisher", ["publish", "mem.test", "served", "--connect", frontend, "--timeout", "20"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        expectExit(await subscriber.waitForExit(), 0, subscriber)
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+        #expect(stopped?.stdoutText.contains("memory resets 0") == false, "\(broker.describe())")
+    }
+}
+
+/// The peak resident memory of a running process, in kB (`VmHWM`), or nil when it is gone.
+func peakMemoryKilobytesOf(_ pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    }
+    return nil
 }

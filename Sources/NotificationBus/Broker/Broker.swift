@@ -24,6 +24,8 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// Notifications sent past at least one full subscriber during those episodes (each full
     /// subscriber lost it and counts it as a gap).
     public var sentPastSlowSubscribers: UInt64 = 0
+    /// Times the broker's memory passed its limit and every connection was dropped.
+    public var memoryLimitResets: UInt64 = 0
     /// Errors of the forwarding loop's own socket calls (a bug if ever non-zero).
     public var forwardingErrors: UInt64 = 0
     /// With CURVE: what the frontend did with publishers' handshakes (all zero without CURVE).
@@ -68,7 +70,14 @@ public final class Broker: Sendable {
     ///
     /// `slowSubscriberPatience`: how long a subscriber may leave its queue full before the broker
     /// stops waiting for it and sends past it (it loses those notifications and counts them as
-    /// gaps); `onSlowSubscriber` hears each episode start and end, on the forwarding thread.
+    /// gaps).
+    ///
+    /// `memoryLimit`: resident bytes past which the broker drops every connection (its peers
+    /// reconnect at once; what was in flight is lost, and subscribers count it as gaps). It is the
+    /// only bound on what libzmq holds for a peer that sends a multi-part message and never
+    /// finishes it (libzmq has no limit on parts). nil: no limit.
+    ///
+    /// `onEvent` hears slow-subscriber episodes and memory resets, on the forwarding thread.
     ///
     /// `heartbeatMilliseconds`: ZMTP heartbeats on every connection (0: off); a peer silent for
     /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
@@ -89,7 +98,8 @@ public final class Broker: Sendable {
         heartbeatMilliseconds: Int32 = 5_000, maximumSubscriptionSize: Int = NBP1.maximumSubscriptionLength,
         maximumFrameSize: Int64 = NBP1.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
         security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil,
-        onSlowSubscriber: (@Sendable (SlowSubscriberEvent) -> Void)? = nil
+        memoryLimit: UInt64? = Broker.defaultMemoryLimit,
+        onEvent: (@Sendable (BrokerEvent) -> Void)? = nil
     ) throws(BusError) {
         guard slowSubscriberPatience >= .zero else {
             throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
@@ -177,10 +187,11 @@ public final class Broker: Sendable {
                     try authentication.guardSocket(xpub, as: .subscribers, keyPair: security.keyPair)
                 }
                 try xpub.bind(backend)
+                let endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
                 forwarder = try BrokerForwarder(
                     frontend: xsub, backend: xpub, shared: shared, patienceNanoseconds: patience,
-                    onSlowSubscriber: onSlowSubscriber)
-                let endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
+                    memoryLimit: memoryLimit, boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)],
+                    onEvent: onEvent)
                 outcome.withLock { $0 = .success(endpoints) }
                 started.signal()
             } catch {
@@ -200,6 +211,9 @@ public final class Broker: Sendable {
         backendEndpoint = endpoints.1
         thread = Mutex(proxyThread)
     }
+
+    /// The default `memoryLimit`: 4 GiB.
+    public static let defaultMemoryLimit: UInt64? = 4 << 30
 
     /// Raises this process's soft limit on open files to its hard limit and returns the limit
     /// now in force (nil when it cannot be read). Every connection to a broker takes a file

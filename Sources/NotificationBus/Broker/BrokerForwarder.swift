@@ -4,21 +4,27 @@ import Glibc
 import Synchronization
 import ZeroMQ
 
-/// What a broker tells its owner about slow subscribers, on the broker's forwarding thread.
-public enum SlowSubscriberEvent: Sendable, Hashable, CustomStringConvertible {
+/// What a broker tells its owner as it happens, on the broker's forwarding thread.
+public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     /// A subscriber made no room for `waitedMilliseconds`: notifications now go past it (and any
     /// other full subscriber), which lose them and count the loss by sequence number.
-    case started(waitedMilliseconds: UInt64)
+    case slowSubscriberStarted(waitedMilliseconds: UInt64)
     /// Every subscriber has room again; `sentPast` notifications went past a full one meanwhile.
-    case ended(afterMilliseconds: UInt64, sentPast: UInt64)
+    case slowSubscriberEnded(afterMilliseconds: UInt64, sentPast: UInt64)
+    /// The broker's resident memory passed its limit: it dropped every connection (peers
+    /// reconnect at once; what was in flight is lost and counted as gaps by subscribers).
+    case memoryLimitReached(residentBytes: UInt64, limitBytes: UInt64)
 
     public var description: String {
         switch self {
-        case .started(let waited):
+        case .slowSubscriberStarted(let waited):
             return "slow subscriber: one made no room for \(waited) ms; sending past full subscribers "
                 + "(they lose those notifications and count them as gaps)"
-        case .ended(let after, let sentPast):
+        case .slowSubscriberEnded(let after, let sentPast):
             return "slow subscriber caught up after \(after) ms; \(sentPast) notification(s) went past a full subscriber"
+        case .memoryLimitReached(let resident, let limit):
+            return "memory \(resident >> 20) MiB is over the limit of \(limit >> 20) MiB: dropped every connection "
+                + "(a peer holding memory, e.g. a message it never finishes, or too many slow subscribers); they reconnect"
         }
     }
 }
@@ -73,7 +79,16 @@ final class BrokerForwarder {
     private let backend: Socket
     private let shared: BrokerShared
     private var machine: SlowSubscriberStateMachine
-    private let onSlowSubscriber: (@Sendable (SlowSubscriberEvent) -> Void)?
+    private let onEvent: (@Sendable (BrokerEvent) -> Void)?
+    /// The resident-memory limit in bytes (nil: none), the endpoints to re-bind when it is
+    /// passed, and when memory is looked at next (monotonic ns).
+    private let memoryLimit: UInt64?
+    private let boundEndpoints: [(socket: Socket, endpoint: String)]
+    private var nextMemoryCheck: UInt64 = 0
+    /// After dropping every connection, libzmq frees their queues on its own I/O thread: no
+    /// second drop before this (monotonic ns).
+    private var memoryCooldownUntil: UInt64 = 0
+    private static let memoryCheckInterval: UInt64 = 100_000_000
     /// The notification read from the frontend and not yet taken by the backend.
     private var held = MessageBatch(capacity: 4)
     private var heldBytes = 0
@@ -81,20 +96,24 @@ final class BrokerForwarder {
     private var retryDeadline: UInt64?
     private var subscription = MessageBatch(capacity: 2)
     private var stats = BrokerStatistics()
-    /// Memory was given back since the last message moved.
+    /// Memory was given back since the last message moved, which was at `idleSince`.
     private var trimmedSinceTraffic = false
+    private var idleSince: UInt64 = 0
     /// Messages moved per side before looking at the other side and the stop flag again.
     private static let roundLimit = 512
 
     init(
         frontend: Socket, backend: Socket, shared: BrokerShared, patienceNanoseconds: UInt64,
-        onSlowSubscriber: (@Sendable (SlowSubscriberEvent) -> Void)?
+        memoryLimit: UInt64?, boundEndpoints: [(socket: Socket, endpoint: String)],
+        onEvent: (@Sendable (BrokerEvent) -> Void)?
     ) throws(ZMQError) {
         self.frontend = frontend
         self.backend = backend
         self.shared = shared
         self.machine = SlowSubscriberStateMachine(patienceNanoseconds: patienceNanoseconds)
-        self.onSlowSubscriber = onSlowSubscriber
+        self.memoryLimit = memoryLimit
+        self.boundEndpoints = boundEndpoints
+        self.onEvent = onEvent
         try backend.set(.xpubNoDrop, true)
         try backend.set(.sendTimeout, 1)
     }
@@ -113,10 +132,12 @@ final class BrokerForwarder {
         holding.register(backend)
         let holdingWake = holding.register(fileDescriptor: shared.wake.fileDescriptor)
         while !shared.stopRequested.load(ordering: .acquiring) {
+            checkMemory()
             do {
                 let moved = try forwardSubscriptions() + forwardNotifications()
                 if moved > 0 {
                     trimmedSinceTraffic = false
+                    idleSince = Timestamps.monotonicNanoseconds()
                     publishStatistics()
                 } else if !held.isEmpty {
                     try holding.poll(timeoutMilliseconds: 0)
@@ -124,8 +145,12 @@ final class BrokerForwarder {
                 } else {
                     // Idle: after 10 s without traffic, give freed memory back to the system once
                     // (glibc keeps what a flood of connections or a big burst allocated).
-                    let ready = try reading.poll(timeoutMilliseconds: trimmedSinceTraffic ? -1 : 10_000)
-                    if ready == 0 {
+                    // With a memory limit, wake 10 times a second to look at it: a message a peer
+                    // never finishes grows inside libzmq, where this loop sees no traffic.
+                    var timeout = trimmedSinceTraffic ? -1 : 10_000
+                    if memoryLimit != nil { timeout = timeout < 0 ? 100 : min(timeout, 100) }
+                    let ready = try reading.poll(timeoutMilliseconds: timeout)
+                    if ready == 0, !trimmedSinceTraffic, Timestamps.monotonicNanoseconds() >= idleSince &+ 10_000_000_000 {
                         releaseFreeMemory()
                         trimmedSinceTraffic = true
                     }
@@ -143,6 +168,31 @@ final class BrokerForwarder {
         held.removeAll()
         subscription.removeAll()
         publishStatistics()
+    }
+
+    /// Every 100 ms with a memory limit: past it, drop every connection (re-bind each bound
+    /// endpoint; libzmq ends a listener's connections with it) and give the memory back.
+    private func checkMemory() {
+        guard let memoryLimit else { return }
+        let now = Timestamps.monotonicNanoseconds()
+        guard now >= nextMemoryCheck else { return }
+        nextMemoryCheck = now &+ Self.memoryCheckInterval
+        guard let resident = residentMemoryBytes(), resident > memoryLimit else { return }
+        // Freed queues may still be on their way back to the allocator: trim first.
+        releaseFreeMemory()
+        guard now >= memoryCooldownUntil, let after = residentMemoryBytes(), after > memoryLimit else { return }
+        memoryCooldownUntil = now &+ 300_000_000
+        stats.memoryLimitResets &+= 1
+        for (socket, endpoint) in boundEndpoints {
+            do {
+                try socket.unbind(endpoint)
+                try socket.bind(endpoint)
+            } catch {
+                stats.forwardingErrors &+= 1
+            }
+        }
+        publishStatistics()
+        onEvent?(.memoryLimitReached(residentBytes: after, limitBytes: memoryLimit))
     }
 
     private func publishStatistics() {
@@ -177,7 +227,7 @@ final class BrokerForwarder {
             // A held notification was refused before: this try waits up to 1 ms for room.
             if try backend.sendParts(&held, mode: retryDeadline == nil ? .dontWait : .blocking) {
                 if case .episodeEnded(let duration, let sentPast) = machine.accepted(now: Timestamps.monotonicNanoseconds()) {
-                    onSlowSubscriber?(.ended(afterMilliseconds: duration / 1_000_000, sentPast: sentPast))
+                    onEvent?(.slowSubscriberEnded(afterMilliseconds: duration / 1_000_000, sentPast: sentPast))
                 }
                 delivered()
                 moved += 1
@@ -192,7 +242,7 @@ final class BrokerForwarder {
             case .sendPast(let episodeStarted, let since):
                 if episodeStarted {
                     stats.slowSubscriberEpisodes &+= 1
-                    onSlowSubscriber?(.started(waitedMilliseconds: (now &- since) / 1_000_000))
+                    onEvent?(.slowSubscriberStarted(waitedMilliseconds: (now &- since) / 1_000_000))
                 }
                 // For this one send the XPUB drops for full subscribers instead of refusing.
                 try backend.set(.xpubNoDrop, false)
