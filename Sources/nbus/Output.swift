@@ -22,7 +22,7 @@ enum OutputFormat: String, CaseIterable, Sendable {
             let headers = n.headers.map { "\(Self.textField($0.key))=\(Self.textField($0.value))" }.joined(separator: ",")
             let payload =
                 String(validatingUTF8: n.payload).map(Self.textField) ?? "base64:" + Data(n.payload).base64EncodedString()
-            var line = "\(n.name) seq=\(n.sequence) publisher=\(String(n.publisherID, radix: 16))"
+            var line = "\(n.name) seq=\(n.sequence) publisher=\(hex16(n.publisherID))"
             if !headers.isEmpty { line += " headers=[\(headers)]" }
             if n.contentType != .unspecified { line += " type=\(n.contentType)" }
             return line + " payload=\(payload)"
@@ -42,7 +42,7 @@ enum OutputFormat: String, CaseIterable, Sendable {
                 fields.append(("payloadBase64", Self.jsonString(Data(n.payload).base64EncodedString())))
             }
             fields += [
-                ("publisherID", Self.jsonString(String(n.publisherID, radix: 16))),
+                ("publisherID", Self.jsonString(hex16(n.publisherID))),
                 ("sequence", String(n.sequence)),
                 ("timestamp", String(n.timestamp)),
             ]
@@ -50,7 +50,7 @@ enum OutputFormat: String, CaseIterable, Sendable {
         case (.json, .gap(let gap)):
             var object: [String: Any] = ["gap": gap.cause.rawValue, "count": gap.count]
             if let name = gap.name { object["name"] = name.rawValue }
-            if let publisher = gap.publisherID { object["publisherID"] = String(publisher, radix: 16) }
+            if let publisher = gap.publisherID { object["publisherID"] = hex16(publisher) }
             if let sequences = gap.sequences {
                 object["firstSequence"] = sequences.lowerBound
                 object["lastSequence"] = sequences.upperBound
@@ -108,4 +108,11 @@ func exitIfChecksFailed(_ failures: [String], heading: String) throws {
     guard !failures.isEmpty else { return }
     FileWriter.standardError.write(heading + ":\n" + failures.map { "  " + $0 }.joined(separator: "\n") + "\n")
     throw ExitCode(2)
+}
+
+/// A publisher id as NotificationBus writes ids everywhere (control names, NBP-1 §15): 16
+/// lowercase hex digits, zero-padded, so ids compare and sort as text.
+func hex16(_ value: UInt64) -> String {
+    let digits = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - digits.count) + digits
 }

@@ -113,7 +113,7 @@ class Streams:
 
 def render(n: nbp.Notification, fmt: str) -> str:
     if fmt == "json":  # the same keys as `nbus subscribe --format json`
-        obj = {"name": n.name, "sequence": n.sequence, "publisherID": f"{n.publisher_id:x}",
+        obj = {"name": n.name, "sequence": n.sequence, "publisherID": f"{n.publisher_id:016x}",
                "timestamp": n.timestamp, "contentType": n.content_type, "headers": dict(n.headers)}
         try:
             obj["payload"] = n.payload.decode("utf-8")
@@ -134,7 +134,7 @@ def render(n: nbp.Notification, fmt: str) -> str:
 
 def render_gap(name: str, publisher_id: int, count: int, first: int, last: int, fmt: str) -> str:
     if fmt == "json":
-        return json.dumps({"gap": "lostUpstream", "count": count, "name": name, "publisherID": f"{publisher_id:x}",
+        return json.dumps({"gap": "lostUpstream", "count": count, "name": name, "publisherID": f"{publisher_id:016x}",
                            "firstSequence": first, "lastSequence": last}, sort_keys=True, ensure_ascii=False)
     return f"! gap(lostUpstream, {count}) {name} publisher={publisher_id:x} sequences {first}...{last}"
 
