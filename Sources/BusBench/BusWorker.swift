@@ -39,6 +39,9 @@ public struct BusWorkerOptions: Sendable {
     public var idleSpinMicroseconds = 0
     /// Run the posting loop / the `for await` consumer on the bus's own thread (`bus.executor`).
     public var onBusExecutor = false
+    /// Publisher: connect to `endpoint` (a broker's frontend) with the bus's brokered defaults,
+    /// instead of binding it with back-pressure forced on.
+    public var connectPublisher = false
     /// Subscriber: read the clock for every n-th notification's latency (1: every one). The C
     /// baseline reads no clock per message in a throughput run; sampling keeps the bus's consumer
     /// comparable (the clock was ~2% of its CPU), and the first and the last are always timed.
@@ -63,6 +66,7 @@ public struct BusWorkerOptions: Sendable {
         if idleSpinMicroseconds > 0 { arguments += ["--spin-us", "\(idleSpinMicroseconds)"] }
         if onBusExecutor { arguments.append("--on-bus-executor") }
         if latencySampleEvery > 1 { arguments += ["--latency-every", "\(latencySampleEvery)"] }
+        if connectPublisher { arguments.append("--connect-publisher") }
         return arguments
     }
 }
@@ -97,8 +101,14 @@ public enum BusWorker {
 
     private static func runPublisher(_ options: BusWorkerOptions) async throws -> Int32 {
         let name = try NotificationName(options.name)
-        var configuration = BusConfiguration.directPublisher(bind: options.endpoint)
-        configuration.publisherBackpressure = true
+        var configuration: BusConfiguration
+        if options.connectPublisher {
+            // The brokered defaults: back-pressure is on because the publisher only connects.
+            configuration = BusConfiguration(publish: [.connect(options.endpoint)])
+        } else {
+            configuration = BusConfiguration.directPublisher(bind: options.endpoint)
+            configuration.publisherBackpressure = true
+        }
         configuration.sendHighWaterMark = options.highWaterMark
         configuration.receiveHighWaterMark = options.highWaterMark
         configuration.closeTimeoutMilliseconds = Int32(clamping: options.timeoutSeconds * 1_000)

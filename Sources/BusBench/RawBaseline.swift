@@ -47,14 +47,21 @@ struct RawBaseline: Sendable {
     }
 
     /// XPUB (NODROP) -> SUB: `stream.count` frames; the subscriber's result line.
-    func publishSubscribe(tag: String, _ stream: Stream) async throws -> RawSubscriberResult {
-        var publisherArguments = arguments("pub", endpoint: endpoint(tag), count: stream.count, stream: stream)
+    ///
+    /// `through`: a proxy's (frontend, backend): the publisher connects to the first, the subscriber
+    /// to the second (brokered); nil: the publisher binds, the subscriber connects to it.
+    func publishSubscribe(
+        tag: String, _ stream: Stream, through proxy: (frontend: String, backend: String)? = nil
+    ) async throws -> RawSubscriberResult {
+        var publisherArguments = arguments("pub", endpoint: proxy?.frontend ?? endpoint(tag), count: stream.count, stream: stream)
+        if proxy != nil { publisherArguments.append("--connect") }
         if let rate = stream.rate { publisherArguments += ["--rate", "\(rate)"] }
         let paced = stream.rate == nil ? "" : " --rate"
         let pair = try await group.runPair(
             binder: ("raw publisher (nbus-baseline pub\(paced))", executable, publisherArguments),
             connector: ("raw subscriber (nbus-baseline sub\(stream.latency ? " --latency" : ""))", executable, {
-                arguments("sub", endpoint: $0, count: stream.count, stream: stream) + (stream.latency ? ["--latency"] : [])
+                arguments("sub", endpoint: proxy?.backend ?? $0, count: stream.count, stream: stream)
+                    + (stream.latency ? ["--latency"] : [])
             }),
             timeout: childTimeout, acceptFailedConnector: true)
         return try pair.connector.requireResult(RawSubscriberResult.self, event: "result")

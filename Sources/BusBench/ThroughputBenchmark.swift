@@ -14,6 +14,18 @@ public struct ThroughputOptions: Sendable {
         case tcp
     }
 
+    /// How the two processes meet.
+    public enum Topology: String, Sendable, CaseIterable, Codable {
+        /// The publisher binds, the subscriber connects (raw: C XPUB -> SUB).
+        case direct
+        /// Both connect to a broker child: `nbus broker` with its defaults for the bus, a bare
+        /// `zmq_proxy` (XSUB/XPUB, marks of 1,000,000: lossless for these runs) for raw libzmq.
+        /// Throughput runs only (the peers kit measures latency through a broker).
+        case brokered
+    }
+
+    /// Direct or through a broker.
+    public var topology = Topology.direct
     /// Notifications per throughput run (and per in-process run).
     public var count = 1_000_000
     /// Payload bytes per notification.
@@ -117,6 +129,21 @@ public enum ThroughputBenchmark {
         _ options: ThroughputOptions, _ runner: Runner, _ progress: @escaping @Sendable (String) -> Void
     ) async throws -> ThroughputReport {
         var report = ThroughputReport(options: options)
+        if options.topology == .brokered {
+            for run in 1...options.runs {
+                try Task.checkCancellation()
+                progress("run \(run)/\(options.runs): raw libzmq through zmq_proxy, \(options.count) messages")
+                let raw = try await runner.brokeredRawThroughput(run: run)
+                report.raw.append(raw)
+                progress("  raw: \(Format.rate(raw.rate))/s")
+                progress("run \(run)/\(options.runs): bus through nbus broker, \(options.count) notifications")
+                let bus = try await runner.brokeredBusThroughput(run: run)
+                report.bus.append(bus)
+                progress("  bus: \(Format.rate(bus.subscriber.rate))/s")
+            }
+            report.checkAccounting()
+            return report
+        }
         for run in 1...options.runs {
             try Task.checkCancellation()
             progress("run \(run)/\(options.runs): raw libzmq, \(options.count) messages")
@@ -228,6 +255,60 @@ private struct Runner: Sendable {
             frameBytes: result.frameBytes)
     }
 
+    /// Raw libzmq through a bare `zmq_proxy` child: the C publisher (XPUB, NODROP) connects to
+    /// its frontend, the C subscriber to its backend.
+    func brokeredRawThroughput(run: Int) async throws -> RawThroughputRun {
+        let proxy = try await group.start(
+            label: "raw proxy (nbus-baseline proxy)", executable: options.baselineExecutable,
+            arguments: [
+                "proxy", "--endpoint", raw.endpoint("raw-\(run)-frontend"), "--backend", raw.endpoint("raw-\(run)-backend"),
+                "--hwm", "1000000", "--timeout", "\(options.timeoutSeconds)", "--exit-on-stdin-eof",
+            ],
+            timeout: childTimeout)
+        defer { proxy.kill() }
+        guard let line = await proxy.waitForLine(where: { $0.contains(#""event":"bound""#) }),
+            let bound = ChildProcess.decode(ProxyBoundLine.self, line)
+        else {
+            throw BenchError.childFailed(label: proxy.label, status: "no bound line", stderr: proxy.stderrText)
+        }
+        let result = try await raw.publishSubscribe(
+            tag: "raw-\(run)", stream(count: options.count), through: (bound.endpoint, bound.backend))
+        return RawThroughputRun(
+            count: result.count, elapsedNanoseconds: result.elapsedNanoseconds, rate: result.rate, gaps: result.gaps,
+            badSize: result.badSize, frameBytes: result.frameBytes)
+    }
+
+    /// The bus through an `nbus broker` child with its defaults: the publisher worker connects to
+    /// its frontend (the bus's brokered defaults), the subscriber worker to its backend.
+    func brokeredBusThroughput(run: Int) async throws -> BusThroughputRun {
+        let executable = options.nbusExecutable
+        let broker = try await group.start(
+            label: "nbus broker", executable: executable,
+            arguments: ["broker", "--frontend", raw.endpoint("bus-\(run)-frontend"), "--backend", raw.endpoint("bus-\(run)-backend")],
+            timeout: childTimeout)
+        defer { broker.kill() }
+        // "broker: frontend <endpoint> backend <endpoint>"
+        guard let line = await broker.waitForLine(where: { $0.hasPrefix("broker: frontend ") }) else {
+            throw BenchError.childFailed(label: broker.label, status: "no banner", stderr: broker.stderrText)
+        }
+        let words = line.split(separator: " ").map(String.init)
+        guard words.count >= 5, words[1] == "frontend", words[3] == "backend" else {
+            throw BenchError.badOutput(label: broker.label, output: line, stderr: broker.stderrText)
+        }
+        let (frontend, backend) = (words[2], words[4])
+        var publisherArguments = workerArguments(.publisher, endpoint: frontend, count: options.count, rate: nil, paced: false)
+        publisherArguments.append("--connect-publisher")
+        let pair = try await group.runPair(
+            binder: ("bus publisher (nbus bench worker publisher --connect-publisher)", executable, publisherArguments),
+            connector: ("bus subscriber (nbus bench worker subscriber)", executable, { _ in
+                workerArguments(.subscriber, endpoint: backend, count: options.count, rate: nil, paced: false)
+            }),
+            timeout: childTimeout, acceptFailedConnector: true)
+        let result = try pair.connector.requireResult(BusSubscriberResult.self, event: "result")
+        let published = pair.binder.lastResult(BusPublisherResult.self, event: "done")
+        return BusThroughputRun(subscriber: result, publisher: published, subscriberStderr: pair.connector.stderrText)
+    }
+
     func busThroughput(
         tag: String, count: Int, rate: Int?, spin: Int = 0, onExecutor: Bool = false
     ) async throws -> BusThroughputRun {
@@ -246,4 +327,10 @@ private struct Runner: Sendable {
         let published = pair.binder.lastResult(BusPublisherResult.self, event: "done")
         return BusThroughputRun(subscriber: result, publisher: published, subscriberStderr: pair.connector.stderrText)
     }
+}
+
+/// A proxy's first line: both endpoints it bound.
+private struct ProxyBoundLine: Decodable {
+    let endpoint: String
+    let backend: String
 }

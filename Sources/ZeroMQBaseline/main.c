@@ -18,6 +18,12 @@
 //       elapsed is first-to-last message and rate = (count-1)/elapsed, plus the process's own
 //       CPU time (getrusage: cpu_user_ns, cpu_system_ns) and peak RSS (VmHWM: max_rss_kib). With --latency it adds latency_p50_ns,
 //       latency_p99_ns, latency_p999_ns, latency_max_ns, latency_mean_ns: send stamp to receipt.
+//       With --connect it connects to E (a proxy's frontend) instead of binding, and prints E.
+//   nbus-baseline proxy --endpoint FRONTEND --backend BACKEND [--hwm H]
+//       Bare libzmq in the brokered shape: XSUB binds FRONTEND, XPUB binds BACKEND (both marks H),
+//       prints {"event":"bound","endpoint":"<frontend>","backend":"<backend>"} and runs
+//       zmq_proxy until its timeout or stdin's end. A publisher with NODROP waits for it, and it
+//       drops for a subscriber over its mark (libzmq's proxy cannot wait for one).
 //   nbus-baseline rep --endpoint E --count K [--warmup W]
 //       REP binds E, prints the bound line, echoes K+W requests.
 //   nbus-baseline req --endpoint E --count K [--size B] [--warmup W]
@@ -48,6 +54,7 @@
 typedef struct {
     const char *role;
     const char *endpoint;
+    const char *backend;
     const char *name;
     long long count;
     long long size;
@@ -57,6 +64,7 @@ typedef struct {
     int exit_on_stdin_eof;
     long long rate;
     int latency;
+    int connect;
 } options_t;
 
 static uint64_t now_ns(clockid_t clock) {
@@ -73,9 +81,9 @@ static void fail(const char *what) {
 static void usage(const char *message) {
     fprintf(stderr,
             "nbus-baseline: %s\n"
-            "usage: nbus-baseline pub|sub|rep|req --endpoint E [--count N] [--size B] [--hwm H]\n"
+            "usage: nbus-baseline pub|sub|rep|req|proxy --endpoint E [--count N] [--size B] [--hwm H]\n"
             "                     [--name NAME] [--warmup W] [--timeout S] [--exit-on-stdin-eof]\n"
-            "                     [--rate R (pub)] [--latency (sub)]\n",
+            "                     [--rate R (pub)] [--connect (pub)] [--latency (sub)] [--backend E (proxy)]\n",
             message);
     exit(2);
 }
@@ -92,13 +100,17 @@ static long long parse_number(const char *flag, const char *text) {
 }
 
 static options_t parse(int argc, char **argv) {
-    options_t options = {NULL, NULL, "bench.data", 1000000, 256, 1000, 10000, 120, 0, 0, 0};
+    options_t options = {NULL, NULL, NULL, "bench.data", 1000000, 256, 1000, 10000, 120, 0, 0, 0, 0};
     if (argc < 2) usage("missing role");
     options.role = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *flag = argv[i];
         if (strcmp(flag, "--exit-on-stdin-eof") == 0) {
             options.exit_on_stdin_eof = 1;
+            continue;
+        }
+        if (strcmp(flag, "--connect") == 0) {
+            options.connect = 1;
             continue;
         }
         if (strcmp(flag, "--latency") == 0) {
@@ -108,6 +120,7 @@ static options_t parse(int argc, char **argv) {
         if (i + 1 >= argc) usage("an option is missing its value");
         const char *value = argv[++i];
         if (strcmp(flag, "--endpoint") == 0) options.endpoint = value;
+        else if (strcmp(flag, "--backend") == 0) options.backend = value;
         else if (strcmp(flag, "--name") == 0) options.name = value;
         else if (strcmp(flag, "--count") == 0) options.count = parse_number(flag, value);
         else if (strcmp(flag, "--size") == 0) options.size = parse_number(flag, value);
@@ -120,7 +133,7 @@ static options_t parse(int argc, char **argv) {
     if (options.endpoint == NULL) usage("--endpoint is required");
     size_t name_length = strlen(options.name);
     if (name_length == 0 || name_length > 255) usage("--name must be 1-255 bytes");
-    if (options.count < 1) usage("--count must be at least 1");
+    if (options.count < 1 && strcmp(options.role, "proxy") != 0) usage("--count must be at least 1");
     return options;
 }
 
@@ -193,8 +206,14 @@ static int run_pub(void *context, const options_t *options) {
     set_int(socket, ZMQ_RCVHWM, options->hwm, "ZMQ_RCVHWM");
     set_int(socket, ZMQ_XPUB_NODROP, 1, "ZMQ_XPUB_NODROP");
     set_int(socket, ZMQ_LINGER, options->timeout * 1000, "ZMQ_LINGER");
-    if (zmq_bind(socket, options->endpoint) != 0) fail("zmq_bind");
-    print_bound(socket);
+    if (options->connect) {
+        if (zmq_connect(socket, options->endpoint) != 0) fail("zmq_connect");
+        printf("{\"event\":\"bound\",\"endpoint\":\"%s\"}\n", options->endpoint);
+        fflush(stdout);
+    } else {
+        if (zmq_bind(socket, options->endpoint) != 0) fail("zmq_bind");
+        print_bound(socket);
+    }
 
     // Readiness: the subscription message [1, prefix...] arrives once the subscriber is live.
     size_t name_length = strlen(options->name);
@@ -252,6 +271,29 @@ static long peak_rss_kib(long fallback) {
     }
     fclose(status);
     return peak;
+}
+
+static int run_proxy(void *context, const options_t *options) {
+    if (options->backend == NULL) usage("proxy needs --backend");
+    void *frontend = zmq_socket(context, ZMQ_XSUB);
+    void *backend = zmq_socket(context, ZMQ_XPUB);
+    if (frontend == NULL || backend == NULL) fail("zmq_socket(XSUB/XPUB)");
+    set_int(frontend, ZMQ_RCVHWM, options->hwm, "ZMQ_RCVHWM");
+    set_int(frontend, ZMQ_SNDHWM, options->hwm, "ZMQ_SNDHWM");
+    set_int(backend, ZMQ_RCVHWM, options->hwm, "ZMQ_RCVHWM");
+    set_int(backend, ZMQ_SNDHWM, options->hwm, "ZMQ_SNDHWM");
+    set_int(frontend, ZMQ_LINGER, 0, "ZMQ_LINGER");
+    set_int(backend, ZMQ_LINGER, 0, "ZMQ_LINGER");
+    if (zmq_bind(frontend, options->endpoint) != 0) fail("zmq_bind(frontend)");
+    if (zmq_bind(backend, options->backend) != 0) fail("zmq_bind(backend)");
+    char front[1024], back[1024];
+    size_t front_size = sizeof front, back_size = sizeof back;
+    if (zmq_getsockopt(frontend, ZMQ_LAST_ENDPOINT, front, &front_size) != 0) fail("ZMQ_LAST_ENDPOINT");
+    if (zmq_getsockopt(backend, ZMQ_LAST_ENDPOINT, back, &back_size) != 0) fail("ZMQ_LAST_ENDPOINT");
+    printf("{\"event\":\"bound\",\"endpoint\":\"%s\",\"backend\":\"%s\"}\n", front, back);
+    fflush(stdout);
+    zmq_proxy(frontend, backend, NULL);  // until the process is stopped
+    return 0;
 }
 
 static int compare_u64(const void *a, const void *b) {
@@ -447,7 +489,8 @@ int main(int argc, char **argv) {
     else if (strcmp(options.role, "sub") == 0) status = run_sub(context, &options);
     else if (strcmp(options.role, "rep") == 0) status = run_rep(context, &options);
     else if (strcmp(options.role, "req") == 0) status = run_req(context, &options);
-    else usage("the role must be pub, sub, rep or req");
+    else if (strcmp(options.role, "proxy") == 0) status = run_proxy(context, &options);
+    else usage("the role must be pub, sub, rep, req or proxy");
     zmq_ctx_term(context);
     return status;
 }

@@ -14,6 +14,7 @@ struct Bench: AsyncParsableCommand {
 }
 
 extension ThroughputOptions.Transport: ExpressibleByArgument {}
+extension ThroughputOptions.Topology: ExpressibleByArgument {}
 extension BusWorkerOptions.Role: ExpressibleByArgument {}
 extension OverloadWorkerOptions.Role: ExpressibleByArgument {}
 extension OverloadPolicy: ExpressibleByArgument {}
@@ -43,6 +44,11 @@ struct BenchThroughput: AsyncParsableCommand {
 
     @Option(help: "Transport between the processes: ipc or tcp.")
     var transport: ThroughputOptions.Transport = .ipc
+
+    @Option(help: ArgumentHelp(
+        "direct (the publisher binds) or brokered (both through a broker child: nbus broker with its defaults, and a bare zmq_proxy for raw libzmq; throughput runs only).",
+        valueName: "topology"))
+    var topology: ThroughputOptions.Topology = .direct
 
     @Option(help: "Throughput runs per side (raw and bus alternate); the median is reported.")
     var runs: Int = ThroughputOptions(workerCommand: []).runs
@@ -79,6 +85,7 @@ struct BenchThroughput: AsyncParsableCommand {
         options.size = size
         options.highWaterMark = hwm
         options.transport = transport
+        options.topology = topology
         options.runs = runs
         options.timeoutSeconds = timeout
         options.latencyRate = latencyRate
@@ -147,6 +154,9 @@ struct BenchWorker: AsyncParsableCommand {
     @Option(name: .customLong("latency-every"), help: "Subscriber: time every n-th notification (1: every one; the first and last always).")
     var latencySampleEvery = 1
 
+    @Flag(name: .customLong("connect-publisher"), help: "Publisher: connect to --endpoint (a broker's frontend) with the bus's brokered defaults instead of binding it.")
+    var connectPublisher = false
+
     func validate() throws {
         guard latencySampleEvery >= 1 else { throw ValidationError("--latency-every must be at least 1") }
     }
@@ -156,6 +166,7 @@ struct BenchWorker: AsyncParsableCommand {
         options.idleSpinMicroseconds = spinMicroseconds
         options.onBusExecutor = onBusExecutor
         options.latencySampleEvery = latencySampleEvery
+        options.connectPublisher = connectPublisher
         options.size = size
         options.highWaterMark = hwm
         options.rate = rate

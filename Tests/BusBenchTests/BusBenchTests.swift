@@ -217,4 +217,26 @@ struct ThroughputEndToEndTests {
         #expect((report.rawRoundTrip?.roundTrip.count ?? 0) == 500)
         #expect(report.throughputRatio > 0)
     }
+
+    @Test(
+        "Through a broker: raw libzmq via zmq_proxy and the bus via nbus broker both deliver everything",
+        .enabled(if: builtExecutables != nil, "needs nbus (with `bench` registered) and nbus-baseline built"),
+        .timeLimit(.minutes(3)))
+    func brokeredRun() async throws {
+        let executables = try #require(builtExecutables)
+        var options = ThroughputOptions()
+        options.nbusExecutable = executables.nbus
+        options.baselineExecutable = executables.baseline
+        options.topology = .brokered
+        options.count = 20_000
+        options.runs = 1
+        options.timeoutSeconds = 60
+        let report = try await ThroughputBenchmark.run(options)
+        #expect(report.accountingErrors.isEmpty, "\(report.accountingErrors)")
+        #expect(report.raw.first?.count == 20_000)
+        #expect(report.bus.first?.subscriber.subscription.received == 20_000)
+        #expect(report.pacedLatency == nil && report.rawRoundTrip == nil)
+        #expect(report.targets["throughputRatio"] == nil)
+        #expect(report.table().contains("bus through nbus broker (defaults)"))
+    }
 }
