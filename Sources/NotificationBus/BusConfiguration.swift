@@ -71,7 +71,9 @@ public struct BusConfiguration: Sendable {
     /// Unless set, it is on when every `publish` attachment connects (the brokered topology: the
     /// publisher's only peers are brokers, which never make it wait for a slow subscriber, so
     /// waiting for them costs nobody else) and off when the publisher binds (its peers are the
-    /// subscribers themselves, and one slow subscriber must not slow the others).
+    /// subscribers themselves, and one slow subscriber must not slow the others). A publisher that
+    /// connects to subscribers that bind (collectors, fan-in) waits for the slowest of them too:
+    /// set it to `false` there.
     public var publisherBackpressure: Bool {
         get { publisherBackpressureSetting ?? (!publish.isEmpty && publish.allSatisfy { !$0.isBind }) }
         set { publisherBackpressureSetting = newValue }

@@ -158,6 +158,8 @@ final class BusIOThread {
     /// Posts taken from the mailbox; the batch's unsent ones are not yet accepted by ZeroMQ.
     private var pending = MessageBatch(capacity: 1024)
     private var controlSequence: UInt64 = 0
+    /// XPUB prefix changes not yet handed to posting threads.
+    private var changedPrefixes: [([UInt8], Bool)] = []
 
     private var waiters: [BusWaiter] = []
     private var stats = BusStats()
@@ -208,7 +210,9 @@ final class BusIOThread {
                 try socket.set(.sendHighWaterMark, configuration.sendHighWaterMark)
                 // What arrives on an XPUB is subscription messages: bound their size (a huge one
                 // overflows libzmq's recursive trie when removed) by disconnecting the sender.
-                try socket.set(.maximumMessageSize, Int64(NBP1.maximumSubscriptionLength))
+                // A little slack over the broker's own limit: a subscription it forwards may arrive
+                // here as a ZMTP command a few bytes longer (a replay after a reconnection).
+                try socket.set(.maximumMessageSize, Int64(NBP1.maximumSubscriptionLength + 64))
                 try socket.set(.xpubNoDrop, configuration.publisherBackpressure)
                 try socket.set(.linger, 0)
                 // A connected publisher (brokered) must forget a lost broker's subscriptions: with
@@ -234,7 +238,11 @@ final class BusIOThread {
                 // there are only as many as this bus's patterns (twice, with presence).
                 try socket.set(.sendHighWaterMark, 0)
                 // A peer cannot make this process hold a frame of any size (NBP-1 §6).
-                try socket.set(.maximumMessageSize, NBP1.transportFrameLimit(maximumPayload: configuration.maximumPayload))
+                // Twice the largest frame for the larger of this bus's maximum payload and NBP/1's
+                // default: a publisher on the default may send a payload this bus refuses, and
+                // that must cost one counted rejection (payloadTooLarge), not the connection.
+                let payloadBound = max(configuration.maximumPayload, NBP1.defaultMaximumPayload)
+                try socket.set(.maximumMessageSize, NBP1.transportFrameLimit(maximumPayload: payloadBound))
                 try socket.set(.linger, 0)
                 try setHeartbeats(socket, configuration)
                 try socket.subscribe(ControlNames.endOfStreamPrefix)
@@ -681,17 +689,21 @@ final class BusIOThread {
             }
             let before = view.prefixes.count
             view.apply(subscribe: first == 1, topic: topic)
-            if view.prefixes.count != before { prefixesChanged = true }
+            if view.prefixes.count != before { changedPrefixes.append((Array(topic), first == 1)) }
+            prefixesChanged = !changedPrefixes.isEmpty
         }
         if prefixesChanged { publishInterest() }
         if changed { checkSubscriberWaiters() }
         return changed
     }
 
-    /// Hands the XPUB's prefixes to posting threads (`PublisherInterest`).
+    /// Hands the XPUB's prefix changes to posting threads (`PublisherInterest`), in order.
     private func publishInterest() {
-        let prefixes = view.prefixes
-        core.interest.withLock { $0.setRemote(prefixes) }
+        let changes = changedPrefixes
+        changedPrefixes.removeAll(keepingCapacity: true)
+        core.interest.withLock { interest in
+            for (prefix, subscribed) in changes { interest.changeRemote(prefix, subscribed: subscribed) }
+        }
     }
 
     private func echoReadyToken(_ nameBytes: ArraySlice<UInt8>) {

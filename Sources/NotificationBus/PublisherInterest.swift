@@ -13,14 +13,21 @@
 struct PublisherInterest {
     /// Prefixes subscribed at the XPUB (a set: the XPUB passes the first subscribe and the last
     /// unsubscribe of each).
-    private var remote: [[UInt8]] = []
+    private var remote: Set<[UInt8]> = []
     /// Loopback subscriptions' prefixes, with how many subscriptions use each.
     private var local: [[UInt8]: Int] = [:]
+    /// How many prefixes (remote and local) have each length: a name is looked up only at the
+    /// lengths some prefix has (at most 257), so the cost follows the name, not the number of
+    /// subscriptions.
+    private var prefixLengths: [Int: Int] = [:]
     /// Names that were wanted (and so sent with sequence numbers) at least once.
     private var sentNames: Set<NotificationName> = []
     /// The last name asked about and the answer, until the prefixes change (a run of posts to
     /// one name, the common case, then costs one comparison of names).
     private var cached: (name: NotificationName, decision: Decision)?
+    /// Earlier answers, until the prefixes change (bounded: emptied when full).
+    private var answers: [NotificationName: Decision] = [:]
+    private static let answerCapacity = 4_096
     /// The bus is closing or closed: posts are refused before they are looked at.
     var closed = false
     /// Posts skipped because no subscriber wanted them.
@@ -42,47 +49,69 @@ struct PublisherInterest {
         let decision: Decision
         if let cached, cached.name == name {
             decision = cached.decision
+        } else if let known = answers[name] {
+            decision = known
+            cached = (name, decision)
         } else {
-            if Self.covered(name, by: remote) || Self.covered(name, by: local.keys) {
+            if isCovered(name) {
                 decision = .wanted
                 sentNames.insert(name)
             } else {
                 decision = sentNames.contains(name) ? .unwantedAfterSending : .unwanted
             }
             cached = (name, decision)
+            if answers.count >= Self.answerCapacity { answers.removeAll(keepingCapacity: true) }
+            answers[name] = decision
         }
         if decision != .wanted { unwanted &+= 1 }
         return decision
     }
 
-    /// The XPUB's prefixes now (the I/O thread calls this after they changed).
-    mutating func setRemote<Prefixes: Sequence<[UInt8]>>(_ prefixes: Prefixes) {
-        remote = Array(prefixes)
-        cached = nil
+    /// The XPUB saw `prefix` subscribed (`true`) or unsubscribed (the I/O thread calls this).
+    mutating func changeRemote(_ prefix: [UInt8], subscribed: Bool) {
+        if subscribed {
+            if remote.insert(prefix).inserted { countLength(prefix.count, by: 1) }
+        } else if remote.remove(prefix) != nil {
+            countLength(prefix.count, by: -1)
+        }
+        forgetAnswers()
     }
 
     /// A loopback subscription's prefix comes (`subscribed`) or goes.
     mutating func changeLocal(_ prefix: [UInt8], subscribed: Bool) {
-        let count = (local[prefix] ?? 0) + (subscribed ? 1 : -1)
+        let before = local[prefix] ?? 0
+        let count = before + (subscribed ? 1 : -1)
         local[prefix] = count > 0 ? count : nil
+        if before == 0 && count > 0 { countLength(prefix.count, by: 1) }
+        if before > 0 && count <= 0 { countLength(prefix.count, by: -1) }
+        forgetAnswers()
+    }
+
+    private mutating func countLength(_ length: Int, by delta: Int) {
+        let count = (prefixLengths[length] ?? 0) + delta
+        prefixLengths[length] = count > 0 ? count : nil
+    }
+
+    private mutating func forgetAnswers() {
         cached = nil
+        answers.removeAll(keepingCapacity: true)
+    }
+
+    /// Whether a frame for `name` (its bytes, then NUL) starts with a subscribed prefix.
+    private func isCovered(_ name: NotificationName) -> Bool {
+        var text = name.rawValue
+        let frameStart = text.withUTF8 { Array($0) } + [0]
+        for length in prefixLengths.keys where length <= frameStart.count {
+            let prefix = Array(frameStart[0..<length])
+            if remote.contains(prefix) || local[prefix] != nil { return true }
+        }
+        return false
     }
 
     /// Whether a frame for `name` (its bytes, then NUL) starts with one of `prefixes`.
     static func covered<Prefixes: Sequence<[UInt8]>>(_ name: NotificationName, by prefixes: Prefixes) -> Bool {
         var text = name.rawValue
-        return text.withUTF8 { bytes in
-            for prefix in prefixes where prefix.count <= bytes.count + 1 {
-                let matched = prefix.withUnsafeBufferPointer { candidate -> Bool in
-                    for index in 0..<candidate.count {
-                        let byte = index < bytes.count ? bytes[index] : 0
-                        if candidate[index] != byte { return false }
-                    }
-                    return true
-                }
-                if matched { return true }
-            }
-            return false
-        }
+        let frameStart = text.withUTF8 { Array($0) } + [0]
+        return prefixes.contains { frameStart.starts(with: $0) }
     }
 }

@@ -96,6 +96,41 @@ struct BrokeredLosslessTests {
         if let brokerMemory { #expect(brokerMemory < 150_000, "broker peak RSS \(brokerMemory) kB") }
     }
 
+    @Test("a subscriber stopped until after its publisher closed still counts the tail it lost (the broker replays the end of stream)")
+    func stoppedPastThePublishersCloseCountsItsTail() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend) = try await children.startBroker()
+        let total = 30_000
+        let stopped = try children.start(
+            "stopped", ["subscribe", "tail.x", "--connect", backend, "--timeout", "90", "--format", "json", "--buffer", "64"])
+        let healthy = try children.start(
+            "healthy", ["subscribe", "tail.x", "--connect", backend, "--count", "\(total)", "--timeout", "90"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "tail.x", "{n}", "--count", "\(total)", "--rate", "30000", "--connect", frontend,
+             "--subscribers", "2", "--timeout", "30", "--close-timeout", "0.5"])
+        #expect(await healthy.waitForStdoutLines(1), "\(healthy.describe())")
+        stopped.signal(SIGSTOP)
+        // The publisher finishes and closes while it is stopped: its end-of-stream repeats end
+        // with its close timeout, long before the subscriber reads again.
+        expectExit(await publisher.waitForExit(timeout: .seconds(60)), 0, publisher)
+        expectExit(await healthy.waitForExit(timeout: .seconds(60)), 0, healthy)
+        stopped.signal(SIGCONT)
+        #expect(
+            await stopped.wait(timeout: .seconds(30)) { output in
+                parseGapLines(output.stdoutLines).contains { $0.sequences.upperBound == total }
+            }, "the resumed subscriber never learned its lost tail:\n\(stopped.describe())")
+        let output = await stopSubscriber(stopped)
+        let lines = output?.stdoutLines ?? []
+        let (_, lost) = expectExactAccounting(
+            notifications: parseJSONLines(lines).notifications, gaps: parseGapLines(lines), published: total, at: "stopped")
+        #expect(lost > 0)
+        broker.signal(SIGTERM)
+        let stats = await broker.waitForExit()
+        #expect(stats?.stdoutText.contains("slow subscribers 0") == false, "\(broker.describe())")
+    }
+
     @Test("nbus bench peer-client: the peers kit's modes, with their JSON lines")
     func peerClientModes() async throws {
         let children = try Children()

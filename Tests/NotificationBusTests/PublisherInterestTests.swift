@@ -25,14 +25,29 @@ struct PublisherInterestTests {
     func decisions() {
         var interest = PublisherInterest()
         #expect(interest.decide(created) == .unwanted)
-        interest.setRemote([Array("orders.created".utf8) + [0]])
+        interest.changeRemote(Array("orders.created".utf8) + [0], subscribed: true)
         #expect(interest.decide(created) == .wanted)
         #expect(interest.decide(shipped) == .unwanted)
-        interest.setRemote([[UInt8]]())
+        interest.changeRemote(Array("orders.created".utf8) + [0], subscribed: false)
         // Sent before: a subscriber this publisher cannot see now may count the gap.
         #expect(interest.decide(created) == .unwantedAfterSending)
         #expect(interest.decide(shipped) == .unwanted)
         #expect(interest.unwanted == 4)
+    }
+
+    @Test("many subscriptions: the answer follows the name's own prefixes, whatever their number")
+    func manyPrefixes() {
+        var interest = PublisherInterest()
+        for index in 0..<20_000 { interest.changeRemote(Array("other.\(index).".utf8), subscribed: true) }
+        #expect(interest.decide(created) == .unwanted)
+        interest.changeRemote([], subscribed: true)  // the empty prefix: a subscriber of everything
+        #expect(interest.decide(created) == .wanted)
+        #expect(interest.decide(login) == .wanted)
+        interest.changeRemote([], subscribed: false)
+        // Both were sent while the empty prefix was there: skipping them now uses their numbers.
+        #expect(interest.decide(login) == .unwantedAfterSending)
+        #expect(interest.decide(created) == .unwantedAfterSending)
+        #expect(interest.decide(shipped) == .unwanted)
     }
 
     @Test("loopback prefixes count until their last subscription goes; a closed bus refuses first")

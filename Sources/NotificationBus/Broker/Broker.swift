@@ -24,6 +24,12 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// Notifications sent past at least one full subscriber during those episodes (each full
     /// subscriber lost it and counts it as a gap).
     public var sentPastSlowSubscribers: UInt64 = 0
+    /// End-of-stream records sent again for subscribers that may have missed them (stopped
+    /// while their publisher closed); see `EndOfStreamReplay`.
+    public var endOfStreamReplays: UInt64 = 0
+    /// Subscription messages accepted from subscribers but not forwarded to publishers: longer
+    /// than `maximumSubscriptionSize` − 64 bytes (see `Broker.init`).
+    public var subscriptionsNotForwarded: UInt64 = 0
     /// Times the broker's memory passed its limit and every connection was dropped.
     public var memoryLimitResets: UInt64 = 0
     /// Errors of the forwarding loop's own socket calls (a bug if ever non-zero).
@@ -83,10 +89,14 @@ public final class Broker: Sendable {
     /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
     /// subscriptions and queue do not stay for ever (and it reconnects when it comes back).
     ///
-    /// `maximumSubscriptionSize`: the largest subscription message a subscriber may send (bytes);
-    /// `maximumFrameSize`: the largest frame a publisher may send. A peer that sends more is
-    /// disconnected by libzmq before the message is read (it may reconnect); the defaults are
-    /// far above what NBP/1 peers send (NBP-1 §6).
+    /// `maximumSubscriptionSize`: the largest subscription message a subscriber may send (512 to
+    /// 1,024 bytes); one over it disconnects the subscriber before it is read, and one longer
+    /// than the size − 64 is kept but not forwarded to publishers (counted), so a replay of it
+    /// (as a ZMTP command, a little longer) never exceeds what publishers accept.
+    /// `maximumFrameSize`: the largest frame a publisher may send (at least 512 bytes); a
+    /// publisher that sends more is disconnected before it is read (it reconnects). The default
+    /// is twice NBP/1's largest frame for a 1 MiB payload: publishers configured for larger
+    /// payloads need a broker with a larger limit (NBP-1 §6).
     ///
     /// With `security`, both sides are CURVE servers that admit only the allow-listed keys
     /// (plaintext peers included, everyone else is refused and counted); `onAuthentication` is
@@ -105,11 +115,15 @@ public final class Broker: Sendable {
             throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
         }
         let patience = Timestamps.boundedNanoseconds(slowSubscriberPatience)
-        guard maximumSubscriptionSize >= 1 else {
-            throw .invalidConfiguration("maximumSubscriptionSize must be at least 1 byte, not \(maximumSubscriptionSize)")
+        // ZMQ_MAXMSGSIZE applies to ZMTP handshake commands too (a CURVE INITIATE is about 300
+        // bytes): below 512 every peer would be refused. Above 1,024 a forwarded subscription
+        // would exceed what publishers accept (NBP1.maximumSubscriptionLength).
+        guard (512...NBP1.maximumSubscriptionLength).contains(maximumSubscriptionSize) else {
+            throw .invalidConfiguration(
+                "maximumSubscriptionSize must be 512...\(NBP1.maximumSubscriptionLength) bytes, not \(maximumSubscriptionSize)")
         }
-        guard maximumFrameSize >= 1 else {
-            throw .invalidConfiguration("maximumFrameSize must be at least 1 byte, not \(maximumFrameSize)")
+        guard maximumFrameSize >= 512 else {
+            throw .invalidConfiguration("maximumFrameSize must be at least 512 bytes, not \(maximumFrameSize)")
         }
         if security != nil && !upstream.isEmpty {
             throw .security(
@@ -191,7 +205,7 @@ public final class Broker: Sendable {
                 forwarder = try BrokerForwarder(
                     frontend: xsub, backend: xpub, shared: shared, patienceNanoseconds: patience,
                     memoryLimit: memoryLimit, boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)],
-                    onEvent: onEvent)
+                    forwardableSubscriptionSize: maximumSubscriptionSize - 64, onEvent: onEvent)
                 outcome.withLock { $0 = .success(endpoints) }
                 started.signal()
             } catch {

@@ -14,6 +14,9 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     /// The broker's resident memory passed its limit: it dropped every connection (peers
     /// reconnect at once; what was in flight is lost and counted as gaps by subscribers).
     case memoryLimitReached(residentBytes: UInt64, limitBytes: UInt64)
+    /// After a memory reset the broker could not listen on `endpoint` again: that side takes no
+    /// new connection until the broker restarts.
+    case rebindFailed(endpoint: String)
 
     public var description: String {
         switch self {
@@ -25,6 +28,8 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
         case .memoryLimitReached(let resident, let limit):
             return "memory \(resident >> 20) MiB is over the limit of \(limit >> 20) MiB: dropped every connection "
                 + "(a peer holding memory, e.g. a message it never finishes, or too many slow subscribers); they reconnect"
+        case .rebindFailed(let endpoint):
+            return "could not listen on \(endpoint) again after a memory reset: restart the broker"
         }
     }
 }
@@ -80,6 +85,8 @@ final class BrokerForwarder {
     private let shared: BrokerShared
     private var machine: SlowSubscriberStateMachine
     private let onEvent: (@Sendable (BrokerEvent) -> Void)?
+    /// The largest subscription message forwarded to publishers (bytes).
+    private let forwardableSubscriptionSize: Int
     /// The resident-memory limit in bytes (nil: none), the endpoints to re-bind when it is
     /// passed, and when memory is looked at next (monotonic ns).
     private let memoryLimit: UInt64?
@@ -96,6 +103,8 @@ final class BrokerForwarder {
     private var retryDeadline: UInt64?
     private var subscription = MessageBatch(capacity: 2)
     private var stats = BrokerStatistics()
+    /// Recent end-of-stream records, replayed for subscribers that were stopped when they passed.
+    private var endOfStream = EndOfStreamReplay()
     /// Memory was given back since the last message moved, which was at `idleSince`.
     private var trimmedSinceTraffic = false
     private var idleSince: UInt64 = 0
@@ -104,13 +113,16 @@ final class BrokerForwarder {
 
     init(
         frontend: Socket, backend: Socket, shared: BrokerShared, patienceNanoseconds: UInt64,
-        memoryLimit: UInt64?, boundEndpoints: [(socket: Socket, endpoint: String)],
+        memoryLimit: UInt64?, boundEndpoints: [(socket: Socket, endpoint: String)], forwardableSubscriptionSize: Int,
         onEvent: (@Sendable (BrokerEvent) -> Void)?
     ) throws(ZMQError) {
+        self.forwardableSubscriptionSize = forwardableSubscriptionSize
         self.frontend = frontend
         self.backend = backend
         self.shared = shared
-        self.machine = SlowSubscriberStateMachine(patienceNanoseconds: patienceNanoseconds)
+        // The quiet spell that ends an episode: at least 10 s, and 20 patiences.
+        let quiet = max(10_000_000_000, patienceNanoseconds.multipliedReportingOverflow(by: 20).partialValue)
+        self.machine = SlowSubscriberStateMachine(patienceNanoseconds: patienceNanoseconds, quietNanoseconds: quiet)
         self.memoryLimit = memoryLimit
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
@@ -133,6 +145,7 @@ final class BrokerForwarder {
         let holdingWake = holding.register(fileDescriptor: shared.wake.fileDescriptor)
         while !shared.stopRequested.load(ordering: .acquiring) {
             checkMemory()
+            replayEndOfStreamRecords()
             do {
                 let moved = try forwardSubscriptions() + forwardNotifications()
                 if moved > 0 {
@@ -149,6 +162,11 @@ final class BrokerForwarder {
                     // never finishes grows inside libzmq, where this loop sees no traffic.
                     var timeout = trimmedSinceTraffic ? -1 : 10_000
                     if memoryLimit != nil { timeout = timeout < 0 ? 100 : min(timeout, 100) }
+                    if let due = endOfStream.nextReplay {
+                        let now = Timestamps.monotonicNanoseconds()
+                        let wait = due > now ? Int(min(due - now, 10_000_000_000) / 1_000_000) + 1 : 0
+                        timeout = timeout < 0 ? wait : min(timeout, wait)
+                    }
                     let ready = try reading.poll(timeoutMilliseconds: timeout)
                     if ready == 0, !trimmedSinceTraffic, Timestamps.monotonicNanoseconds() >= idleSince &+ 10_000_000_000 {
                         releaseFreeMemory()
@@ -170,6 +188,21 @@ final class BrokerForwarder {
         publishStatistics()
     }
 
+    /// Sends the end-of-stream records due for a replay, past any full subscriber (never waiting).
+    private func replayEndOfStreamRecords() {
+        guard let due = endOfStream.nextReplay, Timestamps.monotonicNanoseconds() >= due else { return }
+        for frame in endOfStream.takeDue(now: Timestamps.monotonicNanoseconds()) {
+            do {
+                try backend.set(.xpubNoDrop, false)
+                try backend.send(frame, mode: .dontWait)
+                try backend.set(.xpubNoDrop, true)
+                stats.endOfStreamReplays &+= 1
+            } catch {
+                try? backend.set(.xpubNoDrop, true)  // restore; the replay is best effort
+            }
+        }
+    }
+
     /// Every 100 ms with a memory limit: past it, drop every connection (re-bind each bound
     /// endpoint; libzmq ends a listener's connections with it) and give the memory back.
     private func checkMemory() {
@@ -186,9 +219,26 @@ final class BrokerForwarder {
         for (socket, endpoint) in boundEndpoints {
             do {
                 try socket.unbind(endpoint)
-                try socket.bind(endpoint)
             } catch {
                 stats.forwardingErrors &+= 1
+                continue
+            }
+            // libzmq closes the old listener on its own I/O thread, later: until it has, the port
+            // (or the ipc path) may still be taken. Retry for up to 2 s.
+            var bound = false
+            for _ in 0..<200 where !bound {
+                do {
+                    try socket.bind(endpoint)
+                    bound = true
+                } catch where error.kind == .addressInUse {
+                    usleep(10_000)
+                } catch {
+                    break
+                }
+            }
+            if !bound {
+                stats.forwardingErrors &+= 1
+                onEvent?(.rebindFailed(endpoint: endpoint))
             }
         }
         publishStatistics()
@@ -205,9 +255,16 @@ final class BrokerForwarder {
     private func forwardSubscriptions() throws(ZMQError) -> Int {
         var moved = 0
         while moved < Self.roundLimit {
-            guard try receiveWholeMessage(from: backend, into: &subscription) != nil else { break }
+            guard let bytes = try receiveWholeMessage(from: backend, into: &subscription) else { break }
             stats.subscriptionMessages &+= 1
-            if try !frontend.sendParts(&subscription) { stats.forwardingErrors &+= 1 }
+            if bytes > forwardableSubscriptionSize {
+                // Accepted here, but a publisher (or an upstream broker) receives a replayed
+                // subscription as a ZMTP command 10 bytes longer than the message, and would drop
+                // the connection over it at every reconnection: not forwarded, counted.
+                stats.subscriptionsNotForwarded &+= 1
+            } else if try !frontend.sendParts(&subscription) {
+                stats.forwardingErrors &+= 1
+            }
             subscription.removeAll()
             moved += 1
         }
@@ -223,6 +280,7 @@ final class BrokerForwarder {
                 heldBytes = bytes
                 stats.fromPublishers &+= 1
                 stats.bytesFromPublishers &+= UInt64(bytes)
+                if held.count == 1 { endOfStream.remember(held, now: Timestamps.monotonicNanoseconds()) }
             }
             // A held notification was refused before: this try waits up to 1 ms for room.
             if try backend.sendParts(&held, mode: retryDeadline == nil ? .dontWait : .blocking) {
@@ -236,7 +294,10 @@ final class BrokerForwarder {
             let now = Timestamps.monotonicNanoseconds()
             switch machine.refused(now: now) {
             case .retry(let deadline):
-                if retryDeadline == nil { stats.backpressureWaits &+= 1 }
+                if retryDeadline == nil {
+                    stats.backpressureWaits &+= 1
+                    publishStatistics()  // --stats shows a wait while it lasts
+                }
                 retryDeadline = deadline
                 return moved
             case .sendPast(let episodeStarted, let since):
@@ -278,5 +339,71 @@ final class BrokerForwarder {
             bytes &+= part.size
         }
         return bytes
+    }
+}
+
+/// The end-of-stream records the broker forwarded lately, to send again a few times.
+///
+/// A closing publisher repeats its record (NBP-1 §15) only until its close timeout, so a
+/// subscriber that was stopped then (sent past as slow) resumes without it and cannot count the
+/// tail it lost. The broker keeps each record (the last one per publisher stream and sequence)
+/// and replays it 1, 3, 10, 30 and 60 s after it passed; for a subscriber that already applied
+/// it a repeat is a no-op (NBP-1 §15.1). Bounded: the oldest is dropped past `capacity`.
+/// The one place the broker looks into a frame: its name's `_nbus.eos.` prefix.
+struct EndOfStreamReplay {
+    private static let prefix = Array("_nbus.eos.".utf8)
+    private static let schedule: [UInt64] = [1, 3, 10, 30, 60].map { $0 * 1_000_000_000 }
+    private static let capacity = 4_096
+
+    private struct Record {
+        var frame: [UInt8]
+        var firstSeen: UInt64
+        var replays: Int
+    }
+
+    /// Keyed by the frame's name and sequence field.
+    private var records: [[UInt8]: Record] = [:]
+    /// When the next replay is due (monotonic ns), nil when nothing is kept.
+    private(set) var nextReplay: UInt64?
+
+    /// Keeps a copy when the held message is a single-frame end-of-stream record.
+    mutating func remember(_ batch: borrowing MessageBatch, now: UInt64) {
+        let key: [UInt8]? = batch.withMessageBytes(at: 0) { bytes in
+            guard bytes.count > Self.prefix.count, bytes.starts(with: Self.prefix),
+                let nul = bytes.firstIndex(of: 0), bytes.count >= nul + 1 + 32
+            else { return nil }
+            // name NUL, then the fixed header: the sequence at bytes 8..<16 after the NUL.
+            return Array(bytes[0..<nul]) + Array(bytes[(nul + 9)..<(nul + 17)])
+        }
+        guard let key else { return }
+        let frame = batch.withMessageBytes(at: 0) { Array($0) }
+        if records[key] == nil, records.count >= Self.capacity,
+            let oldest = records.min(by: { $0.value.firstSeen < $1.value.firstSeen })?.key
+        {
+            records[oldest] = nil
+        }
+        // Repeats of the same record (every 20 ms during a close) keep the first time seen.
+        let firstSeen = records[key]?.firstSeen ?? now
+        records[key] = Record(frame: frame, firstSeen: firstSeen, replays: records[key]?.replays ?? 0)
+        updateNextReplay()
+    }
+
+    /// The frames due now; each is scheduled for its next replay, or forgotten after the last.
+    mutating func takeDue(now: UInt64) -> [[UInt8]] {
+        var due: [[UInt8]] = []
+        for (key, record) in records where now >= record.firstSeen &+ Self.schedule[record.replays] {
+            due.append(record.frame)
+            if record.replays + 1 < Self.schedule.count {
+                records[key]?.replays += 1
+            } else {
+                records[key] = nil
+            }
+        }
+        updateNextReplay()
+        return due
+    }
+
+    private mutating func updateNextReplay() {
+        nextReplay = records.values.map { $0.firstSeen &+ Self.schedule[$0.replays] }.min()
     }
 }
