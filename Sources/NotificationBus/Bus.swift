@@ -70,7 +70,7 @@ public final class Bus: Sendable {
     /// The bus's counters now (refreshed by the I/O thread after each round of work).
     public var stats: BusStats {
         var stats = core.statsSnapshot.withLock { $0 }
-        stats.unwanted = core.interest.withLock { $0.unwanted }
+        stats.unwanted = core.unwantedPosts
         stats.posted &+= stats.unwanted
         return stats
     }
@@ -161,7 +161,7 @@ public final class Bus: Sendable {
         }
         // Filtering before encoding: a post that no subscription at this publisher covers would
         // be dropped by ZeroMQ's prefix filter; it stops here, before any copy or hand-off.
-        switch core.interest.withLock({ $0.closed ? nil : $0.decide(name) }) {
+        switch core.decideInterest(name) {
         case nil: throw .closed
         case .unwanted?: return nil
         case .unwantedAfterSending?:
@@ -256,7 +256,7 @@ public final class Bus: Sendable {
         if configuration.deliversToItself {
             // Before the subscription is queued: a post made right after this call must not be
             // skipped as unwanted (the I/O thread removes it with the subscription).
-            core.interest.withLock { $0.changeLocal(pattern.subscriptionPrefix, subscribed: true) }
+            core.changeInterest { $0.changeLocal(pattern.subscriptionPrefix, subscribed: true) }
         }
         guard core.enqueue(.addSubscription(storage)) else { throw .closed }
         return SubscriptionHandle(storage: storage)

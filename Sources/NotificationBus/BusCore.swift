@@ -68,8 +68,15 @@ final class BusCore: Sendable {
     /// `BusConfiguration.idleSpinMicroseconds`, for consumers: how long one looks before suspending.
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
-    /// What this publisher's subscribers want; `post` asks before encoding.
-    let interest = Mutex(PublisherInterest())
+    /// What this publisher's subscribers want; `post` asks before encoding (`decideInterest`).
+    private let interest = Mutex(PublisherInterest())
+    /// Bumped, inside `interest`'s lock, whenever what is wanted changes or the bus closes.
+    private let interestVersion = Atomic<UInt64>(1)
+    /// A name found wanted, mixed with the version it was found at (0: none): a run of posts to
+    /// one wanted name (the common case) then costs a hash and two atomic loads, no lock. A hash
+    /// collision can only make a post look wanted: it is then sent, and ZeroMQ's own filter drops
+    /// it, as before filtering before encoding existed.
+    private let wantedKey = Atomic<UInt64>(0)
     /// Set (under the mailbox lock) when a job is queued, cleared when the I/O thread takes them:
     /// a bus whose executor is unused costs the loop no lock to find that out.
     let jobsQueued = Atomic<Bool>(false)
@@ -157,6 +164,39 @@ final class BusCore: Sendable {
         }
         if wake { self.wake.signal() }
         return outcome
+    }
+
+    /// Whether a post of `name` is wanted (`PublisherInterest.decide`); nil when the bus is closed.
+    func decideInterest(_ name: NotificationName) -> PublisherInterest.Decision? {
+        let version = interestVersion.load(ordering: .acquiring)
+        let key = Self.interestKey(name, version: version)
+        if wantedKey.load(ordering: .relaxed) == key { return .wanted }
+        let decision = interest.withLock { $0.closed ? nil : $0.decide(name) }
+        if decision == .wanted { wantedKey.store(key, ordering: .relaxed) }
+        return decision
+    }
+
+    /// Posts skipped as unwanted so far.
+    var unwantedPosts: UInt64 { interest.withLock { $0.unwanted } }
+
+    /// Changes what is wanted (the I/O thread for the XPUB's prefixes, `Bus.subscribe` for
+    /// loopback ones), invalidating the lock-free answer.
+    func changeInterest(_ body: (inout PublisherInterest) -> Void) {
+        interest.withLock { interest in
+            body(&interest)
+            interestVersion.add(1, ordering: .releasing)
+        }
+    }
+
+    /// FNV-1a of the name's bytes mixed with `version`; never 0.
+    private static func interestKey(_ name: NotificationName, version: UInt64) -> UInt64 {
+        var text = name.rawValue
+        let hash = text.withUTF8 { bytes -> UInt64 in
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in bytes { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            return hash
+        }
+        return (hash ^ (version &* 0x9e37_79b9_7f4a_7c15)) | 1
     }
 
     /// Uses `name`'s next sequence number for a post that is not sent (nobody wants it now).

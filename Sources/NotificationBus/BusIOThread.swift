@@ -501,7 +501,7 @@ final class BusIOThread {
     private func addSubscription(_ storage: SubscriptionStorage) {
         guard let subscriber, !storage.isEnded else {
             // `Bus.subscribe` counted its prefix as wanted already; it never became a subscription.
-            if loopback { core.interest.withLock { $0.changeLocal(storage.pattern.subscriptionPrefix, subscribed: false) } }
+            if loopback { core.changeInterest { $0.changeLocal(storage.pattern.subscriptionPrefix, subscribed: false) } }
             return
         }
         receiver.add(storage)
@@ -527,7 +527,7 @@ final class BusIOThread {
     private func removeSubscription(_ id: UInt64) {
         guard let subscriber, let storage = receiver.remove(id: id) else { return }
         let pattern = storage.pattern
-        if loopback { core.interest.withLock { $0.changeLocal(pattern.subscriptionPrefix, subscribed: false) } }
+        if loopback { core.changeInterest { $0.changeLocal(pattern.subscriptionPrefix, subscribed: false) } }
         presenceRefCounts[pattern, default: 1] -= 1
         if presenceRefCounts[pattern] == 0 {
             presenceRefCounts[pattern] = nil
@@ -701,7 +701,7 @@ final class BusIOThread {
     private func publishInterest() {
         let changes = changedPrefixes
         changedPrefixes.removeAll(keepingCapacity: true)
-        core.interest.withLock { interest in
+        core.changeInterest { interest in
             for (prefix, subscribed) in changes { interest.changeRemote(prefix, subscribed: subscribed) }
         }
     }
@@ -858,7 +858,7 @@ final class BusIOThread {
     private func shutDown() {
         var queued = MessageBatch(capacity: 1)
         var jobs: [UnownedJob] = []
-        core.interest.withLock { $0.closed = true }
+        core.changeInterest { $0.closed = true }
         let leftovers = core.mailbox.withLock { box in
             box.closed = true
             swap(&box.jobs, &jobs)

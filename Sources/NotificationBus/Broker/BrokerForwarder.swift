@@ -349,6 +349,8 @@ final class BrokerForwarder {
 /// tail it lost. The broker keeps each record (the last one per publisher stream and sequence)
 /// and replays it 1, 3, 10, 30 and 60 s after it passed; for a subscriber that already applied
 /// it a repeat is a no-op (NBP-1 §15.1). Bounded: the oldest is dropped past `capacity`.
+/// Best effort: a replay goes past a subscriber libzmq still counts as full, and in tests a
+/// resumed subscriber sometimes stayed so (its pipe not reactivated) and missed every replay.
 /// The one place the broker looks into a frame: its name's `_nbus.eos.` prefix.
 struct EndOfStreamReplay {
     private static let prefix = Array("_nbus.eos.".utf8)
