@@ -67,7 +67,7 @@ struct BrokerCommand: AsyncParsableCommand {
         }
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
         guard heartbeatMilliseconds >= 0 else { throw ValidationError("--heartbeat-ms must be 0 (off) or more") }
-        guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
+        try SecondsOption.check(stats, "--stats", in: 0...86_400)
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
             throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
         }
@@ -150,7 +150,7 @@ struct BrokerService: Service {
         if interval > 0 {
             try? await cancelWhenGracefulShutdown {
                 while true {
-                    try await Task.sleep(for: .milliseconds(Int(interval * 1_000)))
+                    try await Task.sleep(for: SecondsOption.duration(interval))
                     BrokerCommand.report("stats", await broker.statistics(), secured: secured)
                 }
             }

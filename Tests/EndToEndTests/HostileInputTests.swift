@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+// Hostile command-line input (issue 14, items 9-14), with real `nbus` processes: values that used
+// to crash a command or make it misbehave are refused up front as usage errors (exit 64) naming
+// the argument, or stop a start with a clear error. Every wait is bounded and waits on something a
+// process shows (an exit, a banner), never on a sleep.
+
+/// `nbus arguments...` exits 64 on its own (not by a signal, not after a wait) with `message` on
+/// stderr.
+private func expectUsageError(
+    _ children: Children, _ arguments: [String], _ message: String, sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    let output = try await children.run(arguments.first ?? "nbus", arguments, timeout: .seconds(10), sourceLocation: sourceLocation)
+    let text = output?.stderrText ?? ""
+    #expect(
+        output?.status == 64 && output?.bySignal == false,
+        "\(arguments): \(output?.bySignal == true ? "signal" : "exit") \(output?.status ?? -1): \(text.prefix(400))",
+        sourceLocation: sourceLocation)
+    #expect(text.contains(message), "\(arguments): stderr: \(text.prefix(400))", sourceLocation: sourceLocation)
+}
+
+@Suite("nbus refuses hostile command-line input (real processes)", .serialized, .timeLimit(.minutes(1)))
+struct HostileInputTests {
+    // MARK: 9. Seconds and rates
+
+    /// Seconds and rate values that convert to no integer or `Duration` (they used to trap, SIGILL),
+    /// with the start of the message that must name the flag and the range.
+    static let outOfRangeSeconds: [([String], String)] = [
+        (["publish", "s.x", "--rate", "1e-300", "--count", "2", "--no-wait"], "--rate must be from 0.0001 to 1000000000 notifications per second"),
+        (["publish", "s.x", "--rate", "inf", "--no-wait"], "--rate must be from 0.0001 to"),
+        (["publish", "s.x", "--timeout", "1e300"], "--timeout must be from 0.001 to 31536000 seconds"),
+        (["publish", "s.x", "--timeout", "nan"], "--timeout must be from 0.001 to 31536000 seconds"),
+        (["publish", "s.x", "--close-timeout", "inf", "--no-wait"], "--close-timeout must be from 0 to 3600 seconds"),
+        (["subscribe", "s.x", "--timeout", "inf"], "--timeout must be from 0.001 to 31536000 seconds"),
+        (["subscribe", "s.x", "--timeout", "1e300"], "--timeout must be from 0.001 to 31536000 seconds"),
+        (["broker", "--stats", "inf"], "--stats must be"),
+        (["broker", "--stats", "1e300"], "--stats must be"),
+        (["bench", "overload", "--seconds", "1e300"], "--seconds must be from 0.001 to 86400 seconds"),
+        (["bench", "overload", "--rss-limit-mb", "inf"], "--rss-limit-mb must be from 1 to 1000000 MB"),
+        (["bench", "throughput", "--latency-seconds", "inf"], "--latency-seconds must be from 0.001 to 3600 seconds"),
+        (["bench", "views", "--seconds", "1e300"], "--seconds must be from 0.001 to 86400 seconds"),
+        (["bench", "sweep", "--param", "rate", "--values", "10", "--baseline-seconds", "nan"], "--baseline-seconds must be from 0 to 600"),
+        (["bench", "filter", "--seconds", "inf"], "--seconds must be from 0.001 to 86400 seconds"),
+        (["bench", "views", "--rate", "1e300"], "rate value '1e300' is not a number or max"),
+        (["demo", "--seconds", "inf"], "--seconds must be from 0.001 to 3600 seconds"),
+    ]
+
+    @Test("seconds and rate options out of range (inf, nan, 1e300, 1e-300) are usage errors naming the flag", arguments: outOfRangeSeconds)
+    func secondsOutOfRange(arguments: [String], message: String) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        // Endpoints of this test's own: a command that got past its checks would not meet another's.
+        var all = arguments
+        switch arguments[0] {
+        case "publish": all += ["--connect", children.folder.ipc("nobody.sock")]
+        case "subscribe": all += ["--connect", children.folder.ipc("nobody.sock")]
+        case "broker": all += ["--frontend", children.folder.ipc("f.sock"), "--backend", children.folder.ipc("b.sock")]
+        default: break
+        }
+        try await expectUsageError(children, all, message)
+    }
+}
