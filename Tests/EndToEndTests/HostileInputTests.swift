@@ -37,8 +37,8 @@ struct HostileInputTests {
         (["publish", "s.x", "--close-timeout", "inf", "--no-wait"], "--close-timeout must be from 0 to 3600 seconds"),
         (["subscribe", "s.x", "--timeout", "inf"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["subscribe", "s.x", "--timeout", "1e300"], "--timeout must be from 0.001 to 31536000 seconds"),
-        (["broker", "--stats", "inf"], "--stats must be"),
-        (["broker", "--stats", "1e300"], "--stats must be"),
+        (["broker", "--stats", "inf"], "--stats must be from 0.1 to 86400 seconds"),
+        (["broker", "--stats", "1e300"], "--stats must be from 0.1 to 86400 seconds"),
         (["bench", "overload", "--seconds", "1e300"], "--seconds must be from 0.001 to 86400 seconds"),
         (["bench", "overload", "--rss-limit-mb", "inf"], "--rss-limit-mb must be from 1 to 1000000 MB"),
         (["bench", "throughput", "--latency-seconds", "inf"], "--latency-seconds must be from 0.001 to 3600 seconds"),
@@ -62,5 +62,25 @@ struct HostileInputTests {
         default: break
         }
         try await expectUsageError(children, all, message)
+    }
+
+    // MARK: 10. broker --stats minimum
+
+    @Test("broker --stats below 0.1 s is a usage error (1e-9 wrote 13,000 lines a second); 0.1 runs and reports")
+    func brokerStatsMinimum() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (frontend, backend) = (children.folder.ipc("f.sock"), children.folder.ipc("b.sock"))
+        for interval in ["1e-9", "0.05"] {
+            try await expectUsageError(
+                children, ["broker", "--stats", interval, "--frontend", frontend, "--backend", backend],
+                "--stats must be from 0.1 to 86400 seconds, got \(Double(interval) ?? 0) (or 0: only at exit)")
+        }
+        let broker = try children.start("broker", ["broker", "--stats", "0.1", "--frontend", frontend, "--backend", backend])
+        #expect(await broker.waitForStdoutLine(containing: "broker stats:") != nil, "\(broker.describe())")
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+        #expect(stopped?.stdoutText.contains("broker stopped:") == true, "\(broker.describe())")
     }
 }
