@@ -83,4 +83,30 @@ struct HostileInputTests {
         expectExit(stopped, 0, broker)
         #expect(stopped?.stdoutText.contains("broker stopped:") == true, "\(broker.describe())")
     }
+
+    // MARK: 11. inproc:// endpoints
+
+    /// Every endpoint option of every command, given an inproc:// endpoint no other process could reach.
+    static let inprocEndpoints: [([String], String)] = [
+        (["publish", "i.x", "--connect", "inproc://bus", "--no-wait"], "--connect inproc://bus: inproc:// endpoints are reachable only inside one process"),
+        (["publish", "i.x", "--bind", "inproc://bus", "--no-wait"], "--bind inproc://bus: inproc://"),
+        (["subscribe", "i.x", "--connect", "inproc://bus", "--timeout", "30"], "--connect inproc://bus: inproc://"),
+        (["subscribe", "i.x", "--bind", "inproc://bus", "--timeout", "30"], "--bind inproc://bus: inproc://"),
+        (["broker", "--frontend", "inproc://front"], "--frontend inproc://front: inproc://"),
+        (["broker", "--backend", "inproc://back"], "--backend inproc://back: inproc://"),
+        (["broker", "--upstream", "inproc://up"], "--upstream inproc://up: inproc://"),
+    ]
+
+    @Test("inproc:// endpoints are usage errors in every endpoint option (no other process can reach them)", arguments: inprocEndpoints)
+    func inprocEndpointsAreRefused(arguments: [String], message: String) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        var all = arguments
+        // The broker's other endpoints in this test's folder, so a broker that started would not clash.
+        if arguments[0] == "broker" {
+            if !arguments.contains("--frontend") { all += ["--frontend", children.folder.ipc("f.sock")] }
+            if !arguments.contains("--backend") { all += ["--backend", children.folder.ipc("b.sock")] }
+        }
+        try await expectUsageError(children, all, message)
+    }
 }
