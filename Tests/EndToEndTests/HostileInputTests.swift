@@ -109,4 +109,32 @@ struct HostileInputTests {
         }
         try await expectUsageError(children, all, message)
     }
+
+    // MARK: 12. Arguments that are not UTF-8
+
+    /// Arguments with bytes that are not UTF-8, as a shell passes them (`printf` octal escapes: a
+    /// Swift `String` cannot hold them), with the message naming the argument.
+    static let invalidUTF8Arguments: [(String, String)] = [
+        (#"publish "$(printf '\377')" --no-wait"#, #"argument 2 ('\xFF') is not valid UTF-8"#),
+        (#"publish "$(printf '\376')" --no-wait"#, #"argument 2 ('\xFE') is not valid UTF-8"#),
+        (#"publish a.b "$(printf 'x\303')" --no-wait"#, #"argument 3 ('x\xC3') is not valid UTF-8"#),
+        (#"publish a.b --no-wait --header "$(printf 'k=\355\240\200')""#, #"argument 5 ('k=\xED\xA0\x80') is not valid UTF-8"#),
+        (#"subscribe "$(printf 'a.\300\257')" --timeout 30"#, #"argument 2 ('a.\xC0\xAF') is not valid UTF-8"#),
+        (#"broker --frontend "$(printf 'ipc:///tmp/\377')""#, #"argument 3 ('ipc:///tmp/\xFF') is not valid UTF-8"#),
+    ]
+
+    @Test("an argument that is not valid UTF-8 is a usage error naming it, not replaced by U+FFFD and sent", arguments: invalidUTF8Arguments)
+    func invalidUTF8ArgumentIsRefused(command: String, message: String) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("nobody.sock")
+        let connect = command.hasPrefix("broker") ? "" : " --connect \(endpoint)"
+        let child = try children.start(
+            "nbus", command: URL(fileURLWithPath: "/bin/sh"), ["-c", #"exec "$0" "# + command + connect, children.executable.path])
+        let output = await child.waitForExit(timeout: .seconds(10))
+        let text = output?.stderrText ?? ""
+        #expect(output?.status == 64 && output?.bySignal == false, "\(child.describe())")
+        #expect(text.contains(message), "stderr: \(text.prefix(400))")
+        #expect(text.contains("nbus takes names, patterns, payloads and options as UTF-8 text"), "stderr: \(text.prefix(400))")
+    }
 }
