@@ -93,9 +93,12 @@ struct BrokerCommand: AsyncParsableCommand {
         }
     }
 
-    /// The CURVE settings from the key file and allow-list folders, or nil without CURVE.
-    private func loadSecurity() throws(CurveKeyError) -> BrokerSecurity? {
+    /// The CURVE settings from the key file and allow-list folders, or nil without CURVE. Throws
+    /// `CurveKeyError`, or `PublicKeyGivenAsSecret` when --curve-secret names a public key file
+    /// (checked first: its permission bits are not the problem, so `chmod 600` is no advice).
+    private func loadSecurity() throws -> BrokerSecurity? {
         guard let curveSecret, let allowPublishers, let allowSubscribers else { return nil }
+        if CurveOptions.isPublicKeyFile(curveSecret) { throw PublicKeyGivenAsSecret(path: curveSecret) }
         return BrokerSecurity(
             keyPair: try CurveKeyFile.readKeyPair(at: curveSecret),
             allowedPublishers: try CurveAllowList(directory: allowPublishers),

@@ -137,4 +137,93 @@ struct HostileInputTests {
         #expect(text.contains(message), "stderr: \(text.prefix(400))")
         #expect(text.contains("nbus takes names, patterns, payloads and options as UTF-8 text"), "stderr: \(text.prefix(400))")
     }
+
+    // MARK: 13. Key files that are not regular files
+
+    /// Runs `nbus keygen --output name` for each name in the test's folder.
+    private func keygen(_ children: Children, _ names: [String]) async throws {
+        for name in names {
+            let output = try #require(try await children.run("keygen \(name)", ["keygen", "--output", name]))
+            #expect(!output.bySignal && output.status == 0, "keygen \(name): \(output.stderrText)")
+        }
+    }
+
+    /// `mkfifo` in the test's folder.
+    private func makeFIFO(_ children: Children, _ name: String) throws {
+        let path = "\(children.folder.path)/\(name)"
+        try #require(mkfifo(path, 0o600) == 0, "mkfifo \(path): errno \(errno)")
+    }
+
+    @Test("a FIFO as a key file is refused at once, naming it (open used to block forever, past SIGTERM)")
+    func fifoKeyFileIsRefused() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        try await keygen(children, ["broker", "client"])
+        try makeFIFO(children, "fifo.key")
+        try makeFIFO(children, "fifo.pub")
+        try FileManager.default.createDirectory(atPath: "\(children.folder.path)/pubs", withIntermediateDirectories: true)
+        let endpoint = children.folder.ipc("nobody.sock")
+        let runs: [([String], String)] = [
+            (["publish", "k.x", "--connect", endpoint, "--curve-secret", "fifo.key", "--curve-server-key", "broker.pub", "--timeout", "30"],
+             "fifo.key: not a CURVE key file (not a regular file: a FIFO)"),
+            (["subscribe", "k.x", "--connect", endpoint, "--curve-secret", "client.key", "--curve-server-key", "fifo.pub", "--timeout", "30"],
+             "fifo.pub: not a CURVE key file (not a regular file: a FIFO)"),
+            (["broker", "--curve-secret", "fifo.key", "--allow-publishers", "pubs", "--allow-subscribers", "pubs",
+              "--frontend", children.folder.ipc("f.sock"), "--backend", children.folder.ipc("b.sock")],
+             "fifo.key: not a CURVE key file (not a regular file: a FIFO)"),
+        ]
+        for (arguments, message) in runs {
+            let output = try await children.run(arguments[0], arguments, timeout: .seconds(10))
+            let text = output?.stderrText ?? ""
+            #expect(output?.status == 2 && output?.bySignal == false, "\(arguments[0]): exit \(output?.status ?? -1): \(text)")
+            #expect(text.contains(message), "\(arguments[0]): \(text)")
+        }
+    }
+
+    @Test("broker --curve-secret NAME.pub says it is a public key, not to chmod it")
+    func brokerPublicKeyAsSecret() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        try await keygen(children, ["broker"])
+        try FileManager.default.createDirectory(atPath: "\(children.folder.path)/pubs", withIntermediateDirectories: true)
+        let output = try await children.run(
+            "broker",
+            ["broker", "--curve-secret", "broker.pub", "--allow-publishers", "pubs", "--allow-subscribers", "pubs",
+             "--frontend", children.folder.ipc("f.sock"), "--backend", children.folder.ipc("b.sock")],
+            timeout: .seconds(10))
+        let text = output?.stderrText ?? ""
+        #expect(output?.status == 2 && output?.bySignal == false, "exit \(output?.status ?? -1): \(text)")
+        #expect(
+            text.contains("broker.pub is a public key file; --curve-secret needs the secret key file (probably broker.key"),
+            "\(text)")
+        #expect(!text.contains("chmod"), "\(text)")
+    }
+
+    @Test("an allow-list *.pub entry that is a folder or a FIFO stops the start, naming it (it was skipped silently)")
+    func unreadableAllowListEntryStopsTheStart() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        try await keygen(children, ["broker", "pubs/orders", "subs/audit"])
+        try FileManager.default.createDirectory(atPath: "\(children.folder.path)/pubs/folder.pub", withIntermediateDirectories: true)
+        try makeFIFO(children, "subs/fifo.pub")
+        let broker = ["broker", "--curve-secret", "broker.key", "--frontend", children.folder.ipc("f.sock"),
+                      "--backend", children.folder.ipc("b.sock")]
+        for (lists, message) in [
+            (["--allow-publishers", "pubs", "--allow-subscribers", "pubs"], "pubs/folder.pub: not a CURVE key file (not a regular file: a folder)"),
+            (["--allow-publishers", "subs", "--allow-subscribers", "subs"], "subs/fifo.pub: not a CURVE key file (not a regular file: a FIFO)"),
+        ] {
+            let output = try await children.run("broker", broker + lists, timeout: .seconds(10))
+            let text = output?.stderrText ?? ""
+            #expect(output?.status == 2 && output?.bySignal == false, "\(lists): exit \(output?.status ?? -1): \(text)")
+            #expect(text.contains(message), "\(lists): \(text)")
+        }
+        // A publisher binding with such an allow list stops too (the same loader).
+        let output = try await children.run(
+            "publisher",
+            ["publish", "k.x", "--bind", children.folder.ipc("p.sock"), "--curve-secret", "pubs/orders.key",
+             "--allow-subscribers", "subs", "--timeout", "30"],
+            timeout: .seconds(10))
+        #expect(output?.status == 2, "exit \(output?.status ?? -1): \(output?.stderrText ?? "")")
+        #expect(output?.stderrText.contains("subs/fifo.pub: not a CURVE key file") == true, "\(output?.stderrText ?? "")")
+    }
 }
