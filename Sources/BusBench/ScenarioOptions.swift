@@ -341,7 +341,8 @@ public enum SweepParameter: String, Codable, Sendable, CaseIterable {
             multiplier = 1_000_000
             digits.removeLast()
         }
+        // Int(exactly:) is nil for NaN, infinities and values beyond Int (`1e300`), where Int() traps.
         guard let value = Double(digits) else { return nil }
-        return Int((value * multiplier).rounded())
+        return Int(exactly: (value * multiplier).rounded())
     }
 }

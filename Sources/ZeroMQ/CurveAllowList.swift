@@ -7,8 +7,9 @@ import CZeroMQ
 ///
 /// Loaded from a folder: every file named `*.pub` in it (not in subfolders) is read with
 /// `CurveKeyFile.readPublicKey`, and its name without `.pub` names the key. Other files are
-/// ignored, so a secret `.key` file left there is never read. A `.pub` file that cannot be read
-/// is an error: a half-loaded allow list would refuse peers for no visible reason.
+/// ignored, so a secret `.key` file left there is never read. A `.pub` entry that cannot be read
+/// as a key file (a folder, a FIFO, a broken link named `*.pub` too) is an error naming it: a
+/// half-loaded allow list would refuse peers for no visible reason.
 public struct CurveAllowList: Sendable, Equatable {
     /// Where the keys came from (the folder), or a description for a list built in code.
     public let source: String
@@ -38,10 +39,8 @@ public struct CurveAllowList: Sendable, Equatable {
         var names: [String: String] = [:]
         for file in files.sorted() {
             let path = directory.hasSuffix("/") ? directory + file : "\(directory)/\(file)"
-            var fileInfo = stat()
-            // Only regular files (or links to them); a folder named x.pub is not a key.
-            guard (try? systemCall("stat") { stat(path, &fileInfo) }) != nil, fileInfo.st_mode & S_IFMT == S_IFREG
-            else { continue }
+            // Not skipped when it is a folder or a FIFO: someone meant it as a key, and the start
+            // stops with an error naming it (readPublicKey refuses it before opening it).
             let key = try CurveKeyFile.readPublicKey(at: path)
             let name = String(file.dropLast(CurveKeyFile.publicKeyExtension.count + 1))
             if names[key] == nil { names[key] = name }

@@ -170,18 +170,34 @@ public enum CurveKeyFile {
         return text
     }
 
-    /// The file's text and permission bits; one `open`, so the mode checked is the file read.
+    /// The file's text and permission bits; the mode checked is that of the file read (`fstat` on
+    /// the open descriptor). Nothing here blocks: a path that is not a regular file is refused
+    /// before it is opened, and the open itself cannot wait.
     static func readText(at path: String) throws(CurveKeyError) -> (text: String, mode: UInt32) {
+        // Looked at first (following links, as open does): opening a FIFO waits for a writer,
+        // forever and past SIGTERM, and opening a device can have effects of its own.
+        var before = stat()
+        do {
+            _ = try systemCall("stat") { stat(path, &before) }
+        } catch {
+            throw error.code == ENOENT ? .fileNotFound(path: path) : .unreadable(path: path, reason: error.message)
+        }
+        guard before.st_mode & S_IFMT == S_IFREG else { throw .notAKeyFile(path: path, reason: notRegular(before.st_mode)) }
+        // O_NONBLOCK: should the path become a FIFO between the stat and the open, the open still
+        // returns at once (and the fstat below refuses it).
         let fd: Int32
         do {
-            fd = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC) }
+            fd = try systemCall("open") { open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK) }
         } catch {
             throw error.code == ENOENT ? .fileNotFound(path: path) : .unreadable(path: path, reason: error.message)
         }
         defer { close(fd) }
         var info = stat()
         do { _ = try systemCall("fstat") { fstat(fd, &info) } } catch { throw .unreadable(path: path, reason: error.message) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw .notAKeyFile(path: path, reason: "not a regular file") }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .notAKeyFile(path: path, reason: notRegular(info.st_mode)) }
+        // A regular file: reads block as reads of files do (the flag was only for the open).
+        let flags = fcntl(fd, F_GETFL)
+        if flags >= 0 { _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) }
         guard info.st_size <= maximumFileSize else {
             throw .notAKeyFile(path: path, reason: "\(info.st_size) bytes; key files are a few hundred")
         }
@@ -202,6 +218,19 @@ public enum CurveKeyFile {
             throw .notAKeyFile(path: path, reason: "not UTF-8 text")
         }
         return (text, UInt32(info.st_mode) & 0o7777)
+    }
+
+    /// Why a file of `mode` is not a key file: what it is instead.
+    static func notRegular(_ mode: mode_t) -> String {
+        let kind: String
+        switch mode & S_IFMT {
+        case S_IFDIR: kind = "a folder"
+        case S_IFIFO: kind = "a FIFO"
+        case S_IFSOCK: kind = "a socket"
+        case S_IFCHR, S_IFBLK: kind = "a device"
+        default: kind = "not a file"
+        }
+        return "not a regular file: \(kind)"
     }
 
     private static func exists(_ path: String) -> Bool {

@@ -76,6 +76,9 @@ struct BenchThroughput: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        try SecondsOption.check(latencySeconds, "--latency-seconds", in: 0.001...3_600)
+        // The paced run posts rate x seconds notifications: bounded, so that product is an Int.
+        guard (1...10_000_000).contains(latencyRate) else { throw ValidationError("--latency-rate must be from 1 to 10000000") }
         try checkBenchOptions { try options.validate() }
     }
 
@@ -230,6 +233,8 @@ struct BenchOverload: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
+        try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)
+        try SecondsOption.check(rssLimitMegabytes, "--rss-limit-mb", in: 1...1_000_000, unit: "MB")
         try checkBenchOptions { try options.validate() }
     }
 
@@ -302,6 +307,10 @@ struct BenchOverloadWorker: AsyncParsableCommand {
 
     @Flag(name: .customLong("exit-on-stdin-eof"), help: "Exit when stdin reaches end of file (the parent is gone).")
     var exitOnStdinEOF = false
+
+    func validate() throws {
+        try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)
+    }
 
     func run() async throws {
         var options = OverloadWorkerOptions(role: role, endpoint: endpoint)

@@ -61,6 +61,7 @@ struct BenchFilter: AsyncParsableCommand {
     var quiet = false
 
     func validate() throws {
+        try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)
         try checkBenchOptions { try makeOptions().validate() }
     }
 

@@ -70,6 +70,7 @@ struct ScenarioArguments: ParsableArguments {
     var stallSeconds: Int = 5
 
     func validate() throws {
+        try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)
         try checkBenchOptions { _ = try scenario() }
     }
 
@@ -149,7 +150,7 @@ struct BaselineArguments: ParsableArguments {
     var baselineSeconds: Double = 2
 
     func validate() throws {
-        guard baselineSeconds >= 0, baselineSeconds <= 600 else { throw ValidationError("--baseline-seconds must be 0...600") }
+        try SecondsOption.check(baselineSeconds, "--baseline-seconds", in: 0...600)
     }
 }
 

@@ -62,7 +62,7 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "ms"))
     var heartbeatMilliseconds: Int32 = 5_000
 
-    @Option(help: ArgumentHelp("Print counters every N seconds (0: only at exit).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Print counters every N seconds, 0.1 to 86400 (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
 
     @Option(help: ArgumentHelp("The broker's secret key file (mode 0600); turns CURVE on.", valueName: "file"))
@@ -74,6 +74,9 @@ struct BrokerCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("With CURVE: the folder of subscriber public keys (*.pub) to admit.", valueName: "folder"))
     var allowSubscribers: String?
 
+    /// The --stats intervals accepted besides 0.
+    static let statsRange: ClosedRange<Double> = 0.1...86_400
+
     func validate() throws {
         try validateEndpoint(frontend, option: "--frontend")
         try validateEndpoint(backend, option: "--backend")
@@ -84,11 +87,17 @@ struct BrokerCommand: AsyncParsableCommand {
         }
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
         guard heartbeatMilliseconds >= 0 else { throw ValidationError("--heartbeat-ms must be 0 (off) or more") }
-        guard stats >= 0 else { throw ValidationError("--stats must be 0 or more seconds") }
-        guard (0...(1 << 30)).contains(maxMemory) else { throw ValidationError("--max-memory must be 0 (no limit) or more MiB") }
-        guard slowAfter.isFinite, (0...3_600).contains(slowAfter) else {
-            throw ValidationError("--slow-after must be 0 to 3600 seconds")
+        // 0 means only at exit. Below 0.1 s the reports flood standard output (--stats 1e-9 wrote
+        // 13,000 lines a second) and tell nothing a slower interval would not.
+        if stats != 0 {
+            do {
+                try SecondsOption.check(stats, "--stats", in: Self.statsRange)
+            } catch {
+                throw ValidationError("\(error) (or 0: only at exit)")
+            }
         }
+        guard (0...(1 << 30)).contains(maxMemory) else { throw ValidationError("--max-memory must be 0 (no limit) or more MiB") }
+        try SecondsOption.check(slowAfter, "--slow-after", in: 0...3_600)
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
             throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
         }
@@ -103,9 +112,12 @@ struct BrokerCommand: AsyncParsableCommand {
         }
     }
 
-    /// The CURVE settings from the key file and allow-list folders, or nil without CURVE.
-    private func loadSecurity() throws(CurveKeyError) -> BrokerSecurity? {
+    /// The CURVE settings from the key file and allow-list folders, or nil without CURVE. Throws
+    /// `CurveKeyError`, or `PublicKeyGivenAsSecret` when --curve-secret names a public key file
+    /// (checked first: its permission bits are not the problem, so `chmod 600` is no advice).
+    private func loadSecurity() throws -> BrokerSecurity? {
         guard let curveSecret, let allowPublishers, let allowSubscribers else { return nil }
+        if CurveOptions.isPublicKeyFile(curveSecret) { throw PublicKeyGivenAsSecret(path: curveSecret) }
         return BrokerSecurity(
             keyPair: try CurveKeyFile.readKeyPair(at: curveSecret),
             allowedPublishers: try CurveAllowList(directory: allowPublishers),
@@ -182,7 +194,7 @@ struct BrokerService: Service {
         if interval > 0 {
             try? await cancelWhenGracefulShutdown {
                 while true {
-                    try await Task.sleep(for: .milliseconds(Int(interval * 1_000)))
+                    try await Task.sleep(for: SecondsOption.duration(interval))
                     BrokerCommand.report("stats", await broker.statistics(), secured: secured)
                 }
             }

@@ -16,7 +16,8 @@ struct EndpointOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Connect to this endpoint (a broker, or a binding peer). Repeatable.", valueName: "endpoint"))
     var connect: [String] = []
 
-    /// Refuses endpoints libzmq would take wrongly (a tcp port above 65535 wraps around).
+    /// Refuses endpoints libzmq would take wrongly (a tcp port above 65535 wraps around) or that
+    /// no other process can reach (inproc://).
     func validate() throws {
         for endpoint in bind { try validateEndpoint(endpoint, option: "--bind") }
         for endpoint in connect { try validateEndpoint(endpoint, option: "--connect") }
@@ -28,8 +29,16 @@ struct EndpointOptions: ParsableArguments {
     }
 }
 
-/// Refuses an endpoint argument libzmq would misread, naming the option (exit 64).
+/// Refuses an endpoint argument libzmq would misread, or one no other process can reach, naming
+/// the option (exit 64).
 func validateEndpoint(_ endpoint: String, option: String) throws {
+    // inproc:// joins only sockets of one ZeroMQ context, inside one process: a command binding or
+    // connecting there would wait for peers that can never come.
+    if endpoint.lowercased().hasPrefix("inproc://") {
+        throw ValidationError(
+            "\(option) \(endpoint): inproc:// endpoints are reachable only inside one process; "
+                + "use ipc:// (this machine) or tcp:// to reach other nbus processes")
+    }
     if let port = TCPEndpoint.outOfRangePort(in: endpoint) {
         throw ValidationError("\(option) \(endpoint): port \(port) is out of range (0-65535)")
     }

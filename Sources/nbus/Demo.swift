@@ -35,8 +35,8 @@ struct Demo: AsyncParsableCommand {
 
     func validate() throws {
         guard (1...10_000).contains(count) else { throw ValidationError("--count must be between 1 and 10000") }
-        guard seconds > 0, seconds <= 3_600 else { throw ValidationError("--seconds must be between 0 and 3600") }
-        guard baselineSeconds >= 0, baselineSeconds <= 600 else { throw ValidationError("--baseline-seconds must be 0...600") }
+        try SecondsOption.check(seconds, "--seconds", in: 0.001...3_600)
+        try SecondsOption.check(baselineSeconds, "--baseline-seconds", in: 0...600)
     }
 
     func run() async throws {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct NBus: AsyncParsableCommand {
@@ -12,4 +13,33 @@ struct NBus: AsyncParsableCommand {
             """,
         subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Keygen.self, Bench.self]
     )
+
+    /// Refuses arguments that are not valid UTF-8, then parses and runs as ArgumentParser does.
+    ///
+    /// Swift's `CommandLine.arguments` repairs invalid UTF-8 with U+FFFD, so `nbus publish $'\xff'`
+    /// and `nbus publish $'\xfe'` would both post the name "\u{FFFD}": different input, the same
+    /// effect, silently. The raw `argv` is checked once here, for every command, before parsing.
+    static func main() async {
+        if let message = invalidUTF8Argument(CommandLine.unsafeArgv, count: Int(CommandLine.argc)) {
+            exit(withError: ValidationError(message))
+        }
+        await main(nil)
+    }
+
+    /// The message for the first of `argv[1..<count]` that is not valid UTF-8, or nil when all are.
+    static func invalidUTF8Argument(_ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>, count: Int) -> String? {
+        guard count > 1 else { return nil }
+        for index in 1..<count {
+            guard let argument = argv[index], String(validatingCString: argument) == nil else { continue }
+            let bytes = UnsafeRawBufferPointer(start: argument, count: strlen(argument))
+            // Printable ASCII as is, every other byte as \xNN: the reader sees which bytes are wrong.
+            let shown = bytes.map { byte in
+                (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\")
+                    ? String(UnicodeScalar(byte)) : String(format: "\\x%02X", byte)
+            }.joined()
+            return "argument \(index) ('\(shown)') is not valid UTF-8: nbus takes names, patterns, payloads and "
+                + "options as UTF-8 text (publish --lines sends any bytes from standard input)"
+        }
+        return nil
+    }
 }

@@ -101,6 +101,10 @@ struct Publish: AsyncParsableCommand {
     /// The largest payload a post accepts (the bus's default; publish has no option to change it).
     static let maximumPayload = BusConfiguration(publish: []).maximumPayload
 
+    /// The --rate accepted: from one notification every 10,000 s (below, the pause between two
+    /// would not be a sensible `Duration`) to a billion per second (beyond, no pacing is left).
+    static let rateRange: ClosedRange<Double> = 0.000_1...1_000_000_000
+
     /// How lines are read: `--input`, text unless given.
     var lineFormat: LineFormat { input ?? .text }
     /// How many notifications to post without --lines.
@@ -130,7 +134,7 @@ struct Publish: AsyncParsableCommand {
             if timeout != nil { throw ValidationError("--timeout is how long to wait for subscribers, but --no-wait does not wait") }
         }
         if let count { guard count >= 1 else { throw ValidationError("--count must be at least 1") } }
-        if let rate { guard rate > 0, rate.isFinite else { throw ValidationError("--rate must be positive") } }
+        if let rate { try SecondsOption.check(rate, "--rate", in: Self.rateRange, unit: "notifications per second") }
         if let size {
             guard size >= 0 else { throw ValidationError("--size must be 0 or more") }
             guard size <= Self.maximumPayload else {
@@ -145,8 +149,8 @@ struct Publish: AsyncParsableCommand {
             }
         }
         if let subscribers { guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1 (use --no-wait to skip waiting)") } }
-        if let timeout { guard timeout > 0, timeout.isFinite else { throw ValidationError("--timeout must be positive") } }
-        guard closeTimeout >= 0, closeTimeout <= 3_600 else { throw ValidationError("--close-timeout must be 0 to 3600 seconds") }
+        if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
+        try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600)
         let headerMap = try parsedHeaders()
         do {
             _ = try EnvelopeCodec.encodedSize(of: Notification(name: notificationName, headers: headerMap))
@@ -210,7 +214,7 @@ struct Publish: AsyncParsableCommand {
         try await CommandLifecycle.run(name: "publish") {
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             configuration.sendHighWaterMark = hwm
-            configuration.closeTimeoutMilliseconds = Int32(closeTimeout * 1_000)
+            configuration.closeTimeoutMilliseconds = SecondsOption.milliseconds(closeTimeout)
             let bus: Bus
             do {
                 try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")
@@ -231,11 +235,15 @@ struct Publish: AsyncParsableCommand {
         guard try await awaitSubscribers(bus, name) else { return 0 }
         if lines { return try await publishTextLines(bus, name, headers, type) }
         let clock = ContinuousClock()
-        let start = clock.now
+        // Each post is due one interval after the previous one's due time (not after the post), so
+        // the rate holds on average; `validate()` bounds the rate, so the interval converts safely.
+        let interval = rate.map { SecondsOption.duration(1 / $0) }
+        var due = clock.now
         for number in 1...notificationCount {
-            if let rate {
+            if let interval {
+                if number > 1 { due += interval }
                 do {
-                    try await Task.sleep(until: start + .seconds(Double(number - 1) / rate), clock: clock)
+                    try await Task.sleep(until: due, clock: clock)
                 } catch {
                     return 0
                 }
@@ -297,7 +305,7 @@ struct Publish: AsyncParsableCommand {
     /// key, or CURVE on one side only).
     /// Waits for one subscriber more at a time, so a timeout can say how many had arrived.
     func waitForSubscribers(_ bus: Bus, _ name: NotificationName) async -> WaitOutcome {
-        let limit = Duration.milliseconds(Int(waitSeconds * 1_000))
+        let limit = SecondsOption.duration(waitSeconds)
         let count = subscriberCount
         return await withTaskGroup(of: WaitOutcome.self) { group in
             group.addTask {

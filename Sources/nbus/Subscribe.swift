@@ -84,7 +84,7 @@ struct Subscribe: AsyncParsableCommand {
             do { _ = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(pattern)': \(error)") }
         }
         if let count { guard count >= 1 else { throw ValidationError("--count must be at least 1") } }
-        if let timeout { guard timeout > 0 else { throw ValidationError("--timeout must be positive") } }
+        if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
         guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
         guard maxPayload >= 0 else { throw ValidationError("--max-payload must be 0 or more") }
         guard (0...NBP1.maximumHeaderCount).contains(maxHeaders) else {
@@ -225,7 +225,7 @@ struct SubscribeService: Service {
             if let timeout = command.timeout {
                 group.addTask {
                     do {
-                        try await Task.sleep(for: .milliseconds(Int(timeout * 1_000)))
+                        try await Task.sleep(for: SecondsOption.duration(timeout))
                         return .timedOut
                     } catch {
                         return nil

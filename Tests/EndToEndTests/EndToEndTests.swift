@@ -331,7 +331,7 @@ struct EndToEndTests {
         let runs: [([String], String)] = [
             (["bench", "views", "--selectivity", "2"], "--selectivity must be 0...1"),
             (["bench", "throughput", "--count", "0"], "--count must be at least 2"),
-            (["bench", "overload", "--seconds", "0"], "--seconds must be positive"),
+            (["bench", "overload", "--seconds", "0"], "--seconds must be from 0.001 to 86400 seconds"),
             (["bench", "filter", "--names", "1"], "--names must be at least 2"),
             (["bench", "sweep", "--param", "rate", "--values", "10,abc"], "rate value 'abc'"),
         ]

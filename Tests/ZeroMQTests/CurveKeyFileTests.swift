@@ -119,7 +119,7 @@ struct CurveKeyFileTests {
         // The public half of a too-open secret file is still readable: it is public.
         #expect(try CurveKeyFile.readPublicKey(at: open) == pair.publicKey)
 
-        #expect(throws: CurveKeyError.notAKeyFile(path: folder.path, reason: "not a regular file")) {
+        #expect(throws: CurveKeyError.notAKeyFile(path: folder.path, reason: "not a regular file: a folder")) {
             try CurveKeyFile.readPublicKey(at: folder.path)
         }
     }
