@@ -93,4 +93,23 @@ struct GracefulShutdownTests {
         #expect(output.stderrText.contains("second signal"), "\(publisher.describe())")
         #expect(took < .seconds(10), "took \(took) after the second signal")
     }
+
+    @Test("An unpaced publisher whose posts never wait stops on the first SIGTERM, with its summary")
+    func unpacedPublisherStopsOnFirstSignal() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("u.sock")
+        // Bound and without back-pressure (the direct default), the I/O thread drains the queue
+        // into ZeroMQ (which drops at the mark), so a post always finds room and never suspends.
+        let subscriber = try children.start("subscriber", ["subscribe", "u.>", "--connect", endpoint])
+        let publisher = try children.start(
+            "publisher", ["publish", "u.tick", "--count", "100000000", "--bind", endpoint])
+        try #require(await subscriber.waitForStdoutLines(1), "\(subscriber.describe())")
+        publisher.signal(SIGTERM)
+        let output = await publisher.waitForExit(timeout: .seconds(20))
+        // Before the fix it ignored the first SIGTERM (and the second exited 143 with no summary).
+        expectExit(output, 0, publisher)
+        #expect(output?.stderrText.contains("stopping on signal") == true, "\(publisher.describe())")
+        #expect(output?.stderrText.contains("nbus publish: posted ") == true, "\(publisher.describe())")
+    }
 }
