@@ -35,7 +35,8 @@ final class ZAPHandler: Sendable {
     /// they are in place. `onEvent` runs on that thread.
     init(
         context: Context, allowLists: [AuthenticationDomain: CurveAllowList?],
-        onEvent: (@Sendable (AuthenticationEvent) -> Void)?
+        onEvent: (@Sendable (AuthenticationEvent) -> Void)?,
+        onConnectionEvent: (@Sendable (SocketEvent) -> Void)? = nil
     ) throws(BusError) {
         let shared: Shared
         do {
@@ -72,7 +73,9 @@ final class ZAPHandler: Sendable {
                 return
             }
             started.signal()
-            Self.run(shared, handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent)
+            Self.run(
+                shared, handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent,
+                onConnectionEvent: onConnectionEvent)
             for (_, reader) in sockets.monitors { reader.close() }
             sockets.handler.close()
         }
@@ -91,13 +94,17 @@ final class ZAPHandler: Sendable {
     /// Makes `socket` a CURVE server with `keyPair` whose handshakes this handler decides as
     /// `domain`, and whose failed handshakes it counts (through the socket's monitor). Call it on
     /// the socket's own thread, before it binds; stop the monitor and close it before `stop()`.
-    func guardSocket(_ socket: Socket, as domain: AuthenticationDomain, keyPair: CurveKeyPair) throws(ZMQError) {
+    func guardSocket(
+        _ socket: Socket, as domain: AuthenticationDomain, keyPair: CurveKeyPair, alsoMonitoring extra: SocketEvents = []
+    ) throws(ZMQError) {
         try socket.set(.curveServer, true)
         try socket.set(.curveSecretKey, try Z85.decode(keyPair.secretKey))
         try socket.set(.zapDomain, domain.rawValue)
         // Fail closed should the handler ever be missing (libzmq 4.3 would admit anyone otherwise).
         try? socket.set(.zapEnforceDomain, true)
-        try socket.monitor(monitorPrefix + domain.rawValue, events: .handshakeFailures)
+        // One monitor per socket in libzmq: events others need (a broker's connection count)
+        // come through this one too.
+        try socket.monitor(monitorPrefix + domain.rawValue, events: SocketEvents.handshakeFailures.union(extra))
     }
 
     /// Every outcome so far, by domain.
@@ -115,7 +122,7 @@ final class ZAPHandler: Sendable {
     /// The thread's loop: answers requests and reads monitors until `stop()`.
     private static func run(
         _ shared: Shared, handler: Socket, monitors: [(AuthenticationDomain, Socket)],
-        onEvent: (@Sendable (AuthenticationEvent) -> Void)?
+        onEvent: (@Sendable (AuthenticationEvent) -> Void)?, onConnectionEvent: (@Sendable (SocketEvent) -> Void)?
     ) {
         while !shared.stopRequested.load(ordering: .acquiring) {
             var poller = Poller()
@@ -141,6 +148,10 @@ final class ZAPHandler: Sendable {
             for (domain, reader) in monitors {
                 while let frames = try? reader.receiveMultipart(mode: .dontWait) {
                     guard let socketEvent = SocketEvent(frames: frames) else { continue }
+                    if !socketEvent.event.isDisjoint(with: ConnectionTracker.events) {
+                        onConnectionEvent?(socketEvent)
+                        continue
+                    }
                     let now = Timestamps.monotonicNanoseconds()
                     if let event = shared.authenticator.withLock({ $0.record(socketEvent, domain: domain, now: now) }) {
                         events.append(event)

@@ -11,6 +11,9 @@ public struct SocketEvents: OptionSet, Sendable, Hashable {
     public static let connected = SocketEvents(rawValue: UInt16(ZMQ_EVENT_CONNECTED))
     /// `ZMQ_EVENT_ACCEPTED`: a bound socket accepted a connection (before any handshake).
     public static let accepted = SocketEvents(rawValue: UInt16(ZMQ_EVENT_ACCEPTED))
+    /// `ZMQ_EVENT_ACCEPT_FAILED`: a bound socket could not accept a connection (value: errno,
+    /// `EMFILE` when the process is out of file descriptors).
+    public static let acceptFailed = SocketEvents(rawValue: UInt16(ZMQ_EVENT_ACCEPT_FAILED))
     /// `ZMQ_EVENT_DISCONNECTED`: a session ended.
     public static let disconnected = SocketEvents(rawValue: UInt16(ZMQ_EVENT_DISCONNECTED))
     /// `ZMQ_EVENT_MONITOR_STOPPED`: the last event; the monitored socket closed or stopped monitoring.

@@ -169,7 +169,8 @@ struct BrokerCommand: AsyncParsableCommand {
                 + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B), "
                 + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
                 + "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
-                + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays)\n")
+                + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
+                + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures)\n")
         guard secured else { return }
         func counts(_ role: String, _ counts: AuthenticationCounts) -> String {
             "\(role) admitted \(counts.admitted), refused keys \(counts.refusedKeys), "

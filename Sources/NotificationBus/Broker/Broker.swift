@@ -30,6 +30,11 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// Subscription messages accepted from subscribers but not forwarded to publishers: longer
     /// than `maximumSubscriptionSize` − 64 bytes (see `Broker.init`).
     public var subscriptionsNotForwarded: UInt64 = 0
+    /// Connections open now (publishers and subscribers), the most at once, and accept() failures
+    /// (out of file descriptors: new clients shut out). From the sides' monitors.
+    public var connections = 0
+    public var peakConnections = 0
+    public var acceptFailures: UInt64 = 0
     /// Times the broker's memory passed its limit and every connection was dropped.
     public var memoryLimitResets: UInt64 = 0
     /// Errors of the forwarding loop's own socket calls (a bug if ever non-zero).
@@ -61,6 +66,7 @@ public final class Broker: Sendable {
     private let shared: BrokerShared
     private let thread: Mutex<pthread_t?>
     private let authentication: ZAPHandler?
+    private let connections: ConnectionTracker
 
     /// Binds `frontend` (for publishers) and `backend` (for subscribers) and starts forwarding.
     ///
@@ -141,11 +147,16 @@ public final class Broker: Sendable {
         let shared = BrokerShared(wake: wake)
         self.shared = shared
         // Bound before the CURVE sockets bind, so no handshake ever finds no handler.
+        var fileLimit = rlimit()
+        let connections = ConnectionTracker(
+            fileLimit: getrlimit(Int32(RLIMIT_NOFILE.rawValue), &fileLimit) == 0 ? UInt64(fileLimit.rlim_cur) : nil,
+            onEvent: onEvent)
+        self.connections = connections
         let authentication = try security.map { security throws(BusError) in
             try ZAPHandler(
                 context: context,
                 allowLists: [.publishers: security.allowedPublishers, .subscribers: security.allowedSubscribers],
-                onEvent: onAuthentication)
+                onEvent: onAuthentication, onConnectionEvent: { connections.record($0) })
         }
         self.authentication = authentication
         let started = DispatchSemaphore(value: 0)
@@ -155,6 +166,7 @@ public final class Broker: Sendable {
         // that is dropped stops it (deinit asks) and the thread lets go of the rest when it ends.
         let proxyThread = try spawnThread(named: "nbus-proxy") { [context] in
             var sides: [Socket] = []
+            var monitorReaders: [Socket] = []
             defer {
                 // Monitors stop before their reader does, and the sides close before the handler:
                 // libzmq would block on a reader-less monitor, and admit anyone without a handler.
@@ -162,6 +174,7 @@ public final class Broker: Sendable {
                     side.stopMonitoring()
                     side.close()
                 }
+                for reader in monitorReaders { reader.close() }
                 authentication?.stop()
                 shared.markStopped()
             }
@@ -180,7 +193,8 @@ public final class Broker: Sendable {
                 try xsub.set(.maximumMessageSize, maximumFrameSize)
                 try Self.setHeartbeats(xsub, heartbeatMilliseconds)
                 if let security, let authentication {
-                    try authentication.guardSocket(xsub, as: .publishers, keyPair: security.keyPair)
+                    try authentication.guardSocket(
+                        xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
                 }
                 try xsub.bind(frontend)
                 // Before connecting upstream: the last endpoint is then the bound one.
@@ -198,14 +212,31 @@ public final class Broker: Sendable {
                 try xpub.set(.maximumMessageSize, Int64(maximumSubscriptionSize))
                 try Self.setHeartbeats(xpub, heartbeatMilliseconds)
                 if let security, let authentication {
-                    try authentication.guardSocket(xpub, as: .subscribers, keyPair: security.keyPair)
+                    try authentication.guardSocket(
+                        xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
                 }
                 try xpub.bind(backend)
                 let endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
+                connections.setListening([endpoints.0, endpoints.1])
+                if security == nil {
+                    // Without CURVE nobody monitors the sides yet: the forwarder reads their
+                    // connection events itself (the reader connects first: libzmq blocks on a
+                    // monitor without one, so it also has no receive limit).
+                    for side in [xsub, xpub] {
+                        let endpoint = "inproc://nbus-broker-monitor-\(UInt64.random(in: 1...UInt64.max))"
+                        let reader = try context.socket(.pair)
+                        monitorReaders.append(reader)
+                        try reader.set(.linger, 0)
+                        try reader.set(.receiveHighWaterMark, 0)
+                        try reader.connect(endpoint)
+                        try side.monitor(endpoint, events: ConnectionTracker.events)
+                    }
+                }
                 forwarder = try BrokerForwarder(
                     frontend: xsub, backend: xpub, shared: shared, patienceNanoseconds: patience,
                     memoryLimit: memoryLimit, boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)],
-                    forwardableSubscriptionSize: maximumSubscriptionSize - 64, onEvent: onEvent)
+                    forwardableSubscriptionSize: maximumSubscriptionSize - 64, monitorReaders: monitorReaders,
+                    connections: connections, onEvent: onEvent)
                 outcome.withLock { $0 = .success(endpoints) }
                 started.signal()
             } catch {
@@ -285,6 +316,9 @@ public final class Broker: Sendable {
     /// The forwarder's last counters with the authentication counters now.
     private func snapshot() -> BrokerStatistics {
         var stats = shared.statistics.withLock { $0 }
+        stats.connections = connections.open.load(ordering: .relaxed)
+        stats.peakConnections = connections.peak.load(ordering: .relaxed)
+        stats.acceptFailures = connections.acceptFailures.load(ordering: .relaxed)
         if let counts = authentication?.counts {
             stats.publisherAuthentication = counts[.publishers] ?? AuthenticationCounts()
             stats.subscriberAuthentication = counts[.subscribers] ?? AuthenticationCounts()

@@ -17,6 +17,10 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     /// After a memory reset the broker could not listen on `endpoint` again: that side takes no
     /// new connection until the broker restarts.
     case rebindFailed(endpoint: String)
+    /// `open` connections, 90% of what the open-files limit allows (`limit`).
+    case connectionsNearLimit(open: Int, limit: Int)
+    /// accept() fails (`errno`, 24 is EMFILE: out of file descriptors); logged at most every 10 s.
+    case acceptFailing(errno: UInt32, open: Int, failures: UInt64)
 
     public var description: String {
         switch self {
@@ -30,6 +34,12 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
                 + "(a peer holding memory, e.g. a message it never finishes, or too many slow subscribers); they reconnect"
         case .rebindFailed(let endpoint):
             return "could not listen on \(endpoint) again after a memory reset: restart the broker"
+        case .connectionsNearLimit(let open, let limit):
+            return "\(open) connections open, 90% of the \(limit) the open-files limit allows: past it new clients "
+                + "are shut out (raise LimitNOFILE / ulimit -Hn, or limit who can connect)"
+        case .acceptFailing(let errno, let open, let failures):
+            return "cannot accept new connections (errno \(errno)\(errno == 24 ? ", out of file descriptors" : "")) with \(open) open; "
+                + "\(failures) failure(s) so far: new clients are shut out until some leave"
         }
     }
 }
@@ -85,6 +95,9 @@ final class BrokerForwarder {
     private let shared: BrokerShared
     private var machine: SlowSubscriberStateMachine
     private let onEvent: (@Sendable (BrokerEvent) -> Void)?
+    /// Readers of the sides' connection events (empty with CURVE: the ZAP handler reads them).
+    private let monitorReaders: [Socket]
+    private let connections: ConnectionTracker
     /// The largest subscription message forwarded to publishers (bytes).
     private let forwardableSubscriptionSize: Int
     /// The resident-memory limit in bytes (nil: none), the endpoints to re-bind when it is
@@ -114,8 +127,10 @@ final class BrokerForwarder {
     init(
         frontend: Socket, backend: Socket, shared: BrokerShared, patienceNanoseconds: UInt64,
         memoryLimit: UInt64?, boundEndpoints: [(socket: Socket, endpoint: String)], forwardableSubscriptionSize: Int,
-        onEvent: (@Sendable (BrokerEvent) -> Void)?
+        monitorReaders: [Socket], connections: ConnectionTracker, onEvent: (@Sendable (BrokerEvent) -> Void)?
     ) throws(ZMQError) {
+        self.monitorReaders = monitorReaders
+        self.connections = connections
         self.forwardableSubscriptionSize = forwardableSubscriptionSize
         self.frontend = frontend
         self.backend = backend
@@ -143,7 +158,12 @@ final class BrokerForwarder {
         var holding = Poller()
         holding.register(backend)
         let holdingWake = holding.register(fileDescriptor: shared.wake.fileDescriptor)
+        for reader in monitorReaders {
+            reading.register(reader)
+            holding.register(reader)
+        }
         while !shared.stopRequested.load(ordering: .acquiring) {
+            readConnectionEvents()
             checkMemory()
             replayEndOfStreamRecords()
             do {
@@ -186,6 +206,16 @@ final class BrokerForwarder {
         held.removeAll()
         subscription.removeAll()
         publishStatistics()
+    }
+
+    /// Hands the sides' monitor events (connections accepted and gone) to the tracker; libzmq
+    /// blocks its own I/O thread on a monitor that is not read, so they are read every round.
+    private func readConnectionEvents() {
+        for reader in monitorReaders {
+            while let frames = try? reader.receiveMultipart(mode: .dontWait) {
+                if let event = SocketEvent(frames: frames) { connections.record(event) }
+            }
+        }
     }
 
     /// Sends the end-of-stream records due for a replay, past any full subscriber (never waiting).
