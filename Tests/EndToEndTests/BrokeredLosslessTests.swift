@@ -10,15 +10,6 @@ import ZeroMQ
 // and the peers kit's client speaks the kit's interface. Real processes, ipc (tcp for the
 // peer client, whose interface defaults to it).
 
-/// The peak resident memory of a running process, in kB (`VmHWM`), or nil when it is gone.
-private func peakMemoryKilobytes(of pid: Int32) -> Int? {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-    }
-    return nil
-}
-
 @Suite("through the broker, with defaults (real processes)", .serialized, .timeLimit(.minutes(2)))
 struct BrokeredLosslessTests {
     @Test("a fast publisher's 200,000 x 256 B burst: nbus subscribe prints every one (it lost most of it before)")
@@ -47,11 +38,7 @@ struct BrokeredLosslessTests {
     func stoppedSubscriberCostsOthersNothing() async throws {
         let children = try Children()
         defer { children.killAll() }
-        let frontend = children.folder.ipc("f.sock")
-        let backend = children.folder.ipc("b.sock")
-        let broker = try children.start(
-            "broker", ["broker", "--frontend", frontend, "--backend", backend, "--slow-after", "0.2"])
-        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let (broker, frontend, backend) = try await children.startBroker(["--slow-after", "0.2"])
         let total = 40_000
         // The healthy one prints short text lines (its summary says what it lost): a subscriber
         // whose stdout this test reads too slowly would itself be a slow subscriber.

@@ -142,6 +142,16 @@ private struct RawPeerError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// A raw XPUB connected to a broker's frontend: it sees every subscription the broker forwards
+/// upstream, as a publisher would.
+private func probePublisher(_ context: Context, at frontend: String) throws -> Socket {
+    let probe = try context.socket(.xpub)
+    try probe.set(.linger, 0)
+    try probe.set(.receiveHighWaterMark, 0)
+    try probe.connect(frontend)
+    return probe
+}
+
 /// A subscription message: ZeroMQ's subscribe byte (1) and the prefix.
 private func subscribeMessage(_ prefix: [UInt8]) -> [UInt8] { [1] + prefix }
 
@@ -156,10 +166,8 @@ struct HostilePeerTests {
         defer { context.terminate() }
 
         // A probe publisher sees what the broker forwards upstream.
-        let probe = try context.socket(.xpub)
+        let probe = try probePublisher(context, at: frontend)
         defer { probe.close() }
-        try probe.set(.linger, 0)
-        try probe.connect(frontend)
 
         // The attacker speaks ZMTP by hand: a libzmq SUB of its own would hold the huge
         // subscription in its own recursive trie and overflow this process's stack instead.
@@ -228,19 +236,13 @@ struct HostilePeerTests {
     func publisherHearsEverySubscriptionBeyondTheMark() async throws {
         let children = try Children()
         defer { children.killAll() }
-        let frontend = children.folder.ipc("f.sock")
-        let backend = children.folder.ipc("b.sock")
-        let broker = try children.start("broker", ["broker", "--frontend", frontend, "--backend", backend, "--hwm", "100"])
-        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let (broker, frontend, backend) = try await children.startBroker(["--hwm", "100"])
         let context = try Context()
         defer { context.terminate() }
         // A probe publisher connected before anything subscribes sees each subscription live, so
         // once it has seen them all the broker holds them all.
-        let probe = try context.socket(.xpub)
+        let probe = try probePublisher(context, at: frontend)
         defer { probe.close() }
-        try probe.set(.linger, 0)
-        try probe.set(.receiveHighWaterMark, 0)
-        try probe.connect(frontend)
         // 300 foreign subscriptions that sort before "orders." (replayed first to a new publisher).
         let foreign = try context.socket(.sub)
         defer { foreign.close() }
@@ -314,10 +316,8 @@ struct HostilePeerTests {
         let context = try Context()
         defer { context.terminate() }
         // A probe publisher sees when the forged topics have reached the broker's frontend.
-        let probe = try context.socket(.xpub)
+        let probe = try probePublisher(context, at: frontend)
         defer { probe.close() }
-        try probe.set(.linger, 0)
-        try probe.connect(frontend)
         let forger = try context.socket(.sub)
         defer { forger.close() }
         try forger.set(.linger, 0)
@@ -432,11 +432,7 @@ struct HostilePeerTests {
     func unfinishedMessageIsBoundedByTheMemoryLimit() async throws {
         let children = try Children()
         defer { children.killAll() }
-        let frontend = children.folder.ipc("f.sock")
-        let backend = children.folder.ipc("b.sock")
-        let broker = try children.start(
-            "broker", ["broker", "--frontend", frontend, "--backend", backend, "--max-memory", "150"])
-        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        let (broker, frontend, backend) = try await children.startBroker(["--max-memory", "150"])
         // 1.5 GiB of parts of one message that never ends, 1 MiB each, reconnecting when dropped.
         // Before the limit the broker held all of it (libzmq keeps parts until the last one).
         let part = [UInt8](repeating: 0x5A, count: 1 << 20)
@@ -452,7 +448,7 @@ struct HostilePeerTests {
         attacker.close()
         #expect(await broker.waitForStderr(containing: "over the limit of 150 MiB"), "\(broker.describe())")
         #expect(reconnects > 0, "the broker never dropped the attacker")
-        let peak = peakMemoryKilobytesOf(broker.pid)
+        let peak = peakMemoryKilobytes(of: broker.pid)
         // Checked 10 times a second: a fast local sender gets some hundred MiB past the limit
         // before each drop, never the 1.5 GiB it sent.
         #expect((peak ?? 0) < 800_000, "broker peak RSS \(peak ?? -1) kB for 1.5 GiB sent")
@@ -467,13 +463,4 @@ struct HostilePeerTests {
         expectExit(stopped, 0, broker)
         #expect(stopped?.stdoutText.contains("memory resets 0") == false, "\(broker.describe())")
     }
-}
-
-/// The peak resident memory of a running process, in kB (`VmHWM`), or nil when it is gone.
-func peakMemoryKilobytesOf(_ pid: Int32) -> Int? {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
-    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-    }
-    return nil
 }

@@ -361,11 +361,11 @@ final class Children: Sendable {
     /// Starts `nbus broker` on `f.sock`/`b.sock` in the temp folder and waits for its banner (it
     /// listens then); records an issue and throws when it does not come.
     func startBroker(
-        sourceLocation: SourceLocation = #_sourceLocation
+        _ extraArguments: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> (broker: Child, frontend: String, backend: String) {
         let frontend = folder.ipc("f.sock")
         let backend = folder.ipc("b.sock")
-        let broker = try start("broker", ["broker", "--frontend", frontend, "--backend", backend])
+        let broker = try start("broker", ["broker", "--frontend", frontend, "--backend", backend] + extraArguments)
         try #require(
             await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())",
             sourceLocation: sourceLocation)
@@ -416,4 +416,13 @@ func stopSubscriber(_ subscriber: Child, sourceLocation: SourceLocation = #_sour
     let output = await subscriber.waitForExit()
     expectExit(output, 0, subscriber, sourceLocation: sourceLocation)
     return output
+}
+
+/// The peak resident memory of a running process, in kB (`VmHWM`), or nil when it is gone.
+func peakMemoryKilobytes(of pid: Int32) -> Int? {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+    for line in status.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    }
+    return nil
 }
