@@ -144,6 +144,13 @@ public struct BusConfiguration: Sendable {
             "heartbeatTimeoutMilliseconds must be 0 or more, not \(heartbeatTimeoutMilliseconds)")
     }
 
+    /// Resident memory (bytes) past which a bus that *binds* drops every connection of its bound
+    /// endpoints (it re-binds them; peers reconnect, what was in flight is lost and counted as
+    /// gaps), counted in `BusStats.memoryLimitResets`. It is the only bound on what libzmq holds
+    /// for a peer that sends a multi-part message and never finishes it (libzmq has no limit on
+    /// parts). nil (the default): none; a bus that only connects has no use for it.
+    public var maximumResidentMemory: UInt64?
+
     /// This publisher's NBP/1 id: random and non-zero unless set.
     public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)
 

@@ -101,6 +101,9 @@ public struct BusStats: Hashable, Sendable {
     public var framesReceived: UInt64 = 0
     /// Valid notifications that matched no local subscription (outside every pattern).
     public var unmatched: UInt64 = 0
+    /// Times this bus passed `BusConfiguration.maximumResidentMemory` and dropped the
+    /// connections of its bound endpoints.
+    public var memoryLimitResets: UInt64 = 0
     /// Control messages (names whose first token is `_nbus`) this version does not know: dropped,
     /// never delivered to a subscription (NBP-1 §13, §15).
     public var unknownControlMessages: UInt64 = 0

@@ -138,6 +138,11 @@ final class BusIOThread {
     /// reconnect, so a look every 64th round (and after every sleep) is prompt enough, and spares
     /// a busy loop a receive call per round on every connecting bus.
     private var roundsUntilHandshakeCheck = 0
+    /// The ipc and tcp endpoints this bus listens on (resolved), for `checkMemory`.
+    private var boundEndpoints: [(socket: Socket, endpoint: String)] = []
+    /// When resident memory is looked at next, and no second drop before `memoryCooldownUntil`.
+    private var nextMemoryCheck: UInt64 = 0
+    private var memoryCooldownUntil: UInt64 = 0
     /// CURVE server: the thread answering ZAP requests for this bus's context.
     private var authentication: ZAPHandler?
 
@@ -343,7 +348,9 @@ final class BusIOThread {
         switch attachment {
         case .bind(let endpoint):
             try socket.bind(endpoint)
-            resolvedEndpoints.append(try socket.lastEndpoint())
+            let resolved = try socket.lastEndpoint()
+            resolvedEndpoints.append(resolved)
+            if !resolved.hasPrefix("inproc://") { boundEndpoints.append((socket, resolved)) }
         case .connect(let endpoint):
             try socket.connect(endpoint)
             resolvedEndpoints.append(endpoint)
@@ -396,6 +403,7 @@ final class BusIOThread {
                 }
             }
             expireWaiters()
+            checkMemory()
             if didWork {
                 publishStats()
                 if spinNanoseconds > 0 { lastWork = Timestamps.monotonicNanoseconds() }
@@ -457,6 +465,29 @@ final class BusIOThread {
         core.wake.drain()
     }
 
+    /// Past `maximumResidentMemory`, drops every connection of the bound endpoints by re-binding
+    /// them (libzmq ends a listener's connections with it), then gives the memory back.
+    private func checkMemory() {
+        guard let limit = configuration.maximumResidentMemory, !boundEndpoints.isEmpty else { return }
+        let now = Timestamps.monotonicNanoseconds()
+        guard now >= nextMemoryCheck else { return }
+        nextMemoryCheck = now &+ 100_000_000
+        guard let resident = residentMemoryBytes(), resident > limit else { return }
+        releaseFreeMemory()
+        guard now >= memoryCooldownUntil, let after = residentMemoryBytes(), after > limit else { return }
+        memoryCooldownUntil = now &+ 300_000_000
+        stats.memoryLimitResets += 1
+        for (socket, endpoint) in boundEndpoints {
+            guard (try? socket.unbind(endpoint)) != nil else { continue }
+            // The old listener closes later, on libzmq's I/O thread: retry the bind for up to 2 s.
+            for _ in 0..<200 {
+                if (try? socket.bind(endpoint)) != nil { break }
+                usleep(10_000)
+            }
+        }
+        publishStats()
+    }
+
     private func park() {
         var poller = Poller()
         let wakeIndex = poller.register(fileDescriptor: core.wake.fileDescriptor)
@@ -464,6 +495,9 @@ final class BusIOThread {
         if let subscriber, !readingPaused { poller.register(subscriber) }
         for reader in handshakeMonitors { poller.register(reader) }
         var timeout = -1
+        // A memory limit is looked at ten times a second: a message a peer never finishes grows
+        // inside libzmq, where this loop sees no traffic.
+        if configuration.maximumResidentMemory != nil && !boundEndpoints.isEmpty { timeout = 100 }
         if let deadline = waiters.map(\.deadline).min() {
             let now = Timestamps.monotonicNanoseconds()
             let untilDeadline = deadline > now ? Int((deadline - now) / 1_000_000) + 1 : 0

@@ -59,6 +59,11 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Largest payload accepted, in bytes.", valueName: "bytes"))
     var maxPayload: Int = NBP1.defaultMaximumPayload
 
+    @Option(name: .customLong("max-memory"), help: ArgumentHelp(
+        "With --bind: resident memory (MiB) past which every connection is dropped, so no peer can grow this process without bound (0: no limit).",
+        valueName: "MiB"))
+    var maxMemory: Int = 4_096
+
     @Option(help: ArgumentHelp("Most headers accepted per notification (0-32).", valueName: "n"))
     var maxHeaders: Int = NBP1.maximumHeaderCount
 
@@ -87,6 +92,7 @@ struct Subscribe: AsyncParsableCommand {
         if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
         guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
         guard maxPayload >= 0 else { throw ValidationError("--max-payload must be 0 or more") }
+        guard (0...(1 << 30)).contains(maxMemory) else { throw ValidationError("--max-memory must be 0 (no limit) or more MiB") }
         guard (0...NBP1.maximumHeaderCount).contains(maxHeaders) else {
             throw ValidationError("--max-headers must be 0 to \(NBP1.maximumHeaderCount) (NBP/1's limit)")
         }
@@ -97,6 +103,7 @@ struct Subscribe: AsyncParsableCommand {
         try await CommandLifecycle.run(name: "subscribe") {
             var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
             configuration.maximumPayload = maxPayload
+            configuration.maximumResidentMemory = maxMemory == 0 ? nil : UInt64(maxMemory) << 20
             configuration.maximumHeaderCount = maxHeaders
             let bus: Bus
             let streams: [BusEventSequence]

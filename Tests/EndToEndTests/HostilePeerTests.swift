@@ -428,6 +428,35 @@ struct HostilePeerTests {
     }
 
 
+    @Test("the same against a bound nbus subscribe: --max-memory bounds it too")
+    func unfinishedMessageIsBoundedAtABindingSubscriber() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("s.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "mem.>", "--bind", endpoint, "--max-memory", "150", "--timeout", "60"])
+        // It binds at start; the first connection attempt waits for the socket file.
+        var attacker: RawZMTPPeer?
+        for _ in 0..<500 where attacker == nil {
+            attacker = try? RawZMTPPeer(ipc: endpoint, socketType: "PUB")
+            if attacker == nil { try await Task.sleep(for: .milliseconds(10)) }  // polling for the bind, bounded
+        }
+        var peer = try #require(attacker, "\(subscriber.describe())")
+        let part = [UInt8](repeating: 0x5A, count: 1 << 20)
+        var reconnects = 0
+        for _ in 0..<1_536 {
+            if !peer.sendPartOfUnfinishedMessage(part) {
+                reconnects += 1
+                peer.close()
+                peer = try RawZMTPPeer(ipc: endpoint, socketType: "PUB")
+            }
+        }
+        peer.close()
+        #expect(reconnects > 0, "the subscriber never dropped the attacker")
+        let peak = peakMemoryKilobytes(of: subscriber.pid)
+        #expect((peak ?? 0) < 800_000, "subscriber peak RSS \(peak ?? -1) kB for 1.5 GiB sent")
+    }
+
     @Test("a publisher that never finishes a multi-part message cannot grow the broker past --max-memory")
     func unfinishedMessageIsBoundedByTheMemoryLimit() async throws {
         let children = try Children()
