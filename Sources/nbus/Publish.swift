@@ -29,8 +29,9 @@ struct Publish: AsyncParsableCommand {
             end-of-stream record, within --close-timeout), prints its summary and exits as if done; \
             a second signal exits at once with 128 + the signal number.
             Exit status: 0 sent, 1 unsent notifications or another failure, 2 no subscriber in time, \
-            an unusable endpoint or key file, a key the server refused, or skipped input lines, \
-            64 bad arguments (checked before connecting).
+            an unusable endpoint or key file, a key the server refused (with --no-wait too, when \
+            the refusal is known at close and no subscriber reached this publisher), or skipped \
+            input lines, 64 bad arguments (checked before connecting).
             """)
 
     @Argument(help: "The notification name, e.g. orders.created (with --lines --input json: for lines without a name).")
@@ -306,12 +307,15 @@ struct Publish: AsyncParsableCommand {
         return true
     }
 
-    /// Waits for the subscribers, or for the server to refuse this publisher (an unlisted CURVE
-    /// key, or CURVE on one side only).
+    /// Waits for `count` subscribers (default: --subscribers) within `limit` (default: --timeout),
+    /// or for the server to refuse this publisher (an unlisted CURVE key, or CURVE on one side
+    /// only), whichever comes first.
     /// Waits for one subscriber more at a time, so a timeout can say how many had arrived.
-    func waitForSubscribers(_ bus: Bus, _ name: NotificationName) async -> WaitOutcome {
-        let limit = SecondsOption.duration(waitSeconds)
-        let count = subscriberCount
+    func waitForSubscribers(
+        _ bus: Bus, _ name: NotificationName, count: Int? = nil, within limit: Duration? = nil
+    ) async -> WaitOutcome {
+        let limit = limit ?? SecondsOption.duration(waitSeconds)
+        let count = count ?? subscriberCount
         return await withTaskGroup(of: WaitOutcome.self) { group in
             group.addTask {
                 let clock = ContinuousClock()
@@ -432,6 +436,11 @@ struct StandardInputFailed: Error, CustomStringConvertible {
 /// The running publisher: waits for its subscribers, posts, closes and prints its summary. A
 /// graceful shutdown cancels the waiting or posting; what was posted is still flushed at close.
 struct PublishService: Service {
+    /// With --no-wait and no subscriber: how long closing looks for a server's refusal (within
+    /// --close-timeout). A refusal takes a handshake's round trips; this is far above that on a
+    /// LAN, and all a fire-and-forget publish without subscribers waits longer.
+    static let refusalGrace = Duration.seconds(1)
+
     let command: Publish
     let bus: Bus
     let name: NotificationName
@@ -472,7 +481,23 @@ struct PublishService: Service {
         if Task.isShuttingDownGracefully {
             printError("nbus publish: stopping on signal; closing (up to \(command.closeTimeout) s)")
         }
+        // --no-wait waited for nobody, so a server's refusal (an unlisted key, CURVE on one side
+        // only) has not been looked for yet, and may still be on its way: a short run closes
+        // within milliseconds of connecting. So look now, for a moment (the refusal comes within
+        // a round trip or two), unless a subscriber of NAME has reached this publisher: then
+        // something was delivered and the summary stands.
+        var refused = false
+        if command.noWait && !Task.isShuttingDownGracefully {
+            let grace = min(SecondsOption.duration(command.closeTimeout), Self.refusalGrace)
+            refused = await command.waitForSubscribers(bus, name, count: 1, within: grace) == .refused
+        }
         let stats = await bus.close()
+        if refused && stats.endOfStreamUnacknowledged == 0 {
+            // Nothing reached anyone: what the wait would have reported (exit 2), not a "sent"
+            // summary that reads like success.
+            printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
+            throw ExitCode(2)
+        }
         var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
         if command.lines { summary += ", skipped \(skipped) malformed or unsendable line(s)" }
         // Posts no subscription covered were never sent (filtered at this publisher).
