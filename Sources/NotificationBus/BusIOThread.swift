@@ -310,14 +310,7 @@ final class BusIOThread {
 
     /// Counts `socket`'s failed handshakes in `stats` (`readHandshakeFailures`).
     private func monitorHandshakes(of socket: Socket) throws(ZMQError) {
-        // The reader connects first: libzmq blocks on a monitor that has no reader.
-        let endpoint = "inproc://nbus-handshakes-\(UInt64.random(in: 1...UInt64.max))"
-        let reader = try context.socket(.pair)
-        handshakeMonitors.append(reader)
-        try reader.set(.linger, 0)
-        try reader.set(.receiveHighWaterMark, 0)
-        try reader.connect(endpoint)
-        try socket.monitor(endpoint, events: .handshakeFailures)
+        handshakeMonitors.append(try context.monitorReader(for: socket, events: .handshakeFailures))
     }
 
     /// Stops the monitors before their readers, closes every socket, then stops the ZAP handler.

@@ -110,3 +110,24 @@ extension Socket {
         _ = try? zmqCall("zmq_socket_monitor") { zmq_socket_monitor(handle, nil, 0) }
     }
 }
+
+extension Context {
+    /// Starts monitoring `socket` for `events` and returns the PAIR socket that reads them, owned
+    /// by the caller's thread: connected before the monitor starts and without a receive limit
+    /// (libzmq blocks its I/O thread on a monitor without a reader, or with a full one). Call
+    /// `socket.stopMonitoring()` before closing the reader.
+    public func monitorReader(for socket: Socket, events: SocketEvents) throws(ZMQError) -> Socket {
+        let endpoint = "inproc://nbus-monitor-\(UInt64.random(in: 1...UInt64.max))"
+        let reader = try self.socket(.pair)
+        do {
+            try reader.set(.linger, 0)
+            try reader.set(.receiveHighWaterMark, 0)
+            try reader.connect(endpoint)
+            try socket.monitor(endpoint, events: events)
+        } catch {
+            reader.close()
+            throw error
+        }
+        return reader
+    }
+}

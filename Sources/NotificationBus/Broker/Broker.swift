@@ -223,13 +223,7 @@ public final class Broker: Sendable {
                     // connection events itself (the reader connects first: libzmq blocks on a
                     // monitor without one, so it also has no receive limit).
                     for side in [xsub, xpub] {
-                        let endpoint = "inproc://nbus-broker-monitor-\(UInt64.random(in: 1...UInt64.max))"
-                        let reader = try context.socket(.pair)
-                        monitorReaders.append(reader)
-                        try reader.set(.linger, 0)
-                        try reader.set(.receiveHighWaterMark, 0)
-                        try reader.connect(endpoint)
-                        try side.monitor(endpoint, events: ConnectionTracker.events)
+                        monitorReaders.append(try context.monitorReader(for: side, events: ConnectionTracker.events))
                     }
                 }
                 forwarder = try BrokerForwarder(
