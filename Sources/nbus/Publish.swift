@@ -487,7 +487,13 @@ struct PublishService: Service {
         // a round trip or two), unless a subscriber of NAME has reached this publisher: then
         // something was delivered and the summary stands.
         var refused = false
-        if command.noWait && !Task.isShuttingDownGracefully {
+        // Only where a refusal can come: a CURVE publisher, or one whose handshakes already
+        // failed (a plaintext one against a CURVE server, when libzmq reported it). A plain
+        // fire-and-forget publish with nobody listening closes at once.
+        let sofar = bus.stats
+        let refusalPossible =
+            command.curve.curveSecret != nil || sofar.handshakesFailed > 0 || sofar.handshakesRefused > 0
+        if command.noWait && refusalPossible && !Task.isShuttingDownGracefully {
             let grace = min(SecondsOption.duration(command.closeTimeout), Self.refusalGrace)
             refused = await command.waitForSubscribers(bus, name, count: 1, within: grace) == .refused
         }
