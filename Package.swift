@@ -1,6 +1,7 @@
 // swift-tools-version:6.1
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
-// Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ.
+// Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ,
+// and NotificationBus -> NBP1 (the wire protocol, pure Swift: no ZeroMQ, no Foundation).
 
 import PackageDescription
 
@@ -12,6 +13,7 @@ let package = Package(
     name: "NotificationBus",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "NBP1", targets: ["NBP1"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "NotificationBus", targets: ["NotificationBus"]),
         .library(name: "BusViews", targets: ["BusViews"]),
@@ -31,6 +33,12 @@ let package = Package(
             pkgConfig: "libzmq",
             providers: [.apt(["libzmq3-dev"])]
         ),
+        // NBP/1 itself: names, patterns, headers, the notification value, the envelope codec, control
+        // names and end-of-stream records. What a second implementation or the fuzzer needs, nothing else.
+        .target(
+            name: "NBP1",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "ZeroMQ",
             dependencies: ["CZeroMQ"],
@@ -39,6 +47,7 @@ let package = Package(
         .target(
             name: "NotificationBus",
             dependencies: [
+                "NBP1",
                 "ZeroMQ",
                 .product(name: "DequeModule", package: "swift-collections"),
             ],

@@ -37,8 +37,8 @@ public struct PeerClientOptions: Sendable {
     /// Throws `.invalidOptions` naming the first value out of range.
     public func validate() throws(BenchError) {
         guard count >= 1 else { throw .invalidOptions("--n must be at least 1") }
-        guard size >= 1, size <= NBP1.defaultMaximumPayload else {
-            throw .invalidOptions("--size must be 1...\(NBP1.defaultMaximumPayload) (the first byte marks END and Q)")
+        guard size >= 1, size <= WireFormat.defaultMaximumPayload else {
+            throw .invalidOptions("--size must be 1...\(WireFormat.defaultMaximumPayload) (the first byte marks END and Q)")
         }
         guard warmup >= 0 else { throw .invalidOptions("--warmup must be 0 or more") }
         let subjects = subject.split(separator: ",").map(String.init)

@@ -83,8 +83,8 @@ public struct ThroughputOptions: Sendable {
     /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
     public func validate() throws(BenchError) {
         guard count >= 2 else { throw .invalidOptions("--count must be at least 2") }
-        guard (0...NBP1.defaultMaximumPayload).contains(size) else {
-            throw .invalidOptions("--size must be 0...\(NBP1.defaultMaximumPayload)")
+        guard (0...WireFormat.defaultMaximumPayload).contains(size) else {
+            throw .invalidOptions("--size must be 0...\(WireFormat.defaultMaximumPayload)")
         }
         guard highWaterMark >= 0 else { throw .invalidOptions("--hwm must be >= 0 (0: unbounded)") }
         guard timeoutSeconds >= 1 else { throw .invalidOptions("--timeout must be at least 1 second") }

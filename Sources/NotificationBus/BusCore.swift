@@ -146,8 +146,7 @@ final class BusCore: Sendable {
     /// Stamps the message's sequence number for its name and queues it, in one critical section so
     /// sequence order is queue order. Takes the message (leaving nil) only when it is queued.
     func queue(message: inout Message?, name: NotificationName) -> PostOutcome {
-        // NBP/1: the sequence is the first field after the name, its NUL, and 8 bytes of header.
-        let sequenceOffset = name.rawValue.utf8.count + 1 + 8
+        let nameByteCount = name.rawValue.utf8.count
         let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
             if box.closed { return (.closed, false) }
             if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
@@ -155,7 +154,7 @@ final class BusCore: Sendable {
             box.outbound.append(taken)
             let sequence = box.sequences.next(for: name)
             box.outbound.withLastMessageBytes { raw in
-                raw.storeBytes(of: sequence.bigEndian, toByteOffset: sequenceOffset, as: UInt64.self)
+                EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
             }
             box.posted += 1
             let wake = box.sleeping

@@ -104,7 +104,7 @@ struct BusReceiver {
     let maximumTrackedStreams: Int
 
     init(
-        maximumPayload: Int, maximumHeaderCount: Int = NBP1.maximumHeaderCount,
+        maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount,
         maximumTrackedStreams: Int = BusConfiguration.defaultMaximumTrackedStreams
     ) {
         self.maximumPayload = maximumPayload

@@ -57,7 +57,7 @@ struct Subscribe: AsyncParsableCommand {
     var policy: Policy = .suspend
 
     @Option(help: ArgumentHelp("Largest payload accepted, in bytes.", valueName: "bytes"))
-    var maxPayload: Int = NBP1.defaultMaximumPayload
+    var maxPayload: Int = WireFormat.defaultMaximumPayload
 
     @Option(name: .customLong("max-memory"), help: ArgumentHelp(
         "With --bind: resident memory (MiB) past which every connection is dropped, so no peer can grow this process without bound (0: no limit).",
@@ -65,7 +65,7 @@ struct Subscribe: AsyncParsableCommand {
     var maxMemory: Int = 4_096
 
     @Option(help: ArgumentHelp("Most headers accepted per notification (0-32).", valueName: "n"))
-    var maxHeaders: Int = NBP1.maximumHeaderCount
+    var maxHeaders: Int = WireFormat.maximumHeaderCount
 
     @OptionGroup var curve: CurveOptions
 
@@ -93,8 +93,8 @@ struct Subscribe: AsyncParsableCommand {
         guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
         guard maxPayload >= 0 else { throw ValidationError("--max-payload must be 0 or more") }
         guard (0...(1 << 30)).contains(maxMemory) else { throw ValidationError("--max-memory must be 0 (no limit) or more MiB") }
-        guard (0...NBP1.maximumHeaderCount).contains(maxHeaders) else {
-            throw ValidationError("--max-headers must be 0 to \(NBP1.maximumHeaderCount) (NBP/1's limit)")
+        guard (0...WireFormat.maximumHeaderCount).contains(maxHeaders) else {
+            throw ValidationError("--max-headers must be 0 to \(WireFormat.maximumHeaderCount) (NBP/1's limit)")
         }
         try curve.validate(endpoints: endpoints, allowFlag: "--allow-publishers", allowList: allowPublishers)
     }

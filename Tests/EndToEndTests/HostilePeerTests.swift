@@ -188,7 +188,7 @@ struct HostilePeerTests {
         }
         #expect(dropped, "the broker kept a peer that sent a 300 KB subscription:\n\(broker.describe())")
         #expect(
-            seen.allSatisfy { $0.count <= NBP1.maximumSubscriptionLength },
+            seen.allSatisfy { $0.count <= WireFormat.maximumSubscriptionLength },
             "the broker forwarded a subscription of \(seen.map(\.count).max() ?? 0) bytes")
         // Leaving removes whatever the broker holds of it: this is where it used to crash.
         attacker.close()
@@ -283,7 +283,7 @@ struct HostilePeerTests {
         _ = try readSubscriptions(attacker) { $0.contains(subscribeMessage(Array("big.".utf8))) }
         // 8 MiB of "big.x": well past twice the largest NBP/1 frame. Before the fix the broker
         // read it whole and forwarded it to the subscriber.
-        let limit = Int(NBP1.transportFrameLimit())
+        let limit = Int(WireFormat.transportFrameLimit())
         var frame = Array("big.huge".utf8)
         frame += [UInt8](repeating: 0, count: 8 << 20)
         #expect(frame.count > limit)
