@@ -4,47 +4,44 @@ import Glibc
 import Synchronization
 import ZeroMQ
 
-/// A request to the I/O thread. Async code never touches a socket: it enqueues one of these.
+/// A request to the event loop. Async code never touches a socket: it enqueues one of these.
 enum BusCommand: Sendable {
     case addSubscription(SubscriptionStorage)
     case removeSubscription(UInt64)
-    case addWaiter(BusWaiter)
+    case addWaiter(WaitRequest, CheckedContinuation<Result<Void, BusError>, Never>)
     case cancelWaiter(UInt64)
     case resumeReading
-    case close
 }
 
-/// Something a caller awaits until the I/O thread sees it happen, with a deadline.
-struct BusWaiter: Sendable {
-    enum Kind: Sendable {
-        /// A readiness token `_nbus.ready.<bus>.<n>` for `pattern`'s subscription: resolved when its
-        /// echo arrives from a publisher.
-        case ready(token: NotificationName, pattern: NamePattern)
-        /// At least (or, with `atMost`, at most) `count` subscribers match `name` at this publisher.
-        case subscribers(count: Int, name: NotificationName, atMost: Bool)
-        /// A CURVE server refused this bus's key (`BusStats.handshakesRefused` > 0).
-        case handshakeRefused
+/// A bus's life, in one place: whether it takes work, and who waits for it to end.
+///
+/// `open` -> `closing` (`close()` or the last reference dropped) -> `closed` (the event loop has
+/// flushed, ended every subscription and wait, and closed every socket). A context terminated
+/// under the loop takes it from `open` to `closed` directly. Nothing goes back.
+enum BusLifecycle {
+    /// Posts, subscriptions, waits and executor jobs are taken.
+    case open
+    /// Nothing new is taken; the loop is flushing what it has. `close()` callers wait here.
+    case closing(closeWaiters: [CheckedContinuation<Void, Never>])
+    /// The loop has ended and every socket is closed.
+    case closed
+
+    var isOpen: Bool {
+        if case .open = self { return true }
+        return false
     }
-
-    let id: UInt64
-    let kind: Kind
-    /// Monotonic nanoseconds.
-    let deadline: UInt64
-    let what: String
-    let timeoutMilliseconds: Int
-    let continuation: CheckedContinuation<Result<Void, BusError>, Never>
 }
 
-/// The state async callers share with the I/O thread, behind one lock.
+/// The state async callers share with the event loop, behind one lock.
 struct Mailbox: ~Copyable {
+    var lifecycle = BusLifecycle.open
     var commands: [BusCommand] = []
-    /// Jobs of tasks that prefer the bus's executor, run by the I/O thread between rounds.
+    /// Jobs of tasks that prefer the bus's executor, run by the event loop between rounds.
     var jobs: [UnownedJob] = []
-    /// Encoded posts, as libzmq messages, waiting for the I/O thread (which swaps the whole batch out).
+    /// Encoded posts, as libzmq messages, waiting for the event loop (which swaps the whole batch out).
     var outbound = MessageBatch(capacity: 1024)
-    /// The I/O thread is (about to be) parked in `zmq_poll`; whoever enqueues must signal the eventfd.
+    /// The event loop is (about to be) parked in `zmq_poll`; whoever enqueues must signal the eventfd.
     var sleeping = false
-    var closed = false
     /// Next sequence number per name for this publisher (NBP/1: per (publisher, name), from 1).
     var sequences = PostSequences()
     var posted: UInt64 = 0
@@ -81,7 +78,7 @@ final class BusCore: Sendable {
     /// a bus whose executor is unused costs the loop no lock to find that out.
     let jobsQueued = Atomic<Bool>(false)
     private let nextID = Atomic<UInt64>(1)
-    /// The I/O thread's `pthread_self()` once it runs (0 before): to tell code on it from the rest.
+    /// The event loop's `pthread_self()` once it runs (0 before): to tell code on it from the rest.
     private let ioThread = Atomic<UInt>(0)
 
     /// Called by the I/O thread as it starts.
@@ -104,12 +101,12 @@ final class BusCore: Sendable {
         nextID.wrappingAdd(1, ordering: .relaxed).oldValue
     }
 
-    /// Queues a command and wakes the I/O thread if it sleeps. Commands after close are dropped
-    /// (close ends every subscription and waiter itself); returns false then.
+    /// Queues a command and wakes the event loop if it sleeps. Commands once the bus is closing
+    /// are refused (closing ends every subscription and wait itself); returns false then.
     @discardableResult
     func enqueue(_ command: BusCommand) -> Bool {
         let (accepted, wake) = mailbox.withLock { box -> (Bool, Bool) in
-            guard !box.closed else { return (false, false) }
+            guard box.lifecycle.isOpen else { return (false, false) }
             box.commands.append(command)
             let wake = box.sleeping
             box.sleeping = false
@@ -117,6 +114,45 @@ final class BusCore: Sendable {
         }
         if wake { self.wake.signal() }
         return accepted
+    }
+
+    /// Asks the event loop to close (`open` -> `closing`); `waiter`, when given, is resumed once
+    /// the loop has ended. Closing an already closing or closed bus only waits.
+    func requestClose(waiter: CheckedContinuation<Void, Never>? = nil) {
+        let (wake, resumeNow) = mailbox.withLock { box -> (Bool, Bool) in
+            switch box.lifecycle {
+            case .open:
+                box.lifecycle = .closing(closeWaiters: waiter.map { [$0] } ?? [])
+            case .closing(var waiters):
+                if let waiter { waiters.append(waiter) }
+                box.lifecycle = .closing(closeWaiters: waiters)
+            case .closed:
+                return (false, true)
+            }
+            let wake = box.sleeping
+            box.sleeping = false
+            return (wake, false)
+        }
+        if wake { self.wake.signal() }
+        if resumeNow { waiter?.resume() }
+    }
+
+    /// The event loop has ended (`closing` or, when its context was terminated under it, `open`
+    /// -> `closed`): resumes every `close()` caller. Ending twice is a programmer error.
+    func markClosed() {
+        let waiters = mailbox.withLock { box -> [CheckedContinuation<Void, Never>] in
+            switch box.lifecycle {
+            case .open:
+                box.lifecycle = .closed
+                return []
+            case .closing(let waiters):
+                box.lifecycle = .closed
+                return waiters
+            case .closed:
+                preconditionFailure("the event loop ended twice")
+            }
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     func wakeToResumeReading() {
@@ -132,7 +168,7 @@ final class BusCore: Sendable {
     /// Queues a job for the I/O thread and wakes it if it sleeps; false once the bus has closed.
     func enqueue(job: UnownedJob) -> Bool {
         let (accepted, wake) = mailbox.withLock { box -> (Bool, Bool) in
-            guard !box.closed else { return (false, false) }
+            guard box.lifecycle.isOpen else { return (false, false) }
             box.jobs.append(job)
             jobsQueued.store(true, ordering: .releasing)
             let wake = box.sleeping
@@ -148,7 +184,7 @@ final class BusCore: Sendable {
     func queue(message: inout Message?, name: NotificationName) -> PostOutcome {
         let nameByteCount = name.rawValue.utf8.count
         let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
-            if box.closed { return (.closed, false) }
+            guard box.lifecycle.isOpen else { return (.closed, false) }
             if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
             guard let taken = message.take() else { return (.queued, false) }
             box.outbound.append(taken)
@@ -210,7 +246,9 @@ final class BusCore: Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let resumeNow = mailbox.withLock { box -> Bool in
                     // Cancelled already: `onCancel` may have run before this waiter was in line.
-                    if box.closed || box.outbound.unsentCount < outboundCapacity || Task.isCancelled { return true }
+                    if !box.lifecycle.isOpen || box.outbound.unsentCount < outboundCapacity || Task.isCancelled {
+                        return true
+                    }
                     box.spaceWaiters.append(SpaceWaiter(id: id, continuation: continuation))
                     return false
                 }
