@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Synchronization
 import ZeroMQ
 
@@ -31,8 +30,9 @@ final class ZAPHandler: Sendable {
     private let thread: Mutex<pthread_t?>
     private let monitorPrefix: String
 
-    /// Binds the handler and connects a monitor reader per domain, on a new thread; returns once
-    /// they are in place. `onEvent` runs on that thread.
+    /// Binds the handler and connects a monitor reader per domain on the caller's thread, then
+    /// starts the thread that owns them; returns at once (nothing waits for another thread).
+    /// `onEvent` runs on that thread.
     init(
         context: Context, allowLists: [AuthenticationDomain: CurveAllowList?],
         onEvent: (@Sendable (AuthenticationEvent) -> Void)?,
@@ -47,44 +47,43 @@ final class ZAPHandler: Sendable {
         self.shared = shared
         let prefix = "inproc://nbus-zap-monitor-\(UInt64.random(in: 1...UInt64.max))-"
         monitorPrefix = prefix
-        thread = Mutex(nil)
-        let started = DispatchSemaphore(value: 0)
-        let failure = Mutex<BusError?>(nil)
-        let domains = allowLists.keys.sorted()
-        let handle = try spawnThread(named: "nbus-zap") {
-            let sockets: (handler: Socket, monitors: [(AuthenticationDomain, Socket)])
-            do throws(ZMQError) {
-                let handler = try context.socket(.rep)
-                try handler.set(.linger, 0)
-                try handler.bind(ZAPRequest.handlerEndpoint)
-                var monitors: [(AuthenticationDomain, Socket)] = []
-                for domain in domains {
-                    let reader = try context.socket(.pair)
-                    try reader.set(.linger, 0)
-                    // No limit: libzmq's monitor sends block its I/O thread when this queue is full.
-                    try reader.set(.receiveHighWaterMark, 0)
-                    try reader.connect(prefix + domain.rawValue)
-                    monitors.append((domain, reader))
-                }
-                sockets = (handler, monitors)
-            } catch {
-                failure.withLock { $0 = .transport(error) }
-                started.signal()
-                return
+        var made: [Socket] = []
+        let sockets: (handler: Socket, monitors: [(AuthenticationDomain, Socket)])
+        do throws(ZMQError) {
+            let handler = try context.socket(.rep)
+            made.append(handler)
+            try handler.set(.linger, 0)
+            try handler.bind(ZAPRequest.handlerEndpoint)
+            var monitors: [(AuthenticationDomain, Socket)] = []
+            for domain in allowLists.keys.sorted() {
+                let reader = try context.socket(.pair)
+                made.append(reader)
+                try reader.set(.linger, 0)
+                // No limit: libzmq's monitor sends block its I/O thread when this queue is full.
+                try reader.set(.receiveHighWaterMark, 0)
+                try reader.connect(prefix + domain.rawValue)
+                monitors.append((domain, reader))
             }
-            started.signal()
-            Self.run(
-                shared, handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent,
-                onConnectionEvent: onConnectionEvent)
-            for (_, reader) in sockets.monitors { reader.close() }
-            sockets.handler.close()
+            sockets = (handler, monitors)
+        } catch {
+            for socket in made { socket.close() }
+            throw .transport(error)
         }
-        started.wait()
-        if let error = failure.withLock({ $0 }) {
-            pthread_join(handle, nil)
+        let handoff = ThreadHandoff(value: sockets)
+        do {
+            let handle = try spawnThread(named: "nbus-zap") {
+                let sockets = handoff.value
+                Self.run(
+                    shared, handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent,
+                    onConnectionEvent: onConnectionEvent)
+                for (_, reader) in sockets.monitors { reader.close() }
+                sockets.handler.close()
+            }
+            thread = Mutex(handle)
+        } catch {
+            for socket in made { socket.close() }
             throw error
         }
-        thread.withLock { $0 = handle }
     }
 
     deinit {

@@ -56,6 +56,22 @@ extension BusEventLoop {
         return sent + skipped
     }
 
+    /// The XPUB refused a frame (`publisherBackpressure` and a full subscriber). A publisher-only
+    /// bus waits in a blocking send (`ZMQ_SNDTIMEO` 1 ms): libzmq reports an XPUB writable while
+    /// the next send still fails, so polling would spin. A bus that also subscribes must keep
+    /// reading, so it polls its other sockets for 1 ms instead.
+    func waitForRoomToSend() {
+        guard let publisher = sockets.publisher else { return }
+        guard sockets.subscriber == nil else { return park(timeout: 1, includePublisher: false) }
+        do {
+            try publisher.set(.sendTimeout, 1)
+            send(pending: publisher, mode: .blocking)
+            try publisher.set(.sendTimeout, -1)
+        } catch {
+            record(error, "setting the send timeout")
+        }
+    }
+
     /// Reads subscription messages from the XPUB socket into the publisher's state machine.
     func readSubscriptions() -> Bool {
         guard let publisher = sockets.publisher else { return false }
@@ -113,6 +129,35 @@ extension BusEventLoop {
         }
         if !failures.isEmpty && handshakesCannotSucceed { perform(waiters.handshakesCannotSucceed()) }
         return !failures.isEmpty
+    }
+
+    // MARK: Waits
+
+    /// What a new wait is judged against, as this loop sees the bus now.
+    func facts(for request: WaitRequest) -> WaitFacts {
+        var facts = WaitFacts(
+            isSubscriber: sockets.subscriber != nil, isPublisher: sockets.publisher != nil, loopback: sockets.loopback,
+            handshakesCannotSucceed: handshakesCannotSucceed)
+        switch request.kind {
+        case .ready(_, let pattern):
+            // Subscriptions queued before this wait (one mailbox, in order) are routes now; one of
+            // them must be able to receive names `pattern` matches (their prefixes agree).
+            let prefix = pattern.subscriptionPrefix
+            facts.readyPatternCovered = receiver.routes.contains { route in
+                route.prefix.count <= prefix.count ? prefix.starts(with: route.prefix) : route.prefix.starts(with: prefix)
+            }
+        case .subscribers(_, let name, _):
+            facts.subscriberCount = publisherSide.subscriberCount(matching: name)
+        case .handshakeRefused:
+            break
+        }
+        return facts
+    }
+
+    /// Whether a server refused this bus's key, or met it with another security mechanism (a
+    /// plaintext client of a CURVE server, or the reverse): retrying changes neither.
+    var handshakesCannotSucceed: Bool {
+        stats.handshakesRefused > 0 || stats.lastHandshakeFailure == .mechanismMismatch
     }
 
     /// Publishes the counters for `Bus.stats` (one lock; after each round of work).

@@ -37,8 +37,8 @@ final class BusEventLoop {
     /// reconnect, so a look every 64th round (and after every sleep) is prompt enough.
     private var roundsUntilHandshakeCheck = 0
     /// When resident memory is looked at next, and no second drop before `memoryCooldownUntil`.
-    private var nextMemoryCheck: UInt64 = 0
-    private var memoryCooldownUntil: UInt64 = 0
+    var nextMemoryCheck: UInt64 = 0
+    var memoryCooldownUntil: UInt64 = 0
 
     static let batchLimit = 1024
 
@@ -180,22 +180,6 @@ final class BusEventLoop {
         roundsUntilHandshakeCheck = 0
     }
 
-    /// The XPUB refused a frame (`publisherBackpressure` and a full subscriber). A publisher-only
-    /// bus waits in a blocking send (`ZMQ_SNDTIMEO` 1 ms): libzmq reports an XPUB writable while
-    /// the next send still fails, so polling would spin. A bus that also subscribes must keep
-    /// reading, so it polls its other sockets for 1 ms instead.
-    private func waitForRoomToSend() {
-        guard let publisher = sockets.publisher else { return }
-        guard sockets.subscriber == nil else { return park(timeout: 1, includePublisher: false) }
-        do {
-            try publisher.set(.sendTimeout, 1)
-            send(pending: publisher, mode: .blocking)
-            try publisher.set(.sendTimeout, -1)
-        } catch {
-            record(error, "setting the send timeout")
-        }
-    }
-
     // MARK: Commands and waits
 
     private func handle(_ command: BusCommand) {
@@ -234,33 +218,6 @@ final class BusEventLoop {
             }
             stats.activeSubscriptions = receiver.subscriptionCount
         }
-    }
-
-    /// What a new wait is judged against, as this loop sees the bus now.
-    private func facts(for request: WaitRequest) -> WaitFacts {
-        var facts = WaitFacts(
-            isSubscriber: sockets.subscriber != nil, isPublisher: sockets.publisher != nil, loopback: sockets.loopback,
-            handshakesCannotSucceed: handshakesCannotSucceed)
-        switch request.kind {
-        case .ready(_, let pattern):
-            // Subscriptions queued before this wait (one mailbox, in order) are routes now; one of
-            // them must be able to receive names `pattern` matches (their prefixes agree).
-            let prefix = pattern.subscriptionPrefix
-            facts.readyPatternCovered = receiver.routes.contains { route in
-                route.prefix.count <= prefix.count ? prefix.starts(with: route.prefix) : route.prefix.starts(with: prefix)
-            }
-        case .subscribers(_, let name, _):
-            facts.subscriberCount = publisherSide.subscriberCount(matching: name)
-        case .handshakeRefused:
-            break
-        }
-        return facts
-    }
-
-    /// Whether a server refused this bus's key, or met it with another security mechanism (a
-    /// plaintext client of a CURVE server, or the reverse): retrying changes neither.
-    var handshakesCannotSucceed: Bool {
-        stats.handshakesRefused > 0 || stats.lastHandshakeFailure == .mechanismMismatch
     }
 
     // MARK: Carrying out actions
@@ -336,26 +293,5 @@ final class BusEventLoop {
         }
         stats.socketErrors += 1
         stats.lastSocketError = "\(doing): \(error)"
-    }
-
-    // MARK: Memory guard
-
-    /// Past `maximumResidentMemory`, drops every connection of the bound endpoints by re-binding
-    /// them (libzmq ends a listener's connections with it), then gives the memory back.
-    private func checkMemory() {
-        guard let limit = configuration.maximumResidentMemory, !sockets.boundEndpoints.isEmpty else { return }
-        let now = Timestamps.monotonicNanoseconds()
-        guard now >= nextMemoryCheck else { return }
-        nextMemoryCheck = now &+ 100_000_000
-        guard let resident = residentMemoryBytes(), resident > limit else { return }
-        releaseFreeMemory()
-        guard now >= memoryCooldownUntil, let after = residentMemoryBytes(), after > limit else { return }
-        memoryCooldownUntil = now &+ 300_000_000
-        stats.memoryLimitResets += 1
-        for endpoint in sockets.rebindEndpoints() {
-            stats.socketErrors += 1
-            stats.lastSocketError = "re-binding \(endpoint) after the memory limit: it could not be bound again"
-        }
-        publishStats()
     }
 }
