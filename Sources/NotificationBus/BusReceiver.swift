@@ -289,10 +289,11 @@ struct BusReceiver {
     /// A publisher closed: every stream of it whose last sequence is beyond what arrived here
     /// lost its tail. Reports those gaps to the matching subscriptions and forgets the streams.
     private mutating func handleEndOfStream(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> Bool {
-        guard let notification = try? EnvelopeCodec.decode(
-            frame, validatedNameLength: nameLength, name: nil, maximumPayload: Int.max)
-        else {
-            counters.rejected[.headerMapInvalid, default: 0] += 1
+        let notification: Notification
+        do {
+            notification = try EnvelopeCodec.decode(frame, validatedNameLength: nameLength, name: nil, maximumPayload: Int.max)
+        } catch {
+            counters.rejected[error, default: 0] += 1
             return false
         }
         counters.endOfStreamRecords += 1

@@ -123,39 +123,53 @@ final class ZAPHandler: Sendable {
         _ shared: Shared, handler: Socket, monitors: [(AuthenticationDomain, Socket)],
         onEvent: (@Sendable (AuthenticationEvent) -> Void)?, onConnectionEvent: (@Sendable (SocketEvent) -> Void)?
     ) {
+        // Error policy: would-block is a value (`...IfReady`); a terminated context ends the
+        // thread; a failing poll backs off rather than spin. A reply the REP cannot send is lost
+        // with its handshake, which libzmq then fails (and the client's monitor counts).
         while !shared.stopRequested.load(ordering: .acquiring) {
             var poller = Poller()
             poller.register(fileDescriptor: shared.wake.fileDescriptor)
             poller.register(handler)
             for (_, reader) in monitors { poller.register(reader) }
-            _ = try? poller.poll(timeoutMilliseconds: -1)
+            do {
+                try poller.poll(timeoutMilliseconds: -1)
+            } catch {
+                if error.kind == .contextTerminated { return }
+                usleep(10_000)
+                continue
+            }
             shared.wake.drain()
             var events: [AuthenticationEvent] = []
-            while let frames = try? handler.receiveMultipart(mode: .dontWait) {
-                let now = Timestamps.monotonicNanoseconds()
-                guard let request = ZAPRequest(frames: frames) else {
-                    // libzmq never sends these; answer so the REP socket can take the next request.
-                    let reply = ZAPReply(
-                        requestID: frames.count > 1 ? frames[1] : [], status: .internalError, statusText: "malformed request")
-                    _ = try? handler.send(multipart: reply.frames)
-                    continue
-                }
-                let (reply, event) = shared.authenticator.withLock { $0.answer(request, now: now) }
-                _ = try? handler.send(multipart: reply.frames)
-                if let event { events.append(event) }
-            }
-            for (domain, reader) in monitors {
-                while let frames = try? reader.receiveMultipart(mode: .dontWait) {
-                    guard let socketEvent = SocketEvent(frames: frames) else { continue }
-                    if !socketEvent.event.isDisjoint(with: ConnectionTracker.events) {
-                        onConnectionEvent?(socketEvent)
+            do throws(ZMQError) {
+                while let frames = try handler.receiveMultipartIfReady() {
+                    let now = Timestamps.monotonicNanoseconds()
+                    guard let request = ZAPRequest(frames: frames) else {
+                        // libzmq never sends these; answer so the REP socket can take the next request.
+                        let reply = ZAPReply(
+                            requestID: frames.count > 1 ? frames[1] : [], status: .internalError,
+                            statusText: "malformed request")
+                        try handler.send(multipart: reply.frames)
                         continue
                     }
-                    let now = Timestamps.monotonicNanoseconds()
-                    if let event = shared.authenticator.withLock({ $0.record(socketEvent, domain: domain, now: now) }) {
-                        events.append(event)
+                    let (reply, event) = shared.authenticator.withLock { $0.answer(request, now: now) }
+                    try handler.send(multipart: reply.frames)
+                    if let event { events.append(event) }
+                }
+                for (domain, reader) in monitors {
+                    while let frames = try reader.receiveMultipartIfReady() {
+                        guard let socketEvent = SocketEvent(frames: frames) else { continue }
+                        if !socketEvent.event.isDisjoint(with: ConnectionTracker.events) {
+                            onConnectionEvent?(socketEvent)
+                            continue
+                        }
+                        let now = Timestamps.monotonicNanoseconds()
+                        if let event = shared.authenticator.withLock({ $0.record(socketEvent, domain: domain, now: now) }) {
+                            events.append(event)
+                        }
                     }
                 }
+            } catch {
+                if error.kind == .contextTerminated { return }
             }
             if let onEvent { for event in events { onEvent(event) } }
         }

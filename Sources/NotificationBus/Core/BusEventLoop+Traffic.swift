@@ -8,6 +8,7 @@ extension BusEventLoop {
     /// Hands queued frames to ZeroMQ. Without back-pressure XPUB never refuses (it drops at the
     /// HWM, which subscribers see as gaps); with it, a refused frame waits for the next round.
     func sendPending() -> Bool {
+        assertOnLoopThread()
         guard let publisher = sockets.publisher else {
             stats.unsent += UInt64(pending.removeAll())
             return false

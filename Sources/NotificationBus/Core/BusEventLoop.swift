@@ -5,9 +5,8 @@ import ZeroMQ
 
 /// The one thread that owns a bus's sockets: it parks in `zmq_poll`, wakes, swaps the mailbox,
 /// runs executor jobs, feeds what it read to the state machines (`PublisherStateMachine`,
-/// `SubscriberTopics`, `WaiterStateMachine`, `BusReceiver`) and carries out the actions they
-/// return against the sockets. It knows sockets and registrations; the protocol lives in the
-/// machines and in NBP1.
+/// `SubscriberTopics`, `WaiterStateMachine`, `BusReceiver`) and carries out their actions against
+/// the sockets. It knows sockets and registrations; the protocol is the machines' and NBP1's.
 ///
 /// Error policy, the same for every socket call: would-block is a value (`receiveIfReady`,
 /// `sendIfReady`, a batch send's count), never an error; a terminated context ends the loop; any
@@ -31,7 +30,7 @@ final class BusEventLoop {
     var loopbackRouted = 0
     var readingPaused = false
     var stats = BusStats()
-    /// Set by `record(_:)` when the context is terminated under the loop: the loop ends.
+    /// Set by `record(_:_:)` when the context is terminated under the loop: the loop ends.
     var contextTerminated = false
     /// Busy rounds until the handshake monitors are read again: failures repeat at every
     /// reconnect, so a look every 64th round (and after every sleep) is prompt enough.
@@ -183,6 +182,7 @@ final class BusEventLoop {
     // MARK: Commands and waits
 
     private func handle(_ command: BusCommand) {
+        assertOnLoopThread()
         switch command {
         case .addSubscription(let storage):
             addSubscription(storage)
@@ -223,6 +223,7 @@ final class BusEventLoop {
     // MARK: Carrying out actions
 
     func perform(_ actions: [WaiterStateMachine.Action]) {
+        assertOnLoopThread()
         for action in actions {
             switch action {
             case .subscribeToken(let topic):
@@ -246,6 +247,7 @@ final class BusEventLoop {
     }
 
     func perform(_ actions: [PublisherStateMachine.Action]) {
+        assertOnLoopThread()
         for action in actions {
             switch action {
             case .changeInterest(let changes):
@@ -265,6 +267,7 @@ final class BusEventLoop {
     /// Returns false when the SUB socket refused a subscription (recorded in `stats`).
     @discardableResult
     func perform(_ actions: [SubscriberTopics.Action]) -> Bool {
+        assertOnLoopThread()
         var succeeded = true
         for action in actions {
             do {
