@@ -38,14 +38,17 @@ public final class Bus: Sendable {
         } catch {
             throw .transport(error)
         }
+        let sockets = try BusSockets(configuration)
+        endpoints = sockets.resolvedEndpoints
+        // Posting threads send themselves while the loop sleeps, except looped back: local
+        // subscriptions get their posts from the loop.
+        let direct = sockets.loopback ? nil : sockets.publisher.map(DirectPublisher.init)
         let core = BusCore(
             wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
-            idleSpinNanoseconds: UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000)
+            idleSpinNanoseconds: UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000, directPublisher: direct)
         self.core = core
         let executor = BusExecutor(core: core)
         self.executor = executor
-        let sockets = try BusSockets(configuration)
-        endpoints = sockets.resolvedEndpoints
         let handoff = ThreadHandoff(value: sockets)
         do {
             let handle = try spawnThread(named: "nbus-io") {
@@ -71,6 +74,11 @@ public final class Bus: Sendable {
     /// The bus's counters now (refreshed by the I/O thread after each round of work).
     public var stats: BusStats {
         var stats = core.statsSnapshot.withLock { $0 }
+        // Posts that posting threads sent themselves are counted as they go, not by the loop.
+        let direct = core.mailbox.withLock { (sent: $0.sentDirectly, unsent: $0.unsentDirectly, posted: $0.posted) }
+        stats.sent += direct.sent
+        stats.unsent += direct.unsent
+        stats.posted = max(stats.posted, direct.posted)
         stats.unwanted = core.unwantedPosts
         stats.posted &+= stats.unwanted
         return stats

@@ -47,6 +47,38 @@ struct Mailbox: ~Copyable {
     var posted: UInt64 = 0
     /// Posters waiting for room in `outbound`.
     var spaceWaiters: [SpaceWaiter] = []
+    /// Who may use the XPUB now (see `PublisherSocketOwner`).
+    var publisherOwner = PublisherSocketOwner.loop
+    /// Posts posting threads sent on the XPUB themselves, and those ZeroMQ rejected outright.
+    var sentDirectly: UInt64 = 0
+    var unsentDirectly: UInt64 = 0
+}
+
+/// Who uses a bus's XPUB socket. The event loop holds it while it works and lets go of it while
+/// it sleeps: a post made then is sent by the posting thread itself, with no hand-off and no
+/// wake-up (the latency of a quiet bus is ZeroMQ's own). Under load the loop is awake, holds the
+/// socket, and posts go through the mailbox in batches as before. Every change happens under the
+/// mailbox lock, the full memory barrier libzmq asks for when a socket changes threads.
+///
+/// `loop` -> `free` (the loop parks) -> `poster` (one post is being sent) -> `free` -> `loop`
+/// (the loop woke; it waits out a poster's send). The loop never takes it from a poster.
+enum PublisherSocketOwner {
+    case loop
+    case free
+    case poster
+}
+
+/// A bus's XPUB as posting threads see it, for sends made while they own it (`PublisherSocketOwner.poster`).
+///
+/// `@unchecked Sendable`: `socket` is used only by the owner `Mailbox.publisherOwner` names, and
+/// ownership changes only under the mailbox lock (a full memory barrier), which is exactly what
+/// libzmq requires of a socket used by more than one thread: never at once, a barrier between.
+final class DirectPublisher: @unchecked Sendable {
+    let socket: Socket
+
+    init(_ socket: Socket) {
+        self.socket = socket
+    }
 }
 
 /// A poster waiting for room in the outbound queue; `id` lets a cancelled one leave the line.
@@ -91,7 +123,12 @@ final class BusCore: Sendable {
         ioThread.load(ordering: .acquiring) == UInt(pthread_self())
     }
 
-    init(wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0) {
+    /// The XPUB for posts a posting thread sends itself; nil when every post goes through the
+    /// loop (no publisher, or looped back: local subscriptions get posts from the loop).
+    let directPublisher: DirectPublisher?
+
+    init(wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0, directPublisher: DirectPublisher? = nil) {
+        self.directPublisher = directPublisher
         self.idleSpinNanoseconds = idleSpinNanoseconds
         self.wake = wake
         self.outboundCapacity = outboundCapacity
@@ -179,26 +216,106 @@ final class BusCore: Sendable {
         return accepted
     }
 
-    /// Stamps the message's sequence number for its name and queues it, in one critical section so
-    /// sequence order is queue order. Takes the message (leaving nil) only when it is queued.
+    /// What `queue` decided under the lock.
+    private enum QueueStep: ~Copyable {
+        case queued(wake: Bool)
+        case full
+        case closed
+        /// The loop sleeps and nothing waits before this post: the caller sends it itself.
+        case sendDirectly(Message, DirectPublisher)
+    }
+
+    /// Stamps the message's sequence number for its name and queues it (or, when the loop sleeps
+    /// and nothing is queued, sends it on the XPUB itself), in one critical section so sequence
+    /// order is send order. Takes the message (leaving nil) only when it is queued or sent.
     func queue(message: inout Message?, name: NotificationName) -> PostOutcome {
         let nameByteCount = name.rawValue.utf8.count
-        let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
-            guard box.lifecycle.isOpen else { return (.closed, false) }
-            if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
-            guard let taken = message.take() else { return (.queued, false) }
-            box.outbound.append(taken)
+        let step = mailbox.withLock { box -> QueueStep in
+            guard box.lifecycle.isOpen else { return .closed }
+            if box.outbound.unsentCount >= outboundCapacity { return .full }
+            guard var taken = message.take() else { return .queued(wake: false) }
             let sequence = box.sequences.next(for: name)
+            box.posted += 1
+            if let directPublisher, box.publisherOwner == .free, box.outbound.isEmpty {
+                box.publisherOwner = .poster
+                taken.withUnsafeMutableBytes { EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: $0) }
+                return .sendDirectly(taken, directPublisher)
+            }
+            box.outbound.append(taken)
             box.outbound.withLastMessageBytes { raw in
                 EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
             }
-            box.posted += 1
             let wake = box.sleeping
             box.sleeping = false
-            return (.queued, wake)
+            return .queued(wake: wake)
+        }
+        switch consume step {
+        case .queued(let wake):
+            if wake { self.wake.signal() }
+            return .queued
+        case .full:
+            return .full
+        case .closed:
+            return .closed
+        case .sendDirectly(let taken, let publisher):
+            sendDirectly(taken, on: publisher)
+            return .queued
+        }
+    }
+
+    /// Sends one post on the XPUB from the posting thread, which owns the socket until it gives
+    /// it back here. Refused (back-pressure), the post goes first in the outbound queue and the
+    /// loop takes over; either way the loop is woken if the send left it work (subscription
+    /// messages the send's command processing took the XPUB's signal for).
+    private func sendDirectly(_ message: consuming Message, on publisher: DirectPublisher) {
+        var message = message
+        var refused = false
+        var rejected = false
+        do {
+            refused = try !publisher.socket.sendIfReady(&message)
+        } catch {
+            rejected = true  // ZeroMQ refuses this frame outright: counted as unsent, like the loop does
+        }
+        // The send may have consumed the socket's signal for incoming subscription messages: a
+        // loop asleep on that signal must hear of them from here.
+        // Unreadable events (the socket closing) count as input: the loop then looks for itself.
+        let readable = Int32(PollEvents.readable.rawValue)
+        let input = ((try? publisher.socket.get(.events)) ?? readable) & readable != 0
+        var unsent: Message? = nil
+        if refused { unsent = consume message }
+        let wake = mailbox.withLock { box -> Bool in
+            if let taken = unsent.take() {
+                box.outbound.prepend(taken)
+            } else if rejected {
+                box.unsentDirectly += 1
+            } else {
+                box.sentDirectly += 1
+            }
+            box.publisherOwner = .free
+            guard box.sleeping, refused || input || !box.outbound.isEmpty else { return false }
+            box.sleeping = false
+            return true
         }
         if wake { self.wake.signal() }
-        return outcome
+    }
+
+    /// The event loop takes the XPUB back after sleeping, waiting out a poster's send in progress
+    /// (a few microseconds: one `zmq_msg_send`).
+    func takePublisherSocket() {
+        guard directPublisher != nil else { return }
+        while true {
+            let taken = mailbox.withLock { box -> Bool in
+                switch box.publisherOwner {
+                case .loop: return true
+                case .free:
+                    box.publisherOwner = .loop
+                    return true
+                case .poster: return false
+                }
+            }
+            if taken { return }
+            sched_yield()
+        }
     }
 
     /// Whether a post of `name` is wanted (`PublisherInterest.decide`); nil when the bus is closed.

@@ -95,6 +95,27 @@ extension BusEventLoop {
 
     // MARK: Subscriber side
 
+    /// A new subscription: a route for the receiver, its topics on the SUB socket.
+    func addSubscription(_ storage: SubscriptionStorage) {
+        guard sockets.subscriber != nil, !storage.isEnded else {
+            // `Bus.subscribe` counted its prefix as wanted already; it never became a subscription.
+            if sockets.loopback { core.changeInterest { $0.changeLocal(storage.pattern.subscriptionPrefix, subscribed: false) } }
+            return
+        }
+        receiver.add(storage)
+        stats.activeSubscriptions = receiver.subscriptionCount
+        if !perform(topics.add(storage.pattern)) {
+            // The SUB socket refused the subscription: end it now (the error is in `stats`)
+            // rather than leave a subscription that never receives.
+            if let failed = receiver.remove(id: storage.id) {
+                perform(topics.remove(failed.pattern))
+                failed.finishFromBus()
+            }
+            stats.activeSubscriptions = receiver.subscriptionCount
+        }
+    }
+
+
     /// Reads up to `batchLimit` frames, then hands each subscription its batch under one lock.
     func readNotifications() -> Bool {
         guard let subscriber = sockets.subscriber else { return false }

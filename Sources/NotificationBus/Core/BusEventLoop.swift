@@ -30,6 +30,8 @@ final class BusEventLoop {
     var loopbackRouted = 0
     var readingPaused = false
     var stats = BusStats()
+    /// The XPUB's `ZMQ_FD` when posting threads may send on it while the loop sleeps.
+    var publisherSignal: Int32?
     /// Set by `record(_:_:)` when the context is terminated under the loop: the loop ends.
     var contextTerminated = false
     /// Busy rounds until the handshake monitors are read again: failures repeat at every
@@ -51,6 +53,9 @@ final class BusEventLoop {
             maximumTrackedStreams: configuration.maximumTrackedStreams)
         publisherSide = PublisherStateMachine(publisherID: configuration.publisherID)
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
+        if core.directPublisher != nil, let publisher = sockets.publisher {
+            do { publisherSignal = try publisher.get(.fileDescriptor) } catch { record(error, "reading ZMQ_FD") }
+        }
     }
 
     /// In debug builds: traps unless called on the loop's own thread (every socket is its alone).
@@ -123,9 +128,14 @@ final class BusEventLoop {
                     return false
                 }
                 box.sleeping = true
+                // Asleep, the loop lends the XPUB to posting threads (`PublisherSocketOwner`).
+                if publisherSignal != nil { box.publisherOwner = .free }
                 return true
             }
-            if parked { park(timeout: parkTimeout()) }
+            if parked {
+                park(timeout: parkTimeout())
+                core.takePublisherSocket()
+            }
         }
         shutDown()
     }
@@ -162,7 +172,11 @@ final class BusEventLoop {
     func park(timeout: Int, includePublisher: Bool = true) {
         var poller = Poller()
         let wakeIndex = poller.register(fileDescriptor: core.wake.fileDescriptor)
-        if includePublisher, let publisher = sockets.publisher { poller.register(publisher) }
+        if includePublisher, let publisher = sockets.publisher {
+            // Lent to posting threads, the XPUB is watched through its signal fd: polling the
+            // socket itself would use it at the same time as a poster's send.
+            if let publisherSignal { poller.register(fileDescriptor: publisherSignal) } else { poller.register(publisher) }
+        }
         if let subscriber = sockets.subscriber, !readingPaused { poller.register(subscriber) }
         for reader in sockets.handshakeMonitors { poller.register(reader) }
         do {
@@ -198,25 +212,6 @@ final class BusEventLoop {
             perform(waiters.cancel(id: id))
         case .resumeReading:
             readingPaused = receiver.wantsProducerPaused
-        }
-    }
-
-    private func addSubscription(_ storage: SubscriptionStorage) {
-        guard sockets.subscriber != nil, !storage.isEnded else {
-            // `Bus.subscribe` counted its prefix as wanted already; it never became a subscription.
-            if sockets.loopback { core.changeInterest { $0.changeLocal(storage.pattern.subscriptionPrefix, subscribed: false) } }
-            return
-        }
-        receiver.add(storage)
-        stats.activeSubscriptions = receiver.subscriptionCount
-        if !perform(topics.add(storage.pattern)) {
-            // The SUB socket refused the subscription: end it now (the error is in `stats`)
-            // rather than leave a subscription that never receives.
-            if let failed = receiver.remove(id: storage.id) {
-                perform(topics.remove(failed.pattern))
-                failed.finishFromBus()
-            }
-            stats.activeSubscriptions = receiver.subscriptionCount
         }
     }
 
