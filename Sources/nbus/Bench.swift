@@ -63,7 +63,7 @@ struct BenchThroughput: AsyncParsableCommand {
     var latencySeconds: Double = 2
 
     @Option(name: .customLong("latency-spin-us"),
-            help: "Idle spin (BusConfiguration.idleSpinMicroseconds) of the low-latency paced run (the consumer on bus.executor as well); 0 skips it.")
+            help: "Idle spin (BusConfiguration.idleSpinMicroseconds) of the low-latency paced run; 0 skips it.")
     var latencySpinMicroseconds = ThroughputOptions(workerCommand: []).latencySpinMicroseconds
 
     @Option(name: .customLong("round-trips"), help: "Measured raw REQ/REP round trips.")
