@@ -223,6 +223,9 @@ struct SubscribeService: Service {
     func run() async throws {
         let (command, bus, streams) = (self.command, self.bus, self.streams)
         let printer = EventPrinter(limit: command.count, format: command.format == .json ? .json : .text)
+        // Not on `bus.executor`: formatting and writing every notification is heavy, and on the
+        // bus's own thread it would stop reading meanwhile (a burst then makes this subscriber
+        // slow at the broker); on another core the two run side by side.
         let printing = Task { await command.printEvents(of: streams, printing: printer) }
         let ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
             group.addTask {
