@@ -11,7 +11,7 @@ struct NBus: AsyncParsableCommand {
             (see protocol/NBP-1.md). Patterns: exact `orders.created`, one token \
             `orders.*.eu`, the rest `orders.>`.
             """,
-        subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Keygen.self, Bench.self]
+        subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Request.self, ReplyCommand.self, Keygen.self, Bench.self]
     )
 
     /// Refuses arguments that are not valid UTF-8, then parses and runs as ArgumentParser does.
