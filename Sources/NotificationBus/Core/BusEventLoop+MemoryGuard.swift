@@ -13,11 +13,11 @@ extension BusEventLoop {
         guard let limit = configuration.maximumResidentMemory, !sockets.boundEndpoints.isEmpty else { return }
         let now = Timestamps.monotonicNanoseconds()
         guard now >= nextMemoryCheck else { return }
-        nextMemoryCheck = now &+ 100_000_000
+        nextMemoryCheck = now &+ MemoryGuardTiming.checkInterval
         guard let resident = residentMemoryBytes(), resident > limit else { return }
         releaseFreeMemory()
         guard now >= memoryCooldownUntil, let after = residentMemoryBytes(), after > limit else { return }
-        memoryCooldownUntil = now &+ 300_000_000
+        memoryCooldownUntil = now &+ MemoryGuardTiming.cooldown
         stats.memoryLimitResets += 1
         for endpoint in sockets.rebindEndpoints() {
             stats.socketErrors += 1

@@ -155,11 +155,13 @@ final class BusEventLoop {
         return true
     }
 
-    /// How long the loop may sleep: until the next wait's deadline, and at most 100 ms while a
+    /// How long the loop may sleep: until the next wait's deadline, and at most 25 ms while a
     /// memory limit is kept (a message a peer never finishes grows inside libzmq, unseen here).
     private func parkTimeout() -> Int {
         var timeout = -1
-        if configuration.maximumResidentMemory != nil && !sockets.boundEndpoints.isEmpty { timeout = 100 }
+        if configuration.maximumResidentMemory != nil && !sockets.boundEndpoints.isEmpty {
+            timeout = Int(MemoryGuardTiming.checkIntervalMilliseconds)
+        }
         if let deadline = waiters.nextDeadline {
             let untilDeadline = Timestamps.milliseconds(until: deadline)
             timeout = timeout < 0 ? untilDeadline : min(timeout, untilDeadline)
