@@ -86,30 +86,37 @@ let package = Package(
             path: "examples/views/ViewsDemo",
             swiftSettings: strictSettings
         ),
+        // What every test target shares: bounded waits, one-shot signals, temp folders, endpoints.
+        .target(
+            name: "TestSupport",
+            dependencies: ["ZeroMQ"],
+            path: "Tests/Support",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ZeroMQTests",
-            dependencies: ["ZeroMQ"],
+            dependencies: ["ZeroMQ", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "BusViewsTests",
-            dependencies: ["BusViews", "NotificationBus"],
+            dependencies: ["BusViews", "NotificationBus", "TestSupport"],
             swiftSettings: strictSettings
         ),
         // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["nbus", "NotificationBus", "ZeroMQ"],
+            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "BusBenchTests",
-            dependencies: ["BusBench"],
+            dependencies: ["BusBench", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "NotificationBusTests",
-            dependencies: ["NotificationBus", "ZeroMQ"],
+            dependencies: ["NotificationBus", "ZeroMQ", "TestSupport"],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,5 +1,6 @@
 import BusViews
 import Testing
+import TestSupport
 
 /// An action that runs until the test releases it (or its task is cancelled).
 @MainActor

@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// The three consumers side by side: `onReceive`, a runtime feed task, and the article's plain
 /// task that subscribes inside its own closure.

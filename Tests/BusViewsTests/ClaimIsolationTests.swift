@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// A task closure written inside `body`: it inherits the main actor.
 private struct MainActorHandler: View {

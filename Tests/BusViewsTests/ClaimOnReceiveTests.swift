@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// Counts every notification in an action that touches no state.
 private struct SilentReceiver: View {

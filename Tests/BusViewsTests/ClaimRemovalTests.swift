@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// Both kinds of consumer on one pattern.
 private struct BothConsumers: View {

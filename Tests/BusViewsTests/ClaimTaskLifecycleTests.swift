@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// The article's first timer: `while true`, ignoring cancellation (with an escape hatch for the test).
 private struct StubbornTimer: View {

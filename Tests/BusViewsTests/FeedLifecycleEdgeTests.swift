@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// A task-style consumer whose loop takes one notification and returns while its view stays
 /// visible, next to an `onReceive` on another name.

@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// A task-style consumer with a replay policy, logging every event it is handed.
 private struct ReplayingConsumer: View {

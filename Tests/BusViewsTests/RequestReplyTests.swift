@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 @Suite("Request/reply on the bus, and a like action that sends one request however fast it is triggered")
 @MainActor

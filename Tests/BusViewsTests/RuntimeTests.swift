@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// A view whose body costs a fixed amount of busy work and re-renders on `ticks`.
 private struct CostlyView: View {

@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 @Suite("TaskSlot: the loadingTask holder of the task-role article")
 @MainActor

@@ -1,71 +1,8 @@
 import BusViews
 import NotificationBus
 import Synchronization
+import TestSupport
 import Testing
-
-/// A one-shot signal a test awaits; `fire()` is idempotent.
-final class Gate: Sendable {
-    private let stream: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
-
-    init() {
-        (stream, continuation) = AsyncStream<Void>.makeStream()
-    }
-
-    func fire() { continuation.finish() }
-
-    func wait() async {
-        for await _ in stream {}
-    }
-}
-
-/// Events appended from anywhere; a test awaits a condition on them (resumed by `append`, never polled).
-final class EventLog<Event: Sendable>: Sendable {
-    private struct Waiter {
-        let condition: @Sendable ([Event]) -> Bool
-        let continuation: CheckedContinuation<[Event], Never>
-    }
-
-    private let state = Mutex<(events: [Event], waiters: [Waiter])>(([], []))
-
-    init() {}
-
-    func append(_ event: Event) {
-        let (ready, events) = state.withLock { state in
-            state.events.append(event)
-            var ready: [Waiter] = []
-            let events = state.events
-            state.waiters.removeAll { waiter in
-                guard waiter.condition(events) else { return false }
-                ready.append(waiter)
-                return true
-            }
-            return (ready, events)
-        }
-        for waiter in ready { waiter.continuation.resume(returning: events) }
-    }
-
-    var events: [Event] { state.withLock { $0.events } }
-
-    /// Returns the events once `condition` holds.
-    @discardableResult
-    func wait(until condition: @escaping @Sendable ([Event]) -> Bool) async -> [Event] {
-        await withCheckedContinuation { (continuation: CheckedContinuation<[Event], Never>) in
-            let ready: [Event]? = state.withLock { state in
-                if condition(state.events) { return state.events }
-                state.waiters.append(Waiter(condition: condition, continuation: continuation))
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
-
-    /// Returns once at least `count` events were appended.
-    @discardableResult
-    func wait(count: Int) async -> [Event] {
-        await wait { $0.count >= count }
-    }
-}
 
 /// A flag set from one task and read from another (stops loops that ignore cancellation).
 final class Flag: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ZeroMQ
 @testable import NotificationBus
+import TestSupport
 
 @Suite("Loss accounting, unsubscription and malformed input", .timeLimit(.minutes(1)))
 struct BusAccountingTests {

@@ -1,5 +1,6 @@
 import Testing
 import NotificationBus
+import TestSupport
 
 @Suite("Bus in one process (inproc)")
 struct BusEmbeddedTests {

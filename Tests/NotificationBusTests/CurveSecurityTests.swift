@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import ZeroMQ
 @testable import NotificationBus
+import TestSupport
 
 /// The authentication events a broker (or a CURVE server bus) reported, awaitable with a bound.
 final class AuthenticationLog: Sendable {

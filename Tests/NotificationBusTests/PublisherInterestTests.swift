@@ -1,6 +1,7 @@
 import Testing
 
 @testable import NotificationBus
+import TestSupport
 
 // Filtering before encoding: what a post's name is worth to this publisher's subscribers, decided
 // without sockets, and what a real publisher does with it.

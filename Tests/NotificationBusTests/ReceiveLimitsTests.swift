@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import ZeroMQ
 @testable import NotificationBus
+import TestSupport
 
 /// Malformed frames, one kind per NBP/1 reason a flood can provoke past ZeroMQ's prefix filter
 /// (every frame starts with `f.`). Headers and payload sizes assume a receiver limited to 4

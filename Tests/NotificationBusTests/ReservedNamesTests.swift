@@ -2,6 +2,7 @@ import Testing
 import ZeroMQ
 
 @testable import NotificationBus
+import TestSupport
 
 // NBP-1 §15 reserves every name whose first token is `_nbus`, and §13 lets new control messages
 // appear under it without a new version: a bus neither posts such a name nor delivers one.

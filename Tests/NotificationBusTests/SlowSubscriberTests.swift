@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NotificationBus
+import TestSupport
 
 @Suite("A slow subscriber next to a fast one", .timeLimit(.minutes(1)))
 struct SlowSubscriberTests {

@@ -1,5 +1,6 @@
 import Testing
 @testable import NotificationBus
+import TestSupport
 
 // What a publisher counts as a subscriber of a name (`waitForSubscribers`, `nbus publish
 // --subscribers N`). Found by the multi-host test: a subscriber of `orders.*.eu` made a publisher of

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ZeroMQ
+import TestSupport
 
 @Suite("Poller, proxy, CURVE keys and library facts")
 struct PollerProxyCurveTests {
