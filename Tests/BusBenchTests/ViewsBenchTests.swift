@@ -1,6 +1,7 @@
 import Foundation
 import NotificationBus
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import BusBench
@@ -213,30 +214,17 @@ struct ViewsHTMLTests {
     }
 }
 
-/// Counts `ready` calls; `wait()` returns once there were `expected`.
+/// Counts `ready` calls; `wait()` returns once there were `expected` (bounded: an issue after 30 s).
 private final class Countdown: Sendable {
-    private let state: Mutex<(left: Int, waiters: [CheckedContinuation<Void, Never>])>
+    private let left: Watched<Int>
 
-    init(_ expected: Int) { state = Mutex((expected, [])) }
+    init(_ expected: Int) { left = Watched(expected) }
 
-    func arrive() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.left -= 1
-            guard state.left <= 0 else { return [] }
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
+    func arrive() { left.update { $0 -= 1 } }
 
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
-                if state.left <= 0 { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
+    func wait(sourceLocation: SourceLocation = #_sourceLocation) async {
+        if !(await left.wait { $0 <= 0 }) {
+            Issue.record("not every host subscribed within \(standardWait)", sourceLocation: sourceLocation)
         }
     }
 }
