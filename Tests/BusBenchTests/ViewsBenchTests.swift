@@ -177,7 +177,7 @@ extension JSONDecoder {
     }
 }
 
-@Suite("Views HTML report")
+@Suite("Views HTML report", .timeLimit(.minutes(1)))
 struct ViewsHTMLTests {
     @Test("The page is self-contained and every chart is well-formed SVG, for a run and for a sweep")
     func page() throws {
@@ -229,7 +229,7 @@ private final class Countdown: Sendable {
     }
 }
 
-@Suite("Views scenario in one process", .serialized)
+@Suite("Views scenario in one process", .serialized, .timeLimit(.minutes(2)))
 struct ViewsInProcessTests {
     /// The publisher and one host per style in this process, over ipc: the real workers' code
     /// without the child processes.
@@ -401,7 +401,7 @@ private final class ProgressLog: Sendable {
     var all: [PostingProgress] { updates.withLock { $0 } }
 }
 
-@Suite("nbus bench views and filter, real processes", .serialized)
+@Suite("nbus bench views and filter, real processes", .serialized, .timeLimit(.minutes(2)))
 struct ViewsEndToEndTests {
     @Test(
         "bench views: baseline rows with non-zero counts in the JSON, every identity holds, posting progress reported",

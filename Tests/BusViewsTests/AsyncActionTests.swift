@@ -28,7 +28,7 @@ private final class HeldAction {
     }
 }
 
-@Suite("AsyncAction: the AsyncButton of the articles")
+@Suite("AsyncAction: the AsyncButton of the articles", .timeLimit(.minutes(1)))
 @MainActor
 struct AsyncActionTests {
     @Test("While a run is in flight, a second trigger does not start a second run", .timeLimit(.minutes(1)))

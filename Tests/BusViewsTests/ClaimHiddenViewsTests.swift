@@ -56,7 +56,7 @@ private func notificationTexts(_ events: [BusEvent]) -> [String] {
     events.compactMap { if case .notification(let notification) = $0 { text(notification) } else { nil } }
 }
 
-@Suite("Article claim 6: hidden but existing views (TabView, LazyList)")
+@Suite("Article claim 6: hidden but existing views (TabView, LazyList)", .timeLimit(.minutes(1)))
 @MainActor
 struct ClaimHiddenViewsTests {
     @Test("6a. In a TabView, task consumers miss what is posted while their tab is hidden; onReceive misses nothing",

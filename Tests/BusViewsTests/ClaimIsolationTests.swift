@@ -38,7 +38,7 @@ private struct DetachedHandler: View {
     }
 }
 
-@Suite("Article claim 5: where the task closure runs")
+@Suite("Article claim 5: where the task closure runs", .timeLimit(.minutes(1)))
 @MainActor
 struct ClaimIsolationTests {
     @Test("5. A closure written in body runs on the main actor; a nonisolated handler runs off it, and main-actor busy time shows it",

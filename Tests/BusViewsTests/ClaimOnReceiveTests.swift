@@ -33,7 +33,7 @@ private struct FilteringTaskView: View {
     }
 }
 
-@Suite("Article claims 1 and 2: onReceive renders per message, a filtering task renders per match")
+@Suite("Article claims 1 and 2: onReceive renders per message, a filtering task renders per match", .timeLimit(.minutes(1)))
 @MainActor
 struct ClaimOnReceiveTests {
     @Test("1. onReceive re-evaluates body for every message, even when the action changes no state",

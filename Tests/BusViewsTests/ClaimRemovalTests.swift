@@ -20,7 +20,7 @@ private struct BothConsumers: View {
     }
 }
 
-@Suite("Article claim 7: conditional content destroys the view")
+@Suite("Article claim 7: conditional content destroys the view", .timeLimit(.minutes(1)))
 @MainActor
 struct ClaimRemovalTests {
     @Test("7. A view removed by conditional content stops both consumers and releases its bus subscriptions",

@@ -65,7 +65,7 @@ private struct RestartingConsumer: View {
 }
 
 /// Edges of a task-style consumer's lifecycle that a review found miscounted or stalling.
-@Suite("Task feeds at the edges of their lifecycle")
+@Suite("Task feeds at the edges of their lifecycle", .timeLimit(.minutes(1)))
 @MainActor
 struct FeedLifecycleEdgeTests {
     @Test("A loop that ends while its view is visible does not hold the bus back; what follows is counted missed",

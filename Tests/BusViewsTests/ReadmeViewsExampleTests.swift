@@ -14,7 +14,7 @@ private struct Ticker: View {
     }
 }
 
-@Suite("README views example")
+@Suite("README views example", .timeLimit(.minutes(1)))
 @MainActor
 struct ReadmeViewsExampleTests {
     @Test("The README's Ticker view mounts and counts what it handles", .timeLimit(.minutes(1)))

@@ -26,7 +26,7 @@ private func transcript(_ events: [BusEvent]) -> [String] {
     }
 }
 
-@Suite("Replay: what a hidden task-style consumer gets back on reappear")
+@Suite("Replay: what a hidden task-style consumer gets back on reappear", .timeLimit(.minutes(1)))
 @MainActor
 struct ReplayTests {
     /// Shows the consumer, posts `visible`, hides it, posts `hidden`, shows it again, posts `after`;

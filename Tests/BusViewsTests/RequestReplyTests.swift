@@ -3,7 +3,7 @@ import NotificationBus
 import Testing
 import TestSupport
 
-@Suite("Request/reply on the bus, and a like action that sends one request however fast it is triggered")
+@Suite("Request/reply on the bus, and a like action that sends one request however fast it is triggered", .timeLimit(.minutes(1)))
 @MainActor
 struct RequestReplyTests {
     @Test("request returns the responder's reply", .timeLimit(.minutes(1)))

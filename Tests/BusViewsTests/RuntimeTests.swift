@@ -24,7 +24,7 @@ private struct LifecycleView: View {
     }
 }
 
-@Suite("Runtime: body cost, state, lifecycle")
+@Suite("Runtime: body cost, state, lifecycle", .timeLimit(.minutes(1)))
 @MainActor
 struct RuntimeTests {
     @Test("Each body evaluation costs the configured busy work, measured on the monotonic clock",

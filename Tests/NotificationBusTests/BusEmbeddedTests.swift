@@ -2,7 +2,7 @@ import Testing
 import NotificationBus
 import TestSupport
 
-@Suite("Bus in one process (inproc)")
+@Suite("Bus in one process (inproc)", .timeLimit(.minutes(1)))
 struct BusEmbeddedTests {
     @Test("Every posted notification arrives once, in order, with its stamp")
     func deliversInOrder() async throws {

@@ -43,7 +43,7 @@ private final class QueueSink: BusEventSink {
     }
 }
 
-@Suite("Sink subscriptions: events handed over on the I/O thread")
+@Suite("Sink subscriptions: events handed over on the I/O thread", .timeLimit(.minutes(1)))
 struct BusEventSinkTests {
     @Test("A full sink pauses the bus; resumeReading lets it go on; every notification arrives once, in order")
     func backPressureThroughTheSink() async throws {

@@ -1,7 +1,7 @@
 import Testing
 import NotificationBus
 
-@Suite("Tasks on the bus's own thread (bus.executor)")
+@Suite("Tasks on the bus's own thread (bus.executor)", .timeLimit(.minutes(1)))
 struct BusExecutorTests {
     @Test("A posting task and a for-await task on the bus's executor: every notification once, in order, across a full mailbox")
     func postAndConsumeOnTheBusThread() async throws {

@@ -5,7 +5,7 @@ import TestSupport
 
 // Filtering before encoding: what a post's name is worth to this publisher's subscribers, decided
 // without sockets, and what a real publisher does with it.
-@Suite("PublisherInterest: filtering before encoding")
+@Suite("PublisherInterest: filtering before encoding", .timeLimit(.minutes(1)))
 struct PublisherInterestTests {
     let created = try! NotificationName("orders.created")
     let shipped = try! NotificationName("orders.shipped")

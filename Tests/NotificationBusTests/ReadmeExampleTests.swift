@@ -1,7 +1,7 @@
 import Testing
 import NotificationBus
 
-@Suite("README example")
+@Suite("README example", .timeLimit(.minutes(1)))
 struct ReadmeExampleTests {
     @Test("The README's first example runs as written")
     func readmeExample() async throws {

@@ -7,7 +7,7 @@ import TestSupport
 // `orders.shipped.us` start before the subscriber of `orders.>` it was waiting for had arrived, so
 // that subscriber silently missed the first notifications (a late join is not a loss).
 
-@Suite("Subscriber counting at a publisher")
+@Suite("Subscriber counting at a publisher", .timeLimit(.minutes(1)))
 struct SubscriberCountTests {
     static let name = try! NotificationName("orders.shipped.us")
 
