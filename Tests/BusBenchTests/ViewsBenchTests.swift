@@ -234,10 +234,9 @@ struct ViewsInProcessTests {
     /// The publisher and one host per style in this process, over ipc: the real workers' code
     /// without the child processes.
     private func run(_ scenario: ViewsScenario) async throws -> ViewsReport {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nbus-views-test-\(UInt32.random(in: 0...UInt32.max))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let endpoint = "ipc://\(folder.path)/views.sock"
+        let folder = try TempFolder(prefix: "nbus-views-test")
+        defer { folder.remove() }
+        let endpoint = folder.ipc("views.sock")
         let ready = Countdown(scenario.styles.count)
         let publisher = Task {
             try await ScenarioPublisher.run(
@@ -253,8 +252,8 @@ struct ViewsInProcessTests {
             }
         }
         var results: [(ScenarioPublisherResult, ScenarioHostResult)] = []
-        let done = try await publisher.value
-        for host in hosts { results.append((done, try await host.value)) }
+        let done = try await publisher.value(within: .seconds(90), "the scenario publisher")
+        for host in hosts { results.append((done, try await host.value(within: .seconds(90), "a scenario host"))) }
         return ViewsReport(scenario: scenario, date: Date(), wallNanoseconds: 1, results: results)
     }
 

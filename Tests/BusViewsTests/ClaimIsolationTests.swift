@@ -82,8 +82,8 @@ struct ClaimIsolationTests {
 
         let main = try #require(host.node(at: "root/main"))
         let detached = try #require(host.node(at: "root/detached"))
-        let mainMetrics = await main.waitForMetrics { $0.handlingNanoseconds >= UInt64(count - 1) * 300_000 }
-        let detachedMetrics = await detached.waitForMetrics { $0.handlingNanoseconds >= UInt64(count - 1) * 300_000 }
+        let mainMetrics = await main.waitForMetrics(within: standardWait) { $0.handlingNanoseconds >= UInt64(count - 1) * 300_000 }
+        let detachedMetrics = await detached.waitForMetrics(within: standardWait) { $0.handlingNanoseconds >= UInt64(count - 1) * 300_000 }
         #expect(mainMetrics.mainActorBusyNanoseconds >= UInt64(count - 1) * 300_000)
         #expect(detachedMetrics.mainActorBusyNanoseconds < 300_000)
         host.unmount()

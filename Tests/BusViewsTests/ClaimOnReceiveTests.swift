@@ -90,7 +90,7 @@ struct ClaimOnReceiveTests {
 
         let taskNode = try #require(host.node(at: "root/task"))
         // 15 short messages and the "done" fence changed no state (counted once the loop asks for more).
-        let task = await taskNode.waitForMetrics { $0.messagesHandled == 21 && $0.messagesFiltered == 16 }
+        let task = await taskNode.waitForMetrics(within: standardWait) { $0.messagesHandled == 21 && $0.messagesFiltered == 16 }
         #expect(task.stateUpdates == 5)
         #expect(task.bodyEvaluations == 1 + 5)
         #expect(task.latency.totalCount == 5)

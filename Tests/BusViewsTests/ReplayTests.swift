@@ -48,12 +48,12 @@ struct ReplayTests {
         tabs.selection = "elsewhere"
         for (name, payload) in hidden { try await bus.post(name: name, payload: Array(payload.utf8)) }
         let received = UInt64(visible.count + hidden.count)
-        await node.waitForMetrics { $0.feedReceived == received }
+        await node.waitForMetrics(within: standardWait) { $0.feedReceived == received }
 
         tabs.selection = "content"
         for (name, payload) in after { try await bus.post(name: name, payload: Array(payload.utf8)) }
         let total = UInt64(visible.count + hidden.count + after.count)
-        let metrics = await node.waitForMetrics { $0.feedReceived == total && $0.messagesHandled + $0.missedWhileHidden == total }
+        let metrics = await node.waitForMetrics(within: standardWait) { $0.feedReceived == total && $0.messagesHandled + $0.missedWhileHidden == total }
         let events = await log.wait { events in
             events.filter { if case .notification = $0 { true } else { false } }.count == Int(metrics.messagesHandled)
         }

@@ -51,7 +51,7 @@ struct RequestReplyTests {
         #expect(like.triggersIgnored == 9)
         await requests.wait(count: 1)
         release.fire()
-        await like.waitUntilIdle()
+        await like.waitUntilIdle(within: standardWait)
         #expect(replies.events == ["liked"])
         #expect(requests.events == ["photo-7"])
         responder.cancel()

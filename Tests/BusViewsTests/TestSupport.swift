@@ -62,3 +62,27 @@ final class AtomicCounter: Sendable {
     func increment() { value.add(1, ordering: .releasing) }
     var count: Int { value.load(ordering: .acquiring) }
 }
+
+extension ViewNode {
+    /// `waitForMetrics`, bounded: after `timeout` an issue and the counters as they are, so the
+    /// test's own checks fail too (the library's wait has no bound and ignores cancellation).
+    func waitForMetrics(
+        within timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: @escaping @Sendable (ViewMetrics) -> Bool
+    ) async -> ViewMetrics {
+        if let metrics = await Task(operation: { await self.waitForMetrics(condition) }).value(orNilAfter: timeout) {
+            return metrics
+        }
+        Issue.record("the view's metrics did not reach the condition within \(timeout): \(metrics)", sourceLocation: sourceLocation)
+        return metrics
+    }
+}
+
+extension AsyncAction {
+    /// `waitUntilIdle`, bounded: after `timeout` an issue instead of a hang.
+    func waitUntilIdle(within timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation) async {
+        if await Task(operation: { await self.waitUntilIdle() }).value(orNilAfter: timeout) == nil {
+            Issue.record("the action was still running after \(timeout)", sourceLocation: sourceLocation)
+        }
+    }
+}

@@ -63,7 +63,7 @@ struct BusEventSinkTests {
             }
             subscription.resumeReading()
         }
-        try await producer.value
+        try await producer.value(within: .seconds(30))
         #expect(payloads == (1...total).map(String.init))
         #expect(sink.state.withLock { $0.fullReports } > 0)  // the bound was reached and held
         let stats = subscription.stats

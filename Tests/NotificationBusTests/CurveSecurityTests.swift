@@ -75,14 +75,18 @@ struct SecuredBroker {
     }
 }
 
-/// Receives `count` notifications from `events`, in order.
-func receive(_ count: Int, from events: BusEventSequence) async -> [NotificationBus.Notification] {
-    var received: [NotificationBus.Notification] = []
-    for await event in events {
-        if case .notification(let notification) = event { received.append(notification) }
-        if received.count == count { break }
-    }
-    return received
+/// Receives `count` notifications from `events`, in order (bounded: fewer and an issue after 30 s).
+func receive(
+    _ count: Int, from events: BusEventSequence, sourceLocation: SourceLocation = #_sourceLocation
+) async -> [NotificationBus.Notification] {
+    await Task {
+        var received: [NotificationBus.Notification] = []
+        for await event in events {
+            if case .notification(let notification) = event { received.append(notification) }
+            if received.count == count { break }
+        }
+        return received
+    }.value(within: .seconds(30), "\(count) notifications", sourceLocation: sourceLocation)
 }
 
 @Suite("CURVE: a broker that admits only allow-listed keys", .serialized, .timeLimit(.minutes(1)))

@@ -123,25 +123,28 @@ struct ReceiveLimitsTests {
         let posting = Task {
             for index in 1...validCount { try await publisher.post(name: validName, payload: Array("v\(index)".utf8)) }
         }
-        var valid: [UInt64] = []
-        var floodSentWhenValidDone = -1
-        var sawSentinel = false
-        for await event in events {
-            guard case .notification(let notification) = event else {
-                Issue.record("unexpected gap: \(event)")
-                continue
+        let (valid, floodSentWhenValidDone) = await Task {
+            var valid: [UInt64] = []
+            var floodSentWhenValidDone = -1
+            var sawSentinel = false
+            for await event in events {
+                guard case .notification(let notification) = event else {
+                    Issue.record("unexpected gap: \(event)")
+                    continue
+                }
+                if notification.name == validName {
+                    valid.append(notification.sequence)
+                    if valid.count == validCount { floodSentWhenValidDone = floodSent.load(ordering: .relaxed) }
+                } else if notification.name.rawValue == "f.end" {
+                    sawSentinel = true
+                } else {
+                    Issue.record("a malformed frame was delivered: \(notification)")
+                }
+                if sawSentinel && valid.count == validCount { break }
             }
-            if notification.name == validName {
-                valid.append(notification.sequence)
-                if valid.count == validCount { floodSentWhenValidDone = floodSent.load(ordering: .relaxed) }
-            } else if notification.name.rawValue == "f.end" {
-                sawSentinel = true
-            } else {
-                Issue.record("a malformed frame was delivered: \(notification)")
-            }
-            if sawSentinel && valid.count == validCount { break }
-        }
-        try await posting.value
+            return (valid, floodSentWhenValidDone)
+        }.value(within: .seconds(40), "the valid notifications and the flood's sentinel")
+        try await posting.value(within: .seconds(30))
         done.wait()
         #expect(floodFailure.withLock { $0 } == nil)
         let stats = await subscriber.close()

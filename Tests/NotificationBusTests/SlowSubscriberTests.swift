@@ -73,7 +73,7 @@ struct SlowSubscriberTests {
         let publisherStats = await publisher.close()
         await slowBus.close()
         await fastBus.close()
-        let (slowReceived, slowGaps) = await slowConsumer.value
+        let (slowReceived, slowGaps) = await slowConsumer.value(within: .seconds(30))
 
         #expect(fastGaps.isEmpty)
         #expect(fast.stats.received == published && fast.stats.lostUpstream == 0)

@@ -98,6 +98,21 @@ extension Task where Failure == Never {
     }
 }
 
+extension Task where Failure == Never {
+    /// The task's value, or nil when `timeout` passes first; then the task is cancelled and left
+    /// behind, so even a wait that ignores cancellation cannot hang the test.
+    public func value(orNilAfter timeout: Duration) async -> Success? {
+        let outcome = Watched<[Success]>([])
+        Task<Void, Never> {
+            let value = await self.value
+            outcome.update { $0 = [value] }
+        }
+        if await outcome.wait(timeout: timeout, until: { !$0.isEmpty }) { return outcome.value.first }
+        cancel()
+        return nil
+    }
+}
+
 extension Task where Failure == any Error {
     /// The task's value, bounded like `Task<_, Never>.value(within:)`.
     public func value(
