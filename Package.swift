@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
 // Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ.
 
@@ -10,7 +10,9 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "NotificationBus",
-    platforms: [.macOS(.v15)],
+    // Linux only, so no Apple platform is declared: CZeroMQ.h includes Linux headers
+    // (sys/eventfd.h, sys/prctl.h, malloc.h). Tools 6.2: swift-subprocess, swift-service-lifecycle
+    // and swift-log need it, and so does `nonisolated(nonsending)` in NotificationBus.
     products: [
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "NotificationBus", targets: ["NotificationBus"]),
@@ -19,11 +21,12 @@ let package = Package(
         .executable(name: "nbus-baseline", targets: ["ZeroMQBaseline"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-collections.git", exact: "1.6.0"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", exact: "0.2.0"),
-        .package(url: "https://github.com/swiftlang/swift-subprocess.git", exact: "1.0.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -40,7 +43,6 @@ let package = Package(
             name: "NotificationBus",
             dependencies: [
                 "ZeroMQ",
-                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strictSettings
         ),
@@ -59,6 +61,8 @@ let package = Package(
                 "NotificationBus",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                // ChildProcess imports SystemPackage (Subprocess's file descriptors) on Linux.
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSettings
         ),
@@ -74,6 +78,7 @@ let package = Package(
                 "BusBench",
                 "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
