@@ -46,6 +46,13 @@ final class VirtualNetwork: Sendable {
         id = "\(Self.namePrefix)\(getpid())-\(Self.counter.add(1, ordering: .relaxed).newValue)"
     }
 
+    /// Whether this process could try at all: root and iproute2. A suite trait checks this, so the
+    /// usual reasons to skip are reported as skips before the test starts, on every compiler.
+    static var mayBeAvailable: Bool { geteuid() == 0 && findTool("ip") != nil }
+
+    /// NBUS_REQUIRE_NETNS=1: a machine that cannot host the network fails the tests instead.
+    static var required: Bool { ProcessInfo.processInfo.environment["NBUS_REQUIRE_NETNS"] == "1" }
+
     /// Creates the switch namespace and its bridge; throws `NetworkUnavailable` when this machine
     /// cannot (not root, no iproute2, namespaces or veth/bridge links not permitted).
     static func create() async throws -> VirtualNetwork {
@@ -212,7 +219,7 @@ final class VirtualNetwork: Sendable {
         if done.wait(timeout: .now() + 5) == .timedOut { kill(process.processIdentifier, SIGKILL) }
     }
 
-    private static func findTool(_ name: String) -> URL? {
+    static func findTool(_ name: String) -> URL? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         let folders = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
         for folder in folders where FileManager.default.isExecutableFile(atPath: "\(folder)/\(name)") {

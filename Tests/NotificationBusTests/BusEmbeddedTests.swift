@@ -128,11 +128,12 @@ struct BusEmbeddedTests {
         let name = try NotificationName("p.q")
         let first = try bus.notifications(named: "p.>")
         let second = try bus.notifications(named: "p.q")
-        // Subscribers are counted per bus: both local subscriptions are this one bus.
-        try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(5))
+        // Subscribers are counted per bus: both local subscriptions are this one bus. Each wait
+        // throws .timedOut when the count it waits for does not come.
+        await #expect(throws: Never.self) { try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(5)) }
         first.cancel()
         second.cancel()
-        try await bus.waitForNoSubscribers(matching: name, timeout: .seconds(5))
+        await #expect(throws: Never.self) { try await bus.waitForNoSubscribers(matching: name, timeout: .seconds(5)) }
         await bus.close()
     }
 
