@@ -66,6 +66,7 @@ final class AtomicCounter: Sendable {
 extension ViewNode {
     /// `waitForMetrics`, bounded: after `timeout` an issue and the counters as they are, so the
     /// test's own checks fail too (the library's wait has no bound and ignores cancellation).
+    @discardableResult
     func waitForMetrics(
         within timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation,
         _ condition: @escaping @Sendable (ViewMetrics) -> Bool
