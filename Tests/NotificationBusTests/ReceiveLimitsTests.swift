@@ -103,7 +103,7 @@ struct ReceiveLimitsTests {
                 try raw.set(.receiveTimeout, 20_000)
                 try raw.set(.linger, 5_000)
                 try raw.bind(floodEndpoint)
-                while try raw.receive() != [1] + Array("f.".utf8) {}
+                try raw.awaitSubscription(Array("f.".utf8))
                 ready.signal()
                 for index in 0..<floodCount {
                     try raw.send(multipart: frames[index % frames.count])
