@@ -1,4 +1,4 @@
-// swift-tools-version:6.1
+// swift-tools-version:6.2
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
 // Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ,
 // and NotificationBus -> NBP1 (the wire protocol, pure Swift: no ZeroMQ, no Foundation).
@@ -11,7 +11,9 @@ let strictSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "NotificationBus",
-    platforms: [.macOS(.v15)],
+    // Linux only, so no Apple platform is declared: CZeroMQ.h includes Linux headers
+    // (sys/eventfd.h, sys/prctl.h, malloc.h). Tools 6.2: swift-subprocess, swift-service-lifecycle
+    // and swift-log need it, and so does `nonisolated(nonsending)` in NotificationBus.
     products: [
         .library(name: "NBP1", targets: ["NBP1"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
@@ -21,11 +23,12 @@ let package = Package(
         .executable(name: "nbus-baseline", targets: ["ZeroMQBaseline"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser.git", exact: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-collections.git", exact: "1.6.0"),
-        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", exact: "0.2.0"),
-        .package(url: "https://github.com/swiftlang/swift-subprocess.git", exact: "1.0.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.8.1"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .systemLibrary(
@@ -49,7 +52,6 @@ let package = Package(
             dependencies: [
                 "NBP1",
                 "ZeroMQ",
-                .product(name: "DequeModule", package: "swift-collections"),
             ],
             swiftSettings: strictSettings
         ),
@@ -68,6 +70,8 @@ let package = Package(
                 "NotificationBus",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                // ChildProcess imports SystemPackage (Subprocess's file descriptors) on Linux.
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: strictSettings
         ),
@@ -84,6 +88,8 @@ let package = Package(
                 "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
@@ -96,30 +102,37 @@ let package = Package(
             path: "examples/views/ViewsDemo",
             swiftSettings: strictSettings
         ),
+        // What every test target shares: bounded waits, one-shot signals, temp folders, endpoints.
+        .target(
+            name: "TestSupport",
+            dependencies: ["ZeroMQ"],
+            path: "Tests/Support",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "ZeroMQTests",
-            dependencies: ["ZeroMQ"],
+            dependencies: ["ZeroMQ", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "BusViewsTests",
-            dependencies: ["BusViews", "NotificationBus"],
+            dependencies: ["BusViews", "NotificationBus", "TestSupport"],
             swiftSettings: strictSettings
         ),
         // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["nbus", "NotificationBus", "ZeroMQ"],
+            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "BusBenchTests",
-            dependencies: ["BusBench"],
+            dependencies: ["BusBench", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "NotificationBusTests",
-            dependencies: ["NotificationBus", "ZeroMQ"],
+            dependencies: ["NotificationBus", "ZeroMQ", "TestSupport"],
             swiftSettings: strictSettings
         ),
     ]

@@ -8,7 +8,7 @@ import Glibc
 
 @testable import BusBench
 
-@Suite("Benchmark child processes")
+@Suite("Benchmark child processes", .timeLimit(.minutes(1)))
 struct ChildProcessTests {
     @Test("Lines are read as they come, stderr is kept, the exit status is reported")
     func linesAndStatus() async throws {
@@ -148,7 +148,7 @@ struct ThroughputReportTests {
     }
 }
 
-@Suite("In-process rows")
+@Suite("In-process rows", .timeLimit(.minutes(1)))
 struct InProcessTests {
     @Test("Foundation's block observer sees every post and its payload")
     func foundation() {
@@ -190,7 +190,7 @@ let builtExecutables: (nbus: String, baseline: String)? = {
     return nil
 }()
 
-@Suite("nbus bench throughput, real processes")
+@Suite("nbus bench throughput, real processes", .timeLimit(.minutes(3)))
 struct ThroughputEndToEndTests {
     @Test(
         "A small run over ipc: raw and bus deliver everything, latency and round trip are measured",

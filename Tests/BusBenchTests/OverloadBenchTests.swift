@@ -125,7 +125,7 @@ private let builtOverloadExecutable: String? = {
     return nil
 }()
 
-@Suite("nbus bench overload, real processes")
+@Suite("nbus bench overload, real processes", .timeLimit(.minutes(2)))
 struct OverloadEndToEndTests {
     @Test(
         "2 s of overload with small sizes: losses counted exactly, the identity holds, memory bounded",

@@ -1,6 +1,7 @@
 import Foundation
 import NotificationBus
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import BusBench
@@ -176,7 +177,7 @@ extension JSONDecoder {
     }
 }
 
-@Suite("Views HTML report")
+@Suite("Views HTML report", .timeLimit(.minutes(1)))
 struct ViewsHTMLTests {
     @Test("The page is self-contained and every chart is well-formed SVG, for a run and for a sweep")
     func page() throws {
@@ -213,43 +214,29 @@ struct ViewsHTMLTests {
     }
 }
 
-/// Counts `ready` calls; `wait()` returns once there were `expected`.
+/// Counts `ready` calls; `wait()` returns once there were `expected` (bounded: an issue after 30 s).
 private final class Countdown: Sendable {
-    private let state: Mutex<(left: Int, waiters: [CheckedContinuation<Void, Never>])>
+    private let left: Watched<Int>
 
-    init(_ expected: Int) { state = Mutex((expected, [])) }
+    init(_ expected: Int) { left = Watched(expected) }
 
-    func arrive() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.left -= 1
-            guard state.left <= 0 else { return [] }
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
+    func arrive() { left.update { $0 -= 1 } }
 
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
-                if state.left <= 0 { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
+    func wait(sourceLocation: SourceLocation = #_sourceLocation) async {
+        if !(await left.wait { $0 <= 0 }) {
+            Issue.record("not every host subscribed within \(standardWait)", sourceLocation: sourceLocation)
         }
     }
 }
 
-@Suite("Views scenario in one process", .serialized)
+@Suite("Views scenario in one process", .serialized, .timeLimit(.minutes(2)))
 struct ViewsInProcessTests {
     /// The publisher and one host per style in this process, over ipc: the real workers' code
     /// without the child processes.
     private func run(_ scenario: ViewsScenario) async throws -> ViewsReport {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nbus-views-test-\(UInt32.random(in: 0...UInt32.max))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let endpoint = "ipc://\(folder.path)/views.sock"
+        let folder = try TempFolder(prefix: "nbus-views-test")
+        defer { folder.remove() }
+        let endpoint = folder.ipc("views.sock")
         let ready = Countdown(scenario.styles.count)
         let publisher = Task {
             try await ScenarioPublisher.run(
@@ -265,8 +252,8 @@ struct ViewsInProcessTests {
             }
         }
         var results: [(ScenarioPublisherResult, ScenarioHostResult)] = []
-        let done = try await publisher.value
-        for host in hosts { results.append((done, try await host.value)) }
+        let done = try await publisher.value(within: .seconds(90), "the scenario publisher")
+        for host in hosts { results.append((done, try await host.value(within: .seconds(90), "a scenario host"))) }
         return ViewsReport(scenario: scenario, date: Date(), wallNanoseconds: 1, results: results)
     }
 
@@ -413,7 +400,7 @@ private final class ProgressLog: Sendable {
     var all: [PostingProgress] { updates.withLock { $0 } }
 }
 
-@Suite("nbus bench views and filter, real processes", .serialized)
+@Suite("nbus bench views and filter, real processes", .serialized, .timeLimit(.minutes(2)))
 struct ViewsEndToEndTests {
     @Test(
         "bench views: baseline rows with non-zero counts in the JSON, every identity holds, posting progress reported",

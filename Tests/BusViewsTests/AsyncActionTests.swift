@@ -1,5 +1,6 @@
 import BusViews
 import Testing
+import TestSupport
 
 /// An action that runs until the test releases it (or its task is cancelled).
 @MainActor
@@ -27,7 +28,7 @@ private final class HeldAction {
     }
 }
 
-@Suite("AsyncAction: the AsyncButton of the articles")
+@Suite("AsyncAction: the AsyncButton of the articles", .timeLimit(.minutes(1)))
 @MainActor
 struct AsyncActionTests {
     @Test("While a run is in flight, a second trigger does not start a second run", .timeLimit(.minutes(1)))
@@ -43,13 +44,13 @@ struct AsyncActionTests {
         #expect(action.triggersIgnored == 2)
 
         held.release()
-        await action.waitUntilIdle()
+        await action.waitUntilIdle(within: standardWait)
         #expect(!action.isDisabled)
         #expect(held.started == 1)
         #expect(action.trigger())
         await held.startedLog.wait(count: 2)
         held.release()
-        await action.waitUntilIdle()
+        await action.waitUntilIdle(within: standardWait)
     }
 
     @Test("Without .disableWhileRunning, triggers start concurrent runs", .timeLimit(.minutes(1)))
@@ -62,7 +63,7 @@ struct AsyncActionTests {
         #expect(action.runsInFlight == 2)
         #expect(!action.isDisabled)
         held.release()
-        await action.waitUntilIdle()
+        await action.waitUntilIdle(within: standardWait)
     }
 
     @Test("Progress shows only once a run has lasted the delay (150 ms by default)", .timeLimit(.minutes(1)))
@@ -85,7 +86,7 @@ struct AsyncActionTests {
         #expect(action.isShowingProgress)
 
         held.release()
-        await action.waitUntilIdle()
+        await action.waitUntilIdle(within: standardWait)
         #expect(!action.isShowingProgress)
     }
 
@@ -96,7 +97,7 @@ struct AsyncActionTests {
         let action = AsyncAction(clock: clock) {}
         action.onChange = { shown.append($0.isShowingProgress) }
         action.trigger()
-        await action.waitUntilIdle()
+        await action.waitUntilIdle(within: standardWait)
         #expect(clock.pendingSleepers == 0)
         clock.advance(by: .seconds(1))
         #expect(!shown.events.contains(true))
@@ -114,7 +115,7 @@ struct AsyncActionTests {
         clock.advance(by: .seconds(1))
         #expect(!action.isShowingProgress)
         held.release()
-        await action.waitUntilIdle()
+        await action.waitUntilIdle(within: standardWait)
     }
 
     @Test("cancel() cancels the run in flight; the action sees the cancellation", .timeLimit(.minutes(1)))
@@ -124,7 +125,7 @@ struct AsyncActionTests {
         action.trigger()
         await held.startedLog.wait(count: 1)
         action.cancel()
-        await action.waitUntilIdle()
+        await action.waitUntilIdle(within: standardWait)
         #expect(held.finishedCancelled == 1)
         #expect(!action.isRunning)
         #expect(!action.isShowingProgress)
@@ -141,6 +142,6 @@ struct AsyncActionTests {
         await shown.wait { $0.contains(true) }
         #expect(ContinuousClock.now - started >= .milliseconds(20))
         held.release()
-        await action.waitUntilIdle()
+        await action.waitUntilIdle(within: standardWait)
     }
 }

@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// The three consumers side by side: `onReceive`, a runtime feed task, and the article's plain
 /// task that subscribes inside its own closure.
@@ -55,7 +56,7 @@ private func notificationTexts(_ events: [BusEvent]) -> [String] {
     events.compactMap { if case .notification(let notification) = $0 { text(notification) } else { nil } }
 }
 
-@Suite("Article claim 6: hidden but existing views (TabView, LazyList)")
+@Suite("Article claim 6: hidden but existing views (TabView, LazyList)", .timeLimit(.minutes(1)))
 @MainActor
 struct ClaimHiddenViewsTests {
     @Test("6a. In a TabView, task consumers miss what is posted while their tab is hidden; onReceive misses nothing",
@@ -88,7 +89,7 @@ struct ClaimHiddenViewsTests {
         #expect(receiverNode.exists && !receiverNode.isVisible)
         for index in 0..<4 { try await bus.post(name: "claim6.item", payload: Array("hidden \(index)".utf8)) }
         await received.wait(count: 7)
-        await feedNode.waitForMetrics { $0.feedReceived == 7 }
+        await feedNode.waitForMetrics(within: standardWait) { $0.feedReceived == 7 }
         #expect(feedNode.metrics.missedWhileHidden == 4)
 
         tabs.selection = "content"
@@ -156,13 +157,13 @@ struct ClaimHiddenViewsTests {
 
         for index in 0..<10 {
             let row = try #require(host.node(at: "root/row-\(index)"))
-            let metrics = await row.waitForMetrics { $0.feedReceived == 3 && $0.messagesHandled >= 3 }
+            let metrics = await row.waitForMetrics(within: standardWait) { $0.feedReceived == 3 && $0.messagesHandled >= 3 }
             if index < 5 {
                 #expect(metrics.missedWhileHidden == 3, "row \(index) is scrolled out")
                 #expect(metrics.messagesHandled == 3, "onReceive only")
             } else {
                 #expect(metrics.missedWhileHidden == 0, "row \(index) is in the window")
-                await row.waitForMetrics { $0.messagesHandled == 6 }
+                await row.waitForMetrics(within: standardWait) { $0.messagesHandled == 6 }
             }
         }
         list.window = 0..<5

@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// A task closure written inside `body`: it inherits the main actor.
 private struct MainActorHandler: View {
@@ -37,7 +38,7 @@ private struct DetachedHandler: View {
     }
 }
 
-@Suite("Article claim 5: where the task closure runs")
+@Suite("Article claim 5: where the task closure runs", .timeLimit(.minutes(1)))
 @MainActor
 struct ClaimIsolationTests {
     @Test("5. A closure written in body runs on the main actor; a nonisolated handler runs off it, and main-actor busy time shows it",
@@ -81,8 +82,8 @@ struct ClaimIsolationTests {
 
         let main = try #require(host.node(at: "root/main"))
         let detached = try #require(host.node(at: "root/detached"))
-        let mainMetrics = await main.waitForMetrics { $0.handlingNanoseconds >= UInt64(count - 1) * 300_000 }
-        let detachedMetrics = await detached.waitForMetrics { $0.handlingNanoseconds >= UInt64(count - 1) * 300_000 }
+        let mainMetrics = await main.waitForMetrics(within: standardWait) { $0.handlingNanoseconds >= UInt64(count - 1) * 300_000 }
+        let detachedMetrics = await detached.waitForMetrics(within: standardWait) { $0.handlingNanoseconds >= UInt64(count - 1) * 300_000 }
         #expect(mainMetrics.mainActorBusyNanoseconds >= UInt64(count - 1) * 300_000)
         #expect(detachedMetrics.mainActorBusyNanoseconds < 300_000)
         host.unmount()

@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// Counts every notification in an action that touches no state.
 private struct SilentReceiver: View {
@@ -32,7 +33,7 @@ private struct FilteringTaskView: View {
     }
 }
 
-@Suite("Article claims 1 and 2: onReceive renders per message, a filtering task renders per match")
+@Suite("Article claims 1 and 2: onReceive renders per message, a filtering task renders per match", .timeLimit(.minutes(1)))
 @MainActor
 struct ClaimOnReceiveTests {
     @Test("1. onReceive re-evaluates body for every message, even when the action changes no state",
@@ -89,7 +90,7 @@ struct ClaimOnReceiveTests {
 
         let taskNode = try #require(host.node(at: "root/task"))
         // 15 short messages and the "done" fence changed no state (counted once the loop asks for more).
-        let task = await taskNode.waitForMetrics { $0.messagesHandled == 21 && $0.messagesFiltered == 16 }
+        let task = await taskNode.waitForMetrics(within: standardWait) { $0.messagesHandled == 21 && $0.messagesFiltered == 16 }
         #expect(task.stateUpdates == 5)
         #expect(task.bodyEvaluations == 1 + 5)
         #expect(task.latency.totalCount == 5)

@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// The article's first timer: `while true`, ignoring cancellation (with an escape hatch for the test).
 private struct StubbornTimer: View {
@@ -58,7 +59,7 @@ private struct ReloadingView: View {
     }
 }
 
-@Suite("Article claims 3 and 4: cooperative cancellation and task(id:)")
+@Suite("Article claims 3 and 4: cooperative cancellation and task(id:)", .timeLimit(.minutes(1)))
 @MainActor
 struct ClaimTaskLifecycleTests {
     @Test("3a. A `while true` task that ignores cancellation keeps running after its view disappears",

@@ -1,4 +1,5 @@
 import Synchronization
+import TestSupport
 
 /// A clock that only moves when the test advances it; a test can await the next sleeper.
 final class ManualClock: Clock, Sendable {

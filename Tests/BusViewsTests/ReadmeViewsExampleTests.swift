@@ -1,5 +1,6 @@
 import BusViews
 import NotificationBus
+import TestSupport
 import Testing
 
 /// The README's view, as written there.
@@ -14,7 +15,7 @@ private struct Ticker: View {
     }
 }
 
-@Suite("README views example")
+@Suite("README views example", .timeLimit(.minutes(1)))
 @MainActor
 struct ReadmeViewsExampleTests {
     @Test("The README's Ticker view mounts and counts what it handles", .timeLimit(.minutes(1)))
@@ -25,7 +26,7 @@ struct ReadmeViewsExampleTests {
         try await bus.ready(try NamePattern("feed.>"))
         try await bus.post(name: "feed.a", payload: Array("short".utf8))
         try await bus.post(name: "feed.b", payload: Array("long enough payload".utf8))
-        await node.waitForMetrics { $0.messagesHandled >= 4 }
+        await node.waitForMetrics(within: standardWait) { $0.messagesHandled >= 4 }
         #expect(node.metrics.messagesHandled == 4)
         host.unmount()
         await bus.close()

@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// A task-style consumer with a replay policy, logging every event it is handed.
 private struct ReplayingConsumer: View {
@@ -25,7 +26,7 @@ private func transcript(_ events: [BusEvent]) -> [String] {
     }
 }
 
-@Suite("Replay: what a hidden task-style consumer gets back on reappear")
+@Suite("Replay: what a hidden task-style consumer gets back on reappear", .timeLimit(.minutes(1)))
 @MainActor
 struct ReplayTests {
     /// Shows the consumer, posts `visible`, hides it, posts `hidden`, shows it again, posts `after`;
@@ -47,12 +48,12 @@ struct ReplayTests {
         tabs.selection = "elsewhere"
         for (name, payload) in hidden { try await bus.post(name: name, payload: Array(payload.utf8)) }
         let received = UInt64(visible.count + hidden.count)
-        await node.waitForMetrics { $0.feedReceived == received }
+        await node.waitForMetrics(within: standardWait) { $0.feedReceived == received }
 
         tabs.selection = "content"
         for (name, payload) in after { try await bus.post(name: name, payload: Array(payload.utf8)) }
         let total = UInt64(visible.count + hidden.count + after.count)
-        let metrics = await node.waitForMetrics { $0.feedReceived == total && $0.messagesHandled + $0.missedWhileHidden == total }
+        let metrics = await node.waitForMetrics(within: standardWait) { $0.feedReceived == total && $0.messagesHandled + $0.missedWhileHidden == total }
         let events = await log.wait { events in
             events.filter { if case .notification = $0 { true } else { false } }.count == Int(metrics.messagesHandled)
         }

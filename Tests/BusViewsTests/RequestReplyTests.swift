@@ -1,8 +1,9 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
-@Suite("Request/reply on the bus, and a like action that sends one request however fast it is triggered")
+@Suite("Request/reply on the bus, and a like action that sends one request however fast it is triggered", .timeLimit(.minutes(1)))
 @MainActor
 struct RequestReplyTests {
     @Test("request returns the responder's reply", .timeLimit(.minutes(1)))
@@ -50,7 +51,7 @@ struct RequestReplyTests {
         #expect(like.triggersIgnored == 9)
         await requests.wait(count: 1)
         release.fire()
-        await like.waitUntilIdle()
+        await like.waitUntilIdle(within: standardWait)
         #expect(replies.events == ["liked"])
         #expect(requests.events == ["photo-7"])
         responder.cancel()

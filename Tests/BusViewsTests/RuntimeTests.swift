@@ -1,6 +1,7 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
 /// A view whose body costs a fixed amount of busy work and re-renders on `ticks`.
 private struct CostlyView: View {
@@ -23,7 +24,7 @@ private struct LifecycleView: View {
     }
 }
 
-@Suite("Runtime: body cost, state, lifecycle")
+@Suite("Runtime: body cost, state, lifecycle", .timeLimit(.minutes(1)))
 @MainActor
 struct RuntimeTests {
     @Test("Each body evaluation costs the configured busy work, measured on the monotonic clock",

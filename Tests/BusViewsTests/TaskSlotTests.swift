@@ -1,8 +1,9 @@
 import BusViews
 import NotificationBus
 import Testing
+import TestSupport
 
-@Suite("TaskSlot: the loadingTask holder of the task-role article")
+@Suite("TaskSlot: the loadingTask holder of the task-role article", .timeLimit(.minutes(1)))
 @MainActor
 struct TaskSlotTests {
     @Test("A start while a task runs is ignored, and the value can be awaited", .timeLimit(.minutes(1)))

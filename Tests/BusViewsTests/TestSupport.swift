@@ -1,71 +1,8 @@
 import BusViews
 import NotificationBus
 import Synchronization
+import TestSupport
 import Testing
-
-/// A one-shot signal a test awaits; `fire()` is idempotent.
-final class Gate: Sendable {
-    private let stream: AsyncStream<Void>
-    private let continuation: AsyncStream<Void>.Continuation
-
-    init() {
-        (stream, continuation) = AsyncStream<Void>.makeStream()
-    }
-
-    func fire() { continuation.finish() }
-
-    func wait() async {
-        for await _ in stream {}
-    }
-}
-
-/// Events appended from anywhere; a test awaits a condition on them (resumed by `append`, never polled).
-final class EventLog<Event: Sendable>: Sendable {
-    private struct Waiter {
-        let condition: @Sendable ([Event]) -> Bool
-        let continuation: CheckedContinuation<[Event], Never>
-    }
-
-    private let state = Mutex<(events: [Event], waiters: [Waiter])>(([], []))
-
-    init() {}
-
-    func append(_ event: Event) {
-        let (ready, events) = state.withLock { state in
-            state.events.append(event)
-            var ready: [Waiter] = []
-            let events = state.events
-            state.waiters.removeAll { waiter in
-                guard waiter.condition(events) else { return false }
-                ready.append(waiter)
-                return true
-            }
-            return (ready, events)
-        }
-        for waiter in ready { waiter.continuation.resume(returning: events) }
-    }
-
-    var events: [Event] { state.withLock { $0.events } }
-
-    /// Returns the events once `condition` holds.
-    @discardableResult
-    func wait(until condition: @escaping @Sendable ([Event]) -> Bool) async -> [Event] {
-        await withCheckedContinuation { (continuation: CheckedContinuation<[Event], Never>) in
-            let ready: [Event]? = state.withLock { state in
-                if condition(state.events) { return state.events }
-                state.waiters.append(Waiter(condition: condition, continuation: continuation))
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
-
-    /// Returns once at least `count` events were appended.
-    @discardableResult
-    func wait(count: Int) async -> [Event] {
-        await wait { $0.count >= count }
-    }
-}
 
 /// A flag set from one task and read from another (stops loops that ignore cancellation).
 final class Flag: Sendable {
@@ -124,4 +61,29 @@ final class AtomicCounter: Sendable {
     private let value = Atomic<Int>(0)
     func increment() { value.add(1, ordering: .releasing) }
     var count: Int { value.load(ordering: .acquiring) }
+}
+
+extension ViewNode {
+    /// `waitForMetrics`, bounded: after `timeout` an issue and the counters as they are, so the
+    /// test's own checks fail too (the library's wait has no bound and ignores cancellation).
+    @discardableResult
+    func waitForMetrics(
+        within timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+        _ condition: @escaping @Sendable (ViewMetrics) -> Bool
+    ) async -> ViewMetrics {
+        if let metrics = await Task(operation: { await self.waitForMetrics(condition) }).value(orNilAfter: timeout) {
+            return metrics
+        }
+        Issue.record("the view's metrics did not reach the condition within \(timeout): \(metrics)", sourceLocation: sourceLocation)
+        return metrics
+    }
+}
+
+extension AsyncAction {
+    /// `waitUntilIdle`, bounded: after `timeout` an issue instead of a hang.
+    func waitUntilIdle(within timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation) async {
+        if await Task(operation: { await self.waitUntilIdle() }).value(orNilAfter: timeout) == nil {
+            Issue.record("the action was still running after \(timeout)", sourceLocation: sourceLocation)
+        }
+    }
 }

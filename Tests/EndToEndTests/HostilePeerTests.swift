@@ -5,6 +5,7 @@ import Foundation
 import NotificationBus
 import Testing
 import ZeroMQ
+import TestSupport
 
 // Hostile and careless peers against real `nbus` processes: raw ZeroMQ sockets (this process,
 // libzmq through the ZeroMQ module) play the attacker or the careless foreign client. Each test

@@ -3,15 +3,13 @@ import Glibc
 #endif
 import Foundation
 import Synchronization
+import TestSupport
 import Testing
 
 // Support for driving real `nbus` processes: finding the binary, a fresh temp folder for ipc
 // endpoints, and `Child`, a spawned process whose stdout/stderr are read continuously by their own
 // threads (no pipe-buffer deadlock) and whose progress can be awaited with a bound: for a line, for
 // a number of lines, for its exit. Nothing here sleeps to synchronise.
-
-/// The default bound on every wait: far above what any step takes, so only a hang reaches it.
-let standardWait: Duration = .seconds(30)
 
 enum NBusBinary {
     /// The `nbus` executable built with the tests.
@@ -23,7 +21,7 @@ enum NBusBinary {
         let fileManager = FileManager.default
         if let override = ProcessInfo.processInfo.environment["NBUS_E2E_BINARY"], !override.isEmpty {
             guard fileManager.isExecutableFile(atPath: override) else {
-                throw SetupError("NBUS_E2E_BINARY=\(override) is not an executable file")
+                throw TestSetupError("NBUS_E2E_BINARY=\(override) is not an executable file")
             }
             return URL(fileURLWithPath: override)
         }
@@ -54,34 +52,11 @@ enum NBusBinary {
                 return candidate
             }
         }
-        throw SetupError(
+        throw TestSetupError(
             "the nbus executable was not found; looked next to the test bundle (\(bundle.path)) and for "
                 + ".build/debug/nbus upwards from the current folder and this source file. Build it with "
                 + "`swift build --build-tests`, or set NBUS_E2E_BINARY.")
     }
-}
-
-struct SetupError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A fresh folder `/tmp/nbus-e2e-XXXXXXXX` for ipc socket files (short: Unix socket paths stop near
-/// 107 bytes), removed by `remove()`.
-struct TempFolder: Sendable {
-    let path: String
-
-    init() throws {
-        var template = Array("/tmp/nbus-e2e-XXXXXXXX".utf8CString)
-        let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
-        guard created != nil else { throw SetupError("mkdtemp failed: errno \(errno)") }
-        path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// `ipc://<folder>/<file>`.
-    func ipc(_ file: String) -> String { "ipc://\(path)/\(file)" }
-
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
 /// Everything a child has shown so far.
@@ -123,18 +98,8 @@ final class Child: @unchecked Sendable {
     private let stderrPipe = Pipe()
     private let stdinPipe: Pipe?
 
-    private struct Waiter {
-        let condition: @Sendable (ChildOutput) -> Bool
-        let continuation: CheckedContinuation<Bool, Never>
-    }
-
-    private struct State {
-        var output = ChildOutput()
-        var waiters: [Int: Waiter] = [:]
-        var nextWaiter = 0
-    }
-
-    private let state = Mutex(State())
+    /// What the child has shown so far, awaitable with a bound.
+    private let state = Watched(ChildOutput())
 
     init(
         label: String, executable: URL, arguments: [String], directory: String, withStdin: Bool,
@@ -179,18 +144,18 @@ final class Child: @unchecked Sendable {
     var pid: Int32 { process.processIdentifier }
 
     /// What the child has shown so far.
-    var output: ChildOutput { state.withLock { $0.output } }
+    var output: ChildOutput { state.value }
 
     /// Writes `text` to the child's standard input and closes it.
     func writeStdinAndClose(_ text: String) throws {
-        guard let stdinPipe else { throw SetupError("\(label) was started without a stdin pipe") }
+        guard let stdinPipe else { throw TestSetupError("\(label) was started without a stdin pipe") }
         try stdinPipe.fileHandleForWriting.write(contentsOf: Data(text.utf8))
         try stdinPipe.fileHandleForWriting.close()
     }
 
     /// Sends `signal` unless the child has already been reaped.
     func signal(_ signal: Int32) {
-        let alive = state.withLock { !$0.output.terminated }
+        let alive = !state.value.terminated
         if alive { kill(process.processIdentifier, signal) }
     }
 
@@ -211,24 +176,7 @@ final class Child: @unchecked Sendable {
     /// Suspends until `condition` holds for the output or `timeout` passes; returns whether it held.
     @discardableResult
     func wait(timeout: Duration = standardWait, until condition: @escaping @Sendable (ChildOutput) -> Bool) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let id: Int? = state.withLock { state in
-                if condition(state.output) { return nil }
-                let id = state.nextWaiter
-                state.nextWaiter += 1
-                state.waiters[id] = Waiter(condition: condition, continuation: continuation)
-                return id
-            }
-            guard let id else {
-                continuation.resume(returning: true)
-                return
-            }
-            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
-                let expired = state.withLock { $0.waiters.removeValue(forKey: id) }
-                expired?.continuation.resume(returning: false)
-            }
-        }
+        await state.wait(timeout: timeout, until: condition)
     }
 
     /// Waits for a stdout line containing `text`; returns the line, or nil after `timeout`.
@@ -270,16 +218,7 @@ final class Child: @unchecked Sendable {
             """
     }
 
-    private func update(_ body: (inout ChildOutput) -> Void) {
-        let ready: [Waiter] = state.withLock { state in
-            body(&state.output)
-            let output = state.output
-            let due = state.waiters.filter { $0.value.condition(output) }
-            for id in due.keys { state.waiters.removeValue(forKey: id) }
-            return Array(due.values)
-        }
-        for waiter in ready { waiter.continuation.resume(returning: true) }
-    }
+    private func update(_ body: (inout ChildOutput) -> Void) { state.update(body) }
 
     private func startReader(_ fd: Int32, isStdout: Bool) {
         let thread = Thread { [self] in
@@ -323,7 +262,7 @@ final class Children: Sendable {
 
     init() throws {
         executable = try NBusBinary.url()
-        folder = try TempFolder()
+        folder = try TempFolder(prefix: "nbus-e2e")
     }
 
     /// Starts `nbus arguments...` in the temp folder (with `environment` added to this process's).

@@ -4,6 +4,7 @@ import Glibc
 import Dispatch
 import Foundation
 import Synchronization
+import TestSupport
 
 // Several "machines" on one: Linux network namespaces joined by veth pairs to a bridge, built with
 // iproute2 (`ip`, `tc`). Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); where that is missing (not
@@ -44,6 +45,13 @@ final class VirtualNetwork: Sendable {
         self.tc = tc
         id = "\(Self.namePrefix)\(getpid())-\(Self.counter.add(1, ordering: .relaxed).newValue)"
     }
+
+    /// Whether this process could try at all: root and iproute2. A suite trait checks this, so the
+    /// usual reasons to skip are reported as skips before the test starts, on every compiler.
+    static var mayBeAvailable: Bool { geteuid() == 0 && findTool("ip") != nil }
+
+    /// NBUS_REQUIRE_NETNS=1: a machine that cannot host the network fails the tests instead.
+    static var required: Bool { ProcessInfo.processInfo.environment["NBUS_REQUIRE_NETNS"] == "1" }
 
     /// Creates the switch namespace and its bridge; throws `NetworkUnavailable` when this machine
     /// cannot (not root, no iproute2, namespaces or veth/bridge links not permitted).
@@ -91,7 +99,7 @@ final class VirtualNetwork: Sendable {
             {
                 throw NetworkUnavailable("cannot create veth pairs: \(message)")
             }
-            throw SetupError(message)
+            throw TestSetupError(message)
         }
         try await ipOrThrow(["-n", switchNamespace, "link", "set", host, "master", "br0", "up"])
         try await ipOrThrow(["-n", name, "addr", "add", "\(address)/24", "dev", "eth0"])
@@ -125,7 +133,7 @@ final class VirtualNetwork: Sendable {
             let stats = links.first?["stats64"] as? [String: Any],
             let rx = (stats["rx"] as? [String: Any])?["bytes"] as? NSNumber,
             let tx = (stats["tx"] as? [String: Any])?["bytes"] as? NSNumber
-        else { throw SetupError("unexpected `ip -s -j link` output: \(result.stdout.prefix(300))") }
+        else { throw TestSetupError("unexpected `ip -s -j link` output: \(result.stdout.prefix(300))") }
         return (rx.uint64Value, tx.uint64Value)
     }
 
@@ -165,7 +173,7 @@ final class VirtualNetwork: Sendable {
         try child.launch()
         guard let output = await child.waitForExit(timeout: .seconds(10)) else {
             child.signal(SIGKILL)
-            throw SetupError("did not finish within 10 s: \(child.describe())")
+            throw TestSetupError("did not finish within 10 s: \(child.describe())")
         }
         let stderr = output.stderrText.trimmingCharacters(in: .whitespacesAndNewlines)
         return Result(status: output.bySignal ? 128 + output.status : output.status, stdout: output.stdoutText, stderr: stderr)
@@ -175,7 +183,7 @@ final class VirtualNetwork: Sendable {
     func ipOrThrow(_ arguments: [String]) async throws -> Result {
         let result = try await run(ip, arguments)
         guard result.status == 0 else {
-            throw SetupError("ip \(arguments.joined(separator: " ")) failed (exit \(result.status)): \(result.stderr)")
+            throw TestSetupError("ip \(arguments.joined(separator: " ")) failed (exit \(result.status)): \(result.stderr)")
         }
         return result
     }
@@ -211,7 +219,7 @@ final class VirtualNetwork: Sendable {
         if done.wait(timeout: .now() + 5) == .timedOut { kill(process.processIdentifier, SIGKILL) }
     }
 
-    private static func findTool(_ name: String) -> URL? {
+    static func findTool(_ name: String) -> URL? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         let folders = path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin", "/usr/bin", "/bin"]
         for folder in folders where FileManager.default.isExecutableFile(atPath: "\(folder)/\(name)") {

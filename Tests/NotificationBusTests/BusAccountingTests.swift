@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ZeroMQ
 @testable import NotificationBus
+import TestSupport
 
 @Suite("Loss accounting, unsubscription and malformed input", .timeLimit(.minutes(1)))
 struct BusAccountingTests {
@@ -45,7 +46,7 @@ struct BusAccountingTests {
         #expect(publisherStats.sent == published && publisherStats.unsent == 0)
         // Bounded: if the end-of-stream record never arrived, closing the subscriber ends the stream.
         await subscriber.close()
-        let (received, gaps) = await consumer.value
+        let (received, gaps) = await consumer.value(within: .seconds(30))
 
         let lost = gaps.reduce(UInt64(0)) { $0 + $1.count }
         #expect(lost > 0, "the tiny HWM should have dropped something")
@@ -82,14 +83,17 @@ struct BusAccountingTests {
             for _ in 0..<count { try await publisher.post(name: name, payload: [UInt8](repeating: 1, count: 256)) }
             return await publisher.close()
         }
-        var expected: UInt64 = 1
-        var outOfOrder = 0
-        for await notification in stream {
-            if notification.sequence != expected { outOfOrder += 1 }
-            expected = notification.sequence + 1
-            if notification.sequence == count { break }
+        let (expected, outOfOrder) = try await withTimeout(.seconds(30), "the consumer") {
+            var expected: UInt64 = 1
+            var outOfOrder = 0
+            for await notification in stream {
+                if notification.sequence != expected { outOfOrder += 1 }
+                expected = notification.sequence + 1
+                if notification.sequence == count { break }
+            }
+            return (expected, outOfOrder)
         }
-        let publisherStats = try await posting.value
+        let publisherStats = try await posting.value(within: .seconds(30))
         #expect(outOfOrder == 0)
         #expect(expected == count + 1)
         #expect(publisherStats.sent == count && publisherStats.unsent == 0)
@@ -123,8 +127,7 @@ struct BusAccountingTests {
         for _ in 0..<100 { try await publisher.post(name: name) }
         try await publisher.post(name: fenceName)
         // One pipe, in order: once the fence arrives, anything sent before it has arrived too.
-        var iterator = fence.makeAsyncIterator()
-        #expect(await iterator.next()?.name == fenceName)
+        #expect(await fence.first(1).first?.name == fenceName)
         #expect(subscriber.stats.framesReceived == framesBefore + 1)
         // The 100 stopped before encoding: the publisher's XPUB knew nobody wanted them.
         #expect(publisher.stats.sent == 2)
@@ -154,15 +157,18 @@ struct BusAccountingTests {
                 sent += 1
             }
         }
-        var gaps: [String] = []
-        var delivered = 0
-        for await event in events {
-            switch event {
-            case .notification: delivered += 1
-            case .gap(let gap):
-                gaps.append("\(gap.publisherID ?? 0) \(gap.name?.rawValue ?? "") \(gap.sequences.map { "\($0)" } ?? "")")
+        let gaps = try await withTimeout(.seconds(30), "the \(sent) notifications") { [sent] in
+            var gaps: [String] = []
+            var delivered = 0
+            for await event in events {
+                switch event {
+                case .notification: delivered += 1
+                case .gap(let gap):
+                    gaps.append("\(gap.publisherID ?? 0) \(gap.name?.rawValue ?? "") \(gap.sequences.map { "\($0)" } ?? "")")
+                }
+                if delivered == sent { break }
             }
-            if delivered == sent { break }
+            return gaps
         }
         #expect(gaps.sorted() == ["7 s.one 4...4", "9 s.a.name.longer.than.fifteen.bytes 2...3"])
         #expect(events.stats.lostUpstream == 3)
@@ -192,11 +198,7 @@ struct BusAccountingTests {
             expected[try #require(vector.reason.flatMap(RejectionReason.init(rawValue:))), default: 0] += 1
             try sendGood()
         }
-        var payloads: [String] = []
-        for await n in everything {
-            payloads.append(String(decoding: n.payload, as: UTF8.self))
-            if payloads.count == goodNumber { break }
-        }
+        let payloads = await everything.first(goodNumber).map { String(decoding: $0.payload, as: UTF8.self) }
         #expect(payloads == (1...goodNumber).map(String.init))
         #expect(subscriber.stats.rejected == expected)
         #expect(everything.stats.lostUpstream == 0)

@@ -1,7 +1,8 @@
 import Testing
 import NotificationBus
+import TestSupport
 
-@Suite("Bus in one process (inproc)")
+@Suite("Bus in one process (inproc)", .timeLimit(.minutes(1)))
 struct BusEmbeddedTests {
     @Test("Every posted notification arrives once, in order, with its stamp")
     func deliversInOrder() async throws {
@@ -11,17 +12,16 @@ struct BusEmbeddedTests {
         for index in 1...1_000 {
             try await bus.post(name: "orders.created", payload: Array("\(index)".utf8), headers: ["i": "\(index)"])
         }
-        var received = 0
-        for await notification in orders {
-            received += 1
-            #expect(notification.sequence == UInt64(received))
-            #expect(notification.payload == Array("\(received)".utf8))
-            #expect(notification.headers["i"] == "\(received)")
+        let notifications = await orders.first(1_000)
+        for (offset, notification) in notifications.enumerated() {
+            let index = offset + 1
+            #expect(notification.sequence == UInt64(index))
+            #expect(notification.payload == Array("\(index)".utf8))
+            #expect(notification.headers["i"] == "\(index)")
             #expect(notification.publisherID == bus.publisherID)
             #expect(notification.timestamp > 0)
-            if received == 1_000 { break }
         }
-        #expect(received == 1_000)
+        #expect(notifications.count == 1_000)
         let stats = orders.stats
         #expect(stats.received == 1_000 && stats.delivered == 1_000 && stats.lostUpstream == 0)
         await bus.close()
@@ -37,18 +37,9 @@ struct BusEmbeddedTests {
         for name in names { try await bus.post(name: name) }
         try await bus.post(name: "orders.end.eu")
         try await bus.post(name: "orders.created")
-        var euNames: [String] = []
-        for await n in eu {
-            euNames.append(n.name.rawValue)
-            if n.name.rawValue == "orders.end.eu" { break }
-        }
+        let euNames = await eu.collect { $0.name.rawValue == "orders.end.eu" }.map(\.name.rawValue)
         #expect(euNames == ["orders.created.eu", "orders.x.eu", "orders.end.eu"])
-        var exactCount = 0
-        for await n in exact {
-            #expect(n.name.rawValue == "orders.created")
-            exactCount += 1
-            if exactCount == 2 { break }
-        }
+        #expect(await exact.first(2).map(\.name.rawValue) == ["orders.created", "orders.created"])
         #expect(eu.stats.filteredOut >= 3)  // orders.created.us, orders.a.b.eu, orders.createdx... inside prefix "orders."
         await bus.close()
     }
@@ -66,7 +57,7 @@ struct BusEmbeddedTests {
         }
         try await bus.waitForSubscribers(count: 1, matching: try NotificationName("a.b"))
         let stats = await bus.close()
-        #expect(await consumer.value == 1)
+        #expect(await consumer.value(within: .seconds(30)) == 1)
         #expect(stats.posted == 1 && stats.sent == 1 && stats.unsent == 0)
         await #expect(throws: BusError.closed) { try await bus.post(name: "a.b") }
     }
@@ -82,19 +73,22 @@ struct BusEmbeddedTests {
         let producer = Task {
             for index in 1...total { try await bus.post(name: "load.n", payload: Array("\(index)".utf8)) }
         }
-        var received = 0
-        var inOrder = true
-        var largestBacklog: UInt64 = 0
-        for await notification in stream {
-            received += 1
-            if notification.payload != Array("\(received)".utf8) { inOrder = false }
-            if received % 97 == 0 {
-                largestBacklog = max(largestBacklog, stream.stats.buffered)
-                await Task.yield()
+        let (received, inOrder, largestBacklog) = try await withTimeout(.seconds(30), "the slow consumer") {
+            var received = 0
+            var inOrder = true
+            var largestBacklog: UInt64 = 0
+            for await notification in stream {
+                received += 1
+                if notification.payload != Array("\(received)".utf8) { inOrder = false }
+                if received % 97 == 0 {
+                    largestBacklog = max(largestBacklog, stream.stats.buffered)
+                    await Task.yield()
+                }
+                if received == total { break }
             }
-            if received == total { break }
+            return (received, inOrder, largestBacklog)
         }
-        try await producer.value
+        try await producer.value(within: .seconds(30))
         #expect(received == total && inOrder)
         let stats = stream.stats
         #expect(stats.lostUpstream == 0 && stats.droppedLocalBuffer == 0)
@@ -119,12 +113,9 @@ struct BusEmbeddedTests {
         for index in 1...500 { try await bus.post(name: "x.y", payload: Array("\(index)".utf8)) }
         try await bus.post(name: "x.end")
         for stream in [local, remote] {
-            var sequences: [UInt64] = []
-            for await notification in stream {
-                if notification.name.rawValue == "x.end" { break }
-                sequences.append(notification.sequence)
-            }
-            #expect(sequences == Array(1...500))
+            let received = await stream.collect { $0.name.rawValue == "x.end" }
+            #expect(received.last?.name.rawValue == "x.end")
+            #expect(received.dropLast().map(\.sequence) == Array(1...500))
             #expect(stream.stats.received == 501 && stream.stats.lostUpstream == 0)
         }
         await other.close()
@@ -137,11 +128,12 @@ struct BusEmbeddedTests {
         let name = try NotificationName("p.q")
         let first = try bus.notifications(named: "p.>")
         let second = try bus.notifications(named: "p.q")
-        // Subscribers are counted per bus: both local subscriptions are this one bus.
-        try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(5))
+        // Subscribers are counted per bus: both local subscriptions are this one bus. Each wait
+        // throws .timedOut when the count it waits for does not come.
+        await #expect(throws: Never.self) { try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(5)) }
         first.cancel()
         second.cancel()
-        try await bus.waitForNoSubscribers(matching: name, timeout: .seconds(5))
+        await #expect(throws: Never.self) { try await bus.waitForNoSubscribers(matching: name, timeout: .seconds(5)) }
         await bus.close()
     }
 
@@ -152,8 +144,8 @@ struct BusEmbeddedTests {
         try await bus.ready(try NamePattern("c.n"))
         for index in 1...2_000 { try bus.postNow(name: try NotificationName("c.n"), payload: Array("\(index)".utf8)) }
         let stats = await bus.close()
-        var received = 0
-        for await _ in stream { received += 1 }
+        // The stream ends once its buffer drains (collect stops at the end, or fails after 30 s).
+        let received = await stream.collect { _ in false }.count
         #expect(received == 2_000)
         #expect(stats.unsent == 0 && stats.sent == 2_000)
     }
@@ -172,15 +164,10 @@ struct BusEmbeddedTests {
             return count
         }
         for index in 1...300 { try await bus.post(name: "spin.n", payload: Array("\(index)".utf8)) }
-        var received = 0
-        for await notification in stream {
-            received += 1
-            #expect(notification.payload == Array("\(received)".utf8))
-            if received == 300 { break }
-        }
-        #expect(received == 300)
+        let received = await stream.first(300)
+        #expect(received.map(\.payload) == (1...300).map { Array("\($0)".utf8) })
         waiting.cancel()
-        #expect(await waiting.value == 0)
+        #expect(await waiting.value(within: .seconds(30)) == 0)
         await bus.close()
     }
 }

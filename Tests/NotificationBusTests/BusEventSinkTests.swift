@@ -43,7 +43,7 @@ private final class QueueSink: BusEventSink {
     }
 }
 
-@Suite("Sink subscriptions: events handed over on the I/O thread")
+@Suite("Sink subscriptions: events handed over on the I/O thread", .timeLimit(.minutes(1)))
 struct BusEventSinkTests {
     @Test("A full sink pauses the bus; resumeReading lets it go on; every notification arrives once, in order")
     func backPressureThroughTheSink() async throws {
@@ -63,7 +63,7 @@ struct BusEventSinkTests {
             }
             subscription.resumeReading()
         }
-        try await producer.value
+        try await producer.value(within: .seconds(30))
         #expect(payloads == (1...total).map(String.init))
         #expect(sink.state.withLock { $0.fullReports } > 0)  // the bound was reached and held
         let stats = subscription.stats

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NotificationBus
+import TestSupport
 
 @Suite("Bus lifecycle", .serialized, .timeLimit(.minutes(2)))
 struct BusLifecycleTests {

@@ -3,48 +3,22 @@ import Synchronization
 import Testing
 import ZeroMQ
 @testable import NotificationBus
+import TestSupport
 
 /// The authentication events a broker (or a CURVE server bus) reported, awaitable with a bound.
 final class AuthenticationLog: Sendable {
-    private struct Waiter {
-        let condition: @Sendable ([AuthenticationEvent]) -> Bool
-        let continuation: CheckedContinuation<Bool, Never>
-    }
-    private let state = Mutex<(events: [AuthenticationEvent], waiters: [Int: Waiter], next: Int)>(([], [:], 0))
+    private let log = EventLog<AuthenticationEvent>()
 
-    var events: [AuthenticationEvent] { state.withLock { $0.events } }
+    var events: [AuthenticationEvent] { log.events }
 
     /// The callback to hand to the server.
-    var record: @Sendable (AuthenticationEvent) -> Void {
-        { [self] event in
-            let due = state.withLock { state -> [Waiter] in
-                state.events.append(event)
-                let events = state.events
-                let due = state.waiters.filter { $0.value.condition(events) }
-                for id in due.keys { state.waiters.removeValue(forKey: id) }
-                return Array(due.values)
-            }
-            for waiter in due { waiter.continuation.resume(returning: true) }
-        }
-    }
+    var record: @Sendable (AuthenticationEvent) -> Void { { [log] event in log.append(event) } }
 
     /// Suspends until `condition` holds for the events so far, or `timeout` passes (false).
     func wait(
-        timeout: Duration = .seconds(30), until condition: @escaping @Sendable ([AuthenticationEvent]) -> Bool
+        timeout: Duration = standardWait, until condition: @escaping @Sendable ([AuthenticationEvent]) -> Bool
     ) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let id: Int? = state.withLock { state in
-                if condition(state.events) { return nil }
-                defer { state.next += 1 }
-                state.waiters[state.next] = Waiter(condition: condition, continuation: continuation)
-                return state.next
-            }
-            guard let id else { return continuation.resume(returning: true) }
-            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
-                state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: false)
-            }
-        }
+        await log.satisfies(within: timeout, condition)
     }
 
     /// Waits for a refusal of `key` on `domain`.
@@ -101,14 +75,18 @@ struct SecuredBroker {
     }
 }
 
-/// Receives `count` notifications from `events`, in order.
-func receive(_ count: Int, from events: BusEventSequence) async -> [NotificationBus.Notification] {
-    var received: [NotificationBus.Notification] = []
-    for await event in events {
-        if case .notification(let notification) = event { received.append(notification) }
-        if received.count == count { break }
-    }
-    return received
+/// Receives `count` notifications from `events`, in order (bounded: fewer and an issue after 30 s).
+func receive(
+    _ count: Int, from events: BusEventSequence, sourceLocation: SourceLocation = #_sourceLocation
+) async -> [NotificationBus.Notification] {
+    await Task {
+        var received: [NotificationBus.Notification] = []
+        for await event in events {
+            if case .notification(let notification) = event { received.append(notification) }
+            if received.count == count { break }
+        }
+        return received
+    }.value(within: .seconds(30), "\(count) notifications", sourceLocation: sourceLocation)
 }
 
 @Suite("CURVE: a broker that admits only allow-listed keys", .serialized, .timeLimit(.minutes(1)))

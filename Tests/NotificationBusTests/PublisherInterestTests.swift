@@ -1,10 +1,11 @@
 import Testing
 
 @testable import NotificationBus
+import TestSupport
 
 // Filtering before encoding: what a post's name is worth to this publisher's subscribers, decided
 // without sockets, and what a real publisher does with it.
-@Suite("PublisherInterest: filtering before encoding")
+@Suite("PublisherInterest: filtering before encoding", .timeLimit(.minutes(1)))
 struct PublisherInterestTests {
     let created = try! NotificationName("orders.created")
     let shipped = try! NotificationName("orders.shipped")
@@ -75,8 +76,7 @@ struct PublisherInterestTests {
         let events = try subscriber.events(named: NamePattern(exactly: created))
         try await publisher.waitForSubscribers(count: 1, matching: created)
         try await publisher.post(name: created, payload: [1])
-        var iterator = events.makeAsyncIterator()
-        guard case .notification(let first)? = await iterator.next() else {
+        guard case .notification(let first)? = await events.first(1).first else {
             Issue.record("expected a notification first, not a gap")
             return
         }

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import ZeroMQ
 @testable import NotificationBus
+import TestSupport
 
 /// Malformed frames, one kind per NBP/1 reason a flood can provoke past ZeroMQ's prefix filter
 /// (every frame starts with `f.`). Headers and payload sizes assume a receiver limited to 4
@@ -102,7 +103,7 @@ struct ReceiveLimitsTests {
                 try raw.set(.receiveTimeout, 20_000)
                 try raw.set(.linger, 5_000)
                 try raw.bind(floodEndpoint)
-                while try raw.receive() != [1] + Array("f.".utf8) {}
+                try raw.awaitSubscription(Array("f.".utf8))
                 ready.signal()
                 for index in 0..<floodCount {
                     try raw.send(multipart: frames[index % frames.count])
@@ -122,25 +123,28 @@ struct ReceiveLimitsTests {
         let posting = Task {
             for index in 1...validCount { try await publisher.post(name: validName, payload: Array("v\(index)".utf8)) }
         }
-        var valid: [UInt64] = []
-        var floodSentWhenValidDone = -1
-        var sawSentinel = false
-        for await event in events {
-            guard case .notification(let notification) = event else {
-                Issue.record("unexpected gap: \(event)")
-                continue
+        let (valid, floodSentWhenValidDone) = await Task {
+            var valid: [UInt64] = []
+            var floodSentWhenValidDone = -1
+            var sawSentinel = false
+            for await event in events {
+                guard case .notification(let notification) = event else {
+                    Issue.record("unexpected gap: \(event)")
+                    continue
+                }
+                if notification.name == validName {
+                    valid.append(notification.sequence)
+                    if valid.count == validCount { floodSentWhenValidDone = floodSent.load(ordering: .relaxed) }
+                } else if notification.name.rawValue == "f.end" {
+                    sawSentinel = true
+                } else {
+                    Issue.record("a malformed frame was delivered: \(notification)")
+                }
+                if sawSentinel && valid.count == validCount { break }
             }
-            if notification.name == validName {
-                valid.append(notification.sequence)
-                if valid.count == validCount { floodSentWhenValidDone = floodSent.load(ordering: .relaxed) }
-            } else if notification.name.rawValue == "f.end" {
-                sawSentinel = true
-            } else {
-                Issue.record("a malformed frame was delivered: \(notification)")
-            }
-            if sawSentinel && valid.count == validCount { break }
-        }
-        try await posting.value
+            return (valid, floodSentWhenValidDone)
+        }.value(within: .seconds(40), "the valid notifications and the flood's sentinel")
+        try await posting.value(within: .seconds(30))
         done.wait()
         #expect(floodFailure.withLock { $0 } == nil)
         let stats = await subscriber.close()

@@ -2,6 +2,7 @@ import Testing
 import ZeroMQ
 
 @testable import NotificationBus
+import TestSupport
 
 // NBP-1 §15 reserves every name whose first token is `_nbus`, and §13 lets new control messages
 // appear under it without a new version: a bus neither posts such a name nor delivers one.
@@ -39,14 +40,13 @@ struct ReservedNamesTests {
         let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
         let everything = try subscriber.notifications(named: NamePattern(">"))
         // The pattern '>' subscribes the empty prefix: wait until the raw publisher has it.
-        while try raw.receive() != [1] {}
+        try raw.awaitSubscription([])
         for (index, name) in ["_nbus.foo", "_nbus", "x.end"].enumerated() {
             let notification = Notification(
                 name: try NotificationName(name), sequence: UInt64(index + 1), publisherID: 7, timestamp: 1)
             try raw.send(try EnvelopeCodec.encode(notification))
         }
-        var iterator = everything.makeAsyncIterator()
-        let first = await iterator.next()
+        let first = await everything.first(1).first
         #expect(first?.name.rawValue == "x.end", "a control message reached the application: \(String(describing: first))")
         #expect(subscriber.stats.unknownControlMessages == 2)
         await subscriber.close()

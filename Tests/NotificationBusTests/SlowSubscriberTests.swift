@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import NotificationBus
+import TestSupport
 
 @Suite("A slow subscriber next to a fast one", .timeLimit(.minutes(1)))
 struct SlowSubscriberTests {
@@ -72,7 +73,7 @@ struct SlowSubscriberTests {
         let publisherStats = await publisher.close()
         await slowBus.close()
         await fastBus.close()
-        let (slowReceived, slowGaps) = await slowConsumer.value
+        let (slowReceived, slowGaps) = await slowConsumer.value(within: .seconds(30))
 
         #expect(fastGaps.isEmpty)
         #expect(fast.stats.received == published && fast.stats.lostUpstream == 0)

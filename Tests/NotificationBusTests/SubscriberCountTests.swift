@@ -1,12 +1,13 @@
 import Testing
 @testable import NotificationBus
+import TestSupport
 
 // What a publisher counts as a subscriber of a name (`waitForSubscribers`, `nbus publish
 // --subscribers N`). Found by the multi-host test: a subscriber of `orders.*.eu` made a publisher of
 // `orders.shipped.us` start before the subscriber of `orders.>` it was waiting for had arrived, so
 // that subscriber silently missed the first notifications (a late join is not a loss).
 
-@Suite("Subscriber counting at a publisher")
+@Suite("Subscriber counting at a publisher", .timeLimit(.minutes(1)))
 struct SubscriberCountTests {
     static let name = try! NotificationName("orders.shipped.us")
 

@@ -1,17 +1,16 @@
 import Foundation
+import TestSupport
 import Testing
 import ZeroMQ
 
-/// A fresh folder for key files, removed by `remove()`.
+/// A fresh folder for key files (a `TempFolder` that can write them), removed by `remove()`.
 struct KeyFolder {
-    let path: String
+    private let folder: TempFolder
+    var path: String { folder.path }
 
-    init() throws {
-        path = NSTemporaryDirectory() + "nbus-keys-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
+    init() throws { folder = try TempFolder(prefix: "nbus-keys") }
 
-    func file(_ name: String) -> String { "\(path)/\(name)" }
+    func file(_ name: String) -> String { folder.file(name) }
 
     /// Writes `text` to `name` with `mode`.
     @discardableResult
@@ -22,7 +21,7 @@ struct KeyFolder {
         return path
     }
 
-    func remove() { try? FileManager.default.removeItem(atPath: path) }
+    func remove() { folder.remove() }
 }
 
 func permissions(of path: String) throws -> Int {

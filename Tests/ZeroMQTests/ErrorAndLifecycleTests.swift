@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import Testing
 import ZeroMQ
+import TestSupport
 
 @Suite("Typed errors and context lifecycle")
 struct ErrorAndLifecycleTests {
@@ -32,7 +33,7 @@ struct ErrorAndLifecycleTests {
     @Test("Binding an ipc path another socket listens on is addressInUse, not a silent takeover")
     func doubleBindIPCIsAddressInUse() throws {
         let context = try Context()
-        let endpoint = try TestEndpoint.ipc()
+        let endpoint = try temporaryIPCEndpoint()
         let first = try context.socket(.pull)
         try first.bind(endpoint)
         let second = try context.socket(.pull)
@@ -53,7 +54,7 @@ struct ErrorAndLifecycleTests {
     @Test("Closing or unbinding removes the socket file of an ipc bind (libzmq 4.3 leaves it behind)")
     func closeRemovesIPCFile() throws {
         let context = try Context()
-        let endpoint = try TestEndpoint.ipc()
+        let endpoint = try temporaryIPCEndpoint()
         let path = String(endpoint.dropFirst("ipc://".count))
         let socket = try context.socket(.pub)
         try socket.bind(endpoint)
@@ -71,7 +72,7 @@ struct ErrorAndLifecycleTests {
     @Test("Closing leaves alone a file another socket has bound at the same path since")
     func closeLeavesOthersIPCFile() throws {
         let context = try Context()
-        let endpoint = try TestEndpoint.ipc()
+        let endpoint = try temporaryIPCEndpoint()
         let path = String(endpoint.dropFirst("ipc://".count))
         let first = try context.socket(.pull)
         try first.bind(endpoint)
@@ -91,7 +92,7 @@ struct ErrorAndLifecycleTests {
 
     @Test("Binding an ipc path whose socket file outlived its listener (a killed process) works")
     func bindOverStaleIPCFile() throws {
-        let endpoint = try TestEndpoint.ipc()
+        let endpoint = try temporaryIPCEndpoint()
         let path = String(endpoint.dropFirst("ipc://".count))
         // What a SIGKILLed process leaves: a socket file nobody listens on.
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

@@ -1,5 +1,6 @@
 import Testing
 import ZeroMQ
+import TestSupport
 
 @Suite("Messages built off the socket's thread, sent in batches")
 struct MessageBatchTests {

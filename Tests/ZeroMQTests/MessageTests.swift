@@ -1,5 +1,6 @@
 import Testing
 import ZeroMQ
+import TestSupport
 
 @Suite("Messages of any size and part count")
 struct MessageTests {

@@ -1,5 +1,6 @@
 import Testing
 import ZeroMQ
+import TestSupport
 
 @Suite("PUB/SUB over every transport")
 struct PubSubTransportTests {
@@ -10,7 +11,7 @@ struct PubSubTransportTests {
         func endpoint() throws -> String {
             switch self {
             case .inproc: return TestEndpoint.inproc()
-            case .ipc: return try TestEndpoint.ipc()
+            case .ipc: return try temporaryIPCEndpoint()
             case .tcp: return TestEndpoint.tcpAnyPort
             }
         }

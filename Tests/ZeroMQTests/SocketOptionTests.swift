@@ -30,9 +30,10 @@ struct SocketOptionTests {
         #expect(try socket.get(.zapDomain) == "global")
     }
 
-    @Test("CURVE options accept generated keys and read them back")
+    @Test(
+        "CURVE options accept generated keys and read them back",
+        .enabled(if: LibZMQ.has("curve"), "libzmq was built without CURVE"))
     func curveOptions() throws {
-        guard LibZMQ.has("curve") else { return }
         let context = try Context()
         let server = try context.socket(.xpub)
         let keys = try CurveKeyPair.generate()

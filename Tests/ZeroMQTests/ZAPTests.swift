@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import ZeroMQ
+import TestSupport
 
 /// A ZAP handler on its own thread (which owns its REP socket): admits `allowed` keys, records
 /// every request, and stops when the context shuts down.
@@ -79,7 +80,7 @@ struct ZAPTests {
         try serverEvents.set(.receiveTimeout, 10_000)
         try serverEvents.set(.receiveHighWaterMark, 0)
         try serverEvents.connect("inproc://zap-test-server-monitor")
-        let endpoint = try server.bindResolved(try TestEndpoint.ipc())
+        let endpoint = try server.bindResolved(try temporaryIPCEndpoint())
 
         func client(_ keys: CurveKeyPair?, serverKey: String, monitor: String) throws -> (Socket, Socket) {
             let socket = try context.socket(.sub)
