@@ -17,8 +17,10 @@ public enum Timestamps {
     /// `duration` in whole milliseconds for a deadline: negative is 0, and anything beyond a year
     /// is a year (`.seconds(Int64.max)`, "for ever", must not overflow).
     package static func boundedMilliseconds(_ duration: Duration) -> Int {
+        // Under a second, a negative duration has seconds 0 and negative attoseconds: compare the
+        // whole value (a request's time left can be a little below zero when the clock moved on).
+        guard duration > .zero else { return 0 }
         let (seconds, attoseconds) = duration.components
-        guard seconds >= 0 else { return 0 }
         return Int(min(seconds, 365 * 86_400)) * 1_000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 

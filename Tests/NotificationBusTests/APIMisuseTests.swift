@@ -122,7 +122,7 @@ struct APIMisuseTests {
         await bus.close()
     }
 
-    @Test("A timeout of .seconds(Int64.max) waits (no overflow trap); a negative one times out at once")
+    @Test("A timeout of .seconds(Int64.max) waits (no overflow trap); a negative one times out at once, under a second too")
     func extremeTimeouts() async throws {
         let bus = try Bus(.embedded())
         let name = try NotificationName("t.x")
@@ -138,6 +138,11 @@ struct APIMisuseTests {
         #expect(await forever.value(within: .seconds(30)) == .cancelled)
         await #expect(throws: BusError.timedOut(what: "5 subscriber(s) of t.x", milliseconds: 0)) {
             try await bus.waitForSubscribers(count: 5, matching: name, timeout: .seconds(-5))
+        }
+        // Under a second, a negative Duration's seconds are 0 and its attoseconds negative: this
+        // trapped ("Negative value is not representable") when request's time left went below zero.
+        await #expect(throws: BusError.timedOut(what: "5 subscriber(s) of t.x", milliseconds: 0)) {
+            try await bus.waitForSubscribers(count: 5, matching: name, timeout: .milliseconds(-50))
         }
         await bus.close()
     }
