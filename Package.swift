@@ -1,6 +1,7 @@
 // swift-tools-version:6.1
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
-// Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ.
+// Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ,
+// and nbus -> BusOperations -> NotificationBus.
 
 import PackageDescription
 
@@ -24,6 +25,12 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", exact: "0.2.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", exact: "1.0.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", exact: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log.git", exact: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", exact: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", exact: "2.4.1"),
+        // The monitoring HTTP server: FlyingFox (its own sockets, no SwiftNIO) rather than Hummingbird,
+        // whose NIO stack adds minutes to every CI build for four small GET endpoints.
+        .package(url: "https://github.com/swhitty/FlyingFox.git", exact: "0.27.1"),
     ],
     targets: [
         .systemLibrary(
@@ -41,6 +48,21 @@ let package = Package(
             dependencies: [
                 "ZeroMQ",
                 .product(name: "DequeModule", package: "swift-collections"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Operating a bus or a broker: logs (swift-log), metrics (swift-metrics, Prometheus), the
+        // monitoring HTTP endpoints and the version. Above NotificationBus, so the core stays light.
+        .target(
+            name: "BusOperations",
+            dependencies: [
+                "NotificationBus",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "FlyingFox", package: "FlyingFox"),
+                .product(name: "FlyingSocks", package: "FlyingFox"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
@@ -72,8 +94,10 @@ let package = Package(
             dependencies: [
                 "NotificationBus",
                 "BusBench",
+                "BusOperations",
                 "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
@@ -100,6 +124,15 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["nbus", "NotificationBus", "ZeroMQ"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "BusOperationsTests",
+            dependencies: [
+                "BusOperations", "NotificationBus",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -66,7 +66,7 @@ public final class Broker: Sendable {
     private let shared: BrokerShared
     private let thread: Mutex<pthread_t?>
     private let authentication: ZAPHandler?
-    private let connections: ConnectionTracker
+    private let tracker: ConnectionTracker
 
     /// Binds `frontend` (for publishers) and `backend` (for subscribers) and starts forwarding.
     ///
@@ -151,12 +151,16 @@ public final class Broker: Sendable {
         let connections = ConnectionTracker(
             fileLimit: getrlimit(Int32(RLIMIT_NOFILE.rawValue), &fileLimit) == 0 ? UInt64(fileLimit.rlim_cur) : nil,
             onEvent: onEvent)
-        self.connections = connections
+        self.tracker = connections
         let authentication = try security.map { security throws(BusError) in
             try ZAPHandler(
                 context: context,
                 allowLists: [.publishers: security.allowedPublishers, .subscribers: security.allowedSubscribers],
-                onEvent: onAuthentication, onConnectionEvent: { connections.record($0) })
+                onEvent: onAuthentication,
+                onConnectionEvent: { event, domain in connections.record(event, side: domain == .publishers ? .publisher : .subscriber) },
+                onAdmission: { key, address, domain in
+                    connections.admitted(key: key, address: address, side: domain == .publishers ? .publisher : .subscriber)
+                })
         }
         self.authentication = authentication
         let started = DispatchSemaphore(value: 0)
@@ -194,7 +198,7 @@ public final class Broker: Sendable {
                 try Self.setHeartbeats(xsub, heartbeatMilliseconds)
                 if let security, let authentication {
                     try authentication.guardSocket(
-                        xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
+                        xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.curveEvents)
                 }
                 try xsub.bind(frontend)
                 // Before connecting upstream: the last endpoint is then the bound one.
@@ -213,7 +217,7 @@ public final class Broker: Sendable {
                 try Self.setHeartbeats(xpub, heartbeatMilliseconds)
                 if let security, let authentication {
                     try authentication.guardSocket(
-                        xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
+                        xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.curveEvents)
                 }
                 try xpub.bind(backend)
                 let endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
@@ -250,6 +254,30 @@ public final class Broker: Sendable {
         backendEndpoint = endpoints.1
         thread = Mutex(proxyThread)
     }
+
+    /// The open connections, oldest first: side, peer, CURVE key, since when (from the sides'
+    /// monitors; see `BrokerConnection`).
+    public func openConnections() -> [BrokerConnection] {
+        tracker.snapshot()
+    }
+
+    /// The subscriptions the subscribers hold, as they sent them.
+    public func subscriptions() -> BrokerSubscriptions {
+        shared.subscriptions.snapshot()
+    }
+
+    /// How long ago the forwarding loop last began a round, in nanoseconds, or nil once it has
+    /// stopped. A running loop begins one at least every second (`heartbeatInterval`), busy or
+    /// idle: an age of several seconds means the thread is stuck.
+    public func forwardingLoopAge() -> UInt64? {
+        guard !shared.control.withLock({ $0.stopped }) else { return nil }
+        let last = shared.lastRound.load(ordering: .relaxed)
+        let now = Timestamps.monotonicNanoseconds()
+        return now > last ? now - last : 0
+    }
+
+    /// The longest the forwarding loop waits between rounds when it is well, in milliseconds.
+    public static let forwardingHeartbeatMilliseconds = BrokerForwarder.heartbeatInterval
 
     /// The default `memoryLimit`: 4 GiB.
     public static let defaultMemoryLimit: UInt64? = 4 << 30
@@ -310,9 +338,9 @@ public final class Broker: Sendable {
     /// The forwarder's last counters with the authentication counters now.
     private func snapshot() -> BrokerStatistics {
         var stats = shared.statistics.withLock { $0 }
-        stats.connections = connections.open.load(ordering: .relaxed)
-        stats.peakConnections = connections.peak.load(ordering: .relaxed)
-        stats.acceptFailures = connections.acceptFailures.load(ordering: .relaxed)
+        stats.connections = tracker.open.load(ordering: .relaxed)
+        stats.peakConnections = tracker.peak.load(ordering: .relaxed)
+        stats.acceptFailures = tracker.acceptFailures.load(ordering: .relaxed)
         if let counts = authentication?.counts {
             stats.publisherAuthentication = counts[.publishers] ?? AuthenticationCounts()
             stats.subscriberAuthentication = counts[.subscribers] ?? AuthenticationCounts()
