@@ -123,7 +123,7 @@ let package = Package(
         // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["nbus", "NotificationBus", "ZeroMQ"],
+            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "BusOperations"],
             swiftSettings: strictSettings
         ),
         .testTarget(

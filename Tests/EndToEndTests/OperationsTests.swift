@@ -1,0 +1,293 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+/// `nbus broker --http`, `nbus subscribe --http`, logs, `--version` and completions, with real
+/// processes, real sockets and Debian's own checkers (promtool, systemd-analyze).
+@Suite("Operations: monitoring endpoints, logs, version (real processes)", .serialized, .timeLimit(.minutes(2)))
+struct OperationsTests {
+    static let promtool = findTool("promtool")
+
+    /// Starts a broker with `--http 127.0.0.1:0` and returns it with its monitoring port, read
+    /// from its log line.
+    func startMonitoredBroker(_ children: Children, _ extra: [String] = []) async throws -> (
+        broker: Child, frontend: String, backend: String, port: Int
+    ) {
+        let (broker, frontend, backend) = try await children.startBroker(["--http", "127.0.0.1:0"] + extra)
+        try #require(await broker.waitForStderr(containing: "monitoring on http://"), "\(broker.describe())")
+        let port = try #require(monitoringPort(in: broker.output.stderrText), "\(broker.describe())")
+        return (broker, frontend, backend, port)
+    }
+
+    @Test(
+        "/metrics after known traffic: promtool accepts it, and the figures match what was sent",
+        .enabled(if: promtool != nil || getuid() == 0, "promtool is missing and this is not root (make deps installs Debian's prometheus as root)"))
+    func metricsAfterTraffic() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend, port) = try await startMonitoredBroker(children)
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "ops.>", "--connect", backend, "--count", "5", "--timeout", "30", "--format", "json"])
+        let payload = String(repeating: "p", count: 100)
+        let publisher = try await children.run(
+            "publisher", ["publish", "ops.created", payload, "--count", "5", "--connect", frontend, "--subscribers", "1"])
+        #expect(publisher?.status == 0)
+        let received = await subscriber.waitForExit()
+        #expect(received?.status == 0 && received?.stdoutLines.count == 5, "\(subscriber.describe())")
+
+        // Both clients gone: the broker has seen them leave once /connz is empty.
+        let empty = try await eventually { () -> Bool? in
+            try httpGet(port: port, "/connz").body.contains("\"count\" : 0") ? true : nil
+        }
+        #expect(empty == true)
+        let metrics = try httpGet(port: port, "/metrics")
+        #expect(metrics.status == 200)
+        let body = metrics.body
+        let fromPublishers = try #require(metricValue(body, #"nbus_broker_messages_total{direction="from_publishers"}"#), "\(body)")
+        let toSubscribers = try #require(metricValue(body, #"nbus_broker_messages_total{direction="to_subscribers"}"#))
+        let bytesIn = try #require(metricValue(body, #"nbus_broker_bytes_total{direction="from_publishers"}"#))
+        // 5 notifications and the publisher's end-of-stream record(s); every one went on.
+        #expect(fromPublishers >= 6 && toSubscribers == fromPublishers, "\(body)")
+        #expect(bytesIn >= 5 * Double(payload.count + "ops.created".count), "\(body)")
+        #expect((metricValue(body, "nbus_broker_subscription_messages_total") ?? 0) >= 1)
+        #expect(metricValue(body, #"nbus_broker_connections{side="subscriber"}"#) == 0)
+        #expect(metricValue(body, #"nbus_broker_connections{side="publisher"}"#) == 0)
+        #expect(metricValue(body, "nbus_broker_connections_peak") == 2)
+        #expect(metricValue(body, "nbus_broker_slow_subscriber_episodes_total") == 0)
+        #expect((metricValue(body, "nbus_broker_uptime_seconds") ?? 0) > 0)
+        #expect(body.contains("nbus_build_info{version=\""))
+
+        // /varz says the same, with the version and settings.
+        let varz = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/varz").body.utf8)) as? [String: Any]
+        let counters = varz?["counters"] as? [String: Any]
+        #expect(counters?["fromPublishers"] as? Double == fromPublishers)
+        #expect(varz?["backend"] as? String == backend)
+        #expect((varz?["settings"] as? [String: Any])?["hwm"] as? String == "10000")
+        #expect(try httpGet(port: port, "/nonexistent").status == 404)
+
+        guard let promtool = Self.promtool else {
+            Issue.record("promtool is missing as root: make deps should have installed Debian's prometheus")
+            return
+        }
+        let check = try runTool(promtool, ["check", "metrics"], input: body)
+        #expect(check.status == 0, "promtool check metrics: \(check.output)\n\(body)")
+    }
+
+    @Test("/connz lists the processes started (by pid over ipc) and forgets the ones killed; /subsz counts them")
+    func connectionsComeAndGo() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, _, backend, port) = try await startMonitoredBroker(children)
+        let first = try children.start("first", ["subscribe", "jobs.>", "--connect", backend])
+        let second = try children.start("second", ["subscribe", "jobs.>", "audit.*", "--connect", backend])
+        func pids() throws -> Set<Int32>? {
+            let body = try httpGet(port: port, "/connz").body
+            guard let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+                let list = object["connections"] as? [[String: Any]]
+            else { return nil }
+            return Set(list.filter { $0["side"] as? String == "subscriber" }.compactMap { ($0["processID"] as? Int).map(Int32.init) })
+        }
+        let both = try await eventually { try pids().flatMap { $0 == [first.pid, second.pid] ? $0 : nil } }
+        #expect(both != nil, "connz: \(bodyOf(port, "/connz"))")
+
+        // Both announced jobs.> (two buses), one audit.* too.
+        let subsz = try await eventually { () -> [String: Any]? in
+            let object = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/subsz").body.utf8)) as? [String: Any]
+            let patterns = object?["patterns"] as? [[String: Any]] ?? []
+            let jobs = patterns.first { $0["pattern"] as? String == "jobs.>" }
+            return (jobs?["subscribers"] as? Int == 2 && patterns.contains { $0["pattern"] as? String == "audit.*" }) ? object : nil
+        }
+        #expect(subsz != nil, "subsz: \(bodyOf(port, "/subsz"))")
+
+        first.signal(SIGKILL)
+        let remaining = try await eventually { try pids().flatMap { $0 == [second.pid] ? $0 : nil } }
+        #expect(remaining != nil, "connz: \(bodyOf(port, "/connz"))")
+        let after = try await eventually { () -> Bool? in
+            let body = try httpGet(port: port, "/subsz").body
+            return body.contains("\"subscribers\" : 1") && !body.contains("\"subscribers\" : 2") ? true : nil
+        }
+        #expect(after == true, "subsz: \(bodyOf(port, "/subsz"))")
+    }
+
+    /// The forwarding thread logs connections at debug level, synchronously, on standard error. A
+    /// standard error nobody reads (a stalled log collector) fills its pipe and blocks that thread
+    /// for real: SIGSTOP would stop the HTTP server too, this stops the forwarding loop alone.
+    @Test("/healthz fails while the forwarding thread is stuck (blocked writing to a full log pipe), and recovers")
+    func healthFailsWhenForwardingIsStuck() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let backendPath = folder.path + "/b.sock"
+        let process = Process()
+        process.executableURL = try NBusBinary.url()
+        process.arguments = [
+            "broker", "--frontend", folder.ipc("f.sock"), "--backend", "ipc://" + backendPath,
+            "--http", "127.0.0.1:0", "--log-level", "debug",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        let stderr = Pipe()
+        process.standardError = stderr
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        // Read stderr up to the monitoring line, then stop reading it.
+        let reader = stderr.fileHandleForReading.fileDescriptor
+        var seen = ""
+        var port: Int?
+        var byte: UInt8 = 0
+        while port == nil, read(reader, &byte, 1) == 1 {
+            seen.unicodeScalars.append(UnicodeScalar(byte))
+            if byte == UInt8(ascii: "\n") { port = monitoringPort(in: seen) }
+        }
+        let monitoring = try #require(port, "no monitoring line: \(seen)")
+        #expect(try httpGet(port: monitoring, "/healthz").status == 200)
+
+        // Connections that come and go: each one is two debug lines from the forwarding thread,
+        // until the pipe (64 KiB) is full and the thread blocks in write().
+        var stuck: HTTPReply?
+        for _ in 0..<20 where stuck == nil {
+            for _ in 0..<200 { connectAndClose(unixSocket: backendPath) }
+            stuck = try await eventually(timeout: .seconds(8)) { () -> HTTPReply? in
+                let reply = try httpGet(port: monitoring, "/healthz")
+                return reply.status == 503 ? reply : nil
+            }
+        }
+        let reply = try #require(stuck, "/healthz never failed")
+        #expect(reply.body.contains("stuck"), "\(reply.body)")
+
+        // Read the log again: the thread writes on, and the broker is healthy again.
+        let drain = Thread {
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while read(reader, &buffer, buffer.count) > 0 {}
+        }
+        drain.start()
+        let healthy = try await eventually { try httpGet(port: monitoring, "/healthz").status == 200 ? true : nil }
+        #expect(healthy == true)
+    }
+
+    /// The body at `path`, for a failure message ("?" when it cannot be had).
+    func bodyOf(_ port: Int, _ path: String) -> String {
+        (try? httpGet(port: port, path).body) ?? "?"
+    }
+
+    /// Connects a plain Unix socket to `path` and closes it: the broker accepts a connection that
+    /// then goes away.
+    func connectAndClose(unixSocket path: String) {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
+        }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
+    @Test(
+        "nbus subscribe --http: its bus's and subscription's counters on /metrics, accepted by promtool",
+        .enabled(if: promtool != nil || getuid() == 0, "promtool is missing and this is not root (make deps installs Debian's prometheus as root)"))
+    func subscriberMetrics() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("direct.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "m.>", "--bind", endpoint, "--http", "127.0.0.1:0", "--metrics-interval", "0.2"])
+        try #require(await subscriber.waitForStderr(containing: "monitoring on http://"), "\(subscriber.describe())")
+        let port = try #require(monitoringPort(in: subscriber.output.stderrText))
+        let publisher = try await children.run(
+            "publisher", ["publish", "m.x", "hello", "--count", "3", "--connect", endpoint, "--subscribers", "1"])
+        #expect(publisher?.status == 0)
+        #expect(await subscriber.waitForStdoutLines(3))
+        let body = try httpGet(port: port, "/metrics").body
+        #expect(metricValue(body, #"nbus_subscription_delivered_total{pattern="m.>"}"#) == 3, "\(body)")
+        #expect(metricValue(body, "nbus_bus_lost_upstream_total") == 0, "\(body)")
+        #expect(try httpGet(port: port, "/healthz").status == 200)
+        if let promtool = Self.promtool {
+            let check = try runTool(promtool, ["check", "metrics"], input: body)
+            // swift-metrics carries no HELP text: promtool's lint says so, and nothing else.
+            let problems = check.output.split(separator: "\n").filter { !$0.contains("no help text") }
+            #expect(problems.isEmpty, "promtool check metrics: \(check.output)")
+        } else {
+            Issue.record("promtool is missing as root: make deps should have installed Debian's prometheus")
+        }
+    }
+
+    @Test("--log-format json: every stderr line is a JSON object with a timestamp and a level; stdout stays data")
+    func jsonLogs() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("direct.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "j.>", "--bind", endpoint, "--count", "2", "--timeout", "30", "--log-format", "json"])
+        let publisher = try await children.run(
+            "publisher", ["publish", "j.x", "data", "--count", "2", "--connect", endpoint, "--subscribers", "1", "--log-format", "json"])
+        #expect(publisher?.status == 0)
+        let output = try #require(await subscriber.waitForExit())
+        #expect(output.status == 0)
+        #expect(output.stdoutLines.count == 2 && output.stdoutLines.allSatisfy { $0.hasPrefix("j.x seq=") }, "\(output.stdoutText)")
+        for text in [output.stderrText, publisher?.stderrText ?? ""] {
+            let lines = text.split(separator: "\n")
+            #expect(!lines.isEmpty)
+            for line in lines {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(object?["timestamp"] is String && object?["level"] is String && object?["message"] is String, "\(line)")
+            }
+        }
+        #expect(output.stderrText.contains(#""printed":"2""#) || output.stderrText.contains(#""printed":2"#), "\(output.stderrText)")
+    }
+
+    @Test("--log-level warning drops the info summary; text lines carry a timestamp and a level")
+    func logLevels() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let quiet = try await children.run("quiet", ["publish", "l.x", "--no-wait", "--connect", children.folder.ipc("none.sock"), "--log-level", "warning"])
+        #expect(quiet?.status == 0 && quiet?.stderrText == "", "\(quiet?.stderrText ?? "")")
+        let loud = try await children.run("loud", ["publish", "l.x", "--no-wait", "--connect", children.folder.ipc("none.sock")])
+        let line = loud?.stderrText ?? ""
+        #expect(line.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info nbus publish: posted 1"#, options: .regularExpression) != nil, "\(line)")
+    }
+
+    @Test("nbus --version prints the version; --generate-completion-script makes a bash script")
+    func versionAndCompletions() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let version = try #require(await children.run("version", ["--version"]))
+        #expect(version.status == 0)
+        #expect(version.stdoutText.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil, "\(version.stdoutText)")
+        let completion = try #require(await children.run("completion", ["--generate-completion-script", "bash"]))
+        #expect(completion.status == 0)
+        #expect(completion.stdoutText.contains("complete") && completion.stdoutText.contains("_nbus"))
+        if let bash = findTool("bash") {
+            // The script is valid bash.
+            let check = try runTool(bash, ["-n"], input: completion.stdoutText)
+            #expect(check.status == 0, "\(check.output)")
+        }
+    }
+
+    @Test(
+        "docs/nbus-broker.service passes systemd-analyze verify",
+        .enabled(if: findTool("systemd-analyze") != nil, "systemd-analyze is missing (Debian's systemd package)"))
+    func systemdUnit() throws {
+        let analyze = try #require(findTool("systemd-analyze"))
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/nbus-broker.service")
+        let unit = try String(contentsOf: source, encoding: .utf8)
+        // The unit names /usr/local/bin/nbus; verify checks that the binary exists, so point it at
+        // the one built here (the only change).
+        let binary = try NBusBinary.url().path
+        #expect(unit.contains("ExecStart=/usr/local/bin/nbus broker"))
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let path = folder.path + "/nbus-broker.service"
+        try unit.replacingOccurrences(of: "/usr/local/bin/nbus", with: binary).write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try runTool(analyze, ["verify", path])
+        #expect(result.status == 0, "systemd-analyze verify: \(result.output)")
+        #expect(!result.output.contains("nbus-broker.service:"), "warnings about the unit: \(result.output)")
+    }
+}
