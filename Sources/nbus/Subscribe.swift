@@ -174,11 +174,11 @@ struct Subscribe: AsyncParsableCommand {
             metadata: ["printed": "\(printed)", "lostUpstream": "\(lost)", "droppedLocally": "\(dropped)",
                 "rejected": "\(bus.rejectedTotal)"])
         guard stats else { return }
-        for (pattern, stats) in perPattern { logger.info("  \(pattern): \(stats)") }
+        for (pattern, stats) in perPattern { logger.info("\(pattern): \(stats)") }
         logger.info(
-            "  bus: framesReceived=\(bus.framesReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
+            "bus: framesReceived=\(bus.framesReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
         for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
-            logger.info("  rejected \(reason): \(count)")
+            logger.info("rejected \(reason): \(count)")
         }
     }
 }

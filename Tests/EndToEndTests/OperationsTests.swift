@@ -272,7 +272,7 @@ struct OperationsTests {
 
     @Test(
         "docs/nbus-broker.service passes systemd-analyze verify",
-        .enabled(if: findTool("systemd-analyze") != nil, "systemd-analyze is missing (Debian's systemd package)"))
+        .enabled(if: findTool("systemd-analyze") != nil || getuid() == 0, "systemd-analyze is missing and this is not root (make deps installs Debian's systemd as root)"))
     func systemdUnit() throws {
         let analyze = try #require(findTool("systemd-analyze"))
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

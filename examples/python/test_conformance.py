@@ -269,7 +269,7 @@ class ConformanceCase(unittest.TestCase):
         m = re.search(rf"{re.escape(program)}: (?:printed|received) (\d+); lost upstream (\d+)", err)
         self.assertIsNotNone(m, f"no summary from {program} in:\n{err}")
         rejected = collections.Counter(
-            {r: int(n) for r, n in re.findall(r"^\s+rejected (\w+): (\d+)$", err, re.MULTILINE)})
+            {r: int(n) for r, n in re.findall(r"nbus subscribe: rejected (\w+): (\d+)$", err, re.MULTILINE)})
         return int(m.group(1)), int(m.group(2)), rejected
 
 
