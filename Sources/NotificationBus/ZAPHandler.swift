@@ -157,7 +157,7 @@ final class ZAPHandler: Sendable {
             for (domain, reader) in monitors {
                 while let frames = try? reader.receiveMultipart(mode: .dontWait) {
                     guard let socketEvent = SocketEvent(frames: frames) else { continue }
-                    if !socketEvent.event.isDisjoint(with: ConnectionTracker.curveEvents) {
+                    if !socketEvent.event.isDisjoint(with: ConnectionTracker.events) {
                         onConnectionEvent?(socketEvent, domain)
                         continue
                     }

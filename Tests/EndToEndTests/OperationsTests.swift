@@ -111,6 +111,38 @@ struct OperationsTests {
         #expect(after == true, "subsz: \(bodyOf(port, "/subsz"))")
     }
 
+    @Test("with CURVE, /connz shows each connection's admitted key and /metrics counts the refusals")
+    func curveKeysOnConnz() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let keys = try await TestKeys(children)
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let broker = try children.start(
+            "broker",
+            ["broker", "--frontend", frontend, "--backend", backend, "--curve-secret", "broker.key",
+             "--allow-publishers", "pubs", "--allow-subscribers", "subs", "--http", "127.0.0.1:0"])
+        try #require(await broker.waitForStderr(containing: "monitoring on http://"), "\(broker.describe())")
+        let port = try #require(monitoringPort(in: broker.output.stderrText))
+        let bob = try children.start("bob", ["subscribe", "k.>", "--connect", backend] + TestKeys.client("subs/bob"))
+        let found = try await eventually { () -> [String: Any]? in
+            let object = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/connz").body.utf8)) as? [String: Any]
+            let list = object?["connections"] as? [[String: Any]] ?? []
+            return list.first { $0["processID"] as? Int == Int(bob.pid) && $0["curveKey"] != nil }
+        }
+        #expect(found?["curveKey"] as? String == keys.bob, "connz: \(bodyOf(port, "/connz"))")
+        #expect(found?["side"] as? String == "subscriber")
+
+        // An unlisted key is refused: counted on /metrics, and never listed with a key.
+        let mallory = try await children.run(
+            "mallory", ["subscribe", "k.>", "--connect", backend, "--count", "1", "--timeout", "30"] + TestKeys.client("mallory"))
+        #expect(mallory?.status == 2, "\(mallory?.stderrText ?? "")")
+        let body = try httpGet(port: port, "/metrics").body
+        #expect((metricValue(body, #"nbus_broker_curve_handshakes_total{side="subscriber",outcome="refused_key"}"#) ?? 0) >= 1, "\(body)")
+        #expect(metricValue(body, #"nbus_broker_curve_handshakes_total{side="subscriber",outcome="admitted"}"#) == 1, "\(body)")
+        #expect(!bodyOf(port, "/connz").contains(keys.mallory))
+    }
+
     /// The forwarding thread logs connections at debug level, synchronously, on standard error. A
     /// standard error nobody reads (a stalled log collector) fills its pipe and blocks that thread
     /// for real: SIGSTOP would stop the HTTP server too, this stops the forwarding loop alone.

@@ -198,7 +198,7 @@ public final class Broker: Sendable {
                 try Self.setHeartbeats(xsub, heartbeatMilliseconds)
                 if let security, let authentication {
                     try authentication.guardSocket(
-                        xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.curveEvents)
+                        xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
                 }
                 try xsub.bind(frontend)
                 // Before connecting upstream: the last endpoint is then the bound one.
@@ -217,7 +217,7 @@ public final class Broker: Sendable {
                 try Self.setHeartbeats(xpub, heartbeatMilliseconds)
                 if let security, let authentication {
                     try authentication.guardSocket(
-                        xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.curveEvents)
+                        xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
                 }
                 try xpub.bind(backend)
                 let endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)

@@ -25,7 +25,8 @@ public struct BrokerConnection: Hashable, Sendable {
     public var processID: Int32?
     /// Over ipc: the peer process's user id.
     public var userID: UInt32?
-    /// With CURVE: the peer's public key (Z85) the ZAP handler admitted, once its handshake is done.
+    /// With CURVE: the peer's public key (Z85) the ZAP handler admitted it with (matched by pid over
+    /// ipc, by IP over TCP).
     public var curveKey: String?
     /// When the broker accepted it: nanoseconds since the Unix epoch.
     public var acceptedAt: UInt64
@@ -66,8 +67,6 @@ public struct BrokerConnection: Hashable, Sendable {
 final class ConnectionTracker: Sendable {
     /// The monitor events it needs.
     static let events: SocketEvents = [.accepted, .disconnected, .acceptFailed]
-    /// With CURVE, also the handshakes that passed: the moment a connection's key is known.
-    static let curveEvents: SocketEvents = events.union(.handshakeSucceeded)
 
     /// Connections open now, and the most at once.
     let open = Atomic<Int>(0)
@@ -88,8 +87,8 @@ final class ConnectionTracker: Sendable {
         var descriptor: Int32
     }
 
-    /// The open connections, and with CURVE the keys admitted whose handshake has not finished
-    /// yet (oldest first, per side, with the peer address the ZAP request gave).
+    /// The open connections, and with CURVE the keys admitted before their connection's accepted
+    /// event was read (oldest first, per side, with the peer address the ZAP request gave).
     private struct Table {
         var connections: [Key: BrokerConnection] = [:]
         var admitted: [BrokerConnection.Side: [(address: String, key: String)]] = [:]
@@ -119,15 +118,31 @@ final class ConnectionTracker: Sendable {
         }
     }
 
-    /// The ZAP handler admitted `key` for a peer at `address` (ZAP's address: the IP over TCP,
-    /// empty over ipc); the next handshake that passes on `side` from that address gets it.
+    /// The ZAP handler admitted `key` for a peer at `address` (ZAP's address: the IP over TCP;
+    /// over ipc `localhost:UID:GID:PID`). The oldest connection of `side` from that peer without a
+    /// key yet gets it; if its accepted event has not been read yet, the key waits for it.
     func admitted(key: String, address: String, side: BrokerConnection.Side) {
         table.withLock { table in
+            let candidates = table.connections.filter { $0.key.side == side && $0.value.curveKey == nil }
+                .filter { Self.peer($0.value, isAt: address) }
+            if let oldest = candidates.min(by: { $0.value.acceptedAt < $1.value.acceptedAt }) {
+                table.connections[oldest.key]?.curveKey = key
+                return
+            }
             var queue = table.admitted[side, default: []]
             if queue.count >= Self.admittedLimit { queue.removeFirst() }
             queue.append((address, key))
             table.admitted[side] = queue
         }
+    }
+
+    /// Whether `connection`'s peer is the one ZAP calls `address`. Two connections from one IP
+    /// handshaking at once over TCP may swap keys (both were admitted); over ipc the pid tells.
+    private static func peer(_ connection: BrokerConnection, isAt address: String) -> Bool {
+        if let pid = connection.processID {
+            return address.split(separator: ":").last.map { $0 == "\(pid)" } ?? false
+        }
+        return host(of: connection.peerAddress) == address
     }
 
     func record(_ event: SocketEvent, side: BrokerConnection.Side) {
@@ -145,7 +160,14 @@ final class ConnectionTracker: Sendable {
                 side: side, endpoint: event.endpoint, peerAddress: peer.address, processID: peer.processID,
                 userID: peer.userID, curveKey: nil, acceptedAt: Timestamps.wallClockNanoseconds(),
                 fileDescriptor: descriptor)
-            table.withLock { $0.connections[Key(side: side, descriptor: descriptor)] = connection }
+            table.withLock { table in
+                var connection = connection
+                if var queue = table.admitted[side], let index = queue.firstIndex(where: { Self.peer(connection, isAt: $0.address) }) {
+                    connection.curveKey = queue.remove(at: index).key
+                    table.admitted[side] = queue
+                }
+                table.connections[Key(side: side, descriptor: descriptor)] = connection
+            }
             onEvent?(.connectionAccepted(connection))
             let warn = logState.withLock { state -> Bool in
                 guard now >= warnAt, !state.warned else { return false }
@@ -153,18 +175,6 @@ final class ConnectionTracker: Sendable {
                 return true
             }
             if warn { onEvent?(.connectionsNearLimit(open: now, limit: limit)) }
-        } else if event.event.contains(.handshakeSucceeded) {
-            let key = Key(side: side, descriptor: Int32(bitPattern: event.value))
-            table.withLock { table in
-                guard let connection = table.connections[key], var queue = table.admitted[side], !queue.isEmpty
-                else { return }
-                // ZAP gives the IP alone over TCP; the oldest admission from that IP is this one's
-                // (two peers of one IP handshaking at once may swap keys: both were admitted).
-                let host = Self.host(of: connection.peerAddress)
-                let index = queue.firstIndex { $0.address == host } ?? 0
-                table.connections[key]?.curveKey = queue.remove(at: index).key
-                table.admitted[side] = queue
-            }
         } else if event.event.contains(.disconnected) {
             let key = Key(side: side, descriptor: Int32(bitPattern: event.value))
             let removed = table.withLock { $0.connections.removeValue(forKey: key) }
