@@ -48,6 +48,8 @@ let package = Package(
             dependencies: [
                 "ZeroMQ",
                 .product(name: "DequeModule", package: "swift-collections"),
+                // swift-log alone (no Foundation): the broker takes an optional Logger.
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings
         ),

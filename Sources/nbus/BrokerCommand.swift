@@ -151,9 +151,7 @@ struct BrokerCommand: AsyncParsableCommand {
                     frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm,
                     heartbeatMilliseconds: heartbeatMilliseconds,
                     slowSubscriberPatience: .milliseconds(Int64((slowAfter * 1_000).rounded())), security: security,
-                    onAuthentication: { event in CommandLog.log(event, to: logger) },
-                    memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20,
-                    onEvent: { event in CommandLog.log(event, to: logger) })
+                    memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20, logger: logger)
             } catch {
                 throw fail("broker", error, code: 2)
             }

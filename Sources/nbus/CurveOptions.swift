@@ -60,7 +60,7 @@ struct CurveOptions: ParsableArguments {
             if allowed.isEmpty { logLine(.warning, command, "no *.pub file in \(allowList): every client will be refused") }
             configuration.curveServer = CurveServerSecurity(
                 keyPair: keyPair, allowedClients: allowed,
-                onAuthentication: { event in CommandLog.log(event, to: CommandLog.logger(command)) })
+                onAuthentication: { event in event.log(to: CommandLog.logger(command)) })
         }
     }
 }

@@ -50,34 +50,6 @@ enum CommandLog {
     /// The level in force.
     static var level: Logger.Level { settings.withLock { $0.level } }
 
-    /// A broker event at its level: connections coming and going at debug, the rest (slow
-    /// subscribers, memory, file limits) as warnings.
-    static func log(_ event: BrokerEvent, to logger: Logger) {
-        switch event {
-        case .connectionAccepted(let connection), .connectionClosed(let connection):
-            var fields: Logger.Metadata = ["side": "\(connection.side)", "endpoint": "\(connection.endpoint)"]
-            if !connection.peerAddress.isEmpty { fields["peer"] = "\(connection.peerAddress)" }
-            if let pid = connection.processID { fields["pid"] = "\(pid)" }
-            if let key = connection.curveKey { fields["key"] = "\(key)" }
-            logger.debug("\(event)", metadata: fields)
-        case .slowSubscriberEnded:
-            logger.notice("\(event)")
-        default:
-            logger.warning("\(event)")
-        }
-    }
-
-    /// A CURVE outcome (already rate-limited per key): admissions at info, the rest as warnings.
-    static func log(_ event: AuthenticationEvent, to logger: Logger) {
-        var fields: Logger.Metadata = ["side": "\(event.domain.singular)"]
-        if let key = event.publicKey { fields["key"] = "\(key)" }
-        if case .admitted = event.outcome {
-            logger.info("\(event)", metadata: fields)
-        } else {
-            logger.warning("\(event)", metadata: fields)
-        }
-    }
-
     /// The logger of `command` (`broker`, `publish`...): its lines read `nbus broker: ...`.
     static func logger(_ command: String) -> Logger {
         Logger(label: "nbus \(command)")

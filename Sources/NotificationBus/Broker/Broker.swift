@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import Logging
 import Synchronization
 import ZeroMQ
 
@@ -89,7 +90,13 @@ public final class Broker: Sendable {
     /// only bound on what libzmq holds for a peer that sends a multi-part message and never
     /// finishes it (libzmq has no limit on parts). nil: no limit.
     ///
-    /// `onEvent` hears slow-subscriber episodes and memory resets, on the forwarding thread.
+    /// `onEvent` hears slow-subscriber episodes, memory resets and connections coming and going, on
+    /// the forwarding thread (on the ZAP handler's with CURVE).
+    ///
+    /// `logger`: the broker logs every event and CURVE outcome there too, at its level
+    /// (`BrokerEvent.log(to:)`, `AuthenticationEvent.log(to:)`: connections at debug, slow
+    /// subscribers and refusals as warnings), on the same threads, synchronously: a log handler
+    /// that blocks stalls forwarding (`forwardingLoopAge` shows it).
     ///
     /// `heartbeatMilliseconds`: ZMTP heartbeats on every connection (0: off); a peer silent for
     /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
@@ -114,9 +121,23 @@ public final class Broker: Sendable {
         heartbeatMilliseconds: Int32 = 5_000, maximumSubscriptionSize: Int = NBP1.maximumSubscriptionLength,
         maximumFrameSize: Int64 = NBP1.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
         security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil,
-        memoryLimit: UInt64? = Broker.defaultMemoryLimit,
+        memoryLimit: UInt64? = Broker.defaultMemoryLimit, logger: Logger? = nil,
         onEvent: (@Sendable (BrokerEvent) -> Void)? = nil
     ) throws(BusError) {
+        let onEvent: (@Sendable (BrokerEvent) -> Void)? =
+            logger.map { logger in
+                { @Sendable event in
+                    event.log(to: logger)
+                    onEvent?(event)
+                }
+            } ?? onEvent
+        let onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? =
+            logger.map { logger in
+                { @Sendable event in
+                    event.log(to: logger)
+                    onAuthentication?(event)
+                }
+            } ?? onAuthentication
         guard slowSubscriberPatience >= .zero else {
             throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
         }
