@@ -82,9 +82,17 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
         }
         let logger = self.logger
         let onListening = self.onListening
+        let address = self.address
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await server.run() }
+                group.addTask {
+                    do {
+                        try await server.run()
+                    } catch is CancellationError {
+                    } catch {
+                        throw MonitoringServerError(address: address, reason: "\(error)")
+                    }
+                }
                 group.addTask {
                     try await server.waitUntilListening(timeout: 30)
                     let bound: String
@@ -96,7 +104,13 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
                     logger.info("monitoring on http://\(bound)", metadata: ["http": "\(bound)"])
                     onListening?(bound)
                 }
-                try await group.waitForAll()
+                // The first failure (the port taken) ends the server at once.
+                do {
+                    while try await group.next() != nil {}
+                } catch {
+                    group.cancelAll()
+                    throw error
+                }
             }
         } onGracefulShutdown: {
             Task { await server.stop(timeout: 1) }
@@ -119,15 +133,26 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
     }
 }
 
+/// The monitoring server could not listen (its port taken, an address not on this machine) or
+/// stopped serving.
+public struct MonitoringServerError: Error, CustomStringConvertible {
+    /// Where it was to listen.
+    public var address: HTTPListenAddress
+    /// What went wrong.
+    public var reason: String
+
+    public var description: String { "cannot serve --http \(address): \(reason)" }
+}
+
 /// FlyingFox's own lines (a connection opened, closed) through swift-log, at trace level: they are
-/// per request, and a monitoring server that logs every scrape would drown the rest. Errors stay
-/// errors.
+/// per request, and a monitoring server that logs every scrape would drown the rest.
 struct FlyingFoxLogger: FlyingSocks.Logging {
     let logger: Logger
 
     func logDebug(_ debug: @autoclosure () -> String) { logger.trace("\(debug())") }
     func logInfo(_ info: @autoclosure () -> String) { logger.trace("\(info())") }
     func logWarning(_ warning: @autoclosure () -> String) { logger.warning("\(warning())") }
-    func logError(_ error: @autoclosure () -> String) { logger.error("\(error())") }
-    func logCritical(_ critical: @autoclosure () -> String) { logger.critical("\(critical())") }
+    // Its failures end `run()` with an error that MonitoringHTTPService reports itself, once.
+    func logError(_ error: @autoclosure () -> String) { logger.debug("\(error())") }
+    func logCritical(_ critical: @autoclosure () -> String) { logger.debug("\(critical())") }
 }

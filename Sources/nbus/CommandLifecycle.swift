@@ -1,3 +1,5 @@
+import ArgumentParser
+import BusOperations
 import Logging
 import ServiceLifecycle
 
@@ -47,6 +49,12 @@ enum CommandLifecycle {
             if await TerminationSignals.wait() != nil { await group.triggerGracefulShutdown() }
         }
         defer { watcher.cancel() }
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as MonitoringServerError {
+            // The command itself stopped in order (its report is out); the exit says why.
+            CommandLog.logger(name).error("\(error)")
+            throw ExitCode(2)
+        }
     }
 }

@@ -111,6 +111,31 @@ struct OperationsTests {
         #expect(after == true, "subsz: \(bodyOf(port, "/subsz"))")
     }
 
+    @Test("an --http port already taken: the broker stops in order and exits 2, saying why")
+    func httpPortTaken() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let taken = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(taken) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(taken, $0, length) == 0 && listen(taken, 1) == 0 && getsockname(taken, $0, &length) == 0
+            }
+        }
+        try #require(listening)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let broker = try #require(await children.run(
+            "broker", ["broker", "--frontend", children.folder.ipc("f.sock"), "--backend", children.folder.ipc("b.sock"),
+                       "--http", "127.0.0.1:\(port)"]))
+        #expect(broker.status == 2, "\(broker.stderrText)")
+        #expect(broker.stderrText.contains("error nbus broker: cannot serve --http 127.0.0.1:\(port)"), "\(broker.stderrText)")
+        #expect(broker.stdoutText.contains("broker stopped:"))
+    }
+
     @Test("with CURVE, /connz shows each connection's admitted key and /metrics counts the refusals")
     func curveKeysOnConnz() async throws {
         let children = try Children()
