@@ -13,7 +13,7 @@ struct NBus: AsyncParsableCommand {
             `orders.*.eu`, the rest `orders.>`.
 
             Logs go to standard error in one format (--log-level, --log-format text|json on \
-            broker, publish and subscribe). Shell completions: \
+            broker, publish, subscribe and keygen). Shell completions: \
             `nbus --generate-completion-script bash|zsh|fish` (see README.md).
             """,
         version: NotificationBusVersion.current,
