@@ -27,7 +27,7 @@ struct OperationsTests {
     func metricsAfterTraffic() async throws {
         let children = try Children()
         defer { children.killAll() }
-        let (_, frontend, backend, port) = try await startMonitoredBroker(children)
+        let (broker, frontend, backend, port) = try await startMonitoredBroker(children, ["--log-level", "debug"])
         let subscriber = try children.start(
             "subscriber", ["subscribe", "ops.>", "--connect", backend, "--count", "5", "--timeout", "30", "--format", "json"])
         let payload = String(repeating: "p", count: 100)
@@ -37,11 +37,10 @@ struct OperationsTests {
         let received = await subscriber.waitForExit()
         #expect(received?.status == 0 && received?.stdoutLines.count == 5, "\(subscriber.describe())")
 
-        // Both clients gone: the broker has seen them leave once /connz is empty.
-        let empty = try await eventually { () -> Bool? in
-            try httpGet(port: port, "/connz").body.contains("\"count\" : 0") ? true : nil
-        }
-        #expect(empty == true)
+        // Both clients gone, as the broker's debug lines say (written once its records are updated).
+        #expect(await broker.waitForStderr(containing: "publisher disconnected"), "\(broker.describe())")
+        #expect(await broker.waitForStderr(containing: "subscriber disconnected"), "\(broker.describe())")
+        #expect(try httpGet(port: port, "/connz").body.contains("\"count\" : 0"), "\(bodyOf(port, "/connz"))")
         let metrics = try httpGet(port: port, "/metrics")
         #expect(metrics.status == 200)
         let body = metrics.body
@@ -79,7 +78,7 @@ struct OperationsTests {
     func connectionsComeAndGo() async throws {
         let children = try Children()
         defer { children.killAll() }
-        let (_, _, backend, port) = try await startMonitoredBroker(children)
+        let (broker, frontend, backend, port) = try await startMonitoredBroker(children, ["--log-level", "debug"])
         let first = try children.start("first", ["subscribe", "jobs.>", "--connect", backend])
         let second = try children.start("second", ["subscribe", "jobs.>", "audit.*", "--connect", backend])
         func pids() throws -> Set<Int32>? {
@@ -89,21 +88,29 @@ struct OperationsTests {
             else { return nil }
             return Set(list.filter { $0["side"] as? String == "subscriber" }.compactMap { ($0["processID"] as? Int).map(Int32.init) })
         }
-        let both = try await eventually { try pids().flatMap { $0 == [first.pid, second.pid] ? $0 : nil } }
-        #expect(both != nil, "connz: \(bodyOf(port, "/connz"))")
-
-        // Both announced jobs.> (two buses), one audit.* too.
-        let subsz = try await eventually { () -> [String: Any]? in
-            let object = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/subsz").body.utf8)) as? [String: Any]
-            let patterns = object?["patterns"] as? [[String: Any]] ?? []
-            let jobs = patterns.first { $0["pattern"] as? String == "jobs.>" }
-            return (jobs?["subscribers"] as? Int == 2 && patterns.contains { $0["pattern"] as? String == "audit.*" }) ? object : nil
+        for child in [first, second] {
+            #expect(await broker.waitForStderr(containing: "subscriber connected on \(backend) (pid \(child.pid))"))
         }
-        #expect(subsz != nil, "subsz: \(bodyOf(port, "/subsz"))")
+        #expect(try pids() == [first.pid, second.pid], "connz: \(bodyOf(port, "/connz"))")
+
+        // Publishers that wait for their subscribers: once they have seen them, the broker has
+        // recorded their announcements (it records a subscription before passing it on).
+        for (name, count) in [("jobs.x", 2), ("audit.login", 1)] {
+            let publisher = try await children.run(
+                "publisher \(name)", ["publish", name, "--count", "1", "--connect", frontend, "--subscribers", "\(count)"])
+            #expect(publisher?.status == 0, "\(publisher?.stderrText ?? "")")
+        }
+        let subsz = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/subsz").body.utf8)) as? [String: Any]
+        let patterns = subsz?["patterns"] as? [[String: Any]] ?? []
+        #expect(patterns.first { $0["pattern"] as? String == "jobs.>" }?["subscribers"] as? Int == 2, "\(bodyOf(port, "/subsz"))")
+        #expect(patterns.first { $0["pattern"] as? String == "audit.*" }?["subscribers"] as? Int == 1, "\(bodyOf(port, "/subsz"))")
+        #expect(subsz?["foreignPrefixes"] as? Int == 0)
 
         first.signal(SIGKILL)
-        let remaining = try await eventually { try pids().flatMap { $0 == [second.pid] ? $0 : nil } }
-        #expect(remaining != nil, "connz: \(bodyOf(port, "/connz"))")
+        #expect(await broker.waitForStderr(containing: "subscriber disconnected from \(backend) (pid \(first.pid))"))
+        #expect(try pids() == [second.pid], "connz: \(bodyOf(port, "/connz"))")
+        // The killed bus's unsubscriptions reach the broker in their own time (libzmq sends them as
+        // the pipe ends; no event says when): asked for until they show, bounded.
         let after = try await eventually { () -> Bool? in
             let body = try httpGet(port: port, "/subsz").body
             return body.contains("\"subscribers\" : 1") && !body.contains("\"subscribers\" : 2") ? true : nil
@@ -146,15 +153,16 @@ struct OperationsTests {
         let broker = try children.start(
             "broker",
             ["broker", "--frontend", frontend, "--backend", backend, "--curve-secret", "broker.key",
-             "--allow-publishers", "pubs", "--allow-subscribers", "subs", "--http", "127.0.0.1:0"])
+             "--allow-publishers", "pubs", "--allow-subscribers", "subs", "--http", "127.0.0.1:0", "--log-level", "debug"])
         try #require(await broker.waitForStderr(containing: "monitoring on http://"), "\(broker.describe())")
         let port = try #require(monitoringPort(in: broker.output.stderrText))
         let bob = try children.start("bob", ["subscribe", "k.>", "--connect", backend] + TestKeys.client("subs/bob"))
-        let found = try await eventually { () -> [String: Any]? in
-            let object = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/connz").body.utf8)) as? [String: Any]
-            let list = object?["connections"] as? [[String: Any]] ?? []
-            return list.first { $0["processID"] as? Int == Int(bob.pid) && $0["curveKey"] != nil }
-        }
+        // Connected and admitted, as the broker logs both (after recording them).
+        #expect(await broker.waitForStderr(containing: "subscriber connected on \(backend) (pid \(bob.pid))"), "\(broker.describe())")
+        #expect(await broker.waitForStderr(containing: "admitted subscriber 'bob'"), "\(broker.describe())")
+        let object = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/connz").body.utf8)) as? [String: Any]
+        let list = object?["connections"] as? [[String: Any]] ?? []
+        let found = list.first { $0["processID"] as? Int == Int(bob.pid) }
         #expect(found?["curveKey"] as? String == keys.bob, "connz: \(bodyOf(port, "/connz"))")
         #expect(found?["side"] as? String == "subscriber")
 
