@@ -3,6 +3,7 @@ import FlyingSocks
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// What a monitoring endpoint answers: a status, a content type and a body.
 public struct MonitoringResponse: Sendable {
@@ -83,12 +84,15 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
         let logger = self.logger
         let onListening = self.onListening
         let address = self.address
+        // Stopping closes the listening socket, and FlyingFox's run() then throws: expected then.
+        let stopping = StopFlag()
         try await withGracefulShutdownHandler {
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask {
                     do {
                         try await server.run()
                     } catch is CancellationError {
+                    } catch where stopping.isSet {
                     } catch {
                         throw MonitoringServerError(address: address, reason: "\(error)")
                     }
@@ -113,7 +117,8 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
                 }
             }
         } onGracefulShutdown: {
-            Task { await server.stop(timeout: 1) }
+            stopping.set()
+            Task { await server.stop(timeout: 0) }
         }
     }
 
@@ -131,6 +136,15 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
         default: return "Status \(status)"
         }
     }
+}
+
+/// Set once, read from any task.
+private final class StopFlag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    var isSet: Bool { value.load(ordering: .acquiring) }
+
+    func set() { value.store(true, ordering: .releasing) }
 }
 
 /// The monitoring server could not listen (its port taken, an address not on this machine) or

@@ -116,6 +116,12 @@ struct OperationsTests {
             return body.contains("\"subscribers\" : 1") && !body.contains("\"subscribers\" : 2") ? true : nil
         }
         #expect(after == true, "subsz: \(bodyOf(port, "/subsz"))")
+
+        // SIGTERM: the broker and its HTTP server stop in order, exit 0.
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        #expect(stopped?.status == 0 && stopped?.bySignal == false, "\(broker.describe())")
+        #expect(stopped?.stdoutText.contains("broker stopped:") == true)
     }
 
     @Test("an --http port already taken: the broker stops in order and exits 2, saying why")
@@ -281,6 +287,30 @@ struct OperationsTests {
         } else {
             Issue.record("promtool is missing as root: make deps should have installed Debian's prometheus")
         }
+    }
+
+    @Test("nbus publish --http: its bus's counters on /metrics while it posts, then it stops on SIGINT")
+    func publisherMetrics() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("direct.sock")
+        let subscriber = try children.start("subscriber", ["subscribe", "p.>", "--bind", endpoint, "--format", "json"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "p.x", "n{n}", "--count", "100000", "--rate", "20", "--connect", endpoint, "--subscribers", "1",
+             "--http", "127.0.0.1:0"])
+        try #require(await publisher.waitForStderr(containing: "monitoring on http://"), "\(publisher.describe())")
+        let port = try #require(monitoringPort(in: publisher.output.stderrText))
+        // Three notifications printed: at least three posted and sent by the time of the scrape.
+        #expect(await subscriber.waitForStdoutLines(3), "\(subscriber.describe())")
+        let body = try httpGet(port: port, "/metrics").body
+        #expect((metricValue(body, "nbus_bus_posted_total") ?? 0) >= 3, "\(body)")
+        #expect((metricValue(body, "nbus_bus_sent_total") ?? 0) >= 3, "\(body)")
+        #expect(metricValue(body, "nbus_bus_unsent_total") == 0, "\(body)")
+        publisher.signal(SIGINT)
+        let stopped = try #require(await publisher.waitForExit())
+        #expect(stopped.status == 0, "\(publisher.describe())")
+        #expect((try? httpGet(port: port, "/healthz")) == nil, "the server stops with the command")
     }
 
     @Test("--log-format json: every stderr line is a JSON object with a timestamp and a level; stdout stays data")
