@@ -1,7 +1,6 @@
 import ArgumentParser
 import BusOperations
 import Logging
-import Metrics
 import NotificationBus
 import Prometheus
 import ServiceLifecycle
