@@ -104,22 +104,21 @@ test-conformance: deps build examples-c
 	NBUS="$$bin/nbus" NBP_C_PRODUCER="$(EXAMPLES_BIN)/nbp-producer" NBP_REQUIRE_C_PRODUCER=1 \
 	  "$$py" -m unittest -v examples/python/test_conformance.py
 
-# libFuzzer on EnvelopeCodec.decode, compiled straight from the codec's sources with swiftc (not a
+# libFuzzer on EnvelopeCodec.decode, compiled straight from the NBP1 module's sources with swiftc (not a
 # SwiftPM target), seeded with every frame of protocol/vectors. The corpus grows across runs in
 # .build/fuzz/corpus; a crash is saved under .build/fuzz/artifacts/ (replay it with
 # `.build/fuzz/fuzz-decode FILE`) and fails the target.
 FUZZ_SECONDS ?= 60
 FUZZ_DIR := .build/fuzz
-FUZZ_SOURCES := Sources/NotificationBus/EnvelopeCodec.swift Sources/NotificationBus/Notification.swift \
-	Sources/NotificationBus/NotificationName.swift Sources/NotificationBus/UTF8Validation.swift \
-	Tests/Fuzz/FuzzDecode.swift
+# The whole NBP1 module (the protocol, nothing else) plus the harness, compiled as one module.
+FUZZ_SOURCES := $(wildcard Sources/NBP1/*.swift) Tests/Fuzz/FuzzDecode.swift
 SWIFTC ?= swiftc
 
 fuzz-build: $(FUZZ_DIR)/fuzz-decode
 
 $(FUZZ_DIR)/fuzz-decode: $(FUZZ_SOURCES)
 	@mkdir -p $(FUZZ_DIR)
-	$(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld -module-name NBPFuzz \
+	$(SWIFTC) -sanitize=fuzzer,address -parse-as-library -O -g -use-ld=lld -module-name NBPFuzz -package-name NotificationBus \
 	  $(FUZZ_SOURCES) -o $@
 
 fuzz: fuzz-build

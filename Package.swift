@@ -1,7 +1,8 @@
 // swift-tools-version:6.1
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
 // Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ,
-// and nbus -> BusOperations -> NotificationBus.
+// nbus -> BusOperations -> NotificationBus,
+// and NotificationBus -> NBP1 (the wire protocol, pure Swift: no ZeroMQ, no Foundation).
 
 import PackageDescription
 
@@ -13,6 +14,7 @@ let package = Package(
     name: "NotificationBus",
     platforms: [.macOS(.v15)],
     products: [
+        .library(name: "NBP1", targets: ["NBP1"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "NotificationBus", targets: ["NotificationBus"]),
         .library(name: "BusViews", targets: ["BusViews"]),
@@ -38,6 +40,12 @@ let package = Package(
             pkgConfig: "libzmq",
             providers: [.apt(["libzmq3-dev"])]
         ),
+        // NBP/1 itself: names, patterns, headers, the notification value, the envelope codec, control
+        // names and end-of-stream records. What a second implementation or the fuzzer needs, nothing else.
+        .target(
+            name: "NBP1",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "ZeroMQ",
             dependencies: ["CZeroMQ"],
@@ -46,6 +54,7 @@ let package = Package(
         .target(
             name: "NotificationBus",
             dependencies: [
+                "NBP1",
                 "ZeroMQ",
                 .product(name: "DequeModule", package: "swift-collections"),
                 // swift-log alone (no Foundation): the broker takes an optional Logger.
@@ -100,6 +109,7 @@ let package = Package(
                 "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],

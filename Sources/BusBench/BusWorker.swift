@@ -37,8 +37,11 @@ public struct BusWorkerOptions: Sendable {
     public var exitOnStandardInputEOF = false
     /// `BusConfiguration.idleSpinMicroseconds` for the worker's bus (0: sleep when idle).
     public var idleSpinMicroseconds = 0
-    /// Run the posting loop / the `for await` consumer on the bus's own thread (`bus.executor`).
+    /// Publisher: run the unpaced posting loop on the bus's own thread (`bus.executor`).
     public var onBusExecutor = false
+    /// Subscriber: consume in a plain task, as application code that asks for no executor,
+    /// instead of on `bus.executor` (where an nbus command consumes by default: no hand-off).
+    public var plainTask = false
     /// Publisher: connect to `endpoint` (a broker's frontend) with the bus's brokered defaults,
     /// instead of binding it with back-pressure forced on.
     public var connectPublisher = false
@@ -65,6 +68,7 @@ public struct BusWorkerOptions: Sendable {
         if exitOnStandardInputEOF { arguments.append("--exit-on-stdin-eof") }
         if idleSpinMicroseconds > 0 { arguments += ["--spin-us", "\(idleSpinMicroseconds)"] }
         if onBusExecutor { arguments.append("--on-bus-executor") }
+        if plainTask { arguments.append("--plain-task") }
         if latencySampleEvery > 1 { arguments += ["--latency-every", "\(latencySampleEvery)"] }
         if connectPublisher { arguments.append("--connect-publisher") }
         return arguments
@@ -235,8 +239,8 @@ public enum BusWorker {
         // and every executor check on the consumer's path then takes the task's status-record
         // lock (about 5% of the subscriber's CPU). A plain task when no executor is asked for.
         let consumer =
-            options.onBusExecutor
-            ? Task(executorPreference: bus.executor, operation: consume) : Task(operation: consume)
+            options.plainTask
+            ? Task(operation: consume) : Task(executorPreference: bus.executor, operation: consume)
         let watchdog = Task {
             let deadline = Timestamps.monotonicNanoseconds() + UInt64(options.timeoutSeconds) * 1_000_000_000
             let idleLimit = UInt64(options.idleTimeoutSeconds) * 1_000_000_000

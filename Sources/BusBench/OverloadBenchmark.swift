@@ -39,8 +39,8 @@ public struct OverloadOptions: Sendable {
     /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
     public func validate() throws(BenchError) {
         guard seconds > 0 else { throw .invalidOptions("--seconds must be positive") }
-        guard (0...NBP1.defaultMaximumPayload).contains(size) else {
-            throw .invalidOptions("--size must be 0...\(NBP1.defaultMaximumPayload)")
+        guard (0...WireFormat.defaultMaximumPayload).contains(size) else {
+            throw .invalidOptions("--size must be 0...\(WireFormat.defaultMaximumPayload)")
         }
         guard handlerMicroseconds >= 0 else { throw .invalidOptions("--handler-us must be >= 0") }
         guard buffer >= 1 else { throw .invalidOptions("--buffer must be at least 1") }

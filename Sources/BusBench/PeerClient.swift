@@ -37,8 +37,8 @@ public struct PeerClientOptions: Sendable {
     /// Throws `.invalidOptions` naming the first value out of range.
     public func validate() throws(BenchError) {
         guard count >= 1 else { throw .invalidOptions("--n must be at least 1") }
-        guard size >= 1, size <= NBP1.defaultMaximumPayload else {
-            throw .invalidOptions("--size must be 1...\(NBP1.defaultMaximumPayload) (the first byte marks END and Q)")
+        guard size >= 1, size <= WireFormat.defaultMaximumPayload else {
+            throw .invalidOptions("--size must be 1...\(WireFormat.defaultMaximumPayload) (the first byte marks END and Q)")
         }
         guard warmup >= 0 else { throw .invalidOptions("--warmup must be 0 or more") }
         let subjects = subject.split(separator: ",").map(String.init)
@@ -93,7 +93,9 @@ public enum PeerClient {
         let notifications = try bus.notifications(named: options.subject)
         try markReady(options.readyFile)
         let lastArrival = LastArrival()
-        let consumer = Task { () -> (received: UInt64, first: UInt64, last: UInt64, end: Bool) in
+        // Tasks an nbus command starts itself run on the bus's own thread (`bus.executor`): each
+        // batch reaches the loop without a thread wake-up, as raw ZeroMQ's reader has none.
+        let consumer = Task(executorPreference: bus.executor) { () -> (received: UInt64, first: UInt64, last: UInt64, end: Bool) in
             var received: UInt64 = 0
             var first: UInt64 = 0
             var last: UInt64 = 0
@@ -168,12 +170,16 @@ public enum PeerClient {
         let pings = try bus.notifications(named: "ping")
         let pongName = try NotificationName("pong")
         try markReady(options.readyFile)
-        var answered = 0
-        for await ping in pings {
-            if ping.payload.first == UInt8(ascii: "Q") { break }
-            try await bus.post(name: pongName, payload: ping.payload)
-            answered += 1
-        }
+        // On the bus's own thread: a ping is answered in the round that read it, no hand-off.
+        let answered = try await Task(executorPreference: bus.executor) {
+            var answered = 0
+            for await ping in pings {
+                if ping.payload.first == UInt8(ascii: "Q") { break }
+                try await bus.post(name: pongName, payload: ping.payload)
+                answered += 1
+            }
+            return answered
+        }.value
         _ = await bus.close()
         return json(["role": "pong", "answered": answered])
     }
@@ -188,22 +194,10 @@ public enum PeerClient {
         // subscription reached the ponger's publisher (which echoes the readiness token).
         try await bus.waitForSubscribers(count: 1, matching: pingName, timeout: .seconds(30))
         try await bus.ready(NamePattern("pong"), timeout: .seconds(30))
-        var iterator = pongs.makeAsyncIterator()
-        var payload = [UInt8](repeating: UInt8(ascii: "P"), count: max(5, min(options.size, 64)))
-        var rtts: [UInt64] = []
-        rtts.reserveCapacity(options.count)
-        for index in 0..<(options.warmup + options.count) {
-            withUnsafeBytes(of: UInt32(truncatingIfNeeded: index).littleEndian) { counter in
-                for offset in 0..<4 { payload[1 + offset] = counter[offset] }
-            }
-            let sent = Timestamps.monotonicNanoseconds()
-            try await bus.post(name: pingName, payload: payload)
-            while true {
-                guard let answer = await iterator.next() else { throw BenchError.invalidOptions("the pong stream ended") }
-                if answer.payload.count >= 5, Array(answer.payload[1..<5]) == Array(payload[1..<5]) { break }
-            }
-            if index >= options.warmup { rtts.append(Timestamps.monotonicNanoseconds() &- sent) }
-        }
+        // On the bus's own thread: a pong resumes this loop in the round that read it.
+        let rtts = try await Task(executorPreference: bus.executor) {
+            try await pingLoop(bus: bus, pongs: pongs, pingName: pingName, options: options)
+        }.value
         try await bus.post(name: pingName, payload: [UInt8(ascii: "Q")])
         _ = await bus.close()
         if let dump = options.dumpFile {
@@ -220,6 +214,31 @@ public enum PeerClient {
             "p99_us": percentile(0.99), "p999_us": percentile(0.999), "max_us": Double(sorted.last ?? 0) / 1_000,
             "mean_us": mean,
         ])
+    }
+}
+
+extension PeerClient {
+    /// `warmup` unmeasured round trips, then `count` measured ones (nanoseconds).
+    fileprivate static func pingLoop(
+        bus: Bus, pongs: NotificationSequence, pingName: NotificationName, options: PeerClientOptions
+    ) async throws -> [UInt64] {
+        var iterator = pongs.makeAsyncIterator()
+        var payload = [UInt8](repeating: UInt8(ascii: "P"), count: max(5, min(options.size, 64)))
+        var rtts: [UInt64] = []
+        rtts.reserveCapacity(options.count)
+        for index in 0..<(options.warmup + options.count) {
+            withUnsafeBytes(of: UInt32(truncatingIfNeeded: index).littleEndian) { counter in
+                for offset in 0..<4 { payload[1 + offset] = counter[offset] }
+            }
+            let sent = Timestamps.monotonicNanoseconds()
+            try await bus.post(name: pingName, payload: payload)
+            while true {
+                guard let answer = await iterator.next() else { throw BenchError.invalidOptions("the pong stream ended") }
+                if answer.payload.count >= 5, Array(answer.payload[1..<5]) == Array(payload[1..<5]) { break }
+            }
+            if index >= options.warmup { rtts.append(Timestamps.monotonicNanoseconds() &- sent) }
+        }
+        return rtts
     }
 }
 

@@ -195,8 +195,8 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     /// Checks the values; throws `.invalidOptions` with what is wrong.
     public func validate() throws(BenchError) {
         if let rate, rate < 1 { throw .invalidOptions("--rate must be at least 1 (or max)") }
-        guard (1...NBP1.defaultMaximumPayload).contains(size) else {
-            throw .invalidOptions("--size must be 1...\(NBP1.defaultMaximumPayload) (the first byte says whether it matches)")
+        guard (1...WireFormat.defaultMaximumPayload).contains(size) else {
+            throw .invalidOptions("--size must be 1...\(WireFormat.defaultMaximumPayload) (the first byte says whether it matches)")
         }
         guard (1...10_000).contains(names) else { throw .invalidOptions("--names must be 1...10000") }
         guard (0...1).contains(selectivity) else { throw .invalidOptions("--selectivity must be 0...1") }

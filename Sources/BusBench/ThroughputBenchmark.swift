@@ -83,8 +83,8 @@ public struct ThroughputOptions: Sendable {
     /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
     public func validate() throws(BenchError) {
         guard count >= 2 else { throw .invalidOptions("--count must be at least 2") }
-        guard (0...NBP1.defaultMaximumPayload).contains(size) else {
-            throw .invalidOptions("--size must be 0...\(NBP1.defaultMaximumPayload)")
+        guard (0...WireFormat.defaultMaximumPayload).contains(size) else {
+            throw .invalidOptions("--size must be 0...\(WireFormat.defaultMaximumPayload)")
         }
         guard highWaterMark >= 0 else { throw .invalidOptions("--hwm must be >= 0 (0: unbounded)") }
         guard timeoutSeconds >= 1 else { throw .invalidOptions("--timeout must be at least 1 second") }
@@ -164,14 +164,13 @@ public enum ThroughputBenchmark {
         report.rawPacedLatency = try await runner.rawPacedLatency(count: pacedCount, rate: options.latencyRate)
         progress("bus latency run: \(options.latencyRate) notifications/s for \(options.latencySeconds) s")
         report.pacedLatency = try await runner.busThroughput(tag: "latency", count: pacedCount, rate: options.latencyRate)
-        progress("bus latency run with the consumer on bus.executor: \(options.latencyRate) notifications/s")
-        report.pacedLatencyOnExecutor = try await runner.busThroughput(
-            tag: "latency-executor", count: pacedCount, rate: options.latencyRate, onExecutor: true)
+        progress("bus latency run with the consumer in a plain task: \(options.latencyRate) notifications/s")
+        report.pacedLatencyPlainTask = try await runner.busThroughput(
+            tag: "latency-plain", count: pacedCount, rate: options.latencyRate, plainTask: true)
         if options.latencySpinMicroseconds > 0 {
-            progress("bus latency run, low-latency setting (bus.executor, idle spin \(options.latencySpinMicroseconds) us): \(options.latencyRate) notifications/s")
+            progress("bus latency run, low-latency setting (idle spin \(options.latencySpinMicroseconds) us): \(options.latencyRate) notifications/s")
             report.pacedLatencyIdleSpin = try await runner.busThroughput(
-                tag: "latency-spin", count: pacedCount, rate: options.latencyRate, spin: options.latencySpinMicroseconds,
-                onExecutor: true)
+                tag: "latency-spin", count: pacedCount, rate: options.latencyRate, spin: options.latencySpinMicroseconds)
         }
 
         if !options.skipInProcess {
@@ -225,11 +224,11 @@ private struct Runner: Sendable {
 
     private func workerArguments(
         _ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?, paced: Bool, spin: Int = 0,
-        onExecutor: Bool = false
+        plainTask: Bool = false
     ) -> [String] {
         var worker = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
         worker.idleSpinMicroseconds = spin
-        worker.onBusExecutor = onExecutor
+        worker.plainTask = plainTask && role == .subscriber
         worker.size = options.size
         worker.highWaterMark = options.highWaterMark
         worker.rate = rate
@@ -310,18 +309,17 @@ private struct Runner: Sendable {
     }
 
     func busThroughput(
-        tag: String, count: Int, rate: Int?, spin: Int = 0, onExecutor: Bool = false
+        tag: String, count: Int, rate: Int?, spin: Int = 0, plainTask: Bool = false
     ) async throws -> BusThroughputRun {
         let executable = options.nbusExecutable
         let pair = try await group.runPair(
             binder: ("bus publisher (nbus bench worker publisher)", executable,
                      workerArguments(
-                         .publisher, endpoint: raw.endpoint(tag), count: count, rate: rate, paced: rate != nil, spin: spin,
-                         onExecutor: onExecutor)),
+                         .publisher, endpoint: raw.endpoint(tag), count: count, rate: rate, paced: rate != nil, spin: spin)),
             connector: ("bus subscriber (nbus bench worker subscriber)", executable,
                         { workerArguments(
                             .subscriber, endpoint: $0, count: count, rate: nil, paced: rate != nil, spin: spin,
-                            onExecutor: onExecutor) }),
+                            plainTask: plainTask) }),
             timeout: childTimeout, acceptFailedConnector: true)
         let result = try pair.connector.requireResult(BusSubscriberResult.self, event: "result")
         let published = pair.binder.lastResult(BusPublisherResult.self, event: "done")

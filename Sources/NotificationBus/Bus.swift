@@ -8,7 +8,7 @@ import ZeroMQ
 /// A cross-process `NotificationCenter` carried by ZeroMQ.
 ///
 /// `post` stamps each notification (publisher id, sequence per (publisher, name), time) and hands
-/// it to the bus's I/O thread; `notifications(named:)`, `events(named:)` and `addObserver` consume
+/// it to the bus's event loop (`BusEventLoop`); `notifications(named:)`, `events(named:)` and `addObserver` consume
 /// the names matching a pattern. One dedicated thread owns every socket; nothing here blocks the
 /// caller on a socket. Close with `await close()`; dropping the last reference closes it too.
 public final class Bus: Sendable {
@@ -20,12 +20,15 @@ public final class Bus: Sendable {
     /// The bus's own I/O thread as a task executor: `Task(executorPreference: bus.executor) { ... }`
     /// posts and consumes there without hand-offs to other threads (see `BusExecutor`).
     public let executor: BusExecutor
+    /// The event loop's thread: joined by the first `close()`, detached if the bus is dropped
+    /// (the loop then closes it by itself). A resource, not a state: the state is `BusLifecycle`.
     private let thread: Mutex<pthread_t?>
-    private let finished: FinishSignal
 
-    /// Opens the bus: creates the I/O thread, which creates, binds and connects the sockets.
-    /// Throws `.invalidConfiguration` for a value out of range, `.transport` when an endpoint
-    /// cannot be used (in use, malformed).
+    /// Opens the bus: creates, binds and connects the sockets on the caller's thread, then starts
+    /// the event loop's thread, which owns them from then on. Returns at once: nothing here waits
+    /// for another thread, so it is safe on a cooperative thread (from async code). Throws
+    /// `.invalidConfiguration` for a value out of range, `.transport` when an endpoint cannot be
+    /// used (in use, malformed), `.security` for CURVE settings that cannot apply.
     public init(_ configuration: BusConfiguration = .embedded()) throws(BusError) {
         try configuration.validate()
         self.configuration = configuration
@@ -35,32 +38,33 @@ public final class Bus: Sendable {
         } catch {
             throw .transport(error)
         }
+        let sockets = try BusSockets(configuration)
+        endpoints = sockets.resolvedEndpoints
+        // Posting threads send themselves while the loop sleeps, except looped back: local
+        // subscriptions get their posts from the loop.
+        let direct = sockets.loopback ? nil : sockets.publisher.map(DirectPublisher.init)
         let core = BusCore(
             wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
-            idleSpinNanoseconds: UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000)
+            idleSpinNanoseconds: UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000, directPublisher: direct)
         self.core = core
         let executor = BusExecutor(core: core)
         self.executor = executor
-        let finished = FinishSignal()
-        self.finished = finished
-        let start = ThreadStart(core: core, configuration: configuration, executor: executor) { finished.finish() }
-        let handle = try spawnThread(named: "nbus-io") { start.main() }
-        start.ready.wait()
-        switch start.outcome.withLock({ $0 }) {
-        case .success(let endpoints)?:
-            self.endpoints = endpoints
-            self.thread = Mutex(handle)
-        case .failure(let error)?:
-            pthread_join(handle, nil)
+        let handoff = ThreadHandoff(value: sockets)
+        do {
+            let handle = try spawnThread(named: "nbus-io") {
+                BusEventLoop(core: core, configuration: configuration, executor: executor, sockets: handoff.value).run()
+            }
+            thread = Mutex(handle)
+        } catch {
+            // The thread never started: the sockets are still this thread's to close.
+            sockets.close()
+            sockets.context.terminate()
             throw error
-        case nil:
-            pthread_join(handle, nil)
-            throw .system("the I/O thread did not start")
         }
     }
 
     deinit {
-        core.enqueue(.close)
+        core.requestClose()
         if let handle = thread.withLock({ $0.take() }) { pthread_detach(handle) }
     }
 
@@ -70,6 +74,11 @@ public final class Bus: Sendable {
     /// The bus's counters now (refreshed by the I/O thread after each round of work).
     public var stats: BusStats {
         var stats = core.statsSnapshot.withLock { $0 }
+        // Posts that posting threads sent themselves are counted as they go, not by the loop.
+        let direct = core.mailbox.withLock { (sent: $0.sentDirectly, unsent: $0.unsentDirectly, posted: $0.posted) }
+        stats.sent += direct.sent
+        stats.unsent += direct.unsent
+        stats.posted = max(stats.posted, direct.posted)
         stats.unwanted = core.unwantedPosts
         stats.posted &+= stats.unwanted
         return stats
@@ -310,17 +319,16 @@ public final class Bus: Sendable {
         try await wait(.handshakeRefused, what: "a server to refuse this bus's connection", timeout: timeout)
     }
 
-    private func wait(_ kind: BusWaiter.Kind, what: String, timeout: Duration) async throws(BusError) {
+    private func wait(_ kind: WaitRequest.Kind, what: String, timeout: Duration) async throws(BusError) {
         let id = core.makeID()
         if Task.isCancelled { throw .cancelled }
         let milliseconds = Timestamps.boundedMilliseconds(timeout)
-        let deadline = Timestamps.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000
+        let request = WaitRequest(
+            id: id, kind: kind, deadline: Timestamps.monotonicNanoseconds() + UInt64(milliseconds) * 1_000_000,
+            what: what, timeoutMilliseconds: milliseconds)
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, BusError>, Never>) in
-                let waiter = BusWaiter(
-                    id: id, kind: kind, deadline: deadline, what: what, timeoutMilliseconds: milliseconds,
-                    continuation: continuation)
-                if !core.enqueue(.addWaiter(waiter)) { continuation.resume(returning: .failure(.closed)) }
+                if !core.enqueue(.addWaiter(request, continuation)) { continuation.resume(returning: .failure(.closed)) }
                 // Cancelled just before: `onCancel` ran first, and its command found no waiter yet.
                 if Task.isCancelled { core.enqueue(.cancelWaiter(id)) }
             }
@@ -337,8 +345,9 @@ public final class Bus: Sendable {
     /// Returns the final counters; `unsent` says what could not be sent.
     @discardableResult
     public func close() async -> BusStats {
-        core.enqueue(.close)
-        await finished.wait()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            core.requestClose(waiter: continuation)
+        }
         if let handle = thread.withLock({ $0.take() }) { pthread_join(handle, nil) }
         return stats
     }
@@ -349,63 +358,6 @@ public final class Bus: Sendable {
 
     private func validPattern(_ text: String) throws(BusError) -> NamePattern {
         do { return try NamePattern(text) } catch { throw .invalidName(error) }
-    }
-}
-
-/// What the new I/O thread needs, and how it reports that its sockets are up (or why not).
-private final class ThreadStart: Sendable {
-    let core: BusCore
-    let configuration: BusConfiguration
-    let executor: BusExecutor
-    let ready = DispatchSemaphore(value: 0)
-    let outcome = Mutex<Result<[String], BusError>?>(nil)
-    let onExit: @Sendable () -> Void
-
-    init(core: BusCore, configuration: BusConfiguration, executor: BusExecutor, onExit: @escaping @Sendable () -> Void) {
-        self.core = core
-        self.configuration = configuration
-        self.executor = executor
-        self.onExit = onExit
-    }
-
-    func main() {
-        let loop: BusIOThread
-        do {
-            loop = try BusIOThread(core: core, configuration: configuration, executor: executor)
-        } catch {
-            outcome.withLock { $0 = .failure(error) }
-            ready.signal()
-            return
-        }
-        outcome.withLock { $0 = .success(loop.resolvedEndpoints) }
-        ready.signal()
-        loop.run()
-        onExit()
-    }
-}
-
-/// Tells `close()` callers that the I/O thread has finished its shutdown.
-private final class FinishSignal: Sendable {
-    private let state = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    func finish() {
-        let waiters = state.withLock { state in
-            state.done = true
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
-                if state.done { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
     }
 }
 

@@ -82,10 +82,10 @@ public struct BusConfiguration: Sendable {
     /// Posts queued for the I/O thread before `post` suspends (async) or throws (sync).
     public var outboundCapacity = 16_384
     /// Largest payload accepted, both when posting and when receiving (NBP/1 `payloadTooLarge`).
-    public var maximumPayload = NBP1.defaultMaximumPayload
+    public var maximumPayload = WireFormat.defaultMaximumPayload
     /// Most headers a received notification may carry: at most NBP/1's 32, lower to refuse more
     /// (counted as `headerLimitExceeded`). Posting is held to NBP/1's limits only.
-    public var maximumHeaderCount = NBP1.maximumHeaderCount
+    public var maximumHeaderCount = WireFormat.maximumHeaderCount
     /// Most (publisher, name) streams a subscriber tracks sequence numbers for. A publisher that
     /// closes sends an end-of-stream record and its streams are forgotten; one that crashes does
     /// not, so without a bound a long-lived subscriber of restarting publishers grows forever.
@@ -129,8 +129,8 @@ public struct BusConfiguration: Sendable {
         try check(outboundCapacity >= 1, "outboundCapacity must be at least 1, not \(outboundCapacity)")
         try check(maximumPayload >= 0, "maximumPayload must be 0 or more, not \(maximumPayload)")
         try check(
-            (0...NBP1.maximumHeaderCount).contains(maximumHeaderCount),
-            "maximumHeaderCount must be 0...\(NBP1.maximumHeaderCount) (NBP/1's limit), not \(maximumHeaderCount)")
+            (0...WireFormat.maximumHeaderCount).contains(maximumHeaderCount),
+            "maximumHeaderCount must be 0...\(WireFormat.maximumHeaderCount) (NBP/1's limit), not \(maximumHeaderCount)")
         try check(maximumTrackedStreams >= 2, "maximumTrackedStreams must be at least 2, not \(maximumTrackedStreams)")
         try check(closeTimeoutMilliseconds >= 0, "closeTimeoutMilliseconds must be 0 or more, not \(closeTimeoutMilliseconds)")
         try check(

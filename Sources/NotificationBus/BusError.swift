@@ -32,6 +32,10 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
     case notSubscribed(NamePattern)
     /// A `BusConfiguration` value out of range (`Bus.init` says which).
     case invalidConfiguration(String)
+    /// `request` found nothing subscribed to the request's name at this publisher.
+    case noResponders(NotificationName)
+    /// `reply(to:with:)` was given a notification without a valid `reply-to` header.
+    case notARequest(NotificationName)
 
     public var description: String {
         switch self {
@@ -49,6 +53,8 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
         case .system(let text): return "system error: \(text)"
         case .security(let text): return "CURVE: \(text)"
         case .invalidConfiguration(let text): return "invalid configuration: \(text)"
+        case .noResponders(let name): return "no responders: nothing subscribes to \(name)"
+        case .notARequest(let name): return "\(name) is not a request: it has no valid reply-to header"
         case .notSubscribed(let pattern):
             return "this bus has no subscription to \(pattern): make it (notifications(named:), events(named:), addObserver) before ready(_:)"
         }

@@ -132,6 +132,12 @@ public struct BusStats: Hashable, Sendable {
     public var lastHandshakeFailure: HandshakeFailure?
     /// CURVE server (a bus that binds): what it did with its clients' handshakes.
     public var clientAuthentication = AuthenticationCounts()
+    /// Socket calls that failed for a reason other than would-block (a subscription the SUB
+    /// socket refused, a frame ZeroMQ rejected, a failing poll): each is also counted where it
+    /// had an effect (`unsent`, an ended subscription, a failed wait).
+    public var socketErrors: UInt64 = 0
+    /// The last such failure: what the bus was doing and libzmq's error.
+    public var lastSocketError: String?
 
     /// Empty counters.
     public init() {}

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ZeroMQ
 
 /// What one subscription gets from one round of reading: its events in stream order, with the
@@ -104,7 +107,7 @@ struct BusReceiver {
     let maximumTrackedStreams: Int
 
     init(
-        maximumPayload: Int, maximumHeaderCount: Int = NBP1.maximumHeaderCount,
+        maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount,
         maximumTrackedStreams: Int = BusConfiguration.defaultMaximumTrackedStreams
     ) {
         self.maximumPayload = maximumPayload
@@ -140,8 +143,10 @@ struct BusReceiver {
 
     // MARK: Reading
 
-    /// Reads up to `limit` frames without waiting; returns how many were read.
-    mutating func read(from socket: Socket, limit: Int) -> Int {
+    /// Reads up to `limit` frames without waiting; returns how many were read (fewer when none
+    /// is waiting: would-block ends the read, it is not an error). Other socket errors are thrown;
+    /// what was read before stays in the subscriptions' batches for `flush()`.
+    mutating func read(from socket: Socket, limit: Int) throws(ZMQError) -> Int {
         var count = 0
         while count < limit {
             let isMultipart: Bool
@@ -151,11 +156,16 @@ struct BusReceiver {
                     if !more { route(bytes) }
                     return more
                 }
+            } catch let error as ZMQError {
+                if error.kind == .wouldBlock { break }
+                throw error
             } catch {
-                break
+                preconditionFailure("the receive body does not throw: \(error)")
             }
             if isMultipart {
-                // NBP/1 is one frame: drain the remaining parts and reject the message once.
+                // NBP/1 is one frame: drain the remaining parts and reject the message once. The
+                // parts are already here (libzmq delivers messages whole): a failure to read one
+                // means the socket is closing, which the next read reports.
                 while socket.hasMoreParts { _ = try? socket.receive(mode: .dontWait) }
                 counters.rejected[.wrongFrameCount, default: 0] += 1
             }
@@ -279,10 +289,11 @@ struct BusReceiver {
     /// A publisher closed: every stream of it whose last sequence is beyond what arrived here
     /// lost its tail. Reports those gaps to the matching subscriptions and forgets the streams.
     private mutating func handleEndOfStream(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> Bool {
-        guard let notification = try? EnvelopeCodec.decode(
-            frame, validatedNameLength: nameLength, name: nil, maximumPayload: Int.max)
-        else {
-            counters.rejected[.headerMapInvalid, default: 0] += 1
+        let notification: Notification
+        do {
+            notification = try EnvelopeCodec.decode(frame, validatedNameLength: nameLength, name: nil, maximumPayload: Int.max)
+        } catch {
+            counters.rejected[error, default: 0] += 1
             return false
         }
         counters.endOfStreamRecords += 1
@@ -336,5 +347,15 @@ struct BusReceiver {
             routes[index].batch.reset()
         }
         return pause
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether these bytes begin with `prefix` (one `memcmp`).
+    @inline(__always)
+    func hasPrefix(_ prefix: UnsafeRawBufferPointer) -> Bool {
+        guard prefix.count <= count else { return false }
+        guard let base = baseAddress, let prefixBase = prefix.baseAddress else { return true }
+        return memcmp(base, prefixBase, prefix.count) == 0
     }
 }

@@ -31,3 +31,14 @@ func spawnThread(named name: String, _ body: @escaping @Sendable () -> Void) thr
     guard result == 0 else { throw .system("pthread_create failed with error \(result)") }
     return handle
 }
+
+/// A value created on one thread and handed, whole, to a thread about to start (the sockets a
+/// `Bus`, a `Broker` or a `ZAPHandler` opens on its caller's thread, for its own thread to own).
+///
+/// `@unchecked Sendable` is safe because of how it is used: the creating thread builds the value,
+/// passes it to `spawnThread` and never touches it again, and `pthread_create` is a full memory
+/// barrier. libzmq allows exactly this for sockets ("a socket may be migrated from one thread to
+/// another with a full memory barrier").
+struct ThreadHandoff<Value>: @unchecked Sendable {
+    let value: Value
+}

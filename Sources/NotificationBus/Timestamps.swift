@@ -33,4 +33,11 @@ public enum Timestamps {
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
     }
+
+    /// Whole milliseconds from now until `deadline` (monotonic nanoseconds), rounded up so a
+    /// sleep of that long reaches it; 0 once it has passed.
+    package static func milliseconds(until deadline: UInt64) -> Int {
+        let now = monotonicNanoseconds()
+        return deadline > now ? Int((deadline - now) / 1_000_000) + 1 : 0
+    }
 }

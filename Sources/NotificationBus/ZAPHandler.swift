@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Synchronization
 import ZeroMQ
 
@@ -31,8 +30,9 @@ final class ZAPHandler: Sendable {
     private let thread: Mutex<pthread_t?>
     private let monitorPrefix: String
 
-    /// Binds the handler and connects a monitor reader per domain, on a new thread; returns once
-    /// they are in place. `onEvent` runs on that thread.
+    /// Binds the handler and connects a monitor reader per domain on the caller's thread, then
+    /// starts the thread that owns them; returns at once (nothing waits for another thread).
+    /// `onEvent` runs on that thread.
     init(
         context: Context, allowLists: [AuthenticationDomain: CurveAllowList?],
         onEvent: (@Sendable (AuthenticationEvent) -> Void)?,
@@ -48,44 +48,43 @@ final class ZAPHandler: Sendable {
         self.shared = shared
         let prefix = "inproc://nbus-zap-monitor-\(UInt64.random(in: 1...UInt64.max))-"
         monitorPrefix = prefix
-        thread = Mutex(nil)
-        let started = DispatchSemaphore(value: 0)
-        let failure = Mutex<BusError?>(nil)
-        let domains = allowLists.keys.sorted()
-        let handle = try spawnThread(named: "nbus-zap") {
-            let sockets: (handler: Socket, monitors: [(AuthenticationDomain, Socket)])
-            do throws(ZMQError) {
-                let handler = try context.socket(.rep)
-                try handler.set(.linger, 0)
-                try handler.bind(ZAPRequest.handlerEndpoint)
-                var monitors: [(AuthenticationDomain, Socket)] = []
-                for domain in domains {
-                    let reader = try context.socket(.pair)
-                    try reader.set(.linger, 0)
-                    // No limit: libzmq's monitor sends block its I/O thread when this queue is full.
-                    try reader.set(.receiveHighWaterMark, 0)
-                    try reader.connect(prefix + domain.rawValue)
-                    monitors.append((domain, reader))
-                }
-                sockets = (handler, monitors)
-            } catch {
-                failure.withLock { $0 = .transport(error) }
-                started.signal()
-                return
+        var made: [Socket] = []
+        let sockets: (handler: Socket, monitors: [(AuthenticationDomain, Socket)])
+        do throws(ZMQError) {
+            let handler = try context.socket(.rep)
+            made.append(handler)
+            try handler.set(.linger, 0)
+            try handler.bind(ZAPRequest.handlerEndpoint)
+            var monitors: [(AuthenticationDomain, Socket)] = []
+            for domain in allowLists.keys.sorted() {
+                let reader = try context.socket(.pair)
+                made.append(reader)
+                try reader.set(.linger, 0)
+                // No limit: libzmq's monitor sends block its I/O thread when this queue is full.
+                try reader.set(.receiveHighWaterMark, 0)
+                try reader.connect(prefix + domain.rawValue)
+                monitors.append((domain, reader))
             }
-            started.signal()
-            Self.run(
-                shared, handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent,
-                onConnectionEvent: onConnectionEvent, onAdmission: onAdmission)
-            for (_, reader) in sockets.monitors { reader.close() }
-            sockets.handler.close()
+            sockets = (handler, monitors)
+        } catch {
+            for socket in made { socket.close() }
+            throw .transport(error)
         }
-        started.wait()
-        if let error = failure.withLock({ $0 }) {
-            pthread_join(handle, nil)
+        let handoff = ThreadHandoff(value: sockets)
+        do {
+            let handle = try spawnThread(named: "nbus-zap") {
+                let sockets = handoff.value
+                Self.run(
+                    shared, handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent,
+                    onConnectionEvent: onConnectionEvent, onAdmission: onAdmission)
+                for (_, reader) in sockets.monitors { reader.close() }
+                sockets.handler.close()
+            }
+            thread = Mutex(handle)
+        } catch {
+            for socket in made { socket.close() }
             throw error
         }
-        thread.withLock { $0 = handle }
     }
 
     deinit {
@@ -127,45 +126,59 @@ final class ZAPHandler: Sendable {
         onConnectionEvent: (@Sendable (SocketEvent, AuthenticationDomain) -> Void)?,
         onAdmission: (@Sendable (String, String, AuthenticationDomain) -> Void)?
     ) {
+        // Error policy: would-block is a value (`...IfReady`); a terminated context ends the
+        // thread; a failing poll backs off rather than spin. A reply the REP cannot send is lost
+        // with its handshake, which libzmq then fails (and the client's monitor counts).
         while !shared.stopRequested.load(ordering: .acquiring) {
             var poller = Poller()
             poller.register(fileDescriptor: shared.wake.fileDescriptor)
             poller.register(handler)
             for (_, reader) in monitors { poller.register(reader) }
-            _ = try? poller.poll(timeoutMilliseconds: -1)
+            do {
+                try poller.poll(timeoutMilliseconds: -1)
+            } catch {
+                if error.kind == .contextTerminated { return }
+                usleep(10_000)
+                continue
+            }
             shared.wake.drain()
             var events: [AuthenticationEvent] = []
-            while let frames = try? handler.receiveMultipart(mode: .dontWait) {
-                let now = Timestamps.monotonicNanoseconds()
-                guard let request = ZAPRequest(frames: frames) else {
-                    // libzmq never sends these; answer so the REP socket can take the next request.
-                    let reply = ZAPReply(
-                        requestID: frames.count > 1 ? frames[1] : [], status: .internalError, statusText: "malformed request")
-                    _ = try? handler.send(multipart: reply.frames)
-                    continue
-                }
-                let (reply, event) = shared.authenticator.withLock { $0.answer(request, now: now) }
-                // Every admission (events are rate-limited), so a broker can tell each connection's key.
-                if let onAdmission, reply.status == .success, let key = request.curvePublicKey,
-                    let domain = AuthenticationDomain(rawValue: request.domain)
-                {
-                    onAdmission(key, request.address, domain)
-                }
-                _ = try? handler.send(multipart: reply.frames)
-                if let event { events.append(event) }
-            }
-            for (domain, reader) in monitors {
-                while let frames = try? reader.receiveMultipart(mode: .dontWait) {
-                    guard let socketEvent = SocketEvent(frames: frames) else { continue }
-                    if !socketEvent.event.isDisjoint(with: ConnectionTracker.events) {
-                        onConnectionEvent?(socketEvent, domain)
+            do throws(ZMQError) {
+                while let frames = try handler.receiveMultipartIfReady() {
+                    let now = Timestamps.monotonicNanoseconds()
+                    guard let request = ZAPRequest(frames: frames) else {
+                        // libzmq never sends these; answer so the REP socket can take the next request.
+                        let reply = ZAPReply(
+                            requestID: frames.count > 1 ? frames[1] : [], status: .internalError,
+                            statusText: "malformed request")
+                        try handler.send(multipart: reply.frames)
                         continue
                     }
-                    let now = Timestamps.monotonicNanoseconds()
-                    if let event = shared.authenticator.withLock({ $0.record(socketEvent, domain: domain, now: now) }) {
-                        events.append(event)
+                    let (reply, event) = shared.authenticator.withLock { $0.answer(request, now: now) }
+                    // Every admission (events are rate-limited), so a broker can tell each connection's key.
+                    if let onAdmission, reply.status == .success, let key = request.curvePublicKey,
+                        let domain = AuthenticationDomain(rawValue: request.domain)
+                    {
+                        onAdmission(key, request.address, domain)
+                    }
+                    try handler.send(multipart: reply.frames)
+                    if let event { events.append(event) }
+                }
+                for (domain, reader) in monitors {
+                    while let frames = try reader.receiveMultipartIfReady() {
+                        guard let socketEvent = SocketEvent(frames: frames) else { continue }
+                        if !socketEvent.event.isDisjoint(with: ConnectionTracker.events) {
+                            onConnectionEvent?(socketEvent, domain)
+                            continue
+                        }
+                        let now = Timestamps.monotonicNanoseconds()
+                        if let event = shared.authenticator.withLock({ $0.record(socketEvent, domain: domain, now: now) }) {
+                            events.append(event)
+                        }
                     }
                 }
+            } catch {
+                if error.kind == .contextTerminated { return }
             }
             if let onEvent { for event in events { onEvent(event) } }
         }

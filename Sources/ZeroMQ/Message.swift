@@ -80,6 +80,16 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
         count += 1
     }
 
+    /// Queues `message` before every unsent one (moving it): a message that was to go first and
+    /// could not (a refused direct send) keeps its place. Only before anything was sent.
+    public mutating func prepend(_ message: consuming Message) {
+        precondition(sentCount == 0, "prepend after a send would reorder sent messages")
+        if count == capacity { grow() }
+        (storage + 1).moveInitialize(from: storage, count: count)
+        storage.initialize(to: message.takeRaw())
+        count += 1
+    }
+
     /// Writes into the last queued message's bytes (e.g. to stamp a sequence number).
     public mutating func withLastMessageBytes<Result>(_ body: (UnsafeMutableRawBufferPointer) -> Result) -> Result? {
         guard count > sentCount else { return nil }
@@ -151,6 +161,20 @@ extension Socket {
             batch.sentCount += 1
         }
         return batch.sentCount - start
+    }
+
+    /// Sends `message` if the socket takes it now, without copying its bytes: true when sent (the
+    /// message is left empty), false when it would block (the message is left intact, to queue
+    /// or retry). Other failures throw, the message intact.
+    public func sendIfReady(_ message: inout Message) throws(ZMQError) -> Bool {
+        while zmq_msg_send(&message.raw, handle, ZMQ_DONTWAIT) == -1 {
+            let code = zmq_errno()
+            if code == czmq_eintr() { continue }
+            let error = ZMQError(code: code, operation: "zmq_msg_send")
+            if error.kind == .wouldBlock { return false }
+            throw error
+        }
+        return true
     }
 
     /// Sends one message without copying its bytes; on failure the message is closed.

@@ -217,6 +217,36 @@ public final class Socket {
         return parts
     }
 
+    /// Receives one frame if one is waiting: nil when none is (would-block is a value here, not
+    /// an error); any other failure (a terminated context, a closed socket) is thrown.
+    public func receiveIfReady() throws(ZMQError) -> [UInt8]? {
+        do {
+            return try receive(mode: .dontWait)
+        } catch where error.kind == .wouldBlock {
+            return nil
+        }
+    }
+
+    /// Receives every part of one message if one is waiting: nil when none is; other failures throw.
+    public func receiveMultipartIfReady() throws(ZMQError) -> [[UInt8]]? {
+        do {
+            return try receiveMultipart(mode: .dontWait)
+        } catch where error.kind == .wouldBlock {
+            return nil
+        }
+    }
+
+    /// Sends one frame if the socket takes it now: false when it would block (the peer's queue
+    /// is full); other failures throw.
+    public func sendIfReady(_ bytes: [UInt8]) throws(ZMQError) -> Bool {
+        do {
+            try send(bytes, mode: .dontWait)
+            return true
+        } catch where error.kind == .wouldBlock {
+            return false
+        }
+    }
+
     /// Receives one frame as UTF-8 text (invalid sequences become U+FFFD).
     public func receiveString(mode: BlockingMode = .blocking) throws(ZMQError) -> String {
         String(decoding: try receive(mode: mode), as: UTF8.self)

@@ -63,7 +63,7 @@ struct BenchThroughput: AsyncParsableCommand {
     var latencySeconds: Double = 2
 
     @Option(name: .customLong("latency-spin-us"),
-            help: "Idle spin (BusConfiguration.idleSpinMicroseconds) of the low-latency paced run (the consumer on bus.executor as well); 0 skips it.")
+            help: "Idle spin (BusConfiguration.idleSpinMicroseconds) of the low-latency paced run; 0 skips it.")
     var latencySpinMicroseconds = ThroughputOptions(workerCommand: []).latencySpinMicroseconds
 
     @Option(name: .customLong("round-trips"), help: "Measured raw REQ/REP round trips.")
@@ -151,8 +151,11 @@ struct BenchWorker: AsyncParsableCommand {
     @Option(name: .customLong("spin-us"), help: "The bus's idle spin, microseconds (BusConfiguration.idleSpinMicroseconds).")
     var spinMicroseconds = 0
 
-    @Flag(name: .customLong("on-bus-executor"), help: "Consume (subscriber) or post the unpaced loop (publisher) in a task on the bus's own thread (bus.executor). A paced publisher always posts from a thread of its own, as the C baseline does.")
+    @Flag(name: .customLong("on-bus-executor"), help: "Publisher: post the unpaced loop in a task on the bus's own thread (bus.executor). A paced publisher always posts from a thread of its own, as the C baseline does.")
     var onBusExecutor = false
+
+    @Flag(name: .customLong("plain-task"), help: "Subscriber: consume in a plain task (as application code that asks for no executor) instead of on bus.executor, where nbus consumes by default.")
+    var plainTask = false
 
     @Option(name: .customLong("latency-every"), help: "Subscriber: time every n-th notification (1: every one; the first and last always).")
     var latencySampleEvery = 1
@@ -168,6 +171,7 @@ struct BenchWorker: AsyncParsableCommand {
         var options = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
         options.idleSpinMicroseconds = spinMicroseconds
         options.onBusExecutor = onBusExecutor
+        options.plainTask = plainTask
         options.latencySampleEvery = latencySampleEvery
         options.connectPublisher = connectPublisher
         options.size = size

@@ -17,7 +17,7 @@ struct NBus: AsyncParsableCommand {
             `nbus --generate-completion-script bash|zsh|fish` (see README.md).
             """,
         version: NotificationBusVersion.current,
-        subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Keygen.self, Bench.self]
+        subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Request.self, ReplyCommand.self, Keygen.self, Bench.self]
     )
 
     /// Refuses arguments that are not valid UTF-8, then parses and runs as ArgumentParser does.

@@ -59,7 +59,7 @@ struct Subscribe: AsyncParsableCommand {
     var policy: Policy = .suspend
 
     @Option(help: ArgumentHelp("Largest payload accepted, in bytes.", valueName: "bytes"))
-    var maxPayload: Int = NBP1.defaultMaximumPayload
+    var maxPayload: Int = WireFormat.defaultMaximumPayload
 
     @Option(name: .customLong("max-memory"), help: ArgumentHelp(
         "With --bind: resident memory (MiB) past which every connection is dropped, so no peer can grow this process without bound (0: no limit).",
@@ -67,7 +67,7 @@ struct Subscribe: AsyncParsableCommand {
     var maxMemory: Int = 4_096
 
     @Option(help: ArgumentHelp("Most headers accepted per notification (0-32).", valueName: "n"))
-    var maxHeaders: Int = NBP1.maximumHeaderCount
+    var maxHeaders: Int = WireFormat.maximumHeaderCount
 
     @OptionGroup var curve: CurveOptions
 
@@ -99,8 +99,8 @@ struct Subscribe: AsyncParsableCommand {
         guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
         guard maxPayload >= 0 else { throw ValidationError("--max-payload must be 0 or more") }
         guard (0...(1 << 30)).contains(maxMemory) else { throw ValidationError("--max-memory must be 0 (no limit) or more MiB") }
-        guard (0...NBP1.maximumHeaderCount).contains(maxHeaders) else {
-            throw ValidationError("--max-headers must be 0 to \(NBP1.maximumHeaderCount) (NBP/1's limit)")
+        guard (0...WireFormat.maximumHeaderCount).contains(maxHeaders) else {
+            throw ValidationError("--max-headers must be 0 to \(WireFormat.maximumHeaderCount) (NBP/1's limit)")
         }
         try curve.validate(endpoints: endpoints, allowFlag: "--allow-publishers", allowList: allowPublishers)
     }
@@ -236,6 +236,9 @@ struct SubscribeService: Service {
     func run() async throws {
         let (command, bus, streams) = (self.command, self.bus, self.streams)
         let printer = EventPrinter(limit: command.count, format: command.format == .json ? .json : .text)
+        // Not on `bus.executor`: formatting and writing every notification is heavy, and on the
+        // bus's own thread it would stop reading meanwhile (a burst then makes this subscriber
+        // slow at the broker); on another core the two run side by side.
         let printing = Task { await command.printEvents(of: streams, printing: printer) }
         let ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
             group.addTask {

@@ -1,6 +1,6 @@
 // libFuzzer target for the NBP/1 decoder (EnvelopeCodec.decode). Not a SwiftPM target: the
 // Makefile compiles it with `swiftc -sanitize=fuzzer,address -parse-as-library` together with the
-// codec's own source files (see `make fuzz`), so it runs the exact code the bus runs.
+// NBP1 module's source files (see `make fuzz`), so it runs the exact code the bus runs.
 //
 // Each input is one received frame. Beyond "never crashes, never reads out of bounds" (ASan),
 // every input is checked against three oracles:
@@ -15,7 +15,7 @@
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecode(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let frame = size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size))
-    for limit in [NBP1.defaultMaximumPayload, 16] {
+    for limit in [WireFormat.defaultMaximumPayload, 16] {
         check(frame, maximumPayload: limit)
     }
     return 0

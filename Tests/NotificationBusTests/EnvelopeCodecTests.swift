@@ -15,7 +15,7 @@ struct EnvelopeCodecTests {
     func validVectorDecodes(vector: ProtocolVector) throws {
         let decoded = try #require(vector.decoded)
         let notification = try EnvelopeCodec.decode(
-            frames: vector.frameBytes, maximumPayload: vector.maxPayload ?? NBP1.defaultMaximumPayload)
+            frames: vector.frameBytes, maximumPayload: vector.maxPayload ?? WireFormat.defaultMaximumPayload)
         #expect(notification.name.rawValue == decoded.name)
         #expect(Int(notification.flags) == decoded.flags)
         #expect(Int(notification.contentType.rawValue) == decoded.contentType)
@@ -29,7 +29,7 @@ struct EnvelopeCodecTests {
     @Test("Canonical valid vectors re-encode byte for byte", arguments: ProtocolVector.valid.filter { $0.canonical == true })
     func canonicalVectorReencodes(vector: ProtocolVector) throws {
         let notification = try EnvelopeCodec.decode(
-            frames: vector.frameBytes, maximumPayload: vector.maxPayload ?? NBP1.defaultMaximumPayload)
+            frames: vector.frameBytes, maximumPayload: vector.maxPayload ?? WireFormat.defaultMaximumPayload)
         #expect(try EnvelopeCodec.encode(notification) == vector.frameBytes[0])
     }
 
@@ -38,7 +38,7 @@ struct EnvelopeCodecTests {
         let expected = try #require(vector.reason.flatMap(RejectionReason.init(rawValue:)))
         #expect(throws: expected) {
             _ = try EnvelopeCodec.decode(
-                frames: vector.frameBytes, maximumPayload: vector.maxPayload ?? NBP1.defaultMaximumPayload)
+                frames: vector.frameBytes, maximumPayload: vector.maxPayload ?? WireFormat.defaultMaximumPayload)
         }
     }
 

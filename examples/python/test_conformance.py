@@ -56,6 +56,7 @@ C_PRODUCER = os.environ.get("NBP_C_PRODUCER", os.path.join(REPO, ".build", "exam
 PRODUCER_PY = os.path.join(HERE, "producer.py")
 SHELL = os.path.join(REPO, "examples", "shell")
 CONSUMER_PY = os.path.join(HERE, "consumer.py")
+RESPONDER_PY = os.path.join(HERE, "responder.py")
 VECTORS = os.path.join(REPO, "protocol", "vectors")
 # Upper bound for any single child process; generous because the machine may be busy.
 TIMEOUT = float(os.environ.get("CONFORMANCE_TIMEOUT", "60"))
@@ -599,6 +600,42 @@ class SequenceAcrossRestarts(ConformanceCase):
             self.assertEqual((gaps[0]["firstSequence"], gaps[0]["lastSequence"]), (3, 3))
             self.assertEqual(self.summary(err, program)[:2], (len(plan), 1), err)
         sock.close()
+
+
+class RequestReplyWithPython(ConformanceCase):
+    """`nbus request` -> nbus broker -> responder.py (NBP-1 section 16) and back."""
+
+    def wait_for_output(self, child, text, timeout=TIMEOUT):
+        """Until `child` has written `text` to stdout (it says so once subscribed); bounded."""
+        deadline = time.monotonic() + timeout
+        while text not in child.stdout():
+            if child.popen.poll() is not None or time.monotonic() > deadline:
+                self.fail(f"{child.name} never wrote {text!r}\n{child.report()}")
+            time.sleep(0.02)
+
+    def test_python_responder_answers_nbus_request(self):
+        _, frontend, backend = self.broker()
+        responder = self.start("responder.py", [
+            sys.executable, RESPONDER_PY, "math.>", "--count", "2", "--frontend", frontend, "--backend", backend])
+        self.wait_for_output(responder, "ready")
+        for text, expected in (("hello", "HELLO\n"), ("café · ünï", "CAFÉ · ÜNÏ\n")):
+            request = self.start("nbus-request", [
+                NBUS, "request", "math.upper", text, "--frontend", frontend, "--backend", backend,
+                "--timeout", str(TIMEOUT)])
+            out, _ = self.finish_ok(request)
+            self.assertEqual(out, expected)
+        out, _ = self.finish_ok(responder)
+        self.assertEqual(out.count("replied to math.upper (ok)"), 2, out)
+
+    def test_nbus_reply_answers_and_no_responders_is_exit_2(self):
+        _, frontend, backend = self.broker()
+        started = time.monotonic()
+        nobody = self.start("nbus-request-nobody", [
+            NBUS, "request", "nobody.home", "x", "--frontend", frontend, "--backend", backend, "--timeout", "30"])
+        rc, _, err = nobody.finish(TIMEOUT)
+        self.assertEqual(rc, 2, nobody.report())
+        self.assertLess(time.monotonic() - started, 10, "no responders is said at once, not after --timeout")
+        self.assertIn("no responders", err)
 
 
 if __name__ == "__main__":

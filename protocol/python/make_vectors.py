@@ -132,6 +132,12 @@ def valid_vectors() -> list:
     add("empty-payload-at-max-zero", "maxPayload 0 still accepts an empty payload.",
         "limits.zero", b"", max_payload=0)
 
+    # Request and reply (section 16): ordinary notifications with a reply-to or status header.
+    add("request-reply-to", "A request: the reply-to header names the requester's unique reply name (_inbox.<requester hex>.<n>).",
+        "math.double", b"21", nbp.request_headers(nbp.inbox_name(PID, 7)), content_type=1)
+    add("reply-status-error", "An error reply, posted to the request's reply-to name: status error, the reason as payload.",
+        nbp.inbox_name(PID, 7), b"division by zero", nbp.reply_headers(error=True), content_type=1)
+
     # Non-canonical: reserved bits set; receivers ignore them.
     frame = raw_frame(b"flags.set", flags=0xA5, content_type=2, payload=b"[]")
     out.append({"id": "nonzero-flags", "description": "flags = 0xa5: receivers ignore unknown flag bits and report them.",

@@ -541,3 +541,42 @@ class SequenceTracker:
         """Drop state for one stream, or for every stream of a publisher."""
         for key in [k for k in self._last if k[0] == publisher_id and (name is None or k[1] == name)]:
             del self._last[key]
+
+
+# --- Request and reply (NBP-1 section 16) ---------------------------------------------------
+
+REPLY_TO = "reply-to"
+STATUS = "status"
+
+
+def inbox_name(requester_id: int, number: int) -> str:
+    """NotificationBus's reply name for a requester's ``number``-th request:
+    ``_inbox.<publisher id, 16 hex digits>.<number>``."""
+    _check_uint(requester_id, 64, "requester_id", 1)
+    _check_uint(number, 64, "number")
+    return validate_name("_inbox.%016x.%d" % (requester_id, number))
+
+
+def request_headers(reply_to: Text, headers: Iterable[Tuple[Text, Text]] = ()) -> Tuple[Tuple[str, str], ...]:
+    """``headers`` with ``reply-to`` set to ``reply_to`` (a valid name), replacing any earlier one."""
+    name = validate_name(reply_to)
+    kept = tuple((str(k), str(v)) for k, v in headers if k != REPLY_TO)
+    return kept + ((REPLY_TO, name),)
+
+
+def reply_to(notification: "Notification") -> Optional[str]:
+    """Where the reply to ``notification`` goes: its valid ``reply-to`` header, or None (no reply)."""
+    for key, value in notification.headers:
+        if key == REPLY_TO:
+            try:
+                return validate_name(value)
+            except ValueError:
+                return None
+    return None
+
+
+def reply_headers(error: bool = False, headers: Iterable[Tuple[Text, Text]] = ()) -> Tuple[Tuple[str, str], ...]:
+    """A reply's headers: ``status`` ``ok`` or ``error`` after ``headers``."""
+    kept = tuple((str(k), str(v)) for k, v in headers if k != STATUS)
+    return kept + ((STATUS, "error" if error else "ok"),)
+

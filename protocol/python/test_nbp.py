@@ -370,5 +370,23 @@ class SequenceTrackerTests(unittest.TestCase):
         self.assertEqual(t.observe(1, "a", 20), 0)
 
 
+class RequestReplyTests(unittest.TestCase):
+    def test_inbox_name_and_headers(self):
+        self.assertEqual(nbp.inbox_name(0xAB, 7), "_inbox.00000000000000ab.7")
+        headers = nbp.request_headers("_inbox.00000000000000ab.7", [("reply-to", "old"), ("trace", "t")])
+        self.assertEqual(headers, (("trace", "t"), ("reply-to", "_inbox.00000000000000ab.7")))
+        with self.assertRaises(ValueError):
+            nbp.request_headers("not a name")
+        self.assertEqual(nbp.reply_headers(), (("status", "ok"),))
+        self.assertEqual(nbp.reply_headers(error=True, headers=[("status", "ok")]), (("status", "error"),))
+
+    def test_reply_to_of_a_decoded_request(self):
+        frame = nbp.encode("math.double", b"21", nbp.request_headers("_inbox.00000000000000ab.7"),
+                           sequence=1, publisher_id=1, timestamp_ns=1)
+        self.assertEqual(nbp.reply_to(nbp.decode([frame])), "_inbox.00000000000000ab.7")
+        plain = nbp.encode("math.double", b"21", [("reply-to", "bad name")], sequence=1, publisher_id=1, timestamp_ns=1)
+        self.assertIsNone(nbp.reply_to(nbp.decode([plain])), "an invalid reply-to gets no reply")
+
+
 if __name__ == "__main__":
     unittest.main()

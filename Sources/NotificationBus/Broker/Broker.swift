@@ -118,8 +118,8 @@ public final class Broker: Sendable {
     /// a CURVE server for its publishers and a CURVE client of the upstream broker at once.
     public init(
         frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000,
-        heartbeatMilliseconds: Int32 = 5_000, maximumSubscriptionSize: Int = NBP1.maximumSubscriptionLength,
-        maximumFrameSize: Int64 = NBP1.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
+        heartbeatMilliseconds: Int32 = 5_000, maximumSubscriptionSize: Int = WireFormat.maximumSubscriptionLength,
+        maximumFrameSize: Int64 = WireFormat.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
         security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil,
         memoryLimit: UInt64? = Broker.defaultMemoryLimit, logger: Logger? = nil,
         onEvent: (@Sendable (BrokerEvent) -> Void)? = nil
@@ -144,10 +144,10 @@ public final class Broker: Sendable {
         let patience = Timestamps.boundedNanoseconds(slowSubscriberPatience)
         // ZMQ_MAXMSGSIZE applies to ZMTP handshake commands too (a CURVE INITIATE is about 300
         // bytes): below 512 every peer would be refused. Above 1,024 a forwarded subscription
-        // would exceed what publishers accept (NBP1.maximumSubscriptionLength).
-        guard (512...NBP1.maximumSubscriptionLength).contains(maximumSubscriptionSize) else {
+        // would exceed what publishers accept (WireFormat.maximumSubscriptionLength).
+        guard (512...WireFormat.maximumSubscriptionLength).contains(maximumSubscriptionSize) else {
             throw .invalidConfiguration(
-                "maximumSubscriptionSize must be 512...\(NBP1.maximumSubscriptionLength) bytes, not \(maximumSubscriptionSize)")
+                "maximumSubscriptionSize must be 512...\(WireFormat.maximumSubscriptionLength) bytes, not \(maximumSubscriptionSize)")
         }
         guard maximumFrameSize >= 512 else {
             throw .invalidConfiguration("maximumFrameSize must be at least 512 bytes, not \(maximumFrameSize)")

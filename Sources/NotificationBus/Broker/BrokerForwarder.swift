@@ -139,7 +139,6 @@ final class BrokerForwarder {
     /// After dropping every connection, libzmq frees their queues on its own I/O thread: no
     /// second drop before this (monotonic ns).
     private var memoryCooldownUntil: UInt64 = 0
-    private static let memoryCheckInterval: UInt64 = 100_000_000
     /// The notification read from the frontend and not yet taken by the backend.
     private var held = MessageBatch(capacity: 4)
     private var heldBytes = 0
@@ -212,12 +211,12 @@ final class BrokerForwarder {
                 } else {
                     // Idle: after 10 s without traffic, give freed memory back to the system once
                     // (glibc keeps what a flood of connections or a big burst allocated).
-                    // With a memory limit, wake 10 times a second to look at it: a message a peer
+                    // With a memory limit, wake every 25 ms to look at it: a message a peer
                     // never finishes grows inside libzmq, where this loop sees no traffic.
                     // Never longer than the heartbeat, so a stuck loop shows (`Broker.forwardingLoopAge`);
                     // the trim is looked at on each of these wake-ups.
                     var timeout = Self.heartbeatInterval
-                    if memoryLimit != nil { timeout = min(timeout, 100) }
+                    if memoryLimit != nil { timeout = min(timeout, Int(MemoryGuardTiming.checkIntervalMilliseconds)) }
                     if let due = endOfStream.nextReplay {
                         let now = Timestamps.monotonicNanoseconds()
                         let wait = due > now ? Int(min(due - now, 10_000_000_000) / 1_000_000) + 1 : 0
@@ -271,18 +270,18 @@ final class BrokerForwarder {
         }
     }
 
-    /// Every 100 ms with a memory limit: past it, drop every connection (re-bind each bound
+    /// Every `MemoryGuardTiming.checkInterval` with a memory limit: past it, drop every connection (re-bind each bound
     /// endpoint; libzmq ends a listener's connections with it) and give the memory back.
     private func checkMemory() {
         guard let memoryLimit else { return }
         let now = Timestamps.monotonicNanoseconds()
         guard now >= nextMemoryCheck else { return }
-        nextMemoryCheck = now &+ Self.memoryCheckInterval
+        nextMemoryCheck = now &+ MemoryGuardTiming.checkInterval
         guard let resident = residentMemoryBytes(), resident > memoryLimit else { return }
         // Freed queues may still be on their way back to the allocator: trim first.
         releaseFreeMemory()
         guard now >= memoryCooldownUntil, let after = residentMemoryBytes(), after > memoryLimit else { return }
-        memoryCooldownUntil = now &+ 300_000_000
+        memoryCooldownUntil = now &+ MemoryGuardTiming.cooldown
         stats.memoryLimitResets &+= 1
         for (socket, endpoint) in boundEndpoints {
             do {

@@ -21,3 +21,16 @@ func residentMemoryBytes() -> UInt64? {
     }
     return pages &* UInt64(max(1, sysconf(Int32(_SC_PAGESIZE))))
 }
+
+/// How often a memory guard (the broker's, a binding bus's) looks at resident memory, and how long
+/// it leaves a reset's memory to come back before it may reset again, in nanoseconds. A local
+/// sender writes about a gigabyte a second into an unfinished message: each millisecond between
+/// looks is a megabyte past the limit, and a look costs a few microseconds.
+enum MemoryGuardTiming {
+    /// Between two looks: 25 ms (about 25 MB past the limit at local speed).
+    static let checkInterval: UInt64 = 25_000_000
+    /// The same in milliseconds, for the poll timeouts that wake the guard.
+    static let checkIntervalMilliseconds: Int32 = 25
+    /// After a reset, before the next one: libzmq frees the dropped connections on its own thread.
+    static let cooldown: UInt64 = 100_000_000
+}

@@ -1,7 +1,7 @@
 /// Strict UTF-8 validation over raw bytes, without allocating: no overlong forms,
 /// no surrogates, nothing above U+10FFFF (the rules NBP/1 names for `invalidUTF8`).
-enum UTF8Validation {
-    static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
+package enum UTF8Validation {
+    package static func isValid(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var index = 0
         let count = bytes.count
         while index < count {

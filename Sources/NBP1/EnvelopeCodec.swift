@@ -27,7 +27,7 @@ public enum RejectionReason: String, Error, CaseIterable, Sendable, Comparable, 
 }
 
 /// The numbers NBP/1 fixes; see `protocol/NBP-1.md`.
-public enum NBP1 {
+public enum WireFormat {
     /// The version byte this codec writes and accepts.
     public static let version: UInt8 = 1
     /// Bytes of fixed header after the name's NUL.
@@ -42,6 +42,31 @@ public enum NBP1 {
     public static let maximumKeyLength = 64
     /// Longest header value, in bytes.
     public static let maximumValueLength = 1024
+    /// Where each field of the fixed header sits, counted from the byte after the name's NUL
+    /// (NBP-1 §7). The decoder, the encoder and `EnvelopeCodec.stampSequence` read them from here.
+    public enum FixedHeaderOffset {
+        /// The version byte.
+        public static let version = 0
+        /// The flags byte.
+        public static let flags = 1
+        /// The content-type byte.
+        public static let contentType = 2
+        /// The name's length in bytes (u8), repeated for checking.
+        public static let nameLength = 3
+        /// The header map's length in bytes (u16, big-endian).
+        public static let headersLength = 4
+        /// The number of header entries (u8).
+        public static let headerCount = 6
+        /// Reserved; written 0, ignored on receipt.
+        public static let reserved = 7
+        /// The sequence number per (publisher, name) (u64, big-endian).
+        public static let sequence = 8
+        /// The publisher id (u64, big-endian).
+        public static let publisherID = 16
+        /// Publish time, nanoseconds since the Unix epoch (u64, big-endian).
+        public static let timestamp = 24
+    }
+
     /// A receiver's maximum payload unless configured otherwise: 1 MiB.
     public static let defaultMaximumPayload = 1 << 20
 
@@ -124,23 +149,23 @@ public enum EnvelopeCodec {
 
     private static func headersLength(_ headers: NotificationHeaders) throws(EncodeError) -> Int {
         if let error = headers.unrepresentable { throw error }
-        guard headers.count <= NBP1.maximumHeaderCount else { throw .tooManyHeaders(count: headers.count) }
+        guard headers.count <= WireFormat.maximumHeaderCount else { throw .tooManyHeaders(count: headers.count) }
         try headers.forEachEntry { key, value throws(EncodeError) in
-            guard key.count >= 1, key.count <= NBP1.maximumKeyLength, !key.contains(0) else {
+            guard key.count >= 1, key.count <= WireFormat.maximumKeyLength, !key.contains(0) else {
                 throw .invalidHeaderKey(String(decoding: key, as: UTF8.self))
             }
-            guard value.count <= NBP1.maximumValueLength else {
+            guard value.count <= WireFormat.maximumValueLength else {
                 throw .headerValueTooLong(key: String(decoding: key, as: UTF8.self), byteCount: value.count)
             }
         }
-        guard headers.wire.count <= NBP1.maximumHeadersLength else {
+        guard headers.wire.count <= WireFormat.maximumHeadersLength else {
             throw .headersTooLarge(byteCount: headers.wire.count)
         }
         return headers.wire.count
     }
 
     /// Writes a notification whose size `encodedSize(of:)` checked into `out`; returns the bytes written.
-    static func write(_ notification: Notification, into out: UnsafeMutableRawBufferPointer) -> Int {
+    package static func write(_ notification: Notification, into out: UnsafeMutableRawBufferPointer) -> Int {
         write(
             name: notification.name, flags: notification.flags, contentType: notification.contentType,
             headers: notification.headers, payload: notification.payload, sequence: notification.sequence,
@@ -148,15 +173,15 @@ public enum EnvelopeCodec {
     }
 
     /// The bytes `write` needs for these parts (`encodedSize(of:)` without a `Notification`).
-    static func encodedSize(
+    package static func encodedSize(
         name: NotificationName, headers: NotificationHeaders, payloadCount: Int
     ) throws(EncodeError) -> Int {
-        name.rawValue.utf8.count + 1 + NBP1.fixedHeaderSize + (try headersLength(headers)) + payloadCount
+        name.rawValue.utf8.count + 1 + WireFormat.fixedHeaderSize + (try headersLength(headers)) + payloadCount
     }
 
     /// Writes one notification from its parts (`post` needs no `Notification` value, and so no
     /// retains of its fields); `out` must hold exactly `encodedSize(name:headers:payloadCount:)`.
-    static func write(
+    package static func write(
         name: NotificationName, flags: UInt8, contentType: ContentType, headers: NotificationHeaders,
         payload: [UInt8], sequence: UInt64, publisherID: UInt64, timestamp: UInt64,
         into out: UnsafeMutableRawBufferPointer
@@ -190,7 +215,7 @@ public enum EnvelopeCodec {
         put(bytes: nameBytes)
         put(0)
         let headersLength = headers.wire.count
-        put(NBP1.version)
+        put(WireFormat.version)
         put(flags)
         put(contentType.rawValue)
         put(UInt8(truncatingIfNeeded: nameBytes.count))
@@ -210,12 +235,21 @@ public enum EnvelopeCodec {
         return payloadStart + payload.count
     }
 
+    /// Overwrites the sequence number of an encoded frame whose name is `nameByteCount` bytes:
+    /// a publisher encodes before it knows the number (outside its lock) and stamps it as it queues.
+    @inlinable
+    public static func stampSequence(_ sequence: UInt64, nameByteCount: Int, into frame: UnsafeMutableRawBufferPointer) {
+        frame.storeBytes(
+            of: sequence.bigEndian, toByteOffset: nameByteCount + 1 + WireFormat.FixedHeaderOffset.sequence,
+            as: UInt64.self)
+    }
+
     // MARK: Decoding
 
     /// Decodes a whole ZeroMQ message given as its frames; anything but one frame is `wrongFrameCount`.
     public static func decode(
-        frames: [[UInt8]], maximumPayload: Int = NBP1.defaultMaximumPayload,
-        maximumHeaderCount: Int = NBP1.maximumHeaderCount
+        frames: [[UInt8]], maximumPayload: Int = WireFormat.defaultMaximumPayload,
+        maximumHeaderCount: Int = WireFormat.maximumHeaderCount
     ) throws(RejectionReason) -> Notification {
         guard frames.count == 1 else { throw .wrongFrameCount }
         return try decode(frame: frames[0], maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
@@ -223,8 +257,8 @@ public enum EnvelopeCodec {
 
     /// Decodes one frame.
     public static func decode(
-        frame: [UInt8], maximumPayload: Int = NBP1.defaultMaximumPayload,
-        maximumHeaderCount: Int = NBP1.maximumHeaderCount
+        frame: [UInt8], maximumPayload: Int = WireFormat.defaultMaximumPayload,
+        maximumHeaderCount: Int = WireFormat.maximumHeaderCount
     ) throws(RejectionReason) -> Notification {
         let result = frame.withUnsafeBytes { bytes in
             Result { () throws(RejectionReason) in
@@ -237,7 +271,7 @@ public enum EnvelopeCodec {
     /// Where the name ends in `frame`, or the reason it has no valid name; cheap, for filtering
     /// before a full decode. The name is `frame[0..<nameLength]`.
     public static func nameLength(in frame: UnsafeRawBufferPointer) throws(RejectionReason) -> Int {
-        let limit = min(frame.count, NBP1.maximumNameLength + 1)
+        let limit = min(frame.count, WireFormat.maximumNameLength + 1)
         var index = 0
         while index < limit && frame[index] != 0 { index += 1 }
         guard index < limit else { throw .missingNameTerminator }
@@ -254,8 +288,8 @@ public enum EnvelopeCodec {
     /// `maximumHeaderCount` is this receiver's own limit (NBP/1's 32 at most, like `maximumPayload`
     /// a local setting): more headers than that is `headerLimitExceeded`, checked at NBP/1's step 9.
     public static func decode(
-        _ frame: UnsafeRawBufferPointer, maximumPayload: Int = NBP1.defaultMaximumPayload,
-        maximumHeaderCount: Int = NBP1.maximumHeaderCount
+        _ frame: UnsafeRawBufferPointer, maximumPayload: Int = WireFormat.defaultMaximumPayload,
+        maximumHeaderCount: Int = WireFormat.maximumHeaderCount
     ) throws(RejectionReason) -> Notification {
         try decode(
             frame, validatedNameLength: try nameLength(in: frame), name: nil, maximumPayload: maximumPayload,
@@ -264,15 +298,16 @@ public enum EnvelopeCodec {
 
     /// `decode` for a frame whose name `nameLength(in:)` (or an exact subscription prefix) has
     /// already vouched for; `name`, when given, is that name, reused instead of a new string.
-    static func decode(
+    package static func decode(
         _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
-        maximumPayload: Int, maximumHeaderCount: Int = NBP1.maximumHeaderCount
+        maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount
     ) throws(RejectionReason) -> Notification {
         let headerStart = nameCount + 1
         let afterNul = frame.count - headerStart
         guard afterNul >= 1 else { throw .truncatedHeader }
-        guard frame[headerStart] == NBP1.version else { throw .unsupportedVersion }
-        guard afterNul >= NBP1.fixedHeaderSize else { throw .truncatedHeader }
+        typealias Offset = WireFormat.FixedHeaderOffset
+        guard frame[headerStart + Offset.version] == WireFormat.version else { throw .unsupportedVersion }
+        guard afterNul >= WireFormat.fixedHeaderSize else { throw .truncatedHeader }
 
         func u16(_ offset: Int) -> Int {
             Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: headerStart + offset, as: UInt16.self)))
@@ -280,19 +315,19 @@ public enum EnvelopeCodec {
         func u64(_ offset: Int) -> UInt64 {
             UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: headerStart + offset, as: UInt64.self))
         }
-        let flags = frame[headerStart + 1]
-        let contentType = frame[headerStart + 2]
-        guard Int(frame[headerStart + 3]) == nameCount else { throw .nameLengthMismatch }
-        let headersLength = u16(4)
-        let headerCount = Int(frame[headerStart + 6])
-        guard headerCount <= min(maximumHeaderCount, NBP1.maximumHeaderCount),
-            headersLength <= NBP1.maximumHeadersLength
+        let flags = frame[headerStart + Offset.flags]
+        let contentType = frame[headerStart + Offset.contentType]
+        guard Int(frame[headerStart + Offset.nameLength]) == nameCount else { throw .nameLengthMismatch }
+        let headersLength = u16(Offset.headersLength)
+        let headerCount = Int(frame[headerStart + Offset.headerCount])
+        guard headerCount <= min(maximumHeaderCount, WireFormat.maximumHeaderCount),
+            headersLength <= WireFormat.maximumHeadersLength
         else {
             throw .headerLimitExceeded
         }
-        guard NBP1.fixedHeaderSize + headersLength <= afterNul else { throw .truncatedHeader }
+        guard WireFormat.fixedHeaderSize + headersLength <= afterNul else { throw .truncatedHeader }
 
-        let mapStart = headerStart + NBP1.fixedHeaderSize
+        let mapStart = headerStart + WireFormat.fixedHeaderSize
         let mapEnd = mapStart + headersLength
         let headers = try decodeHeaders(frame, from: mapStart, to: mapEnd, count: headerCount)
 
@@ -303,7 +338,8 @@ public enum EnvelopeCodec {
         let payload = payloadCount == 0 ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[mapEnd...]))
         return Notification(
             name: name, payload: payload, headers: headers, contentType: ContentType(rawValue: contentType),
-            sequence: u64(8), publisherID: u64(16), timestamp: u64(24), flags: flags)
+            sequence: u64(Offset.sequence), publisherID: u64(Offset.publisherID), timestamp: u64(Offset.timestamp),
+            flags: flags)
     }
 
     /// Validates the header map in place, then copies it once (its wire form is the storage).
@@ -320,14 +356,14 @@ public enum EnvelopeCodec {
             let keyCount = Int(frame[position])
             position += 1
             guard keyCount != 0 else { throw .headerMapInvalid }
-            guard keyCount <= NBP1.maximumKeyLength else { throw .headerLimitExceeded }
+            guard keyCount <= WireFormat.maximumKeyLength else { throw .headerLimitExceeded }
             guard position + keyCount <= end else { throw .headerMapInvalid }
             let keyRange = position..<(position + keyCount)
             position += keyCount
             guard position + 2 <= end else { throw .headerMapInvalid }
             let valueCount = Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: position, as: UInt16.self)))
             position += 2
-            guard valueCount <= NBP1.maximumValueLength else { throw .headerLimitExceeded }
+            guard valueCount <= WireFormat.maximumValueLength else { throw .headerLimitExceeded }
             guard position + valueCount <= end else { throw .headerMapInvalid }
             let value = UnsafeRawBufferPointer(rebasing: frame[position..<(position + valueCount)])
             position += valueCount

@@ -52,7 +52,7 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     private var unrepresentableEntries: [(key: [UInt8], error: EncodeError)] = []
 
     /// Why these headers cannot be encoded at all, if an entry could not be stored.
-    var unrepresentable: EncodeError? { unrepresentableEntries.first?.error }
+    package var unrepresentable: EncodeError? { unrepresentableEntries.first?.error }
 
     /// No headers.
     public init() {}
@@ -67,7 +67,7 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     }
 
     /// Wraps an already validated wire-form map (the decoder's path).
-    init(validatedWire wire: [UInt8], count: Int) {
+    package init(validatedWire wire: [UInt8], count: Int) {
         self.wire = wire
         self.count = count
     }
@@ -144,7 +144,7 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     }
 
     /// Visits the raw key and value bytes of each entry, in order.
-    func forEachEntry(_ body: (ArraySlice<UInt8>, ArraySlice<UInt8>) throws(EncodeError) -> Void) throws(EncodeError) {
+    package func forEachEntry(_ body: (ArraySlice<UInt8>, ArraySlice<UInt8>) throws(EncodeError) -> Void) throws(EncodeError) {
         var position = 0
         while position < wire.count {
             let entry = entryRanges(at: position)

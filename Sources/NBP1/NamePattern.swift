@@ -4,7 +4,7 @@
 /// A pattern compiles to the longest literal ZeroMQ prefix, so filtering happens at the
 /// publisher, plus an exact local matcher for what the prefix lets through.
 public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
-    enum Token: Hashable, Sendable {
+    package enum Token: Hashable, Sendable {
         case literal([UInt8])
         case anyOne
         case anyRest
@@ -12,7 +12,7 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
 
     /// The pattern as written.
     public let rawValue: String
-    let tokens: [Token]
+    package let tokens: [Token]
     /// The bytes given to `ZMQ_SUBSCRIBE`: `name` + NUL for an exact pattern, else the literal
     /// bytes before the first wildcard token (possibly empty: everything).
     public let subscriptionPrefix: [UInt8]
@@ -82,7 +82,7 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether the name in `bytes` (a valid name) matches; allocation-free, for the receive path.
-    func matches(nameBytes bytes: UnsafeRawBufferPointer) -> Bool {
+    package func matches(nameBytes bytes: UnsafeRawBufferPointer) -> Bool {
         var position = 0
         let count = bytes.count
         for (index, token) in tokens.enumerated() {

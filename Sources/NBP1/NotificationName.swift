@@ -53,12 +53,12 @@ public struct NotificationName: Hashable, Sendable, Comparable, CustomStringConv
     }
 
     /// For text already checked by `NameGrammar` (an exact pattern's own text).
-    init(validatedText text: String) {
+    package init(validatedText text: String) {
         rawValue = text
     }
 
     /// For bytes already checked by `NameGrammar` (the decoder's path).
-    init(validatedBytes bytes: UnsafeRawBufferPointer) {
+    package init(validatedBytes bytes: UnsafeRawBufferPointer) {
         rawValue = String(decoding: bytes, as: UTF8.self)
     }
 
@@ -92,15 +92,15 @@ public struct NotificationName: Hashable, Sendable, Comparable, CustomStringConv
 }
 
 /// The byte-level grammar shared by names, patterns and the decoder.
-enum NameGrammar {
-    static let maximumLength = 255
-    static let dot = UInt8(ascii: ".")
-    static let star = UInt8(ascii: "*")
-    static let greaterThan = UInt8(ascii: ">")
+package enum NameGrammar {
+    package static let maximumLength = 255
+    package static let dot = UInt8(ascii: ".")
+    package static let star = UInt8(ascii: "*")
+    package static let greaterThan = UInt8(ascii: ">")
 
     /// Returns the first violation in `bytes` (already known to be UTF-8), or nil. With
     /// `allowWildcards`, whole-token `*` and a final whole-token `>` are accepted (pattern syntax).
-    static func check(_ bytes: UnsafeRawBufferPointer, allowWildcards: Bool) -> NameError? {
+    package static func check(_ bytes: UnsafeRawBufferPointer, allowWildcards: Bool) -> NameError? {
         let count = bytes.count
         if count == 0 { return .empty }
         if count > maximumLength { return .tooLong(byteCount: count) }

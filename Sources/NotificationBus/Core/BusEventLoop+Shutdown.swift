@@ -1,0 +1,110 @@
+import Dispatch
+import ZeroMQ
+
+/// The event loop's last steps, once the bus is closing: flush, send the end of stream and wait
+/// for its acknowledgements, end every subscription and wait, close the sockets.
+extension BusEventLoop {
+    /// Flushes what it can within the close timeout, then ends every subscription and waiter
+    /// and closes the sockets and the context; the lifecycle becomes `closed`.
+    func shutDown() {
+        // Normally `closing` already; a terminated context ends the loop while `open`.
+        core.requestClose()
+        var queued = MessageBatch(capacity: 1)
+        var jobs: [UnownedJob] = []
+        core.changeInterest { $0.closed = true }
+        let leftovers = core.mailbox.withLock { box in
+            swap(&box.jobs, &jobs)
+            swap(&box.outbound, &queued)
+            defer {
+                box.commands.removeAll()
+                box.spaceWaiters.removeAll()
+            }
+            return (box.commands, box.spaceWaiters)
+        }
+        for waiter in leftovers.1 { waiter.resume() }
+        // Tasks still on the bus's executor go on elsewhere: nothing here runs jobs any more.
+        let executor = self.executor.asUnownedTaskExecutor()
+        for job in jobs { DispatchQueue.global().async { job.runSynchronously(on: executor) } }
+        for command in leftovers.0 {
+            switch command {
+            case .addWaiter(let request, let continuation):
+                continuations[request.id] = continuation
+                perform([WaiterStateMachine.Action.resume(id: request.id, error: .closed)])
+            case .addSubscription(let storage): storage.finishFromBus()
+            case .removeSubscription, .cancelWaiter, .resumeReading: break
+            }
+        }
+        let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutMilliseconds) * 1_000_000
+        flushPending(until: deadline)
+        // Then what was still in the mailbox, in order after what the loop had taken.
+        if pending.unsentCount == 0 {
+            swap(&pending, &queued)
+            flushPending(until: deadline)
+        }
+        stats.unsent += UInt64(pending.removeAll() + queued.removeAll())
+        sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
+        // Let ZeroMQ deliver what it already holds, within the same timeout.
+        do { try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutMilliseconds) } catch { record(error, "setting linger") }
+        receiver.finishAll()
+        perform(waiters.close())
+        stats.activeSubscriptions = 0
+        publishStats()
+        sockets.close()
+        sockets.context.terminate()
+        core.markClosed()
+    }
+
+    /// Sends `pending` until it is empty or `deadline` passes, waiting in blocking sends when
+    /// ZeroMQ refuses (back-pressure) rather than polling (see `waitForRoomToSend`).
+    private func flushPending(until deadline: UInt64) {
+        guard let publisher = sockets.publisher else { return }
+        while pending.unsentCount > 0 && Timestamps.monotonicNanoseconds() < deadline && !contextTerminated {
+            if sockets.loopback && readingPaused {
+                // A full local subscription: wait (briefly) for its consumer, then look again.
+                var poller = Poller()
+                poller.register(fileDescriptor: core.wake.fileDescriptor)
+                do { try poller.poll(timeoutMilliseconds: 1) } catch { record(error, "zmq_poll") }
+                core.wake.drain()
+                readingPaused = receiver.wantsProducerPaused
+                continue
+            }
+            if !sendPending() {
+                do {
+                    try publisher.set(.sendTimeout, Int32(clamping: Timestamps.milliseconds(until: deadline)))
+                } catch {
+                    record(error, "setting the send timeout")
+                    return
+                }
+                send(pending: publisher, mode: .blocking)
+            }
+        }
+    }
+
+    /// Sends the last sequence per name, then waits, until `deadline`, for every NotificationBus
+    /// subscriber to acknowledge it, re-sending every 20 ms meanwhile. Re-sending, not
+    /// `XPUB_NODROP`: libzmq still drops a message for a pipe that was full a moment ago. Staying
+    /// connected matters too: libzmq discards what is queued at a subscriber when its publisher
+    /// disconnects. Receivers treat repeats as no-ops.
+    private func sendEndOfStream(sequences: [NotificationName: UInt64], deadline: UInt64) {
+        guard let publisher = sockets.publisher else { return }
+        let frames = publisherSide.endOfStreamFrames(sequences: sequences, wallClock: Timestamps.wallClockNanoseconds())
+        guard !frames.isEmpty else { return }
+        repeat {
+            for frame in frames {
+                // A full pipe refuses it now; the next round re-sends.
+                do { _ = try publisher.sendIfReady(frame) } catch { record(error, "sending the end of stream") }
+            }
+            let resendAt = min(deadline, Timestamps.monotonicNanoseconds() + 20_000_000)
+            while !publisherSide.awaitingAcknowledgement.isEmpty, Timestamps.monotonicNanoseconds() < resendAt,
+                !contextTerminated
+            {
+                var poller = Poller()
+                poller.register(publisher)
+                do { try poller.poll(timeoutMilliseconds: Timestamps.milliseconds(until: resendAt)) } catch { record(error, "zmq_poll") }
+                _ = readSubscriptions()
+            }
+        } while !publisherSide.awaitingAcknowledgement.isEmpty && Timestamps.monotonicNanoseconds() < deadline
+            && !contextTerminated
+        stats.endOfStreamUnacknowledged = UInt64(publisherSide.awaitingAcknowledgement.count)
+    }
+}

@@ -1,0 +1,203 @@
+import ZeroMQ
+
+/// The event loop's reads and sends: posts out of the XPUB (and, looped back, straight to local
+/// subscriptions), subscription messages in from the XPUB, notifications in from the SUB.
+extension BusEventLoop {
+    // MARK: Publisher side
+
+    /// Hands queued frames to ZeroMQ. Without back-pressure XPUB never refuses (it drops at the
+    /// HWM, which subscribers see as gaps); with it, a refused frame waits for the next round.
+    func sendPending() -> Bool {
+        assertOnLoopThread()
+        guard let publisher = sockets.publisher else {
+            stats.unsent += UInt64(pending.removeAll())
+            return false
+        }
+        guard sockets.loopback else { return send(pending: publisher, mode: .dontWait) > 0 }
+        var progressed = false
+        while true {
+            // Route the next run of posts to local subscriptions, unless a full one holds them back.
+            if !readingPaused && loopbackRouted < pending.count {
+                let end = min(pending.count, loopbackRouted + Self.batchLimit)
+                for index in loopbackRouted..<end {
+                    pending.withMessageBytes(at: index) { receiver.deliverLocally($0) }
+                }
+                loopbackRouted = end
+                if receiver.flush() { readingPaused = true }
+                progressed = true
+            }
+            // Then hand the routed ones to ZeroMQ, for subscribers elsewhere.
+            if send(pending: publisher, mode: .dontWait) > 0 { progressed = true }
+            if pending.sentCount < loopbackRouted || readingPaused || loopbackRouted == pending.count { break }
+        }
+        return progressed
+    }
+
+    /// Sends `pending` in order until ZeroMQ refuses one (it stays queued); returns how many went.
+    @discardableResult
+    func send(pending publisher: Socket, mode: BlockingMode) -> Int {
+        let start = pending.sentCount
+        // Looped back, only what local subscriptions have had may go out.
+        let limit = sockets.loopback ? loopbackRouted : pending.count
+        var skipped = 0
+        while pending.sentCount < limit && !contextTerminated {
+            do {
+                _ = try publisher.send(&pending, mode: mode, limit: limit)
+                break  // everything sent, or refused (would block)
+            } catch {
+                // A frame ZeroMQ rejects outright cannot be retried; it is counted as unsent.
+                record(error, "sending a notification")
+                pending.skipNext()
+                skipped += 1
+            }
+        }
+        let sent = pending.sentCount - start - skipped
+        stats.sent += UInt64(sent)
+        stats.unsent += UInt64(skipped)
+        return sent + skipped
+    }
+
+    /// The XPUB refused a frame (`publisherBackpressure` and a full subscriber). A publisher-only
+    /// bus waits in a blocking send (`ZMQ_SNDTIMEO` 1 ms): libzmq reports an XPUB writable while
+    /// the next send still fails, so polling would spin. A bus that also subscribes must keep
+    /// reading, so it polls its other sockets for 1 ms instead.
+    func waitForRoomToSend() {
+        guard let publisher = sockets.publisher else { return }
+        guard sockets.subscriber == nil else { return park(timeout: 1, includePublisher: false) }
+        do {
+            try publisher.set(.sendTimeout, 1)
+            send(pending: publisher, mode: .blocking)
+            try publisher.set(.sendTimeout, -1)
+        } catch {
+            record(error, "setting the send timeout")
+        }
+    }
+
+    /// Reads subscription messages from the XPUB socket into the publisher's state machine.
+    func readSubscriptions() -> Bool {
+        guard let publisher = sockets.publisher else { return false }
+        var any = false
+        while true {
+            let message: [UInt8]?
+            do {
+                message = try publisher.receiveIfReady()
+            } catch {
+                record(error, "reading subscriptions")
+                break
+            }
+            guard let message else { break }
+            any = true
+            perform(publisherSide.received(message, wallClock: Timestamps.wallClockNanoseconds()))
+        }
+        if any { perform(publisherSide.endOfRead()) }
+        return any
+    }
+
+    // MARK: Subscriber side
+
+    /// A new subscription: a route for the receiver, its topics on the SUB socket.
+    func addSubscription(_ storage: SubscriptionStorage) {
+        guard sockets.subscriber != nil, !storage.isEnded else {
+            // `Bus.subscribe` counted its prefix as wanted already; it never became a subscription.
+            if sockets.loopback { core.changeInterest { $0.changeLocal(storage.pattern.subscriptionPrefix, subscribed: false) } }
+            return
+        }
+        receiver.add(storage)
+        stats.activeSubscriptions = receiver.subscriptionCount
+        if !perform(topics.add(storage.pattern)) {
+            // The SUB socket refused the subscription: end it now (the error is in `stats`)
+            // rather than leave a subscription that never receives.
+            if let failed = receiver.remove(id: storage.id) {
+                perform(topics.remove(failed.pattern))
+                failed.finishFromBus()
+            }
+            stats.activeSubscriptions = receiver.subscriptionCount
+        }
+    }
+
+
+    /// Reads up to `batchLimit` frames, then hands each subscription its batch under one lock.
+    func readNotifications() -> Bool {
+        guard let subscriber = sockets.subscriber else { return false }
+        var count = 0
+        do {
+            count = try receiver.read(from: subscriber, limit: Self.batchLimit)
+        } catch {
+            record(error, "reading notifications")
+        }
+        if receiver.flush() { readingPaused = true }
+        for token in receiver.readyTokens { perform(waiters.tokenEchoed(token)) }
+        receiver.readyTokens.removeAll()
+        for publisherID in receiver.endOfStreamAcknowledgements {
+            // The publisher stays connected until every subscriber has processed its end of stream.
+            perform(topics.acknowledgeEndOfStream(publisher: publisherID))
+        }
+        receiver.endOfStreamAcknowledgements.removeAll()
+        return count > 0
+    }
+
+    /// A connecting socket (CURVE or plaintext): counts the failed handshakes its monitor reported.
+    func readHandshakeFailures() -> Bool {
+        let failures: [HandshakeFailure]
+        do {
+            failures = try sockets.readHandshakeFailures()
+        } catch {
+            record(error, "reading handshake events")
+            return false
+        }
+        for failure in failures {
+            if case .refused = failure { stats.handshakesRefused += 1 } else { stats.handshakesFailed += 1 }
+            stats.lastHandshakeFailure = failure
+        }
+        if !failures.isEmpty && handshakesCannotSucceed { perform(waiters.handshakesCannotSucceed()) }
+        return !failures.isEmpty
+    }
+
+    // MARK: Waits
+
+    /// What a new wait is judged against, as this loop sees the bus now.
+    func facts(for request: WaitRequest) -> WaitFacts {
+        var facts = WaitFacts(
+            isSubscriber: sockets.subscriber != nil, isPublisher: sockets.publisher != nil, loopback: sockets.loopback,
+            handshakesCannotSucceed: handshakesCannotSucceed)
+        switch request.kind {
+        case .ready(_, let pattern):
+            // Subscriptions queued before this wait (one mailbox, in order) are routes now; one of
+            // them must be able to receive names `pattern` matches (their prefixes agree).
+            let prefix = pattern.subscriptionPrefix
+            facts.readyPatternCovered = receiver.routes.contains { route in
+                route.prefix.count <= prefix.count ? prefix.starts(with: route.prefix) : route.prefix.starts(with: prefix)
+            }
+        case .subscribers(_, let name, _):
+            facts.subscriberCount = publisherSide.subscriberCount(matching: name)
+        case .handshakeRefused:
+            break
+        }
+        return facts
+    }
+
+    /// Whether a server refused this bus's key, or met it with another security mechanism (a
+    /// plaintext client of a CURVE server, or the reverse): retrying changes neither.
+    var handshakesCannotSucceed: Bool {
+        stats.handshakesRefused > 0 || stats.lastHandshakeFailure == .mechanismMismatch
+    }
+
+    /// Publishes the counters for `Bus.stats` (one lock; after each round of work).
+    func publishStats() {
+        stats.posted = core.mailbox.withLock { $0.posted }
+        let received = receiver.counters
+        stats.framesReceived = received.framesReceived
+        stats.unmatched = received.unmatched
+        stats.unknownControlMessages = received.unknownControlMessages
+        stats.lostUpstream = received.lostUpstream
+        stats.endOfStreamRecords = received.endOfStreamRecords
+        stats.streamsForgotten = received.streamsForgotten
+        stats.trackedStreams = receiver.trackedStreams
+        stats.rejected = received.rejected
+        if let authentication = sockets.authentication {
+            stats.clientAuthentication = authentication.counts.values.reduce(AuthenticationCounts(), +)
+        }
+        let snapshot = stats
+        core.statsSnapshot.withLock { $0 = snapshot }
+    }
+}

@@ -1,0 +1,297 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ZeroMQ
+
+/// The one thread that owns a bus's sockets: it parks in `zmq_poll`, wakes, swaps the mailbox,
+/// runs executor jobs, feeds what it read to the state machines (`PublisherStateMachine`,
+/// `SubscriberTopics`, `WaiterStateMachine`, `BusReceiver`) and carries out their actions against
+/// the sockets. It knows sockets and registrations; the protocol is the machines' and NBP1's.
+///
+/// Error policy, the same for every socket call: would-block is a value (`receiveIfReady`,
+/// `sendIfReady`, a batch send's count), never an error; a terminated context ends the loop; any
+/// other error reaches the waiter it concerns, or `BusStats.socketErrors` with its text. A `try?`
+/// appears only where the reason is written beside it.
+final class BusEventLoop {
+    let core: BusCore
+    let configuration: BusConfiguration
+    let executor: BusExecutor
+    let sockets: BusSockets
+
+    var receiver: BusReceiver
+    var publisherSide: PublisherStateMachine
+    var topics: SubscriberTopics
+    var waiters = WaiterStateMachine()
+    /// The callers of pending waits, by `WaitRequest.id`.
+    var continuations: [UInt64: CheckedContinuation<Result<Void, BusError>, Never>] = [:]
+    /// Posts taken from the mailbox; the batch's unsent ones are not yet accepted by ZeroMQ.
+    var pending = MessageBatch(capacity: 1024)
+    /// Looped back: messages of `pending` already routed locally (sent ones are a prefix).
+    var loopbackRouted = 0
+    var readingPaused = false
+    var stats = BusStats()
+    /// The XPUB's `ZMQ_FD` when posting threads may send on it while the loop sleeps.
+    var publisherSignal: Int32?
+    /// Set by `record(_:_:)` when the context is terminated under the loop: the loop ends.
+    var contextTerminated = false
+    /// Busy rounds until the handshake monitors are read again: failures repeat at every
+    /// reconnect, so a look every 64th round (and after every sleep) is prompt enough.
+    private var roundsUntilHandshakeCheck = 0
+    /// When resident memory is looked at next, and no second drop before `memoryCooldownUntil`.
+    var nextMemoryCheck: UInt64 = 0
+    var memoryCooldownUntil: UInt64 = 0
+
+    static let batchLimit = 1024
+
+    init(core: BusCore, configuration: BusConfiguration, executor: BusExecutor, sockets: BusSockets) {
+        self.core = core
+        self.configuration = configuration
+        self.executor = executor
+        self.sockets = sockets
+        receiver = BusReceiver(
+            maximumPayload: configuration.maximumPayload, maximumHeaderCount: configuration.maximumHeaderCount,
+            maximumTrackedStreams: configuration.maximumTrackedStreams)
+        publisherSide = PublisherStateMachine(publisherID: configuration.publisherID)
+        topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
+        if core.directPublisher != nil, let publisher = sockets.publisher {
+            do { publisherSignal = try publisher.get(.fileDescriptor) } catch { record(error, "reading ZMQ_FD") }
+        }
+    }
+
+    /// In debug builds: traps unless called on the loop's own thread (every socket is its alone).
+    @inline(__always)
+    func assertOnLoopThread() {
+        assert(core.isOnIOThread, "BusEventLoop used off its own thread")
+    }
+
+    // MARK: The loop
+
+    func run() {
+        core.markIOThread()
+        var commands: [BusCommand] = []
+        var jobs: [UnownedJob] = []
+        let spinNanoseconds = UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000
+        var lastWork = Timestamps.monotonicNanoseconds()
+        while !contextTerminated {
+            // Tasks running on the bus's executor first: what they post goes out in this round.
+            var didWork = runJobs(&jobs)
+            // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
+            // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
+            let takeOutbound = pending.unsentCount == 0
+            if takeOutbound {
+                pending.removeAll()
+                loopbackRouted = 0
+            }
+            let (open, spaceWaiters) = core.mailbox.withLock { box -> (Bool, [SpaceWaiter]) in
+                box.sleeping = false
+                swap(&box.commands, &commands)
+                guard takeOutbound else { return (box.lifecycle.isOpen, []) }
+                swap(&box.outbound, &pending)
+                defer { box.spaceWaiters.removeAll() }
+                return (box.lifecycle.isOpen, box.spaceWaiters)
+            }
+            for waiter in spaceWaiters { waiter.resume() }
+            didWork = didWork || !commands.isEmpty
+            for command in commands { handle(command) }
+            commands.removeAll(keepingCapacity: true)
+            if !open { break }
+            didWork = sendPending() || didWork
+            didWork = readSubscriptions() || didWork
+            if !readingPaused { didWork = readNotifications() || didWork }
+            // A consumer on the bus's executor that this round resumed runs now, not a round later.
+            didWork = runJobs(&jobs) || didWork
+            roundsUntilHandshakeCheck -= 1
+            if roundsUntilHandshakeCheck <= 0 {
+                roundsUntilHandshakeCheck = 64
+                didWork = readHandshakeFailures() || didWork
+            }
+            perform(waiters.tick(now: Timestamps.monotonicNanoseconds()))
+            checkMemory()
+            if didWork {
+                publishStats()
+                if spinNanoseconds > 0 { lastWork = Timestamps.monotonicNanoseconds() }
+                continue
+            }
+            if pending.unsentCount > 0 {
+                waitForRoomToSend()
+                continue
+            }
+            // Idle strategy: within `idleSpinMicroseconds` of the last work, yield the core and
+            // look again instead of sleeping, so the next message needs no wake-up (latency).
+            if spinNanoseconds > 0, Timestamps.monotonicNanoseconds() - lastWork < spinNanoseconds {
+                sched_yield()
+                continue
+            }
+            publishStats()
+            let parked = core.mailbox.withLock { box -> Bool in
+                guard box.commands.isEmpty, box.outbound.isEmpty, box.jobs.isEmpty, box.lifecycle.isOpen else {
+                    return false
+                }
+                box.sleeping = true
+                // Asleep, the loop lends the XPUB to posting threads (`PublisherSocketOwner`).
+                if publisherSignal != nil { box.publisherOwner = .free }
+                return true
+            }
+            if parked {
+                park(timeout: parkTimeout())
+                core.takePublisherSocket()
+            }
+        }
+        shutDown()
+    }
+
+    /// Runs the jobs of tasks on the bus's executor that are queued now; returns whether any ran.
+    private func runJobs(_ jobs: inout [UnownedJob]) -> Bool {
+        // A job queued after this look is seen by the parking check (under the lock) or next round.
+        guard core.jobsQueued.load(ordering: .acquiring) else { return false }
+        core.mailbox.withLock { box in
+            swap(&box.jobs, &jobs)
+            core.jobsQueued.store(false, ordering: .relaxed)
+        }
+        guard !jobs.isEmpty else { return false }
+        let executor = self.executor.asUnownedTaskExecutor()
+        for job in jobs { job.runSynchronously(on: executor) }
+        jobs.removeAll(keepingCapacity: true)
+        return true
+    }
+
+    /// How long the loop may sleep: until the next wait's deadline, and at most 25 ms while a
+    /// memory limit is kept (a message a peer never finishes grows inside libzmq, unseen here).
+    private func parkTimeout() -> Int {
+        var timeout = -1
+        if configuration.maximumResidentMemory != nil && !sockets.boundEndpoints.isEmpty {
+            timeout = Int(MemoryGuardTiming.checkIntervalMilliseconds)
+        }
+        if let deadline = waiters.nextDeadline {
+            let untilDeadline = Timestamps.milliseconds(until: deadline)
+            timeout = timeout < 0 ? untilDeadline : min(timeout, untilDeadline)
+        }
+        return timeout
+    }
+
+    /// Sleeps in `zmq_poll` on the wake-up eventfd and every socket it reads, for `timeout` ms
+    /// (-1: until something happens).
+    func park(timeout: Int, includePublisher: Bool = true) {
+        var poller = Poller()
+        let wakeIndex = poller.register(fileDescriptor: core.wake.fileDescriptor)
+        if includePublisher, let publisher = sockets.publisher {
+            // Lent to posting threads, the XPUB is watched through its signal fd: polling the
+            // socket itself would use it at the same time as a poster's send.
+            if let publisherSignal { poller.register(fileDescriptor: publisherSignal) } else { poller.register(publisher) }
+        }
+        if let subscriber = sockets.subscriber, !readingPaused { poller.register(subscriber) }
+        for reader in sockets.handshakeMonitors { poller.register(reader) }
+        do {
+            try poller.poll(timeoutMilliseconds: timeout)
+        } catch {
+            record(error, "zmq_poll")
+            // A poll that keeps failing must not become a busy loop: back off a little.
+            if !contextTerminated { usleep(10_000) }
+            return
+        }
+        // Only when it fired: woken by a socket, reading the eventfd would be one more syscall
+        // between the wake-up and the message (a later signal makes the next poll return at once).
+        if poller.ready(at: wakeIndex).contains(.readable) { core.wake.drain() }
+        roundsUntilHandshakeCheck = 0
+    }
+
+    // MARK: Commands and waits
+
+    private func handle(_ command: BusCommand) {
+        assertOnLoopThread()
+        switch command {
+        case .addSubscription(let storage):
+            addSubscription(storage)
+        case .removeSubscription(let id):
+            guard let storage = receiver.remove(id: id) else { return }
+            perform(topics.remove(storage.pattern))
+            readingPaused = receiver.wantsProducerPaused
+            stats.activeSubscriptions = receiver.subscriptionCount
+        case .addWaiter(let request, let continuation):
+            continuations[request.id] = continuation
+            perform(waiters.add(request, facts: facts(for: request)))
+        case .cancelWaiter(let id):
+            perform(waiters.cancel(id: id))
+        case .resumeReading:
+            readingPaused = receiver.wantsProducerPaused
+        }
+    }
+
+    // MARK: Carrying out actions
+
+    func perform(_ actions: [WaiterStateMachine.Action]) {
+        assertOnLoopThread()
+        for action in actions {
+            switch action {
+            case .subscribeToken(let topic):
+                guard let subscriber = sockets.subscriber else { continue }
+                do {
+                    try subscriber.subscribe(topic)
+                } catch {
+                    record(error, "subscribing a readiness token")
+                    if let id = waiters.pending.first(where: { $0.tokenTopic == topic })?.id {
+                        perform(waiters.tokenFailed(id: id, .transport(error)))
+                    }
+                }
+            case .unsubscribeToken(let topic):
+                do { try sockets.subscriber?.unsubscribe(topic) } catch { record(error, "unsubscribing a readiness token") }
+            case .resume(let id, let error):
+                // Whoever awaited this may read `stats` next: let it see the state that resolved the wait.
+                publishStats()
+                continuations.removeValue(forKey: id)?.resume(returning: error.map { .failure($0) } ?? .success(()))
+            }
+        }
+    }
+
+    func perform(_ actions: [PublisherStateMachine.Action]) {
+        assertOnLoopThread()
+        for action in actions {
+            switch action {
+            case .changeInterest(let changes):
+                core.changeInterest { interest in
+                    for change in changes { interest.changeRemote(change.prefix, subscribed: change.subscribed) }
+                }
+            case .send(let frame):
+                // A token's echo the XPUB cannot take now is lost like any message at a full
+                // subscriber; the subscriber's `ready` then times out and says so.
+                do { _ = try sockets.publisher?.sendIfReady(frame) } catch { record(error, "echoing a readiness token") }
+            case .subscribersChanged:
+                perform(waiters.subscribersChanged { publisherSide.subscriberCount(matching: $0) })
+            }
+        }
+    }
+
+    /// Returns false when the SUB socket refused a subscription (recorded in `stats`).
+    @discardableResult
+    func perform(_ actions: [SubscriberTopics.Action]) -> Bool {
+        assertOnLoopThread()
+        var succeeded = true
+        for action in actions {
+            do {
+                switch action {
+                case .subscribe(let topic): try sockets.subscriber?.subscribe(topic)
+                case .unsubscribe(let topic): try sockets.subscriber?.unsubscribe(topic)
+                case .localSubscription(let prefix, let topic, let subscribed):
+                    perform(publisherSide.localSubscriptionChanged(prefix: prefix, presenceTopic: topic, subscribed: subscribed))
+                case .releaseLocalInterest(let prefix):
+                    core.changeInterest { $0.changeLocal(prefix, subscribed: false) }
+                }
+            } catch {
+                record(error, "changing a subscription")
+                succeeded = false
+            }
+        }
+        return succeeded
+    }
+
+    /// The one place socket errors go: a terminated context ends the loop; anything else is
+    /// counted, with its text, in `stats`.
+    func record(_ error: ZMQError, _ doing: String) {
+        if error.kind == .contextTerminated {
+            contextTerminated = true
+            return
+        }
+        stats.socketErrors += 1
+        stats.lastSocketError = "\(doing): \(error)"
+    }
+}

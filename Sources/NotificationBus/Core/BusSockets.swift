@@ -1,0 +1,245 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ZeroMQ
+
+/// A bus's sockets: created, secured and attached by `Bus.init` on the caller's thread (calls that
+/// return at once: nothing waits for another thread), then handed to the event loop, which owns
+/// them from its first instruction to `close()`. Knows ZeroMQ, never NBP/1's rules.
+final class BusSockets {
+    let context: Context
+    private(set) var publisher: Socket?
+    private(set) var subscriber: Socket?
+    /// The endpoints attached, publisher side first, with real ports for `tcp://...:*`.
+    private(set) var resolvedEndpoints: [String] = []
+    /// The subscriber is connected to this bus's own inproc publisher endpoint: the SUB socket is
+    /// not connected there (posts are routed to local subscriptions directly), so nothing arrives twice.
+    private(set) var loopback = false
+    /// Readers of the connecting sockets' monitors (handshake failures).
+    private(set) var handshakeMonitors: [Socket] = []
+    /// The ipc and tcp endpoints this bus listens on (resolved), for the memory guard's re-bind.
+    private(set) var boundEndpoints: [(socket: Socket, endpoint: String)] = []
+    /// CURVE server: the thread answering ZAP requests for this bus's context.
+    private(set) var authentication: ZAPHandler?
+    private let configuration: BusConfiguration
+
+    /// Creates the context and every socket, applies the options, CURVE and monitors, then binds
+    /// and connects. On failure everything made so far is closed before the error is thrown.
+    init(_ configuration: BusConfiguration) throws(BusError) {
+        self.configuration = configuration
+        do {
+            // Blocky: close() sets the publisher's linger so queued frames (and the end-of-stream
+            // record) still reach subscribers; every socket starts with linger 0 so nothing else waits.
+            context = try Context(ioThreads: 1, blocky: true)
+        } catch {
+            throw .transport(error)
+        }
+        do {
+            try open()
+        } catch {
+            close()
+            context.terminate()
+            throw error
+        }
+    }
+
+    private func open() throws(BusError) {
+        if let server = configuration.curveServer,
+            (configuration.publish + configuration.subscribe).contains(where: \.isBind)
+        {
+            // Bound before any CURVE socket binds, so no handshake ever finds no handler.
+            let allowed = server.allowedClients
+            authentication = try ZAPHandler(
+                context: context, allowLists: [.subscribers: allowed, .publishers: allowed],
+                onEvent: server.onAuthentication)
+        }
+        if !configuration.publish.isEmpty { try openPublisher() }
+        if !configuration.subscribe.isEmpty { try openSubscriber() }
+    }
+
+    private func openPublisher() throws(BusError) {
+        let configuration = self.configuration
+        let socket = try transport { () throws(ZMQError) in try context.socket(.xpub) }
+        publisher = socket
+        try transport { () throws(ZMQError) in
+            try socket.set(.sendHighWaterMark, configuration.sendHighWaterMark)
+            // What arrives on an XPUB is subscription messages: bound their size (a huge one
+            // overflows libzmq's recursive trie when removed) by disconnecting the sender.
+            // A little slack over the broker's own limit: a subscription it forwards may arrive
+            // here as a ZMTP command a few bytes longer (a replay after a reconnection).
+            try socket.set(.maximumMessageSize, Int64(WireFormat.maximumSubscriptionLength + 64))
+            try socket.set(.xpubNoDrop, configuration.publisherBackpressure)
+            try socket.set(.linger, 0)
+            // A connected publisher (brokered) must forget a lost broker's subscriptions: with
+            // the default, libzmq keeps the pipe across the outage, so the stale subscriptions
+            // (and presence) stay and a restarted broker's replay of them is deduplicated away.
+            // With IMMEDIATE the pipe ends with the connection (XPUB reports every topic as
+            // unsubscribed) and a reconnection brings the new broker's subscriptions afresh.
+            // Posts made while disconnected go nowhere; subscribers count them as gaps.
+            try socket.set(.immediate, true)
+            try setHeartbeats(socket)
+        }
+        try secure(socket, configuration.publish, clients: .subscribers)
+        for attachment in configuration.publish { try transport { () throws(ZMQError) in try attach(socket, attachment) } }
+    }
+
+    private func openSubscriber() throws(BusError) {
+        let configuration = self.configuration
+        let socket = try transport { () throws(ZMQError) in try context.socket(.sub) }
+        subscriber = socket
+        try transport { () throws(ZMQError) in
+            try socket.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
+            // A SUB sends its subscriptions through its send pipe, and libzmq drops them at the
+            // send mark (1,000 by default) without a word: a subscriber of many patterns, or
+            // one reconnecting to a broker, would silently lose subscriptions. Unbounded here:
+            // there are only as many as this bus's patterns (twice, with presence).
+            try socket.set(.sendHighWaterMark, 0)
+            // A peer cannot make this process hold a frame of any size (NBP-1 §6).
+            // Twice the largest frame for the larger of this bus's maximum payload and NBP/1's
+            // default: a publisher on the default may send a payload this bus refuses, and
+            // that must cost one counted rejection (payloadTooLarge), not the connection.
+            let payloadBound = max(configuration.maximumPayload, WireFormat.defaultMaximumPayload)
+            try socket.set(.maximumMessageSize, WireFormat.transportFrameLimit(maximumPayload: payloadBound))
+            try socket.set(.linger, 0)
+            try setHeartbeats(socket)
+            try socket.subscribe(ControlNames.endOfStreamPrefix)
+        }
+        try secure(socket, configuration.subscribe, clients: .publishers)
+        let ownEndpoints = Set(configuration.publish.compactMap { attachment -> String? in
+            guard case .bind(let endpoint) = attachment, endpoint.hasPrefix("inproc://") else { return nil }
+            return endpoint
+        })
+        for attachment in configuration.subscribe {
+            if case .connect(let endpoint) = attachment, ownEndpoints.contains(endpoint) {
+                loopback = true
+                resolvedEndpoints.append(endpoint)
+                continue
+            }
+            try transport { () throws(ZMQError) in try attach(socket, attachment) }
+        }
+    }
+
+    /// Runs socket calls, their `ZMQError` as `BusError.transport`.
+    private func transport<Result>(_ body: () throws(ZMQError) -> Result) throws(BusError) -> Result {
+        do { return try body() } catch { throw .transport(error) }
+    }
+
+    /// Applies `configuration.curve` (connecting sockets) or `curveServer` (binding ones) to
+    /// `socket`, before it attaches. `clients` is who connects to it when it binds.
+    private func secure(_ socket: Socket, _ attachments: [Attachment], clients: AuthenticationDomain) throws(BusError) {
+        guard configuration.curve != nil || configuration.curveServer != nil else {
+            // A plaintext client of a CURVE server is dropped at every handshake and would never
+            // know why: its monitor counts the mechanism mismatch (inproc has no handshake).
+            let connectsOverNetwork = attachments.contains {
+                if case .connect(let endpoint) = $0 { return !endpoint.hasPrefix("inproc://") }
+                return false
+            }
+            if connectsOverNetwork { try transport { () throws(ZMQError) in try monitorHandshakes(of: socket) } }
+            return
+        }
+        let binds = attachments.contains(where: \.isBind)
+        let connects = attachments.contains { !$0.isBind }
+        if binds && connects {
+            throw .security(
+                "a socket that both binds and connects cannot use CURVE (\(attachments.map(\.description).joined(separator: ", ")))")
+        }
+        if binds, let server = configuration.curveServer, let authentication {
+            try transport { () throws(ZMQError) in
+                try authentication.guardSocket(socket, as: clients, keyPair: server.keyPair)
+            }
+        } else if connects, let client = configuration.curve {
+            try transport { () throws(ZMQError) in
+                try socket.set(.curveServerKey, try Z85.decode(client.serverPublicKey))
+                try socket.set(.curvePublicKey, try Z85.decode(client.keyPair.publicKey))
+                try socket.set(.curveSecretKey, try Z85.decode(client.keyPair.secretKey))
+                try monitorHandshakes(of: socket)
+            }
+        }
+    }
+
+    private func monitorHandshakes(of socket: Socket) throws(ZMQError) {
+        handshakeMonitors.append(try context.monitorReader(for: socket, events: .handshakeFailures))
+    }
+
+    /// ZMTP heartbeats (`heartbeatIntervalMilliseconds`; 0 leaves them off): the peer is asked to
+    /// drop this side after the same timeout, so a dead link is noticed at both ends.
+    private func setHeartbeats(_ socket: Socket) throws(ZMQError) {
+        guard configuration.heartbeatIntervalMilliseconds > 0 else { return }
+        let timeout = max(configuration.heartbeatTimeoutMilliseconds, configuration.heartbeatIntervalMilliseconds)
+        try socket.set(.heartbeatInterval, configuration.heartbeatIntervalMilliseconds)
+        try socket.set(.heartbeatTimeout, timeout)
+        try socket.set(.heartbeatTTL, max(100, timeout))
+    }
+
+    private func attach(_ socket: Socket, _ attachment: Attachment) throws(ZMQError) {
+        switch attachment {
+        case .bind(let endpoint):
+            try socket.bind(endpoint)
+            let resolved = try socket.lastEndpoint()
+            resolvedEndpoints.append(resolved)
+            if !resolved.hasPrefix("inproc://") { boundEndpoints.append((socket, resolved)) }
+        case .connect(let endpoint):
+            try socket.connect(endpoint)
+            resolvedEndpoints.append(endpoint)
+        }
+    }
+
+    /// Failed handshakes the monitors reported since the last call (never blocks).
+    func readHandshakeFailures() throws(ZMQError) -> [HandshakeFailure] {
+        var failures: [HandshakeFailure] = []
+        for reader in handshakeMonitors {
+            while let frames = try reader.receiveMultipartIfReady() {
+                if let failure = SocketEvent(frames: frames)?.handshakeFailure { failures.append(failure) }
+            }
+        }
+        return failures
+    }
+
+    /// Drops every connection of the bound endpoints by re-binding them (libzmq ends a listener's
+    /// connections with it): the memory guard's last resort. Returns the endpoints it could not
+    /// re-bind within 2 s.
+    func rebindEndpoints() -> [String] {
+        var failed: [String] = []
+        for (socket, endpoint) in boundEndpoints {
+            do {
+                try socket.unbind(endpoint)
+            } catch {
+                failed.append(endpoint)
+                continue
+            }
+            // The old listener closes later, on libzmq's I/O thread: retry the bind for up to 2 s.
+            var bound = false
+            for _ in 0..<200 {
+                do {
+                    try socket.bind(endpoint)
+                    bound = true
+                    break
+                } catch {
+                    usleep(10_000)
+                }
+            }
+            if !bound { failed.append(endpoint) }
+        }
+        return failed
+    }
+
+    /// Lets ZeroMQ deliver what the publisher already holds for up to `milliseconds` on close.
+    func lingerOnClose(milliseconds: Int32) throws(ZMQError) {
+        try publisher?.set(.linger, milliseconds)
+    }
+
+    /// Stops the monitors before their readers, closes every socket, then stops the ZAP handler.
+    func close() {
+        publisher?.stopMonitoring()
+        subscriber?.stopMonitoring()
+        for reader in handshakeMonitors { reader.close() }
+        handshakeMonitors.removeAll()
+        publisher?.close()
+        subscriber?.close()
+        publisher = nil
+        subscriber = nil
+        boundEndpoints.removeAll()
+        authentication?.stop()
+        authentication = nil
+    }
+}

@@ -1,0 +1,180 @@
+/// Who is subscribed at this publisher, as seen by its XPUB socket.
+struct PublisherView {
+    /// Plain ZeroMQ prefixes (from any subscriber, NotificationBus or foreign). XPUB passes the
+    /// first subscribe and the last unsubscribe of a prefix, so this is a set.
+    var prefixes: Set<[UInt8]> = []
+    /// The data prefixes of this bus's own subscriptions when it delivers to itself without ZeroMQ
+    /// (loopback: its XPUB never sees them), with how many subscriptions use each.
+    var localPrefixes: [[UInt8]: Int] = [:]
+    /// NotificationBus subscribers by bus id, with the patterns they announced.
+    var presence: [UInt64: [NamePattern: Int]] = [:]
+    /// Subscribers (bus ids) that acknowledged this publisher's end of stream.
+    var endOfStreamAcknowledged: Set<UInt64> = []
+    /// This publisher's id, to pick out acknowledgements addressed to it.
+    let publisherID: UInt64
+
+    /// Distinct subscribers that will receive `name`: announced buses whose pattern matches, or,
+    /// when none announced, 1 if a plain prefix covers it (a foreign subscriber, count unknown).
+    /// A prefix an announced pattern subscribes is that bus's, not a foreign subscriber's:
+    /// `orders.*.eu` subscribes `orders.`, which covers `orders.shipped` although the pattern does
+    /// not match it, and counting it would start a publisher before its real subscriber arrived.
+    ///
+    /// A presence is a claim any peer can make (a plain SUB can subscribe to presence topics), so
+    /// it counts only while a data prefix that covers `name` is subscribed too: announcements
+    /// without one never make a publisher send into nothing. Fake announcements beside a real
+    /// subscriber can still inflate the count; with CURVE only admitted keys can make them.
+    func subscriberCount(matching name: NotificationName) -> Int {
+        let frameStart = Array(name.rawValue.utf8) + [0]
+        guard prefixes.contains(where: { frameStart.starts(with: $0) })
+            || localPrefixes.keys.contains(where: { frameStart.starts(with: $0) })
+        else { return 0 }
+        let announced = presence.values.filter { patterns in patterns.keys.contains { $0.matches(name) } }.count
+        if announced > 0 { return announced }
+        let announcedPrefixes = Set(presence.values.flatMap { $0.keys.map(\.subscriptionPrefix) })
+        return prefixes.contains { !announcedPrefixes.contains($0) && frameStart.starts(with: $0) } ? 1 : 0
+    }
+
+    /// A loopback subscription's data prefix came (`subscribe`) or went.
+    mutating func applyLocal(subscribe: Bool, prefix: [UInt8]) {
+        let count = (localPrefixes[prefix] ?? 0) + (subscribe ? 1 : -1)
+        localPrefixes[prefix] = count > 0 ? count : nil
+    }
+
+    /// A subscription message's topic (without its first byte); returns whether the set of plain
+    /// prefixes changed.
+    @discardableResult
+    mutating func apply(subscribe: Bool, topic: ArraySlice<UInt8>) -> Bool {
+        switch ControlTopic(topic) {
+        case .endOfStreamAcknowledgement(let publisher, let subscriber):
+            if subscribe && publisher == publisherID { endOfStreamAcknowledged.insert(subscriber) }
+            return false
+        case .presence(let bus, let pattern):
+            if subscribe {
+                presence[bus, default: [:]][pattern, default: 0] += 1
+            } else if var patterns = presence[bus] {
+                let left = (patterns[pattern] ?? 1) - 1
+                patterns[pattern] = left > 0 ? left : nil
+                presence[bus] = patterns.isEmpty ? nil : patterns
+            }
+            return false
+        case .malformedControl:
+            return false
+        case .readyToken, .data:
+            // A token's unsubscription arrives here too: it was never a prefix, so nothing changes.
+            if subscribe { return prefixes.insert(Array(topic)).inserted }
+            return prefixes.remove(Array(topic)) != nil
+        }
+    }
+}
+
+/// The publisher side of a bus: what arrives on its XPUB (subscriptions, presence, readiness
+/// tokens, end-of-stream acknowledgements) and what this bus subscribes to itself when looped
+/// back, turned into actions: hand prefix changes to posting threads, echo a token, re-check the
+/// waits on subscriber counts, send the end of stream. No sockets: the event loop reads the
+/// messages and carries out the actions.
+struct PublisherStateMachine {
+    enum Action: Equatable {
+        /// Posting threads must see these prefix changes (`PublisherInterest`), in this order.
+        case changeInterest([PrefixChange])
+        /// Send this frame on the XPUB: the echo of a readiness token.
+        case send([UInt8])
+        /// The subscriber counts may have changed: re-check the waits on them.
+        case subscribersChanged
+    }
+
+    /// One plain prefix subscribed or unsubscribed at the XPUB.
+    struct PrefixChange: Equatable {
+        let prefix: [UInt8]
+        let subscribed: Bool
+    }
+
+    private(set) var view: PublisherView
+    /// Sequence numbers of this publisher's own control messages (token echoes, end of stream).
+    private var controlSequence: UInt64 = 0
+    /// Prefix changes read this round and not yet handed to posting threads.
+    private var unpublished: [PrefixChange] = []
+    private var viewChanged = false
+
+    init(publisherID: UInt64) {
+        view = PublisherView(publisherID: publisherID)
+    }
+
+    var publisherID: UInt64 { view.publisherID }
+
+    /// One message read from the XPUB (its first byte 1 subscribes, 0 unsubscribes); `wallClock`
+    /// stamps an echo. Prefix changes wait for `endOfRead`, except before an echo: posting
+    /// threads must know every subscription that came before the token first.
+    mutating func received(_ message: some Collection<UInt8>, wallClock: UInt64) -> [Action] {
+        guard let first = message.first, first <= 1 else { return [] }
+        viewChanged = true
+        let topic = ArraySlice(message.dropFirst())
+        if first == 1, case .readyToken(let nameBytes) = ControlTopic(topic) {
+            var actions = flushInterest()
+            if let echo = echo(nameBytes, wallClock: wallClock) { actions.append(.send(echo)) }
+            return actions
+        }
+        if view.apply(subscribe: first == 1, topic: topic) {
+            unpublished.append(PrefixChange(prefix: Array(topic), subscribed: first == 1))
+        }
+        return []
+    }
+
+    /// The round's reading is done: what changed goes to posting threads and to the waits.
+    mutating func endOfRead() -> [Action] {
+        var actions = flushInterest()
+        if viewChanged { actions.append(.subscribersChanged) }
+        viewChanged = false
+        return actions
+    }
+
+    /// A subscription of this bus itself, looped back (its XPUB never sees it): `prefix` and the
+    /// presence `topic` came or went, as the XPUB would have reported them.
+    mutating func localSubscriptionChanged(prefix: [UInt8], presenceTopic: [UInt8], subscribed: Bool) -> [Action] {
+        view.applyLocal(subscribe: subscribed, prefix: prefix)
+        view.apply(subscribe: subscribed, topic: presenceTopic[...])
+        return [.subscribersChanged]
+    }
+
+    /// Distinct subscribers that will receive `name` (see `PublisherView.subscriberCount`).
+    func subscriberCount(matching name: NotificationName) -> Int {
+        view.subscriberCount(matching: name)
+    }
+
+    /// The end-of-stream records for `sequences` (last sequence per name), ready to send.
+    mutating func endOfStreamFrames(sequences: [NotificationName: UInt64], wallClock: UInt64) -> [[UInt8]] {
+        guard !sequences.isEmpty,
+            let name = try? NotificationName("_nbus.eos.\(ControlNames.hex(publisherID))")
+        else { return [] }  // a hex id always makes a valid name: the `try?` cannot fail
+        let payloads = EndOfStream.payloads(for: sequences)
+        var frames: [[UInt8]] = []
+        for (index, payload) in payloads.enumerated() {
+            controlSequence += 1
+            let notification = Notification(
+                name: name, payload: payload, headers: index == payloads.count - 1 ? ["final": "1"] : [:],
+                sequence: controlSequence, publisherID: publisherID, timestamp: wallClock)
+            // Payloads are at most 64 KiB and the one header is valid: encoding cannot fail.
+            if let frame = try? EnvelopeCodec.encode(notification) { frames.append(frame) }
+        }
+        return frames
+    }
+
+    /// NotificationBus subscribers (other than this bus itself) that have not acknowledged the end of stream.
+    var awaitingAcknowledgement: Set<UInt64> {
+        Set(view.presence.keys).subtracting(view.endOfStreamAcknowledged).subtracting([publisherID])
+    }
+
+    private mutating func flushInterest() -> [Action] {
+        guard !unpublished.isEmpty else { return [] }
+        defer { unpublished.removeAll(keepingCapacity: true) }
+        return [.changeInterest(unpublished)]
+    }
+
+    /// The echo of a readiness token: a notification of that name with no payload.
+    private mutating func echo(_ nameBytes: ArraySlice<UInt8>, wallClock: UInt64) -> [UInt8]? {
+        // A token that is not a valid name is not one of ours: nothing to echo.
+        guard let name = try? NotificationName(String(decoding: nameBytes, as: UTF8.self)) else { return nil }
+        controlSequence += 1
+        let reply = Notification(name: name, sequence: controlSequence, publisherID: publisherID, timestamp: wallClock)
+        return try? EnvelopeCodec.encode(reply)  // no headers: cannot fail
+    }
+}

@@ -1,0 +1,248 @@
+import ArgumentParser
+import Foundation
+import NotificationBus
+import Subprocess
+import SystemPackage
+import Synchronization
+
+/// Where `request` and `reply` reach a broker: both sides at once.
+struct BrokerEndpointOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("The broker's frontend, where publishers connect.", valueName: "endpoint"))
+    var frontend = DefaultEndpoints.frontend
+
+    @Option(help: ArgumentHelp("The broker's backend, where subscribers connect.", valueName: "endpoint"))
+    var backend = DefaultEndpoints.backend
+
+    func validate() throws {
+        try validateEndpoint(frontend, option: "--frontend")
+        try validateEndpoint(backend, option: "--backend")
+    }
+
+    var configuration: BusConfiguration { .brokered(frontend: frontend, backend: backend) }
+}
+
+struct Request: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Send one request to NAME through a broker and print the reply.",
+        discussion: """
+            The request is a notification with a reply-to header (NBP-1 §16); a responder \
+            (`nbus reply`, a Bus.respond handler, or any NBP/1 producer that follows §16) posts \
+            the reply there. The reply's payload is written to standard output as it came.
+            Exit status: 0 a reply, 1 no reply within --timeout, 2 no responders (nothing \
+            subscribes to NAME at the broker) or an unusable endpoint, 3 the responder replied \
+            with status error (its reason on standard error), 64 bad arguments.
+            """)
+
+    @Argument(help: "The request's name, e.g. math.double.")
+    var name: String
+
+    @Argument(help: "The payload text (default: empty).")
+    var payload: String = ""
+
+    @Option(help: ArgumentHelp("Seconds to wait for the reply (default: 5).", valueName: "seconds"))
+    var timeout: Double = 5
+
+    @Option(name: .customLong("header"), help: ArgumentHelp("A header key=value. Repeatable.", valueName: "key=value"))
+    var headers: [String] = []
+
+    @OptionGroup var endpoints: BrokerEndpointOptions
+
+    func validate() throws {
+        try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout)
+    }
+
+    func run() async throws {
+        let requestName: NotificationName
+        do { requestName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(name)': \(error)") }
+        var headerMap = NotificationHeaders()
+        for header in headers {
+            guard let equals = header.firstIndex(of: "="), equals != header.startIndex else {
+                throw ValidationError("--header \(header): expected key=value")
+            }
+            headerMap[String(header[..<equals])] = String(header[header.index(after: equals)...])
+        }
+        let bus: Bus
+        do { bus = try Bus(endpoints.configuration) } catch { throw fail("request", error, code: 2) }
+        let outcome: Result<NotificationBus.Notification, BusError>
+        do {
+            outcome = .success(
+                try await bus.request(requestName, payload: Array(payload.utf8), headers: headerMap, timeout: SecondsOption.duration(timeout)))
+        } catch {
+            outcome = .failure(error)
+        }
+        await bus.close()
+        switch outcome {
+        case .success(let reply):
+            if reply.headers[RequestReply.statusHeader] == RequestReply.error {
+                printError("nbus request: the responder failed: \(String(decoding: reply.payload, as: UTF8.self))")
+                throw ExitCode(3)
+            }
+            FileHandle.standardOutput.write(Data(reply.payload))
+            if reply.payload.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
+        case .failure(.noResponders(let name)):
+            printError("nbus request: no responders: nothing subscribes to \(name) at \(endpoints.frontend)")
+            throw ExitCode(2)
+        case .failure(.timedOut):
+            printError("nbus request: no reply to \(requestName) within \(timeout) s")
+            throw ExitCode(1)
+        case .failure(let error):
+            throw fail("request", error, code: 2)
+        }
+    }
+}
+
+struct ReplyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reply",
+        abstract: "Answer requests matching PATTERN through a broker, until SIGINT or SIGTERM.",
+        discussion: """
+            --echo answers each request with its own payload. --command runs CMD with /bin/sh -c \
+            for each request (one at a time): the request's payload on its standard input, the \
+            reply from its standard output (at most 1 MiB); the request's name in NBUS_NAME and \
+            each header in NBUS_HEADER_<KEY> (upper case, - and . as _). A command that exits \
+            non-zero is answered with status error and its standard error as the reason. \
+            Requests without a reply-to header are ignored. Prints one line per request on \
+            standard error.
+            Exit status: 0 stopped by a signal or after --count, 2 an unusable endpoint, 64 bad arguments.
+            """)
+
+    @Argument(help: "The requests to answer: exact `math.double`, one token `math.*`, the rest `math.>`.")
+    var pattern: String
+
+    @Flag(help: "Reply with the request's own payload.")
+    var echo = false
+
+    @Option(help: ArgumentHelp("Reply with this shell command's output.", valueName: "CMD"))
+    var command: String?
+
+    @Option(help: "Stop after answering this many requests (default: never).")
+    var count: Int?
+
+    @OptionGroup var endpoints: BrokerEndpointOptions
+
+    func validate() throws {
+        guard echo != (command != nil) else { throw ValidationError("give exactly one of --echo and --command") }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+    }
+
+    func run() async throws {
+        let requestPattern: NamePattern
+        do { requestPattern = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(pattern)': \(error)") }
+        await TerminationSignals.install()
+        let bus: Bus
+        do { bus = try Bus(endpoints.configuration) } catch { throw fail("reply", error, code: 2) }
+        let answered = AnsweredCount(limit: count)
+        let command = self.command
+        // Counted once the reply is posted, so --count never closes the bus before its last reply.
+        let responder = try bus.addObserver(forName: requestPattern) { [weak bus] request in
+            guard RequestReply.replyName(of: request) != nil else {
+                printError("nbus reply: \(request.name): ignored, no valid reply-to header")
+                return
+            }
+            let reply = if let command { await Self.run(command, for: request) } else { Reply(payload: request.payload) }
+            do {
+                try await bus?.reply(to: request, with: reply)
+                printError("nbus reply: \(request.name): \(reply.isError ? "error" : "ok"), \(reply.payload.count) bytes")
+            } catch {
+                printError("nbus reply: \(request.name): the reply was not sent: \(error)")
+            }
+            answered.increment()
+        }
+        // "answering" means requests can reach us: the subscription is live at the broker.
+        do {
+            try await bus.ready(requestPattern, timeout: .seconds(10))
+        } catch {
+            printError(
+                "nbus reply: no broker confirmed the subscription at \(endpoints.backend) within 10 s (is `nbus broker` running?); answering once one does")
+        }
+        printError("nbus reply: answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { _ = await TerminationSignals.wait() }
+            group.addTask { await answered.waitForLimit() }
+            await group.next()
+            group.cancelAll()
+        }
+        responder.cancel()
+        await bus.close()
+    }
+
+    /// Runs `command` for `request`: payload in, reply out, headers in the environment.
+    static func run(_ command: String, for request: NotificationBus.Notification) async -> Reply {
+        var environment: [Environment.Key: String] = ["NBUS_NAME": request.name.rawValue]
+        for (key, value) in request.headers {
+            let variable = "NBUS_HEADER_" + key.uppercased().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()
+            environment[Environment.Key(stringLiteral: variable)] = value
+        }
+        do {
+            // The payload comes from an unlinked temporary file, not a pipe: a command that never
+            // reads its input (or exits first) then costs nothing, where a pipe would fail the
+            // write (or raise SIGPIPE) and hide the command's own exit status and reason.
+            let payloadFile = try FileDescriptor.unlinkedTemporaryFile(holding: request.payload)
+            let result = try await Subprocess.run(
+                .path("/bin/sh"), arguments: ["-c", command], environment: .inherit.updating(environment),
+                input: .fileDescriptor(payloadFile, closeAfterSpawningProcess: true),
+                output: .bytes(limit: WireFormat.defaultMaximumPayload), error: .string(limit: 4_096))
+            if case .exited(0) = result.terminationStatus { return Reply(payload: result.standardOutput) }
+            let reason = result.standardError.trimmingCharacters(in: .whitespacesAndNewlines)
+            return .error(reason.isEmpty ? "the command ended with \(result.terminationStatus)" : reason)
+        } catch {
+            return .error("the command could not run: \(error)")
+        }
+    }
+}
+
+extension FileDescriptor {
+    /// A file under the temporary folder holding `bytes`, already unlinked, positioned at its start.
+    static func unlinkedTemporaryFile(holding bytes: [UInt8]) throws -> FileDescriptor {
+        var template = Array((NSTemporaryDirectory() + "/nbus-reply-XXXXXX").utf8CString)
+        let raw = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
+        guard raw >= 0 else { throw Errno(rawValue: errno) }
+        let file = FileDescriptor(rawValue: raw)
+        template.withUnsafeBufferPointer { buffer in _ = buffer.baseAddress.map { unlink($0) } }
+        do {
+            _ = try file.writeAll(bytes)
+            _ = try file.seek(offset: 0, from: .start)
+        } catch {
+            try? file.close()
+            throw error
+        }
+        return file
+    }
+}
+
+/// Requests answered so far, and a wait for `limit` of them.
+private final class AnsweredCount: Sendable {
+    private let state: Mutex<(count: Int, waiters: [CheckedContinuation<Void, Never>])> = Mutex((0, []))
+    private let limit: Int?
+
+    init(limit: Int?) {
+        self.limit = limit
+    }
+
+    func increment() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.count += 1
+            guard let limit, state.count >= limit else { return [] }
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Returns once `limit` requests were answered; never without a limit (until cancelled).
+    func waitForLimit() async {
+        guard let limit else {
+            // No limit: wait for cancellation (the signal ended the group).
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            return
+        }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = state.withLock { state -> Bool in
+                if state.count >= limit { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import Testing
+
+@Suite("nbus request and nbus reply through a broker (real processes)", .timeLimit(.minutes(2)))
+struct RequestReplyEndToEndTests {
+    @Test("--echo answers with the request's payload; --count ends the responder after its last reply")
+    func echo() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let responder = try children.start("reply", ["reply", "echo.>", "--echo", "--count", "2"] + endpoints)
+        try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
+        for text in ["hello", "again"] {
+            let output = try await children.run("request", ["request", "echo.say", text] + endpoints)
+            let request = try #require(output)
+            #expect(request.status == 0 && request.stdoutText == "\(text)\n", "\(request.stderrText)")
+        }
+        expectExit(await responder.waitForExit(), 0, responder)
+    }
+
+    @Test("--command: payload on stdin, name and headers in the environment, stdout back; a failing command is exit 3 with its reason")
+    func command() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let script = #"if [ "$NBUS_HEADER_MODE" = fail ]; then echo "refused $NBUS_NAME" >&2; exit 4; fi; printf '%s:' "$NBUS_NAME"; tr a-z A-Z"#
+        let responder = try children.start("reply", ["reply", "text.*", "--command", script] + endpoints)
+        try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
+
+        let upper = try #require(try await children.run("request", ["request", "text.upper", "shout"] + endpoints))
+        #expect(upper.status == 0 && upper.stdoutText == "text.upper:SHOUT\n", "\(upper.stderrText)")
+
+        let failed = try #require(
+            try await children.run("request-fail", ["request", "text.upper", "x", "--header", "mode=fail"] + endpoints))
+        #expect(failed.status == 3, "\(failed.stderrText)")
+        #expect(failed.stderrText.contains("the responder failed: refused text.upper"), "\(failed.stderrText)")
+        _ = await stopSubscriber(responder)
+    }
+
+    @Test("The README's two lines: nbus reply 'text.*' --command 'tr a-z A-Z', then nbus request text.upper shout prints SHOUT")
+    func readmeLines() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let responder = try children.start("reply", ["reply", "text.*", "--command", "tr a-z A-Z"] + endpoints)
+        try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
+        let request = try #require(try await children.run("request", ["request", "text.upper", "shout"] + endpoints))
+        #expect(request.status == 0 && request.stdoutText == "SHOUT\n", "\(request.stderrText)")
+        _ = await stopSubscriber(responder)
+    }
+
+    @Test("Nothing answers the name: exit 2 at once; a responder that never replies: exit 1 after --timeout")
+    func noAnswer() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let nobody = try #require(try await children.run("request-nobody", ["request", "nobody.home"] + endpoints))
+        #expect(nobody.status == 2, "\(nobody.stderrText)")
+        #expect(nobody.stderrText.contains("no responders"), "\(nobody.stderrText)")
+
+        // A responder that takes the request and is still busy when the requester gives up.
+        let busy = try children.start("reply-busy", ["reply", "slow.op", "--command", "sleep 5"] + endpoints)
+        try #require(await busy.waitForStderr(containing: "answering"), "\(busy.describe())")
+        let silent = try #require(
+            try await children.run("request-silent", ["request", "slow.op", "--timeout", "0.3"] + endpoints))
+        #expect(silent.status == 1, "\(silent.stderrText)")
+        #expect(silent.stderrText.contains("no reply to slow.op within 0.3 s"), "\(silent.stderrText)")
+    }
+}
