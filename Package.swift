@@ -1,6 +1,7 @@
 // swift-tools-version:6.2
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
 // Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ,
+// nbus -> BusOperations -> NotificationBus,
 // and NotificationBus -> NBP1 (the wire protocol, pure Swift: no ZeroMQ, no Foundation).
 
 import PackageDescription
@@ -29,6 +30,11 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // The monitoring HTTP server: FlyingFox (its own sockets, no SwiftNIO) rather than Hummingbird,
+        // whose NIO stack adds minutes to every CI build for four small GET endpoints.
+        .package(url: "https://github.com/swhitty/FlyingFox.git", from: "0.27.1"),
     ],
     targets: [
         .systemLibrary(
@@ -52,6 +58,23 @@ let package = Package(
             dependencies: [
                 "NBP1",
                 "ZeroMQ",
+                // swift-log alone (no Foundation): the broker takes an optional Logger.
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // Operating a bus or a broker: logs (swift-log), metrics (swift-metrics, Prometheus), the
+        // monitoring HTTP endpoints and the version. Above NotificationBus, so the core stays light.
+        .target(
+            name: "BusOperations",
+            dependencies: [
+                "NotificationBus",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "FlyingFox", package: "FlyingFox"),
+                .product(name: "FlyingSocks", package: "FlyingFox"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
@@ -85,11 +108,12 @@ let package = Package(
             dependencies: [
                 "NotificationBus",
                 "BusBench",
+                "BusOperations",
                 "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
@@ -122,7 +146,16 @@ let package = Package(
         // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "TestSupport"],
+            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "BusOperations", "TestSupport"],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "BusOperationsTests",
+            dependencies: [
+                "BusOperations", "NotificationBus",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
             swiftSettings: strictSettings
         ),
         .testTarget(

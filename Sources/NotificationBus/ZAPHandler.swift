@@ -36,7 +36,8 @@ final class ZAPHandler: Sendable {
     init(
         context: Context, allowLists: [AuthenticationDomain: CurveAllowList?],
         onEvent: (@Sendable (AuthenticationEvent) -> Void)?,
-        onConnectionEvent: (@Sendable (SocketEvent) -> Void)? = nil
+        onConnectionEvent: (@Sendable (SocketEvent, AuthenticationDomain) -> Void)? = nil,
+        onAdmission: (@Sendable (_ key: String, _ address: String, AuthenticationDomain) -> Void)? = nil
     ) throws(BusError) {
         let shared: Shared
         do {
@@ -75,7 +76,7 @@ final class ZAPHandler: Sendable {
                 let sockets = handoff.value
                 Self.run(
                     shared, handler: sockets.handler, monitors: sockets.monitors, onEvent: onEvent,
-                    onConnectionEvent: onConnectionEvent)
+                    onConnectionEvent: onConnectionEvent, onAdmission: onAdmission)
                 for (_, reader) in sockets.monitors { reader.close() }
                 sockets.handler.close()
             }
@@ -121,7 +122,9 @@ final class ZAPHandler: Sendable {
     /// The thread's loop: answers requests and reads monitors until `stop()`.
     private static func run(
         _ shared: Shared, handler: Socket, monitors: [(AuthenticationDomain, Socket)],
-        onEvent: (@Sendable (AuthenticationEvent) -> Void)?, onConnectionEvent: (@Sendable (SocketEvent) -> Void)?
+        onEvent: (@Sendable (AuthenticationEvent) -> Void)?,
+        onConnectionEvent: (@Sendable (SocketEvent, AuthenticationDomain) -> Void)?,
+        onAdmission: (@Sendable (String, String, AuthenticationDomain) -> Void)?
     ) {
         // Error policy: would-block is a value (`...IfReady`); a terminated context ends the
         // thread; a failing poll backs off rather than spin. A reply the REP cannot send is lost
@@ -152,6 +155,12 @@ final class ZAPHandler: Sendable {
                         continue
                     }
                     let (reply, event) = shared.authenticator.withLock { $0.answer(request, now: now) }
+                    // Every admission (events are rate-limited), so a broker can tell each connection's key.
+                    if let onAdmission, reply.status == .success, let key = request.curvePublicKey,
+                        let domain = AuthenticationDomain(rawValue: request.domain)
+                    {
+                        onAdmission(key, request.address, domain)
+                    }
                     try handler.send(multipart: reply.frames)
                     if let event { events.append(event) }
                 }
@@ -159,7 +168,7 @@ final class ZAPHandler: Sendable {
                     while let frames = try reader.receiveMultipartIfReady() {
                         guard let socketEvent = SocketEvent(frames: frames) else { continue }
                         if !socketEvent.event.isDisjoint(with: ConnectionTracker.events) {
-                            onConnectionEvent?(socketEvent)
+                            onConnectionEvent?(socketEvent, domain)
                             continue
                         }
                         let now = Timestamps.monotonicNanoseconds()

@@ -1,4 +1,6 @@
 import ArgumentParser
+import BusOperations
+import Logging
 import NotificationBus
 import ServiceLifecycle
 import ZeroMQ
@@ -27,8 +29,14 @@ struct BrokerCommand: AsyncParsableCommand {
             --curve-secret and --curve-server-key (this broker's .pub). Each refusal (and \
             admission) is logged on stderr with the key in Z85, at most once per key per 10 s; \
             the counters are in the stats and stop reports. The allow lists are read at start.
-            Exit status: 0 stopped, 2 unusable endpoint, key file or allow-list folder, 64 bad \
-            arguments.
+            Monitoring: --http 127.0.0.1:PORT serves /metrics (Prometheus), /healthz (503 when the \
+            forwarding loop has not run for 5 s), /varz, /connz (each connection: side, peer, CURVE \
+            key, since when) and /subsz (the subscriptions subscribers hold). Off by default; a \
+            bare PORT listens on loopback only. Connections coming and going are logged at \
+            --log-level debug. See docs/deployment.md.
+
+            Exit status: 0 stopped, 2 unusable endpoint, key file or allow-list folder, or an \
+            --http address that cannot be listened on, 64 bad arguments.
             """)
 
     @Option(help: ArgumentHelp("Endpoint publishers connect to.", valueName: "endpoint"))
@@ -73,6 +81,10 @@ struct BrokerCommand: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("With CURVE: the folder of subscriber public keys (*.pub) to admit.", valueName: "folder"))
     var allowSubscribers: String?
+
+    @OptionGroup var monitoring: BrokerHTTPOptions
+
+    @OptionGroup var logging: LoggingOptions
 
     /// The --stats intervals accepted besides 0.
     static let statsRange: ClosedRange<Double> = 0.1...86_400
@@ -127,8 +139,10 @@ struct BrokerCommand: AsyncParsableCommand {
     func run() async throws {
         // Before anything binds: a connection refused for want of a file descriptor makes libzmq
         // spin on accept (see Broker.raiseOpenFileLimit).
+        logging.bootstrap()
+        let logger = CommandLog.logger("broker")
         let openFiles = Broker.raiseOpenFileLimit()
-        try await CommandLifecycle.run(name: "broker") {
+        try await CommandLifecycle.run(name: "broker") { () async throws -> (BrokerService, [any Service]) in
             let broker: Broker
             let security: BrokerSecurity?
             do {
@@ -137,9 +151,7 @@ struct BrokerCommand: AsyncParsableCommand {
                     frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm,
                     heartbeatMilliseconds: heartbeatMilliseconds,
                     slowSubscriberPatience: .milliseconds(Int64((slowAfter * 1_000).rounded())), security: security,
-                    onAuthentication: { event in printError("nbus broker: \(event)") },
-                    memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20,
-                    onEvent: { event in printError("nbus broker: \(event)") })
+                    memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20, logger: logger)
             } catch {
                 throw fail("broker", error, code: 2)
             }
@@ -156,10 +168,25 @@ struct BrokerCommand: AsyncParsableCommand {
                         + "\(security.allowedSubscribers.count) subscriber key(s) from \(security.allowedSubscribers.source)\n")
                 for (list, role) in [(security.allowedPublishers, "publisher"), (security.allowedSubscribers, "subscriber")]
                 where list.isEmpty {
-                    printError("nbus broker: warning: no *.pub file in \(list.source): every \(role) will be refused")
+                    logger.warning("no *.pub file in \(list.source): every \(role) will be refused")
                 }
             }
-            return BrokerService(broker: broker, statsInterval: stats, secured: security != nil)
+            var helpers: [any Service] = []
+            if let http = monitoring.http {
+                let monitor = BrokerMonitor(
+                    broker: broker,
+                    description: BrokerDescription(
+                        frontend: broker.frontendEndpoint, backend: broker.backendEndpoint, upstream: upstream,
+                        curve: security != nil,
+                        settings: [
+                            "hwm": "\(hwm)", "slowAfterSeconds": "\(slowAfter)", "maxMemoryMiB": "\(maxMemory)",
+                            "heartbeatMilliseconds": "\(heartbeatMilliseconds)", "statsSeconds": "\(stats)",
+                            "openFilesLimit": openFiles.map { "\($0)" } ?? "unknown",
+                        ]))
+                helpers.append(
+                    MonitoringHTTPService(address: try HTTPListenAddress(parsing: http), routes: monitor.routes, logger: logger))
+            }
+            return (BrokerService(broker: broker, statsInterval: stats, secured: security != nil), helpers)
         }
     }
 

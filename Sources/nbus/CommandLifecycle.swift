@@ -1,3 +1,5 @@
+import ArgumentParser
+import BusOperations
 import Logging
 import ServiceLifecycle
 
@@ -19,13 +21,27 @@ enum CommandLifecycle {
     /// runs it until it returns by itself or a signal shuts it down. Rethrows the service's error
     /// (an `ExitCode` sets the exit status).
     static func run<Command: Service>(name: String, makeService: () async throws -> Command) async throws {
+        try await run(name: name) { () async throws -> (Command, [any Service]) in (try await makeService(), []) }
+    }
+
+    /// The same with helper services (the --http server, the metrics sampler) beside the command's:
+    /// they run until the command's service ends, and a helper that fails (its port taken) ends the
+    /// command with its error.
+    static func run<Command: Service>(
+        name: String, makeServices: () async throws -> (Command, [any Service])
+    ) async throws {
         await TerminationSignals.install()
-        let service = try await makeService()
-        var logger = Logger(label: "nbus.\(name)")
-        logger.logLevel = .warning
+        let (service, helpers) = try await makeServices()
+        // The service group's own lines in the process's format; its routine ones (debug) only
+        // when asked for.
+        var logger = CommandLog.logger(name)
+        logger.logLevel = CommandLog.level <= .debug ? CommandLog.level : .warning
         let group = ServiceGroup(
             configuration: ServiceGroupConfiguration(
-                services: [
+                services: helpers.map {
+                    .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+                        failureTerminationBehavior: .gracefullyShutdownGroup)
+                } + [
                     // A command that finishes by itself (its --count reached) ends the group normally.
                     .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: name)
                 ], logger: logger))
@@ -33,6 +49,12 @@ enum CommandLifecycle {
             if await TerminationSignals.wait() != nil { await group.triggerGracefulShutdown() }
         }
         defer { watcher.cancel() }
-        try await group.run()
+        do {
+            try await group.run()
+        } catch let error as MonitoringServerError {
+            // The command itself stopped in order (its report is out); the exit says why.
+            CommandLog.logger(name).error("\(error)")
+            throw ExitCode(2)
+        }
     }
 }

@@ -57,10 +57,10 @@ struct CurveOptions: ParsableArguments {
             configuration.curve = try CurveClientSecurity(keyPair: keyPair, serverPublicKey: serverKey)
         } else if let allowList {
             let allowed = try CurveAllowList(directory: allowList)
-            if allowed.isEmpty { printError("nbus \(command): warning: no *.pub file in \(allowList): every client will be refused") }
+            if allowed.isEmpty { logLine(.warning, command, "no *.pub file in \(allowList): every client will be refused") }
             configuration.curveServer = CurveServerSecurity(
                 keyPair: keyPair, allowedClients: allowed,
-                onAuthentication: { event in printError("nbus \(command): \(event)") })
+                onAuthentication: { event in event.log(to: CommandLog.logger(command)) })
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Logging
 import NotificationBus
 import ZeroMQ
 
@@ -44,9 +45,9 @@ func validateEndpoint(_ endpoint: String, option: String) throws {
     }
 }
 
-/// Turns a `BusError` into a one-line message on stderr and a non-zero exit.
+/// Turns a `BusError` into a one-line error log (`nbus COMMAND: ...`) and a non-zero exit.
 func fail(_ command: String, _ error: any Error, code: Int32 = 1) -> ExitCode {
-    printError("nbus \(command): \(error)")
+    CommandLog.logger(command).error("\(error)")
     return ExitCode(code)
 }
 

@@ -30,6 +30,8 @@ struct Keygen: ParsableCommand {
     @Flag(help: "Replace existing NAME.key and NAME.pub.")
     var force = false
 
+    @OptionGroup var logging: LoggingOptions
+
     func validate() throws {
         guard !basePath.isEmpty, !basePath.hasSuffix("/") else {
             throw ValidationError("--output needs a file name, e.g. keys/broker (got '\(output)')")
@@ -46,6 +48,7 @@ struct Keygen: ParsableCommand {
     }
 
     func run() throws {
+        logging.bootstrap()
         do {
             let folder = (basePath as NSString).deletingLastPathComponent
             var created = false

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BusOperations
 import Foundation
 
 @main
@@ -10,7 +11,12 @@ struct NBus: AsyncParsableCommand {
             Notifications are named (`orders.created`) and travel as NBP/1 frames \
             (see protocol/NBP-1.md). Patterns: exact `orders.created`, one token \
             `orders.*.eu`, the rest `orders.>`.
+
+            Logs go to standard error in one format (--log-level, --log-format text|json on \
+            broker, publish, subscribe and keygen). Shell completions: \
+            `nbus --generate-completion-script bash|zsh|fish` (see README.md).
             """,
+        version: NotificationBusVersion.current,
         subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Request.self, ReplyCommand.self, Keygen.self, Bench.self]
     )
 
@@ -23,6 +29,7 @@ struct NBus: AsyncParsableCommand {
         if let message = invalidUTF8Argument(CommandLine.unsafeArgv, count: Int(CommandLine.argc)) {
             exit(withError: ValidationError(message))
         }
+        CommandLog.bootstrap()
         await main(nil)
     }
 

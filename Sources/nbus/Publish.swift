@@ -1,4 +1,6 @@
 import ArgumentParser
+import BusOperations
+import Logging
 import Foundation
 import NotificationBus
 import ServiceLifecycle
@@ -66,6 +68,10 @@ struct Publish: AsyncParsableCommand {
     @OptionGroup var endpoints: EndpointOptions
 
     @OptionGroup var curve: CurveOptions
+
+    @OptionGroup var monitoring: BusHTTPOptions
+
+    @OptionGroup var logging: LoggingOptions
 
     @Option(
         help: ArgumentHelp(
@@ -212,7 +218,8 @@ struct Publish: AsyncParsableCommand {
         let notificationName = try NotificationName(name)
         let headerMap = try parsedHeaders()
         let type = try parsedContentType()
-        try await CommandLifecycle.run(name: "publish") {
+        logging.bootstrap()
+        try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             configuration.sendHighWaterMark = hwm
             configuration.closeTimeoutMilliseconds = SecondsOption.milliseconds(closeTimeout)
@@ -223,7 +230,8 @@ struct Publish: AsyncParsableCommand {
             } catch {
                 throw fail("publish", error, code: 2)
             }
-            return PublishService(command: self, bus: bus, name: notificationName, headers: headerMap, contentType: type)
+            let helpers = try monitoring.services(bus: bus, subscriptions: [], command: "publish")
+            return (PublishService(command: self, bus: bus, name: notificationName, headers: headerMap, contentType: type), helpers)
         }
     }
 
@@ -422,7 +430,7 @@ struct Publish: AsyncParsableCommand {
     }
 
     private func skip(_ lineNumber: Int, _ reason: String, _ skipped: inout Int) {
-        printError("nbus publish: line \(lineNumber): \(reason), skipped")
+        logLine(.warning, "publish", "line \(lineNumber): \(reason), skipped")
         skipped += 1
     }
 }
@@ -459,16 +467,16 @@ struct PublishService: Service {
             let stats = await bus.close()
             switch missing.outcome {
             case .refused:
-                printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
+                logLine(.error, "publish", refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
             case .timedOut(let arrived):
                 let who =
                     command.subscriberCount == 1
                     ? "no subscriber" : "\(arrived) of \(command.subscriberCount) subscribers"
-                printError(
+                logLine(.error, "publish",
                     "nbus publish: \(who) for \(missing.name) reached this publisher within \(command.waitSeconds) s "
                         + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats, usingCurve: command.curve.curveSecret != nil))")
             case .ready, .noRefusal:
-                printError("nbus publish: the wait for subscribers of \(missing.name) ended unexpectedly")
+                logLine(.error, "publish", "nbus publish: the wait for subscribers of \(missing.name) ended unexpectedly")
             }
             throw ExitCode(2)
         } catch let error as ExitCode {
@@ -479,7 +487,7 @@ struct PublishService: Service {
             throw fail("publish", error)
         }
         if Task.isShuttingDownGracefully {
-            printError("nbus publish: stopping on signal; closing (up to \(command.closeTimeout) s)")
+            logLine(.notice, "publish", "nbus publish: stopping on signal; closing (up to \(command.closeTimeout) s)")
         }
         // --no-wait waited for nobody, so a server's refusal (an unlisted key, CURVE on one side
         // only) has not been looked for yet, and may still be on its way: a short run closes
@@ -501,7 +509,7 @@ struct PublishService: Service {
         if refused && stats.endOfStreamUnacknowledged == 0 {
             // Nothing reached anyone: what the wait would have reported (exit 2), not a "sent"
             // summary that reads like success.
-            printError(refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
+            logLine(.error, "publish", refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
             throw ExitCode(2)
         }
         var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
@@ -511,7 +519,7 @@ struct PublishService: Service {
         if stats.endOfStreamUnacknowledged > 0 {
             summary += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
         }
-        printError(summary)
+        logLine(stats.unsent > 0 ? .warning : .info, "publish", summary)
         if stats.unsent > 0 { throw ExitCode(1) }
         if skipped > 0 { throw ExitCode(2) }
     }

@@ -1,5 +1,7 @@
 import ArgumentParser
+import BusOperations
 import Foundation
+import Logging
 import NotificationBus
 import ServiceLifecycle
 import Synchronization
@@ -69,6 +71,10 @@ struct Subscribe: AsyncParsableCommand {
 
     @OptionGroup var curve: CurveOptions
 
+    @OptionGroup var monitoring: BusHTTPOptions
+
+    @OptionGroup var logging: LoggingOptions
+
     @Option(
         help: ArgumentHelp(
             "With --bind and --curve-secret: the folder of publisher public keys (*.pub) to admit.",
@@ -100,7 +106,8 @@ struct Subscribe: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await CommandLifecycle.run(name: "subscribe") {
+        logging.bootstrap()
+        try await CommandLifecycle.run(name: "subscribe") { () async throws -> (SubscribeService, [any Service]) in
             var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
             configuration.maximumPayload = maxPayload
             configuration.maximumResidentMemory = maxMemory == 0 ? nil : UInt64(maxMemory) << 20
@@ -122,7 +129,10 @@ struct Subscribe: AsyncParsableCommand {
             } catch {
                 throw fail("subscribe", error, code: 2)
             }
-            return SubscribeService(command: self, bus: bus, streams: streams)
+            let helpers = try monitoring.services(
+                bus: bus, subscriptions: zip(patterns, streams).map { pattern, stream in (pattern, { stream.stats }) },
+                command: "subscribe")
+            return (SubscribeService(command: self, bus: bus, streams: streams), helpers)
         }
     }
 
@@ -156,16 +166,19 @@ struct Subscribe: AsyncParsableCommand {
         // its name (each of their subscriptions sees the gap). Local drops are per buffer.
         let lost = bus.lostUpstream
         let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
-        printError(
-            "nbus subscribe: printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
-                + "rejected malformed \(bus.rejectedTotal)\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))")
+        let logger = CommandLog.logger("subscribe")
+        let summary = "printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
+            + "rejected malformed \(bus.rejectedTotal)\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))"
+        logger.info(
+            "\(summary)",
+            metadata: ["printed": "\(printed)", "lostUpstream": "\(lost)", "droppedLocally": "\(dropped)",
+                "rejected": "\(bus.rejectedTotal)"])
         guard stats else { return }
-        for (pattern, stats) in perPattern { printError("  \(pattern): \(stats)") }
-        printError(
-            "  bus: framesReceived=\(bus.framesReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) "
-                + "trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
+        for (pattern, stats) in perPattern { logger.info("\(pattern): \(stats)") }
+        logger.info(
+            "bus: framesReceived=\(bus.framesReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
         for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
-            printError("  rejected \(reason): \(count)")
+            logger.info("rejected \(reason): \(count)")
         }
     }
 }
@@ -281,11 +294,11 @@ struct SubscribeService: Service {
         let busStats = await bus.close()
         command.printSummary(printed: printer.count, perPattern: perPattern, bus: busStats)
         if ending == .refused {
-            printError(refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve, stats: busStats))
+            logLine(.error, "subscribe", refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve, stats: busStats))
             throw ExitCode(2)
         }
         if let target = command.count, printer.count < target, ending == .timedOut {
-            printError("nbus subscribe: printed \(printer.count) of \(target) before the \(command.timeout ?? 0) s timeout")
+            CommandLog.logger("subscribe").error("printed \(printer.count) of \(target) before the \(command.timeout ?? 0) s timeout")
             throw ExitCode(1)
         }
     }

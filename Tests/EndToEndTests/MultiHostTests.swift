@@ -335,10 +335,12 @@ private func stopBroker(_ broker: Child) async throws -> (line: String, fromPubl
 
 /// The counters `nbus subscribe --stats` prints for `pattern` ("  PATTERN: received=1 delivered=1 ...").
 private func patternStats(_ stderr: String, _ pattern: String) -> [String: UInt64]? {
-    let prefix = "\(pattern): "
-    guard let line = stderr.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) })
-        .first(where: { $0.hasPrefix(prefix) })
+    // A log line: `TIMESTAMP info nbus subscribe: PATTERN: received=...`.
+    let prefix = "nbus subscribe: \(pattern): "
+    guard let found = stderr.split(separator: "\n").first(where: { $0.contains(prefix) }),
+        let start = found.range(of: prefix)
     else { return nil }
+    let line = prefix + found[start.upperBound...]
     var counters: [String: UInt64] = [:]
     for field in line.dropFirst(prefix.count).split(separator: " ") {
         let parts = field.split(separator: "=")

@@ -269,8 +269,9 @@ class ConformanceCase(unittest.TestCase):
     def summary(self, err, program):
         m = re.search(rf"{re.escape(program)}: (?:printed|received) (\d+); lost upstream (\d+)", err)
         self.assertIsNotNone(m, f"no summary from {program} in:\n{err}")
+        # consumer.py indents its "rejected REASON: N" lines; nbus subscribe logs them, one log line each.
         rejected = collections.Counter(
-            {r: int(n) for r, n in re.findall(r"^\s+rejected (\w+): (\d+)$", err, re.MULTILINE)})
+            {r: int(n) for r, n in re.findall(r"(?:^\s+|nbus subscribe: )rejected (\w+): (\d+)$", err, re.MULTILINE)})
         return int(m.group(1)), int(m.group(2)), rejected
 
 

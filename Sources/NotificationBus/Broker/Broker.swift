@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Dispatch
+import Logging
 import Synchronization
 import ZeroMQ
 
@@ -66,7 +67,7 @@ public final class Broker: Sendable {
     private let shared: BrokerShared
     private let thread: Mutex<pthread_t?>
     private let authentication: ZAPHandler?
-    private let connections: ConnectionTracker
+    private let tracker: ConnectionTracker
 
     /// Binds `frontend` (for publishers) and `backend` (for subscribers) and starts forwarding.
     ///
@@ -89,7 +90,13 @@ public final class Broker: Sendable {
     /// only bound on what libzmq holds for a peer that sends a multi-part message and never
     /// finishes it (libzmq has no limit on parts). nil: no limit.
     ///
-    /// `onEvent` hears slow-subscriber episodes and memory resets, on the forwarding thread.
+    /// `onEvent` hears slow-subscriber episodes, memory resets and connections coming and going, on
+    /// the forwarding thread (on the ZAP handler's with CURVE).
+    ///
+    /// `logger`: the broker logs every event and CURVE outcome there too, at its level
+    /// (`BrokerEvent.log(to:)`, `AuthenticationEvent.log(to:)`: connections at debug, slow
+    /// subscribers and refusals as warnings), on the same threads, synchronously: a log handler
+    /// that blocks stalls forwarding (`forwardingLoopAge` shows it).
     ///
     /// `heartbeatMilliseconds`: ZMTP heartbeats on every connection (0: off); a peer silent for
     /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
@@ -114,9 +121,23 @@ public final class Broker: Sendable {
         heartbeatMilliseconds: Int32 = 5_000, maximumSubscriptionSize: Int = WireFormat.maximumSubscriptionLength,
         maximumFrameSize: Int64 = WireFormat.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
         security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil,
-        memoryLimit: UInt64? = Broker.defaultMemoryLimit,
+        memoryLimit: UInt64? = Broker.defaultMemoryLimit, logger: Logger? = nil,
         onEvent: (@Sendable (BrokerEvent) -> Void)? = nil
     ) throws(BusError) {
+        let onEvent: (@Sendable (BrokerEvent) -> Void)? =
+            logger.map { logger in
+                { @Sendable event in
+                    event.log(to: logger)
+                    onEvent?(event)
+                }
+            } ?? onEvent
+        let onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? =
+            logger.map { logger in
+                { @Sendable event in
+                    event.log(to: logger)
+                    onAuthentication?(event)
+                }
+            } ?? onAuthentication
         guard slowSubscriberPatience >= .zero else {
             throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
         }
@@ -151,12 +172,16 @@ public final class Broker: Sendable {
         let connections = ConnectionTracker(
             fileLimit: getrlimit(Int32(RLIMIT_NOFILE.rawValue), &fileLimit) == 0 ? UInt64(fileLimit.rlim_cur) : nil,
             onEvent: onEvent)
-        self.connections = connections
+        self.tracker = connections
         let authentication = try security.map { security throws(BusError) in
             try ZAPHandler(
                 context: context,
                 allowLists: [.publishers: security.allowedPublishers, .subscribers: security.allowedSubscribers],
-                onEvent: onAuthentication, onConnectionEvent: { connections.record($0) })
+                onEvent: onAuthentication,
+                onConnectionEvent: { event, domain in connections.record(event, side: domain == .publishers ? .publisher : .subscriber) },
+                onAdmission: { key, address, domain in
+                    connections.admitted(key: key, address: address, side: domain == .publishers ? .publisher : .subscriber)
+                })
         }
         self.authentication = authentication
         let started = DispatchSemaphore(value: 0)
@@ -251,6 +276,30 @@ public final class Broker: Sendable {
         thread = Mutex(proxyThread)
     }
 
+    /// The open connections, oldest first: side, peer, CURVE key, since when (from the sides'
+    /// monitors; see `BrokerConnection`).
+    public func openConnections() -> [BrokerConnection] {
+        tracker.snapshot()
+    }
+
+    /// The subscriptions the subscribers hold, as they sent them.
+    public func subscriptions() -> BrokerSubscriptions {
+        shared.subscriptions.snapshot()
+    }
+
+    /// How long ago the forwarding loop last began a round, in nanoseconds, or nil once it has
+    /// stopped. A running loop begins one at least every second (`heartbeatInterval`), busy or
+    /// idle: an age of several seconds means the thread is stuck.
+    public func forwardingLoopAge() -> UInt64? {
+        guard !shared.control.withLock({ $0.stopped }) else { return nil }
+        let last = shared.lastRound.load(ordering: .relaxed)
+        let now = Timestamps.monotonicNanoseconds()
+        return now > last ? now - last : 0
+    }
+
+    /// The longest the forwarding loop waits between rounds when it is well, in milliseconds.
+    public static let forwardingHeartbeatMilliseconds = BrokerForwarder.heartbeatInterval
+
     /// The default `memoryLimit`: 4 GiB.
     public static let defaultMemoryLimit: UInt64? = 4 << 30
 
@@ -310,9 +359,9 @@ public final class Broker: Sendable {
     /// The forwarder's last counters with the authentication counters now.
     private func snapshot() -> BrokerStatistics {
         var stats = shared.statistics.withLock { $0 }
-        stats.connections = connections.open.load(ordering: .relaxed)
-        stats.peakConnections = connections.peak.load(ordering: .relaxed)
-        stats.acceptFailures = connections.acceptFailures.load(ordering: .relaxed)
+        stats.connections = tracker.open.load(ordering: .relaxed)
+        stats.peakConnections = tracker.peak.load(ordering: .relaxed)
+        stats.acceptFailures = tracker.acceptFailures.load(ordering: .relaxed)
         if let counts = authentication?.counts {
             stats.publisherAuthentication = counts[.publishers] ?? AuthenticationCounts()
             stats.subscriberAuthentication = counts[.subscribers] ?? AuthenticationCounts()

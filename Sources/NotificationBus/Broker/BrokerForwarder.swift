@@ -21,6 +21,10 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     case connectionsNearLimit(open: Int, limit: Int)
     /// accept() fails (`errno`, 24 is EMFILE: out of file descriptors); logged at most every 10 s.
     case acceptFailing(errno: UInt32, open: Int, failures: UInt64)
+    /// A peer connected (before any CURVE handshake: its key is not known yet).
+    case connectionAccepted(BrokerConnection)
+    /// A peer's connection ended (it left, was dropped by heartbeats, or failed its handshake).
+    case connectionClosed(BrokerConnection)
 
     public var description: String {
         switch self {
@@ -40,7 +44,27 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
         case .acceptFailing(let errno, let open, let failures):
             return "cannot accept new connections (errno \(errno)\(errno == 24 ? ", out of file descriptors" : "")) with \(open) open; "
                 + "\(failures) failure(s) so far: new clients are shut out until some leave"
+        case .connectionAccepted(let connection):
+            return "\(connection.side) connected on \(connection.endpoint)\(Self.peer(connection))"
+        case .connectionClosed(let connection):
+            return "\(connection.side) disconnected from \(connection.endpoint)\(Self.peer(connection))"
         }
+    }
+
+    /// Whether the event is routine (a connection coming or going), for a debug-level log line.
+    public var isRoutine: Bool {
+        switch self {
+        case .connectionAccepted, .connectionClosed: return true
+        default: return false
+        }
+    }
+
+    private static func peer(_ connection: BrokerConnection) -> String {
+        var text = ""
+        if !connection.peerAddress.isEmpty { text += " from \(connection.peerAddress)" }
+        if let pid = connection.processID { text += " (pid \(pid))" }
+        if let key = connection.curveKey { text += " key \(key)" }
+        return text
     }
 }
 
@@ -58,9 +82,16 @@ final class BrokerShared: Sendable {
     let statistics = Mutex(BrokerStatistics())
     /// Read by the loop every round without the lock.
     let stopRequested = Atomic<Bool>(false)
+    /// When the forwarding loop last began a round (monotonic ns). The loop never waits longer
+    /// than `BrokerForwarder.heartbeatInterval` between rounds, so a value much older than that
+    /// means the thread is stuck (in a blocked write to a log pipe, say), whatever its sockets do.
+    let lastRound = Atomic<UInt64>(0)
+    /// The subscriptions the backend passed up (what the broker's XPUB holds).
+    let subscriptions = BrokerSubscriptionTable()
 
     init(wake: WakeSignal) {
         self.wake = wake
+        lastRound.store(Timestamps.monotonicNanoseconds(), ordering: .relaxed)
     }
 
     func requestStop() {
@@ -122,6 +153,8 @@ final class BrokerForwarder {
     private var idleSince: UInt64 = 0
     /// Messages moved per side before looking at the other side and the stop flag again.
     private static let roundLimit = 512
+    /// The longest the loop waits for work before starting a round anyway (ms): its heartbeat.
+    static let heartbeatInterval = 1_000
 
     init(
         frontend: Socket, backend: Socket, shared: BrokerShared, patienceNanoseconds: UInt64,
@@ -162,6 +195,7 @@ final class BrokerForwarder {
             holding.register(reader)
         }
         while !shared.stopRequested.load(ordering: .acquiring) {
+            shared.lastRound.store(Timestamps.monotonicNanoseconds(), ordering: .relaxed)
             readConnectionEvents()
             checkMemory()
             replayEndOfStreamRecords()
@@ -179,15 +213,14 @@ final class BrokerForwarder {
                     // (glibc keeps what a flood of connections or a big burst allocated).
                     // With a memory limit, wake every 25 ms to look at it: a message a peer
                     // never finishes grows inside libzmq, where this loop sees no traffic.
-                    var timeout = trimmedSinceTraffic ? -1 : 10_000
-                    if memoryLimit != nil {
-                        let check = Int(MemoryGuardTiming.checkIntervalMilliseconds)
-                        timeout = timeout < 0 ? check : min(timeout, check)
-                    }
+                    // Never longer than the heartbeat, so a stuck loop shows (`Broker.forwardingLoopAge`);
+                    // the trim is looked at on each of these wake-ups.
+                    var timeout = Self.heartbeatInterval
+                    if memoryLimit != nil { timeout = min(timeout, Int(MemoryGuardTiming.checkIntervalMilliseconds)) }
                     if let due = endOfStream.nextReplay {
                         let now = Timestamps.monotonicNanoseconds()
                         let wait = due > now ? Int(min(due - now, 10_000_000_000) / 1_000_000) + 1 : 0
-                        timeout = timeout < 0 ? wait : min(timeout, wait)
+                        timeout = min(timeout, wait)
                     }
                     let ready = try reading.poll(timeoutMilliseconds: timeout)
                     if ready == 0, !trimmedSinceTraffic, Timestamps.monotonicNanoseconds() >= idleSince &+ 10_000_000_000 {
@@ -213,9 +246,11 @@ final class BrokerForwarder {
     /// Hands the sides' monitor events (connections accepted and gone) to the tracker; libzmq
     /// blocks its own I/O thread on a monitor that is not read, so they are read every round.
     private func readConnectionEvents() {
-        for reader in monitorReaders {
+        for (index, reader) in monitorReaders.enumerated() {
+            // The readers are the frontend's then the backend's (see `Broker.init`).
+            let side: BrokerConnection.Side = index == 0 ? .publisher : .subscriber
             while let frames = try? reader.receiveMultipart(mode: .dontWait) {
-                if let event = SocketEvent(frames: frames) { connections.record(event) }
+                if let event = SocketEvent(frames: frames) { connections.record(event, side: side) }
             }
         }
     }
@@ -289,6 +324,9 @@ final class BrokerForwarder {
         while moved < Self.roundLimit {
             guard let bytes = try receiveWholeMessage(from: backend, into: &subscription) else { break }
             stats.subscriptionMessages &+= 1
+            if subscription.count == 1 {
+                subscription.withMessageBytes(at: 0) { shared.subscriptions.apply($0) }
+            }
             if bytes > forwardableSubscriptionSize {
                 // Accepted here, but a publisher (or an upstream broker) receives a replayed
                 // subscription as a ZMTP command 10 bytes longer than the message, and would drop

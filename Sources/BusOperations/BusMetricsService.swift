@@ -1,0 +1,167 @@
+import CoreMetrics
+import Logging
+import NotificationBus
+import ServiceLifecycle
+import Synchronization
+
+/// Samples a bus's counters (`Bus.stats`) and its subscriptions' (`SubscriptionStats`) into
+/// swift-metrics every `interval`, so any process that uses the bus can export the same figures as
+/// `nbus` does (`PrometheusMetricsFactory` for `/metrics`, or any other backend).
+///
+/// Counters advance by what the bus counted since the last sample; gauges take the value now. It
+/// also logs, at debug level, what the bus counted and cannot report as it happens: CURVE
+/// handshakes refused or failed, frames rejected as malformed, notifications lost upstream (a
+/// high-water-mark drop or a reconnection), at most one line of each per sample.
+public struct BusMetricsService: Service, CustomStringConvertible {
+    /// A subscription to sample: its pattern (a metric dimension) and how to read its counters.
+    public typealias SubscriptionSource = (pattern: String, stats: @Sendable () -> SubscriptionStats)
+
+    private let interval: Duration
+    private let sampler: BusMetricsSampler
+
+    /// A sampler of `bus` and `subscriptions` into `factory`, logging to `logger`.
+    public init(
+        bus: Bus, subscriptions: [SubscriptionSource] = [], interval: Duration = .seconds(5),
+        factory: any MetricsFactory, logger: Logger
+    ) {
+        self.interval = interval
+        sampler = BusMetricsSampler(
+            busStats: { bus.stats }, subscriptions: subscriptions, factory: factory, logger: logger)
+    }
+
+    /// `metrics every N`, as the service group's lines name it.
+    public var description: String { "metrics every \(interval)" }
+
+    /// One sample now (the service takes one at start, every `interval`, and at shutdown).
+    public func sample() {
+        sampler.sample()
+    }
+
+    public func run() async throws {
+        sampler.sample()
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try await Task.sleep(for: interval)
+                sampler.sample()
+            }
+        }
+        sampler.sample()
+    }
+}
+
+/// The sampling itself, shared by the service's copies.
+final class BusMetricsSampler: Sendable {
+    private struct Last {
+        var bus = BusStats()
+        var subscriptions: [SubscriptionStats]
+    }
+
+    private let busStats: @Sendable () -> BusStats
+    private let subscriptions: [BusMetricsService.SubscriptionSource]
+    private let factory: any MetricsFactory
+    private let logger: Logger
+    private let last: Mutex<Last>
+    private let busCounters: [(Counter, @Sendable (BusStats) -> UInt64)]
+    private let rejectedCounters: [(RejectionReason, Counter)]
+    private let activeSubscriptions: Gauge
+    private let trackedStreams: Gauge
+    private let subscriptionCounters: [[(Counter, @Sendable (SubscriptionStats) -> UInt64)]]
+    private let bufferedGauges: [Gauge]
+
+    init(
+        busStats: @escaping @Sendable () -> BusStats, subscriptions: [BusMetricsService.SubscriptionSource],
+        factory: any MetricsFactory, logger: Logger
+    ) {
+        self.busStats = busStats
+        self.subscriptions = subscriptions
+        self.factory = factory
+        self.logger = logger
+        last = Mutex(Last(subscriptions: Array(repeating: SubscriptionStats(), count: subscriptions.count)))
+        func counter(_ name: String, _ dimensions: [(String, String)] = []) -> Counter {
+            Counter(label: "nbus_bus_\(name)_total", dimensions: dimensions, factory: factory)
+        }
+        busCounters = [
+            (counter("posted"), { @Sendable s in s.posted }),
+            (counter("sent"), { @Sendable s in s.sent }),
+            (counter("unwanted"), { @Sendable s in s.unwanted }),
+            (counter("unsent"), { @Sendable s in s.unsent }),
+            (counter("frames_received"), { @Sendable s in s.framesReceived }),
+            (counter("unmatched"), { @Sendable s in s.unmatched }),
+            (counter("lost_upstream"), { @Sendable s in s.lostUpstream }),
+            (counter("end_of_stream_records"), { @Sendable s in s.endOfStreamRecords }),
+            (counter("unknown_control_messages"), { @Sendable s in s.unknownControlMessages }),
+            (counter("memory_limit_resets"), { @Sendable s in s.memoryLimitResets }),
+            (counter("handshakes_refused"), { @Sendable s in s.handshakesRefused }),
+            (counter("handshakes_failed"), { @Sendable s in s.handshakesFailed }),
+        ]
+        rejectedCounters = RejectionReason.allCases.map { ($0, counter("rejected", [("reason", $0.rawValue)])) }
+        activeSubscriptions = Gauge(label: "nbus_bus_active_subscriptions", factory: factory)
+        trackedStreams = Gauge(label: "nbus_bus_tracked_streams", factory: factory)
+        subscriptionCounters = subscriptions.map { source in
+            func counter(_ name: String) -> Counter {
+                Counter(label: "nbus_subscription_\(name)_total", dimensions: [("pattern", source.pattern)], factory: factory)
+            }
+            return [
+                (counter("received"), { @Sendable s in s.received }),
+                (counter("delivered"), { @Sendable s in s.delivered }),
+                (counter("filtered_out"), { @Sendable s in s.filteredOut }),
+                (counter("lost_upstream"), { @Sendable s in s.lostUpstream }),
+                (counter("dropped_local_buffer"), { @Sendable s in s.droppedLocalBuffer }),
+                (counter("gaps"), { @Sendable s in s.gaps }),
+            ]
+        }
+        bufferedGauges = subscriptions.map {
+            Gauge(label: "nbus_subscription_buffered", dimensions: [("pattern", $0.pattern)], factory: factory)
+        }
+    }
+
+    func sample() {
+        let now = busStats()
+        let subscriptionStats = subscriptions.map { $0.stats() }
+        let before = last.withLock { last in
+            defer { last = Last(bus: now, subscriptions: subscriptionStats) }
+            return last
+        }
+        for (counter, read) in busCounters { advance(counter, from: read(before.bus), to: read(now)) }
+        for (reason, counter) in rejectedCounters {
+            advance(counter, from: before.bus.rejected[reason] ?? 0, to: now.rejected[reason] ?? 0)
+        }
+        activeSubscriptions.record(Double(now.activeSubscriptions))
+        trackedStreams.record(Double(now.trackedStreams))
+        for (index, stats) in subscriptionStats.enumerated() {
+            for (counter, read) in subscriptionCounters[index] {
+                advance(counter, from: read(before.subscriptions[index]), to: read(stats))
+            }
+            bufferedGauges[index].record(Double(stats.buffered))
+        }
+        logChanges(before: before.bus, now: now)
+    }
+
+    private func advance(_ counter: Counter, from before: UInt64, to now: UInt64) {
+        if now > before { counter.increment(by: Int64(clamping: now - before)) }
+    }
+
+    /// Debug lines for what grew since the last sample (the bus has no event for these yet).
+    private func logChanges(before: BusStats, now: BusStats) {
+        let refused = now.handshakesRefused &- before.handshakesRefused
+        let failed = now.handshakesFailed &- before.handshakesFailed
+        if refused > 0 || failed > 0 {
+            var fields: Logger.Metadata = ["refused": "\(refused)", "failed": "\(failed)"]
+            if let last = now.lastHandshakeFailure { fields["last"] = "\(last)" }
+            logger.debug("CURVE handshakes refused or failed since the last sample", metadata: fields)
+        }
+        if now.rejectedTotal > before.rejectedTotal {
+            var fields: Logger.Metadata = ["count": "\(now.rejectedTotal - before.rejectedTotal)"]
+            for reason in RejectionReason.allCases {
+                let grew = (now.rejected[reason] ?? 0) &- (before.rejected[reason] ?? 0)
+                if grew > 0 { fields[reason.rawValue] = "\(grew)" }
+            }
+            logger.debug("frames rejected as malformed since the last sample", metadata: fields)
+        }
+        if now.lostUpstream > before.lostUpstream {
+            logger.debug(
+                "notifications lost upstream since the last sample (a high-water-mark drop or a reconnection)",
+                metadata: ["count": "\(now.lostUpstream - before.lostUpstream)"])
+        }
+    }
+}

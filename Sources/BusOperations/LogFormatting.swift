@@ -1,0 +1,183 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Logging
+import Synchronization
+
+/// How log lines are written: one line per event, a timestamp, a level, the logger's label, the
+/// message and its fields.
+public enum LogFormat: String, CaseIterable, Sendable {
+    /// `2026-11-25T10:38:11.123Z info nbus broker: message key=value ...`, for people.
+    case text
+    /// One JSON object per line (`timestamp`, `level`, `label`, `message`, then the fields), for
+    /// log collectors.
+    case json
+}
+
+/// A swift-log handler that writes every line of a process in one format to standard error: the
+/// project's lines and those of the libraries it uses (swift-service-lifecycle's among them), once
+/// `LoggingSystem.bootstrap` has installed it.
+///
+/// Lines are whole: a lock keeps two threads' lines apart. The write is synchronous, so a standard
+/// error nobody reads (a full pipe) blocks the thread that logs; the broker's `/healthz` notices
+/// when that thread is its forwarding loop.
+public struct BusLogHandler: LogHandler {
+    /// The level below which lines are dropped.
+    public var logLevel: Logger.Level
+    /// Fields every line of this logger carries.
+    public var metadata: Logger.Metadata = [:]
+    /// Adds task-local fields, if set.
+    public var metadataProvider: Logger.MetadataProvider?
+    private let label: String
+    private let format: LogFormat
+    private let sink: LogSink
+
+    /// A handler for `label` writing to `sink` (standard error by default).
+    public init(label: String, format: LogFormat, level: Logger.Level, sink: LogSink = .standardError) {
+        self.label = label
+        self.format = format
+        self.logLevel = level
+        self.sink = sink
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var fields = metadata
+        if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
+        if let extra = event.metadata { fields.merge(extra) { $1 } }
+        let line = Self.render(
+            format: format, timestamp: Self.timestamp(), level: event.level, label: label,
+            message: event.message.description, fields: fields)
+        sink.write(line + "\n")
+    }
+
+    /// One line, without its newline.
+    public static func render(
+        format: LogFormat, timestamp: String, level: Logger.Level, label: String, message: String,
+        fields: Logger.Metadata
+    ) -> String {
+        let sorted = fields.sorted { $0.key < $1.key }
+        switch format {
+        case .text:
+            var line = "\(timestamp) \(level) \(label): \(Self.singleLine(message))"
+            for (key, value) in sorted { line += " \(key)=\(Self.textValue(value))" }
+            return line
+        case .json:
+            var line = "{\"timestamp\":\(jsonString(timestamp)),\"level\":\(jsonString(level.rawValue)),"
+                + "\"label\":\(jsonString(label)),\"message\":\(jsonString(message))"
+            for (key, value) in sorted where !["timestamp", "level", "label", "message"].contains(key) {
+                line += ",\(jsonString(key)):\(jsonValue(value))"
+            }
+            return line + "}"
+        }
+    }
+
+    /// Now, UTC, to the millisecond: `2026-11-25T10:38:11.123Z`.
+    public static func timestamp() -> String {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        var seconds = spec.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let milliseconds = Int(spec.tv_nsec / 1_000_000)
+        let fraction = milliseconds < 10 ? "00\(milliseconds)" : milliseconds < 100 ? "0\(milliseconds)" : "\(milliseconds)"
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(fraction)Z"
+    }
+
+    /// A message on one line: newlines and other control characters escaped, so one event is one line.
+    private static func singleLine(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 }) else { return text }
+        let quoted = jsonString(text)
+        return String(quoted.dropFirst().dropLast())
+    }
+
+    /// A field value in a text line: as is when it is one plain word, else a JSON string.
+    private static func textValue(_ value: Logger.Metadata.Value) -> String {
+        let text = "\(value)"
+        let plain = !text.isEmpty && !text.unicodeScalars.contains {
+            $0.value <= 0x20 || $0 == "\"" || $0 == "=" || $0.value == 0x7F
+        }
+        return plain ? text : jsonString(text)
+    }
+
+    private static func jsonValue(_ value: Logger.Metadata.Value) -> String {
+        switch value {
+        case .string(let text): return jsonString(text)
+        case .stringConvertible(let value):
+            // Numbers stay numbers, so a collector can compare them.
+            let text = value.description
+            if value is any BinaryInteger || (value is Double && Double(text)?.isFinite == true) { return text }
+            return jsonString(text)
+        case .array(let values): return "[" + values.map(jsonValue).joined(separator: ",") + "]"
+        case .dictionary(let fields):
+            return "{" + fields.sorted { $0.key < $1.key }.map { jsonString($0.key) + ":" + jsonValue($0.value) }
+                .joined(separator: ",") + "}"
+        }
+    }
+
+    /// A JSON string literal.
+    public static func jsonString(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
+
+/// Where log lines go: a file descriptor written whole lines at a time under a lock.
+public final class LogSink: Sendable {
+    private let descriptor: Int32
+    private let lock = Mutex(())
+
+    /// Lines to `descriptor` (not closed by the sink).
+    public init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    /// Standard error.
+    public static let standardError = LogSink(descriptor: 2)
+
+    /// Writes `text` whole (retrying short writes and EINTR); a write that fails is dropped:
+    /// a log must never stop the program.
+    public func write(_ text: String) {
+        var bytes = Array(text.utf8)
+        lock.withLock { _ in
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeMutableBytes { buffer -> Int in
+                    guard let base = buffer.baseAddress else { return -1 }
+                    return Glibc.write(descriptor, base + offset, buffer.count - offset)
+                }
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return
+                }
+            }
+        }
+    }
+}
+
+extension Logger.Level {
+    /// The levels as `--log-level` spells them.
+    public static let names = Logger.Level.allCases.map(\.rawValue)
+}

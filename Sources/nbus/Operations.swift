@@ -1,0 +1,121 @@
+import ArgumentParser
+import BusOperations
+import Logging
+import NotificationBus
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// `--log-level` and `--log-format`, for every command: one format for nbus's lines and those of
+/// the libraries it uses (swift-service-lifecycle's), on standard error. Notifications that
+/// `nbus subscribe` prints stay plain data on standard output.
+struct LoggingOptions: ParsableArguments {
+    @Option(name: .customLong("log-level"), help: ArgumentHelp(
+        "Lowest level logged on stderr: trace, debug, info, notice, warning, error or critical.", valueName: "level"))
+    var logLevel: Logger.Level = .info
+
+    @Option(name: .customLong("log-format"), help: ArgumentHelp(
+        "Log lines as text (timestamp level label: message key=value...) or json (one object per line).",
+        valueName: "format"))
+    var logFormat: LogFormat = .text
+
+    /// Applies the settings to every logger made from now on.
+    func bootstrap() {
+        CommandLog.configure(level: logLevel, format: logFormat)
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension LogFormat: ExpressibleByArgument {}
+
+/// The process's loggers: one per command, labelled as its lines start (`nbus broker`).
+enum CommandLog {
+    private static let settings = Mutex<(level: Logger.Level, format: LogFormat)>((.info, .text))
+
+    /// Installs `BusLogHandler` for the whole process; call it once, before anything logs. Each
+    /// logger takes the settings of `configure` in force when it is made.
+    static func bootstrap() {
+        LoggingSystem.bootstrap { label in
+            let (level, format) = settings.withLock { $0 }
+            return BusLogHandler(label: label, format: format, level: level)
+        }
+    }
+
+    /// The level and format of loggers made from now on (a command's `--log-level`, `--log-format`).
+    static func configure(level: Logger.Level, format: LogFormat) {
+        settings.withLock { $0 = (level, format) }
+    }
+
+    /// The level in force.
+    static var level: Logger.Level { settings.withLock { $0.level } }
+
+    /// The logger of `command` (`broker`, `publish`...): its lines read `nbus broker: ...`.
+    static func logger(_ command: String) -> Logger {
+        Logger(label: "nbus \(command)")
+    }
+}
+
+/// `--http` and `--metrics-interval` of `nbus publish` and `nbus subscribe`.
+struct BusHTTPOptions: ParsableArguments {
+    @Option(name: .customLong("http"), help: ArgumentHelp(
+        "Serve /metrics (Prometheus) and /healthz on HOST:PORT (a bare PORT is 127.0.0.1; 0 picks a free port, logged).",
+        valueName: "host:port"))
+    var http: String?
+
+    @Option(name: .customLong("metrics-interval"), help: ArgumentHelp(
+        "With --http: seconds between samples of the bus's counters (0.1 to 3600).", valueName: "seconds"))
+    var metricsInterval: Double = 5
+
+    func validate() throws {
+        if let http {
+            do { _ = try HTTPListenAddress(parsing: http) } catch { throw ValidationError("--http \(error)") }
+        }
+        try SecondsOption.check(metricsInterval, "--metrics-interval", in: 0.1...3_600)
+    }
+
+    /// The sampler and the HTTP server for `bus`, or nothing without `--http`.
+    func services(
+        bus: Bus, subscriptions: [BusMetricsService.SubscriptionSource], command: String
+    ) throws -> [any Service] {
+        guard let http else { return [] }
+        let address = try HTTPListenAddress(parsing: http)
+        let registry = PrometheusCollectorRegistry()
+        let logger = CommandLog.logger(command)
+        let sampler = BusMetricsService(
+            bus: bus, subscriptions: subscriptions, interval: SecondsOption.duration(metricsInterval),
+            factory: PrometheusMetricsFactory(registry: registry), logger: logger)
+        let server = MonitoringHTTPService(
+            address: address,
+            routes: [
+                ("/metrics", {
+                    sampler.sample()
+                    return MonitoringResponse(
+                        contentType: "text/plain; version=0.0.4; charset=utf-8", body: registry.emitToBuffer())
+                }),
+                ("/healthz", { .text("ok\n") }),
+            ], logger: logger)
+        return [sampler, server]
+    }
+}
+
+/// `--http` of `nbus broker`.
+struct BrokerHTTPOptions: ParsableArguments {
+    @Option(name: .customLong("http"), help: ArgumentHelp(
+        "Serve /metrics, /healthz, /varz, /connz and /subsz on HOST:PORT (a bare PORT is 127.0.0.1; 0 picks a free port, logged). Off by default.",
+        valueName: "host:port"))
+    var http: String?
+
+    func validate() throws {
+        if let http {
+            do { _ = try HTTPListenAddress(parsing: http) } catch { throw ValidationError("--http \(error)") }
+        }
+    }
+}
+
+/// Logs `text`, written as `nbus COMMAND: message`, through the command's logger (whose label
+/// puts the `nbus COMMAND:` back in front of the message in text lines).
+func logLine(_ level: Logger.Level, _ command: String, _ text: String) {
+    let prefix = "nbus \(command): "
+    let message = text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
+    CommandLog.logger(command).log(level: level, "\(message)")
+}

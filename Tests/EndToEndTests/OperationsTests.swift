@@ -1,0 +1,389 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+import TestSupport
+
+/// `nbus broker --http`, `nbus subscribe --http`, logs, `--version` and completions, with real
+/// processes, real sockets and Debian's own checkers (promtool, systemd-analyze).
+@Suite("Operations: monitoring endpoints, logs, version (real processes)", .serialized, .timeLimit(.minutes(2)))
+struct OperationsTests {
+    static let promtool = findTool("promtool")
+
+    /// Starts a broker with `--http 127.0.0.1:0` and returns it with its monitoring port, read
+    /// from its log line.
+    func startMonitoredBroker(_ children: Children, _ extra: [String] = []) async throws -> (
+        broker: Child, frontend: String, backend: String, port: Int
+    ) {
+        let (broker, frontend, backend) = try await children.startBroker(["--http", "127.0.0.1:0"] + extra)
+        try #require(await broker.waitForStderr(containing: "monitoring on http://"), "\(broker.describe())")
+        let port = try #require(monitoringPort(in: broker.output.stderrText), "\(broker.describe())")
+        return (broker, frontend, backend, port)
+    }
+
+    @Test(
+        "/metrics after known traffic: promtool accepts it, and the figures match what was sent",
+        .enabled(if: promtool != nil || getuid() == 0, "promtool is missing and this is not root (make deps installs Debian's prometheus as root)"))
+    func metricsAfterTraffic() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend, port) = try await startMonitoredBroker(children, ["--log-level", "debug"])
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "ops.>", "--connect", backend, "--count", "5", "--timeout", "30", "--format", "json"])
+        let payload = String(repeating: "p", count: 100)
+        let publisher = try await children.run(
+            "publisher", ["publish", "ops.created", payload, "--count", "5", "--connect", frontend, "--subscribers", "1"])
+        #expect(publisher?.status == 0)
+        let received = await subscriber.waitForExit()
+        #expect(received?.status == 0 && received?.stdoutLines.count == 5, "\(subscriber.describe())")
+
+        // Both clients gone, as the broker's debug lines say (written once its records are updated).
+        #expect(await broker.waitForStderr(containing: "publisher disconnected"), "\(broker.describe())")
+        #expect(await broker.waitForStderr(containing: "subscriber disconnected"), "\(broker.describe())")
+        #expect(try httpGet(port: port, "/connz").body.contains("\"count\" : 0"), "\(bodyOf(port, "/connz"))")
+        let metrics = try httpGet(port: port, "/metrics")
+        #expect(metrics.status == 200)
+        let body = metrics.body
+        let fromPublishers = try #require(metricValue(body, #"nbus_broker_messages_total{direction="from_publishers"}"#), "\(body)")
+        let toSubscribers = try #require(metricValue(body, #"nbus_broker_messages_total{direction="to_subscribers"}"#))
+        let bytesIn = try #require(metricValue(body, #"nbus_broker_bytes_total{direction="from_publishers"}"#))
+        // 5 notifications and the publisher's end-of-stream record(s); every one went on.
+        #expect(fromPublishers >= 6 && toSubscribers == fromPublishers, "\(body)")
+        #expect(bytesIn >= 5 * Double(payload.count + "ops.created".count), "\(body)")
+        #expect((metricValue(body, "nbus_broker_subscription_messages_total") ?? 0) >= 1)
+        #expect(metricValue(body, #"nbus_broker_connections{side="subscriber"}"#) == 0)
+        #expect(metricValue(body, #"nbus_broker_connections{side="publisher"}"#) == 0)
+        #expect(metricValue(body, "nbus_broker_connections_peak") == 2)
+        #expect(metricValue(body, "nbus_broker_slow_subscriber_episodes_total") == 0)
+        #expect((metricValue(body, "nbus_broker_uptime_seconds") ?? 0) > 0)
+        #expect(body.contains("nbus_build_info{version=\""))
+
+        // /varz says the same, with the version and settings.
+        let varz = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/varz").body.utf8)) as? [String: Any]
+        let counters = varz?["counters"] as? [String: Any]
+        #expect(counters?["fromPublishers"] as? Double == fromPublishers)
+        #expect(varz?["backend"] as? String == backend)
+        #expect((varz?["settings"] as? [String: Any])?["hwm"] as? String == "10000")
+        #expect(try httpGet(port: port, "/nonexistent").status == 404)
+
+        guard let promtool = Self.promtool else {
+            Issue.record("promtool is missing as root: make deps should have installed Debian's prometheus")
+            return
+        }
+        let check = try runTool(promtool, ["check", "metrics"], input: body)
+        #expect(check.status == 0, "promtool check metrics: \(check.output)\n\(body)")
+    }
+
+    @Test("/connz lists the processes started (by pid over ipc) and forgets the ones killed; /subsz counts them")
+    func connectionsComeAndGo() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend, port) = try await startMonitoredBroker(children, ["--log-level", "debug"])
+        let first = try children.start("first", ["subscribe", "jobs.>", "--connect", backend])
+        let second = try children.start("second", ["subscribe", "jobs.>", "audit.*", "--connect", backend])
+        func pids() throws -> Set<Int32>? {
+            let body = try httpGet(port: port, "/connz").body
+            guard let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
+                let list = object["connections"] as? [[String: Any]]
+            else { return nil }
+            return Set(list.filter { $0["side"] as? String == "subscriber" }.compactMap { ($0["processID"] as? Int).map(Int32.init) })
+        }
+        for child in [first, second] {
+            #expect(await broker.waitForStderr(containing: "subscriber connected on \(backend) (pid \(child.pid))"))
+        }
+        #expect(try pids() == [first.pid, second.pid], "connz: \(bodyOf(port, "/connz"))")
+
+        // Publishers that wait for their subscribers: once they have seen them, the broker has
+        // recorded their announcements (it records a subscription before passing it on).
+        for (name, count) in [("jobs.x", 2), ("audit.login", 1)] {
+            let publisher = try await children.run(
+                "publisher \(name)", ["publish", name, "--count", "1", "--connect", frontend, "--subscribers", "\(count)"])
+            #expect(publisher?.status == 0, "\(publisher?.stderrText ?? "")")
+        }
+        let subsz = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/subsz").body.utf8)) as? [String: Any]
+        let patterns = subsz?["patterns"] as? [[String: Any]] ?? []
+        #expect(patterns.first { $0["pattern"] as? String == "jobs.>" }?["subscribers"] as? Int == 2, "\(bodyOf(port, "/subsz"))")
+        #expect(patterns.first { $0["pattern"] as? String == "audit.*" }?["subscribers"] as? Int == 1, "\(bodyOf(port, "/subsz"))")
+        #expect(subsz?["foreignPrefixes"] as? Int == 0)
+
+        first.signal(SIGKILL)
+        #expect(await broker.waitForStderr(containing: "subscriber disconnected from \(backend) (pid \(first.pid))"))
+        #expect(try pids() == [second.pid], "connz: \(bodyOf(port, "/connz"))")
+        // The killed bus's unsubscriptions reach the broker in their own time (libzmq sends them as
+        // the pipe ends; no event says when): asked for until they show, bounded.
+        let after = try await eventually { () -> Bool? in
+            let body = try httpGet(port: port, "/subsz").body
+            return body.contains("\"subscribers\" : 1") && !body.contains("\"subscribers\" : 2") ? true : nil
+        }
+        #expect(after == true, "subsz: \(bodyOf(port, "/subsz"))")
+
+        // SIGTERM: the broker and its HTTP server stop in order, exit 0.
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        #expect(stopped?.status == 0 && stopped?.bySignal == false, "\(broker.describe())")
+        #expect(stopped?.stdoutText.contains("broker stopped:") == true)
+    }
+
+    @Test("an --http port already taken: the broker stops in order and exits 2, saying why")
+    func httpPortTaken() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let taken = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(taken) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(taken, $0, length) == 0 && listen(taken, 1) == 0 && getsockname(taken, $0, &length) == 0
+            }
+        }
+        try #require(listening)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let broker = try #require(await children.run(
+            "broker", ["broker", "--frontend", children.folder.ipc("f.sock"), "--backend", children.folder.ipc("b.sock"),
+                       "--http", "127.0.0.1:\(port)"]))
+        #expect(broker.status == 2, "\(broker.stderrText)")
+        #expect(broker.stderrText.contains("error nbus broker: cannot serve --http 127.0.0.1:\(port)"), "\(broker.stderrText)")
+        #expect(broker.stdoutText.contains("broker stopped:"))
+    }
+
+    @Test("with CURVE, /connz shows each connection's admitted key and /metrics counts the refusals")
+    func curveKeysOnConnz() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let keys = try await TestKeys(children)
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let broker = try children.start(
+            "broker",
+            ["broker", "--frontend", frontend, "--backend", backend, "--curve-secret", "broker.key",
+             "--allow-publishers", "pubs", "--allow-subscribers", "subs", "--http", "127.0.0.1:0", "--log-level", "debug"])
+        try #require(await broker.waitForStderr(containing: "monitoring on http://"), "\(broker.describe())")
+        let port = try #require(monitoringPort(in: broker.output.stderrText))
+        let bob = try children.start("bob", ["subscribe", "k.>", "--connect", backend] + TestKeys.client("subs/bob"))
+        // Connected and admitted, as the broker logs both (after recording them).
+        #expect(await broker.waitForStderr(containing: "subscriber connected on \(backend) (pid \(bob.pid))"), "\(broker.describe())")
+        #expect(await broker.waitForStderr(containing: "admitted subscriber 'bob'"), "\(broker.describe())")
+        let object = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/connz").body.utf8)) as? [String: Any]
+        let list = object?["connections"] as? [[String: Any]] ?? []
+        let found = list.first { $0["processID"] as? Int == Int(bob.pid) }
+        #expect(found?["curveKey"] as? String == keys.bob, "connz: \(bodyOf(port, "/connz"))")
+        #expect(found?["side"] as? String == "subscriber")
+
+        // An unlisted key is refused: counted on /metrics, and never listed with a key.
+        let mallory = try await children.run(
+            "mallory", ["subscribe", "k.>", "--connect", backend, "--count", "1", "--timeout", "30"] + TestKeys.client("mallory"))
+        #expect(mallory?.status == 2, "\(mallory?.stderrText ?? "")")
+        let body = try httpGet(port: port, "/metrics").body
+        #expect((metricValue(body, #"nbus_broker_curve_handshakes_total{side="subscriber",outcome="refused_key"}"#) ?? 0) >= 1, "\(body)")
+        #expect(metricValue(body, #"nbus_broker_curve_handshakes_total{side="subscriber",outcome="admitted"}"#) == 1, "\(body)")
+        #expect(!bodyOf(port, "/connz").contains(keys.mallory))
+    }
+
+    /// The forwarding thread logs connections at debug level, synchronously, on standard error. A
+    /// standard error nobody reads (a stalled log collector) fills its pipe and blocks that thread
+    /// for real: SIGSTOP would stop the HTTP server too, this stops the forwarding loop alone.
+    @Test("/healthz fails while the forwarding thread is stuck (blocked writing to a full log pipe), and recovers")
+    func healthFailsWhenForwardingIsStuck() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let backendPath = folder.path + "/b.sock"
+        let process = Process()
+        process.executableURL = try NBusBinary.url()
+        process.arguments = [
+            "broker", "--frontend", folder.ipc("f.sock"), "--backend", "ipc://" + backendPath,
+            "--http", "127.0.0.1:0", "--log-level", "debug",
+        ]
+        process.standardOutput = FileHandle.nullDevice
+        let stderr = Pipe()
+        process.standardError = stderr
+        try process.run()
+        defer {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        // Read stderr up to the monitoring line, then stop reading it.
+        let reader = stderr.fileHandleForReading.fileDescriptor
+        var seen = ""
+        var port: Int?
+        var byte: UInt8 = 0
+        while port == nil, read(reader, &byte, 1) == 1 {
+            seen.unicodeScalars.append(UnicodeScalar(byte))
+            if byte == UInt8(ascii: "\n") { port = monitoringPort(in: seen) }
+        }
+        let monitoring = try #require(port, "no monitoring line: \(seen)")
+        #expect(try httpGet(port: monitoring, "/healthz").status == 200)
+
+        // Connections that come and go: each one is two debug lines from the forwarding thread,
+        // until the pipe (64 KiB) is full and the thread blocks in write().
+        var stuck: HTTPReply?
+        for _ in 0..<20 where stuck == nil {
+            for _ in 0..<200 { connectAndClose(unixSocket: backendPath) }
+            stuck = try await eventually(timeout: .seconds(8)) { () -> HTTPReply? in
+                let reply = try httpGet(port: monitoring, "/healthz")
+                return reply.status == 503 ? reply : nil
+            }
+        }
+        let reply = try #require(stuck, "/healthz never failed")
+        #expect(reply.body.contains("stuck"), "\(reply.body)")
+
+        // Read the log again: the thread writes on, and the broker is healthy again.
+        let drain = Thread {
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while read(reader, &buffer, buffer.count) > 0 {}
+        }
+        drain.start()
+        let healthy = try await eventually { try httpGet(port: monitoring, "/healthz").status == 200 ? true : nil }
+        #expect(healthy == true)
+    }
+
+    /// The body at `path`, for a failure message ("?" when it cannot be had).
+    func bodyOf(_ port: Int, _ path: String) -> String {
+        (try? httpGet(port: port, path).body) ?? "?"
+    }
+
+    /// Connects a plain Unix socket to `path` and closes it: the broker accepts a connection that
+    /// then goes away.
+    func connectAndClose(unixSocket path: String) {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (index, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[index] = byte }
+        }
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+    }
+
+    @Test(
+        "nbus subscribe --http: its bus's and subscription's counters on /metrics, accepted by promtool",
+        .enabled(if: promtool != nil || getuid() == 0, "promtool is missing and this is not root (make deps installs Debian's prometheus as root)"))
+    func subscriberMetrics() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("direct.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "m.>", "--bind", endpoint, "--http", "127.0.0.1:0", "--metrics-interval", "0.2"])
+        try #require(await subscriber.waitForStderr(containing: "monitoring on http://"), "\(subscriber.describe())")
+        let port = try #require(monitoringPort(in: subscriber.output.stderrText))
+        let publisher = try await children.run(
+            "publisher", ["publish", "m.x", "hello", "--count", "3", "--connect", endpoint, "--subscribers", "1"])
+        #expect(publisher?.status == 0)
+        #expect(await subscriber.waitForStdoutLines(3))
+        let body = try httpGet(port: port, "/metrics").body
+        #expect(metricValue(body, #"nbus_subscription_delivered_total{pattern="m.>"}"#) == 3, "\(body)")
+        #expect(metricValue(body, "nbus_bus_lost_upstream_total") == 0, "\(body)")
+        #expect(try httpGet(port: port, "/healthz").status == 200)
+        if let promtool = Self.promtool {
+            let check = try runTool(promtool, ["check", "metrics"], input: body)
+            // swift-metrics carries no HELP text: promtool's lint says so, and nothing else.
+            let problems = check.output.split(separator: "\n").filter { !$0.contains("no help text") }
+            #expect(problems.isEmpty, "promtool check metrics: \(check.output)")
+        } else {
+            Issue.record("promtool is missing as root: make deps should have installed Debian's prometheus")
+        }
+    }
+
+    @Test("nbus publish --http: its bus's counters on /metrics while it posts, then it stops on SIGINT")
+    func publisherMetrics() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("direct.sock")
+        let subscriber = try children.start("subscriber", ["subscribe", "p.>", "--bind", endpoint, "--format", "json"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "p.x", "n{n}", "--count", "100000", "--rate", "20", "--connect", endpoint, "--subscribers", "1",
+             "--http", "127.0.0.1:0"])
+        try #require(await publisher.waitForStderr(containing: "monitoring on http://"), "\(publisher.describe())")
+        let port = try #require(monitoringPort(in: publisher.output.stderrText))
+        // Three notifications printed: at least three posted and sent by the time of the scrape.
+        #expect(await subscriber.waitForStdoutLines(3), "\(subscriber.describe())")
+        let body = try httpGet(port: port, "/metrics").body
+        #expect((metricValue(body, "nbus_bus_posted_total") ?? 0) >= 3, "\(body)")
+        #expect((metricValue(body, "nbus_bus_sent_total") ?? 0) >= 3, "\(body)")
+        #expect(metricValue(body, "nbus_bus_unsent_total") == 0, "\(body)")
+        publisher.signal(SIGINT)
+        let stopped = try #require(await publisher.waitForExit())
+        #expect(stopped.status == 0, "\(publisher.describe())")
+        #expect((try? httpGet(port: port, "/healthz")) == nil, "the server stops with the command")
+    }
+
+    @Test("--log-format json: every stderr line is a JSON object with a timestamp and a level; stdout stays data")
+    func jsonLogs() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("direct.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "j.>", "--bind", endpoint, "--count", "2", "--timeout", "30", "--log-format", "json"])
+        let publisher = try await children.run(
+            "publisher", ["publish", "j.x", "data", "--count", "2", "--connect", endpoint, "--subscribers", "1", "--log-format", "json"])
+        #expect(publisher?.status == 0)
+        let output = try #require(await subscriber.waitForExit())
+        #expect(output.status == 0)
+        #expect(output.stdoutLines.count == 2 && output.stdoutLines.allSatisfy { $0.hasPrefix("j.x seq=") }, "\(output.stdoutText)")
+        for text in [output.stderrText, publisher?.stderrText ?? ""] {
+            let lines = text.split(separator: "\n")
+            #expect(!lines.isEmpty)
+            for line in lines {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                #expect(object?["timestamp"] is String && object?["level"] is String && object?["message"] is String, "\(line)")
+            }
+        }
+        #expect(output.stderrText.contains(#""printed":"2""#) || output.stderrText.contains(#""printed":2"#), "\(output.stderrText)")
+    }
+
+    @Test("--log-level warning drops the info summary; text lines carry a timestamp and a level")
+    func logLevels() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let quiet = try await children.run("quiet", ["publish", "l.x", "--no-wait", "--connect", children.folder.ipc("none.sock"), "--log-level", "warning"])
+        #expect(quiet?.status == 0 && quiet?.stderrText == "", "\(quiet?.stderrText ?? "")")
+        let loud = try await children.run("loud", ["publish", "l.x", "--no-wait", "--connect", children.folder.ipc("none.sock")])
+        let line = loud?.stderrText ?? ""
+        #expect(line.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info nbus publish: posted 1"#, options: .regularExpression) != nil, "\(line)")
+    }
+
+    @Test("nbus --version prints the version; --generate-completion-script makes a bash script")
+    func versionAndCompletions() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let version = try #require(await children.run("version", ["--version"]))
+        #expect(version.status == 0)
+        #expect(version.stdoutText.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil, "\(version.stdoutText)")
+        let completion = try #require(await children.run("completion", ["--generate-completion-script", "bash"]))
+        #expect(completion.status == 0)
+        #expect(completion.stdoutText.contains("complete") && completion.stdoutText.contains("_nbus"))
+        if let bash = findTool("bash") {
+            // The script is valid bash.
+            let check = try runTool(bash, ["-n"], input: completion.stdoutText)
+            #expect(check.status == 0, "\(check.output)")
+        }
+    }
+
+    @Test(
+        "docs/nbus-broker.service passes systemd-analyze verify",
+        .enabled(if: findTool("systemd-analyze") != nil || getuid() == 0, "systemd-analyze is missing and this is not root (make deps installs Debian's systemd as root)"))
+    func systemdUnit() throws {
+        let analyze = try #require(findTool("systemd-analyze"))
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/nbus-broker.service")
+        let unit = try String(contentsOf: source, encoding: .utf8)
+        // The unit names /usr/local/bin/nbus; verify checks that the binary exists, so point it at
+        // the one built here (the only change).
+        let binary = try NBusBinary.url().path
+        #expect(unit.contains("ExecStart=/usr/local/bin/nbus broker"))
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let path = folder.path + "/nbus-broker.service"
+        try unit.replacingOccurrences(of: "/usr/local/bin/nbus", with: binary).write(toFile: path, atomically: true, encoding: .utf8)
+        let result = try runTool(analyze, ["verify", path])
+        #expect(result.status == 0, "systemd-analyze verify: \(result.output)")
+        #expect(!result.output.contains("nbus-broker.service:"), "warnings about the unit: \(result.output)")
+    }
+}
