@@ -57,6 +57,7 @@ let package = Package(
             dependencies: [
                 "BusViews",
                 "NotificationBus",
+                "ZeroMQ",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
             ],
