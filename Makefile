@@ -21,13 +21,18 @@ help:
 	@echo "make soak         broker + 3 publishers + 3 subscribers for SOAK_SECONDS (default 600): exact accounting, flat RSS and fds"
 
 # Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
-# and, as root, iproute2 (ip, tc) for the multi-host test (without root that test skips anyway).
+# and, as root, iproute2 (ip, tc) for the multi-host test (without root that test skips anyway) and
+# chromium, the headless browser the report's rendering test opens it in (without it that test skips).
 deps:
 	@missing=""; \
 	dpkg -s libzmq3-dev >/dev/null 2>&1 || missing="$$missing libzmq3-dev"; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
 	if [ "$$(id -u)" -eq 0 ] && ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]; then \
 	  missing="$$missing iproute2"; \
+	fi; \
+	if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" -eq 0 ]; then missing="$$missing chromium"; \
+	  else echo "note: chromium is not installed: the report's rendering test will skip (as root: apt-get install -y chromium)" >&2; fi; \
 	fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" -ne 0 ]; then \

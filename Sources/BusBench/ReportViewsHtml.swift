@@ -283,6 +283,7 @@ public enum ViewsHTMLReport {
         body += baselineSection(report)
         body += identitySection(report)
         body += targetSection(report.targets, heading: "Targets")
+        body += findingsSection(report.verdict)
         body += failureSection(report.failures)
         body += glossarySection()
         return document(title: title, body: body)
@@ -495,6 +496,16 @@ public enum ViewsHTMLReport {
                 + "\(SVGBarChart.escape(target.requirement))<br><small>defined for: \(SVGBarChart.escape(target.scenario))"
                 + "<br>measured: \(SVGBarChart.escape(target.measured))</small></li>\n"
         }
+        return html + "</ul>\n"
+    }
+
+    /// What went wrong in this run that no target covers: a style that fell behind or lost
+    /// notifications its design does not accept, red, next to the targets rather than hidden by them.
+    private static func findingsSection(_ verdict: ViewsVerdict) -> String {
+        let flagged = verdict.styles.filter { !$0.ok }
+        guard !flagged.isEmpty else { return "" }
+        var html = "<h2 class=\"notmet\">Findings of this run (not targets)</h2>\n<ul>\n"
+        for style in flagged { html += "<li class=\"notmet\">\(SVGBarChart.escape(style.text))</li>\n" }
         return html + "</ul>\n"
     }
 

@@ -426,10 +426,12 @@ public struct ViewsReport: Codable, Sendable {
             }
             parts.append("delivered \(Format.count(Int(s.delivered))) of \(Format.count(Int(s.published))) (\(percent(s.delivered, s.published)))")
             if s.lostUpstream > 0 {
-                let when = f.firstUpstreamLossSeconds.map { String(format: " from %.1f s on", $0) } ?? ""
+                let when = f.firstUpstreamLossSeconds.map {
+                    String(format: ", first seen at %.1f s (a gap shows when a later notification or the end-of-stream record arrives)", $0)
+                } ?? ""
                 parts.append(
-                    "LOST \(Format.count(Int(s.lostUpstream))) UPSTREAM (\(percent(s.lostUpstream, s.published)))\(when): its socket queue "
-                        + "filled while its main actor was busy, and the publisher's high-water mark dropped the rest")
+                    "LOST \(Format.count(Int(s.lostUpstream))) UPSTREAM (\(percent(s.lostUpstream, s.published))): its socket queue "
+                        + "filled while its main actor was busy, and the publisher's high-water mark dropped the rest\(when)")
             }
             if s.droppedLocalBuffer > 0 {
                 parts.append("DROPPED \(Format.count(Int(s.droppedLocalBuffer))) at its local buffer (\(percent(s.droppedLocalBuffer, s.published)))")

@@ -178,7 +178,7 @@ extension ViewsReport {
         ("published", "notifications the publisher posted to the names these views subscribe to."),
         ("delivered", "handed to the views' code (an onReceive action, or one loop iteration), live or replayed."),
         ("handled", "delivered and matching the views' condition: the code wrote state."),
-        ("backlog", "published so far minus delivered and every loss counted so far: what is still queued (sockets, buffers, the main actor's queue)."),
+        ("backlog", "published so far minus delivered and every loss counted so far: what is still queued (sockets, buffers, the main actor's queue), or was dropped upstream and not yet seen as a gap."),
         ("lost upstream", "sequence numbers that never arrived: dropped before this process (the publisher's high-water mark) or refused by its limits."),
         ("dropped at the local buffer", "discarded by a subscription's bounded buffer in the host process."),
         ("missed while hidden", "arrived while a task-style view was hidden and not kept for replay (by design for a plain task); reported to the loop as a gap."),
@@ -254,6 +254,12 @@ extension ViewsReport {
             lines.append("  [\(target.verdict)] \(target.requirement)")
             lines.append("      defined for: \(target.scenario)")
             lines.append("      measured: \(target.measured)")
+        }
+        let flagged = verdict.styles.filter { !$0.ok }
+        if !flagged.isEmpty {
+            lines.append("")
+            lines.append("Findings of this run (not targets: the run's own overload)")
+            for style in flagged { lines.append("  " + style.text) }
         }
         lines.append("")
         lines.append("Glossary")
