@@ -166,10 +166,12 @@ public struct ViewsStyleSummary: Codable, Sendable {
     }
 
     /// Whether the style fell behind the publisher: still catching up more than 1 s after the last
-    /// post (or never done), or a median latency over 0.5 s (not for replay: a replayed notification's
-    /// latency includes the time its view was hidden, by design).
+    /// post (or never done), or a latency a user would see as lag, over 250 ms at the median or 1 s
+    /// at p99 (not for replay: a replayed notification's latency includes the time its view was
+    /// hidden, by design).
     public var fellBehind: Bool {
-        drainIncomplete || drainNanoseconds > 1_000_000_000 || (style != .taskReplay && latency.p50 > 500_000_000)
+        if drainIncomplete || drainNanoseconds > 1_000_000_000 { return true }
+        return style != .taskReplay && (latency.p50 > 250_000_000 || latency.p99 > 1_000_000_000)
     }
 }
 
@@ -415,11 +417,11 @@ public struct ViewsReport: Codable, Sendable {
                     "FELL BEHIND: "
                         + (s.drainIncomplete
                             ? "it had not caught up when the drain gave up"
-                            : "it was still catching up \(Format.duration(Double(s.drainNanoseconds))) after the last post")
+                            : "latency p50 \(Format.duration(Double(s.latency.p50))), p99 \(Format.duration(Double(s.latency.p99))), "
+                                + "still catching up \(Format.duration(Double(s.drainNanoseconds))) after the last post")
                         + "; its backlog grew to \(Format.count(Int(f.peakBacklog))) notifications at "
                         + String(format: "%.1f s", f.peakBacklogSeconds)
-                        + (seconds > 0 ? String(format: " (%.1f s of its traffic)", seconds) : "")
-                        + ", median latency \(Format.duration(Double(s.latency.p50)))")
+                        + (seconds > 0 ? String(format: " (%.1f s of its traffic)", seconds) : ""))
             } else {
                 parts.append(
                     "kept up: median latency \(Format.duration(Double(s.latency.p50))), p99 \(Format.duration(Double(s.latency.p99)))")
@@ -444,7 +446,8 @@ public struct ViewsReport: Codable, Sendable {
                 } else if s.style == .taskReplay {
                     parts.append(
                         "MISSED \(Format.count(Int(s.missedWhileHidden))) while hidden: more than replay's max "
-                            + "(\(Format.count(scenario.replayMax))) arrived during one hidden spell")
+                            + "(\(Format.count(scenario.replayMax))) were waiting for a view when it showed again (what arrived "
+                            + "while it was hidden, plus what it had not yet taken when it was hidden)")
                 }
             }
             if s.replayed > 0 {
@@ -479,7 +482,10 @@ public struct ViewsReport: Codable, Sendable {
         }
         for style in flagged {
             var what: [String] = []
-            if style.fellBehind { what.append("fell behind (median latency \(Format.duration(Double(style.latency.p50))))") }
+            if style.fellBehind {
+                what.append(
+                    "fell behind (latency p50 \(Format.duration(Double(style.latency.p50))), p99 \(Format.duration(Double(style.latency.p99))))")
+            }
             if style.lostUpstream + style.droppedLocalBuffer > 0 {
                 what.append("lost \(percent(style.lostUpstream + style.droppedLocalBuffer, style.published)) upstream or locally")
             }

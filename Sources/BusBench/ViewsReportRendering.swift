@@ -184,7 +184,7 @@ extension ViewsReport {
         ("missed while hidden", "arrived while a task-style view was hidden and not kept for replay (by design for a plain task); reported to the loop as a gap."),
         ("unseen by sequence number", "sequence numbers the views' code never saw, counted from the numbers themselves: the cross-check of the causes above."),
         ("drain", "after the last post: how long each host took to account for every notification (catching up, replaying on reappear)."),
-        ("kept up / fell behind", "a style fell behind when it was still catching up more than 1 s after the last post, or its median latency passed 0.5 s (not judged for replay, whose replayed notifications wait while hidden by design)."),
+        ("kept up / fell behind", "a style fell behind when it was still catching up more than 1 s after the last post, or its latency passed 250 ms at the median or 1 s at p99 (latency not judged for replay, whose replayed notifications wait while hidden by design)."),
         ("main-actor busy", "time the main actor spent on these views' work (bodies, onReceive actions, main-actor loops), as the runtime accounts it."),
         ("main-actor wait", "how long a job enqueued on the main actor waited to run, sampled every 20 ms: what a user's tap would wait."),
         ("latency", "publish (the notification's wall-clock timestamp) to the state update it caused; onReceive: to the end of its action, every notification."),
