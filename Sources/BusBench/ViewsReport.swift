@@ -67,6 +67,8 @@ public struct ViewsStyleSummary: Codable, Sendable {
     public var identityHolds: Bool
     /// The views for which it does not, described.
     public var identityFailures: [String]
+    /// The publisher's posting loop, seconds (the denominator of the per-second figures).
+    public var publishingSeconds: Double
     /// The run over time: one point per sampling interval (about 250 ms) after the first post.
     public var timeline: [TimelinePoint]
     /// What the time series says: peak backlog, when losses started, peak main-actor share.
@@ -137,6 +139,7 @@ public struct ViewsStyleSummary: Codable, Sendable {
         let frames = host.framesReceived > 0 ? host.framesReceived : received
         cpuPerFrameNanoseconds = frames == 0 ? 0 : Double(cpuNanoseconds) / Double(frames)
         let postSeconds = Double(max(1, publisher.postNanoseconds)) / 1e9
+        publishingSeconds = postSeconds
         deliveredPerSecond = Double(delivered) / postSeconds
         windowNanoseconds = host.windowNanoseconds
         drainNanoseconds = host.drainNanoseconds
@@ -154,10 +157,7 @@ public struct ViewsStyleSummary: Codable, Sendable {
     }
 
     /// Notifications posted to these views per second of the publishing window.
-    public var publishedPerSecond: Double {
-        let seconds = deliveredPerSecond > 0 && delivered > 0 ? Double(delivered) / deliveredPerSecond : 0
-        return seconds > 0 ? Double(published) / seconds : 0
-    }
+    public var publishedPerSecond: Double { publishingSeconds > 0 ? Double(published) / publishingSeconds : 0 }
 
     /// Losses no design of this runtime accepts: upstream gaps and local-buffer drops (every style),
     /// and a replay style's misses (beyond its bound).

@@ -50,9 +50,13 @@ enum ViewsTimeline {
         for (previous, sample) in zip(samples, samples.dropFirst()) where sample.wallNanoseconds > origin {
             guard sample.wallNanoseconds > previous.wallNanoseconds else { continue }
             let seconds = Double(sample.wallNanoseconds - previous.wallNanoseconds) / 1e9
-            func rate(_ value: (HostSample) -> UInt64) -> Double { Double(value(sample) &- value(previous)) / seconds }
+            // Counters only grow; a smaller one (never expected) reads as no change, not as a wrap.
+            func rate(_ value: (HostSample) -> UInt64) -> Double {
+                value(sample) > value(previous) ? Double(value(sample) - value(previous)) / seconds : 0
+            }
             let accounted = Double(sample.delivered + sample.lostUpstream + sample.droppedLocalBuffer + sample.missedWhileHidden)
-            let busy = Double(sample.mainActorBusyNanoseconds &- previous.mainActorBusyNanoseconds)
+            let busy = Double(sample.mainActorBusyNanoseconds > previous.mainActorBusyNanoseconds
+                ? sample.mainActorBusyNanoseconds - previous.mainActorBusyNanoseconds : 0)
             points.append(
                 TimelinePoint(
                     seconds: Double(sample.wallNanoseconds - origin) / 1e9,
