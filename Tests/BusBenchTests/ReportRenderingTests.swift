@@ -143,6 +143,13 @@ extension ViewsInProcessTests {
             Chromium.Result.self,
             from: Data(try Chromium.evaluate(html: html, script: Chromium.layoutCheck, width: 1280).utf8))
         #expect(wide.charts.allSatisfy { $0.width < 700 }, "\(wide.charts.map(\.width))")
+        // The sweep page shares the charts: the same run twice, laid out as a sweep.
+        let sweep = ViewsSweepReport(parameter: .selectivity, values: ["0.1", "0.5"], runs: [report, report])
+        let sweepResult = try JSONDecoder().decode(
+            Chromium.Result.self,
+            from: Data(try Chromium.evaluate(html: ViewsHTMLReport.page(for: sweep), script: Chromium.layoutCheck, width: 1280).utf8))
+        #expect(sweepResult.charts.count >= 9)
+        #expect(sweepResult.problems.isEmpty, "sweep: \(sweepResult.problems.prefix(20).joined(separator: "\n"))")
     }
 }
 
