@@ -21,9 +21,9 @@ help:
 	@echo "make soak         broker + 3 publishers + 3 subscribers for SOAK_SECONDS (default 600): exact accounting, flat RSS and fds"
 
 # Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
-# and, as root, iproute2 (ip, tc) for the multi-host test, prometheus (promtool checks /metrics) and
-# systemd (systemd-analyze verifies docs/nbus-broker.service) and curl (the docs' snippets);
-# without root those tests skip.
+# and, as root, iproute2 (ip, tc) for the multi-host test, prometheus (promtool checks /metrics),
+# systemd (systemd-analyze verifies docs/nbus-broker.service), curl (the docs' snippets) and chromium,
+# the headless browser the report's rendering test opens it in; without them those tests skip.
 deps:
 	@missing=""; \
 	dpkg -s libzmq3-dev >/dev/null 2>&1 || missing="$$missing libzmq3-dev"; \
@@ -34,6 +34,10 @@ deps:
 	if [ "$$(id -u)" -eq 0 ] && ! command -v promtool >/dev/null 2>&1; then missing="$$missing prometheus"; fi; \
 	if [ "$$(id -u)" -eq 0 ] && ! command -v systemd-analyze >/dev/null 2>&1; then missing="$$missing systemd"; fi; \
 	if [ "$$(id -u)" -eq 0 ] && ! command -v curl >/dev/null 2>&1; then missing="$$missing curl"; fi; \
+	if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" -eq 0 ]; then missing="$$missing chromium"; \
+	  else echo "note: chromium is not installed: the report's rendering test will skip (as root: apt-get install -y chromium)" >&2; fi; \
+	fi; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" -ne 0 ]; then \
 	    echo "error: missing Debian packages:$$missing" >&2; \

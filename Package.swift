@@ -91,6 +91,7 @@ let package = Package(
             dependencies: [
                 "BusViews",
                 "NotificationBus",
+                "ZeroMQ",
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 // ChildProcess imports SystemPackage (Subprocess's file descriptors) on Linux.

@@ -28,6 +28,16 @@ public enum Format {
         return String(format: "%.0f ns", value)
     }
 
+    /// A duration (given in ns) in the unit a person reads: `38 µs`, `1.4 ms`, `250 ms`, `12.1 s`.
+    public static func duration(_ nanoseconds: Double) -> String {
+        let value = max(0, nanoseconds)
+        if value >= 1e9 { return String(format: value >= 1e11 ? "%.0f s" : "%.1f s", value / 1e9) }
+        if value >= 1e6 { return String(format: value >= 1e7 ? "%.0f ms" : "%.1f ms", value / 1e6) }
+        if value >= 1e3 { return String(format: "%.0f µs", value / 1e3) }
+        if value == 0 { return "0" }
+        return String(format: "%.2f µs", value / 1e3)
+    }
+
     /// One line of a report table: the label padded to `labelWidth` columns, the value right-aligned
     /// in 14, then the note.
     static func row(_ label: String, _ value: String, _ note: String = "", labelWidth: Int) -> String {

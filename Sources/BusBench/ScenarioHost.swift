@@ -28,10 +28,19 @@ final class ViewProbe: Sendable {
     private let state: Mutex<Counts>
     /// Slot of each subscribed name in `lastSequences`; empty for a single name (always slot 0).
     private let slots: [NotificationName: Int]
+    /// The host's latency of the current sampling interval (shared by its views).
+    private let interval: IntervalLatency?
 
-    init(names: [NotificationName]) {
+    init(names: [NotificationName], interval: IntervalLatency? = nil) {
         state = Mutex(Counts(lastSequences: [UInt64](repeating: 0, count: max(1, names.count))))
         slots = names.count > 1 ? Dictionary(uniqueKeysWithValues: names.enumerated().map { ($0.element, $0.offset) }) : [:]
+        self.interval = interval
+    }
+
+    /// The view's state was updated because of `notification` (onReceive: its action ran): one
+    /// publish-to-state-update sample for the time series, timed like the runtime's own histogram.
+    func stateUpdated(by notification: NotificationBus.Notification) {
+        interval?.record(publishedAt: notification.timestamp)
     }
 
     /// Counts a notification handed to the view's code; returns whether it passes the condition.
@@ -85,6 +94,7 @@ struct OnReceiveProbeView: View {
     var body: ViewContent {
         ViewContent().onReceive(pattern, buffering: buffering) { notification in
             if probe.note(notification) { value.wrappedValue = notification.sequence }
+            probe.stateUpdated(by: notification)
         }
     }
 }
@@ -101,7 +111,10 @@ struct MainTaskProbeView: View {
             for await event in feed {
                 switch event {
                 case .notification(let notification):
-                    if probe.note(notification) { value.wrappedValue = notification.sequence }
+                    if probe.note(notification) {
+                        value.wrappedValue = notification.sequence
+                        probe.stateUpdated(by: notification)
+                    }
                 case .gap(let gap):
                     probe.note(gap)
                 }
@@ -127,7 +140,10 @@ struct OffMainTaskProbeView: View {
         for await event in feed {
             switch event {
             case .notification(let notification):
-                if probe.note(notification) { await value.projectedValue.set(notification.sequence) }
+                if probe.note(notification) {
+                    await value.projectedValue.set(notification.sequence)
+                    probe.stateUpdated(by: notification)
+                }
             case .gap(let gap):
                 probe.note(gap)
             }
@@ -217,7 +233,8 @@ enum ScenarioHost {
         let names = try (0..<scenario.names).map { try NotificationName(scenario.notificationName($0)) }
         let patterns = try (0..<scenario.views).map { try scenario.pattern(ofView: $0) }
         let viewNames = (0..<scenario.views).map { scenario.nameIndexes(ofView: $0) }
-        let probes = viewNames.map { indexes in ViewProbe(names: indexes.map { names[$0] }) }
+        let interval = IntervalLatency()
+        let probes = viewNames.map { indexes in ViewProbe(names: indexes.map { names[$0] }, interval: interval) }
         let replay = ReplayPolicy.all(max: scenario.replayMax)
         let leaf: @MainActor (Int) -> any View = { index in
             let pattern = patterns[index]
@@ -256,6 +273,8 @@ enum ScenarioHost {
         let pinger = MainActorPinger()
         if scenario.pingMainActor { pinger.start() }
         visibility.restartLog()
+        let sampler = HostSampler(readers: nodes.map(\.reader), probes: probes, interval: interval, isTask: style.isTask)
+        sampler.start()
         ready()
 
         let churn: Task<Void, Never>? =
@@ -322,6 +341,7 @@ enum ScenarioHost {
                 (0..<scenario.views).allSatisfy(drained)
             } && complete
         let drainEnd = Timestamps.monotonicNanoseconds()
+        let timeline = await sampler.stop()
         let ping = await pinger.stop()
         let usage = ProcessUsage.current()
 
@@ -374,7 +394,8 @@ enum ScenarioHost {
             totalUserNanoseconds: usage.user, totalSystemNanoseconds: usage.system, peakResidentKiB: usage.maxResidentKiB,
             churnTransitions: transitionsWhilePosting, drainIncomplete: !complete, drainNanoseconds: drainEnd - drainStart,
             subscriptionErrors: host.subscriptionErrors.map { "\($0)" }, endOfStreamRecords: busStats.endOfStreamRecords,
-            subscription: scenario.subscription, framesReceived: busStats.framesReceived)
+            subscription: scenario.subscription, framesReceived: busStats.framesReceived, timeline: timeline,
+            visibilityChanges: visibility.changeTimes(limit: 20_000))
     }
 
     /// Polls `condition` every 5 ms (the main actor stays free meanwhile); false when the deadline
@@ -396,6 +417,91 @@ enum ScenarioHost {
                 return false
             }
             try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
+
+/// Publish-to-state-update latencies of one sampling interval, shared by a host's views.
+final class IntervalLatency: Sendable {
+    private let histogram = Mutex(
+        Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 600_000_000_000, numberOfSignificantValueDigits: .two))
+
+    func record(publishedAt timestamp: UInt64) {
+        let now = Timestamps.wallClockNanoseconds()
+        let latency = max(1, min(now >= timestamp ? now - timestamp : 0, 600_000_000_000))
+        histogram.withLock { _ = $0.record(latency) }
+    }
+
+    /// The interval's count, p50 and p99, and a fresh interval.
+    func take() -> (count: UInt64, p50: UInt64, p99: UInt64) {
+        histogram.withLock { histogram in
+            defer { histogram.reset() }
+            guard histogram.totalCount > 0 else { return (0, 0, 0) }
+            return (histogram.totalCount, histogram.valueAtPercentile(50), histogram.valueAtPercentile(99))
+        }
+    }
+}
+
+/// Samples a host's counters every 250 ms from a task off the main actor (so a saturated main
+/// actor delays no sample): what the views' code got, the losses by cause, main-actor busy time.
+final class HostSampler: Sendable {
+    static let intervalMilliseconds = 250
+    /// At most this many samples (about 40 minutes at 4 a second): memory stays bounded.
+    static let limit = 10_000
+
+    private let readers: [ViewNodeReader]
+    private let probes: [ViewProbe]
+    private let interval: IntervalLatency
+    private let isTask: Bool
+    private let state = Mutex<(samples: [HostSample], task: Task<Void, Never>?)>(([], nil))
+
+    init(readers: [ViewNodeReader], probes: [ViewProbe], interval: IntervalLatency, isTask: Bool) {
+        self.readers = readers
+        self.probes = probes
+        self.interval = interval
+        self.isTask = isTask
+    }
+
+    func start() {
+        take()
+        let task = Task.detached { [self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(Self.intervalMilliseconds))
+                if Task.isCancelled { break }
+                take()
+            }
+        }
+        state.withLock { $0.task = task }
+    }
+
+    /// Stops sampling, takes a last sample, and returns them all.
+    func stop() async -> [HostSample] {
+        let task = state.withLock { $0.task.take() }
+        task?.cancel()
+        await task?.value
+        take()
+        return state.withLock { $0.samples }
+    }
+
+    private func take() {
+        var sample = HostSample(wallNanoseconds: Timestamps.wallClockNanoseconds())
+        for (reader, probe) in zip(readers, probes) {
+            let metrics = reader.metrics
+            sample.delivered += probe.counts.delivered
+            sample.missedWhileHidden += isTask ? metrics.missedWhileHidden : 0
+            sample.replayed += metrics.replayed
+            sample.mainActorBusyNanoseconds += metrics.mainActorBusyNanoseconds
+            for stats in reader.subscriptionStats {
+                sample.lostUpstream += stats.lostUpstream
+                sample.droppedLocalBuffer += stats.droppedLocalBuffer
+            }
+        }
+        let latency = interval.take()
+        sample.latencyCount = latency.count
+        sample.latencyP50 = latency.p50
+        sample.latencyP99 = latency.p99
+        state.withLock { state in
+            if state.samples.count < Self.limit { state.samples.append(sample) }
         }
     }
 }
@@ -450,6 +556,11 @@ final class Visibility {
         case .list: root.window.wrappedValue = scenario.views(onPage: page)
         }
         log.append((Timestamps.wallClockNanoseconds(), page))
+    }
+
+    /// Wall-clock times of the page changes since the log restarted (at most `limit`, the first ones).
+    func changeTimes(limit: Int) -> [UInt64] {
+        Array(log.dropFirst().prefix(limit).map(\.0))
     }
 
     /// Forgets the set-up transitions: the log starts with the current page, now.

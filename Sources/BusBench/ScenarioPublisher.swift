@@ -52,11 +52,16 @@ enum ScenarioPublisher {
         var posted = 0
         var stoppedBy = "count"
         var nextProgress = startMonotonic + ViewsWorker.progressIntervalNanoseconds
+        // Bounded: one sample per progress interval of a run bounded by `scenario.seconds`.
+        var timeline = [PostingSample(wallNanoseconds: firstWall, posted: 0)]
         func reportProgress() {
             let now = Timestamps.monotonicNanoseconds()
             guard now >= nextProgress else { return }
             nextProgress = now + ViewsWorker.progressIntervalNanoseconds
             progress(posted, now - startMonotonic)
+            if timeline.count < 100_000 {
+                timeline.append(PostingSample(wallNanoseconds: Timestamps.wallClockNanoseconds(), posted: UInt64(posted)))
+            }
         }
 
         func postOne() async throws {
@@ -108,12 +113,13 @@ enum ScenarioPublisher {
         }
         let lastWall = Timestamps.wallClockNanoseconds()
         let postedAt = Timestamps.monotonicNanoseconds()
+        timeline.append(PostingSample(wallNanoseconds: lastWall, posted: UInt64(posted)))
         let stats = await bus.close()
         let closedAt = Timestamps.monotonicNanoseconds()
         return ScenarioPublisherResult(
             postedPerName: postedPerName, matchingPerName: matchingPerName, firstPostWallNanoseconds: firstWall,
             lastPostWallNanoseconds: lastWall, postNanoseconds: postedAt - startMonotonic,
             closeNanoseconds: closedAt - postedAt, requestedRate: scenario.rate ?? 0, bus: BusCounters(stats),
-            endOfStreamUnacknowledged: stats.endOfStreamUnacknowledged, stoppedBy: stoppedBy)
+            endOfStreamUnacknowledged: stats.endOfStreamUnacknowledged, stoppedBy: stoppedBy, timeline: timeline)
     }
 }

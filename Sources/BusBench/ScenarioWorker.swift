@@ -27,6 +27,9 @@ public struct ScenarioPublisherResult: Codable, Sendable, Equatable {
     public var endOfStreamUnacknowledged: UInt64
     /// Why posting stopped: `count` or `seconds`.
     public var stoppedBy: String
+    /// Notifications posted so far, sampled about every 250 ms from the first post to the last
+    /// (the time series' "published").
+    public var timeline: [PostingSample] = []
 
     /// All notifications posted.
     public var posted: UInt64 { postedPerName.reduce(0, +) }
@@ -37,6 +40,45 @@ public struct ScenarioPublisherResult: Codable, Sendable, Equatable {
     /// First to last post, ns (the publishing window).
     public var windowNanoseconds: UInt64 {
         lastPostWallNanoseconds > firstPostWallNanoseconds ? lastPostWallNanoseconds - firstPostWallNanoseconds : 0
+    }
+}
+
+/// The publisher's count at one moment.
+public struct PostingSample: Codable, Sendable, Equatable {
+    /// Wall clock, ns since the epoch (the hosts' samples use the same clock: one machine).
+    public var wallNanoseconds: UInt64
+    /// Notifications posted so far, every name.
+    public var posted: UInt64
+
+    public init(wallNanoseconds: UInt64, posted: UInt64) {
+        self.wallNanoseconds = wallNanoseconds
+        self.posted = posted
+    }
+}
+
+/// A subscriber host's counters at one moment, summed over its views (cumulative since ready),
+/// and the latency of the state updates made since the previous sample.
+public struct HostSample: Codable, Sendable, Equatable {
+    /// Wall clock, ns since the epoch.
+    public var wallNanoseconds: UInt64
+    /// Notifications handed to the views' code so far.
+    public var delivered: UInt64 = 0
+    /// Losses so far, by cause.
+    public var lostUpstream: UInt64 = 0
+    public var droppedLocalBuffer: UInt64 = 0
+    public var missedWhileHidden: UInt64 = 0
+    /// Notifications replayed on reappear so far.
+    public var replayed: UInt64 = 0
+    /// Main-actor busy time so far (runtime accounting), ns.
+    public var mainActorBusyNanoseconds: UInt64 = 0
+    /// Publish-to-state-update latency of the updates since the previous sample: how many, p50,
+    /// p99 (ns; 0 when none).
+    public var latencyCount: UInt64 = 0
+    public var latencyP50: UInt64 = 0
+    public var latencyP99: UInt64 = 0
+
+    public init(wallNanoseconds: UInt64) {
+        self.wallNanoseconds = wallNanoseconds
     }
 }
 
@@ -139,6 +181,10 @@ public struct ScenarioHostResult: Codable, Sendable {
     /// Notification frames that reached the host's socket (`BusStats.framesReceived`): with
     /// exact-name subscriptions ZeroMQ filters the other names at the publisher, so they never count here.
     public var framesReceived: UInt64 = 0
+    /// The host's counters about every 250 ms, from ready to the end of its drain.
+    public var timeline: [HostSample] = []
+    /// Wall-clock times (ns) of the churn's visibility changes (tab switch or scroll) while it ran.
+    public var visibilityChanges: [UInt64] = []
 }
 
 /// The worker processes of `nbus bench views`: the publisher and the subscriber hosts.

@@ -248,13 +248,20 @@ public struct ThroughputReport: Codable, Sendable {
         func row(_ label: String, _ value: String, _ note: String = "") {
             lines.append(Format.row(label, value, note, labelWidth: 52))
         }
-        func verdict(_ met: Bool?) -> String { met.map { $0 ? "met" : "NOT MET" } ?? "n/a" }
+        let debug = RunContext.isDebugBuild
+        func verdict(_ met: Bool?) -> String {
+            met.map { $0 ? "met" : debug ? "NOT MET (debug build: see the warning)" : "NOT MET" } ?? "n/a"
+        }
 
         let brokered = topology == .brokered
         lines.append(
             "nbus bench throughput: \(Format.count(count)) x \(size) B payload (\(frameBytes) B frame), "
                 + "\(transport.rawValue), \(brokered ? "through a broker" : "direct"), HWM \(highWaterMark), "
                 + "XPUB_NODROP; median of \(runs) run(s)")
+        if debug {
+            lines.append("")
+            lines.append("WARNING: " + RunContext.debugWarning)
+        }
         lines.append("")
         row("Across processes (publisher -> \(brokered ? "broker -> " : "")subscriber)", "msgs/s", "runs")
         row(brokered ? "  raw libzmq through zmq_proxy (C; proxy HWM 1,000,000)" : "  raw libzmq, 2 processes (C, XPUB/SUB, 1 frame)",

@@ -73,7 +73,7 @@ public enum ViewsDemo {
         handlers.step("nbus demo: \(options.scenario.summary)")
         let report = try await ViewsBenchmark.run(bench, handlers: handlers, label: "demo")
         if let path = options.htmlPath {
-            try ViewsHTMLReport.page(for: report).write(toFile: path, atomically: true, encoding: .utf8)
+            try ViewsHTMLReport.page(for: report, title: "nbus demo").write(toFile: path, atomically: true, encoding: .utf8)
             handlers.step("wrote \(path)")
         }
         output(report.table())

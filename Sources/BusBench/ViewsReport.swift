@@ -67,6 +67,12 @@ public struct ViewsStyleSummary: Codable, Sendable {
     public var identityHolds: Bool
     /// The views for which it does not, described.
     public var identityFailures: [String]
+    /// The publisher's posting loop, seconds (the denominator of the per-second figures).
+    public var publishingSeconds: Double
+    /// The run over time: one point per sampling interval (about 250 ms) after the first post.
+    public var timeline: [TimelinePoint]
+    /// What the time series says: peak backlog, when losses started, peak main-actor share.
+    public var timelineFindings: TimelineFindings
 
     /// The right-hand side of the identity, summed.
     public var accounted: UInt64 { delivered + lostUpstream + droppedLocalBuffer + missedWhileHidden + discardedAtEnd }
@@ -133,6 +139,7 @@ public struct ViewsStyleSummary: Codable, Sendable {
         let frames = host.framesReceived > 0 ? host.framesReceived : received
         cpuPerFrameNanoseconds = frames == 0 ? 0 : Double(cpuNanoseconds) / Double(frames)
         let postSeconds = Double(max(1, publisher.postNanoseconds)) / 1e9
+        publishingSeconds = postSeconds
         deliveredPerSecond = Double(delivered) / postSeconds
         windowNanoseconds = host.windowNanoseconds
         drainNanoseconds = host.drainNanoseconds
@@ -145,6 +152,26 @@ public struct ViewsStyleSummary: Codable, Sendable {
         if !host.subscriptionErrors.isEmpty { failures.append("subscriptions failed: \(host.subscriptionErrors)") }
         identityHolds = failures.isEmpty
         identityFailures = failures
+        timeline = ViewsTimeline.points(publisher: publisher, host: host, published: published)
+        timelineFindings = ViewsTimeline.findings(timeline, postingSeconds: Double(publisher.windowNanoseconds) / 1e9)
+    }
+
+    /// Notifications posted to these views per second of the publishing window.
+    public var publishedPerSecond: Double { publishingSeconds > 0 ? Double(published) / publishingSeconds : 0 }
+
+    /// Losses no design of this runtime accepts: upstream gaps and local-buffer drops (every style),
+    /// and a replay style's misses (beyond its bound).
+    public var unexpectedLosses: UInt64 {
+        lostUpstream + droppedLocalBuffer + (style == .taskReplay ? missedWhileHidden : 0)
+    }
+
+    /// Whether the style fell behind the publisher: still catching up more than 1 s after the last
+    /// post (or never done), or a latency a user would see as lag, over 250 ms at the median or 1 s
+    /// at p99 (not for replay: a replayed notification's latency includes the time its view was
+    /// hidden, by design).
+    public var fellBehind: Bool {
+        if drainIncomplete || drainNanoseconds > 1_000_000_000 { return true }
+        return style != .taskReplay && (latency.p50 > 250_000_000 || latency.p99 > 1_000_000_000)
     }
 }
 
@@ -152,18 +179,48 @@ public struct ViewsStyleSummary: Codable, Sendable {
 public struct ViewsTarget: Codable, Sendable {
     /// The target as the issue states it.
     public var requirement: String
-    /// What this run measured.
+    /// The scenario the target is defined for.
+    public var scenario: String
+    /// Whether this run is that scenario: when not, the target is not judged ("not this scenario").
+    public var applies: Bool
+    /// What this run measured (shown even when the target does not apply, for information).
     public var measured: String
-    /// Met, not met, or nil when this run cannot tell (a style missing, no churn...).
+    /// Met or not, judged only when `applies`; nil when the run cannot tell (a style missing...).
     public var met: Bool?
 
+    public init(requirement: String, scenario: String, applies: Bool, measured: String, met: Bool?) {
+        self.requirement = requirement
+        self.scenario = scenario
+        self.applies = applies
+        self.measured = measured
+        self.met = applies ? met : nil
+    }
+
     public var verdict: String {
+        guard applies else { return "not this scenario" }
         switch met {
         case true?: return "met"
         case false?: return "NOT MET"
-        case nil: return "n/a"
+        case nil: return "cannot tell"
         }
     }
+}
+
+/// The answer a run gives, in words: which style kept up, which lost what and why, what each cost.
+public struct ViewsVerdict: Codable, Sendable {
+    /// One style's verdict.
+    public struct Style: Codable, Sendable {
+        public var style: ViewStyle
+        /// Kept up with the publisher and lost nothing its design does not accept.
+        public var ok: Bool
+        /// The sentence: kept up or fell behind, losses by cause and why, the main-actor cost.
+        public var text: String
+    }
+
+    /// The answer in one or two sentences.
+    public var headline: String
+    /// Per style, in the report's order.
+    public var styles: [Style]
 }
 
 /// What `nbus bench views` measured: per style, the figures and the identity; the targets.
@@ -184,11 +241,21 @@ public struct ViewsReport: Codable, Sendable {
     public var rawRatios: [ViewsRawRatio]
     /// Accounting problems: each makes the command exit non-zero.
     public var failures: [String]
+    /// The build, machine, libzmq, commit and command line of this run.
+    public var context: RunContext
+    /// The answer, computed from the figures above.
+    public var verdict: ViewsVerdict
+    /// The publishing window (first to last post of the first publisher), seconds.
+    public var postingSeconds: Double
+    /// Visibility changes (tab switches, scrolls) of the first host, seconds since the first post.
+    public var visibilityChangeSeconds: [Double]
 
     init(
         scenario: ViewsScenario, date: Date, wallNanoseconds: UInt64,
-        results: [(ScenarioPublisherResult, ScenarioHostResult)], baselines: ViewsBaselines = .none("not run")
+        results: [(ScenarioPublisherResult, ScenarioHostResult)], baselines: ViewsBaselines = .none("not run"),
+        context: RunContext = .current()
     ) {
+        self.context = context
         self.scenario = scenario
         self.baselines = baselines
         self.date = date
@@ -221,6 +288,12 @@ public struct ViewsReport: Codable, Sendable {
         let summaries = styles
         rawRatios = baselines.raw.map { raw in summaries.map { ViewsRawRatio(style: $0, raw: raw) } } ?? []
         targets = Self.evaluateTargets(scenario: scenario, styles: summaries)
+        verdict = Self.evaluateVerdict(scenario: scenario, styles: summaries, failures: failures)
+        let first = publishers.first
+        postingSeconds = first.map { Double($0.windowNanoseconds) / 1e9 } ?? 0
+        let origin = first?.firstPostWallNanoseconds ?? 0
+        visibilityChangeSeconds = (results.first?.1.visibilityChanges ?? []).filter { $0 >= origin }
+            .map { Double($0 - origin) / 1e9 }
     }
 
     /// The summary of `style`, if it ran.
@@ -231,59 +304,65 @@ public struct ViewsReport: Codable, Sendable {
     static func evaluateTargets(scenario: ViewsScenario, styles: [ViewsStyleSummary]) -> [ViewsTarget] {
         func find(_ style: ViewStyle) -> ViewsStyleSummary? { styles.first { $0.style == style } }
         var targets: [ViewsTarget] = []
-        let ms = { (ns: UInt64) in String(format: "%.0f ms", Double(ns) / 1e6) }
+        let ms = { (ns: UInt64) in Format.duration(Double(ns)) }
 
-        // 1. Busy time.
-        let targetScenario = scenario.selectivity == 0.1 && scenario.rate == 50_000 && scenario.bodyMicroseconds == 20
-        let scenarioNote = targetScenario ? "" : " [this run is not the target's scenario: 10%, 50k msg/s, 20 us]"
+        // 1. Busy time: defined for one scenario only.
+        let busyScenario = "10% selectivity, 50,000 msg/s, 20 us of body cost"
+        let isBusyScenario = scenario.selectivity == 0.1 && scenario.rate == 50_000 && scenario.bodyMicroseconds == 20
         if let receive = find(.onReceive), let off = find(.taskOffMain) {
             let ratio = Double(off.mainActorBusyNanoseconds) / Double(max(1, receive.mainActorBusyNanoseconds))
             targets.append(
                 ViewsTarget(
-                    requirement: "off-main task main-actor busy time <= 1/8 of onReceive's (10% selectivity, 50k msg/s, 20 us)",
-                    measured: "\(ms(off.mainActorBusyNanoseconds)) vs \(ms(receive.mainActorBusyNanoseconds)): "
-                        + String(format: "1/%.1f", ratio > 0 ? 1 / ratio : .infinity) + scenarioNote,
+                    requirement: "task (off-main) main-actor busy time <= 1/8 of onReceive's", scenario: busyScenario,
+                    applies: isBusyScenario,
+                    measured: "\(ms(off.mainActorBusyNanoseconds)) against \(ms(receive.mainActorBusyNanoseconds)): "
+                        + String(format: "1/%.1f", ratio > 0 ? 1 / ratio : .infinity)
+                        + (isBusyScenario ? "" : " (this run: \(scenario.rate.map { Format.count($0) } ?? "max") msg/s, "
+                            + String(format: "%g%%", scenario.selectivity * 100) + ", \(scenario.bodyMicroseconds) us)"),
                     met: off.mainActorBusyNanoseconds * 8 <= receive.mainActorBusyNanoseconds))
         } else {
             targets.append(
                 ViewsTarget(
-                    requirement: "off-main task main-actor busy time <= 1/8 of onReceive's", measured: "needs both styles",
-                    met: nil))
+                    requirement: "task (off-main) main-actor busy time <= 1/8 of onReceive's", scenario: busyScenario,
+                    applies: isBusyScenario, measured: "needs both onReceive and task-off-main", met: nil))
         }
 
-        // 2. onReceive renders per message.
+        // 2. onReceive renders per message: any run with onReceive.
         if let receive = find(.onReceive) {
             targets.append(
                 ViewsTarget(
-                    requirement: "onReceive body evaluations == messages received",
-                    measured: "\(Format.count(Int(receive.bodyEvaluations))) bodies, \(Format.count(Int(receive.delivered))) delivered",
+                    requirement: "onReceive: one body evaluation per notification delivered", scenario: "any run with onReceive",
+                    applies: true,
+                    measured: "\(Format.count(Int(receive.bodyEvaluations))) body evaluations, \(Format.count(Int(receive.delivered))) delivered",
                     met: receive.bodyEvaluations == receive.delivered))
         }
 
-        // 3. Task renders per match.
+        // 3. Task renders per match: any run with a task style.
         let tasks = styles.filter(\.style.isTask)
         if !tasks.isEmpty {
             let measured = tasks.map {
-                "\($0.style.rawValue) \(Format.count(Int($0.bodyEvaluations))) bodies / \(Format.count(Int($0.handled))) matching"
+                "\($0.style.title): \(Format.count(Int($0.bodyEvaluations))) body evaluations, \(Format.count(Int($0.handled))) matching"
             }
             targets.append(
                 ViewsTarget(
-                    requirement: "task body evaluations == matching messages", measured: measured.joined(separator: ", "),
+                    requirement: "task styles: one body evaluation per matching notification, none for the rest",
+                    scenario: "any run with a task style", applies: true, measured: measured.joined(separator: "; "),
                     met: tasks.allSatisfy { $0.bodyEvaluations == $0.handled && $0.stateUpdates == $0.handled }))
         }
 
         // 4. Plain task with churn: losses are the messages posted while hidden, reported.
         let plain = styles.filter(\.style.isPlainTask)
+        let churnScenario = "visibility churn (tabs or a list, --churn-ms > 0) and a plain task style"
         if scenario.hasChurn, !plain.isEmpty {
             let measured = plain.map {
-                "\($0.style.rawValue): hidden \(Format.count(Int($0.missedWhileHidden))) (by time "
-                    + String(format: "%.0f", $0.expectedHiddenByTime) + "), unseen by sequence "
-                    + "\(Format.count(Int($0.unseenBySequence))), in-band gaps \(Format.count(Int($0.inBandHidden)))"
+                "\($0.style.title): missed while hidden \(Format.count(Int($0.missedWhileHidden))) (expected from the time hidden: "
+                    + String(format: "%.0f", $0.expectedHiddenByTime) + "), unseen by sequence number "
+                    + "\(Format.count(Int($0.unseenBySequence))), reported in-band \(Format.count(Int($0.inBandHidden)))"
             }
             targets.append(
                 ViewsTarget(
-                    requirement: "with churn, plain task losses == messages posted while hidden (reported, not silent)",
-                    measured: measured.joined(separator: "; "),
+                    requirement: "plain task: what it loses is what was posted while its view was hidden, each reported as a gap",
+                    scenario: churnScenario, applies: true, measured: measured.joined(separator: "; "),
                     met: plain.allSatisfy {
                         $0.missedWhileHidden > 0 && $0.inBandHidden == $0.missedWhileHidden
                             && $0.unseenBySequence == $0.missedWhileHidden + $0.lostUpstream + $0.droppedLocalBuffer
@@ -291,24 +370,131 @@ public struct ViewsReport: Codable, Sendable {
         } else {
             targets.append(
                 ViewsTarget(
-                    requirement: "with churn, plain task losses == messages posted while hidden",
-                    measured: "no churn in this run", met: nil))
+                    requirement: "plain task: what it loses is what was posted while its view was hidden, each reported as a gap",
+                    scenario: churnScenario, applies: false, measured: "no churn or no plain task style in this run", met: nil))
         }
 
-        // 5. Replay loses nothing within its bound.
+        // 5. Replay loses nothing within its bound: defined where a hidden spell stays within it.
+        let perViewWhileHidden = scenario.rate.map { rate -> Double in
+            Double(rate) / Double(max(1, scenario.names)) * Double(scenario.churnMilliseconds) / 1_000
+                * Double(max(0, scenario.pageCount - 1))
+        }
+        let withinBound = perViewWhileHidden.map { $0 <= Double(scenario.replayMax) } ?? false
+        let replayScenario = "churn, and what a view gets during one hidden spell within replay's max (\(Format.count(scenario.replayMax)))"
         if scenario.hasChurn, let replay = find(.taskReplay) {
+            let expected = perViewWhileHidden.map { String(format: "about %.0f per view per hidden spell", $0) } ?? "unpaced"
             targets.append(
                 ViewsTarget(
-                    requirement: "replay .all(max:) loses none within its bound",
-                    measured: "max \(scenario.replayMax): hidden \(replay.missedWhileHidden), replayed "
-                        + "\(Format.count(Int(replay.replayed))), unseen by sequence \(Format.count(Int(replay.unseenBySequence)))",
-                    met: replay.missedWhileHidden == 0 && replay.unseenBySequence == replay.lostUpstream + replay.droppedLocalBuffer))
+                    requirement: "task replay .all(max:): loses nothing within its bound", scenario: replayScenario,
+                    applies: withinBound,
+                    measured: "missed while hidden \(Format.count(Int(replay.missedWhileHidden))), replayed "
+                        + "\(Format.count(Int(replay.replayed))), unseen by sequence number \(Format.count(Int(replay.unseenBySequence))), "
+                        + "lost upstream \(Format.count(Int(replay.lostUpstream))) (\(expected))",
+                    met: replay.missedWhileHidden == 0 && replay.unexpectedLosses == 0))
         } else {
             targets.append(
                 ViewsTarget(
-                    requirement: "replay .all(max:) loses none within its bound", measured: "no churn or no replay style",
-                    met: nil))
+                    requirement: "task replay .all(max:): loses nothing within its bound", scenario: replayScenario,
+                    applies: false, measured: "no churn or no replay style in this run", met: nil))
         }
         return targets
+    }
+
+    // MARK: Verdict
+
+    static func evaluateVerdict(scenario: ViewsScenario, styles: [ViewsStyleSummary], failures: [String]) -> ViewsVerdict {
+        func percent(_ part: UInt64, _ whole: UInt64) -> String {
+            whole == 0 ? "0%" : String(format: "%.1f%%", Double(part) / Double(whole) * 100)
+        }
+        var verdicts: [ViewsVerdict.Style] = []
+        for s in styles {
+            var parts: [String] = []
+            let behind = s.fellBehind
+            let f = s.timelineFindings
+            if behind {
+                let seconds = s.publishedPerSecond > 0 ? f.peakBacklog / s.publishedPerSecond : 0
+                parts.append(
+                    "FELL BEHIND: "
+                        + (s.drainIncomplete
+                            ? "it had not caught up when the drain gave up"
+                            : "latency p50 \(Format.duration(Double(s.latency.p50))), p99 \(Format.duration(Double(s.latency.p99))), "
+                                + "still catching up \(Format.duration(Double(s.drainNanoseconds))) after the last post")
+                        + "; its backlog grew to \(Format.count(Int(f.peakBacklog))) notifications at "
+                        + String(format: "%.1f s", f.peakBacklogSeconds)
+                        + (seconds > 0 ? String(format: " (%.1f s of its traffic)", seconds) : ""))
+            } else {
+                parts.append(
+                    "kept up: median latency \(Format.duration(Double(s.latency.p50))), p99 \(Format.duration(Double(s.latency.p99)))")
+            }
+            parts.append("delivered \(Format.count(Int(s.delivered))) of \(Format.count(Int(s.published))) (\(percent(s.delivered, s.published)))")
+            if s.lostUpstream > 0 {
+                let when = f.firstUpstreamLossSeconds.map {
+                    String(format: ", first seen at %.1f s (a gap shows when a later notification or the end-of-stream record arrives)", $0)
+                } ?? ""
+                parts.append(
+                    "LOST \(Format.count(Int(s.lostUpstream))) UPSTREAM (\(percent(s.lostUpstream, s.published))): its socket queue "
+                        + "filled while its main actor was busy, and the publisher's high-water mark dropped the rest\(when)")
+            }
+            if s.droppedLocalBuffer > 0 {
+                parts.append("DROPPED \(Format.count(Int(s.droppedLocalBuffer))) at its local buffer (\(percent(s.droppedLocalBuffer, s.published)))")
+            }
+            if s.missedWhileHidden > 0 {
+                if s.style.isPlainTask {
+                    parts.append(
+                        "missed \(Format.count(Int(s.missedWhileHidden))) (\(percent(s.missedWhileHidden, s.published))) while its view "
+                            + "was hidden: expected, a plain task runs only while visible, and each miss was reported as a gap")
+                } else if s.style == .taskReplay {
+                    parts.append(
+                        "MISSED \(Format.count(Int(s.missedWhileHidden))) while hidden: more than replay's max "
+                            + "(\(Format.count(scenario.replayMax))) were waiting for a view when it showed again (what arrived "
+                            + "while it was hidden, plus what it had not yet taken when it was hidden)")
+                }
+            }
+            if s.replayed > 0 {
+                parts.append(
+                    "replayed \(Format.count(Int(s.replayed))) on reappear (their latency includes the time hidden, by design)")
+            }
+            if !s.identityHolds { parts.append("ACCOUNTING IDENTITY FAILS for \(s.identityFailures.count) view(s)") }
+            let perDelivered = s.delivered > 0 ? Double(s.bodyEvaluations) / Double(s.delivered) : 0
+            parts.append(
+                "cost: main actor " + String(format: "%.1f%%", s.mainActorBusyPercent) + " busy"
+                    + String(format: " (peak %.0f%% in a 250 ms interval)", f.peakMainActorBusyPercent)
+                    + ", \(Format.count(Int(s.bodyEvaluations))) body evaluations"
+                    + String(format: " (%.2f per notification delivered)", perDelivered))
+            let ok = !behind && s.unexpectedLosses == 0 && s.identityHolds
+            verdicts.append(ViewsVerdict.Style(style: s.style, ok: ok, text: "\(s.style.title): " + parts.joined(separator: "; ") + "."))
+        }
+        let keptUp = styles.filter { style in verdicts.first { $0.style == style.style }?.ok == true }
+        let flagged = styles.filter { style in verdicts.first { $0.style == style.style }?.ok == false }
+        let load = "\(scenario.rate.map { Format.count($0) + " msg/s" } ?? "max rate"), \(scenario.views) views, "
+            + String(format: "%g%% matching", scenario.selectivity * 100)
+        var headline: String
+        if let best = keptUp.min(by: { $0.mainActorBusyPercent < $1.mainActorBusyPercent }) {
+            headline = "At \(load): \(best.style.title) kept up at the lowest main-actor cost ("
+                + String(format: "%.1f%%", best.mainActorBusyPercent) + ")"
+            let others = keptUp.filter { $0.style != best.style }.map {
+                "\($0.style.title) (" + String(format: "%.1f%%", $0.mainActorBusyPercent) + ")"
+            }
+            if !others.isEmpty { headline += "; also kept up: " + others.joined(separator: ", ") }
+            headline += "."
+        } else {
+            headline = "At \(load): no style kept up."
+        }
+        for style in flagged {
+            var what: [String] = []
+            if style.fellBehind {
+                what.append(
+                    "fell behind (latency p50 \(Format.duration(Double(style.latency.p50))), p99 \(Format.duration(Double(style.latency.p99))))")
+            }
+            if style.lostUpstream + style.droppedLocalBuffer > 0 {
+                what.append("lost \(percent(style.lostUpstream + style.droppedLocalBuffer, style.published)) upstream or locally")
+            }
+            if style.style == .taskReplay && style.missedWhileHidden > 0 { what.append("missed beyond its replay bound") }
+            if !style.identityHolds { what.append("broke the accounting identity") }
+            headline += " \(style.style.title) " + what.joined(separator: " and ") + " at "
+                + String(format: "%.1f%%", style.mainActorBusyPercent) + " of the main actor."
+        }
+        if !failures.isEmpty { headline += " Accounting failures: see below." }
+        return ViewsVerdict(headline: headline, styles: verdicts)
     }
 }

@@ -74,45 +74,47 @@ extension ViewsReport {
     /// The rows of the per-style table: a label and one cell per style.
     func tableRows() -> [(String, [String])] {
         func count(_ value: UInt64) -> String { Format.count(Int(value)) }
-        func ms(_ value: UInt64) -> String { String(format: "%.0f ms", Double(value) / 1e6) }
-        func us(_ value: UInt64) -> String { Format.nanoseconds(Double(value)) }
+        func duration(_ value: UInt64) -> String { Format.duration(Double(value)) }
         var rows: [(String, [String])] = [
-            ("published (to the views)", styles.map { count($0.published) }),
-            ("  of which matching", styles.map { count($0.publishedMatching) }),
-            ("received (host's subscriptions)", styles.map { count($0.received) }),
-            ("delivered (view code ran)", styles.map { count($0.delivered) }),
-            ("handled (matched: state written)", styles.map { count($0.handled) }),
+            ("published to the views", styles.map { count($0.published) }),
+            ("  of which matching the condition", styles.map { count($0.publishedMatching) }),
+            ("received by the host's subscriptions", styles.map { count($0.received) }),
+            ("delivered: handed to the views' code", styles.map { count($0.delivered) }),
+            ("handled: matched, state written", styles.map { count($0.handled) }),
             ("state updates", styles.map { count($0.stateUpdates) }),
-            ("body evaluations", styles.map { count($0.bodyEvaluations) }),
-            ("main-actor busy (runtime)", styles.map { "\(ms($0.mainActorBusyNanoseconds)) " + String(format: "%.1f%%", $0.mainActorBusyPercent) }),
-            ("main-actor ping p50 / p99", styles.map { "\(us($0.mainActorPing.p50)) / \(us($0.mainActorPing.p99))" }),
-            ("latency p50", styles.map { us($0.latency.p50) }),
-            ("latency p99", styles.map { us($0.latency.p99) }),
-            ("latency p99.9", styles.map { us($0.latency.p999) }),
-            ("lost upstream (gap)", styles.map { count($0.lostUpstream) }),
-            ("lost local buffer", styles.map { count($0.droppedLocalBuffer) }),
-            ("lost hidden", styles.map { count($0.missedWhileHidden) }),
+            ("body evaluations (renders)", styles.map { count($0.bodyEvaluations) }),
+            ("main-actor busy: time, share of run", styles.map {
+                duration($0.mainActorBusyNanoseconds) + " " + String(format: "%.1f%%", $0.mainActorBusyPercent)
+            }),
+            ("main-actor wait for a job: p50 / p99", styles.map { "\(duration($0.mainActorPing.p50)) / \(duration($0.mainActorPing.p99))" }),
+            ("latency publish -> state: p50", styles.map { duration($0.latency.p50) }),
+            ("latency publish -> state: p99", styles.map { duration($0.latency.p99) }),
+            ("latency publish -> state: p99.9", styles.map { duration($0.latency.p999) }),
+            ("backlog: peak (not yet delivered)", styles.map { count(UInt64($0.timelineFindings.peakBacklog)) }),
+            ("lost upstream (sequence gaps)", styles.map { count($0.lostUpstream) }),
+            ("dropped at the local buffer", styles.map { count($0.droppedLocalBuffer) }),
+            ("missed while hidden", styles.map { $0.style.isTask ? count($0.missedWhileHidden) : "-" }),
             ("discarded at end", styles.map { count($0.discardedAtEnd) }),
-            ("replayed", styles.map { count($0.replayed) }),
+            ("replayed on reappear", styles.map { $0.style == .taskReplay ? count($0.replayed) : "-" }),
             ("unseen by sequence number", styles.map { count($0.unseenBySequence) }),
-            ("in-band gaps (hidden)", styles.map { $0.style.isTask ? count($0.inBandHidden) : "-" }),
-            ("delivered / s", styles.map { Format.rate($0.deliveredPerSecond) }),
-            ("CPU (host, window)", styles.map { String(format: "%.2f s", Double($0.cpuNanoseconds) / 1e9) }),
-            ("CPU per frame received (host)", styles.map { Format.nanoseconds($0.cpuPerFrameNanoseconds) }),
-            ("peak RSS (host)", styles.map { String(format: "%.1f MB", Double($0.peakResidentKiB) * 1_024 / 1e6) }),
-            ("drain", styles.map { Format.nanoseconds(Double($0.drainNanoseconds)) + ($0.drainIncomplete ? " INCOMPLETE" : "") }),
-            ("identity", styles.map { $0.identityHolds ? "HOLDS" : "FAILS" }),
+            ("gaps reported in-band (hidden)", styles.map { $0.style.isTask ? count($0.inBandHidden) : "-" }),
+            ("delivered per second", styles.map { Format.rate($0.deliveredPerSecond) }),
+            ("host CPU (user + system)", styles.map { String(format: "%.2f s", Double($0.cpuNanoseconds) / 1e9) }),
+            ("host CPU per frame received", styles.map { Format.duration($0.cpuPerFrameNanoseconds) }),
+            ("host peak RSS", styles.map { String(format: "%.1f MB", Double($0.peakResidentKiB) * 1_024 / 1e6) }),
+            ("drain: catch-up after the last post", styles.map { duration($0.drainNanoseconds) + ($0.drainIncomplete ? " INCOMPLETE" : "") }),
+            ("accounting identity", styles.map { $0.identityHolds ? "HOLDS" : "FAILS" }),
         ]
         if !rawRatios.isEmpty {
             func ratio(_ value: (ViewsRawRatio) -> Double?) -> [String] {
                 styles.map { style in ViewsRawRatio.text(rawRatios.first { $0.style == style.style }.flatMap(value)) }
             }
             rows += [
-                ("x raw libzmq: CPU per frame", ratio(\.cpuPerFrame)),
-                ("x raw libzmq: latency p50", ratio(\.latencyP50)),
-                ("x raw libzmq: latency p99", ratio(\.latencyP99)),
-                ("x raw libzmq: delivered / s", ratio(\.deliveredPerSecond)),
-                ("x raw libzmq: peak RSS", ratio(\.peakResident)),
+                ("CPU per frame, times raw libzmq's", ratio(\.cpuPerFrame)),
+                ("latency p50, times raw libzmq's", ratio(\.latencyP50)),
+                ("latency p99, times raw libzmq's", ratio(\.latencyP99)),
+                ("delivered/s, times raw libzmq's", ratio(\.deliveredPerSecond)),
+                ("peak RSS, times raw libzmq's", ratio(\.peakResident)),
             ]
         }
         return rows
@@ -126,10 +128,10 @@ extension ViewsReport {
                 "[baseline] " + RawBaselineRow.label,
                 [
                     Format.count(raw.delivered) + " of " + Format.count(raw.published), Format.rate(raw.deliveredPerSecond),
-                    raw.latency.map { Format.nanoseconds(Double($0.p50)) } ?? "-",
-                    raw.latency.map { Format.nanoseconds(Double($0.p99)) } ?? "-",
-                    raw.latency.map { Format.nanoseconds(Double($0.p999)) } ?? "-",
-                    String(format: "%.3f s", Double(raw.cpuNanoseconds) / 1e9), Format.nanoseconds(raw.cpuPerFrameNanoseconds),
+                    raw.latency.map { Format.duration(Double($0.p50)) } ?? "-",
+                    raw.latency.map { Format.duration(Double($0.p99)) } ?? "-",
+                    raw.latency.map { Format.duration(Double($0.p999)) } ?? "-",
+                    String(format: "%.3f s", Double(raw.cpuNanoseconds) / 1e9), Format.duration(raw.cpuPerFrameNanoseconds),
                     String(format: "%.1f MB", Double(raw.peakResidentKiB) * 1_024 / 1e6),
                 ]
             ))
@@ -141,7 +143,7 @@ extension ViewsReport {
                     Format.count(foundation.delivered) + " of " + Format.count(foundation.posted),
                     Format.rate(foundation.deliveredPerSecond), "-", "-", "-",
                     String(format: "%.3f s", Double(foundation.cpuNanoseconds) / 1e9),
-                    Format.nanoseconds(foundation.cpuPerNotificationNanoseconds), "-",
+                    Format.duration(foundation.cpuPerNotificationNanoseconds), "-",
                 ]
             ))
         }
@@ -167,10 +169,44 @@ extension ViewsReport {
         return parts.joined(separator: "; ")
     }
 
-    /// The report as a terminal table, then the baselines, the identity per style and the targets.
+    /// What each term of the report means, for the terminal and the page.
+    public static let glossary: [(String, String)] = [
+        ("onReceive", "an always-on handler: subscribed while its view exists, visible or not; every notification runs its action on the main actor and re-evaluates body."),
+        ("task (main)", "a for-await loop that runs while its view is visible, written in body, so it runs on the main actor; it writes state (and renders) only for matching notifications."),
+        ("task (off-main)", "the same loop in a nonisolated function declared outside body: it runs off the main actor and hops to it only to write state for a match."),
+        ("task replay .all", "the off-main loop whose subscription keeps what arrives while the view is hidden (up to max) and hands it over on reappear."),
+        ("published", "notifications the publisher posted to the names these views subscribe to."),
+        ("delivered", "handed to the views' code (an onReceive action, or one loop iteration), live or replayed."),
+        ("handled", "delivered and matching the views' condition: the code wrote state."),
+        ("backlog", "published so far minus delivered and every loss counted so far: what is still queued (sockets, buffers, the main actor's queue), or was dropped upstream and not yet seen as a gap."),
+        ("lost upstream", "sequence numbers that never arrived: dropped before this process (the publisher's high-water mark) or refused by its limits."),
+        ("dropped at the local buffer", "discarded by a subscription's bounded buffer in the host process."),
+        ("missed while hidden", "arrived while a task-style view was hidden and not kept for replay (by design for a plain task); reported to the loop as a gap."),
+        ("unseen by sequence number", "sequence numbers the views' code never saw, counted from the numbers themselves: the cross-check of the causes above."),
+        ("drain", "after the last post: how long each host took to account for every notification (catching up, replaying on reappear)."),
+        ("kept up / fell behind", "a style fell behind when it was still catching up more than 1 s after the last post, or its latency passed 250 ms at the median or 1 s at p99 (latency not judged for replay, whose replayed notifications wait while hidden by design)."),
+        ("main-actor busy", "time the main actor spent on these views' work (bodies, onReceive actions, main-actor loops), as the runtime accounts it."),
+        ("main-actor wait", "how long a job enqueued on the main actor waited to run, sampled every 20 ms: what a user's tap would wait."),
+        ("latency", "publish (the notification's wall-clock timestamp) to the state update it caused; onReceive: to the end of its action, every notification."),
+        ("accounting identity", "per view: published = delivered + lost upstream + dropped at the local buffer + missed while hidden + discarded at end."),
+    ]
+
+    /// The report as a terminal table: the verdict first, the run context, the figures, the
+    /// baselines, the identity per style, the targets and a glossary.
     public func table() -> String {
         var lines: [String] = []
         lines.append("nbus bench views: \(scenario.summary)")
+        if context.buildConfiguration == "debug" {
+            lines.append("")
+            lines.append("WARNING: " + RunContext.debugWarning)
+        }
+        lines.append("")
+        lines.append("Verdict: " + verdict.headline)
+        for style in verdict.styles {
+            lines.append("  [\(style.ok ? "ok" : "!!")] " + style.text)
+        }
+        lines.append("")
+        lines.append("Run: " + context.lines.map { "\($0.0) \($0.1)" }.joined(separator: "; "))
         for (index, publisher) in publishers.enumerated() {
             let label = publishers.count > 1 ? "publisher run \(index + 1)" : "publisher"
             lines.append(
@@ -213,11 +249,21 @@ extension ViewsReport {
             for failure in style.identityFailures.prefix(5) { lines.append("      " + failure) }
         }
         lines.append("")
-        lines.append("Targets")
+        lines.append("Targets (each judged only in the scenario it is defined for)")
         for target in targets {
             lines.append("  [\(target.verdict)] \(target.requirement)")
-            lines.append("      \(target.measured)")
+            lines.append("      defined for: \(target.scenario)")
+            lines.append("      measured: \(target.measured)")
         }
+        let flagged = verdict.styles.filter { !$0.ok }
+        if !flagged.isEmpty {
+            lines.append("")
+            lines.append("Findings of this run (not targets: the run's own overload)")
+            for style in flagged { lines.append("  " + style.text) }
+        }
+        lines.append("")
+        lines.append("Glossary")
+        for (term, meaning) in Self.glossary { lines.append("  \(term): \(meaning)") }
         if !failures.isEmpty {
             lines.append("")
             lines.append("ACCOUNTING FAILURES:")

@@ -5,6 +5,11 @@ import Synchronization
 /// hands its events straight to a `ViewFeedStateMachine` (a `BusEventSink`: no pump task in
 /// between), which serves one session per task run.
 final class ViewFeedStorage: BusEventSink {
+    /// The feed whose task run is the current task (set around each run by the host), so a state
+    /// write is credited to the consumer that made it: an `onReceive` action or another feed of the
+    /// same view writing state must not mark this feed's notification as handled.
+    @TaskLocal static var running: ObjectIdentifier?
+
     let pattern: NamePattern
     let replay: ReplayPolicy
     private let subscription = Mutex<SinkSubscription?>(nil)

@@ -349,7 +349,9 @@ private func launch(
     _ action: @escaping @isolated(any) @Sendable (ViewFeed) async -> Void, with feed: ViewFeed, priority: TaskPriority
 ) -> Task<Void, Never> {
     Task(priority: priority) {
-        await action(feed)
+        await ViewFeedStorage.$running.withValue(ObjectIdentifier(feed.storage)) {
+            await action(feed)
+        }
         feed.storage.runFinished(session: feed.session)
     }
 }

@@ -13,7 +13,9 @@ public struct ViewMetrics: Sendable {
     public var stateUpdates: UInt64 = 0
     /// Notifications handed to this view's consumers (`onReceive` actions and task feeds).
     public var messagesHandled: UInt64 = 0
-    /// Handled notifications after which the consumer changed no state.
+    /// Handled notifications after which the consumer that was handed them wrote no state: an
+    /// `onReceive` action that wrote nothing (so it counts every message when the action only
+    /// reads), or a task loop that skipped it (its filter). Another consumer's write does not count.
     public var messagesFiltered: UInt64 = 0
     /// Notifications the task feeds' subscriptions received, visible or hidden.
     public var feedReceived: UInt64 = 0

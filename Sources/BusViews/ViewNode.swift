@@ -60,8 +60,13 @@ public final class ViewNode {
         stateUpdateCount += 1
         let now = Timestamps.wallClockNanoseconds()
         var published: [UInt64] = []
-        for slot in slots {
-            if let timestamp = slot.feed?.noteStateUpdate() { published.append(timestamp) }
+        // Only the feed whose task wrote gets the credit (and the latency sample): crediting every
+        // feed of the node made `messagesFiltered` depend on how deliveries interleaved.
+        if let writer = ViewFeedStorage.running {
+            for slot in slots {
+                guard let feed = slot.feed, ObjectIdentifier(feed) == writer else { continue }
+                if let timestamp = feed.noteStateUpdate() { published.append(timestamp) }
+            }
         }
         recorder.update { metrics in
             metrics.stateUpdates += 1
@@ -96,5 +101,30 @@ final class ModifierSlot {
     var task: TaskModifier? {
         if case .task(let task) = modifier { return task }
         return nil
+    }
+}
+
+/// Reads one node's counters from any thread: for samplers that must not wait for a busy main actor.
+public struct ViewNodeReader: Sendable {
+    let recorder: ViewMetricsRecorder
+    let sources: [@Sendable () -> SubscriptionStats]
+
+    /// The node's counters now.
+    public var metrics: ViewMetrics { recorder.snapshot }
+
+    /// The counters of the subscriptions the node held when the reader was made.
+    public var subscriptionStats: [SubscriptionStats] { sources.map { $0() } }
+}
+
+extension ViewNode {
+    /// A reader of this node's counters, usable off the main actor; it sees the subscriptions the
+    /// node holds now (a later `body` that changes its modifiers is not followed).
+    public var reader: ViewNodeReader {
+        let sources: [@Sendable () -> SubscriptionStats] = slots.compactMap { slot in
+            if let token = slot.observation { return { token.stats } }
+            if let feed = slot.feed { return { feed.subscriptionStats } }
+            return nil
+        }
+        return ViewNodeReader(recorder: recorder, sources: sources)
     }
 }

@@ -174,7 +174,10 @@ struct BenchViews: AsyncParsableCommand {
             latency, losses by cause, replayed, CPU and peak RSS. Baselines first, in the same \
             invocation: raw libzmq PUB/SUB (nbus-baseline, same transport, rate and payload) and \
             Foundation NotificationCenter in-process; each style is also shown as a multiple of raw \
-            libzmq. The accounting identity (published = delivered + lost upstream + lost local \
+            libzmq. The output opens with a verdict computed from the run and the run context (a \
+            debug build is warned about); --html adds time series sampled every 250 ms per host; each \
+            target is judged only in the scenario it is defined for. The accounting identity \
+            (published = delivered + lost upstream + lost local \
             buffer + lost hidden + discarded at end) is checked per view; the command exits 2 when it \
             fails, 1 when a child fails, 130 on Ctrl-C (every child stopped first).
             """

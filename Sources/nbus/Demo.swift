@@ -11,8 +11,13 @@ struct Demo: AsyncParsableCommand {
             switch every 250 ms, 20 us of body cost) for each consumer style side by side: \
             onReceive, task on the main actor, task off it, and task with replay, after the \
             baselines (raw libzmq PUB/SUB at the same rate and payload, Foundation NotificationCenter \
-            in-process). Prints the table (with the accounting identity checked per view) and writes \
-            an HTML report. --quick instead posts a few notifications over an embedded bus and prints them.
+            in-process). Prints the verdict first (which style kept up, which fell behind or lost \
+            what and why, what each cost on the main actor, computed from the run), the run context \
+            (build configuration, with a warning for a debug build; machine, cores, libzmq version, \
+            commit, command line), the table (with the accounting identity checked per view), the \
+            targets (each judged only in its own scenario) and a glossary; writes the same as an \
+            HTML report with time series sampled every 250 ms. Exits 2 when the accounting \
+            identity fails. --quick instead posts a few notifications over an embedded bus and prints them.
             """)
 
     @Option(help: ArgumentHelp("Length of the run in seconds, baselines included.", valueName: "seconds"))

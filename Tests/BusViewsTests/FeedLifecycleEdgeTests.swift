@@ -136,13 +136,14 @@ struct FeedLifecycleEdgeTests {
         releaseOld.append(())
         await log.wait { $0.contains("old ended") }
         releaseNew.append(())
-        // Two state writes: the test's `id` (while the old run was handling A, so A counts as
-        // changing state) and the new run's `last` for E.
+        // Two state writes: the test's `id` and the new run's `last` for E. The `id` write is not
+        // the old run's, so A (which that run wrote nothing for) is filtered: a state write counts
+        // only for the consumer that made it.
         let metrics = await node.waitForMetrics(within: standardWait) { $0.stateUpdates == 2 }
-        // Neither is filtered, and each has its latency sample. Before the fix, the old run's
-        // last next() closed E out as filtered, and E's state update then found nothing to time.
-        #expect(metrics.messagesHandled == 2 && metrics.messagesFiltered == 0, "\(metrics)")
-        #expect(metrics.latency.totalCount == 2, "\(metrics)")
+        // E is not filtered and has its latency sample. Before the fix, the old run's last next()
+        // closed E out as filtered (2 filtered), and E's state update then found nothing to time.
+        #expect(metrics.messagesHandled == 2 && metrics.messagesFiltered == 1, "\(metrics)")
+        #expect(metrics.latency.totalCount == 1, "\(metrics)")
         host.unmount()
         await bus.close()
     }

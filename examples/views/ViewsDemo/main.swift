@@ -95,6 +95,10 @@ struct ViewsDemo {
         let demo = DemoView(tabs: TabsView(pattern: pattern), list: ListView(pattern: pattern))
         host.mount(demo)
         print("views-demo: \(endpoint) \(pattern), 3 tabs + 100-row list (window of 10), \(seconds) s")
+        print(
+            "  handled: notifications handed to the views' code; filtered: of those, the ones after which that code "
+                + "wrote no state (onReceive here writes nothing, so all of them; the task skips payloads without a 7); "
+                + "bodies: body evaluations; missedWhileHidden: arrived while the task's view was hidden, not replayed")
         let tabs: [ViewID] = ["onReceive", "task", "replay"]
         for second in 1...seconds {
             try await Task.sleep(for: .seconds(1))
