@@ -505,6 +505,7 @@ struct PublishService: Service {
             let grace = min(SecondsOption.duration(command.closeTimeout), Self.refusalGrace)
             refused = await command.waitForSubscribers(bus, name, count: 1, within: grace) == .refused
         }
+        logLine(.debug, "publish", "nbus publish: posted all; closing (up to \(command.closeTimeout) s)")
         let stats = await bus.close()
         if refused && stats.endOfStreamUnacknowledged == 0 {
             // Nothing reached anyone: what the wait would have reported (exit 2), not a "sent"

@@ -133,6 +133,44 @@ struct FaultToleranceTests {
         print("broker restart over \(transport): published \(published), delivered \(delivered), lost \(lost) in \(gaps.count) gap(s)")
     }
 
+    @Test("broker killed while the publisher waits at close for a stopped subscriber's acknowledgement: the publisher waits for it to come back through the new broker, and its loss is counted, not silent")
+    func brokerKilledDuringClose() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (first, frontend, backend) = try await children.startBroker()
+        let published = 3_000
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "close.>", "--connect", backend, "--format", "json"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "close.tick", "c-{n}", "--count", "\(published)", "--size", "1024", "--connect", frontend,
+             "--timeout", "30", "--close-timeout", "30", "--log-level", "debug"])
+        try #require(await subscriber.waitForStdoutLines(1), "\(subscriber.describe())")
+        // Stopped, it reads nothing: the rest waits in the broker (3 MB, more than the kernel
+        // buffers hold), and the publisher, done posting, waits for its acknowledgement.
+        subscriber.signal(SIGSTOP)
+        try #require(await publisher.waitForStderr(containing: "posted all; closing"), "\(publisher.describe())")
+        first.signal(SIGKILL)
+        _ = try #require(await first.waitForExit(), "\(first.describe())")
+        let second = try children.start("broker 2", ["broker", "--frontend", frontend, "--backend", backend])
+        #expect(await second.waitForStdoutLine(containing: "broker: frontend") != nil, "\(second.describe())")
+        subscriber.signal(SIGCONT)
+
+        // Before, the publisher saw everyone unsubscribe with the dead broker and exited at once;
+        // the subscriber never heard of what died with the broker.
+        let closed = await publisher.waitForExit(timeout: .seconds(40))
+        expectExit(closed, 0, publisher)
+        #expect(closed?.stderrText.contains("did not acknowledge") == false, "\(publisher.describe())")
+        let output = await stopSubscriber(subscriber)
+        let lines = subscriber.output.stdoutLines
+        let (delivered, lost) = expectExactAccounting(
+            notifications: parseJSONLines(lines).notifications, gaps: parseGapLines(lines), published: published,
+            at: "subscriber")
+        #expect(lost > 0, "the stopped subscriber's backlog died with the broker")
+        #expect(
+            output?.stderrText.contains("printed \(delivered); lost upstream \(lost)") == true, "\(subscriber.describe())")
+    }
+
     @Test("publisher killed with SIGKILL and replaced on the same ipc path: a new publisher id, no false gap, nothing stuck")
     func publisherCrashAndRestart() async throws {
         let children = try Children()

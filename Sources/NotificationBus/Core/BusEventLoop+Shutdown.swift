@@ -85,26 +85,42 @@ extension BusEventLoop {
     /// `XPUB_NODROP`: libzmq still drops a message for a pipe that was full a moment ago. Staying
     /// connected matters too: libzmq discards what is queued at a subscriber when its publisher
     /// disconnects. Receivers treat repeats as no-ops.
+    ///
+    /// A connection lost meanwhile (the broker died or restarted) unsubscribes every subscriber
+    /// at once, before any could acknowledge: the record they were waiting for died with the
+    /// broker. Those it was waiting for are then waited for until `deadline` too, so that when
+    /// they come back through the next connection the repeated record tells them what they lost;
+    /// otherwise their loss would be silent.
     private func sendEndOfStream(sequences: [NotificationName: UInt64], deadline: UInt64) {
         guard let publisher = sockets.publisher else { return }
         let frames = publisherSide.endOfStreamFrames(sequences: sequences, wallClock: Timestamps.wallClockNanoseconds())
         guard !frames.isEmpty else { return }
+        _ = readHandshakeFailures()
+        let expected = publisherSide.awaitingAcknowledgement
+        let disconnectionsBefore = sockets.publisherDisconnections
+        func waiting() -> Bool {
+            if !publisherSide.awaitingAcknowledgement.isEmpty { return true }
+            guard sockets.publisherDisconnections != disconnectionsBefore else { return false }
+            return !expected.subtracting(publisherSide.view.endOfStreamAcknowledged).isEmpty
+        }
         repeat {
             for frame in frames {
                 // A full pipe refuses it now; the next round re-sends.
                 do { _ = try publisher.sendIfReady(frame) } catch { record(error, "sending the end of stream") }
             }
             let resendAt = min(deadline, Timestamps.monotonicNanoseconds() + 20_000_000)
-            while !publisherSide.awaitingAcknowledgement.isEmpty, Timestamps.monotonicNanoseconds() < resendAt,
-                !contextTerminated
-            {
+            while waiting(), Timestamps.monotonicNanoseconds() < resendAt, !contextTerminated {
                 var poller = Poller()
                 poller.register(publisher)
+                for monitor in sockets.handshakeMonitors where monitor.isPublisher { poller.register(monitor.reader) }
                 do { try poller.poll(timeoutMilliseconds: Timestamps.milliseconds(until: resendAt)) } catch { record(error, "zmq_poll") }
                 _ = readSubscriptions()
+                _ = readHandshakeFailures()
             }
-        } while !publisherSide.awaitingAcknowledgement.isEmpty && Timestamps.monotonicNanoseconds() < deadline
-            && !contextTerminated
-        stats.endOfStreamUnacknowledged = UInt64(publisherSide.awaitingAcknowledgement.count)
+        } while waiting() && Timestamps.monotonicNanoseconds() < deadline && !contextTerminated
+        let unacknowledged = publisherSide.awaitingAcknowledgement.union(
+            sockets.publisherDisconnections != disconnectionsBefore
+                ? expected.subtracting(publisherSide.view.endOfStreamAcknowledged) : [])
+        stats.endOfStreamUnacknowledged = UInt64(unacknowledged.count)
     }
 }

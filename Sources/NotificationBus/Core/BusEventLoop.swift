@@ -180,7 +180,7 @@ final class BusEventLoop {
             if let publisherSignal { poller.register(fileDescriptor: publisherSignal) } else { poller.register(publisher) }
         }
         if let subscriber = sockets.subscriber, !readingPaused { poller.register(subscriber) }
-        for reader in sockets.handshakeMonitors { poller.register(reader) }
+        for monitor in sockets.handshakeMonitors { poller.register(monitor.reader) }
         do {
             try poller.poll(timeoutMilliseconds: timeout)
         } catch {

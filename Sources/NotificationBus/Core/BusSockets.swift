@@ -15,8 +15,12 @@ final class BusSockets {
     /// The subscriber is connected to this bus's own inproc publisher endpoint: the SUB socket is
     /// not connected there (posts are routed to local subscriptions directly), so nothing arrives twice.
     private(set) var loopback = false
-    /// Readers of the connecting sockets' monitors (handshake failures).
-    private(set) var handshakeMonitors: [Socket] = []
+    /// Readers of the connecting sockets' monitors (handshake failures; the publisher's also
+    /// disconnections), with whether the socket is the publisher.
+    private(set) var handshakeMonitors: [(reader: Socket, isPublisher: Bool)] = []
+    /// How many times the connecting publisher lost a connection (a broker that died or
+    /// restarted): its subscribers vanish at once then, and may come back through the next one.
+    private(set) var publisherDisconnections: UInt64 = 0
     /// The ipc and tcp endpoints this bus listens on (resolved), for the memory guard's re-bind.
     private(set) var boundEndpoints: [(socket: Socket, endpoint: String)] = []
     /// CURVE server: the thread answering ZAP requests for this bus's context.
@@ -134,7 +138,9 @@ final class BusSockets {
                 if case .connect(let endpoint) = $0 { return !endpoint.hasPrefix("inproc://") }
                 return false
             }
-            if connectsOverNetwork { try transport { () throws(ZMQError) in try monitorHandshakes(of: socket) } }
+            if connectsOverNetwork {
+                try transport { () throws(ZMQError) in try monitorHandshakes(of: socket, isPublisher: clients == .subscribers) }
+            }
             return
         }
         let binds = attachments.contains(where: \.isBind)
@@ -152,13 +158,14 @@ final class BusSockets {
                 try socket.set(.curveServerKey, try Z85.decode(client.serverPublicKey))
                 try socket.set(.curvePublicKey, try Z85.decode(client.keyPair.publicKey))
                 try socket.set(.curveSecretKey, try Z85.decode(client.keyPair.secretKey))
-                try monitorHandshakes(of: socket)
+                try monitorHandshakes(of: socket, isPublisher: clients == .subscribers)
             }
         }
     }
 
-    private func monitorHandshakes(of socket: Socket) throws(ZMQError) {
-        handshakeMonitors.append(try context.monitorReader(for: socket, events: .handshakeFailures))
+    private func monitorHandshakes(of socket: Socket, isPublisher: Bool) throws(ZMQError) {
+        let events: SocketEvents = isPublisher ? SocketEvents.handshakeFailures.union(.disconnected) : .handshakeFailures
+        handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher))
     }
 
     /// ZMTP heartbeats (`heartbeatIntervalMilliseconds`; 0 leaves them off): the peer is asked to
@@ -184,12 +191,15 @@ final class BusSockets {
         }
     }
 
-    /// Failed handshakes the monitors reported since the last call (never blocks).
+    /// Failed handshakes the monitors reported since the last call (never blocks); counts the
+    /// publisher's disconnections on the way.
     func readHandshakeFailures() throws(ZMQError) -> [HandshakeFailure] {
         var failures: [HandshakeFailure] = []
-        for reader in handshakeMonitors {
+        for (reader, isPublisher) in handshakeMonitors {
             while let frames = try reader.receiveMultipartIfReady() {
-                if let failure = SocketEvent(frames: frames)?.handshakeFailure { failures.append(failure) }
+                guard let event = SocketEvent(frames: frames) else { continue }
+                if let failure = event.handshakeFailure { failures.append(failure) }
+                if isPublisher && event.event.contains(.disconnected) { publisherDisconnections &+= 1 }
             }
         }
         return failures
@@ -232,7 +242,7 @@ final class BusSockets {
     func close() {
         publisher?.stopMonitoring()
         subscriber?.stopMonitoring()
-        for reader in handshakeMonitors { reader.close() }
+        for monitor in handshakeMonitors { monitor.reader.close() }
         handshakeMonitors.removeAll()
         publisher?.close()
         subscriber?.close()
