@@ -61,9 +61,18 @@ test: deps test-python test-swift test-conformance
 test-python:
 	$(PYTHON) -m unittest discover -s protocol/python -t protocol/python -v
 
+# The load tests (a 200,000-message burst through real processes, a subscriber stopped under a
+# 50,000/s stream) run alone after the rest: on two cores, next to 300 tests running in parallel,
+# they measured the machine instead of the bus (the burst's subscriber once printed 173,572 of
+# 200,000 within its 90 s bound).
+LOAD_TESTS ?= BrokeredLosslessTests
 test-swift:
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
-	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build
+	@status=0; \
+	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(LOAD_TESTS)' || status=1; \
+	echo "--- load tests, alone: $(LOAD_TESTS)"; \
+	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(LOAD_TESTS)' || status=1; \
+	exit $$status
 
 # Broker, publishers and subscribers on separate "hosts" (network namespaces on a bridge, TCP over
 # 10.77.0.0/24), then one link impaired with netem. Part of `swift test`; skipped unless root.

@@ -312,9 +312,10 @@ public final class Bus: Sendable {
 
     /// Returns once a server has refused this bus's connection (at once if one already has): a
     /// CURVE server's ZAP handler did not admit `configuration.curve`'s public key, or the server
-    /// uses another security mechanism (CURVE against this plaintext bus, or the reverse;
-    /// `stats.lastHandshakeFailure` says which). A refused client keeps retrying, in vain while
-    /// nothing changes on either side, so this is the moment to say so.
+    /// uses another security mechanism (CURVE against this plaintext bus, or the reverse), or five
+    /// handshakes in a row failed with none succeeding (a server of the other mechanism, or a wrong
+    /// server key, often just hangs up). A refused client keeps retrying, in vain while nothing
+    /// changes on either side, so this is the moment to say so.
     public func waitForHandshakeRefusal(timeout: Duration = .seconds(10)) async throws(BusError) {
         try await wait(.handshakeRefused, what: "a server to refuse this bus's connection", timeout: timeout)
     }

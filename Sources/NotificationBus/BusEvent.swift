@@ -130,6 +130,10 @@ public struct BusStats: Hashable, Sendable {
     public var handshakesFailed: UInt64 = 0
     /// CURVE client: why the last handshake failed, if one did.
     public var lastHandshakeFailure: HandshakeFailure?
+    /// Failed handshakes that met another security mechanism (plaintext against CURVE). Counted
+    /// apart because the same refusal often reads as a dropped connection (`EPIPE`) instead,
+    /// depending on which side's write lands first: one mismatch settles it.
+    public var handshakeMechanismMismatches: UInt64 = 0
     /// CURVE server (a bus that binds): what it did with its clients' handshakes.
     public var clientAuthentication = AuthenticationCounts()
     /// Socket calls that failed for a reason other than would-block (a subscription the SUB

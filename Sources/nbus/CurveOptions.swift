@@ -93,12 +93,23 @@ struct PublicKeyGivenAsSecret: Error, CustomStringConvertible {
 
 /// What `publish` and `subscribe` print when a CURVE server refused their key.
 func refusedKeyMessage(_ command: String, role: String, curve: CurveOptions, stats: BusStats) -> String {
-    if case .mechanismMismatch? = stats.lastHandshakeFailure {
+    if stats.handshakeMechanismMismatches > 0 {
         return curve.curveSecret == nil
             ? "nbus \(command): the server uses CURVE and refuses plaintext peers: give --curve-secret (this "
                 + "\(role)'s NAME.key) and --curve-server-key (the server's .pub); see nbus keygen"
             : "nbus \(command): the server does not use CURVE (a plaintext broker or peer?): start it with "
                 + "--curve-secret, or leave --curve-secret out here"
+    }
+    if stats.handshakesRefused == 0 {
+        // Dropped connections only (the bus gives up after a run of them): the server hung up
+        // before saying why, as a server of the other mechanism or with another key does.
+        let last = stats.lastHandshakeFailure.map { "; last: \($0)" } ?? ""
+        return curve.curveSecret == nil
+            ? "nbus \(command): the server probably uses CURVE and refuses plaintext peers: it hung up on every "
+                + "handshake (\(stats.handshakesFailed) failed\(last)); give --curve-secret (this \(role)'s NAME.key) "
+                + "and --curve-server-key (the server's .pub); see nbus keygen"
+            : "nbus \(command): the server does not use CURVE, or --curve-server-key is not its public key: it "
+                + "hung up on every handshake (\(stats.handshakesFailed) failed\(last))"
     }
     let key = curve.curveSecret.map { " (\($0))" } ?? ""
     return "nbus \(command): the server refused this \(role)'s key\(key): its .pub file must be in the broker's "
@@ -111,7 +122,7 @@ func handshakeNote(_ stats: BusStats, usingCurve: Bool = true) -> String {
     guard usingCurve else {
         // Plaintext: a failed handshake is almost always a CURVE server at the other end.
         var note = "; handshakes failed \(stats.handshakesFailed)"
-        if case .mechanismMismatch? = stats.lastHandshakeFailure {
+        if stats.handshakeMechanismMismatches > 0 {
             note += " (the server uses CURVE: give --curve-secret and --curve-server-key; see nbus keygen)"
         } else if let last = stats.lastHandshakeFailure {
             note += " (last: \(last))"
@@ -121,6 +132,7 @@ func handshakeNote(_ stats: BusStats, usingCurve: Bool = true) -> String {
     var note = "; CURVE handshakes refused \(stats.handshakesRefused), failed \(stats.handshakesFailed)"
     switch stats.lastHandshakeFailure {
     case .refused?: note += " (the server does not admit this key)"
+    case _? where stats.handshakeMechanismMismatches > 0: note += " (the server does not use CURVE)"
     case let last?: note += " (last: \(last); is --curve-server-key the server's key, and does it use CURVE?)"
     case nil: break
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import BusBench
 
@@ -10,7 +11,12 @@ enum Chromium {
 
     /// Loads `html` (written to a temp file) at `width` px, runs `script` in the page and returns
     /// the text the script put in `<pre id="nbus-check">`. Bounded by `timeout`.
-    static func evaluate(html: String, script: String, width: Int, timeout: Duration = .seconds(60)) throws -> String {
+    /// Chromium runs for seconds: it is awaited on a thread of its own (`runBlocking`).
+    static func evaluate(html: String, script: String, width: Int, timeout: Duration = .seconds(60)) async throws -> String {
+        try await runBlocking { try evaluateBlocking(html: html, script: script, width: width, timeout: timeout) }
+    }
+
+    private static func evaluateBlocking(html: String, script: String, width: Int, timeout: Duration) throws -> String {
         guard let path else { throw CheckError("chromium is not installed") }
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("nbus-render-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -129,7 +135,7 @@ extension ViewsInProcessTests {
         let expected = html.components(separatedBy: "class=\"chart\"").count - 1
         #expect(expected >= 14)
         for width in [1280, 820] {
-            let text = try Chromium.evaluate(html: html, script: Chromium.layoutCheck, width: width)
+            let text = try await Chromium.evaluate(html: html, script: Chromium.layoutCheck, width: width)
             let result = try JSONDecoder().decode(Chromium.Result.self, from: Data(text.utf8))
             #expect(result.charts.count == expected, "width \(width): \(result.charts.map(\.name))")
             for chart in result.charts {
@@ -141,13 +147,13 @@ extension ViewsInProcessTests {
         // At a laptop's width the charts sit two to a row (the grid uses the width).
         let wide = try JSONDecoder().decode(
             Chromium.Result.self,
-            from: Data(try Chromium.evaluate(html: html, script: Chromium.layoutCheck, width: 1280).utf8))
+            from: Data(try await Chromium.evaluate(html: html, script: Chromium.layoutCheck, width: 1280).utf8))
         #expect(wide.charts.allSatisfy { $0.width < 700 }, "\(wide.charts.map(\.width))")
         // The sweep page shares the charts: the same run twice, laid out as a sweep.
         let sweep = ViewsSweepReport(parameter: .selectivity, values: ["0.1", "0.5"], runs: [report, report])
         let sweepResult = try JSONDecoder().decode(
             Chromium.Result.self,
-            from: Data(try Chromium.evaluate(html: ViewsHTMLReport.page(for: sweep), script: Chromium.layoutCheck, width: 1280).utf8))
+            from: Data(try await Chromium.evaluate(html: ViewsHTMLReport.page(for: sweep), script: Chromium.layoutCheck, width: 1280).utf8))
         #expect(sweepResult.charts.count >= 9)
         #expect(sweepResult.problems.isEmpty, "sweep: \(sweepResult.problems.prefix(20).joined(separator: "\n"))")
     }
@@ -161,7 +167,7 @@ struct ReportLayoutCheckTests {
         "The layout check reports text outside a chart, overlapping labels and overflowing cells",
         .enabled(if: Chromium.path != nil, "chromium is not installed (make deps installs it, as root)"),
         .timeLimit(.minutes(1)))
-    func checkFindsProblems() throws {
+    func checkFindsProblems() async throws {
         let html = """
             <!DOCTYPE html><html><body>
             <svg xmlns="http://www.w3.org/2000/svg" class="chart" aria-label="broken" viewBox="0 0 200 100" width="200" height="100">
@@ -171,7 +177,7 @@ struct ReportLayoutCheckTests {
             <table><tr><td style="max-width:40px;overflow:hidden;white-space:nowrap">averyveryverylongcellvalue</td></tr></table>
             </body></html>
             """
-        let text = try Chromium.evaluate(html: html, script: Chromium.layoutCheck, width: 800)
+        let text = try await Chromium.evaluate(html: html, script: Chromium.layoutCheck, width: 800)
         let result = try JSONDecoder().decode(Chromium.Result.self, from: Data(text.utf8))
         #expect(result.charts.map(\.name) == ["broken"])
         #expect(result.problems.contains { $0.hasPrefix("text outside chart \"broken\"") }, "\(result.problems)")

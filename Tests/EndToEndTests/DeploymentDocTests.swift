@@ -59,7 +59,7 @@ struct DeploymentDocTests {
 
         let bash = try #require(findTool("bash"))
         let checks = "set -e -o pipefail\n" + localised(try Self.snippet("broker-checks"))
-        let result = try runTool(bash, ["-c", checks])
+        let result = try await runTool(bash, ["-c", checks])
         #expect(result.status == 0, "\(checks)\n\(result.output)")
         #expect(result.output.hasPrefix("ok\n"), "\(result.output)")
         #expect(result.output.contains("\"version\""), "\(result.output)")
@@ -68,25 +68,25 @@ struct DeploymentDocTests {
     @Test(
         "the Prometheus scrape configuration passes promtool check config",
         .enabled(if: findTool("promtool") != nil || getuid() == 0, "promtool is missing and this is not root"))
-    func prometheusConfig() throws {
+    func prometheusConfig() async throws {
         let promtool = try #require(findTool("promtool"))
         let folder = try TempFolder()
         defer { folder.remove() }
         let path = folder.path + "/prometheus.yml"
         try Self.snippet("prometheus-config").write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try runTool(promtool, ["check", "config", path])
+        let result = try await runTool(promtool, ["check", "config", path])
         #expect(result.status == 0, "\(result.output)")
     }
 
     @Test("the version and completion commands")
-    func completions() throws {
+    func completions() async throws {
         let bash = try #require(findTool("bash"))
         let folder = try TempFolder()
         defer { folder.remove() }
         let binaryFolder = try NBusBinary.url().deletingLastPathComponent().path
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
         let script = "set -e\nexport HOME='\(folder.path)' PATH='\(binaryFolder):\(path)'\n" + (try Self.snippet("completions"))
-        let result = try runTool(bash, ["-c", script])
+        let result = try await runTool(bash, ["-c", script])
         #expect(result.status == 0, "\(result.output)")
         #expect(result.output.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil, "\(result.output)")
         let completion = try String(

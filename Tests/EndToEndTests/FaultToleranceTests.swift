@@ -122,7 +122,10 @@ struct FaultToleranceTests {
         #expect(Set(notifications.map(\.publisherID)).count == 1)
         let (delivered, lost) = expectExactAccounting(
             notifications: notifications, gaps: gaps, published: published, at: "subscriber")
-        #expect(lost > 0, "a SIGKILLed broker loses what was in flight and what was posted meanwhile")
+        // A SIGKILLed broker loses what was in flight and what was posted meanwhile; on a loaded
+        // machine the publisher may post nothing during the outage (it was not scheduled), so
+        // `lost` may be 0: the exact accounting above is what must hold
+        // (the test of a broker killed during close, below, makes sure something is lost).
         #expect(
             subscriberOutput?.stderrText.contains("printed \(delivered); lost upstream \(lost), dropped locally 0") == true,
             "\(subscriber.describe())")

@@ -74,7 +74,12 @@ func findTool(_ name: String) -> URL? {
 }
 
 /// Runs `tool arguments` with `input` on stdin; returns its exit status and stdout+stderr.
-func runTool(_ tool: URL, _ arguments: [String], input: String = "") throws -> (status: Int32, output: String) {
+/// Runs on a thread of its own (`runBlocking`): it blocks until the tool exits.
+func runTool(_ tool: URL, _ arguments: [String], input: String = "") async throws -> (status: Int32, output: String) {
+    try await runBlocking { try runToolBlocking(tool, arguments, input: input) }
+}
+
+private func runToolBlocking(_ tool: URL, _ arguments: [String], input: String) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = tool
     process.arguments = arguments

@@ -71,7 +71,7 @@ struct OperationsTests {
             Issue.record("promtool is missing as root: make deps should have installed Debian's prometheus")
             return
         }
-        let check = try runTool(promtool, ["check", "metrics"], input: body)
+        let check = try await runTool(promtool, ["check", "metrics"], input: body)
         #expect(check.status == 0, "promtool check metrics: \(check.output)\n\(body)")
     }
 
@@ -207,12 +207,15 @@ struct OperationsTests {
         }
         // Read stderr up to the monitoring line, then stop reading it.
         let reader = stderr.fileHandleForReading.fileDescriptor
-        var seen = ""
-        var port: Int?
-        var byte: UInt8 = 0
-        while port == nil, read(reader, &byte, 1) == 1 {
-            seen.unicodeScalars.append(UnicodeScalar(byte))
-            if byte == UInt8(ascii: "\n") { port = monitoringPort(in: seen) }
+        let (port, seen) = try await runBlocking { () -> (Int?, String) in
+            var seen = ""
+            var port: Int?
+            var byte: UInt8 = 0
+            while port == nil, read(reader, &byte, 1) == 1 {
+                seen.unicodeScalars.append(UnicodeScalar(byte))
+                if byte == UInt8(ascii: "\n") { port = monitoringPort(in: seen) }
+            }
+            return (port, seen)
         }
         let monitoring = try #require(port, "no monitoring line: \(seen)")
         #expect(try httpGet(port: monitoring, "/healthz").status == 200)
@@ -281,7 +284,7 @@ struct OperationsTests {
         #expect(metricValue(body, "nbus_bus_lost_upstream_total") == 0, "\(body)")
         #expect(try httpGet(port: port, "/healthz").status == 200)
         if let promtool = Self.promtool {
-            let check = try runTool(promtool, ["check", "metrics"], input: body)
+            let check = try await runTool(promtool, ["check", "metrics"], input: body)
             // swift-metrics carries no HELP text: promtool's lint says so, and nothing else.
             let problems = check.output.split(separator: "\n").filter { !$0.contains("no help text") }
             #expect(problems.isEmpty, "promtool check metrics: \(check.output)")
@@ -361,7 +364,7 @@ struct OperationsTests {
         #expect(completion.stdoutText.contains("complete") && completion.stdoutText.contains("_nbus"))
         if let bash = findTool("bash") {
             // The script is valid bash.
-            let check = try runTool(bash, ["-n"], input: completion.stdoutText)
+            let check = try await runTool(bash, ["-n"], input: completion.stdoutText)
             #expect(check.status == 0, "\(check.output)")
         }
     }
@@ -369,7 +372,7 @@ struct OperationsTests {
     @Test(
         "docs/nbus-broker.service passes systemd-analyze verify",
         .enabled(if: findTool("systemd-analyze") != nil || getuid() == 0, "systemd-analyze is missing and this is not root (make deps installs Debian's systemd as root)"))
-    func systemdUnit() throws {
+    func systemdUnit() async throws {
         let analyze = try #require(findTool("systemd-analyze"))
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/nbus-broker.service")
@@ -382,7 +385,7 @@ struct OperationsTests {
         defer { folder.remove() }
         let path = folder.path + "/nbus-broker.service"
         try unit.replacingOccurrences(of: "/usr/local/bin/nbus", with: binary).write(toFile: path, atomically: true, encoding: .utf8)
-        let result = try runTool(analyze, ["verify", path])
+        let result = try await runTool(analyze, ["verify", path])
         #expect(result.status == 0, "systemd-analyze verify: \(result.output)")
         #expect(!result.output.contains("nbus-broker.service:"), "warnings about the unit: \(result.output)")
     }

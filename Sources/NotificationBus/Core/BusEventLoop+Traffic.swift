@@ -148,6 +148,7 @@ extension BusEventLoop {
         for failure in failures {
             if case .refused = failure { stats.handshakesRefused += 1 } else { stats.handshakesFailed += 1 }
             stats.lastHandshakeFailure = failure
+            if failure == .mechanismMismatch { stats.handshakeMechanismMismatches += 1 }
         }
         if !failures.isEmpty && handshakesCannotSucceed { perform(waiters.handshakesCannotSucceed()) }
         return !failures.isEmpty
@@ -177,10 +178,18 @@ extension BusEventLoop {
     }
 
     /// Whether a server refused this bus's key, or met it with another security mechanism (a
-    /// plaintext client of a CURVE server, or the reverse): retrying changes neither.
+    /// plaintext client of a CURVE server, or the reverse): retrying changes neither. A mechanism
+    /// mismatch often reads as a dropped connection (`EPIPE`: the server hung up before this side
+    /// read why), and so does a wrong server key: `handshakeFailureLimit` failures in a row, none
+    /// succeeding, settle it too (a broker restarting fails one or two at most).
     var handshakesCannotSucceed: Bool {
-        stats.handshakesRefused > 0 || stats.lastHandshakeFailure == .mechanismMismatch
+        stats.handshakesRefused > 0 || stats.handshakeMechanismMismatches > 0
+            || sockets.handshakeFailuresInARow >= Self.handshakeFailureLimit
     }
+
+    /// Failed handshakes in a row, none succeeding, after which waits give up (about 0.5 s at
+    /// libzmq's 100 ms reconnect interval).
+    static let handshakeFailureLimit = 5
 
     /// Publishes the counters for `Bus.stats` (one lock; after each round of work).
     func publishStats() {

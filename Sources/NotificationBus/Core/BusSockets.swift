@@ -21,6 +21,8 @@ final class BusSockets {
     /// How many times the connecting publisher lost a connection (a broker that died or
     /// restarted): its subscribers vanish at once then, and may come back through the next one.
     private(set) var publisherDisconnections: UInt64 = 0
+    /// Handshakes failed since the last one that succeeded (on any connecting socket).
+    private(set) var handshakeFailuresInARow = 0
     /// The ipc and tcp endpoints this bus listens on (resolved), for the memory guard's re-bind.
     private(set) var boundEndpoints: [(socket: Socket, endpoint: String)] = []
     /// CURVE server: the thread answering ZAP requests for this bus's context.
@@ -164,7 +166,9 @@ final class BusSockets {
     }
 
     private func monitorHandshakes(of socket: Socket, isPublisher: Bool) throws(ZMQError) {
-        let events: SocketEvents = isPublisher ? SocketEvents.handshakeFailures.union(.disconnected) : .handshakeFailures
+        // Successes too (one per connection): they end a run of failures.
+        var events = SocketEvents.handshakeFailures.union(.handshakeSucceeded)
+        if isPublisher { events.formUnion(.disconnected) }
         handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher))
     }
 
@@ -198,7 +202,11 @@ final class BusSockets {
         for (reader, isPublisher) in handshakeMonitors {
             while let frames = try reader.receiveMultipartIfReady() {
                 guard let event = SocketEvent(frames: frames) else { continue }
-                if let failure = event.handshakeFailure { failures.append(failure) }
+                if let failure = event.handshakeFailure {
+                    failures.append(failure)
+                    handshakeFailuresInARow += 1
+                }
+                if event.event.contains(.handshakeSucceeded) { handshakeFailuresInARow = 0 }
                 if isPublisher && event.event.contains(.disconnected) { publisherDisconnections &+= 1 }
             }
         }
