@@ -35,6 +35,10 @@ extension BusEventLoop {
             }
         }
         let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutMilliseconds) * 1_000_000
+        // Who is subscribed as the close begins, before the flush: a broker that dies while
+        // the flush waits takes them all away at once, and they are the ones to wait for.
+        _ = readHandshakeFailures()
+        let atClose = (subscribers: publisherSide.awaitingAcknowledgement, disconnections: sockets.publisherDisconnections)
         flushPending(until: deadline)
         // Then what was still in the mailbox, in order after what the loop had taken.
         if pending.unsentCount == 0 {
@@ -42,7 +46,7 @@ extension BusEventLoop {
             flushPending(until: deadline)
         }
         stats.unsent += UInt64(pending.removeAll() + queued.removeAll())
-        sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
+        sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline, atClose: atClose)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         do { try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutMilliseconds) } catch { record(error, "setting linger") }
         receiver.finishAll()
@@ -91,13 +95,18 @@ extension BusEventLoop {
     /// broker. Those it was waiting for are then waited for until `deadline` too, so that when
     /// they come back through the next connection the repeated record tells them what they lost;
     /// otherwise their loss would be silent.
-    private func sendEndOfStream(sequences: [NotificationName: UInt64], deadline: UInt64) {
+    ///
+    /// `atClose`: the subscribers and the disconnection count as the close began (before the
+    /// flush, during which the broker may have died already).
+    private func sendEndOfStream(
+        sequences: [NotificationName: UInt64], deadline: UInt64, atClose: (subscribers: Set<UInt64>, disconnections: UInt64)
+    ) {
         guard let publisher = sockets.publisher else { return }
         let frames = publisherSide.endOfStreamFrames(sequences: sequences, wallClock: Timestamps.wallClockNanoseconds())
         guard !frames.isEmpty else { return }
         _ = readHandshakeFailures()
-        let expected = publisherSide.awaitingAcknowledgement
-        let disconnectionsBefore = sockets.publisherDisconnections
+        let expected = publisherSide.awaitingAcknowledgement.union(atClose.subscribers)
+        let disconnectionsBefore = atClose.disconnections
         func waiting() -> Bool {
             if !publisherSide.awaitingAcknowledgement.isEmpty { return true }
             guard sockets.publisherDisconnections != disconnectionsBefore else { return false }
