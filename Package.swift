@@ -166,7 +166,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NotificationBusTests",
-            dependencies: ["NotificationBus", "ZeroMQ", "TestSupport"],
+            dependencies: ["NotificationBus", "ZeroMQ", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
     ]

@@ -1,3 +1,4 @@
+import Logging
 /// How one side of a bus attaches to an endpoint: listen (`bind`) or dial (`connect`).
 public enum Attachment: Hashable, Sendable, CustomStringConvertible {
     /// Listen on the endpoint (`tcp://127.0.0.1:5550`, `ipc:///tmp/x.sock`, `inproc://name`).
@@ -153,6 +154,10 @@ public struct BusConfiguration: Sendable {
 
     /// This publisher's NBP/1 id: random and non-zero unless set.
     public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)
+    /// Where the bus logs, at debug level, what it does on its own: connections made and lost
+    /// (libzmq reconnects), failed handshakes and rejected frames (repeats at most every 10 s,
+    /// with counts). nil, the default: nothing is logged.
+    public var logger: Logger?
 
     /// Whether the subscriber connects to an inproc endpoint this bus's own publisher binds: the
     /// bus then delivers its own posts to its subscriptions directly (loopback), not through ZeroMQ.

@@ -223,6 +223,7 @@ struct Publish: AsyncParsableCommand {
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             configuration.sendHighWaterMark = hwm
             configuration.closeTimeoutMilliseconds = SecondsOption.milliseconds(closeTimeout)
+            configuration.logger = CommandLog.logger("publish")  // the bus's own lines, at --log-level debug
             let bus: Bus
             do {
                 try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")

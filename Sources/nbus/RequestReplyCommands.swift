@@ -18,7 +18,12 @@ struct BrokerEndpointOptions: ParsableArguments {
         try validateEndpoint(backend, option: "--backend")
     }
 
-    var configuration: BusConfiguration { .brokered(frontend: frontend, backend: backend) }
+    /// The bus of `command`, its own lines (connections, handshakes, rejections) at --log-level debug.
+    func configuration(_ command: String) -> BusConfiguration {
+        var configuration = BusConfiguration.brokered(frontend: frontend, backend: backend)
+        configuration.logger = CommandLog.logger(command)
+        return configuration
+    }
 }
 
 struct Request: AsyncParsableCommand {
@@ -62,7 +67,7 @@ struct Request: AsyncParsableCommand {
             headerMap[String(header[..<equals])] = String(header[header.index(after: equals)...])
         }
         let bus: Bus
-        do { bus = try Bus(endpoints.configuration) } catch { throw fail("request", error, code: 2) }
+        do { bus = try Bus(endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
         let outcome: Result<NotificationBus.Notification, BusError>
         do {
             outcome = .success(
@@ -130,7 +135,7 @@ struct ReplyCommand: AsyncParsableCommand {
         do { requestPattern = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(pattern)': \(error)") }
         await TerminationSignals.install()
         let bus: Bus
-        do { bus = try Bus(endpoints.configuration) } catch { throw fail("reply", error, code: 2) }
+        do { bus = try Bus(endpoints.configuration("reply")) } catch { throw fail("reply", error, code: 2) }
         let answered = AnsweredCount(limit: count)
         let command = self.command
         // Counted once the reply is posted, so --count never closes the bus before its last reply.

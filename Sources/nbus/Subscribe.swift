@@ -112,6 +112,7 @@ struct Subscribe: AsyncParsableCommand {
             configuration.maximumPayload = maxPayload
             configuration.maximumResidentMemory = maxMemory == 0 ? nil : UInt64(maxMemory) << 20
             configuration.maximumHeaderCount = maxHeaders
+            configuration.logger = CommandLog.logger("subscribe")  // the bus's own lines, at --log-level debug
             let bus: Bus
             let streams: [BusEventSequence]
             let buffering: BufferingPolicy

@@ -53,6 +53,7 @@ extension BusEventLoop {
         perform(waiters.close())
         stats.activeSubscriptions = 0
         publishStats()
+        log.flush(now: Timestamps.monotonicNanoseconds())
         sockets.close()
         sockets.context.terminate()
         core.markClosed()

@@ -145,6 +145,11 @@ extension BusEventLoop {
             record(error, "reading handshake events")
             return false
         }
+        if log.enabled {
+            log.handshakeFailures(failures, now: Timestamps.monotonicNanoseconds())
+            for event in sockets.connectionEvents { log.connection(event) }
+        }
+        sockets.connectionEvents.removeAll()
         for failure in failures {
             if case .refused = failure { stats.handshakesRefused += 1 } else { stats.handshakesFailed += 1 }
             stats.lastHandshakeFailure = failure
@@ -203,6 +208,7 @@ extension BusEventLoop {
         stats.streamsForgotten = received.streamsForgotten
         stats.trackedStreams = receiver.trackedStreams
         stats.rejected = received.rejected
+        if log.enabled { log.rejections(received.rejected, now: Timestamps.monotonicNanoseconds()) }
         if let authentication = sockets.authentication {
             stats.clientAuthentication = authentication.counts.values.reduce(AuthenticationCounts(), +)
         }

@@ -30,6 +30,8 @@ final class BusEventLoop {
     var loopbackRouted = 0
     var readingPaused = false
     var stats = BusStats()
+    /// `configuration.logger`'s lines (debug): connections, failed handshakes, rejections.
+    var log: BusLog
     /// The XPUB's `ZMQ_FD` when posting threads may send on it while the loop sleeps.
     var publisherSignal: Int32?
     /// Set by `record(_:_:)` when the context is terminated under the loop: the loop ends.
@@ -48,6 +50,7 @@ final class BusEventLoop {
         self.configuration = configuration
         self.executor = executor
         self.sockets = sockets
+        log = BusLog(configuration.logger)
         receiver = BusReceiver(
             maximumPayload: configuration.maximumPayload, maximumHeaderCount: configuration.maximumHeaderCount,
             maximumTrackedStreams: configuration.maximumTrackedStreams)

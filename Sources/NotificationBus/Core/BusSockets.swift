@@ -23,6 +23,9 @@ final class BusSockets {
     private(set) var publisherDisconnections: UInt64 = 0
     /// Handshakes failed since the last one that succeeded (on any connecting socket).
     private(set) var handshakeFailuresInARow = 0
+    /// Connections made and lost by the connecting sockets since the loop last took them (for
+    /// `BusConfiguration.logger`); emptied by every `readHandshakeFailures()` caller that logs.
+    var connectionEvents: [ConnectionEvent] = []
     /// The ipc and tcp endpoints this bus listens on (resolved), for the memory guard's re-bind.
     private(set) var boundEndpoints: [(socket: Socket, endpoint: String)] = []
     /// CURVE server: the thread answering ZAP requests for this bus's context.
@@ -166,9 +169,9 @@ final class BusSockets {
     }
 
     private func monitorHandshakes(of socket: Socket, isPublisher: Bool) throws(ZMQError) {
-        // Successes too (one per connection): they end a run of failures.
-        var events = SocketEvents.handshakeFailures.union(.handshakeSucceeded)
-        if isPublisher { events.formUnion(.disconnected) }
+        // Successes too (one per connection): they end a run of failures. Connections made and
+        // lost: the publisher's losses matter at close, and both are logged (reconnects).
+        let events = SocketEvents.handshakeFailures.union([.handshakeSucceeded, .connected, .disconnected])
         handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher))
     }
 
@@ -208,6 +211,14 @@ final class BusSockets {
                 }
                 if event.event.contains(.handshakeSucceeded) { handshakeFailuresInARow = 0 }
                 if isPublisher && event.event.contains(.disconnected) { publisherDisconnections &+= 1 }
+                if event.event.contains(.connected) || event.event.contains(.disconnected) {
+                    // Bounded: the loop takes them after every read (a few per reconnect).
+                    if connectionEvents.count < 64 {
+                        connectionEvents.append(
+                            ConnectionEvent(
+                                endpoint: event.endpoint, connected: event.event.contains(.connected), isPublisher: isPublisher))
+                    }
+                }
             }
         }
         return failures
@@ -260,4 +271,11 @@ final class BusSockets {
         authentication?.stop()
         authentication = nil
     }
+}
+
+/// A connecting socket reached its peer, or lost it (libzmq reconnects on its own).
+struct ConnectionEvent {
+    let endpoint: String
+    let connected: Bool
+    let isPublisher: Bool
 }
