@@ -29,6 +29,9 @@ public struct PeerClientOptions: Sendable {
     /// The broker's frontend (publishers) and backend (subscribers).
     public var frontend = "tcp://127.0.0.1:15550"
     public var backend = "tcp://127.0.0.1:15551"
+    /// `BusConfiguration.idleSpinMicroseconds` of every bus the client opens: 0 (the default) is
+    /// the bus's default; ping/pong with 200 measure the documented low-latency setting.
+    public var idleSpinMicroseconds = 0
 
     public init(mode: Mode) {
         self.mode = mode
@@ -41,11 +44,21 @@ public struct PeerClientOptions: Sendable {
             throw .invalidOptions("--size must be 1...\(WireFormat.defaultMaximumPayload) (the first byte marks END and Q)")
         }
         guard warmup >= 0 else { throw .invalidOptions("--warmup must be 0 or more") }
+        guard (0...1_000_000).contains(idleSpinMicroseconds) else { throw .invalidOptions("--spin-us must be 0...1000000") }
         let subjects = subject.split(separator: ",").map(String.init)
         guard !subjects.isEmpty else { throw .invalidOptions("--subject is empty") }
         for name in subjects + [endSubject].compactMap({ $0 }) {
             do { _ = try NotificationName(name) } catch { throw .invalidOptions("--subject: invalid name '\(name)': \(error)") }
         }
+    }
+}
+
+extension PeerClientOptions {
+    /// `base` with these options' bus settings (the idle spin).
+    func configuration(_ base: BusConfiguration) -> BusConfiguration {
+        var configuration = base
+        configuration.idleSpinMicroseconds = idleSpinMicroseconds
+        return configuration
     }
 }
 
@@ -89,7 +102,7 @@ public enum PeerClient {
 
     /// Subscribes, marks ready, counts until END (a payload starting with `E`) or 3 s of silence.
     static func subscribe(_ options: PeerClientOptions) async throws -> String {
-        let bus = try Bus(BusConfiguration(subscribe: [.connect(options.backend)]))
+        let bus = try Bus(options.configuration(BusConfiguration(subscribe: [.connect(options.backend)])))
         let notifications = try bus.notifications(named: options.subject)
         try markReady(options.readyFile)
         let lastArrival = LastArrival()
@@ -141,7 +154,7 @@ public enum PeerClient {
     static func publish(_ options: PeerClientOptions) async throws -> String {
         let names = try options.subject.split(separator: ",").map { try NotificationName(String($0)) }
         let end = try options.endSubject.map { try NotificationName($0) } ?? names[0]
-        let bus = try Bus(BusConfiguration(publish: [.connect(options.frontend)]))
+        let bus = try Bus(options.configuration(BusConfiguration(publish: [.connect(options.frontend)])))
         try await bus.waitForSubscribers(count: 1, matching: end, timeout: .seconds(30))
         var payload = [UInt8](repeating: UInt8(ascii: "D"), count: options.size)
         let start = wallClockNanoseconds()
@@ -166,7 +179,7 @@ public enum PeerClient {
 
     /// Answers each `ping` with the same payload on `pong` until a payload starting with `Q`.
     static func pong(_ options: PeerClientOptions) async throws -> String {
-        let bus = try Bus(.brokered(frontend: options.frontend, backend: options.backend))
+        let bus = try Bus(options.configuration(.brokered(frontend: options.frontend, backend: options.backend)))
         let pings = try bus.notifications(named: "ping")
         let pongName = try NotificationName("pong")
         try markReady(options.readyFile)
@@ -187,7 +200,7 @@ public enum PeerClient {
     /// Measures round trips to a ponger: `warmup` unmeasured, then `count`; percentiles by
     /// nearest rank, in microseconds.
     static func ping(_ options: PeerClientOptions) async throws -> String {
-        let bus = try Bus(.brokered(frontend: options.frontend, backend: options.backend))
+        let bus = try Bus(options.configuration(.brokered(frontend: options.frontend, backend: options.backend)))
         let pongs = try bus.notifications(named: "pong")
         let pingName = try NotificationName("ping")
         // Both directions live: the ponger's subscription reached this publisher, and this

@@ -48,6 +48,11 @@ struct BenchPeerClient: AsyncParsableCommand {
     @Option(help: "The broker's backend (subscribers).")
     var backend = "tcp://127.0.0.1:15551"
 
+    @Option(
+        name: .customLong("spin-us"),
+        help: "BusConfiguration.idleSpinMicroseconds of the client's bus: 0, the default, is the bus's default; 200 is the documented low-latency setting.")
+    var spinMicroseconds = 0
+
     var options: PeerClientOptions {
         var options = PeerClientOptions(mode: mode)
         options.subject = subject
@@ -59,6 +64,7 @@ struct BenchPeerClient: AsyncParsableCommand {
         options.dumpFile = dump
         options.frontend = frontend
         options.backend = backend
+        options.idleSpinMicroseconds = spinMicroseconds
         return options
     }
 
