@@ -106,3 +106,33 @@ struct BusLoggingTests {
         raw.close()
     }
 }
+
+@Suite("A Broker's lifetime", .timeLimit(.minutes(1)))
+struct BrokerLifetimeTests {
+    @Test("A Broker dropped without stop() stops: its connected subscriber sees the connection go")
+    func droppedBrokerStops() async throws {
+        let (logger, lines) = KeptLines.logger()
+        var broker: Broker? = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        let backend = try #require(broker?.backendEndpoint)
+        var configuration = BusConfiguration(subscribe: [.connect(backend)])
+        configuration.logger = logger
+        let subscriber = try Bus(configuration)
+        _ = try subscriber.events(named: try NamePattern("x.>"))
+        #expect(await lines.wait { $0.contains { $0.message == "bus connected" } })
+        #expect(broker != nil)
+        broker = nil  // no stop(): deinit asks the forwarding thread to end, and it closes the sockets
+        #expect(await lines.wait { $0.contains { $0.message == "bus lost a connection; libzmq reconnects" } })
+        await subscriber.close()
+    }
+
+    @Test("Opening a Broker on an endpoint in use fails at once with the endpoint named, leaving nothing running")
+    func openingFailsCleanly() async throws {
+        let first = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        #expect {
+            _ = try Broker(frontend: first.frontendEndpoint, backend: "tcp://127.0.0.1:*")
+        } throws: { error in
+            "\(error)".contains("Address already in use") && "\(error)".contains(first.frontendEndpoint)
+        }
+        await first.stop()
+    }
+}

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import Logging
 import Synchronization
 import ZeroMQ
@@ -184,92 +183,102 @@ public final class Broker: Sendable {
                 })
         }
         self.authentication = authentication
-        let started = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<(String, String), BusError>?>(nil)
+        // Sockets made, bound and monitored here, on the caller's thread (quick, non-blocking
+        // calls), then handed whole to the forwarding thread: opening a broker never waits for
+        // another thread, so it never blocks a cooperative one (ZAPHandler does the same).
+        var sides: [Socket] = []
+        var monitorReaders: [Socket] = []
+        func closeAll() {
+            // Monitors stop before their reader does, and the sides close before the handler:
+            // libzmq would block on a reader-less monitor, and admit anyone without a handler.
+            for side in sides {
+                side.stopMonitoring()
+                side.close()
+            }
+            for reader in monitorReaders { reader.close() }
+            authentication?.stop()
+        }
+        let forwarder: BrokerForwarder
+        let endpoints: (String, String)
+        do throws(ZMQError) {
+            let xsub = try context.socket(.xsub)
+            sides.append(xsub)
+            try xsub.set(.linger, 0)
+            try xsub.set(.receiveHighWaterMark, highWaterMark)
+            // What the XSUB sends is subscriptions: to a publisher that (re)connects it replays
+            // every one it holds at once, and libzmq drops those beyond the send mark without
+            // a word, so a publisher would filter away subscribers it never heard of. Unbounded:
+            // they are bounded by the subscriptions the backend accepted.
+            try xsub.set(.sendHighWaterMark, 0)
+            // No publisher can make the broker hold a frame of any size (NBP-1 §6).
+            try xsub.set(.maximumMessageSize, maximumFrameSize)
+            try Self.setHeartbeats(xsub, heartbeatMilliseconds)
+            if let security, let authentication {
+                try authentication.guardSocket(
+                    xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
+            }
+            try xsub.bind(frontend)
+            // Before connecting upstream: the last endpoint is then the bound one.
+            let boundFrontend = (try? xsub.lastEndpoint()) ?? frontend
+            for endpoint in upstream { try xsub.connect(endpoint) }
+            let xpub = try context.socket(.xpub)
+            sides.append(xpub)
+            try xpub.set(.linger, 0)
+            try xpub.set(.sendHighWaterMark, highWaterMark)
+            try xpub.set(.receiveHighWaterMark, highWaterMark)
+            // What arrives on the backend is subscription messages. libzmq's subscription trie
+            // recurses once per byte when a subscription is removed, so one of some hundred
+            // kilobytes overflows the proxy thread's stack when its subscriber leaves: a peer
+            // that sends a larger one is disconnected before it is read.
+            try xpub.set(.maximumMessageSize, Int64(maximumSubscriptionSize))
+            try Self.setHeartbeats(xpub, heartbeatMilliseconds)
+            if let security, let authentication {
+                try authentication.guardSocket(
+                    xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
+            }
+            try xpub.bind(backend)
+            endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
+            connections.setListening([endpoints.0, endpoints.1])
+            if security == nil {
+                // Without CURVE nobody monitors the sides yet: the forwarder reads their
+                // connection events itself (the reader connects first: libzmq blocks on a
+                // monitor without one, so it also has no receive limit).
+                for side in [xsub, xpub] {
+                    monitorReaders.append(try context.monitorReader(for: side, events: ConnectionTracker.events))
+                }
+            }
+            forwarder = try BrokerForwarder(
+                frontend: xsub, backend: xpub, shared: shared, patienceNanoseconds: patience,
+                memoryLimit: memoryLimit, boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)],
+                forwardableSubscriptionSize: maximumSubscriptionSize - 64, monitorReaders: monitorReaders,
+                connections: connections, onEvent: onEvent)
+        } catch {
+            closeAll()  // the context ends with its last reference, here
+            throw .transport(error)
+        }
 
-        // The thread holds the context, the shared state and the handler, never `self`: a broker
-        // that is dropped stops it (deinit asks) and the thread lets go of the rest when it ends.
-        let proxyThread = try spawnThread(named: "nbus-proxy") { [context] in
-            var sides: [Socket] = []
-            var monitorReaders: [Socket] = []
-            defer {
-                // Monitors stop before their reader does, and the sides close before the handler:
-                // libzmq would block on a reader-less monitor, and admit anyone without a handler.
+        // The thread holds the context, the sockets, the shared state and the handler, never
+        // `self`: a broker that is dropped stops it (deinit asks) and the thread lets go of the
+        // rest when it ends.
+        let handoff = ThreadHandoff(value: (forwarder, sides, monitorReaders))
+        let proxyThread: pthread_t
+        do {
+            proxyThread = try spawnThread(named: "nbus-proxy") { [context] in
+                let (forwarder, sides, monitorReaders) = handoff.value
+                forwarder.run()
                 for side in sides {
                     side.stopMonitoring()
                     side.close()
                 }
                 for reader in monitorReaders { reader.close() }
                 authentication?.stop()
+                // The context lives until its sockets are closed, and ends with the thread.
+                withExtendedLifetime(context) {}
                 shared.markStopped()
             }
-            let forwarder: BrokerForwarder
-            do throws(ZMQError) {
-                let xsub = try context.socket(.xsub)
-                sides.append(xsub)
-                try xsub.set(.linger, 0)
-                try xsub.set(.receiveHighWaterMark, highWaterMark)
-                // What the XSUB sends is subscriptions: to a publisher that (re)connects it replays
-                // every one it holds at once, and libzmq drops those beyond the send mark without
-                // a word, so a publisher would filter away subscribers it never heard of. Unbounded:
-                // they are bounded by the subscriptions the backend accepted.
-                try xsub.set(.sendHighWaterMark, 0)
-                // No publisher can make the broker hold a frame of any size (NBP-1 §6).
-                try xsub.set(.maximumMessageSize, maximumFrameSize)
-                try Self.setHeartbeats(xsub, heartbeatMilliseconds)
-                if let security, let authentication {
-                    try authentication.guardSocket(
-                        xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
-                }
-                try xsub.bind(frontend)
-                // Before connecting upstream: the last endpoint is then the bound one.
-                let boundFrontend = (try? xsub.lastEndpoint()) ?? frontend
-                for endpoint in upstream { try xsub.connect(endpoint) }
-                let xpub = try context.socket(.xpub)
-                sides.append(xpub)
-                try xpub.set(.linger, 0)
-                try xpub.set(.sendHighWaterMark, highWaterMark)
-                try xpub.set(.receiveHighWaterMark, highWaterMark)
-                // What arrives on the backend is subscription messages. libzmq's subscription trie
-                // recurses once per byte when a subscription is removed, so one of some hundred
-                // kilobytes overflows the proxy thread's stack when its subscriber leaves: a peer
-                // that sends a larger one is disconnected before it is read.
-                try xpub.set(.maximumMessageSize, Int64(maximumSubscriptionSize))
-                try Self.setHeartbeats(xpub, heartbeatMilliseconds)
-                if let security, let authentication {
-                    try authentication.guardSocket(
-                        xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
-                }
-                try xpub.bind(backend)
-                let endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
-                connections.setListening([endpoints.0, endpoints.1])
-                if security == nil {
-                    // Without CURVE nobody monitors the sides yet: the forwarder reads their
-                    // connection events itself (the reader connects first: libzmq blocks on a
-                    // monitor without one, so it also has no receive limit).
-                    for side in [xsub, xpub] {
-                        monitorReaders.append(try context.monitorReader(for: side, events: ConnectionTracker.events))
-                    }
-                }
-                forwarder = try BrokerForwarder(
-                    frontend: xsub, backend: xpub, shared: shared, patienceNanoseconds: patience,
-                    memoryLimit: memoryLimit, boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)],
-                    forwardableSubscriptionSize: maximumSubscriptionSize - 64, monitorReaders: monitorReaders,
-                    connections: connections, onEvent: onEvent)
-                outcome.withLock { $0 = .success(endpoints) }
-                started.signal()
-            } catch {
-                outcome.withLock { $0 = .failure(.transport(error)) }
-                started.signal()
-                return
-            }
-            forwarder.run()
-        }
-        started.wait()
-        guard case .success(let endpoints)? = outcome.withLock({ $0 }) else {
-            pthread_join(proxyThread, nil)
-            if case .failure(let error)? = outcome.withLock({ $0 }) { throw error }
-            throw .system("the broker did not start")
+        } catch {
+            closeAll()
+            throw error
         }
         frontendEndpoint = endpoints.0
         backendEndpoint = endpoints.1
