@@ -141,7 +141,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BusViewsTests",
-            dependencies: ["BusViews", "NotificationBus", "TestSupport"],
+            dependencies: ["BusViews", "NotificationBus", "ZeroMQ", "TestSupport"],
             swiftSettings: strictSettings
         ),
         // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.

@@ -181,7 +181,7 @@ public enum PeerClient {
     static func pong(_ options: PeerClientOptions) async throws -> String {
         let bus = try Bus(options.configuration(.brokered(frontend: options.frontend, backend: options.backend)))
         let pings = try bus.notifications(named: "ping")
-        let pongName = try NotificationName("pong")
+        let pongName = NotificationName("pong")
         try markReady(options.readyFile)
         // On the bus's own thread: a ping is answered in the round that read it, no hand-off.
         let answered = try await Task(executorPreference: bus.executor) {
@@ -202,7 +202,7 @@ public enum PeerClient {
     static func ping(_ options: PeerClientOptions) async throws -> String {
         let bus = try Bus(options.configuration(.brokered(frontend: options.frontend, backend: options.backend)))
         let pongs = try bus.notifications(named: "pong")
-        let pingName = try NotificationName("ping")
+        let pingName = NotificationName("ping")
         // Both directions live: the ponger's subscription reached this publisher, and this
         // subscription reached the ponger's publisher (which echoes the readiness token).
         try await bus.waitForSubscribers(count: 1, matching: pingName, timeout: .seconds(30))

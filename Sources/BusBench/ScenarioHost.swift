@@ -39,12 +39,12 @@ final class ViewProbe: Sendable {
 
     /// The view's state was updated because of `notification` (onReceive: its action ran): one
     /// publish-to-state-update sample for the time series, timed like the runtime's own histogram.
-    func stateUpdated(by notification: NotificationBus.Notification) {
+    func stateUpdated(by notification: BusNotification) {
         interval?.record(publishedAt: notification.timestamp)
     }
 
     /// Counts a notification handed to the view's code; returns whether it passes the condition.
-    func note(_ notification: NotificationBus.Notification) -> Bool {
+    func note(_ notification: BusNotification) -> Bool {
         let matched = notification.payload.first == 1
         let sequence = notification.sequence
         let slot = slots.isEmpty ? 0 : slots[notification.name]

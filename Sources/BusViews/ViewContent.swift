@@ -53,7 +53,7 @@ public struct ViewContent {
     /// actor and then re-evaluates `body`, whether or not the action changed any state.
     public func onReceive(
         _ pattern: NamePattern, buffering: BufferingPolicy = .default,
-        perform action: @escaping @MainActor (Notification) -> Void
+        perform action: @escaping @MainActor (BusNotification) -> Void
     ) -> ViewContent {
         adding(.onReceive(pattern, buffering, action))
     }

@@ -49,7 +49,7 @@ public struct ViewFeed: AsyncSequence, Sendable {
 
 /// A `ViewFeed` that yields only notifications; gaps are skipped but stay counted.
 public struct ViewFeedNotifications: AsyncSequence, Sendable {
-    public typealias Element = Notification
+    public typealias Element = BusNotification
     public typealias Failure = Never
     let feed: ViewFeed
 
@@ -61,7 +61,7 @@ public struct ViewFeedNotifications: AsyncSequence, Sendable {
         var events: ViewFeed.AsyncIterator
 
         /// The next notification, skipping gaps.
-        public mutating func next(isolation actor: isolated (any Actor)?) async -> Notification? {
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> BusNotification? {
             while let event = await events.next(isolation: actor) {
                 if case .notification(let notification) = event { return notification }
             }
@@ -69,7 +69,7 @@ public struct ViewFeedNotifications: AsyncSequence, Sendable {
         }
 
         /// The next notification (callers without an isolation count as off the main actor).
-        public mutating func next() async -> Notification? {
+        public mutating func next() async -> BusNotification? {
             await next(isolation: nil)
         }
     }

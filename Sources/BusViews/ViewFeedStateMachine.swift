@@ -65,7 +65,7 @@ struct ViewFeedStateMachine {
     private var producerWaiting = false
     private var sourceEnded = false
     /// Notifications kept while hidden (one per name for `.latest`, up to max for `.all`).
-    private var kept: [Notification] = []
+    private var kept: [BusNotification] = []
     /// Misses since the view was last shown, reported as one gap on reappear.
     private var missedSinceShown: UInt64 = 0
     /// Upstream losses reported while hidden, reported as one gap on reappear.
@@ -273,7 +273,7 @@ struct ViewFeedStateMachine {
     }
 
     /// Keeps `notification` per the replay policy; returns how many notifications were missed by it.
-    private mutating func keep(_ notification: Notification) -> UInt64 {
+    private mutating func keep(_ notification: BusNotification) -> UInt64 {
         switch replay {
         case .none:
             missedSinceShown += 1

@@ -199,7 +199,7 @@ public final class ViewHost {
     }
 
     /// `onReceive`: the action runs, then `body` is re-evaluated, state change or not.
-    private func deliver(_ notification: Notification, through slot: ModifierSlot, to node: ViewNode) {
+    private func deliver(_ notification: BusNotification, through slot: ModifierSlot, to node: ViewNode) {
         guard node.exists, case .onReceive(_, _, let action) = slot.modifier else { return }
         batch {
             let updatesBefore = node.stateUpdateCount

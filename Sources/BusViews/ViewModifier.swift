@@ -4,7 +4,7 @@ import NotificationBus
 enum ViewModifier {
     case onAppear(@MainActor () -> Void)
     case onDisappear(@MainActor () -> Void)
-    case onReceive(NamePattern, BufferingPolicy, @MainActor (Notification) -> Void)
+    case onReceive(NamePattern, BufferingPolicy, @MainActor (BusNotification) -> Void)
     case task(TaskModifier)
 
     /// Whether `other` at the same position keeps this slot's subscription (same kind and source).

@@ -125,12 +125,12 @@ public enum EnvelopeCodec {
     // MARK: Encoding
 
     /// The exact encoded size of `notification`, after checking its headers against the limits.
-    public static func encodedSize(of notification: Notification) throws(EncodeError) -> Int {
+    public static func encodedSize(of notification: BusNotification) throws(EncodeError) -> Int {
         try encodedSize(name: notification.name, headers: notification.headers, payloadCount: notification.payload.count)
     }
 
     /// Encodes `notification` into a new array of exactly the right size (one allocation).
-    public static func encode(_ notification: Notification) throws(EncodeError) -> [UInt8] {
+    public static func encode(_ notification: BusNotification) throws(EncodeError) -> [UInt8] {
         let size = try encodedSize(of: notification)
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             initialized = write(notification, into: UnsafeMutableRawBufferPointer(buffer))
@@ -138,7 +138,7 @@ public enum EnvelopeCodec {
     }
 
     /// Appends the encoding of `notification` to `buffer`, reusing its capacity (no allocation once warm).
-    public static func encode(_ notification: Notification, appendingTo buffer: inout [UInt8]) throws(EncodeError) {
+    public static func encode(_ notification: BusNotification, appendingTo buffer: inout [UInt8]) throws(EncodeError) {
         let size = try encodedSize(of: notification)
         let start = buffer.count
         buffer.append(contentsOf: repeatElement(0, count: size))
@@ -165,21 +165,21 @@ public enum EnvelopeCodec {
     }
 
     /// Writes a notification whose size `encodedSize(of:)` checked into `out`; returns the bytes written.
-    package static func write(_ notification: Notification, into out: UnsafeMutableRawBufferPointer) -> Int {
+    package static func write(_ notification: BusNotification, into out: UnsafeMutableRawBufferPointer) -> Int {
         write(
             name: notification.name, flags: notification.flags, contentType: notification.contentType,
             headers: notification.headers, payload: notification.payload, sequence: notification.sequence,
             publisherID: notification.publisherID, timestamp: notification.timestamp, into: out)
     }
 
-    /// The bytes `write` needs for these parts (`encodedSize(of:)` without a `Notification`).
+    /// The bytes `write` needs for these parts (`encodedSize(of:)` without a `BusNotification`).
     package static func encodedSize(
         name: NotificationName, headers: NotificationHeaders, payloadCount: Int
     ) throws(EncodeError) -> Int {
         name.rawValue.utf8.count + 1 + WireFormat.fixedHeaderSize + (try headersLength(headers)) + payloadCount
     }
 
-    /// Writes one notification from its parts (`post` needs no `Notification` value, and so no
+    /// Writes one notification from its parts (`post` needs no `BusNotification` value, and so no
     /// retains of its fields); `out` must hold exactly `encodedSize(name:headers:payloadCount:)`.
     package static func write(
         name: NotificationName, flags: UInt8, contentType: ContentType, headers: NotificationHeaders,
@@ -250,7 +250,7 @@ public enum EnvelopeCodec {
     public static func decode(
         frames: [[UInt8]], maximumPayload: Int = WireFormat.defaultMaximumPayload,
         maximumHeaderCount: Int = WireFormat.maximumHeaderCount
-    ) throws(RejectionReason) -> Notification {
+    ) throws(RejectionReason) -> BusNotification {
         guard frames.count == 1 else { throw .wrongFrameCount }
         return try decode(frame: frames[0], maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
     }
@@ -259,7 +259,7 @@ public enum EnvelopeCodec {
     public static func decode(
         frame: [UInt8], maximumPayload: Int = WireFormat.defaultMaximumPayload,
         maximumHeaderCount: Int = WireFormat.maximumHeaderCount
-    ) throws(RejectionReason) -> Notification {
+    ) throws(RejectionReason) -> BusNotification {
         let result = frame.withUnsafeBytes { bytes in
             Result { () throws(RejectionReason) in
                 try decode(bytes, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
@@ -290,7 +290,7 @@ public enum EnvelopeCodec {
     public static func decode(
         _ frame: UnsafeRawBufferPointer, maximumPayload: Int = WireFormat.defaultMaximumPayload,
         maximumHeaderCount: Int = WireFormat.maximumHeaderCount
-    ) throws(RejectionReason) -> Notification {
+    ) throws(RejectionReason) -> BusNotification {
         try decode(
             frame, validatedNameLength: try nameLength(in: frame), name: nil, maximumPayload: maximumPayload,
             maximumHeaderCount: maximumHeaderCount)
@@ -301,7 +301,7 @@ public enum EnvelopeCodec {
     package static func decode(
         _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
         maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount
-    ) throws(RejectionReason) -> Notification {
+    ) throws(RejectionReason) -> BusNotification {
         let headerStart = nameCount + 1
         let afterNul = frame.count - headerStart
         guard afterNul >= 1 else { throw .truncatedHeader }
@@ -336,7 +336,7 @@ public enum EnvelopeCodec {
 
         let name = knownName ?? NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
         let payload = payloadCount == 0 ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[mapEnd...]))
-        return Notification(
+        return BusNotification(
             name: name, payload: payload, headers: headers, contentType: ContentType(rawValue: contentType),
             sequence: u64(Offset.sequence), publisherID: u64(Offset.publisherID), timestamp: u64(Offset.timestamp),
             flags: flags)

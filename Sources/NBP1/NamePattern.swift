@@ -110,3 +110,16 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
         return position == count
     }
 }
+
+extension NamePattern: ExpressibleByStringLiteral {
+    /// A pattern written in the source: `let feed: NamePattern = "feed.>"`. An invalid literal
+    /// is a programmer error: it traps where it is evaluated, naming the reason. Patterns from
+    /// input go through the throwing `init(_:)`.
+    public init(stringLiteral value: StaticString) {
+        do {
+            try self.init(value.description)
+        } catch {
+            preconditionFailure("invalid NamePattern literal \"\(value)\": \(error)")
+        }
+    }
+}

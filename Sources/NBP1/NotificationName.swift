@@ -126,3 +126,17 @@ package enum NameGrammar {
         return nil
     }
 }
+
+extension NotificationName: ExpressibleByStringLiteral {
+    /// A name written in the source: `static let created: NotificationName = "orders.created"`.
+    /// An invalid literal is a programmer error: it traps where it is evaluated, naming the
+    /// reason (Swift checks no literal's contents at compile time without a macro). Names from
+    /// input go through the throwing `init(_:)`.
+    public init(stringLiteral value: StaticString) {
+        do {
+            try self.init(value.description)
+        } catch {
+            preconditionFailure("invalid NotificationName literal \"\(value)\": \(error)")
+        }
+    }
+}

@@ -23,7 +23,7 @@ public enum RequestReply {
 
     /// Where `request`'s reply goes: its `reply-to` header as a name, or nil when it has none or
     /// the header is not a valid notification name (such a request cannot be answered).
-    public static func replyName(of request: Notification) -> NotificationName? {
+    public static func replyName(of request: BusNotification) -> NotificationName? {
         guard let text = request.headers[replyToHeader] else { return nil }
         return try? NotificationName(text)
     }

@@ -233,7 +233,7 @@ public final class Bus: Sendable {
     /// (`{ @MainActor n in ... }` runs on the main actor), until the token is cancelled or dropped.
     public func addObserver(
         forName pattern: NamePattern, buffering: BufferingPolicy = .default,
-        using block: @escaping @isolated(any) @Sendable (Notification) async -> Void
+        using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
     ) throws(BusError) -> ObservationToken {
         let sequence = try notifications(named: pattern, buffering: buffering)
         let task = Task {
@@ -245,7 +245,7 @@ public final class Bus: Sendable {
     /// `addObserver(forName:)` with the pattern as text.
     public func addObserver(
         forName pattern: String, buffering: BufferingPolicy = .default,
-        using block: @escaping @isolated(any) @Sendable (Notification) async -> Void
+        using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
     ) throws(BusError) -> ObservationToken {
         try addObserver(forName: try validPattern(pattern), buffering: buffering, using: block)
     }

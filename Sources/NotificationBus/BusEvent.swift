@@ -50,7 +50,7 @@ public struct Gap: Hashable, Sendable, CustomStringConvertible {
 /// One element of `Bus.events(named:)`: a notification, or a gap where notifications were lost.
 public enum BusEvent: Hashable, Sendable {
     /// A delivered notification.
-    case notification(Notification)
+    case notification(BusNotification)
     /// Notifications lost at this point of the stream.
     case gap(Gap)
 }

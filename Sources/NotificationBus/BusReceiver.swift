@@ -17,7 +17,7 @@ struct SubscriptionBatch {
 
     var isEmpty: Bool { events.isEmpty && filteredOut == 0 }
 
-    mutating func append(notification: consuming Notification) {
+    mutating func append(notification: consuming BusNotification) {
         events.append(.notification(notification))
         notifications += 1
     }
@@ -234,7 +234,7 @@ struct BusReceiver {
             counters.unmatched += 1
             return false
         }
-        let notification: Notification
+        let notification: BusNotification
         do {
             notification = try EnvelopeCodec.decode(
                 frame, validatedNameLength: nameLength, name: knownName, maximumPayload: maximumPayload,
@@ -289,7 +289,7 @@ struct BusReceiver {
     /// A publisher closed: every stream of it whose last sequence is beyond what arrived here
     /// lost its tail. Reports those gaps to the matching subscriptions and forgets the streams.
     private mutating func handleEndOfStream(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> Bool {
-        let notification: Notification
+        let notification: BusNotification
         do {
             notification = try EnvelopeCodec.decode(frame, validatedNameLength: nameLength, name: nil, maximumPayload: Int.max)
         } catch {

@@ -38,7 +38,7 @@ extension Bus {
     public func request(
         _ name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified, timeout: Duration = .seconds(5)
-    ) async throws(BusError) -> Notification {
+    ) async throws(BusError) -> BusNotification {
         guard !configuration.publish.isEmpty else { throw .notAPublisher }
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
         let clock = ContinuousClock()
@@ -58,7 +58,7 @@ extension Bus {
         try await post(name: name, payload: payload, headers: requestHeaders, contentType: contentType)
 
         enum Outcome: Sendable {
-            case reply(Notification)
+            case reply(BusNotification)
             /// The reply subscription ended without a reply: the bus closed (or the task was cancelled).
             case ended
             case timedOut
@@ -93,7 +93,7 @@ extension Bus {
     /// cancelled or dropped.
     public func respond(
         to pattern: NamePattern, buffering: BufferingPolicy = .default,
-        using handler: @escaping @Sendable (Notification) async -> Reply
+        using handler: @escaping @Sendable (BusNotification) async -> Reply
     ) throws(BusError) -> ObservationToken {
         try addObserver(forName: pattern, buffering: buffering) { [weak self] request in
             guard RequestReply.replyName(of: request) != nil else { return }
@@ -106,7 +106,7 @@ extension Bus {
 
     /// Posts `reply` to `request`'s `reply-to` name, with its `status` header set. Throws
     /// `.notARequest` when the request has no valid `reply-to` header, or what `post` throws.
-    public func reply(to request: Notification, with reply: Reply) async throws(BusError) {
+    public func reply(to request: BusNotification, with reply: Reply) async throws(BusError) {
         guard let replyName = RequestReply.replyName(of: request) else {
             throw .notARequest(request.name)
         }
@@ -118,9 +118,9 @@ extension Bus {
     /// `respond(to:using:)` for a handler that only returns the reply's payload.
     public func respond(
         to pattern: NamePattern, buffering: BufferingPolicy = .default,
-        using handler: @escaping @Sendable (Notification) async -> [UInt8]
+        using handler: @escaping @Sendable (BusNotification) async -> [UInt8]
     ) throws(BusError) -> ObservationToken {
-        try respond(to: pattern, buffering: buffering) { (request: Notification) async -> Reply in
+        try respond(to: pattern, buffering: buffering) { (request: BusNotification) async -> Reply in
             Reply(payload: await handler(request))
         }
     }

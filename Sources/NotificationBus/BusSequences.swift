@@ -11,7 +11,7 @@
 /// ends the subscription for all. Two iterators used in turn by one task interleave their batches,
 /// so keep to one iterator at a time where order matters.
 public struct NotificationSequence: AsyncSequence, Sendable {
-    public typealias Element = Notification
+    public typealias Element = BusNotification
     /// The same subscription with its gaps; this view skips them.
     public let events: BusEventSequence
 
@@ -35,7 +35,7 @@ public struct NotificationSequence: AsyncSequence, Sendable {
         }
 
         @inlinable
-        public mutating func next() async -> Notification? {
+        public mutating func next() async -> BusNotification? {
             await next(isolation: nil)
         }
 
@@ -43,7 +43,7 @@ public struct NotificationSequence: AsyncSequence, Sendable {
         /// notification without hopping off the main actor and back. Inlinable, so a loop in
         /// another module needs no executor check per element either.
         @inlinable
-        public mutating func next(isolation actor: isolated (any Actor)?) async -> Notification? {
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> BusNotification? {
             // The buffer's `next()` is nonisolated(nonsending): it runs right here, no executor check.
             while let event = await events.buffer.next() {
                 if case .notification(let notification) = event { return notification }

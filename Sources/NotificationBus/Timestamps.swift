@@ -6,9 +6,9 @@ import Darwin
 
 /// Nanosecond clocks for publish timestamps (wall clock, comparable across processes on one
 /// machine) and for measuring durations (monotonic).
-public enum Timestamps {
+package enum Timestamps {
     /// Nanoseconds since the Unix epoch, UTC (`CLOCK_REALTIME`): what NBP/1's timestamp carries.
-    public static func wallClockNanoseconds() -> UInt64 {
+    package static func wallClockNanoseconds() -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)
@@ -30,7 +30,7 @@ public enum Timestamps {
     }
 
     /// Monotonic nanoseconds (`CLOCK_MONOTONIC`), for durations within one process.
-    public static func monotonicNanoseconds() -> UInt64 {
+    package static func monotonicNanoseconds() -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
         return UInt64(spec.tv_sec) &* 1_000_000_000 &+ UInt64(spec.tv_nsec)

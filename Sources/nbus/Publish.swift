@@ -160,7 +160,7 @@ struct Publish: AsyncParsableCommand {
         try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600)
         let headerMap = try parsedHeaders()
         do {
-            _ = try EnvelopeCodec.encodedSize(of: Notification(name: notificationName, headers: headerMap))
+            _ = try EnvelopeCodec.encodedSize(of: BusNotification(name: notificationName, headers: headerMap))
         } catch {
             throw ValidationError("--header: \(error)")
         }

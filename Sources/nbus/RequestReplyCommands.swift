@@ -68,7 +68,7 @@ struct Request: AsyncParsableCommand {
         }
         let bus: Bus
         do { bus = try Bus(endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
-        let outcome: Result<NotificationBus.Notification, BusError>
+        let outcome: Result<BusNotification, BusError>
         do {
             outcome = .success(
                 try await bus.request(requestName, payload: Array(payload.utf8), headers: headerMap, timeout: SecondsOption.duration(timeout)))
@@ -172,7 +172,7 @@ struct ReplyCommand: AsyncParsableCommand {
     }
 
     /// Runs `command` for `request`: payload in, reply out, headers in the environment.
-    static func run(_ command: String, for request: NotificationBus.Notification) async -> Reply {
+    static func run(_ command: String, for request: BusNotification) async -> Reply {
         var environment: [Environment.Key: String] = ["NBUS_NAME": request.name.rawValue]
         for (key, value) in request.headers {
             let variable = "NBUS_HEADER_" + key.uppercased().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()

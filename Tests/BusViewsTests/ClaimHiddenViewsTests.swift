@@ -64,7 +64,7 @@ struct ClaimHiddenViewsTests {
     func tabViewHiddenTab() async throws {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
-        let consumed = try NamePattern("claim6.>")
+        let consumed = NamePattern("claim6.>")
         let received = EventLog<String>()
         let fed = EventLog<BusEvent>()
         let plain = EventLog<String>()
@@ -140,7 +140,7 @@ struct ClaimHiddenViewsTests {
         }
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
-        let consumed = try NamePattern("claim6b.>")
+        let consumed = NamePattern("claim6b.>")
         let received = EventLog<Int>()
         let list = List(pattern: consumed, received: received)
         let root = host.mount(list)

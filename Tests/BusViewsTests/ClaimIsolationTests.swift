@@ -65,9 +65,9 @@ struct ClaimIsolationTests {
         }
         host.mount(
             Both(
-                main: try NamePattern("claim5.main"), detached: try NamePattern("claim5.detached"), onMain: onMain,
+                main: NamePattern("claim5.main"), detached: NamePattern("claim5.detached"), onMain: onMain,
                 offMain: offMain, progress: progress))
-        try await bus.ready(try NamePattern("claim5.>"))
+        try await bus.ready(NamePattern("claim5.>"))
         for _ in 0..<count { try await bus.post(name: "claim5.main") }
         await onMain.wait(count: count)
         #expect(onMain.events.allSatisfy { $0 })

@@ -42,9 +42,9 @@ struct ClaimOnReceiveTests {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
         let seen = EventLog<String>()
-        let node = host.mount(SilentReceiver(pattern: try NamePattern("claim1.>"), seen: seen))
+        let node = host.mount(SilentReceiver(pattern: NamePattern("claim1.>"), seen: seen))
         #expect(node.metrics.bodyEvaluations == 1)
-        try await bus.ready(try NamePattern("claim1.>"))
+        try await bus.ready(NamePattern("claim1.>"))
 
         for index in 0..<20 { try await bus.post(name: "claim1.tick", payload: Array("\(index)".utf8)) }
         await seen.wait(count: 20)
@@ -66,7 +66,7 @@ struct ClaimOnReceiveTests {
         let host = ViewHost(bus: bus)
         let done = Gate()
         let everything = EventLog<String>()
-        let filtering = FilteringTaskView(pattern: try NamePattern("claim2.>"), done: done)
+        let filtering = FilteringTaskView(pattern: NamePattern("claim2.>"), done: done)
         struct Pair: View {
             let filtering: FilteringTaskView
             let everything: EventLog<String>
@@ -78,7 +78,7 @@ struct ClaimOnReceiveTests {
             }
         }
         host.mount(Pair(filtering: filtering, everything: everything))
-        try await bus.ready(try NamePattern("claim2.>"))
+        try await bus.ready(NamePattern("claim2.>"))
 
         for index in 0..<20 {
             let payload = index % 4 == 0 ? "a long enough message \(index)" : "short \(index)"

@@ -28,7 +28,7 @@ struct ClaimRemovalTests {
     func removalStopsBothConsumers() async throws {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
-        let consumed = try NamePattern("claim7.>")
+        let consumed = NamePattern("claim7.>")
         let received = EventLog<String>()
         let looped = EventLog<String>()
         let loopEnded = Gate()
@@ -47,11 +47,11 @@ struct ClaimRemovalTests {
         #expect(!node.exists)
         #expect(host.node(at: "root/content") == nil)
         await loopEnded.wait()
-        try await bus.waitForNoSubscribers(matching: try NotificationName("claim7.item"))
+        try await bus.waitForNoSubscribers(matching: NotificationName("claim7.item"))
 
         // Later posts reach a fence subscriber but neither removed consumer.
         let fence = try bus.notifications(named: "fence.>")
-        try await bus.ready(try NamePattern("fence.>"))
+        try await bus.ready(NamePattern("fence.>"))
         for index in 5..<10 { try await bus.post(name: "claim7.item", payload: Array("\(index)".utf8)) }
         try await bus.post(name: "fence.done")
         #expect(await fence.first(1).first?.name.rawValue == "fence.done")

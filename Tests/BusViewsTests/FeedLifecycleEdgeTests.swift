@@ -73,8 +73,8 @@ struct FeedLifecycleEdgeTests {
     func finishedLoopDoesNotStallTheBus() async throws {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
-        let quitting = try NamePattern("quit.>")
-        let other = try NamePattern("other.>")
+        let quitting = NamePattern("quit.>")
+        let other = NamePattern("other.>")
         let firstLog = EventLog<String>()
         let otherLog = EventLog<String>()
         host.mount(EarlyQuitter(quitting: quitting, other: other, firstLog: firstLog, otherLog: otherLog))
@@ -98,7 +98,7 @@ struct FeedLifecycleEdgeTests {
     func removalCountsKeptAsMissed() async throws {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
-        let pattern = try NamePattern("kept.>")
+        let pattern = NamePattern("kept.>")
         let log = EventLog<BusEvent>()
         let tabs = Switcher { KeepingConsumer(pattern: pattern, log: log) }
         let outer = Conditional { tabs }
@@ -120,7 +120,7 @@ struct FeedLifecycleEdgeTests {
     func restartKeepsNewRunsHandling() async throws {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
-        let pattern = try NamePattern("restart.>")
+        let pattern = NamePattern("restart.>")
         let log = EventLog<String>()
         let (releaseOld, releaseNew) = (EventLog<Void>(), EventLog<Void>())
         let view = RestartingConsumer(pattern: pattern, log: log, releaseOld: releaseOld, releaseNew: releaseNew)
@@ -151,7 +151,7 @@ struct FeedLifecycleEdgeTests {
     @Test("A request pending when the bus closes fails with .closed, not a timeout", .timeLimit(.minutes(1)))
     func requestOnCloseIsClosed() async throws {
         let bus = try Bus(.embedded())
-        let service = try NotificationName("service.ask")
+        let service = NotificationName("service.ask")
         // Seeing the request proves the requester is waiting for its reply.
         let requests = try bus.notifications(named: NamePattern(exactly: service))
         let requesting = Task { () async -> BusError? in

@@ -8,8 +8,8 @@ private struct Ticker: View {
     @State var last = ""
     var body: ViewContent {
         ViewContent()
-            .onReceive(try! NamePattern("feed.>")) { n in last = n.name.rawValue }  // every message renders
-            .task(subscribing: try! NamePattern("feed.>"), replay: .all(max: 100)) { feed in
+            .onReceive("feed.>") { n in last = n.name.rawValue }  // every message renders
+            .task(subscribing: "feed.>", replay: .all(max: 100)) { feed in
                 for await n in feed.notifications where n.payload.count > 10 { last = n.name.rawValue }
             }  // renders only on a match
     }
@@ -20,7 +20,7 @@ private struct TaskOnlyTicker: View {
     @State var last = ""
     var body: ViewContent {
         ViewContent()
-            .task(subscribing: try! NamePattern("feed.>"), replay: .all(max: 100)) { feed in
+            .task(subscribing: "feed.>", replay: .all(max: 100)) { feed in
                 for await n in feed.notifications where n.payload.count > 10 { last = n.name.rawValue }
             }
     }
@@ -34,7 +34,7 @@ struct ReadmeViewsExampleTests {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
         let node = host.mount(Ticker())
-        try await bus.ready(try NamePattern("feed.>"))
+        try await bus.ready(NamePattern("feed.>"))
         try await bus.post(name: "feed.a", payload: Array("short".utf8))
         try await bus.post(name: "feed.b", payload: Array("long enough payload".utf8))
         await node.waitForMetrics(within: standardWait) { $0.messagesHandled >= 4 }
@@ -75,7 +75,7 @@ struct ReadmeViewsExampleTests {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
         let node = host.mount(view)
-        try await bus.ready(try NamePattern("feed.>"))
+        try await bus.ready(NamePattern("feed.>"))
         for index in 0..<10 {
             let payload = index % 2 == 0 ? "short" : "long enough payload"
             try await bus.post(name: "feed.n\(index)", payload: Array(payload.utf8))

@@ -36,7 +36,7 @@ struct ReplayTests {
     ) async throws -> ([String], ViewMetrics) {
         let bus = try Bus(.embedded())
         let host = ViewHost(bus: bus)
-        let consumed = try NamePattern("replay.>")
+        let consumed = NamePattern("replay.>")
         let log = EventLog<BusEvent>()
         let tabs = Switcher { ReplayingConsumer(pattern: consumed, replay: replay, log: log) }
         host.mount(tabs)

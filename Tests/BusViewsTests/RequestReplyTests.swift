@@ -9,12 +9,12 @@ struct RequestReplyTests {
     @Test("request returns the responder's reply", .timeLimit(.minutes(1)))
     func requestGetsReply() async throws {
         let bus = try Bus(.embedded())
-        let responder = try bus.respond(to: try NamePattern("math.double")) { request in
+        let responder = try bus.respond(to: NamePattern("math.double")) { request in
             let value = Int(text(request)) ?? 0
             return Array("\(value * 2)".utf8)
         }
-        try await bus.ready(try NamePattern("math.double"))
-        let reply = try await bus.request(try NotificationName("math.double"), payload: Array("21".utf8))
+        try await bus.ready(NamePattern("math.double"))
+        let reply = try await bus.request(NotificationName("math.double"), payload: Array("21".utf8))
         #expect(text(reply) == "42")
         responder.cancel()
         await bus.close()
@@ -34,15 +34,15 @@ struct RequestReplyTests {
         let bus = try Bus(.embedded())
         let requests = EventLog<String>()
         let release = Gate()
-        let responder = try bus.respond(to: try NamePattern("photo.like")) { request in
+        let responder = try bus.respond(to: NamePattern("photo.like")) { request in
             requests.append(text(request))
             await release.wait()
             return Array("liked".utf8)
         }
-        try await bus.ready(try NamePattern("photo.like"))
+        try await bus.ready(NamePattern("photo.like"))
         let replies = EventLog<String>()
         let like = AsyncAction {
-            if let reply = try? await bus.request(try NotificationName("photo.like"), payload: Array("photo-7".utf8)) {
+            if let reply = try? await bus.request(NotificationName("photo.like"), payload: Array("photo-7".utf8)) {
                 replies.append(text(reply))
             }
         }

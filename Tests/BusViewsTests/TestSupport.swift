@@ -24,7 +24,7 @@ func spin(microseconds: UInt64) {
     while Timestamps.monotonicNanoseconds() &- start < microseconds * 1_000 {}
 }
 
-func text(_ notification: Notification) -> String { String(decoding: notification.payload, as: UTF8.self) }
+func text(_ notification: BusNotification) -> String { String(decoding: notification.payload, as: UTF8.self) }
 
 /// A view that shows nothing and consumes nothing.
 struct EmptyView: View {

@@ -5,7 +5,7 @@ import NotificationBus
 @Suite("Task feed back-pressure")
 struct ViewFeedBackPressureTests {
     private func notification(_ sequence: UInt64) throws -> BusEvent {
-        .notification(Notification(name: try NotificationName("f.n"), sequence: sequence, publisherID: 1, timestamp: 1))
+        .notification(BusNotification(name: NotificationName("f.n"), sequence: sequence, publisherID: 1, timestamp: 1))
     }
 
     @Test("Replayed notifications put in front on reappear do not count against the bound on what the bus delivers")

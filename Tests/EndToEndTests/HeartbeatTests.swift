@@ -26,8 +26,8 @@ struct HeartbeatTests {
         subscriberConfiguration.heartbeatTimeoutMilliseconds = 300
         let publisher = try Bus(publisherConfiguration)
         let subscriber = try Bus(subscriberConfiguration)
-        let name = try NotificationName("beat.tick")
-        let pattern = try NamePattern("beat.>")
+        let name = NotificationName("beat.tick")
+        let pattern = NamePattern("beat.>")
         let stream = try subscriber.notifications(named: pattern)
         try await publisher.waitForSubscribers(count: 1, matching: name)
 

@@ -23,7 +23,7 @@ public func fuzzDecode(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
 private func check(_ frame: [UInt8], maximumPayload: Int) {
     let expected = Reference.decode(frame, maximumPayload: maximumPayload)
-    let actual: Result<Notification, RejectionReason> = frame.withUnsafeBytes { bytes in
+    let actual: Result<BusNotification, RejectionReason> = frame.withUnsafeBytes { bytes in
         Result { () throws(RejectionReason) in try EnvelopeCodec.decode(bytes, maximumPayload: maximumPayload) }
     }
     switch (actual, expected) {
@@ -48,7 +48,7 @@ private func check(_ frame: [UInt8], maximumPayload: Int) {
     }
 }
 
-private func compare(_ n: Notification, _ want: Reference.Decoded, _ frame: [UInt8]) {
+private func compare(_ n: BusNotification, _ want: Reference.Decoded, _ frame: [UInt8]) {
     let headers = n.headers.map { (Array($0.key.utf8), Array($0.value.utf8)) }
     guard Array(n.name.rawValue.utf8) == want.name,
         n.payload == want.payload,
@@ -65,7 +65,7 @@ private func compare(_ n: Notification, _ want: Reference.Decoded, _ frame: [UIn
     }
 }
 
-private func roundTrip(_ n: Notification, _ frame: [UInt8]) {
+private func roundTrip(_ n: BusNotification, _ frame: [UInt8]) {
     var canonical = frame
     canonical[n.name.rawValue.utf8.count + 1 + 7] = 0  // `reserved`: receivers ignore it, encoders write 0
     let encoded: [UInt8]

@@ -86,7 +86,7 @@ struct APIMisuseTests {
             }
         }
         // A real signal that the queue is full: postNow refuses.
-        let name = try NotificationName("p.x")
+        let name = NotificationName("p.x")
         var full = false
         while !full {
             do {
@@ -107,7 +107,7 @@ struct APIMisuseTests {
     func waitFromCancelledTask() async throws {
         let bus = try Bus(.embedded())
         let subscription = try bus.notifications(named: "w.>")
-        let name = try NotificationName("w.x")
+        let name = NotificationName("w.x")
         let outcome = await Task { () async -> BusError? in
             withUnsafeCurrentTask { $0?.cancel() }
             do {
@@ -125,7 +125,7 @@ struct APIMisuseTests {
     @Test("A timeout of .seconds(Int64.max) waits (no overflow trap); a negative one times out at once, under a second too")
     func extremeTimeouts() async throws {
         let bus = try Bus(.embedded())
-        let name = try NotificationName("t.x")
+        let name = NotificationName("t.x")
         let forever = Task { () async -> BusError? in
             do {
                 try await bus.waitForSubscribers(count: 5, matching: name, timeout: .seconds(Int64.max))

@@ -18,8 +18,8 @@ struct BrokerRestartTests {
 
     @Test("A brokered publisher forgets a stopped broker's subscribers, relearns them from its replacement, and the outage is one exact gap")
     func publisherRelearnsSubscribersAfterBrokerRestart() async throws {
-        let name = try NotificationName("restart.tick")
-        let pattern = try NamePattern("restart.>")
+        let name = NotificationName("restart.tick")
+        let pattern = NamePattern("restart.>")
         var publisherConfiguration = BusConfiguration()
         var subscriberConfiguration = BusConfiguration()
         var publisher: Bus?

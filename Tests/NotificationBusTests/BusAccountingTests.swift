@@ -17,8 +17,8 @@ struct BusAccountingTests {
         var subscriberConfiguration = BusConfiguration.directSubscriber(connect: [endpoint])
         subscriberConfiguration.receiveHighWaterMark = 4
         let subscriber = try Bus(subscriberConfiguration)
-        let events = try subscriber.events(named: try NamePattern("loss.>"), buffering: .suspendProducer(capacity: 8))
-        let name = try NotificationName("loss.data")
+        let events = try subscriber.events(named: NamePattern("loss.>"), buffering: .suspendProducer(capacity: 8))
+        let name = NotificationName("loss.data")
         try await publisher.waitForSubscribers(count: 1, matching: name)
 
         let published: UInt64 = 20_000
@@ -76,7 +76,7 @@ struct BusAccountingTests {
         subscriberConfiguration.receiveHighWaterMark = 100
         let subscriber = try Bus(subscriberConfiguration)
         let stream = try subscriber.notifications(named: "bench.data", buffering: .suspendProducer(capacity: 64))
-        let name = try NotificationName("bench.data")
+        let name = NotificationName("bench.data")
         try await publisher.waitForSubscribers(count: 1, matching: name)
         let count: UInt64 = 50_000
         let posting = Task {
@@ -106,13 +106,13 @@ struct BusAccountingTests {
         let endpoint = try temporaryIPCEndpoint()
         let publisher = try Bus(.directPublisher(bind: endpoint))
         let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
-        let name = try NotificationName("units.temperature")
-        let fenceName = try NotificationName("fence.done")
-        let fence = try subscriber.notifications(named: try NamePattern("fence.>"))
+        let name = NotificationName("units.temperature")
+        let fenceName = NotificationName("fence.done")
+        let fence = try subscriber.notifications(named: NamePattern("fence.>"))
 
         let firstArrived = Gate()
         let consumer = Task {
-            let stream = try subscriber.notifications(named: try NamePattern("units.>"))
+            let stream = try subscriber.notifications(named: NamePattern("units.>"))
             for await _ in stream { firstArrived.fire() }
         }
         try await publisher.waitForSubscribers(count: 1, matching: name)
@@ -140,11 +140,11 @@ struct BusAccountingTests {
     func interleavedStreamsKeepTheirOwnSequences() async throws {
         let (raw, endpoint) = try rawPublisher()
         let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
-        let events = try subscriber.events(named: try NamePattern("s.>"))
+        let events = try subscriber.events(named: NamePattern("s.>"))
         try raw.awaitSubscription(Array("s.".utf8))  // the pattern's ZeroMQ prefix
 
-        let one = try NotificationName("s.one")
-        let two = try NotificationName("s.a.name.longer.than.fifteen.bytes")
+        let one = NotificationName("s.one")
+        let two = NotificationName("s.a.name.longer.than.fifteen.bytes")
         // Publisher 7 skips sequence 4 of s.one; publisher 9 skips 2 and 3 of the long name.
         let plan: [(UInt64, NotificationName, [UInt64])] = [
             (7, one, [1, 2, 3, 5, 6]), (7, two, [1, 2, 3, 4, 5]), (9, one, [1, 2, 3, 4, 5]), (9, two, [1, 4, 5, 6, 7]),
@@ -152,7 +152,7 @@ struct BusAccountingTests {
         var sent = 0
         for step in 0..<5 {
             for (publisherID, name, sequences) in plan {
-                try raw.send(try EnvelopeCodec.encode(Notification(
+                try raw.send(try EnvelopeCodec.encode(BusNotification(
                     name: name, sequence: sequences[step], publisherID: publisherID, timestamp: 1)))
                 sent += 1
             }
@@ -179,7 +179,7 @@ struct BusAccountingTests {
     func malformedInputIsCountedNotFatal() async throws {
         let (raw, endpoint) = try rawPublisher()
         let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
-        let everything = try subscriber.notifications(named: try NamePattern(">"))
+        let everything = try subscriber.notifications(named: NamePattern(">"))
         try raw.awaitSubscription([])  // the catch-all subscription
 
         let invalid = ProtocolVector.invalid.filter { $0.maxPayload == nil && !$0.frames.isEmpty }
@@ -187,8 +187,8 @@ struct BusAccountingTests {
         var goodNumber = 0
         func sendGood() throws {
             goodNumber += 1
-            let good = Notification(
-                name: try NotificationName("good.n"), payload: Array("\(goodNumber)".utf8), sequence: UInt64(goodNumber),
+            let good = BusNotification(
+                name: NotificationName("good.n"), payload: Array("\(goodNumber)".utf8), sequence: UInt64(goodNumber),
                 publisherID: 7, timestamp: 1)
             try raw.send(try EnvelopeCodec.encode(good))
         }

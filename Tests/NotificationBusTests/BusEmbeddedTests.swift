@@ -8,7 +8,7 @@ struct BusEmbeddedTests {
     func deliversInOrder() async throws {
         let bus = try Bus(.embedded())
         let orders = try bus.notifications(named: "orders.>")
-        try await bus.ready(try NamePattern("orders.>"))
+        try await bus.ready(NamePattern("orders.>"))
         for index in 1...1_000 {
             try await bus.post(name: "orders.created", payload: Array("\(index)".utf8), headers: ["i": "\(index)"])
         }
@@ -32,7 +32,7 @@ struct BusEmbeddedTests {
         let bus = try Bus(.embedded())
         let eu = try bus.notifications(named: "orders.*.eu")
         let exact = try bus.notifications(named: "orders.created")
-        try await bus.ready(try NamePattern("orders.>"))
+        try await bus.ready(NamePattern("orders.>"))
         let names = ["orders.created", "orders.created.eu", "orders.created.us", "orders.x.eu", "orders.createdx", "orders.a.b.eu"]
         for name in names { try await bus.post(name: name) }
         try await bus.post(name: "orders.end.eu")
@@ -48,14 +48,14 @@ struct BusEmbeddedTests {
     func closeEndsConsumers() async throws {
         let bus = try Bus(.embedded())
         let stream = try bus.notifications(named: "a.>")
-        try await bus.ready(try NamePattern("a.>"))
+        try await bus.ready(NamePattern("a.>"))
         try await bus.post(name: "a.b")
         let consumer = Task { () -> Int in
             var count = 0
             for await _ in stream { count += 1 }
             return count
         }
-        try await bus.waitForSubscribers(count: 1, matching: try NotificationName("a.b"))
+        try await bus.waitForSubscribers(count: 1, matching: NotificationName("a.b"))
         let stats = await bus.close()
         #expect(await consumer.value(within: .seconds(30)) == 1)
         #expect(stats.posted == 1 && stats.sent == 1 && stats.unsent == 0)
@@ -68,7 +68,7 @@ struct BusEmbeddedTests {
         configuration.outboundCapacity = 64
         let bus = try Bus(configuration)
         let stream = try bus.notifications(named: "load.n", buffering: .suspendProducer(capacity: 16))
-        try await bus.ready(try NamePattern("load.n"))
+        try await bus.ready(NamePattern("load.n"))
         let total = 5_000
         let producer = Task {
             for index in 1...total { try await bus.post(name: "load.n", payload: Array("\(index)".utf8)) }
@@ -108,8 +108,8 @@ struct BusEmbeddedTests {
         let other = try Bus(.directSubscriber(connect: [endpoint]))
         let local = try bus.notifications(named: "x.>")
         let remote = try other.notifications(named: "x.>")
-        try await other.ready(try NamePattern("x.>"))
-        try await bus.waitForSubscribers(count: 2, matching: try NotificationName("x.y"))
+        try await other.ready(NamePattern("x.>"))
+        try await bus.waitForSubscribers(count: 2, matching: NotificationName("x.y"))
         for index in 1...500 { try await bus.post(name: "x.y", payload: Array("\(index)".utf8)) }
         try await bus.post(name: "x.end")
         for stream in [local, remote] {
@@ -125,7 +125,7 @@ struct BusEmbeddedTests {
     @Test("The publisher side sees local subscriptions come and go (waitForSubscribers / waitForNoSubscribers)")
     func localPresenceIsVisible() async throws {
         let bus = try Bus(.embedded())
-        let name = try NotificationName("p.q")
+        let name = NotificationName("p.q")
         let first = try bus.notifications(named: "p.>")
         let second = try bus.notifications(named: "p.q")
         // Subscribers are counted per bus: both local subscriptions are this one bus. Each wait
@@ -141,8 +141,8 @@ struct BusEmbeddedTests {
     func closeDeliversQueuedPostsLocally() async throws {
         let bus = try Bus(.embedded())
         let stream = try bus.notifications(named: "c.n")
-        try await bus.ready(try NamePattern("c.n"))
-        for index in 1...2_000 { try bus.postNow(name: try NotificationName("c.n"), payload: Array("\(index)".utf8)) }
+        try await bus.ready(NamePattern("c.n"))
+        for index in 1...2_000 { try bus.postNow(name: NotificationName("c.n"), payload: Array("\(index)".utf8)) }
         let stats = await bus.close()
         // The stream ends once its buffer drains (collect stops at the end, or fails after 30 s).
         let received = await stream.collect { _ in false }.count
@@ -157,7 +157,7 @@ struct BusEmbeddedTests {
         let bus = try Bus(configuration)
         let stream = try bus.notifications(named: "spin.n")
         let idle = try bus.notifications(named: "never.posted")
-        try await bus.ready(try NamePattern("spin.n"))
+        try await bus.ready(NamePattern("spin.n"))
         let waiting = Task { () -> Int in
             var count = 0
             for await _ in idle { count += 1 }

@@ -49,8 +49,8 @@ struct BusEventSinkTests {
     func backPressureThroughTheSink() async throws {
         let bus = try Bus(.embedded())
         let sink = QueueSink(capacity: 50)
-        let subscription = try bus.subscribe(try NamePattern("s.n"), sink: sink)
-        try await bus.ready(try NamePattern("s.n"))
+        let subscription = try bus.subscribe(NamePattern("s.n"), sink: sink)
+        try await bus.ready(NamePattern("s.n"))
         let total = 2_000
         let producer = Task {
             for index in 1...total { try await bus.post(name: "s.n", payload: Array("\(index)".utf8)) }
@@ -76,7 +76,7 @@ struct BusEventSinkTests {
     func cancelStopsDelivery() async throws {
         let bus = try Bus(.embedded())
         let sink = QueueSink(capacity: 1_000)
-        let name = try NotificationName("c.n")
+        let name = NotificationName("c.n")
         let subscription = try bus.subscribe(NamePattern(exactly: name), sink: sink)
         try await bus.waitForSubscribers(count: 1, matching: name)
         subscription.cancel()

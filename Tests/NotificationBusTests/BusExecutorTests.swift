@@ -10,7 +10,7 @@ struct BusExecutorTests {
         configuration.outboundCapacity = 64  // posting fills the mailbox and must wait for room
         let bus = try Bus(configuration)
         let stream = try bus.notifications(named: "x.n", buffering: .suspendProducer(capacity: 32))
-        try await bus.ready(try NamePattern("x.n"))
+        try await bus.ready(NamePattern("x.n"))
         let total = 5_000
         let consumer = Task(executorPreference: bus.executor) { () -> [UInt64] in
             var sequences: [UInt64] = []
@@ -60,7 +60,7 @@ struct BusExecutorTests {
         configuration.idleSpinMicroseconds = 2_000_000  // 2 s: each wait spun on the bus's thread stalls it that long
         let bus = try Bus(configuration)
         let stream = try bus.notifications(named: "s.n")
-        try await bus.ready(try NamePattern("s.n"))
+        try await bus.ready(NamePattern("s.n"))
         let (acks, ack) = AsyncStream<Void>.makeStream()
         let consumer = Task(executorPreference: bus.executor) { () -> Int in
             var count = 0

@@ -79,7 +79,7 @@ struct BusLifecycleTests {
     @Test("Dropping every copy of a sequence unsubscribes")
     func droppingSequenceUnsubscribes() async throws {
         let bus = try Bus(.embedded())
-        let name = try NotificationName("drop.me")
+        let name = NotificationName("drop.me")
         do {
             let stream = try bus.notifications(named: "drop.>")
             _ = stream
@@ -94,17 +94,17 @@ struct BusLifecycleTests {
     func observerOnMainActor() async throws {
         let bus = try Bus(.embedded())
         let seen = Gate()
-        let token = try bus.addObserver(forName: try NamePattern("obs.>")) { @MainActor notification in
+        let token = try bus.addObserver(forName: NamePattern("obs.>")) { @MainActor notification in
             MainActor.assertIsolated()
             if notification.name.rawValue == "obs.b" { seen.fire() }
         }
-        try await bus.ready(try NamePattern("obs.>"))
+        try await bus.ready(NamePattern("obs.>"))
         try await bus.post(name: "obs.a")
         try await bus.post(name: "obs.b")
         await seen.wait()
         #expect(token.stats.delivered == 2)
         token.cancel()
-        try await bus.waitForNoSubscribers(matching: try NotificationName("obs.a"))
+        try await bus.waitForNoSubscribers(matching: NotificationName("obs.a"))
         await bus.close()
     }
 }

@@ -42,13 +42,13 @@ struct BusLoggingTests {
         var configuration = BusConfiguration.directSubscriber(connect: [endpoint])
         configuration.logger = logger
         let subscriber = try Bus(configuration)
-        let everything = try subscriber.notifications(named: try NamePattern(">"))
+        let everything = try subscriber.notifications(named: NamePattern(">"))
         try raw.awaitSubscription([])
         #expect(await lines.wait { $0.contains { $0.message == "bus connected" && $0.metadata["endpoint"] == endpoint } })
 
         // Three frames that break NBP/1 (no name terminator), then a good one as a fence.
         for _ in 0..<3 { try raw.send(Array("no terminator".utf8)) }
-        try raw.send(try EnvelopeCodec.encode(Notification(name: try NotificationName("fence.n"), sequence: 1, publisherID: 7, timestamp: 1)))
+        try raw.send(try EnvelopeCodec.encode(BusNotification(name: NotificationName("fence.n"), sequence: 1, publisherID: 7, timestamp: 1)))
         #expect(await everything.first(1).first?.name.rawValue == "fence.n")
 
         raw.close()
@@ -75,7 +75,7 @@ struct BusLoggingTests {
             keyPair: try CurveKeyPair.generate(), serverPublicKey: try CurveKeyPair.generate().publicKey)
         configuration.logger = logger
         let subscriber = try Bus(configuration)
-        _ = try subscriber.events(named: try NamePattern("x.>"))
+        _ = try subscriber.events(named: NamePattern("x.>"))
         try await subscriber.waitForHandshakeRefusal(timeout: .seconds(20))
         #expect(await lines.wait { $0.contains { $0.message == "bus handshake failed" } })
         await subscriber.close()
@@ -95,10 +95,10 @@ struct BusLoggingTests {
         var configuration = BusConfiguration.directSubscriber(connect: [endpoint])
         configuration.logger = quiet
         let subscriber = try Bus(configuration)
-        let everything = try subscriber.notifications(named: try NamePattern(">"))
+        let everything = try subscriber.notifications(named: NamePattern(">"))
         try raw.awaitSubscription([])
         try raw.send(Array("no terminator".utf8))
-        try raw.send(try EnvelopeCodec.encode(Notification(name: try NotificationName("fence.n"), sequence: 1, publisherID: 7, timestamp: 1)))
+        try raw.send(try EnvelopeCodec.encode(BusNotification(name: NotificationName("fence.n"), sequence: 1, publisherID: 7, timestamp: 1)))
         #expect(await everything.first(1).first?.name.rawValue == "fence.n")
         await subscriber.close()
         #expect(subscriber.stats.rejectedTotal == 1)
@@ -117,7 +117,7 @@ struct BrokerLifetimeTests {
         var configuration = BusConfiguration(subscribe: [.connect(backend)])
         configuration.logger = logger
         let subscriber = try Bus(configuration)
-        _ = try subscriber.events(named: try NamePattern("x.>"))
+        _ = try subscriber.events(named: NamePattern("x.>"))
         #expect(await lines.wait { $0.contains { $0.message == "bus connected" } })
         #expect(broker != nil)
         broker = nil  // no stop(): deinit asks the forwarding thread to end, and it closes the sockets

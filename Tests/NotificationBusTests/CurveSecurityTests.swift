@@ -78,9 +78,9 @@ struct SecuredBroker {
 /// Receives `count` notifications from `events`, in order (bounded: fewer and an issue after 30 s).
 func receive(
     _ count: Int, from events: BusEventSequence, sourceLocation: SourceLocation = #_sourceLocation
-) async -> [NotificationBus.Notification] {
+) async -> [BusNotification] {
     await Task {
-        var received: [NotificationBus.Notification] = []
+        var received: [BusNotification] = []
         for await event in events {
             if case .notification(let notification) = event { received.append(notification) }
             if received.count == count { break }
@@ -96,8 +96,8 @@ struct CurveSecurityTests {
         let setup = try SecuredBroker()
         let publisher = try setup.client(setup.alice, publishing: true)
         let subscriber = try setup.client(setup.bob, publishing: false)
-        let events = try subscriber.events(named: try NamePattern("x.>"))
-        let name = try NotificationName("x.listed")
+        let events = try subscriber.events(named: NamePattern("x.>"))
+        let name = NotificationName("x.listed")
         try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
         for index in 1...100 { try await publisher.post(name: name, payload: Array("m\(index)".utf8)) }
         let received = await receive(100, from: events)
@@ -120,7 +120,7 @@ struct CurveSecurityTests {
     func unlistedPublisherIsRefused() async throws {
         let setup = try SecuredBroker()
         let subscriber = try setup.client(setup.bob, publishing: false)
-        let events = try subscriber.events(named: try NamePattern("x.>"))
+        let events = try subscriber.events(named: NamePattern("x.>"))
 
         // A listed subscriber's key presented on the publishers' side is not a publisher key either.
         let intruder = try setup.client(setup.mallory, publishing: true)
@@ -131,7 +131,7 @@ struct CurveSecurityTests {
         #expect(intruder.stats.lastHandshakeFailure == .refused(status: 400))
 
         let publisher = try setup.client(setup.alice, publishing: true)
-        let name = try NotificationName("x.listed")
+        let name = NotificationName("x.listed")
         try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
         for index in 1...20 { try await publisher.post(name: name, payload: Array("good\(index)".utf8)) }
         let received = await receive(20, from: events)
@@ -155,15 +155,15 @@ struct CurveSecurityTests {
     func unlistedSubscriberIsRefused() async throws {
         let setup = try SecuredBroker()
         let listed = try setup.client(setup.bob, publishing: false)
-        let listedEvents = try listed.events(named: try NamePattern("x.>"))
+        let listedEvents = try listed.events(named: NamePattern("x.>"))
         // The listed publisher's key, presented on the subscribers' side: not a subscriber key.
         let unlisted = try setup.client(setup.alice, publishing: false)
-        let unlistedEvents = try unlisted.events(named: try NamePattern("x.>"))
+        let unlistedEvents = try unlisted.events(named: NamePattern("x.>"))
         try await unlisted.waitForHandshakeRefusal(timeout: .seconds(20))
         #expect(await setup.log.waitForRefusal(of: setup.alice.publicKey, .subscribers))
 
         let publisher = try setup.client(setup.alice, publishing: true)
-        let name = try NotificationName("x.data")
+        let name = NotificationName("x.data")
         try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
         for index in 1...30 { try await publisher.post(name: name, payload: Array("d\(index)".utf8)) }
         #expect(await receive(30, from: listedEvents).map(\.sequence) == Array(1...30))
@@ -181,7 +181,7 @@ struct CurveSecurityTests {
     func plaintextPeersAreRefused() async throws {
         let setup = try SecuredBroker()
         let plainSubscriber = try setup.client(nil, publishing: false)
-        let plainEvents = try plainSubscriber.events(named: try NamePattern("x.>"))
+        let plainEvents = try plainSubscriber.events(named: NamePattern("x.>"))
         let plainPublisher = try setup.client(nil, publishing: true)
         // The broker sees a mechanism mismatch, or the client hanging up on its CURVE greeting first.
         let plaintext: @Sendable (HandshakeFailure) -> Bool = { failure in
@@ -193,9 +193,9 @@ struct CurveSecurityTests {
         try await plainPublisher.post(name: "x.plain", payload: Array("plain".utf8))
 
         let subscriber = try setup.client(setup.bob, publishing: false)
-        let events = try subscriber.events(named: try NamePattern("x.>"))
+        let events = try subscriber.events(named: NamePattern("x.>"))
         let publisher = try setup.client(setup.alice, publishing: true)
-        let name = try NotificationName("x.secure")
+        let name = NotificationName("x.secure")
         try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
         for _ in 1...10 { try await publisher.post(name: name) }
         let received = await receive(10, from: events)
@@ -213,7 +213,7 @@ struct CurveSecurityTests {
         var configuration = BusConfiguration(subscribe: [.connect(setup.broker.backendEndpoint)])
         configuration.curve = try CurveClientSecurity(keyPair: setup.bob, serverPublicKey: setup.mallory.publicKey)
         let subscriber = try Bus(configuration)
-        _ = try subscriber.events(named: try NamePattern("x.>"))
+        _ = try subscriber.events(named: NamePattern("x.>"))
         #expect(await setup.log.waitForFailedHandshake(.subscribers) { $0 == .cryptographic })
         await subscriber.close()
         let stats = await setup.broker.stop()
@@ -240,13 +240,13 @@ struct CurveSecurityTests {
             return try Bus(configuration)
         }
         let unlisted = try subscriber(unlistedKeys)
-        _ = try unlisted.events(named: try NamePattern("d.>"))
+        _ = try unlisted.events(named: NamePattern("d.>"))
         try await unlisted.waitForHandshakeRefusal(timeout: .seconds(20))
         #expect(await log.waitForRefusal(of: unlistedKeys.publicKey, .subscribers))
 
         let listed = try subscriber(listedKeys)
-        let events = try listed.events(named: try NamePattern("d.>"))
-        let name = try NotificationName("d.x")
+        let events = try listed.events(named: NamePattern("d.>"))
+        let name = NotificationName("d.x")
         try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
         for _ in 1...10 { try await publisher.post(name: name) }
         #expect(await receive(10, from: events).map(\.sequence) == Array(1...10))

@@ -44,8 +44,8 @@ struct EnvelopeCodecTests {
 
     @Test("Encode then decode returns the same notification")
     func roundTrip() throws {
-        let original = Notification(
-            name: try NotificationName("orders.created.eu"),
+        let original = BusNotification(
+            name: NotificationName("orders.created.eu"),
             payload: Array(repeating: 0xAB, count: 256),
             headers: ["trace": "4bf92f3577b34da6", "tenant": "acme"],
             contentType: .json, sequence: 42, publisherID: 0xDEAD_BEEF_0123_4567,
@@ -61,23 +61,23 @@ struct EnvelopeCodecTests {
 
     @Test("Encode refuses headers beyond NBP/1's limits")
     func encodeLimits() throws {
-        let name = try NotificationName("a")
+        let name = NotificationName("a")
         let many = NotificationHeaders((0..<33).map { ("k\($0)", "v") })
         #expect(throws: EncodeError.tooManyHeaders(count: 33)) {
-            _ = try EnvelopeCodec.encode(Notification(name: name, headers: many))
+            _ = try EnvelopeCodec.encode(BusNotification(name: name, headers: many))
         }
         #expect(throws: EncodeError.invalidHeaderKey("")) {
-            _ = try EnvelopeCodec.encode(Notification(name: name, headers: ["": "v"]))
+            _ = try EnvelopeCodec.encode(BusNotification(name: name, headers: ["": "v"]))
         }
         #expect(throws: EncodeError.invalidHeaderKey(String(repeating: "k", count: 65))) {
-            _ = try EnvelopeCodec.encode(Notification(name: name, headers: [String(repeating: "k", count: 65): "v"]))
+            _ = try EnvelopeCodec.encode(BusNotification(name: name, headers: [String(repeating: "k", count: 65): "v"]))
         }
         #expect(throws: EncodeError.headerValueTooLong(key: "k", byteCount: 1025)) {
-            _ = try EnvelopeCodec.encode(Notification(name: name, headers: ["k": String(repeating: "v", count: 1025)]))
+            _ = try EnvelopeCodec.encode(BusNotification(name: name, headers: ["k": String(repeating: "v", count: 1025)]))
         }
         let big = NotificationHeaders((0..<5).map { ("k\($0)", String(repeating: "v", count: 1000)) })
         #expect(throws: EncodeError.headersTooLarge(byteCount: 5 * (3 + 2 + 1000))) {
-            _ = try EnvelopeCodec.encode(Notification(name: name, headers: big))
+            _ = try EnvelopeCodec.encode(BusNotification(name: name, headers: big))
         }
     }
 
@@ -85,7 +85,7 @@ struct EnvelopeCodecTests {
     func decodeNeverTraps() throws {
         var generator = SplitMix64(seed: 0x5EED)
         let valid = try EnvelopeCodec.encode(
-            Notification(name: try NotificationName("x.y"), payload: [1, 2, 3], headers: ["a": "b"]))
+            BusNotification(name: NotificationName("x.y"), payload: [1, 2, 3], headers: ["a": "b"]))
         for length in 0...valid.count {
             _ = try? EnvelopeCodec.decode(frame: Array(valid.prefix(length)))
         }
@@ -141,7 +141,7 @@ struct NotificationHeadersTests {
         var headers = NotificationHeaders()
         headers[key] = "v"
         #expect(throws: EncodeError.invalidHeaderKey(key)) {
-            _ = try EnvelopeCodec.encode(Notification(name: try NotificationName("a"), headers: headers))
+            _ = try EnvelopeCodec.encode(BusNotification(name: try NotificationName("a"), headers: headers))
         }
     }
 }

@@ -273,7 +273,7 @@ struct SubscriberTopicsTests {
 @Suite("Loopback delivery and pausing reading, without sockets", .timeLimit(.minutes(1)))
 struct ReceiverFlowTests {
     private func encoded(_ text: String, sequence: UInt64) throws -> [UInt8] {
-        try EnvelopeCodec.encode(Notification(name: name(text), sequence: sequence, publisherID: 0xbb, timestamp: 1))
+        try EnvelopeCodec.encode(BusNotification(name: name(text), sequence: sequence, publisherID: 0xbb, timestamp: 1))
     }
 
     @Test("A full suspendProducer subscription pauses reading; draining it lifts the pause")

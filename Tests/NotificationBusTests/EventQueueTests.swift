@@ -4,7 +4,7 @@ import Testing
 @Suite("EventQueue: the FIFO that moves events between the I/O thread and consumers")
 struct EventQueueTests {
     private func note(_ sequence: UInt64) throws -> BusEvent {
-        .notification(Notification(name: try NotificationName("queue.test"), payload: [UInt8(sequence & 0xff)], sequence: sequence))
+        .notification(BusNotification(name: NotificationName("queue.test"), payload: [UInt8(sequence & 0xff)], sequence: sequence))
     }
 
     private func sequences(_ queue: inout EventQueue) -> [UInt64] {

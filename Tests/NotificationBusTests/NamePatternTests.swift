@@ -29,7 +29,7 @@ struct NamePatternTests {
     @Test("Names compare byte-wise: a copy, an equal name built apart, never a canonically equivalent one")
     func namesCompareByteWise() throws {
         // Long enough to live in heap storage, so the copy shares it (the same-storage shortcut).
-        let name = try NotificationName("orders.created.in-the-eu-warehouse")
+        let name = NotificationName("orders.created.in-the-eu-warehouse")
         let copy = name
         #expect(copy == name)
         #expect(try NotificationName("orders.created.in-the-" + "eu-warehouse") == name)
@@ -110,8 +110,8 @@ struct NamePatternTests {
 
     @Test("An exact pattern's prefix never prefix-matches a longer name's frame")
     func exactPrefixIsNulTerminated() throws {
-        let frame = try EnvelopeCodec.encode(Notification(name: try NotificationName("abc")))
-        let prefix = try NamePattern("ab").subscriptionPrefix
+        let frame = try EnvelopeCodec.encode(BusNotification(name: NotificationName("abc")))
+        let prefix = NamePattern("ab").subscriptionPrefix
         #expect(!frame.starts(with: prefix))
         #expect(frame.starts(with: try NamePattern("abc").subscriptionPrefix))
     }

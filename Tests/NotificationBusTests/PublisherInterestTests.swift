@@ -7,9 +7,9 @@ import TestSupport
 // without sockets, and what a real publisher does with it.
 @Suite("PublisherInterest: filtering before encoding", .timeLimit(.minutes(1)))
 struct PublisherInterestTests {
-    let created = try! NotificationName("orders.created")
-    let shipped = try! NotificationName("orders.shipped")
-    let login = try! NotificationName("audit.login")
+    let created = NotificationName("orders.created")
+    let shipped = NotificationName("orders.shipped")
+    let login = NotificationName("audit.login")
 
     @Test("a name is covered by a prefix of its bytes, or by its exact bytes and NUL; not by a longer prefix")
     func coverage() {

@@ -8,7 +8,7 @@ struct ReadmeExampleTests {
     func readmeExample() async throws {
         let bus = try Bus(.embedded())
         let orders = try bus.notifications(named: "orders.>")
-        try await bus.ready(try NamePattern("orders.>"))
+        try await bus.ready("orders.>")
 
         try await bus.post(
             name: "orders.created", payload: Array(#"{"id":42}"#.utf8), headers: ["tenant": "acme"], contentType: .json)

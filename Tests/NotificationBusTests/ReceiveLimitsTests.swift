@@ -29,8 +29,8 @@ enum FloodFrame: CaseIterable {
         let name = Array("f.flood".utf8)
         func valid(headers: NotificationHeaders = [:], payload: [UInt8] = []) throws -> [UInt8] {
             try EnvelopeCodec.encode(
-                Notification(
-                    name: try NotificationName("f.flood"), payload: payload, headers: headers, sequence: 1, publisherID: 9,
+                BusNotification(
+                    name: NotificationName("f.flood"), payload: payload, headers: headers, sequence: 1, publisherID: 9,
                     timestamp: 1))
         }
         switch self {
@@ -52,8 +52,8 @@ struct ReceiveLimitsTests {
     @Test("A receiver's lower header limit rejects more headers as headerLimitExceeded; NBP/1's 32 stays the ceiling")
     func headerCountLimit() throws {
         let three = try EnvelopeCodec.encode(
-            Notification(
-                name: try NotificationName("h.x"), headers: ["a": "1", "b": "2", "c": "3"], sequence: 1, publisherID: 1,
+            BusNotification(
+                name: NotificationName("h.x"), headers: ["a": "1", "b": "2", "c": "3"], sequence: 1, publisherID: 1,
                 timestamp: 1))
         #expect(throws: RejectionReason.headerLimitExceeded) {
             try EnvelopeCodec.decode(frame: three, maximumHeaderCount: 2)
@@ -73,12 +73,12 @@ struct ReceiveLimitsTests {
         subscriberConfiguration.maximumPayload = 64
         subscriberConfiguration.maximumHeaderCount = 4
         let subscriber = try Bus(subscriberConfiguration)
-        let events = try subscriber.events(named: try NamePattern("f.>"))
+        let events = try subscriber.events(named: NamePattern("f.>"))
 
         var publisherConfiguration = BusConfiguration.directPublisher(bind: validEndpoint)
         publisherConfiguration.publisherBackpressure = true  // lossless, so "all arrive" is exact
         let publisher = try Bus(publisherConfiguration)
-        let validName = try NotificationName("f.valid")
+        let validName = NotificationName("f.valid")
         try await publisher.waitForSubscribers(count: 1, matching: validName, timeout: .seconds(20))
 
         // The flooder: its own thread owns a raw XPUB that never drops (blocking sends, bounded by a
@@ -88,7 +88,7 @@ struct ReceiveLimitsTests {
         let kinds = FloodFrame.allCases
         let frames = try kinds.map { try $0.frames() }
         let sentinel = try EnvelopeCodec.encode(
-            Notification(name: try NotificationName("f.end"), sequence: 1, publisherID: 9, timestamp: 1))
+            BusNotification(name: NotificationName("f.end"), sequence: 1, publisherID: 9, timestamp: 1))
         let context = try Context()
         let floodSent = Atomic<Int>(0)
         let floodFailure = Mutex<String?>(nil)

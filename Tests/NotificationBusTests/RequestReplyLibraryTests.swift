@@ -14,19 +14,19 @@ struct RequestReplyLibraryTests {
     @Test("request gets the responder's reply with status ok; an error reply says so; headers reach the responder")
     func replies() async throws {
         let bus = try Bus(.embedded())
-        let responder = try bus.respond(to: try NamePattern("math.>")) { (request: Notification) async -> Reply in
+        let responder = try bus.respond(to: NamePattern("math.>")) { (request: BusNotification) async -> Reply in
             guard let value = Int(String(decoding: request.payload, as: UTF8.self)) else { return .error("not a number") }
             var reply = Reply(payload: Array("\(value * 2)".utf8))
             reply.headers["tenant"] = request.headers["tenant"] ?? "none"
             return reply
         }
-        try await bus.ready(try NamePattern("math.>"))
-        let doubled = try await bus.request(try NotificationName("math.double"), payload: Array("21".utf8), headers: ["tenant": "acme"])
+        try await bus.ready(NamePattern("math.>"))
+        let doubled = try await bus.request(NotificationName("math.double"), payload: Array("21".utf8), headers: ["tenant": "acme"])
         #expect(String(decoding: doubled.payload, as: UTF8.self) == "42")
         #expect(doubled.headers[RequestReply.statusHeader] == RequestReply.ok)
         #expect(doubled.headers["tenant"] == "acme")
         #expect(doubled.name.rawValue.hasPrefix("_inbox."))
-        let failed = try await bus.request(try NotificationName("math.double"), payload: Array("x".utf8))
+        let failed = try await bus.request(NotificationName("math.double"), payload: Array("x".utf8))
         #expect(failed.headers[RequestReply.statusHeader] == RequestReply.error)
         #expect(String(decoding: failed.payload, as: UTF8.self) == "not a number")
         responder.cancel()

@@ -42,7 +42,7 @@ struct ReservedNamesTests {
         // The pattern '>' subscribes the empty prefix: wait until the raw publisher has it.
         try raw.awaitSubscription([])
         for (index, name) in ["_nbus.foo", "_nbus", "x.end"].enumerated() {
-            let notification = Notification(
+            let notification = BusNotification(
                 name: try NotificationName(name), sequence: UInt64(index + 1), publisherID: 7, timestamp: 1)
             try raw.send(try EnvelopeCodec.encode(notification))
         }

@@ -17,10 +17,10 @@ struct SlowSubscriberTests {
         slowConfiguration.receiveHighWaterMark = 100
         let slowBus = try Bus(slowConfiguration)
         let fastBus = try Bus(.directSubscriber(connect: [endpoint]))
-        let pattern = try NamePattern("feed.>")
+        let pattern = NamePattern("feed.>")
         let slow = try slowBus.events(named: pattern, buffering: .suspendProducer(capacity: 16))
         let fast = try fastBus.events(named: pattern)
-        let name = try NotificationName("feed.prices")
+        let name = NotificationName("feed.prices")
         try await publisher.waitForSubscribers(count: 2, matching: name)
 
         // The slow consumer does not read at all until every notification is posted.

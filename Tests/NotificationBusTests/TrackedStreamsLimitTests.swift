@@ -8,13 +8,13 @@ struct TrackedStreamsLimitTests {
     private func receiver(limit: Int) throws -> BusReceiver {
         let core = BusCore(wake: try WakeSignal(), outboundCapacity: 1)
         var receiver = BusReceiver(maximumPayload: 1_024, maximumTrackedStreams: limit)
-        receiver.add(SubscriptionStorage(id: 1, pattern: try NamePattern("s.>"), policy: .default, core: core))
+        receiver.add(SubscriptionStorage(id: 1, pattern: NamePattern("s.>"), policy: .default, core: core))
         return receiver
     }
 
     private func deliver(_ receiver: inout BusReceiver, publisher: UInt64, sequence: UInt64) throws {
         let frame = try EnvelopeCodec.encode(
-            Notification(name: try NotificationName("s.data"), sequence: sequence, publisherID: publisher))
+            BusNotification(name: NotificationName("s.data"), sequence: sequence, publisherID: publisher))
         frame.withUnsafeBytes { receiver.deliverLocally($0) }
     }
 
@@ -52,9 +52,9 @@ struct TrackedStreamsLimitTests {
         var receiver = try receiver(limit: 4)
         for publisher in 1...9 as ClosedRange<UInt64> { try deliver(&receiver, publisher: publisher, sequence: 1) }
         // Publisher 9 is the most recent; it closes having sent 3 (2 and 3 never arrived).
-        let payload = EndOfStream.payloads(for: [try NotificationName("s.data"): 3])[0]
+        let payload = EndOfStream.payloads(for: [NotificationName("s.data"): 3])[0]
         let record = try EnvelopeCodec.encode(
-            Notification(
+            BusNotification(
                 name: try NotificationName("_nbus.eos.\(ControlNames.hex(9))"), payload: payload,
                 headers: ["final": "1"], sequence: 1, publisherID: 9))
         record.withUnsafeBytes { receiver.deliverLocally($0) }

@@ -16,7 +16,7 @@ import NotificationBus
 /// The name, both keys and "acme" are at most 15 UTF-8 bytes, so Swift stores them inline
 /// (small strings); the trace value "4bf92f3577b34da6" is 16 bytes, one too many, so a
 /// decoded copy of it needs a heap allocation. `traceValue` lets a variant use 15 bytes.
-func sampleNotification(traceValue: String = "4bf92f3577b34da6") -> NotificationBus.Notification {
+func sampleNotification(traceValue: String = "4bf92f3577b34da6") -> BusNotification {
     // A JSON-looking 256-byte payload; the content does not matter to the codec.
     var payload = Array(#"{"order":"A-1042","items":["#.utf8)
     while payload.count < 255 { payload.append(UInt8(ascii: "0") + UInt8(payload.count % 10)) }
@@ -25,7 +25,7 @@ func sampleNotification(traceValue: String = "4bf92f3577b34da6") -> Notification
 
     let name = try! NotificationName("orders.created")
     precondition(name.rawValue.utf8.count == 14)
-    return NotificationBus.Notification(
+    return BusNotification(
         name: name,
         payload: payload,
         headers: ["trace": traceValue, "tenant": "acme"],

@@ -149,7 +149,7 @@ struct PublisherStateMachine {
         var frames: [[UInt8]] = []
         for (index, payload) in payloads.enumerated() {
             controlSequence += 1
-            let notification = Notification(
+            let notification = BusNotification(
                 name: name, payload: payload, headers: index == payloads.count - 1 ? ["final": "1"] : [:],
                 sequence: controlSequence, publisherID: publisherID, timestamp: wallClock)
             // Payloads are at most 64 KiB and the one header is valid: encoding cannot fail.
@@ -174,7 +174,7 @@ struct PublisherStateMachine {
         // A token that is not a valid name is not one of ours: nothing to echo.
         guard let name = try? NotificationName(String(decoding: nameBytes, as: UTF8.self)) else { return nil }
         controlSequence += 1
-        let reply = Notification(name: name, sequence: controlSequence, publisherID: publisherID, timestamp: wallClock)
+        let reply = BusNotification(name: name, sequence: controlSequence, publisherID: publisherID, timestamp: wallClock)
         return try? EnvelopeCodec.encode(reply)  // no headers: cannot fail
     }
 }

@@ -1,10 +1,12 @@
+import NotificationBus
+
 /// The small demo: one process, an embedded (`inproc://`) bus, a `for await` subscriber that
 /// prints what it receives decoded. It awaits readiness instead of sleeping past the slow joiner.
 public enum EmbeddedDemo {
     /// Posts `count` notifications (`demo.orders.created`/`shipped`) and calls `print` for each line.
     public static func run(count: Int = 5, print: @Sendable (String) -> Void) async throws {
         let bus = try Bus(.embedded(name: "nbus-demo"))
-        let pattern = try NamePattern("demo.orders.>")
+        let pattern = NamePattern("demo.orders.>")
         let orders = try bus.events(named: pattern)
         try await bus.ready(pattern)
         print("subscribed to \(pattern) (ZeroMQ prefix \"\(String(decoding: pattern.subscriptionPrefix, as: UTF8.self))\"), live at the publisher")

@@ -180,7 +180,8 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
 
 /// One notification as it crosses the bus: a name, opaque payload bytes, small string headers,
 /// and the publisher's stamp (publisher id, per-(publisher, name) sequence, publish time).
-public struct Notification: Hashable, Sendable {
+/// Not `Notification`, so a file that imports Foundation too can name it unqualified.
+public struct BusNotification: Hashable, Sendable {
     /// What happened, e.g. `orders.created`.
     public var name: NotificationName
     /// The payload, opaque to the bus.
