@@ -100,8 +100,9 @@ final class ZAPHandler: Sendable {
         try socket.set(.curveServer, true)
         try socket.set(.curveSecretKey, try Z85.decode(keyPair.secretKey))
         try socket.set(.zapDomain, domain.rawValue)
-        // Fail closed should the handler ever be missing (libzmq 4.3 would admit anyone otherwise).
-        try? socket.set(.zapEnforceDomain, true)
+        // Fail closed should the handler ever be missing (libzmq 4.3 would admit anyone otherwise);
+        // a libzmq that cannot is refused (the error reaches the caller), never run open.
+        try socket.set(.zapEnforceDomain, true)
         // One monitor per socket in libzmq: events others need (a broker's connection count)
         // come through this one too.
         try socket.monitor(monitorPrefix + domain.rawValue, events: SocketEvents.handshakeFailures.union(extra))

@@ -219,6 +219,8 @@ public final class Broker: Sendable {
             }
             try xsub.bind(frontend)
             // Before connecting upstream: the last endpoint is then the bound one.
+            // The endpoint as bound (a `*` port resolved); reading it fails only on a closed socket,
+            // and then the endpoint as given is the best name there is.
             let boundFrontend = (try? xsub.lastEndpoint()) ?? frontend
             for endpoint in upstream { try xsub.connect(endpoint) }
             let xpub = try context.socket(.xpub)
@@ -237,7 +239,7 @@ public final class Broker: Sendable {
                     xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
             }
             try xpub.bind(backend)
-            endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)
+            endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)  // as for the frontend
             connections.setListening([endpoints.0, endpoints.1])
             if security == nil {
                 // Without CURVE nobody monitors the sides yet: the forwarder reads their

@@ -249,6 +249,8 @@ final class BrokerForwarder {
         for (index, reader) in monitorReaders.enumerated() {
             // The readers are the frontend's then the backend's (see `Broker.init`).
             let side: BrokerConnection.Side = index == 0 ? .publisher : .subscriber
+            // Would-block ends the read; any other error means the context is ending, which the
+            // forwarding loop sees on its own sockets.
             while let frames = try? reader.receiveMultipart(mode: .dontWait) {
                 if let event = SocketEvent(frames: frames) { connections.record(event, side: side) }
             }

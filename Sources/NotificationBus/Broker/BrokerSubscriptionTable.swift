@@ -77,6 +77,7 @@ public struct BrokerSubscriptions: Hashable, Sendable {
 
     /// Data prefixes (neither control topics nor readiness tokens), in byte order.
     public var dataPrefixes: [DataPrefix] {
+        // Announced patterns were validated when read (below): the `try?` drops nothing.
         let announcedPrefixes = Set(announcedPatterns.compactMap { try? NamePattern($0.pattern).subscriptionPrefix })
         return topics.filter { topic in
             topic.first != 0 && !topic.starts(with: Array("_nbus.".utf8))
@@ -93,6 +94,7 @@ public struct BrokerSubscriptions: Hashable, Sendable {
             guard rest.count > 17, rest[rest.startIndex + 16] == UInt8(ascii: ".") else { continue }
             let busID = String(decoding: rest.prefix(16), as: UTF8.self)
             let patternText = String(decoding: rest.dropFirst(17), as: UTF8.self)
+            // A peer's announcement that is no valid pattern is not counted (NBP-1 §15): skipped.
             guard let pattern = try? NamePattern(patternText),
                 dataTopics.contains(where: { pattern.subscriptionPrefix.starts(with: $0) })
             else { continue }
