@@ -153,9 +153,10 @@ let package = Package(
         .testTarget(
             name: "BusOperationsTests",
             dependencies: [
-                "BusOperations", "NotificationBus",
+                "BusOperations", "NotificationBus", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
