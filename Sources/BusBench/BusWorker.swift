@@ -35,7 +35,7 @@ public struct BusWorkerOptions: Sendable {
     public var idleTimeoutSeconds: Int = 15
     /// Exit as soon as stdin reaches end of file: the parent benchmark holds the pipe's write end.
     public var exitOnStandardInputEOF = false
-    /// `BusConfiguration.idleSpinMicroseconds` for the worker's bus (0: sleep when idle).
+    /// `BusConfiguration.idleSpin` (microseconds) for the worker's bus (0: sleep when idle).
     public var idleSpinMicroseconds = 0
     /// Publisher: run the unpaced posting loop on the bus's own thread (`bus.executor`).
     public var onBusExecutor = false
@@ -115,8 +115,8 @@ public enum BusWorker {
         }
         configuration.sendHighWaterMark = options.highWaterMark
         configuration.receiveHighWaterMark = options.highWaterMark
-        configuration.closeTimeoutMilliseconds = Int32(clamping: options.timeoutSeconds * 1_000)
-        configuration.idleSpinMicroseconds = options.idleSpinMicroseconds
+        configuration.closeTimeout = .seconds(options.timeoutSeconds)
+        configuration.idleSpin = .microseconds(options.idleSpinMicroseconds)
         let bus = try Bus(configuration)
         emitJSON(BoundEvent(endpoint: bus.endpoints.first ?? options.endpoint))
 
@@ -197,7 +197,7 @@ public enum BusWorker {
         var configuration = BusConfiguration.directSubscriber(connect: [options.endpoint])
         configuration.receiveHighWaterMark = options.highWaterMark
         configuration.sendHighWaterMark = options.highWaterMark
-        configuration.idleSpinMicroseconds = options.idleSpinMicroseconds
+        configuration.idleSpin = .microseconds(options.idleSpinMicroseconds)
         let bus = try Bus(configuration)
         let pattern = NamePattern(exactly: name)
         let sequence = try bus.notifications(named: pattern, buffering: .suspendProducer(capacity: 8192))

@@ -19,7 +19,7 @@ public struct OverloadOptions: Sendable {
     /// ZeroMQ HWMs, both processes: the bus's default unless changed.
     public var highWaterMark: Int32 = BusConfiguration().sendHighWaterMark
     /// The publisher's close timeout (flush and end-of-stream acknowledgement): the bus's default unless changed.
-    public var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutMilliseconds
+    public var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutInMilliseconds
     /// The subscriber's peak RSS must stay below this, bytes (200 MB, decimal).
     public var rssLimitBytes: UInt64 = 200_000_000
     /// RSS sampling interval (subscriber itself, and the runner reading /proc/<pid>/status).

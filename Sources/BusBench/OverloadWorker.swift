@@ -53,7 +53,7 @@ public struct OverloadWorkerOptions: Sendable {
     /// ZeroMQ send and receive HWMs, both sides (the bus's default unless set).
     public var highWaterMark: Int32 = BusConfiguration().sendHighWaterMark
     /// Publisher: `closeTimeoutMilliseconds` (the bus's default unless set).
-    public var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutMilliseconds
+    public var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutInMilliseconds
     /// Subscriber: `VmRSS` sampling interval, milliseconds.
     public var sampleIntervalMilliseconds: Int = 250
     /// The notification name.
@@ -229,7 +229,7 @@ public enum OverloadWorker {
         var configuration = BusConfiguration.directPublisher(bind: options.endpoint)
         configuration.sendHighWaterMark = options.highWaterMark
         configuration.receiveHighWaterMark = options.highWaterMark
-        configuration.closeTimeoutMilliseconds = options.closeTimeoutMilliseconds
+        configuration.closeTimeout = .milliseconds(options.closeTimeoutMilliseconds)
         let bus = try Bus(configuration)
         emitJSON(BoundLineOut(endpoint: bus.endpoints.first ?? options.endpoint))
 
@@ -256,7 +256,7 @@ public enum OverloadWorker {
                 posts: posts, postNanoseconds: posted - start, closeNanoseconds: closed - posted, posted: stats.posted,
                 sent: stats.sent, unsent: stats.unsent, endOfStreamUnacknowledged: stats.endOfStreamUnacknowledged,
                 highWaterMark: configuration.sendHighWaterMark,
-                closeTimeoutMilliseconds: configuration.closeTimeoutMilliseconds,
+                closeTimeoutMilliseconds: configuration.closeTimeoutInMilliseconds,
                 publisherBackpressure: configuration.publisherBackpressure, memory: ProcessMemory.read()))
         return 0
     }

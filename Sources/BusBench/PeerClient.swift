@@ -29,7 +29,7 @@ public struct PeerClientOptions: Sendable {
     /// The broker's frontend (publishers) and backend (subscribers).
     public var frontend = "tcp://127.0.0.1:15550"
     public var backend = "tcp://127.0.0.1:15551"
-    /// `BusConfiguration.idleSpinMicroseconds` of every bus the client opens: 0 (the default) is
+    /// `BusConfiguration.idleSpin` (microseconds) of every bus the client opens: 0 (the default) is
     /// the bus's default; ping/pong with 200 measure the documented low-latency setting.
     public var idleSpinMicroseconds = 0
 
@@ -57,7 +57,7 @@ extension PeerClientOptions {
     /// `base` with these options' bus settings (the idle spin).
     func configuration(_ base: BusConfiguration) -> BusConfiguration {
         var configuration = base
-        configuration.idleSpinMicroseconds = idleSpinMicroseconds
+        configuration.idleSpin = .microseconds(idleSpinMicroseconds)
         return configuration
     }
 }

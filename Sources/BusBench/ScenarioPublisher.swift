@@ -20,7 +20,7 @@ enum ScenarioPublisher {
         // A host that fell behind acknowledges the end of stream only once it has read up to it:
         // stay connected that long (libzmq discards what is queued for a subscriber when its
         // publisher disconnects, and that tail would go uncounted).
-        configuration.closeTimeoutMilliseconds = Int32(clamping: scenario.drainSeconds * 1_000)
+        configuration.closeTimeout = .milliseconds(Int64(clamping: scenario.drainSeconds * 1_000))
         let bus = try Bus(configuration)
         bound(bus.endpoints.first ?? endpoint)
 

@@ -43,7 +43,7 @@ public struct ThroughputOptions: Sendable {
     /// ... for this many seconds.
     public var latencySeconds = 2.0
     /// A paced run in the low-latency setting: the consumer on `bus.executor` and
-    /// `BusConfiguration.idleSpinMicroseconds` set to this on both buses; 0 skips it. (A paced
+    /// `BusConfiguration.idleSpin` set to this on both buses; 0 skips it. (A paced
     /// publisher always posts from a pacing thread of its own, as the C baseline does.)
     public var latencySpinMicroseconds = 200
     /// Measured REQ/REP round trips of the raw baseline.

@@ -45,7 +45,7 @@ public final class Bus: Sendable {
         let direct = sockets.loopback ? nil : sockets.publisher.map(DirectPublisher.init)
         let core = BusCore(
             wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
-            idleSpinNanoseconds: UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000, directPublisher: direct)
+            idleSpinNanoseconds: configuration.idleSpinInNanoseconds, directPublisher: direct)
         self.core = core
         let executor = BusExecutor(core: core)
         self.executor = executor
@@ -341,7 +341,7 @@ public final class Bus: Sendable {
 
     // MARK: Closing
 
-    /// Closes the bus: hands queued posts to ZeroMQ (within `closeTimeoutMilliseconds`), ends every
+    /// Closes the bus: hands queued posts to ZeroMQ (within `closeTimeout`), ends every
     /// subscription after its buffer drains, stops the I/O thread and frees every socket and fd.
     /// Returns the final counters; `unsent` says what could not be sent.
     @discardableResult

@@ -102,23 +102,56 @@ public struct BusConfiguration: Sendable {
     /// CURVE for the sockets that bind (direct topology); nil is plaintext. A socket that both binds
     /// and connects cannot use CURVE (the server role is per socket): opening such a bus throws.
     public var curveServer: CurveServerSecurity?
-    /// How long `close()` keeps trying to hand queued posts to ZeroMQ and ZeroMQ to send them (ms).
-    public var closeTimeoutMilliseconds: Int32 = 2_000
+    /// How long `close()` keeps trying to hand queued posts to ZeroMQ and ZeroMQ to send them, and
+    /// waits for subscribers to acknowledge the end of stream.
+    public var closeTimeout: Duration = .seconds(2)
     /// Latency against CPU: after doing work, the I/O thread keeps looking for more for this long
     /// (yielding the core between looks) before it sleeps, and a consumer with nothing buffered
-    /// looks as long before it suspends, so a message arriving meanwhile needs no wake-up. 0 (the
+    /// looks as long before it suspends, so a message arriving meanwhile needs no wake-up. Zero (the
     /// default) sleeps at once; a few hundred microseconds cut publish-to-delivery latency at
     /// moderate rates, at the cost of cores kept busy while traffic flows (a waiting consumer holds
-    /// one of Swift's cooperative threads while it looks).
-    public var idleSpinMicroseconds = 0
-    /// ZeroMQ heartbeats on every ipc/tcp connection, ms between PINGs (0: off). A peer that stops
-    /// answering (a stopped or frozen process, a NAT or firewall that silently dropped the flow) is
-    /// then noticed within `heartbeatTimeoutMilliseconds`: the connection is dropped and redialled,
-    /// and a publisher stops counting that peer's subscribers, instead of waiting on a dead TCP
-    /// connection for ever.
-    public var heartbeatIntervalMilliseconds: Int32 = 5_000
-    /// How long a connection may stay silent after a heartbeat before it is dropped (ms).
-    public var heartbeatTimeoutMilliseconds: Int32 = 15_000
+    /// one of Swift's cooperative threads while it looks). At most 10 s.
+    public var idleSpin: Duration = .zero
+    /// ZeroMQ heartbeats on every ipc/tcp connection: the time between PINGs (zero: off). A peer
+    /// that stops answering (a stopped or frozen process, a NAT or firewall that silently dropped
+    /// the flow) is then noticed within `heartbeatTimeout`: the connection is dropped and
+    /// redialled, and a publisher stops counting that peer's subscribers, instead of waiting on a
+    /// dead TCP connection for ever. ZeroMQ counts in whole milliseconds.
+    public var heartbeatInterval: Duration = .seconds(5)
+    /// How long a connection may stay silent after a heartbeat before it is dropped.
+    public var heartbeatTimeout: Duration = .seconds(15)
+
+    /// `closeTimeout` in milliseconds.
+    @available(*, deprecated, renamed: "closeTimeout")
+    public var closeTimeoutMilliseconds: Int32 {
+        get { closeTimeoutInMilliseconds }
+        set { closeTimeout = .milliseconds(newValue) }
+    }
+    /// `idleSpin` in microseconds.
+    @available(*, deprecated, renamed: "idleSpin")
+    public var idleSpinMicroseconds: Int {
+        get { Int(idleSpinInNanoseconds / 1_000) }
+        set { idleSpin = .microseconds(newValue) }
+    }
+    /// `heartbeatInterval` in milliseconds.
+    @available(*, deprecated, renamed: "heartbeatInterval")
+    public var heartbeatIntervalMilliseconds: Int32 {
+        get { heartbeatIntervalInMilliseconds }
+        set { heartbeatInterval = .milliseconds(newValue) }
+    }
+    /// `heartbeatTimeout` in milliseconds.
+    @available(*, deprecated, renamed: "heartbeatTimeout")
+    public var heartbeatTimeoutMilliseconds: Int32 {
+        get { heartbeatTimeoutInMilliseconds }
+        set { heartbeatTimeout = .milliseconds(newValue) }
+    }
+
+    /// The spans of time in the units libzmq and the clocks take (0 for negative ones, which
+    /// `validate()` refuses anyway).
+    package var closeTimeoutInMilliseconds: Int32 { Int32(clamping: Timestamps.boundedMilliseconds(closeTimeout)) }
+    package var idleSpinInNanoseconds: UInt64 { Timestamps.boundedNanoseconds(idleSpin) }
+    package var heartbeatIntervalInMilliseconds: Int32 { Int32(clamping: Timestamps.boundedMilliseconds(heartbeatInterval)) }
+    package var heartbeatTimeoutInMilliseconds: Int32 { Int32(clamping: Timestamps.boundedMilliseconds(heartbeatTimeout)) }
 
     /// Throws `.invalidConfiguration` naming the first value out of range (`Bus.init` calls it).
     public func validate() throws(BusError) {
@@ -133,16 +166,10 @@ public struct BusConfiguration: Sendable {
             (0...WireFormat.maximumHeaderCount).contains(maximumHeaderCount),
             "maximumHeaderCount must be 0...\(WireFormat.maximumHeaderCount) (NBP/1's limit), not \(maximumHeaderCount)")
         try check(maximumTrackedStreams >= 2, "maximumTrackedStreams must be at least 2, not \(maximumTrackedStreams)")
-        try check(closeTimeoutMilliseconds >= 0, "closeTimeoutMilliseconds must be 0 or more, not \(closeTimeoutMilliseconds)")
-        try check(
-            (0...10_000_000).contains(idleSpinMicroseconds),
-            "idleSpinMicroseconds must be 0...10,000,000 (10 s), not \(idleSpinMicroseconds)")
-        try check(
-            heartbeatIntervalMilliseconds >= 0,
-            "heartbeatIntervalMilliseconds must be 0 (off) or more, not \(heartbeatIntervalMilliseconds)")
-        try check(
-            heartbeatTimeoutMilliseconds >= 0,
-            "heartbeatTimeoutMilliseconds must be 0 or more, not \(heartbeatTimeoutMilliseconds)")
+        try check(closeTimeout >= .zero, "closeTimeout must not be negative, not \(closeTimeout)")
+        try check(idleSpin >= .zero && idleSpin <= .seconds(10), "idleSpin must be zero to 10 seconds, not \(idleSpin)")
+        try check(heartbeatInterval >= .zero, "heartbeatInterval must be zero (off) or more, not \(heartbeatInterval)")
+        try check(heartbeatTimeout >= .zero, "heartbeatTimeout must not be negative, not \(heartbeatTimeout)")
     }
 
     /// Resident memory (bytes) past which a bus that *binds* drops every connection of its bound

@@ -97,7 +97,7 @@ final class BusCore: Sendable {
     let mailbox = Mutex(Mailbox())
     let wake: WakeSignal
     let outboundCapacity: Int
-    /// `BusConfiguration.idleSpinMicroseconds`, for consumers: how long one looks before suspending.
+    /// `BusConfiguration.idleSpin`, for consumers: how long one looks before suspending.
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
     /// What this publisher's subscribers want; `post` asks before encoding (`decideInterest`).

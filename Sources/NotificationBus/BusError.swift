@@ -18,8 +18,8 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidName(NameError)
     /// Names starting with `_nbus.` are the bus's own control messages.
     case reservedName(NotificationName)
-    /// A wait did not complete in time.
-    case timedOut(what: String, milliseconds: Int)
+    /// A wait for `what` did not complete within `after`.
+    case timedOut(what: String, after: Duration)
     /// ZeroMQ refused something (binding an endpoint in use, a malformed endpoint).
     case transport(ZMQError)
     /// The awaiting task was cancelled.
@@ -47,7 +47,10 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidHeaders(let error): return "invalid headers: \(error)"
         case .invalidName(let error): return "invalid name: \(error)"
         case .reservedName(let name): return "'\(name)' is reserved: names starting with _nbus. are the bus's own"
-        case .timedOut(let what, let ms): return "timed out after \(ms) ms waiting for \(what)"
+        case .timedOut(let what, let after):
+            let milliseconds = Timestamps.boundedMilliseconds(after)
+            let span = milliseconds < 10_000 ? "\(milliseconds) ms" : "\(milliseconds / 1_000) s"
+            return "timed out after \(span) waiting for \(what)"
         case .transport(let error): return "transport error: \(error)"
         case .cancelled: return "cancelled"
         case .system(let text): return "system error: \(text)"

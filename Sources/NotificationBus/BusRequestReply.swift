@@ -84,7 +84,7 @@ extension Bus {
         case .ended, .timedOut:
             if Task.isCancelled { throw .cancelled }
             guard case .timedOut = outcome else { throw .closed }
-            throw .timedOut(what: "a reply to \(name)", milliseconds: Timestamps.boundedMilliseconds(timeout))
+            throw .timedOut(what: "a reply to \(name)", after: timeout)
         }
     }
 

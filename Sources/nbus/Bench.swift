@@ -63,7 +63,7 @@ struct BenchThroughput: AsyncParsableCommand {
     var latencySeconds: Double = 2
 
     @Option(name: .customLong("latency-spin-us"),
-            help: "Idle spin (BusConfiguration.idleSpinMicroseconds) of the low-latency paced run; 0 skips it.")
+            help: "Idle spin (BusConfiguration.idleSpin) of the low-latency paced run; 0 skips it.")
     var latencySpinMicroseconds = ThroughputOptions(workerCommand: []).latencySpinMicroseconds
 
     @Option(name: .customLong("round-trips"), help: "Measured raw REQ/REP round trips.")
@@ -148,7 +148,7 @@ struct BenchWorker: AsyncParsableCommand {
     @Flag(name: .customLong("exit-on-stdin-eof"), help: "Exit when stdin reaches end of file (the parent is gone).")
     var exitOnStdinEOF = false
 
-    @Option(name: .customLong("spin-us"), help: "The bus's idle spin, microseconds (BusConfiguration.idleSpinMicroseconds).")
+    @Option(name: .customLong("spin-us"), help: "The bus's idle spin, microseconds (BusConfiguration.idleSpin).")
     var spinMicroseconds = 0
 
     @Flag(name: .customLong("on-bus-executor"), help: "Publisher: post the unpaced loop in a task on the bus's own thread (bus.executor). A paced publisher always posts from a thread of its own, as the C baseline does.")

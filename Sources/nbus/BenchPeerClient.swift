@@ -50,7 +50,7 @@ struct BenchPeerClient: AsyncParsableCommand {
 
     @Option(
         name: .customLong("spin-us"),
-        help: "BusConfiguration.idleSpinMicroseconds of the client's bus: 0, the default, is the bus's default; 200 is the documented low-latency setting.")
+        help: "BusConfiguration.idleSpin of the client's bus: 0, the default, is the bus's default; 200 is the documented low-latency setting.")
     var spinMicroseconds = 0
 
     var options: PeerClientOptions {

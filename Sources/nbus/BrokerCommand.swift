@@ -149,7 +149,7 @@ struct BrokerCommand: AsyncParsableCommand {
                 security = try loadSecurity()
                 broker = try Broker(
                     frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm,
-                    heartbeatMilliseconds: heartbeatMilliseconds,
+                    heartbeat: .milliseconds(heartbeatMilliseconds),
                     slowSubscriberPatience: .milliseconds(Int64((slowAfter * 1_000).rounded())), security: security,
                     memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20, logger: logger)
             } catch {

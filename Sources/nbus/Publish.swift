@@ -99,7 +99,7 @@ struct Publish: AsyncParsableCommand {
         help: ArgumentHelp(
             "Seconds closing may take: sending what is queued and waiting for subscribers to acknowledge the end of stream.",
             valueName: "seconds"))
-    var closeTimeout: Double = Double(BusConfiguration(publish: []).closeTimeoutMilliseconds) / 1_000
+    var closeTimeout: Double = Double(BusConfiguration(publish: []).closeTimeoutInMilliseconds) / 1_000
 
     enum LineFormat: String, ExpressibleByArgument, CaseIterable {
         case text, json
@@ -222,7 +222,7 @@ struct Publish: AsyncParsableCommand {
         try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             configuration.sendHighWaterMark = hwm
-            configuration.closeTimeoutMilliseconds = SecondsOption.milliseconds(closeTimeout)
+            configuration.closeTimeout = .milliseconds(SecondsOption.milliseconds(closeTimeout))
             configuration.logger = CommandLog.logger("publish")  // the bus's own lines, at --log-level debug
             let bus: Bus
             do {
@@ -332,7 +332,7 @@ struct Publish: AsyncParsableCommand {
                 for wanted in 1...count {
                     let left = deadline - clock.now
                     do {
-                        guard left > .zero else { throw BusError.timedOut(what: "subscribers", milliseconds: 0) }
+                        guard left > .zero else { throw BusError.timedOut(what: "subscribers", after: .zero) }
                         try await bus.waitForSubscribers(count: wanted, matching: name, timeout: left)
                     } catch {
                         return .timedOut(arrived: wanted - 1)

@@ -20,10 +20,10 @@ struct HeartbeatTests {
         // Heartbeats every 100 ms, dead after 300 ms (the defaults are 5 s and 15 s).
         var publisherConfiguration = BusConfiguration(publish: [.connect(frontend)])
         var subscriberConfiguration = BusConfiguration(subscribe: [.connect(backend)])
-        publisherConfiguration.heartbeatIntervalMilliseconds = 100
-        publisherConfiguration.heartbeatTimeoutMilliseconds = 300
-        subscriberConfiguration.heartbeatIntervalMilliseconds = 100
-        subscriberConfiguration.heartbeatTimeoutMilliseconds = 300
+        publisherConfiguration.heartbeatInterval = .milliseconds(100)
+        publisherConfiguration.heartbeatTimeout = .milliseconds(300)
+        subscriberConfiguration.heartbeatInterval = .milliseconds(100)
+        subscriberConfiguration.heartbeatTimeout = .milliseconds(300)
         let publisher = try Bus(publisherConfiguration)
         let subscriber = try Bus(subscriberConfiguration)
         let name = NotificationName("beat.tick")

@@ -74,7 +74,7 @@ struct APIMisuseTests {
     func cancelledPostReturns() async throws {
         var configuration = BusConfiguration.embedded()
         configuration.outboundCapacity = 2
-        configuration.closeTimeoutMilliseconds = 100  // what is queued cannot go anywhere: do not wait 2 s
+        configuration.closeTimeout = .milliseconds(100)  // what is queued cannot go anywhere: do not wait 2 s
         let bus = try Bus(configuration)
         // Nobody reads it, so the I/O thread stops and the outbound queue fills.
         let stalled = try bus.notifications(named: "p.>", buffering: .suspendProducer(capacity: 1))
@@ -136,12 +136,12 @@ struct APIMisuseTests {
         }
         forever.cancel()
         #expect(await forever.value(within: .seconds(30)) == .cancelled)
-        await #expect(throws: BusError.timedOut(what: "5 subscriber(s) of t.x", milliseconds: 0)) {
+        await #expect(throws: BusError.timedOut(what: "5 subscriber(s) of t.x", after: .milliseconds(0))) {
             try await bus.waitForSubscribers(count: 5, matching: name, timeout: .seconds(-5))
         }
         // Under a second, a negative Duration's seconds are 0 and its attoseconds negative: this
         // trapped ("Negative value is not representable") when request's time left went below zero.
-        await #expect(throws: BusError.timedOut(what: "5 subscriber(s) of t.x", milliseconds: 0)) {
+        await #expect(throws: BusError.timedOut(what: "5 subscriber(s) of t.x", after: .milliseconds(0))) {
             try await bus.waitForSubscribers(count: 5, matching: name, timeout: .milliseconds(-50))
         }
         await bus.close()
@@ -150,8 +150,8 @@ struct APIMisuseTests {
     @Test("A configuration value out of range is an error naming it, not a crash at close")
     func invalidConfiguration() throws {
         var configuration = BusConfiguration.embedded()
-        configuration.closeTimeoutMilliseconds = -1
-        #expect(throws: BusError.invalidConfiguration("closeTimeoutMilliseconds must be 0 or more, not -1")) {
+        configuration.closeTimeout = .milliseconds(-1)
+        #expect(throws: BusError.invalidConfiguration("closeTimeout must not be negative, not \(Duration.milliseconds(-1))")) {
             try Bus(configuration)
         }
         configuration = .embedded()

@@ -153,7 +153,7 @@ struct BusEmbeddedTests {
     @Test("With the idle spin on, delivery is unchanged and a waiting consumer still ends when cancelled or closed")
     func idleSpinKeepsSemantics() async throws {
         var configuration = BusConfiguration.embedded()
-        configuration.idleSpinMicroseconds = 300
+        configuration.idleSpin = .microseconds(300)
         let bus = try Bus(configuration)
         let stream = try bus.notifications(named: "spin.n")
         let idle = try bus.notifications(named: "never.posted")

@@ -57,7 +57,7 @@ struct BusExecutorTests {
     @Test("With a long idle spin, a consumer on the bus's executor never spins on the bus's thread (it would stall it)", .timeLimit(.minutes(1)))
     func consumerOnExecutorDoesNotSpinTheBusThread() async throws {
         var configuration = BusConfiguration.embedded()
-        configuration.idleSpinMicroseconds = 2_000_000  // 2 s: each wait spun on the bus's thread stalls it that long
+        configuration.idleSpin = .seconds(2)  // 2 s: each wait spun on the bus's thread stalls it that long
         let bus = try Bus(configuration)
         let stream = try bus.notifications(named: "s.n")
         try await bus.ready(NamePattern("s.n"))

@@ -65,7 +65,7 @@ struct BusLifecycleTests {
     func readyTimesOut() async throws {
         let bus = try Bus(.directSubscriber(connect: [try temporaryIPCEndpoint()]))
         let subscription = try bus.notifications(named: "a")
-        await #expect(throws: BusError.timedOut(what: "a publisher to confirm a", milliseconds: 200)) {
+        await #expect(throws: BusError.timedOut(what: "a publisher to confirm a", after: .milliseconds(200))) {
             try await bus.ready(try NamePattern("a"), timeout: .milliseconds(200))
         }
         // ready(_:) for names no subscription can receive is an error, not a confirmation.

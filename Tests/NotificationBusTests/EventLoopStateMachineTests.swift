@@ -46,12 +46,12 @@ struct WaiterStateMachineTests {
         _ = machine.add(subscribersRequest(id: 2, count: 1, deadline: 300), facts: WaitFacts(isPublisher: true))
         #expect(machine.nextDeadline == 300)
         #expect(machine.tick(now: 299) == [])
-        #expect(machine.tick(now: 300) == [.resume(id: 2, error: .timedOut(what: "subscribers", milliseconds: 1))])
+        #expect(machine.tick(now: 300) == [.resume(id: 2, error: .timedOut(what: "subscribers", after: .milliseconds(1)))])
         #expect(machine.nextDeadline == 500)
         #expect(
             machine.tick(now: 10_000)
                 == [.unsubscribeToken(tokenTopic(1)),
-                    .resume(id: 1, error: .timedOut(what: "a publisher to confirm orders.>", milliseconds: 100))])
+                    .resume(id: 1, error: .timedOut(what: "a publisher to confirm orders.>", after: .milliseconds(100)))])
         #expect(machine.pending.isEmpty)
     }
 

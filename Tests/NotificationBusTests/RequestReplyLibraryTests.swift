@@ -49,7 +49,7 @@ struct RequestReplyLibraryTests {
     func timesOut() async throws {
         let bus = try Bus(.embedded())
         let silent = try bus.notifications(named: "slow.>")
-        await #expect(throws: BusError.timedOut(what: "a reply to slow.op", milliseconds: 200)) {
+        await #expect(throws: BusError.timedOut(what: "a reply to slow.op", after: .milliseconds(200))) {
             _ = try await bus.request(try NotificationName("slow.op"), timeout: .milliseconds(200))
         }
         silent.cancel()

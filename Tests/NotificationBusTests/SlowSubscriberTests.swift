@@ -11,7 +11,7 @@ struct SlowSubscriberTests {
         var publisherConfiguration = BusConfiguration.directPublisher(bind: endpoint)
         publisherConfiguration.sendHighWaterMark = 100
         // close() re-sends the end-of-stream record until the stalled subscriber, released, acknowledges it.
-        publisherConfiguration.closeTimeoutMilliseconds = 30_000
+        publisherConfiguration.closeTimeout = .seconds(30)
         let publisher = try Bus(publisherConfiguration)
         var slowConfiguration = BusConfiguration.directSubscriber(connect: [endpoint])
         slowConfiguration.receiveHighWaterMark = 100

@@ -97,7 +97,7 @@ public final class Broker: Sendable {
     /// subscribers and refusals as warnings), on the same threads, synchronously: a log handler
     /// that blocks stalls forwarding (`forwardingLoopAge` shows it).
     ///
-    /// `heartbeatMilliseconds`: ZMTP heartbeats on every connection (0: off); a peer silent for
+    /// `heartbeat`: ZMTP heartbeats on every connection (zero: off; whole milliseconds); a peer silent for
     /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
     /// subscriptions and queue do not stay for ever (and it reconnects when it comes back).
     ///
@@ -117,7 +117,7 @@ public final class Broker: Sendable {
     /// a CURVE server for its publishers and a CURVE client of the upstream broker at once.
     public init(
         frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000,
-        heartbeatMilliseconds: Int32 = 5_000, maximumSubscriptionSize: Int = WireFormat.maximumSubscriptionLength,
+        heartbeat: Duration = .seconds(5), maximumSubscriptionSize: Int = WireFormat.maximumSubscriptionLength,
         maximumFrameSize: Int64 = WireFormat.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
         security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil,
         memoryLimit: UInt64? = Broker.defaultMemoryLimit, logger: Logger? = nil,
@@ -137,6 +137,8 @@ public final class Broker: Sendable {
                     onAuthentication?(event)
                 }
             } ?? onAuthentication
+        guard heartbeat >= .zero else { throw .invalidConfiguration("heartbeat must not be negative, not \(heartbeat)") }
+        let heartbeatMilliseconds = Int32(clamping: Timestamps.boundedMilliseconds(heartbeat))
         guard slowSubscriberPatience >= .zero else {
             throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
         }

@@ -34,7 +34,7 @@ extension BusEventLoop {
             case .removeSubscription, .cancelWaiter, .resumeReading: break
             }
         }
-        let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutMilliseconds) * 1_000_000
+        let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutInMilliseconds) * 1_000_000
         // Who is subscribed as the close begins, before the flush: a broker that dies while
         // the flush waits takes them all away at once, and they are the ones to wait for.
         _ = readHandshakeFailures()
@@ -48,7 +48,7 @@ extension BusEventLoop {
         stats.unsent += UInt64(pending.removeAll() + queued.removeAll())
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline, atClose: atClose)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
-        do { try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutMilliseconds) } catch { record(error, "setting linger") }
+        do { try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutInMilliseconds) } catch { record(error, "setting linger") }
         receiver.finishAll()
         perform(waiters.close())
         stats.activeSubscriptions = 0

@@ -73,7 +73,7 @@ final class BusEventLoop {
         core.markIOThread()
         var commands: [BusCommand] = []
         var jobs: [UnownedJob] = []
-        let spinNanoseconds = UInt64(max(0, configuration.idleSpinMicroseconds)) * 1_000
+        let spinNanoseconds = configuration.idleSpinInNanoseconds
         var lastWork = Timestamps.monotonicNanoseconds()
         while !contextTerminated {
             // Tasks running on the bus's executor first: what they post goes out in this round.
@@ -119,7 +119,7 @@ final class BusEventLoop {
                 waitForRoomToSend()
                 continue
             }
-            // Idle strategy: within `idleSpinMicroseconds` of the last work, yield the core and
+            // Idle strategy: within `idleSpin` of the last work, yield the core and
             // look again instead of sleeping, so the next message needs no wake-up (latency).
             if spinNanoseconds > 0, Timestamps.monotonicNanoseconds() - lastWork < spinNanoseconds {
                 sched_yield()

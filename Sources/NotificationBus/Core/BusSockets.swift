@@ -175,12 +175,12 @@ final class BusSockets {
         handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher))
     }
 
-    /// ZMTP heartbeats (`heartbeatIntervalMilliseconds`; 0 leaves them off): the peer is asked to
+    /// ZMTP heartbeats (`heartbeatInterval`; zero leaves them off): the peer is asked to
     /// drop this side after the same timeout, so a dead link is noticed at both ends.
     private func setHeartbeats(_ socket: Socket) throws(ZMQError) {
-        guard configuration.heartbeatIntervalMilliseconds > 0 else { return }
-        let timeout = max(configuration.heartbeatTimeoutMilliseconds, configuration.heartbeatIntervalMilliseconds)
-        try socket.set(.heartbeatInterval, configuration.heartbeatIntervalMilliseconds)
+        guard configuration.heartbeatIntervalInMilliseconds > 0 else { return }
+        let timeout = max(configuration.heartbeatTimeoutInMilliseconds, configuration.heartbeatIntervalInMilliseconds)
+        try socket.set(.heartbeatInterval, configuration.heartbeatIntervalInMilliseconds)
         try socket.set(.heartbeatTimeout, timeout)
         try socket.set(.heartbeatTTL, max(100, timeout))
     }

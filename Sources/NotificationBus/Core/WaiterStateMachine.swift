@@ -143,7 +143,7 @@ struct WaiterStateMachine {
             return true
         }
         return expired.flatMap { request in
-            finish(request, .timedOut(what: request.what, milliseconds: request.timeoutMilliseconds))
+            finish(request, .timedOut(what: request.what, after: .milliseconds(request.timeoutMilliseconds)))
         }
     }
 
