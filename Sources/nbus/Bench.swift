@@ -224,8 +224,14 @@ struct BenchOverload: AsyncParsableCommand {
     @Option(help: "ZeroMQ send/receive high-water mark, both processes (BusConfiguration's default).")
     var hwm: Int32 = OverloadOptions().highWaterMark
 
-    @Option(name: .customLong("close-timeout-ms"), help: "The publisher's close timeout, ms (BusConfiguration's default).")
-    var closeTimeoutMilliseconds: Int32 = OverloadOptions().closeTimeoutMilliseconds
+    @Option(
+        name: .customLong("close-timeout"),
+        help: ArgumentHelp("The publisher's close timeout, seconds (BusConfiguration's default: 2).", valueName: "seconds"))
+    var closeTimeout: Double = Double(OverloadOptions().closeTimeoutMilliseconds) / 1_000
+
+    /// The old spelling, in milliseconds, kept for scripts (hidden): time options are in seconds.
+    @Option(name: .customLong("close-timeout-ms"), help: .hidden)
+    var closeTimeoutMillisecondsAlias: Int32?
 
     @Option(name: .customLong("rss-limit-mb"), help: "Fail when the subscriber's peak RSS reaches this many MB (10^6 bytes).")
     var rssLimitMegabytes: Double = 200
@@ -239,6 +245,7 @@ struct BenchOverload: AsyncParsableCommand {
     func validate() throws {
         try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)
         try SecondsOption.check(rssLimitMegabytes, "--rss-limit-mb", in: 1...1_000_000, unit: "MB")
+        if closeTimeoutMillisecondsAlias == nil { try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600) }
         try checkBenchOptions { try options.validate() }
     }
 
@@ -250,7 +257,7 @@ struct BenchOverload: AsyncParsableCommand {
         options.policy = policy
         options.buffer = buffer
         options.highWaterMark = hwm
-        options.closeTimeoutMilliseconds = closeTimeoutMilliseconds
+        options.closeTimeoutMilliseconds = closeTimeoutMillisecondsAlias ?? SecondsOption.milliseconds(closeTimeout)
         options.rssLimitBytes = UInt64(max(0, rssLimitMegabytes) * 1e6)
         options.timeoutSeconds = timeout
         return options

@@ -65,10 +65,19 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "MiB"))
     var maxMemory: Int = 4_096
 
-    @Option(name: .customLong("heartbeat-ms"), help: ArgumentHelp(
-        "ZeroMQ heartbeats: ms between PINGs on every connection; a peer silent for 3 of them is dropped (0: off).",
-        valueName: "ms"))
-    var heartbeatMilliseconds: Int32 = 5_000
+    @Option(help: ArgumentHelp(
+        "ZeroMQ heartbeats: seconds between PINGs on every connection, to the millisecond; a peer silent for 3 of them is dropped (0: off).",
+        valueName: "seconds"))
+    var heartbeat: Double = 5
+
+    /// The old spelling, in milliseconds, kept for scripts (hidden): every time option is in seconds now.
+    @Option(name: .customLong("heartbeat-ms"), help: .hidden)
+    var heartbeatMillisecondsAlias: Int32?
+
+    /// `--heartbeat`, or `--heartbeat-ms` when a script gave that.
+    var heartbeatMilliseconds: Int32 {
+        heartbeatMillisecondsAlias ?? SecondsOption.milliseconds(heartbeat)
+    }
 
     @Option(help: ArgumentHelp("Print counters every N seconds, 0.1 to 86400 (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
@@ -98,7 +107,11 @@ struct BrokerCommand: AsyncParsableCommand {
             throw ValidationError("--frontend and --backend must differ (both are \(frontend))")
         }
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
-        guard heartbeatMilliseconds >= 0 else { throw ValidationError("--heartbeat-ms must be 0 (off) or more") }
+        if let heartbeatMillisecondsAlias {
+            guard heartbeatMillisecondsAlias >= 0 else { throw ValidationError("--heartbeat-ms must be 0 (off) or more") }
+        } else {
+            try SecondsOption.check(heartbeat, "--heartbeat", in: 0...86_400)
+        }
         // 0 means only at exit. Below 0.1 s the reports flood standard output (--stats 1e-9 wrote
         // 13,000 lines a second) and tell nothing a slower interval would not.
         if stats != 0 {

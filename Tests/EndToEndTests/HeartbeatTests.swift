@@ -11,7 +11,7 @@ struct HeartbeatTests {
         let children = try Children()
         defer { children.killAll() }
         let broker = try children.start(
-            "broker", ["broker", "--frontend", "tcp://127.0.0.1:*", "--backend", "tcp://127.0.0.1:*", "--heartbeat-ms", "100"])
+            "broker", ["broker", "--frontend", "tcp://127.0.0.1:*", "--backend", "tcp://127.0.0.1:*", "--heartbeat", "0.1"])
         let banner = try #require(await broker.waitForStdoutLine(containing: "broker: frontend"), "\(broker.describe())")
         let words = banner.split(separator: " ").map(String.init)
         try #require(words.count == 5, "unexpected banner: \(banner)")
