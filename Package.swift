@@ -68,7 +68,7 @@ let package = Package(
         .target(
             name: "BusOperations",
             dependencies: [
-                "NotificationBus",
+                "NotificationBus", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -39,11 +39,13 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .closed: return "the bus is closed"
+        case .closed: return "the bus is closed: open a new Bus to post, subscribe or wait again"
         case .notAPublisher: return "this bus has no publisher socket (configure `publish`)"
         case .notASubscriber: return "this bus has no subscriber socket (configure `subscribe`)"
-        case .outboundQueueFull(let capacity): return "the outbound queue is full (\(capacity) posts waiting)"
-        case .payloadTooLarge(let count, let maximum): return "payload of \(count) bytes exceeds the maximum of \(maximum)"
+        case .outboundQueueFull(let capacity):
+            return "the outbound queue is full (\(capacity) posts waiting): `await post` waits for room; or raise BusConfiguration.outboundCapacity"
+        case .payloadTooLarge(let count, let maximum):
+            return "payload of \(count) bytes exceeds the maximum of \(maximum): split it, or raise BusConfiguration.maximumPayload on the publisher and every subscriber"
         case .invalidHeaders(let error): return "invalid headers: \(error)"
         case .invalidName(let error): return "invalid name: \(error)"
         case .reservedName(let name): return "'\(name)' is reserved: names starting with _nbus. are the bus's own"
@@ -52,11 +54,11 @@ public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
             let span = milliseconds < 10_000 ? "\(milliseconds) ms" : "\(milliseconds / 1_000) s"
             return "timed out after \(span) waiting for \(what)"
         case .transport(let error): return "transport error: \(error)"
-        case .cancelled: return "cancelled"
+        case .cancelled: return "cancelled: the waiting task was cancelled"
         case .system(let text): return "system error: \(text)"
         case .security(let text): return "CURVE: \(text)"
         case .invalidConfiguration(let text): return "invalid configuration: \(text)"
-        case .noResponders(let name): return "no responders: nothing subscribes to \(name)"
+        case .noResponders(let name): return "no responders: nothing subscribes to \(name); start a responder (Bus.respond, nbus reply) first"
         case .notARequest(let name): return "\(name) is not a request: it has no valid reply-to header"
         case .notSubscribed(let pattern):
             return "this bus has no subscription to \(pattern): make it (notifications(named:), events(named:), addObserver) before ready(_:)"

@@ -1,4 +1,5 @@
 import BusOperations
+import Foundation
 import Logging
 import NotificationBus
 import ServiceLifecycle
@@ -41,5 +42,22 @@ struct LifecycleServicesTests {
         #expect(subscriberStats.endOfStreamRecords >= 1)
         // The broker stopped, after forwarding the notification and the end of stream.
         #expect((stopped.withLock { $0 })?.fromPublishers ?? 0 >= 2)
+    }
+}
+
+@Suite("Errors next to Foundation")
+struct LocalizedErrorTests {
+    @Test("localizedDescription is each error's own sentence, saying what to do")
+    func localizedDescriptions() throws {
+        let errors: [any Error] = [
+            BusError.closed, BusError.outboundQueueFull(capacity: 8), BusError.noResponders("x.y"),
+            BusError.invalidName(.empty), NameError.empty,
+        ]
+        for error in errors {
+            #expect(error.localizedDescription == "\(error)", "\(error)")
+            #expect(!error.localizedDescription.contains("could not be completed"))
+        }
+        #expect(BusError.closed.localizedDescription.contains("open a new Bus"))
+        #expect(BusError.outboundQueueFull(capacity: 8).localizedDescription.contains("await post"))
     }
 }
