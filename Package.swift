@@ -35,6 +35,9 @@ let package = Package(
         // The monitoring HTTP server: FlyingFox (its own sockets, no SwiftNIO) rather than Hummingbird,
         // whose NIO stack adds minutes to every CI build for four small GET endpoints.
         .package(url: "https://github.com/swhitty/FlyingFox.git", from: "0.27.1"),
+        // Documentation only (`make docs`: the DocC catalogs of NotificationBus and BusViews); a
+        // command plugin, never linked into a product.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(
