@@ -70,6 +70,11 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "seconds"))
     var heartbeat: Double = 5
 
+    @Option(name: .customLong("idle-spin"), help: ArgumentHelp(
+        "The low-latency setting: after forwarding, look for the next message this long before sleeping (e.g. 0.0002: a core stays busy while traffic flows; 0: off).",
+        valueName: "seconds"))
+    var idleSpin: Double = 0
+
     /// The old spelling, in milliseconds, kept for scripts (hidden): every time option is in seconds now.
     @Option(name: .customLong("heartbeat-ms"), help: .hidden)
     var heartbeatMillisecondsAlias: Int32?
@@ -112,6 +117,7 @@ struct BrokerCommand: AsyncParsableCommand {
         } else {
             try SecondsOption.check(heartbeat, "--heartbeat", in: 0...86_400)
         }
+        try SecondsOption.check(idleSpin, "--idle-spin", in: 0...10)
         // 0 means only at exit. Below 0.1 s the reports flood standard output (--stats 1e-9 wrote
         // 13,000 lines a second) and tell nothing a slower interval would not.
         if stats != 0 {
@@ -155,7 +161,7 @@ struct BrokerCommand: AsyncParsableCommand {
         logging.bootstrap()
         let logger = CommandLog.logger("broker")
         let openFiles = Broker.raiseOpenFileLimit()
-        try await CommandLifecycle.run(name: "broker") { () async throws -> (BrokerService, [any Service]) in
+        try await CommandLifecycle.run(name: "broker") { () async throws -> (BrokerCommandService, [any Service]) in
             let broker: Broker
             let security: BrokerSecurity?
             do {
@@ -164,7 +170,8 @@ struct BrokerCommand: AsyncParsableCommand {
                     frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm,
                     heartbeat: .milliseconds(heartbeatMilliseconds),
                     slowSubscriberPatience: .milliseconds(Int64((slowAfter * 1_000).rounded())), security: security,
-                    memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20, logger: logger)
+                    memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20, idleSpin: SecondsOption.duration(idleSpin),
+                    logger: logger)
             } catch {
                 throw fail("broker", error, code: 2)
             }
@@ -199,7 +206,7 @@ struct BrokerCommand: AsyncParsableCommand {
                 helpers.append(
                     MonitoringHTTPService(address: try HTTPListenAddress(parsing: http), routes: monitor.routes, logger: logger))
             }
-            return (BrokerService(broker: broker, statsInterval: stats, secured: security != nil), helpers)
+            return (BrokerCommandService(broker: broker, statsInterval: stats, secured: security != nil), helpers)
         }
     }
 
@@ -224,7 +231,7 @@ struct BrokerCommand: AsyncParsableCommand {
 
 /// The running broker: forwards until a graceful shutdown (printing its counters every
 /// `statsInterval` seconds when that is positive), then stops and prints its final counters.
-struct BrokerService: Service {
+struct BrokerCommandService: Service {
     let broker: Broker
     let statsInterval: Double
     /// Whether CURVE is on (the reports then include the authentication counters).

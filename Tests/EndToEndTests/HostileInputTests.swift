@@ -42,6 +42,7 @@ struct HostileInputTests {
         (["broker", "--heartbeat", "nan"], "--heartbeat must be from 0 to 86400 seconds"),
         (["broker", "--heartbeat=-1"], "--heartbeat must be from 0 to 86400 seconds"),
         (["broker", "--heartbeat-ms=-1"], "--heartbeat-ms must be 0 (off) or more"),
+        (["broker", "--idle-spin", "11"], "--idle-spin must be from 0 to 10 seconds"),
         (["bench", "overload", "--seconds", "1e300"], "--seconds must be from 0.001 to 86400 seconds"),
         (["bench", "overload", "--rss-limit-mb", "inf"], "--rss-limit-mb must be from 1 to 1000000 MB"),
         (["bench", "overload", "--close-timeout", "inf"], "--close-timeout must be from 0 to 3600 seconds"),

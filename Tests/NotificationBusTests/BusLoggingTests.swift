@@ -136,3 +136,23 @@ struct BrokerLifetimeTests {
         await first.stop()
     }
 }
+
+@Suite("A Broker's low-latency setting", .timeLimit(.minutes(1)))
+struct BrokerIdleSpinTests {
+    @Test("With idleSpin the broker forwards as without it, and an out-of-range spin is refused")
+    func idleSpinForwards() async throws {
+        #expect(throws: BusError.invalidConfiguration("idleSpin must be zero to 10 seconds, not \(Duration.seconds(11))")) {
+            _ = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*", idleSpin: .seconds(11))
+        }
+        let broker = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*", idleSpin: .microseconds(200))
+        let publisher = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
+        let subscriber = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
+        let stream = try subscriber.notifications(named: "spin.>")
+        try await subscriber.ready("spin.>")
+        for _ in 0..<3 { try await publisher.post(name: "spin.n") }
+        #expect(await stream.first(3).map(\.sequence) == [1, 2, 3])
+        await publisher.close()
+        await subscriber.close()
+        #expect(await broker.stop().fromPublishers >= 3)
+    }
+}

@@ -97,6 +97,10 @@ public final class Broker: Sendable {
     /// subscribers and refusals as warnings), on the same threads, synchronously: a log handler
     /// that blocks stalls forwarding (`forwardingLoopAge` shows it).
     ///
+    /// `idleSpin`: the low-latency setting. After forwarding, the thread keeps looking for the next
+    /// message this long (yielding its core) before it sleeps, so a message arriving meanwhile
+    /// needs no wake-up; a core stays busy while traffic flows. Zero (the default) sleeps at once.
+    ///
     /// `heartbeat`: ZMTP heartbeats on every connection (zero: off; whole milliseconds); a peer silent for
     /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
     /// subscriptions and queue do not stay for ever (and it reconnects when it comes back).
@@ -120,7 +124,7 @@ public final class Broker: Sendable {
         heartbeat: Duration = .seconds(5), maximumSubscriptionSize: Int = WireFormat.maximumSubscriptionLength,
         maximumFrameSize: Int64 = WireFormat.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
         security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil,
-        memoryLimit: UInt64? = Broker.defaultMemoryLimit, logger: Logger? = nil,
+        memoryLimit: UInt64? = Broker.defaultMemoryLimit, idleSpin: Duration = .zero, logger: Logger? = nil,
         onEvent: (@Sendable (BrokerEvent) -> Void)? = nil
     ) throws(BusError) {
         let onEvent: (@Sendable (BrokerEvent) -> Void)? =
@@ -137,6 +141,9 @@ public final class Broker: Sendable {
                     onAuthentication?(event)
                 }
             } ?? onAuthentication
+        guard idleSpin >= .zero && idleSpin <= .seconds(10) else {
+            throw .invalidConfiguration("idleSpin must be zero to 10 seconds, not \(idleSpin)")
+        }
         guard heartbeat >= .zero else { throw .invalidConfiguration("heartbeat must not be negative, not \(heartbeat)") }
         let heartbeatMilliseconds = Int32(clamping: Timestamps.boundedMilliseconds(heartbeat))
         guard slowSubscriberPatience >= .zero else {
@@ -255,7 +262,7 @@ public final class Broker: Sendable {
                 frontend: xsub, backend: xpub, shared: shared, patienceNanoseconds: patience,
                 memoryLimit: memoryLimit, boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)],
                 forwardableSubscriptionSize: maximumSubscriptionSize - 64, monitorReaders: monitorReaders,
-                connections: connections, onEvent: onEvent)
+                connections: connections, onEvent: onEvent, spinNanoseconds: Timestamps.boundedNanoseconds(idleSpin))
         } catch {
             closeAll()  // the context ends with its last reference, here
             throw .transport(error)

@@ -153,14 +153,19 @@ final class BrokerForwarder {
     private var idleSince: UInt64 = 0
     /// Messages moved per side before looking at the other side and the stop flag again.
     private static let roundLimit = 512
+    /// `Broker`'s `idleSpin`: after traffic, look again (yielding the core) for this long before
+    /// sleeping in `zmq_poll`, so the next message needs no wake-up of this thread (latency).
+    private let spinNanoseconds: UInt64
     /// The longest the loop waits for work before starting a round anyway (ms): its heartbeat.
     static let heartbeatInterval = 1_000
 
     init(
         frontend: Socket, backend: Socket, shared: BrokerShared, patienceNanoseconds: UInt64,
         memoryLimit: UInt64?, boundEndpoints: [(socket: Socket, endpoint: String)], forwardableSubscriptionSize: Int,
-        monitorReaders: [Socket], connections: ConnectionTracker, onEvent: (@Sendable (BrokerEvent) -> Void)?
+        monitorReaders: [Socket], connections: ConnectionTracker, onEvent: (@Sendable (BrokerEvent) -> Void)?,
+        spinNanoseconds: UInt64 = 0
     ) throws(ZMQError) {
+        self.spinNanoseconds = spinNanoseconds
         self.monitorReaders = monitorReaders
         self.connections = connections
         self.forwardableSubscriptionSize = forwardableSubscriptionSize
@@ -208,6 +213,9 @@ final class BrokerForwarder {
                 } else if !held.isEmpty {
                     try holding.poll(timeoutMilliseconds: 0)
                     if holding.ready(at: holdingWake).contains(.readable) { shared.wake.drain() }
+                } else if spinNanoseconds > 0, Timestamps.monotonicNanoseconds() &- idleSince < spinNanoseconds {
+                    // Just after traffic, with the low-latency setting: look again at once.
+                    sched_yield()
                 } else {
                     // Idle: after 10 s without traffic, give freed memory back to the system once
                     // (glibc keeps what a flood of connections or a big burst allocated).
