@@ -67,15 +67,22 @@ struct JSONInputLine {
         default: throw Invalid("'name' must be a string")
         }
 
+        // The headers in order and byte for byte (`OrderedJSON`): `object` has merged keys that
+        // Swift's String finds equal, which NBP/1 keeps apart.
         headers = []
-        switch object["headers"] {
-        case nil, is NSNull: break
-        case let map as [String: Any]:
-            for key in map.keys.sorted() {
-                guard let value = map[key], let text = Self.scalarText(value) else {
-                    throw Invalid("header '\(key)' must be a string, number or boolean")
+        guard case .object(let members)? = OrderedJSON.parse(bytes) else { throw Invalid("not valid JSON") }
+        switch members.last(where: { $0.key.utf8.elementsEqual("headers".utf8) })?.value {
+        case nil, .null?: break
+        case .object(let pairs)?:
+            for pair in pairs {
+                let text: String
+                switch pair.value {
+                case .string(let value): text = value
+                case .number(let value): text = value
+                case .bool(let value): text = value ? "true" : "false"
+                default: throw Invalid("header '\(pair.key)' must be a string, number or boolean")
                 }
-                headers.append((key, text))
+                headers.append((pair.key, text))
             }
         default: throw Invalid("'headers' must be an object")
         }
@@ -112,15 +119,6 @@ struct JSONInputLine {
             contentType = ContentType(rawValue: code)
         default:
             throw Invalid("'contentType' must be a code 0-255 or a name")
-        }
-    }
-
-    /// A header value's text: strings as they are, numbers and booleans as their JSON text.
-    private static func scalarText(_ value: Any) -> String? {
-        switch value {
-        case let text as String: return text
-        case let number as NSNumber: return isBoolean(number) ? (number.boolValue ? "true" : "false") : number.stringValue
-        default: return nil
         }
     }
 

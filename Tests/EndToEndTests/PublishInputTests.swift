@@ -156,6 +156,32 @@ struct PublishInputTests {
         #expect(copy.first?["headers"] as? [String: String] == ["k": "v"])
     }
 
+    @Test("--input json keeps header keys byte for byte: 'é' precomposed and decomposed stay two keys, as on the wire")
+    func canonicallyEquivalentHeaderKeysStayApart() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("keys.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "k.>", "--connect", endpoint, "--count", "1", "--timeout", "30", "--format", "json"])
+        // The same key to Swift's String (canonically equivalent), two keys to NBP/1.
+        let line = #"{"name": "k.n", "headers": {"é": "pre", "é": "de", "n": 1.50, "b": true}, "payload": "x"}"#
+        let publisher = try startWithInput(
+            children, "publisher", Array((line + "\n").utf8),
+            ["publish", "k.default", "--lines", "--input", "json", "--bind", endpoint, "--timeout", "30"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        #expect(await subscriber.waitForStdoutLines(1), "\(subscriber.describe())")
+        expectExit(await awaitSubscriberExit(subscriber), 0, subscriber)
+        let printed = Array((subscriber.output.stdoutLines.first ?? "").utf8)
+        // Compared as bytes: String comparison would find the two keys equal.
+        func contains(_ text: String) -> Bool {
+            let needle = Array(text.utf8)
+            return printed.count >= needle.count && (0...(printed.count - needle.count)).contains { printed[$0..<$0 + needle.count].elementsEqual(needle) }
+        }
+        #expect(contains("\"\u{00E9}\":\"pre\""), "\(subscriber.describe())")
+        #expect(contains("\"e\u{0301}\":\"de\""), "\(subscriber.describe())")
+        #expect(contains("\"n\":\"1.50\"") && contains("\"b\":\"true\""), "\(subscriber.describe())")
+    }
+
     @Test("--input json waits for subscribers of the first line's name, not of NAME")
     func jsonLinesWaitForWhatIsPublished() async throws {
         let children = try Children()
