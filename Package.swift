@@ -20,6 +20,8 @@ let package = Package(
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "NotificationBus", targets: ["NotificationBus"]),
         .library(name: "BusViews", targets: ["BusViews"]),
+        // Operating a bus or a broker: BusService, BrokerService, metrics, logs, LocalizedError.
+        .library(name: "BusOperations", targets: ["BusOperations"]),
         .executable(name: "nbus", targets: ["nbus"]),
         .executable(name: "nbus-baseline", targets: ["ZeroMQBaseline"]),
     ],

@@ -168,6 +168,7 @@ public struct ViewsRawRatio: Codable, Sendable, Equatable {
     /// `12.3x`, or `-` when either side is missing.
     static func text(_ value: Double?) -> String {
         guard let value else { return "-" }
-        return value >= 100 ? String(format: "%.0fx", value) : value >= 10 ? String(format: "%.1fx", value) : String(format: "%.2fx", value)
+        // Thousands separated, as every other figure of the report is.
+        return value >= 100 ? Format.count(Int(value.rounded())) + "x" : value >= 10 ? String(format: "%.1fx", value) : String(format: "%.2fx", value)
     }
 }

@@ -356,7 +356,7 @@ public struct ViewsReport: Codable, Sendable {
         if scenario.hasChurn, !plain.isEmpty {
             let measured = plain.map {
                 "\($0.style.title): missed while hidden \(Format.count(Int($0.missedWhileHidden))) (expected from the time hidden: "
-                    + String(format: "%.0f", $0.expectedHiddenByTime) + "), unseen by sequence number "
+                    + Format.count(Int($0.expectedHiddenByTime.rounded())) + "), unseen by sequence number "
                     + "\(Format.count(Int($0.unseenBySequence))), reported in-band \(Format.count(Int($0.inBandHidden)))"
             }
             targets.append(
@@ -422,6 +422,11 @@ public struct ViewsReport: Codable, Sendable {
                         + "; its backlog grew to \(Format.count(Int(f.peakBacklog))) notifications at "
                         + String(format: "%.1f s", f.peakBacklogSeconds)
                         + (seconds > 0 ? String(format: " (%.1f s of its traffic)", seconds) : ""))
+            } else if s.unexpectedLosses > 0 {
+                // Not "kept up": what reached it came in time, but not all of the stream did.
+                parts.append(
+                    "kept pace with what reached it (median latency \(Format.duration(Double(s.latency.p50))), "
+                        + "p99 \(Format.duration(Double(s.latency.p99)))) but not with the stream: see its losses")
             } else {
                 parts.append(
                     "kept up: median latency \(Format.duration(Double(s.latency.p50))), p99 \(Format.duration(Double(s.latency.p99)))")
@@ -431,9 +436,14 @@ public struct ViewsReport: Codable, Sendable {
                 let when = f.firstUpstreamLossSeconds.map {
                     String(format: ", first seen at %.1f s (a gap shows when a later notification or the end-of-stream record arrives)", $0)
                 } ?? ""
+                // Why its queue filled: the main actor when it was busy, else the consumer itself.
+                let why = s.mainActorBusyPercent >= 25
+                    ? "its socket queue filled while its main actor was busy"
+                    : "its socket queue filled faster than its consumer took from it (the main actor was "
+                        + String(format: "%.1f%%", s.mainActorBusyPercent) + " busy: the consumer, not the main actor, was the bottleneck)"
                 parts.append(
-                    "LOST \(Format.count(Int(s.lostUpstream))) UPSTREAM (\(percent(s.lostUpstream, s.published))): its socket queue "
-                        + "filled while its main actor was busy, and the publisher's high-water mark dropped the rest\(when)")
+                    "LOST \(Format.count(Int(s.lostUpstream))) UPSTREAM (\(percent(s.lostUpstream, s.published))): \(why), "
+                        + "and the publisher's high-water mark dropped the rest\(when)")
             }
             if s.droppedLocalBuffer > 0 {
                 parts.append("DROPPED \(Format.count(Int(s.droppedLocalBuffer))) at its local buffer (\(percent(s.droppedLocalBuffer, s.published)))")

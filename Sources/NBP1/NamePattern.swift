@@ -18,6 +18,9 @@ public struct NamePattern: Hashable, Sendable, CustomStringConvertible {
     public let subscriptionPrefix: [UInt8]
 
     /// Validates and compiles `rawValue`; throws a `NameError` saying what is wrong.
+    ///
+    /// Give it a `String` value: with a string literal argument, `NamePattern("x")` is the
+    /// literal, which traps on an invalid pattern instead of throwing.
     public init(_ rawValue: String) throws(NameError) {
         var text = rawValue
         let error: NameError? = text.withUTF8 { bytes in

@@ -43,6 +43,10 @@ public struct NotificationName: Hashable, Sendable, Comparable, CustomStringConv
     public let rawValue: String
 
     /// Validates `rawValue`; throws a `NameError` saying what is wrong.
+    ///
+    /// Give it a `String` value: with a string literal argument, `NotificationName("x")` is the
+    /// literal (Swift's rule for literal-convertible types), which traps on an invalid name
+    /// instead of throwing.
     public init(_ rawValue: String) throws(NameError) {
         var text = rawValue
         let error: NameError? = text.withUTF8 { bytes in

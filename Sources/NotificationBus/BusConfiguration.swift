@@ -122,29 +122,32 @@ public struct BusConfiguration: Sendable {
     public var heartbeatTimeout: Duration = .seconds(15)
 
     /// `closeTimeout` in milliseconds.
-    @available(*, deprecated, renamed: "closeTimeout")
+    @available(*, deprecated, message: "use closeTimeout, a Duration: .milliseconds(n)")
     public var closeTimeoutMilliseconds: Int32 {
         get { closeTimeoutInMilliseconds }
         set { closeTimeout = .milliseconds(newValue) }
     }
     /// `idleSpin` in microseconds.
-    @available(*, deprecated, renamed: "idleSpin")
+    @available(*, deprecated, message: "use idleSpin, a Duration: .microseconds(n)")
     public var idleSpinMicroseconds: Int {
         get { Int(idleSpinInNanoseconds / 1_000) }
         set { idleSpin = .microseconds(newValue) }
     }
     /// `heartbeatInterval` in milliseconds.
-    @available(*, deprecated, renamed: "heartbeatInterval")
+    @available(*, deprecated, message: "use heartbeatInterval, a Duration: .milliseconds(n)")
     public var heartbeatIntervalMilliseconds: Int32 {
         get { heartbeatIntervalInMilliseconds }
         set { heartbeatInterval = .milliseconds(newValue) }
     }
     /// `heartbeatTimeout` in milliseconds.
-    @available(*, deprecated, renamed: "heartbeatTimeout")
+    @available(*, deprecated, message: "use heartbeatTimeout, a Duration: .milliseconds(n)")
     public var heartbeatTimeoutMilliseconds: Int32 {
         get { heartbeatTimeoutInMilliseconds }
         set { heartbeatTimeout = .milliseconds(newValue) }
     }
+
+    /// The longest heartbeat interval or timeout libzmq takes (its TTL is 16 bits of tenths of a second).
+    public static let maximumHeartbeat: Duration = .milliseconds(6_553_000)
 
     /// The spans of time in the units libzmq and the clocks take (0 for negative ones, which
     /// `validate()` refuses anyway).
@@ -168,8 +171,14 @@ public struct BusConfiguration: Sendable {
         try check(maximumTrackedStreams >= 2, "maximumTrackedStreams must be at least 2, not \(maximumTrackedStreams)")
         try check(closeTimeout >= .zero, "closeTimeout must not be negative, not \(closeTimeout)")
         try check(idleSpin >= .zero && idleSpin <= .seconds(10), "idleSpin must be zero to 10 seconds, not \(idleSpin)")
-        try check(heartbeatInterval >= .zero, "heartbeatInterval must be zero (off) or more, not \(heartbeatInterval)")
-        try check(heartbeatTimeout >= .zero, "heartbeatTimeout must not be negative, not \(heartbeatTimeout)")
+        // ZeroMQ counts heartbeats in whole milliseconds (below one, they would be off without a
+        // word) and a timeout in tenths of a second in 16 bits (ZMQ_HEARTBEAT_TTL: 6,553.5 s).
+        try check(
+            heartbeatInterval == .zero || (heartbeatInterval >= .milliseconds(1) && heartbeatInterval <= Self.maximumHeartbeat),
+            "heartbeatInterval must be zero (off) or 1 ms to \(Self.maximumHeartbeat), not \(heartbeatInterval)")
+        try check(
+            heartbeatTimeout >= .zero && heartbeatTimeout <= Self.maximumHeartbeat,
+            "heartbeatTimeout must be zero to \(Self.maximumHeartbeat) (libzmq's ZMQ_HEARTBEAT_TTL), not \(heartbeatTimeout)")
     }
 
     /// Resident memory (bytes) past which a bus that *binds* drops every connection of its bound

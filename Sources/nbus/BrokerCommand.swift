@@ -66,9 +66,9 @@ struct BrokerCommand: AsyncParsableCommand {
     var maxMemory: Int = 4_096
 
     @Option(help: ArgumentHelp(
-        "ZeroMQ heartbeats: seconds between PINGs on every connection, to the millisecond; a peer silent for 3 of them is dropped (0: off).",
+        "ZeroMQ heartbeats: seconds between PINGs on every connection, 0.001 to 2184 (to the millisecond; default 5); a peer silent for 3 of them is dropped (0: off).",
         valueName: "seconds"))
-    var heartbeat: Double = 5
+    var heartbeat: Double?
 
     @Option(name: .customLong("idle-spin"), help: ArgumentHelp(
         "The low-latency setting: after forwarding, look for the next message this long before sleeping (e.g. 0.0002: a core stays busy while traffic flows; 0: off).",
@@ -81,7 +81,7 @@ struct BrokerCommand: AsyncParsableCommand {
 
     /// `--heartbeat`, or `--heartbeat-ms` when a script gave that.
     var heartbeatMilliseconds: Int32 {
-        heartbeatMillisecondsAlias ?? SecondsOption.milliseconds(heartbeat)
+        heartbeatMillisecondsAlias ?? SecondsOption.milliseconds(heartbeat ?? 5)
     }
 
     @Option(help: ArgumentHelp("Print counters every N seconds, 0.1 to 86400 (0: only at exit).", valueName: "seconds"))
@@ -113,9 +113,14 @@ struct BrokerCommand: AsyncParsableCommand {
         }
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
         if let heartbeatMillisecondsAlias {
-            guard heartbeatMillisecondsAlias >= 0 else { throw ValidationError("--heartbeat-ms must be 0 (off) or more") }
-        } else {
-            try SecondsOption.check(heartbeat, "--heartbeat", in: 0...86_400)
+            guard heartbeat == nil else { throw ValidationError("--heartbeat and --heartbeat-ms say the same thing: give one") }
+            guard heartbeatMillisecondsAlias == 0 || (1...2_184_000).contains(heartbeatMillisecondsAlias) else {
+                throw ValidationError("--heartbeat-ms must be 0 (off) or 1 to 2184000")
+            }
+        } else if let heartbeat, heartbeat != 0 {
+            // libzmq keeps whole milliseconds (below one, heartbeats would be off) and a peer's
+            // timeout, three intervals, in 16 bits of tenths of a second.
+            try SecondsOption.check(heartbeat, "--heartbeat", in: 0.001...2_184)
         }
         try SecondsOption.check(idleSpin, "--idle-spin", in: 0...10)
         // 0 means only at exit. Below 0.1 s the reports flood standard output (--stats 1e-9 wrote
@@ -200,7 +205,7 @@ struct BrokerCommand: AsyncParsableCommand {
                         curve: security != nil,
                         settings: [
                             "hwm": "\(hwm)", "slowAfterSeconds": "\(slowAfter)", "maxMemoryMiB": "\(maxMemory)",
-                            "heartbeatMilliseconds": "\(heartbeatMilliseconds)", "statsSeconds": "\(stats)",
+                            "heartbeatMilliseconds": "\(heartbeatMilliseconds)", "idleSpinSeconds": "\(idleSpin)", "statsSeconds": "\(stats)",
                             "openFilesLimit": openFiles.map { "\($0)" } ?? "unknown",
                         ]))
                 helpers.append(

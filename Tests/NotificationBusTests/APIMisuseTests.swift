@@ -157,6 +157,22 @@ struct APIMisuseTests {
         configuration = .embedded()
         configuration.outboundCapacity = 0
         #expect(throws: BusError.self) { try Bus(configuration) }
+        // Heartbeats ZeroMQ cannot keep: under a millisecond (they would be off without a word),
+        // or past its 16-bit TTL (setsockopt would fail with EINVAL at open, naming nothing).
+        for (interval, timeout) in [(Duration.microseconds(500), Duration.seconds(15)), (.seconds(5), .seconds(7_000))] {
+            configuration = .embedded()
+            configuration.heartbeatInterval = interval
+            configuration.heartbeatTimeout = timeout
+            #expect {
+                try Bus(configuration)
+            } throws: { error in
+                guard case BusError.invalidConfiguration(let text) = error else { return false }
+                return text.hasPrefix("heartbeat")
+            }
+        }
+        #expect(throws: BusError.self) {
+            _ = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*", heartbeat: .seconds(2_185))
+        }
     }
 
     @Test("Headers forget an oversized value once it is replaced or removed")

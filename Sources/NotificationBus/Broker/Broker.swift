@@ -144,7 +144,11 @@ public final class Broker: Sendable {
         guard idleSpin >= .zero && idleSpin <= .seconds(10) else {
             throw .invalidConfiguration("idleSpin must be zero to 10 seconds, not \(idleSpin)")
         }
-        guard heartbeat >= .zero else { throw .invalidConfiguration("heartbeat must not be negative, not \(heartbeat)") }
+        // Peers are dropped after three silent intervals, and libzmq's TTL (16 bits of tenths of
+        // a second) must hold that; below a millisecond ZeroMQ would turn heartbeats off.
+        guard heartbeat == .zero || (heartbeat >= .milliseconds(1) && heartbeat <= Broker.maximumHeartbeat) else {
+            throw .invalidConfiguration("heartbeat must be zero (off) or 1 ms to \(Broker.maximumHeartbeat), not \(heartbeat)")
+        }
         let heartbeatMilliseconds = Int32(clamping: Timestamps.boundedMilliseconds(heartbeat))
         guard slowSubscriberPatience >= .zero else {
             throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
@@ -319,6 +323,9 @@ public final class Broker: Sendable {
 
     /// The longest the forwarding loop waits between rounds when it is well, in milliseconds.
     public static let forwardingHeartbeatMilliseconds = BrokerForwarder.heartbeatInterval
+
+    /// The longest `heartbeat`: three of them must fit libzmq's TTL (6,553.5 s).
+    public static let maximumHeartbeat: Duration = .milliseconds(2_184_000)
 
     /// The default `memoryLimit`: 4 GiB.
     public static let defaultMemoryLimit: UInt64? = 4 << 30

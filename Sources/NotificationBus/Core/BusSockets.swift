@@ -26,6 +26,9 @@ final class BusSockets {
     /// Connections made and lost by the connecting sockets since the loop last took them (for
     /// `BusConfiguration.logger`); emptied by every `readHandshakeFailures()` caller that logs.
     var connectionEvents: [ConnectionEvent] = []
+    /// Endpoints whose connection passed its handshake and has not dropped since: a connection
+    /// counts as made (and lost) only then, not for each attempt a server refuses.
+    private var handshakenEndpoints: Set<String> = []
     /// The ipc and tcp endpoints this bus listens on (resolved), for the memory guard's re-bind.
     private(set) var boundEndpoints: [(socket: Socket, endpoint: String)] = []
     /// CURVE server: the thread answering ZAP requests for this bus's context.
@@ -171,7 +174,7 @@ final class BusSockets {
     private func monitorHandshakes(of socket: Socket, isPublisher: Bool) throws(ZMQError) {
         // Successes too (one per connection): they end a run of failures. Connections made and
         // lost: the publisher's losses matter at close, and both are logged (reconnects).
-        let events = SocketEvents.handshakeFailures.union([.handshakeSucceeded, .connected, .disconnected])
+        let events = SocketEvents.handshakeFailures.union([.handshakeSucceeded, .disconnected])
         handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher))
     }
 
@@ -211,13 +214,12 @@ final class BusSockets {
                 }
                 if event.event.contains(.handshakeSucceeded) { handshakeFailuresInARow = 0 }
                 if isPublisher && event.event.contains(.disconnected) { publisherDisconnections &+= 1 }
-                if event.event.contains(.connected) || event.event.contains(.disconnected) {
-                    // Bounded: the loop takes them after every read (a few per reconnect).
-                    if connectionEvents.count < 64 {
-                        connectionEvents.append(
-                            ConnectionEvent(
-                                endpoint: event.endpoint, connected: event.event.contains(.connected), isPublisher: isPublisher))
-                    }
+                // Made: the handshake passed; lost: one that had passed dropped. Bounded: the loop
+                // takes them after every read (a few per reconnect).
+                let made = event.event.contains(.handshakeSucceeded) && handshakenEndpoints.insert(event.endpoint).inserted
+                let lost = event.event.contains(.disconnected) && handshakenEndpoints.remove(event.endpoint) != nil
+                if (made || lost) && connectionEvents.count < 64 {
+                    connectionEvents.append(ConnectionEvent(endpoint: event.endpoint, connected: made, isPublisher: isPublisher))
                 }
             }
         }
