@@ -29,6 +29,7 @@ struct BrokerCommand: AsyncParsableCommand {
             --curve-secret and --curve-server-key (this broker's .pub). Each refusal (and \
             admission) is logged on stderr with the key in Z85, at most once per key per 10 s; \
             the counters are in the stats and stop reports. The allow lists are read at start.
+
             Monitoring: --http 127.0.0.1:PORT serves /metrics (Prometheus), /healthz (503 when the \
             forwarding loop has not run for 5 s), /varz, /connz (each connection: side, peer, CURVE \
             key, since when) and /subsz (the subscriptions subscribers hold). Off by default; a \

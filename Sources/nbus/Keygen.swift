@@ -21,6 +21,7 @@ struct Keygen: ParsableCommand {
             --curve-server-key. Lines starting with # are comments; a file holding just the key \
             on one line is read too. Existing files are never replaced unless --force. A missing \
             DIR is created (mode 0700: it will hold a secret key).
+
             Exit status: 0 written, 1 not written (it says why), 64 bad arguments.
             """)
 

@@ -30,6 +30,7 @@ struct Publish: AsyncParsableCommand {
             On SIGINT or SIGTERM it stops posting, closes (flushing what is queued and sending its \
             end-of-stream record, within --close-timeout), prints its summary and exits as if done; \
             a second signal exits at once with 128 + the signal number.
+
             Exit status: 0 sent, 1 unsent notifications or another failure, 2 no subscriber in time, \
             an unusable endpoint or key file, a key the server refused (with --no-wait too, when \
             the refusal is known at close and no subscriber reached this publisher), or skipped \

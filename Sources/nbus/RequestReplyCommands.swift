@@ -33,6 +33,7 @@ struct Request: AsyncParsableCommand {
             The request is a notification with a reply-to header (NBP-1 §16); a responder \
             (`nbus reply`, a Bus.respond handler, or any NBP/1 producer that follows §16) posts \
             the reply there. The reply's payload is written to standard output as it came.
+
             Exit status: 0 a reply, 1 no reply within --timeout, 2 no responders (nothing \
             subscribes to NAME at the broker) or an unusable endpoint, 3 the responder replied \
             with status error (its reason on standard error), 64 bad arguments.
@@ -108,6 +109,7 @@ struct ReplyCommand: AsyncParsableCommand {
             non-zero is answered with status error and its standard error as the reason. \
             Requests without a reply-to header are ignored. Prints one line per request on \
             standard error.
+
             Exit status: 0 stopped by a signal or after --count, 2 an unusable endpoint, 64 bad arguments.
             """)
 

@@ -31,6 +31,7 @@ struct Subscribe: AsyncParsableCommand {
             With --curve-secret it talks CURVE: with --connect, to the server whose public key is \
             --curve-server-key (a broker started with --curve-secret); with --bind, as a server \
             admitting only the publisher keys in --allow-publishers. See `nbus keygen`.
+
             Exit status: 0 done, 1 --count not reached before --timeout, 2 unusable endpoint or key \
             file, or a key the server refused, 64 bad arguments.
             """)
