@@ -242,31 +242,67 @@ struct Publish: AsyncParsableCommand {
     /// shutdown cancels it. Returns the skipped input lines; throws `SubscribersMissing` when the
     /// wait failed.
     func post(_ bus: Bus, _ name: NotificationName, _ headers: NotificationHeaders, _ type: ContentType) async throws -> Int {
-        if lines && lineFormat == .json { return try await publishJSONLines(bus, name, headers, type) }
-        guard try await awaitSubscribers(bus, name) else { return 0 }
-        if lines { return try await publishTextLines(bus, name, headers, type) }
+        var source: any PublishSource =
+            switch (lines, lineFormat) {
+            case (true, .json): JSONLineSource(defaultName: name, headers: headers, type: type, maximumLineBytes: Self.maximumJSONLineBytes)
+            case (true, _): TextLineSource(name: name, headers: headers, type: type, maximumPayload: Self.maximumPayload)
+            case (false, _): CountedSource(name: name, count: notificationCount, headers: headers, type: type, payload: payloadBytes(number:))
+            }
+        return try await post(bus, from: &source)
+    }
+
+    /// The one posting loop: waits for the subscribers (of `waitName`, or of the first post's
+    /// name), paces counted posts at `rate`, skips and counts what one notification alone makes
+    /// unpostable, and stops early, without an error, when a graceful shutdown cancels it.
+    /// Returns the skipped input lines.
+    private func post(_ bus: Bus, from source: inout any PublishSource) async throws -> Int {
+        var skipped = 0
+        var waited = false
+        if let waitName = source.waitName {
+            waited = true
+            guard try await awaitSubscribers(bus, waitName) else { return 0 }
+        }
         let clock = ContinuousClock()
         // Each post is due one interval after the previous one's due time (not after the post), so
-        // the rate holds on average; `validate()` bounds the rate, so the interval converts safely.
+        // the rate holds on average; `validate()` bounds the rate (counted posts only), so the
+        // interval converts safely.
         let interval = rate.map { SecondsOption.duration(1 / $0) }
         var due = clock.now
-        for number in 1...notificationCount {
+        var posted = 0
+        var items = 0
+        while let item = try await source.next() {
             // A post that finds room (or that nobody wants) never suspends, so the graceful
             // shutdown's cancellation is looked for here, and the loop lets other tasks run now
             // and then: an unpaced loop used to ignore the first SIGTERM.
-            if Task.isCancelled { return 0 }
-            if number % 4_096 == 0 { await Task.yield() }
-            if let interval {
-                if number > 1 { due += interval }
+            if Task.isCancelled { return skipped }
+            items += 1
+            if items % 4_096 == 0 { await Task.yield() }
+            switch item {
+            case .skip(let line, let reason):
+                skip(line, reason, &skipped)
+            case .post(let line, let name, let payload, let itemHeaders, let itemType):
+                if !waited {
+                    waited = true
+                    guard try await awaitSubscribers(bus, name) else { return skipped }
+                }
+                if let interval {
+                    if posted > 0 { due += interval }
+                    do {
+                        try await Task.sleep(until: due, clock: clock)
+                    } catch {
+                        return skipped
+                    }
+                }
                 do {
-                    try await Task.sleep(until: due, clock: clock)
+                    guard try await postUnlessCancelled(bus, name, payload, itemHeaders, itemType) else { return skipped }
+                    posted += 1
                 } catch {
-                    return 0
+                    guard let line, Self.isPerNotification(error) else { throw error }
+                    skip(line, "\(error)", &skipped)
                 }
             }
-            guard try await postUnlessCancelled(bus, name, payloadBytes(number: number), headers, type) else { return 0 }
         }
-        return 0
+        return skipped
     }
 
     /// Posts one notification; false when the wait for room in the outbound queue was cancelled.
@@ -354,82 +390,8 @@ struct Publish: AsyncParsableCommand {
         }
     }
 
-    /// `--lines`: each line's bytes are a payload of NAME. Returns the skipped lines.
-    private func publishTextLines(
-        _ bus: Bus, _ name: NotificationName, _ headers: NotificationHeaders, _ type: ContentType
-    ) async throws -> Int {
-        var skipped = 0
-        var lineNumber = 0
-        let reader = StandardInputLineReader(maximumLineBytes: Self.maximumPayload)
-        while let line = await reader.next() {
-            lineNumber += 1
-            switch line {
-            case .readFailed(let reason):
-                throw StandardInputFailed(reason: reason)
-            case .tooLong(let byteCount):
-                skip(lineNumber, "payload of \(byteCount) bytes exceeds the maximum of \(Self.maximumPayload)", &skipped)
-            case .bytes(let payload):
-                do {
-                    guard try await postUnlessCancelled(bus, name, payload, headers, type) else { return skipped }
-                } catch {
-                    guard Self.isPerNotification(error) else { throw error }
-                    skip(lineNumber, "\(error)", &skipped)
-                }
-            }
-        }
-        return skipped
-    }
-
     /// The longest JSON line read: room for a payload of the maximum size written as JSON escapes.
     static let maximumJSONLineBytes = 6 * maximumPayload + 65_536
-
-    /// `--lines --input json`: each line is a `JSONInputLine`. The wait for subscribers is for the
-    /// first valid line's name. Returns the skipped lines.
-    private func publishJSONLines(
-        _ bus: Bus, _ defaultName: NotificationName, _ headers: NotificationHeaders, _ type: ContentType
-    ) async throws -> Int {
-        var skipped = 0
-        var lineNumber = 0
-        var waited = false
-        let reader = StandardInputLineReader(maximumLineBytes: Self.maximumJSONLineBytes)
-        while let line = await reader.next() {
-            lineNumber += 1
-            let bytes: [UInt8]
-            switch line {
-            case .readFailed(let reason):
-                throw StandardInputFailed(reason: reason)
-            case .tooLong(let byteCount):
-                skip(lineNumber, "\(byteCount) bytes, over the \(Self.maximumJSONLineBytes) a JSON line may have", &skipped)
-                continue
-            case .bytes(let read):
-                bytes = read
-            }
-            if JSONInputLine.isBlank(bytes) { continue }
-            let record: JSONInputLine
-            do {
-                record = try JSONInputLine(parsing: bytes)
-            } catch {
-                skip(lineNumber, error.description, &skipped)
-                continue
-            }
-            let name = record.name ?? defaultName
-            if !waited {
-                waited = true
-                guard try await awaitSubscribers(bus, name) else { return skipped }
-            }
-            var lineHeaders = headers
-            for (key, value) in record.headers { lineHeaders[key] = value }
-            do {
-                guard try await postUnlessCancelled(bus, name, record.payload, lineHeaders, record.contentType ?? type) else {
-                    return skipped
-                }
-            } catch {
-                guard Self.isPerNotification(error) else { throw error }
-                skip(lineNumber, "\(error)", &skipped)
-            }
-        }
-        return skipped
-    }
 
     private func skip(_ lineNumber: Int, _ reason: String, _ skipped: inout Int) {
         logLine(.warning, "publish", "line \(lineNumber): \(reason), skipped")
