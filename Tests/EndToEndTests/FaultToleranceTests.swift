@@ -94,8 +94,10 @@ struct FaultToleranceTests {
             "subscriber", ["subscribe", "restart.>", "--connect", backend, "--format", "json"])
         let publisher = try children.start(
             "publisher",
+            // A loaded machine may take seconds to bring the subscriber back through the new
+            // broker: close waits for it (the subscribers the dead broker took away) up to 30 s.
             ["publish", "restart.tick", "r-{n}", "--count", "\(published)", "--rate", "1000", "--connect", frontend,
-             "--timeout", "30"])
+             "--timeout", "30", "--close-timeout", "30"])
         try #require(await subscriber.waitForStdoutLines(200), "\(subscriber.describe())")
 
         first.signal(SIGKILL)

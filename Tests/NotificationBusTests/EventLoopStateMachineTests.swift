@@ -182,6 +182,34 @@ struct PublisherStateMachineTests {
         #expect(foreign.subscriberCount(matching: name("orders.shipped")) == 1)
     }
 
+    @Test("A lost connection's subscribers are waited for at close, whichever is read first; one that left on its own is not")
+    func vanishedSubscribers() throws {
+        let second: UInt64 = 1_000_000_000
+        var machine = PublisherStateMachine(publisherID: me)
+        _ = machine.received(subscribe(Array("orders.".utf8)), wallClock: 0)
+        for bus: UInt64 in [0xbb, 0xcc, 0xdd] { _ = machine.received(subscribe(presence(bus, "orders.>")), wallClock: 0) }
+
+        // 0xdd leaves on its own: no connection was lost near then.
+        _ = machine.received(unsubscribe(presence(0xdd, "orders.>")), wallClock: 1 * second)
+        // The broker dies: 0xbb's unsubscription is read before the monitor's event, 0xcc's after.
+        _ = machine.received(unsubscribe(presence(0xbb, "orders.>")), wallClock: 10 * second)
+        machine.connectionLost(wallClock: 10 * second + 5_000_000)
+        _ = machine.received(unsubscribe(presence(0xcc, "orders.>")), wallClock: 10 * second + 9_000_000)
+        #expect(machine.awaitingAcknowledgement.isEmpty)
+        #expect(machine.vanished == [0xbb, 0xcc])
+        #expect(machine.expectedAtClose == [0xbb, 0xcc])
+
+        // 0xbb comes back through the next broker and acknowledges: only 0xcc is still awaited.
+        _ = machine.received(subscribe(presence(0xbb, "orders.>")), wallClock: 11 * second)
+        #expect(machine.vanished == [0xcc] && machine.expectedAtClose == [0xbb, 0xcc])
+        _ = machine.received(subscribe(ControlNames.endOfStreamAcknowledgement(publisher: me, subscriber: 0xbb)), wallClock: 12 * second)
+        #expect(machine.expectedAtClose == [0xcc])
+
+        // Long after the loss, a departure is a subscriber leaving, not one taken away.
+        _ = machine.received(unsubscribe(presence(0xbb, "orders.>")), wallClock: 30 * second)
+        #expect(machine.vanished == [0xcc])
+    }
+
     @Test("End of stream: acknowledgements to this publisher count, to another or from itself do not")
     func endOfStreamAcknowledgements() throws {
         var machine = PublisherStateMachine(publisherID: me)

@@ -91,11 +91,12 @@ extension BusEventLoop {
     /// connected matters too: libzmq discards what is queued at a subscriber when its publisher
     /// disconnects. Receivers treat repeats as no-ops.
     ///
-    /// A connection lost meanwhile (the broker died or restarted) unsubscribes every subscriber
-    /// at once, before any could acknowledge: the record they were waiting for died with the
-    /// broker. Those it was waiting for are then waited for until `deadline` too, so that when
-    /// they come back through the next connection the repeated record tells them what they lost;
-    /// otherwise their loss would be silent.
+    /// A connection lost meanwhile, or earlier while posting (the broker died or restarted),
+    /// unsubscribes every subscriber at once: what they were sent died with the broker.
+    /// Those subscribers (`PublisherStateMachine.vanished`) are waited for until `deadline` too,
+    /// so that when they come back through the next connection the repeated record tells them
+    /// what they lost; otherwise their loss would be silent. One that never comes back is counted
+    /// in `endOfStreamUnacknowledged`.
     ///
     /// `atClose`: the subscribers and the disconnection count as the close began (before the
     /// flush, during which the broker may have died already).
@@ -106,10 +107,10 @@ extension BusEventLoop {
         let frames = publisherSide.endOfStreamFrames(sequences: sequences, wallClock: Timestamps.wallClockNanoseconds())
         guard !frames.isEmpty else { return }
         _ = readHandshakeFailures()
-        let expected = publisherSide.awaitingAcknowledgement.union(atClose.subscribers)
+        let expected = publisherSide.expectedAtClose.union(atClose.subscribers)
         let disconnectionsBefore = atClose.disconnections
         func waiting() -> Bool {
-            if !publisherSide.awaitingAcknowledgement.isEmpty { return true }
+            if !publisherSide.expectedAtClose.isEmpty { return true }
             guard sockets.publisherDisconnections != disconnectionsBefore else { return false }
             return !expected.subtracting(publisherSide.view.endOfStreamAcknowledged).isEmpty
         }
@@ -128,7 +129,7 @@ extension BusEventLoop {
                 _ = readHandshakeFailures()
             }
         } while waiting() && Timestamps.monotonicNanoseconds() < deadline && !contextTerminated
-        let unacknowledged = publisherSide.awaitingAcknowledgement.union(
+        let unacknowledged = publisherSide.expectedAtClose.union(
             sockets.publisherDisconnections != disconnectionsBefore
                 ? expected.subtracting(publisherSide.view.endOfStreamAcknowledged) : [])
         stats.endOfStreamUnacknowledged = UInt64(unacknowledged.count)

@@ -139,11 +139,16 @@ extension BusEventLoop {
     /// A connecting socket (CURVE or plaintext): counts the failed handshakes its monitor reported.
     func readHandshakeFailures() -> Bool {
         let failures: [HandshakeFailure]
+        let disconnections = sockets.publisherDisconnections
         do {
             failures = try sockets.readHandshakeFailures()
         } catch {
             record(error, "reading handshake events")
             return false
+        }
+        // The publisher lost a connection: the subscribers it took away are waited for at close.
+        if sockets.publisherDisconnections != disconnections {
+            publisherSide.connectionLost(wallClock: Timestamps.wallClockNanoseconds())
         }
         if log.enabled {
             log.handshakeFailures(failures, now: Timestamps.monotonicNanoseconds())

@@ -10,6 +10,10 @@ struct PublisherView {
     var presence: [UInt64: [NamePattern: Int]] = [:]
     /// Subscribers (bus ids) that acknowledged this publisher's end of stream.
     var endOfStreamAcknowledged: Set<UInt64> = []
+    /// Bus ids whose presence ended, and ones whose presence began, since the state machine last
+    /// took them (it times them: see `PublisherStateMachine.vanished`).
+    var departedBuses: [UInt64] = []
+    var arrivedBuses: [UInt64] = []
     /// This publisher's id, to pick out acknowledgements addressed to it.
     let publisherID: UInt64
 
@@ -50,11 +54,13 @@ struct PublisherView {
             return false
         case .presence(let bus, let pattern):
             if subscribe {
+                if presence[bus] == nil { arrivedBuses.append(bus) }
                 presence[bus, default: [:]][pattern, default: 0] += 1
             } else if var patterns = presence[bus] {
                 let left = (patterns[pattern] ?? 1) - 1
                 patterns[pattern] = left > 0 ? left : nil
                 presence[bus] = patterns.isEmpty ? nil : patterns
+                if patterns.isEmpty { departedBuses.append(bus) }
             }
             return false
         case .malformedControl:
@@ -116,7 +122,54 @@ struct PublisherStateMachine {
         if view.apply(subscribe: first == 1, topic: topic) {
             unpublished.append(PrefixChange(prefix: Array(topic), subscribed: first == 1))
         }
+        noteArrivalsAndDepartures(wallClock: wallClock)
         return []
+    }
+
+    // MARK: Subscribers a lost connection took away
+
+    /// Subscribers a lost connection (a broker that died or restarted) took away and that have not
+    /// come back: the end of stream was never theirs to acknowledge, so at close they are waited
+    /// for (until the close deadline), and when they come back through the next connection the
+    /// repeated record tells them what they lost. Without this a broker that died while posting
+    /// went on made a silent loss of everything after it. Bounded: at most `vanishedLimit`.
+    private(set) var vanished: Set<UInt64> = []
+    /// Presences that ended lately, with when (wall clock ns): a connection lost within
+    /// `vanishWindow` of one took that subscriber away, whichever of the two was read first.
+    private var recentDepartures: [UInt64: UInt64] = [:]
+    private var lastConnectionLoss: UInt64?
+    static let vanishWindow: UInt64 = 2_000_000_000
+    static let vanishedLimit = 4_096
+
+    /// The connecting publisher lost a connection (its socket monitor said so) at `wallClock`.
+    mutating func connectionLost(wallClock: UInt64) {
+        lastConnectionLoss = wallClock
+        for (bus, departed) in recentDepartures where wallClock &- departed <= Self.vanishWindow { markVanished(bus) }
+        recentDepartures.removeAll()
+    }
+
+    private mutating func noteArrivalsAndDepartures(wallClock: UInt64) {
+        for bus in view.arrivedBuses {
+            vanished.remove(bus)
+            recentDepartures[bus] = nil
+        }
+        view.arrivedBuses.removeAll()
+        for bus in view.departedBuses where bus != publisherID {
+            if let loss = lastConnectionLoss, wallClock &- loss <= Self.vanishWindow {
+                markVanished(bus)
+            } else {
+                recentDepartures[bus] = wallClock
+            }
+        }
+        view.departedBuses.removeAll()
+        if recentDepartures.count > Self.vanishedLimit {
+            recentDepartures = recentDepartures.filter { wallClock &- $0.value <= Self.vanishWindow }
+        }
+    }
+
+    private mutating func markVanished(_ bus: UInt64) {
+        guard vanished.count < Self.vanishedLimit else { return }
+        vanished.insert(bus)
     }
 
     /// The round's reading is done: what changed goes to posting threads and to the waits.
@@ -161,6 +214,12 @@ struct PublisherStateMachine {
     /// NotificationBus subscribers (other than this bus itself) that have not acknowledged the end of stream.
     var awaitingAcknowledgement: Set<UInt64> {
         Set(view.presence.keys).subtracting(view.endOfStreamAcknowledged).subtracting([publisherID])
+    }
+
+    /// Subscribers to wait for at close: those present and those a lost connection took away,
+    /// less those that acknowledged.
+    var expectedAtClose: Set<UInt64> {
+        awaitingAcknowledgement.union(vanished).subtracting(view.endOfStreamAcknowledged)
     }
 
     private mutating func flushInterest() -> [Action] {
