@@ -53,29 +53,26 @@ struct TextLineSource: PublishSource {
     let headers: NotificationHeaders
     let type: ContentType
     let maximumPayload: Int
-    let reader: StandardInputLineReader
-    private var lineNumber = 0
+    private var lines: NumberedInputLines
 
     init(name: NotificationName, headers: NotificationHeaders, type: ContentType, maximumPayload: Int) {
         self.name = name
         self.headers = headers
         self.type = type
         self.maximumPayload = maximumPayload
-        reader = StandardInputLineReader(maximumLineBytes: maximumPayload)
+        lines = NumberedInputLines(maximumLineBytes: maximumPayload)
     }
 
     var waitName: NotificationName? { name }
 
     mutating func next() async throws -> PublishItem? {
-        guard let line = await reader.next() else { return nil }
-        lineNumber += 1
-        switch line {
-        case .readFailed(let reason):
-            throw StandardInputFailed(reason: reason)
-        case .tooLong(let byteCount):
-            return .skip(line: lineNumber, reason: "payload of \(byteCount) bytes exceeds the maximum of \(maximumPayload)")
-        case .bytes(let payload):
-            return .post(line: lineNumber, name: name, payload: payload, headers: headers, type: type)
+        switch try await lines.next() {
+        case nil:
+            return nil
+        case (let number, .tooLong(let byteCount))?:
+            return .skip(line: number, reason: "payload of \(byteCount) bytes exceeds the maximum of \(maximumPayload)")
+        case (let number, .bytes(let payload))?:
+            return .post(line: number, name: name, payload: payload, headers: headers, type: type)
         }
     }
 }
@@ -87,15 +84,14 @@ struct JSONLineSource: PublishSource {
     let headers: NotificationHeaders
     let type: ContentType
     let maximumLineBytes: Int
-    let reader: StandardInputLineReader
-    private var lineNumber = 0
+    private var lines: NumberedInputLines
 
     init(defaultName: NotificationName, headers: NotificationHeaders, type: ContentType, maximumLineBytes: Int) {
         self.defaultName = defaultName
         self.headers = headers
         self.type = type
         self.maximumLineBytes = maximumLineBytes
-        reader = StandardInputLineReader(maximumLineBytes: maximumLineBytes)
+        lines = NumberedInputLines(maximumLineBytes: maximumLineBytes)
     }
 
     /// The first valid line's name, not NAME: a replay of another publisher's output waits for
@@ -103,12 +99,9 @@ struct JSONLineSource: PublishSource {
     var waitName: NotificationName? { nil }
 
     mutating func next() async throws -> PublishItem? {
-        while let line = await reader.next() {
-            lineNumber += 1
+        while let (lineNumber, line) = try await lines.next() {
             let bytes: [UInt8]
             switch line {
-            case .readFailed(let reason):
-                throw StandardInputFailed(reason: reason)
             case .tooLong(let byteCount):
                 return .skip(line: lineNumber, reason: "\(byteCount) bytes, over the \(maximumLineBytes) a JSON line may have")
             case .bytes(let read):
@@ -128,5 +121,32 @@ struct JSONLineSource: PublishSource {
                 type: record.contentType ?? type)
         }
         return nil
+    }
+}
+
+/// Standard input's lines for the line sources, numbered from 1 (for skip messages); a failed
+/// read is thrown, so a line is its bytes or how long it was when over the limit.
+struct NumberedInputLines {
+    enum Line {
+        case bytes([UInt8])
+        case tooLong(byteCount: Int)
+    }
+
+    private let reader: StandardInputLineReader
+    private var number = 0
+
+    init(maximumLineBytes: Int) {
+        reader = StandardInputLineReader(maximumLineBytes: maximumLineBytes)
+    }
+
+    /// The next line and its number; nil at the end of the input.
+    mutating func next() async throws -> (number: Int, line: Line)? {
+        guard let line = await reader.next() else { return nil }
+        number += 1
+        switch line {
+        case .readFailed(let reason): throw StandardInputFailed(reason: reason)
+        case .tooLong(let byteCount): return (number, .tooLong(byteCount: byteCount))
+        case .bytes(let bytes): return (number, .bytes(bytes))
+        }
     }
 }

@@ -201,16 +201,6 @@ public final class Broker: Sendable {
         // another thread, so it never blocks a cooperative one (ZAPHandler does the same).
         var sides: [Socket] = []
         var monitorReaders: [Socket] = []
-        func closeAll() {
-            // Monitors stop before their reader does, and the sides close before the handler:
-            // libzmq would block on a reader-less monitor, and admit anyone without a handler.
-            for side in sides {
-                side.stopMonitoring()
-                side.close()
-            }
-            for reader in monitorReaders { reader.close() }
-            authentication?.stop()
-        }
         let forwarder: BrokerForwarder
         let endpoints: (String, String)
         do throws(ZMQError) {
@@ -231,9 +221,9 @@ public final class Broker: Sendable {
                     xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
             }
             try xsub.bind(frontend)
-            // Before connecting upstream: the last endpoint is then the bound one.
-            // The endpoint as bound (a `*` port resolved); reading it fails only on a closed socket,
-            // and then the endpoint as given is the best name there is.
+            // The endpoint as bound (a `*` port resolved), read before connecting upstream, when the
+            // last endpoint is still the bound one; reading it fails only on a closed socket, and
+            // then the endpoint as given is the best name there is.
             let boundFrontend = (try? xsub.lastEndpoint()) ?? frontend
             for endpoint in upstream { try xsub.connect(endpoint) }
             let xpub = try context.socket(.xpub)
@@ -268,8 +258,8 @@ public final class Broker: Sendable {
                 forwardableSubscriptionSize: maximumSubscriptionSize - 64, monitorReaders: monitorReaders,
                 connections: connections, onEvent: onEvent, spinNanoseconds: Timestamps.boundedNanoseconds(idleSpin))
         } catch {
-            closeAll()  // the context ends with its last reference, here
-            throw .transport(error)
+            Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)
+            throw .transport(error)  // the context ends with its last reference, here
         }
 
         // The thread holds the context, the sockets, the shared state and the handler, never
@@ -281,18 +271,13 @@ public final class Broker: Sendable {
             proxyThread = try spawnThread(named: "nbus-proxy") { [context] in
                 let (forwarder, sides, monitorReaders) = handoff.value
                 forwarder.run()
-                for side in sides {
-                    side.stopMonitoring()
-                    side.close()
-                }
-                for reader in monitorReaders { reader.close() }
-                authentication?.stop()
+                Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)
                 // The context lives until its sockets are closed, and ends with the thread.
                 withExtendedLifetime(context) {}
                 shared.markStopped()
             }
         } catch {
-            closeAll()
+            Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)
             throw error
         }
         frontendEndpoint = endpoints.0
@@ -345,6 +330,19 @@ public final class Broker: Sendable {
             if setrlimit(Int32(RLIMIT_NOFILE.rawValue), &raised) == 0 { return UInt64(raised.rlim_cur) }
         }
         return UInt64(limit.rlim_cur)
+    }
+
+    /// Closes what `init` opened, on whichever thread owns it now (the caller's when opening
+    /// failed, the forwarding thread's when it ends).
+    private static func close(sides: [Socket], monitorReaders: [Socket], authentication: ZAPHandler?) {
+        // Monitors stop before their reader does, and the sides close before the handler:
+        // libzmq would block on a reader-less monitor, and admit anyone without a handler.
+        for side in sides {
+            side.stopMonitoring()
+            side.close()
+        }
+        for reader in monitorReaders { reader.close() }
+        authentication?.stop()
     }
 
     private static func setHeartbeats(_ socket: Socket, _ interval: Int32) throws(ZMQError) {

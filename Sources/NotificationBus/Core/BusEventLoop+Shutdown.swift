@@ -35,10 +35,6 @@ extension BusEventLoop {
             }
         }
         let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutInMilliseconds) * 1_000_000
-        // Who is subscribed as the close begins, before the flush: a broker that dies while
-        // the flush waits takes them all away at once, and they are the ones to wait for.
-        _ = readHandshakeFailures()
-        let atClose = (subscribers: publisherSide.awaitingAcknowledgement, disconnections: sockets.publisherDisconnections)
         flushPending(until: deadline)
         // Then what was still in the mailbox, in order after what the loop had taken.
         if pending.unsentCount == 0 {
@@ -46,7 +42,7 @@ extension BusEventLoop {
             flushPending(until: deadline)
         }
         stats.unsent += UInt64(pending.removeAll() + queued.removeAll())
-        sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline, atClose: atClose)
+        sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         do { try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutInMilliseconds) } catch { record(error, "setting linger") }
         receiver.finishAll()
@@ -97,22 +93,17 @@ extension BusEventLoop {
     /// so that when they come back through the next connection the repeated record tells them
     /// what they lost; otherwise their loss would be silent. One that never comes back is counted
     /// in `endOfStreamUnacknowledged`.
-    ///
-    /// `atClose`: the subscribers and the disconnection count as the close began (before the
-    /// flush, during which the broker may have died already).
-    private func sendEndOfStream(
-        sequences: [NotificationName: UInt64], deadline: UInt64, atClose: (subscribers: Set<UInt64>, disconnections: UInt64)
-    ) {
+    private func sendEndOfStream(sequences: [NotificationName: UInt64], deadline: UInt64) {
         guard let publisher = sockets.publisher else { return }
         let frames = publisherSide.endOfStreamFrames(sequences: sequences, wallClock: Timestamps.wallClockNanoseconds())
         guard !frames.isEmpty else { return }
+        // A lost connection read now still makes its subscribers `vanished`.
         _ = readHandshakeFailures()
-        let expected = publisherSide.expectedAtClose.union(atClose.subscribers)
-        let disconnectionsBefore = atClose.disconnections
+        // Unsubscriptions may be read a moment before the monitor's disconnect that explains
+        // them: a departure in the last 100 ms is given that moment before the close gives up.
         func waiting() -> Bool {
-            if !publisherSide.expectedAtClose.isEmpty { return true }
-            guard sockets.publisherDisconnections != disconnectionsBefore else { return false }
-            return !expected.subtracting(publisherSide.view.endOfStreamAcknowledged).isEmpty
+            !publisherSide.expectedAtClose.isEmpty
+                || publisherSide.hasUnexplainedDepartures(since: Timestamps.wallClockNanoseconds() &- 100_000_000)
         }
         repeat {
             for frame in frames {
@@ -129,9 +120,6 @@ extension BusEventLoop {
                 _ = readHandshakeFailures()
             }
         } while waiting() && Timestamps.monotonicNanoseconds() < deadline && !contextTerminated
-        let unacknowledged = publisherSide.expectedAtClose.union(
-            sockets.publisherDisconnections != disconnectionsBefore
-                ? expected.subtracting(publisherSide.view.endOfStreamAcknowledged) : [])
-        stats.endOfStreamUnacknowledged = UInt64(unacknowledged.count)
+        stats.endOfStreamUnacknowledged = UInt64(publisherSide.expectedAtClose.count)
     }
 }

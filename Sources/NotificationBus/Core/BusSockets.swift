@@ -24,7 +24,7 @@ final class BusSockets {
     /// Handshakes failed since the last one that succeeded (on any connecting socket).
     private(set) var handshakeFailuresInARow = 0
     /// Connections made and lost by the connecting sockets since the loop last took them (for
-    /// `BusConfiguration.logger`); emptied by every `readHandshakeFailures()` caller that logs.
+    /// `BusConfiguration.logger`); the event loop empties it after every read of the monitors.
     var connectionEvents: [ConnectionEvent] = []
     /// Endpoints whose connection passed its handshake and has not dropped since: a connection
     /// counts as made (and lost) only then, not for each attempt a server refuses.

@@ -167,6 +167,11 @@ struct PublisherStateMachine {
         }
     }
 
+    /// Whether a presence ended after `wallClock` with no lost connection read yet to explain it.
+    func hasUnexplainedDepartures(since wallClock: UInt64) -> Bool {
+        recentDepartures.values.contains { $0 >= wallClock }
+    }
+
     private mutating func markVanished(_ bus: UInt64) {
         guard vanished.count < Self.vanishedLimit else { return }
         vanished.insert(bus)
