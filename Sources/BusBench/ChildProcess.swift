@@ -38,6 +38,8 @@ final class ChildProcess: Sendable {
     private let arguments: [String]
     private let lineObserver: (@Sendable (String) -> Void)?
     private let state = Mutex(State())
+    /// Set once the child has exited and was reaped, its output read to the end.
+    private let exit = OneShot<Termination>()
 
     /// How long a stopped child gets between SIGTERM and SIGKILL.
     static let termGrace = Duration.milliseconds(500)
@@ -59,7 +61,6 @@ final class ChildProcess: Sendable {
         var killed = false
         var nextWaiterID = 0
         var lineWaiters: [LineWaiter] = []
-        var finishWaiters: [CheckedContinuation<Void, Never>] = []
         var runner: Task<Void, Never>?
         var watchdog: Task<Void, Never>?
     }
@@ -102,7 +103,7 @@ final class ChildProcess: Sendable {
         _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
         _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
         state.withLock { $0.stdinWriteEnd = fds[1] }
-        let launched = ScenarioSignal<Result<pid_t, BenchError>>()
+        let launched = OneShot<Result<pid_t, BenchError>>()
         var platformOptions = PlatformOptions()
         platformOptions.teardownSequence = [.gracefulShutDown(allowedDurationToNextStep: Self.termGrace)]
         let configuration = Configuration(
@@ -126,16 +127,14 @@ final class ChildProcess: Sendable {
                 case .signaled(let signal): exited(status: signal, bySignal: true)
                 }
             } catch {
-                if launched.current == nil {
-                    launched.finish(.failure(.launchFailed(label: label, reason: "\(error)")))
-                }
+                launched.finish(.failure(.launchFailed(label: label, reason: "\(error)")))
                 // Cancelled (stopped by the benchmark) or the child could not be monitored.
                 endStreams()
                 exited(status: SIGKILL, bySignal: true)
             }
         }
         state.withLock { $0.runner = runner }
-        if case .failure(let error) = await launched.value {
+        if case .failure(let error) = await launched.valueIgnoringCancellation() {
             closeStdin()
             throw error
         }
@@ -166,16 +165,9 @@ final class ChildProcess: Sendable {
     }
 
     /// Waits until the child has exited and was reaped, its output read to the end.
+    /// Waits in a cancelled task too: cleanup after an interrupted benchmark waits for its children.
     func waitForExit() async -> Termination {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
-                if state.termination != nil { return true }
-                state.finishWaiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
-        return state.withLock { $0.termination ?? Termination(status: -1, bySignal: false, timedOut: false, killed: false) }
+        await exit.valueIgnoringCancellation()
     }
 
     /// Everything the child printed on stdout so far, line by line.
@@ -257,36 +249,29 @@ final class ChildProcess: Sendable {
 
     private func exited(status: Int32, bySignal: Bool) {
         closeStdin()
-        let (waiters, watchdog) = state.withLock { state in
-            state.termination = Termination(
+        let (termination, watchdog) = state.withLock { state in
+            let termination = Termination(
                 status: status, bySignal: bySignal, timedOut: state.timedOut, killed: state.killed)
-            defer { state.finishWaiters.removeAll() }
-            return (state.finishWaiters, state.watchdog)
+            state.termination = termination
+            return (termination, state.watchdog)
         }
         watchdog?.cancel()
-        for waiter in waiters { waiter.resume() }
+        exit.finish(termination)
     }
 
     /// Splits stdout into lines as buffers arrive (no line-length limit: a host's result line
     /// grows with its view count).
     private func readLines(_ output: SubprocessOutputSequence) async {
-        var pending: [UInt8] = []
+        var splitter = LineSplitter()
         do {
             for try await buffer in output {
-                buffer.withUnsafeBytes { pending.append(contentsOf: $0) }
-                var lines: [String] = []
-                var start = 0
-                while let newline = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                    lines.append(String(decoding: pending[start..<newline], as: UTF8.self))
-                    start = newline + 1
-                }
-                if start > 0 { pending.removeFirst(start) }
+                let lines = buffer.withUnsafeBytes { splitter.textLines(appending: $0) }
                 if !lines.isEmpty { deliver(lines) }
             }
         } catch {
             // Cancelled (the child is being stopped) or a read error: stdout ends here.
         }
-        if !pending.isEmpty { deliver([String(decoding: pending, as: UTF8.self)]) }
+        if let last = splitter.finish()?.text { deliver([last]) }
         endStreams()
     }
 

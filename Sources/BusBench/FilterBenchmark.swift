@@ -33,7 +33,7 @@ public struct FilterBenchOptions: Sendable {
 
     /// The comparison: 100 names at 20k msg/s for 10 s, one view per host in a stack (always
     /// visible), the off-main `task` style, 10% selectivity, 20 us body.
-    public init(workerCommand: [String] = ["bench", "views-worker"]) {
+    public init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
         scenario = Self.defaultScenario()
         style = .taskOffMain
         nbusExecutable = ThroughputOptions.currentExecutable()

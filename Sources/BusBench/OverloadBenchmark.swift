@@ -31,7 +31,7 @@ public struct OverloadOptions: Sendable {
     /// The arguments that select the hidden worker command of `nbusExecutable`.
     public var workerCommand: [String]
 
-    public init(workerCommand: [String] = ["bench", "overload-worker"]) {
+    public init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
         nbusExecutable = ThroughputOptions.currentExecutable()
         self.workerCommand = workerCommand
     }
@@ -103,7 +103,7 @@ public enum OverloadBenchmark {
         worker.sampleIntervalMilliseconds = options.sampleIntervalMilliseconds
         worker.timeoutSeconds = options.workerTimeoutSeconds
         worker.exitOnStandardInputEOF = true
-        return options.workerCommand + worker.arguments
+        return worker.arguments(command: options.workerCommand)
     }
 
     private static func runPair(
@@ -114,7 +114,7 @@ public enum OverloadBenchmark {
         let executable = options.nbusExecutable
 
         let publisher = try await group.start(
-            label: "overload publisher (nbus bench overload-worker publisher)", executable: executable,
+            label: "overload publisher", executable: executable,
             arguments: workerArguments(options, role: .publisher, endpoint: "ipc://\(folder)/overload.sock"),
             timeout: childTimeout)
         guard let line = await publisher.waitForLine(where: { $0.contains(#""event":"bound""#) }),
@@ -128,7 +128,7 @@ public enum OverloadBenchmark {
         }
         progress("publisher bound at \(endpoint)")
         let subscriber = try await group.start(
-            label: "overload subscriber (nbus bench overload-worker subscriber)", executable: executable,
+            label: "overload subscriber", executable: executable,
             arguments: workerArguments(options, role: .subscriber, endpoint: endpoint), timeout: childTimeout)
         let subscriberMemory = MemorySampler(pid: subscriber.pid, intervalMilliseconds: options.sampleIntervalMilliseconds)
         let publisherMemory = MemorySampler(pid: publisher.pid, intervalMilliseconds: options.sampleIntervalMilliseconds)

@@ -222,7 +222,7 @@ struct ScenarioRootView: View {
 enum ScenarioHost {
     static func run(
         _ scenario: ViewsScenario, style: ViewStyle, endpoint: String,
-        ready: () -> Void, published: @escaping @Sendable () async -> ScenarioPublisherResult
+        ready: () -> Void, published: @escaping @Sendable () async throws -> ScenarioPublisherResult
     ) async throws -> ScenarioHostResult {
         var configuration = BusConfiguration.directSubscriber(connect: [endpoint])
         configuration.sendHighWaterMark = scenario.highWaterMark
@@ -288,7 +288,7 @@ enum ScenarioHost {
                     visibility.show(page: page)
                 }
             } : nil
-        let publisher = await published()
+        let publisher = try await published()
         churn?.cancel()
         let transitionsWhilePosting = visibility.transitions(before: publisher.lastPostWallNanoseconds)
 

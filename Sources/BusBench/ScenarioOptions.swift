@@ -246,20 +246,6 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     static func number(_ value: Double) -> String {
         value == value.rounded() ? String(format: "%.0f", value) : String(format: "%g", value)
     }
-
-    // MARK: Worker arguments
-
-    /// The scenario as one JSON argument for the worker processes.
-    func encodedArgument() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
-    }
-
-    /// Decodes the worker argument.
-    public static func decode(argument: String) throws -> ViewsScenario {
-        try JSONDecoder().decode(ViewsScenario.self, from: Data(argument.utf8))
-    }
 }
 
 /// A parameter `nbus bench sweep` varies.

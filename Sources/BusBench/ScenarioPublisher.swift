@@ -11,7 +11,7 @@ enum ScenarioPublisher {
     /// gets (posted, ns since the first post) about every 250 ms while posting.
     static func run(
         _ scenario: ViewsScenario, endpoint: String, hostSubscriptions: [ViewSubscription],
-        bound: (String) -> Void, progress: (Int, UInt64) -> Void = { _, _ in }, subscribed: () async -> Void
+        bound: (String) -> Void, progress: (Int, UInt64) -> Void = { _, _ in }, subscribed: () async throws -> Void
     ) async throws -> ScenarioPublisherResult {
         var configuration = BusConfiguration.directPublisher(bind: endpoint)
         configuration.sendHighWaterMark = scenario.highWaterMark
@@ -35,7 +35,7 @@ enum ScenarioPublisher {
         for (index, count) in subscribers.enumerated() where count > 0 {
             try await bus.waitForSubscribers(count: count, matching: names[index], timeout: .seconds(scenario.startupSeconds))
         }
-        await subscribed()
+        try await subscribed()
 
         var matching = [UInt8](repeating: 0, count: scenario.size)
         matching[0] = 1

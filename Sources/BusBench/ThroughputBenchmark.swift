@@ -54,11 +54,11 @@ public struct ThroughputOptions: Sendable {
     public var nbusExecutable: String
     /// The `nbus-baseline` executable.
     public var baselineExecutable: String
-    /// The arguments that select the hidden worker command of `nbusExecutable`, e.g. `["bench", "worker"]`.
+    /// The arguments that select the hidden worker command of `nbusExecutable`, `BenchWorkerCommand.nbusSubcommand` unless told otherwise.
     public var workerCommand: [String]
 
     /// Options with default sizes, executables found next to this process's executable.
-    public init(workerCommand: [String] = ["bench", "worker"]) {
+    public init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
         let directory = Self.executableDirectory()
         nbusExecutable = Self.currentExecutable()
         baselineExecutable = (directory as NSString).appendingPathComponent("nbus-baseline")
@@ -224,7 +224,7 @@ private struct Runner: Sendable {
 
     private func workerArguments(
         _ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?, paced: Bool, spin: Int = 0,
-        plainTask: Bool = false
+        plainTask: Bool = false, connectPublisher: Bool = false
     ) -> [String] {
         var worker = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
         worker.idleSpinMicroseconds = spin
@@ -237,7 +237,8 @@ private struct Runner: Sendable {
         if role == .subscriber && !paced { worker.latencySampleEvery = 16 }
         worker.timeoutSeconds = options.timeoutSeconds
         worker.exitOnStandardInputEOF = true
-        return options.workerCommand + worker.arguments
+        worker.connectPublisher = connectPublisher && role == .publisher
+        return worker.arguments(command: options.workerCommand)
     }
 
     func rawThroughput(run: Int) async throws -> RawThroughputRun {
@@ -295,11 +296,11 @@ private struct Runner: Sendable {
             throw BenchError.badOutput(label: broker.label, output: line, stderr: broker.stderrText)
         }
         let (frontend, backend) = (words[2], words[4])
-        var publisherArguments = workerArguments(.publisher, endpoint: frontend, count: options.count, rate: nil, paced: false)
-        publisherArguments.append("--connect-publisher")
+        let publisherArguments = workerArguments(
+            .publisher, endpoint: frontend, count: options.count, rate: nil, paced: false, connectPublisher: true)
         let pair = try await group.runPair(
-            binder: ("bus publisher (nbus bench worker publisher --connect-publisher)", executable, publisherArguments),
-            connector: ("bus subscriber (nbus bench worker subscriber)", executable, { _ in
+            binder: ("bus publisher (connected to the broker)", executable, publisherArguments),
+            connector: ("bus subscriber", executable, { _ in
                 workerArguments(.subscriber, endpoint: backend, count: options.count, rate: nil, paced: false)
             }),
             timeout: childTimeout, acceptFailedConnector: true)
@@ -313,10 +314,10 @@ private struct Runner: Sendable {
     ) async throws -> BusThroughputRun {
         let executable = options.nbusExecutable
         let pair = try await group.runPair(
-            binder: ("bus publisher (nbus bench worker publisher)", executable,
+            binder: ("bus publisher", executable,
                      workerArguments(
                          .publisher, endpoint: raw.endpoint(tag), count: count, rate: rate, paced: rate != nil, spin: spin)),
-            connector: ("bus subscriber (nbus bench worker subscriber)", executable,
+            connector: ("bus subscriber", executable,
                         { workerArguments(
                             .subscriber, endpoint: $0, count: count, rate: nil, paced: rate != nil, spin: spin,
                             plainTask: plainTask) }),

@@ -9,7 +9,7 @@ public struct ViewsBenchOptions: Sendable {
     public var scenario: ViewsScenario
     /// The `nbus` executable to start workers from (normally this process's own executable).
     public var nbusExecutable: String
-    /// The arguments that select the hidden worker command, e.g. `["bench", "views-worker"]`.
+    /// The arguments that select the hidden worker command, `BenchWorkerCommand.nbusSubcommand` unless told otherwise.
     public var workerCommand: [String]
     /// The `nbus-baseline` executable (next to `nbus`, where SwiftPM builds it).
     public var baselineExecutable: String
@@ -17,7 +17,7 @@ public struct ViewsBenchOptions: Sendable {
     /// 0 skips them.
     public var baselineSeconds = 2.0
 
-    public init(scenario: ViewsScenario = ViewsScenario(), workerCommand: [String] = ["bench", "views-worker"]) {
+    public init(scenario: ViewsScenario = ViewsScenario(), workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
         self.scenario = scenario
         self.nbusExecutable = ThroughputOptions.currentExecutable()
         self.workerCommand = workerCommand
@@ -138,20 +138,16 @@ struct ScenarioRunner: Sendable {
     }
 
     private func publisherArguments() -> [String] {
-        options.workerCommand + [
-            ViewsWorker.Role.publisher.rawValue, "--endpoint", endpoint, "--hosts", "\(hosts.count)",
-            "--host-subscriptions", hosts.map(\.subscription.rawValue).joined(separator: ","),
-            "--scenario", scenario.encodedArgument(), "--exit-on-stdin-eof",
-        ]
+        ViewsWorkerOptions(
+            scenario: scenario, role: .publisher, endpoint: endpoint, hostSubscriptions: hosts.map(\.subscription)
+        ).arguments(command: options.workerCommand)
     }
 
     private func hostArguments(_ host: ScenarioHostSpec, endpoint: String) -> [String] {
         var hostScenario = scenario
         hostScenario.subscription = host.subscription
-        return options.workerCommand + [
-            ViewsWorker.Role.host.rawValue, "--endpoint", endpoint, "--style", host.style.rawValue,
-            "--hosts", "\(hosts.count)", "--scenario", hostScenario.encodedArgument(), "--exit-on-stdin-eof",
-        ]
+        return ViewsWorkerOptions(scenario: hostScenario, role: .host, endpoint: endpoint, style: host.style)
+            .arguments(command: options.workerCommand)
     }
 
     func run() async throws -> (ScenarioPublisherResult, [ScenarioHostResult]) {

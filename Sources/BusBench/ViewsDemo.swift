@@ -16,7 +16,7 @@ public struct ViewsDemoOptions: Sendable {
     /// `seconds` is the whole run: the baselines (2 s) and then the scenario for the rest, so the
     /// default demo stays about 30 s.
     public init(
-        seconds: Double = 30, htmlPath: String? = "report.html", workerCommand: [String] = ["bench", "views-worker"],
+        seconds: Double = 30, htmlPath: String? = "report.html", workerCommand: [String] = BenchWorkerCommand.nbusSubcommand,
         baselineSeconds: Double = 2
     ) {
         let scenarioSeconds = seconds >= 4 * baselineSeconds ? seconds - baselineSeconds : seconds

@@ -8,7 +8,7 @@ struct Bench: AsyncParsableCommand {
         abstract: "Benchmarks with real processes and sockets, against a raw-libzmq baseline.",
         subcommands: [
             BenchThroughput.self, BenchOverload.self, BenchViews.self, BenchSweep.self, BenchFilter.self, BenchWorker.self,
-            BenchOverloadWorker.self, BenchViewsWorker.self, BenchPeerClient.self,
+            BenchPeerClient.self,
         ]
     )
 }
@@ -83,7 +83,7 @@ struct BenchThroughput: AsyncParsableCommand {
     }
 
     var options: ThroughputOptions {
-        var options = ThroughputOptions(workerCommand: ["bench", "worker"])
+        var options = ThroughputOptions()
         options.count = count
         options.size = size
         options.highWaterMark = hwm
@@ -110,81 +110,42 @@ struct BenchThroughput: AsyncParsableCommand {
     }
 }
 
-/// The hidden worker `bench throughput` starts twice: a bus publisher and a bus subscriber.
+/// The hidden command every benchmark starts its worker processes with; the arguments are
+/// built and read back in BusBench (`BenchWorkerCommand`), so this only hands them over.
 struct BenchWorker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "worker",
-        abstract: "One side of the two-process bus benchmark (started by `nbus bench throughput`).",
+        abstract: "A worker process of `nbus bench` (started by the benchmarks, with their options as JSON).",
+        discussion: """
+            The benchmarks start their workers with this command; it can be run by hand to measure \
+            one side alone. OPTIONS is a JSON object: keys left out keep their defaults; a required \
+            key missing or an unknown key is named in the error (exit 64). A paced publisher and \
+            its subscriber, for example:
+
+              nbus bench worker throughput \\
+                '{"role":"publisher","endpoint":"ipc:///tmp/w","count":2000,"rate":1000}'
+              nbus bench worker throughput \\
+                '{"role":"subscriber","endpoint":"ipc:///tmp/w","count":2000}'
+
+            Results are JSON lines on stdout. Exit status 3: stdin closed (with \
+            "exitOnStandardInputEOF":true, as the benchmarks start them); 4: the hard deadline.
+            """,
         shouldDisplay: false
     )
 
-    @Argument(help: "publisher or subscriber.")
-    var role: BusWorkerOptions.Role
+    @Argument(help: "The benchmark the worker belongs to: throughput, overload or views.")
+    var kind: BenchWorkerCommand.Kind
 
-    @Option(help: "Endpoint the publisher binds / the subscriber connects to.")
-    var endpoint: String
-
-    @Option(help: "Notifications to post / consume.")
-    var count: Int
-
-    @Option(help: "Payload bytes.")
-    var size: Int = 256
-
-    @Option(help: "ZeroMQ high-water marks.")
-    var hwm: Int32 = 10_000
-
-    @Option(help: "Publisher pacing, notifications per second (default: as fast as possible).")
-    var rate: Int?
-
-    @Option(help: "Notification name.")
-    var name: String = ThroughputOptions.notificationName
-
-    @Option(help: "Seconds before giving up.")
-    var timeout: Int = 120
-
-    @Option(name: .customLong("idle-timeout"), help: "Subscriber: seconds without a notification before giving up.")
-    var idleTimeout: Int = 15
-
-    @Flag(name: .customLong("exit-on-stdin-eof"), help: "Exit when stdin reaches end of file (the parent is gone).")
-    var exitOnStdinEOF = false
-
-    @Option(name: .customLong("spin-us"), help: "The bus's idle spin, microseconds (BusConfiguration.idleSpin).")
-    var spinMicroseconds = 0
-
-    @Flag(name: .customLong("on-bus-executor"), help: "Publisher: post the unpaced loop in a task on the bus's own thread (bus.executor). A paced publisher always posts from a thread of its own, as the C baseline does.")
-    var onBusExecutor = false
-
-    @Flag(name: .customLong("plain-task"), help: "Subscriber: consume in a plain task (as application code that asks for no executor) instead of on bus.executor, where nbus consumes by default.")
-    var plainTask = false
-
-    @Option(name: .customLong("latency-every"), help: "Subscriber: time every n-th notification (1: every one; the first and last always).")
-    var latencySampleEvery = 1
-
-    @Flag(name: .customLong("connect-publisher"), help: "Publisher: connect to --endpoint (a broker's frontend) with the bus's brokered defaults instead of binding it.")
-    var connectPublisher = false
-
-    func validate() throws {
-        guard latencySampleEvery >= 1 else { throw ValidationError("--latency-every must be at least 1") }
-    }
+    @Argument(help: "The worker's options, as JSON (written by the benchmark that starts it).")
+    var options: String
 
     func run() async throws {
-        var options = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
-        options.idleSpinMicroseconds = spinMicroseconds
-        options.onBusExecutor = onBusExecutor
-        options.plainTask = plainTask
-        options.latencySampleEvery = latencySampleEvery
-        options.connectPublisher = connectPublisher
-        options.size = size
-        options.highWaterMark = hwm
-        options.rate = rate
-        options.name = name
-        options.timeoutSeconds = timeout
-        options.idleTimeoutSeconds = idleTimeout
-        options.exitOnStandardInputEOF = exitOnStdinEOF
-        let status = await BusWorker.run(options)
+        let status = await BenchWorkerCommand.run(kind: kind, options: options)
         if status != 0 { throw ExitCode(status) }
     }
 }
+
+extension BenchWorkerCommand.Kind: ExpressibleByArgument {}
 
 /// `nbus bench overload`: a fast publisher against a slow subscriber for a minute; the subscriber's
 /// memory stays bounded and every loss is counted.
@@ -250,7 +211,7 @@ struct BenchOverload: AsyncParsableCommand {
     }
 
     var options: OverloadOptions {
-        var options = OverloadOptions(workerCommand: ["bench", "overload-worker"])
+        var options = OverloadOptions()
         options.seconds = seconds
         options.size = size
         options.handlerMicroseconds = handlerMicroseconds
@@ -269,75 +230,6 @@ struct BenchOverload: AsyncParsableCommand {
         }
         print(json ? try report.json() : report.table())
         try exitIfChecksFailed(report.failures, heading: "OVERLOAD CHECKS FAILED")
-    }
-}
-
-/// The hidden worker `bench overload` starts twice: the fast publisher and the slow subscriber.
-struct BenchOverloadWorker: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "overload-worker",
-        abstract: "One side of the overload benchmark (started by `nbus bench overload`).",
-        shouldDisplay: false
-    )
-
-    @Argument(help: "publisher or subscriber.")
-    var role: OverloadWorkerOptions.Role
-
-    @Option(help: "Endpoint the publisher binds / the subscriber connects to.")
-    var endpoint: String
-
-    @Option(help: "Publisher: seconds of posting.")
-    var seconds: Double = 60
-
-    @Option(help: "Payload bytes.")
-    var size: Int = 4_096
-
-    @Option(name: .customLong("handler-us"), help: "Subscriber: busy work per notification, microseconds.")
-    var handlerMicroseconds: Int = 100
-
-    @Option(help: "Subscriber: drop-oldest, drop-newest or suspend.")
-    var policy: OverloadPolicy = .dropOldest
-
-    @Option(help: "Subscriber: buffer capacity.")
-    var buffer: Int = 8_192
-
-    @Option(help: "ZeroMQ high-water marks.")
-    var hwm: Int32 = OverloadOptions().highWaterMark
-
-    @Option(name: .customLong("close-timeout-ms"), help: "Publisher: close timeout, ms.")
-    var closeTimeoutMilliseconds: Int32 = OverloadOptions().closeTimeoutMilliseconds
-
-    @Option(name: .customLong("sample-ms"), help: "Subscriber: RSS sampling interval, ms.")
-    var sampleMilliseconds: Int = 250
-
-    @Option(help: "Notification name.")
-    var name: String = OverloadOptions.notificationName
-
-    @Option(help: "Seconds before giving up.")
-    var timeout: Int = 180
-
-    @Flag(name: .customLong("exit-on-stdin-eof"), help: "Exit when stdin reaches end of file (the parent is gone).")
-    var exitOnStdinEOF = false
-
-    func validate() throws {
-        try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)
-    }
-
-    func run() async throws {
-        var options = OverloadWorkerOptions(role: role, endpoint: endpoint)
-        options.seconds = seconds
-        options.size = size
-        options.handlerMicroseconds = handlerMicroseconds
-        options.policy = policy
-        options.buffer = buffer
-        options.highWaterMark = hwm
-        options.closeTimeoutMilliseconds = closeTimeoutMilliseconds
-        options.sampleIntervalMilliseconds = sampleMilliseconds
-        options.name = name
-        options.timeoutSeconds = timeout
-        options.exitOnStandardInputEOF = exitOnStdinEOF
-        let status = await OverloadWorker.run(options)
-        if status != 0 { throw ExitCode(status) }
     }
 }
 

@@ -66,7 +66,7 @@ struct BenchFilter: AsyncParsableCommand {
     }
 
     func makeOptions() throws -> FilterBenchOptions {
-        var options = FilterBenchOptions(workerCommand: ["bench", "views-worker"])
+        var options = FilterBenchOptions()
         var scenario = options.scenario
         scenario.transport = transport
         scenario = try SweepParameter.rate.apply(rate, to: scenario)

@@ -188,7 +188,7 @@ struct BenchViews: AsyncParsableCommand {
     @OptionGroup var output: ViewsOutputArguments
 
     func run() async throws {
-        var options = ViewsBenchOptions(scenario: try scenario.scenario(), workerCommand: ["bench", "views-worker"])
+        var options = ViewsBenchOptions(scenario: try scenario.scenario())
         options.baselineSeconds = baselines.baselineSeconds
         let display = output.display
         let runOptions = options
@@ -248,7 +248,7 @@ struct BenchSweep: AsyncParsableCommand {
     func run() async throws {
         let base = try scenario.scenario()
         let list = valueList
-        var options = ViewsBenchOptions(scenario: base, workerCommand: ["bench", "views-worker"])
+        var options = ViewsBenchOptions(scenario: base)
         options.baselineSeconds = baselines.baselineSeconds
         let display = output.display
         let parameter = param
@@ -269,53 +269,5 @@ struct BenchSweep: AsyncParsableCommand {
             writeStandardOutput(sweep.table() + "\n")
         }
         try exitIfChecksFailed(sweep.failures, heading: "ACCOUNTING IDENTITY FAILED")
-    }
-}
-
-/// The hidden worker `bench views` starts: the publisher, and one host per style.
-struct BenchViewsWorker: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "views-worker",
-        abstract: "A process of the views benchmark (started by `nbus bench views`).",
-        shouldDisplay: false
-    )
-
-    @Argument(help: "publisher or host.")
-    var role: ViewsWorker.Role
-
-    @Option(help: "Endpoint the publisher binds / the host connects to.")
-    var endpoint: String
-
-    @Option(help: "Host: the consumer style.")
-    var style: ViewStyle?
-
-    @Option(help: "Publisher: the number of hosts to wait for.")
-    var hosts: Int = 1
-
-    @Option(
-        name: .customLong("host-subscriptions"),
-        help: "Publisher: each host's subscription (spread, one, all), comma-separated (default: the scenario's, --hosts times).")
-    var hostSubscriptions: String?
-
-    @Option(help: "The scenario, as JSON.")
-    var scenario: String
-
-    @Flag(name: .customLong("exit-on-stdin-eof"), help: "Exit when stdin reaches end of file (the parent is gone).")
-    var exitOnStdinEOF = false
-
-    func run() async throws {
-        let decoded = try ViewsScenario.decode(argument: scenario)
-        let subscriptions = try hostSubscriptions.map { list in
-            try list.split(separator: ",").map { item in
-                guard let subscription = ViewSubscription(rawValue: item.trimmingCharacters(in: .whitespaces)) else {
-                    throw ValidationError("unknown subscription '\(item)' (spread, one, all)")
-                }
-                return subscription
-            }
-        }
-        let status = await ViewsWorker.run(
-            role: role, scenario: decoded, endpoint: endpoint, style: style, hosts: hosts,
-            hostSubscriptions: subscriptions, exitOnStandardInputEOF: exitOnStdinEOF)
-        if status != 0 { throw ExitCode(status) }
     }
 }

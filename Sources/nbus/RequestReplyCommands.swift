@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import BusBench
 import NotificationBus
 import Subprocess
 import SystemPackage
@@ -219,37 +220,26 @@ extension FileDescriptor {
 
 /// Requests answered so far, and a wait for `limit` of them.
 private final class AnsweredCount: Sendable {
-    private let state: Mutex<(count: Int, waiters: [CheckedContinuation<Void, Never>])> = Mutex((0, []))
+    private let count = Atomic<Int>(0)
     private let limit: Int?
+    private let reached = OneShot<Void>()
 
     init(limit: Int?) {
         self.limit = limit
     }
 
     func increment() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.count += 1
-            guard let limit, state.count >= limit else { return [] }
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
+        let answered = count.wrappingAdd(1, ordering: .relaxed).newValue
+        if let limit, answered >= limit { reached.finish() }
     }
 
-    /// Returns once `limit` requests were answered; never without a limit (until cancelled).
+    /// Returns once `limit` requests were answered, or the task is cancelled (the signal ended the
+    /// group); without a limit, only then.
     func waitForLimit() async {
-        guard let limit else {
-            // No limit: wait for cancellation (the signal ended the group).
+        guard limit != nil else {
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             return
         }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let done = state.withLock { state -> Bool in
-                if state.count >= limit { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if done { continuation.resume() }
-        }
+        _ = await reached.value
     }
 }

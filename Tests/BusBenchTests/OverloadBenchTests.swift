@@ -93,19 +93,21 @@ struct OverloadReportTests {
     }
 
     @Test("The worker arguments round-trip the options")
-    func workerArguments() {
+    func workerArguments() throws {
         var options = OverloadWorkerOptions(role: .subscriber, endpoint: "ipc:///tmp/x.sock")
         options.policy = .suspend
         options.buffer = 128
         options.exitOnStandardInputEOF = true
-        let arguments = options.arguments
-        #expect(arguments.first == "subscriber")
-        #expect(arguments.contains("suspend") && arguments.contains("128") && arguments.last == "--exit-on-stdin-eof")
+        let arguments = options.arguments(command: ["bench", "worker"])
+        #expect(Array(arguments.prefix(3)) == ["bench", "worker", "overload"] && arguments.count == 4)
+        let decoded = try JSONDecoder().decode(OverloadWorkerOptions.self, from: Data(try #require(arguments.last).utf8))
+        #expect(decoded.role == .subscriber && decoded.policy == .suspend && decoded.buffer == 128)
+        #expect(decoded.exitOnStandardInputEOF && decoded.endpoint == "ipc:///tmp/x.sock")
         #expect(OverloadPolicy.suspend.buffering(capacity: 128) == .suspendProducer(capacity: 128))
     }
 }
 
-/// The built `nbus`, next to the test bundle, when `nbus bench overload-worker` is registered.
+/// The built `nbus`, next to the test bundle, when `nbus bench worker` is registered.
 private let builtOverloadExecutable: String? = {
     var directory = URL(fileURLWithPath: CommandLine.arguments.first ?? ".").deletingLastPathComponent()
     for _ in 0..<4 {
@@ -113,7 +115,7 @@ private let builtOverloadExecutable: String? = {
         if FileManager.default.isExecutableFile(atPath: nbus) {
             let probe = Process()
             probe.executableURL = URL(fileURLWithPath: nbus)
-            probe.arguments = ["bench", "overload-worker", "--help"]
+            probe.arguments = ["bench", "worker", "--help"]
             probe.standardOutput = FileHandle.nullDevice
             probe.standardError = FileHandle.nullDevice
             guard (try? probe.run()) != nil else { return nil }
@@ -129,7 +131,7 @@ private let builtOverloadExecutable: String? = {
 struct OverloadEndToEndTests {
     @Test(
         "2 s of overload with small sizes: losses counted exactly, the identity holds, memory bounded",
-        .enabled(if: builtOverloadExecutable != nil, "needs nbus (with `bench overload-worker`) built"),
+        .enabled(if: builtOverloadExecutable != nil, "needs nbus (with `bench worker`) built"),
         .timeLimit(.minutes(2)))
     func shortRun() async throws {
         var options = OverloadOptions()

@@ -55,7 +55,7 @@ struct ViewsScenarioTests {
     func validation() throws {
         var scenario = ViewsScenario()
         try scenario.validate()
-        #expect(try ViewsScenario.decode(argument: scenario.encodedArgument()) == scenario)
+        #expect(try roundTripped(scenario) == scenario)
         scenario.size = 0
         #expect(throws: BenchError.self) { try scenario.validate() }
         scenario = ViewsScenario()
@@ -400,7 +400,7 @@ struct ViewsBaselineReportTests {
         scenario.subscription = .all
         #expect(scenario.nameIndexes(ofView: 6) == [0, 1, 2, 3, 4])
         #expect(try scenario.pattern(ofView: 3).rawValue == ViewsScenario.allNamesPattern)
-        #expect(try ViewsScenario.decode(argument: scenario.encodedArgument()) == scenario)
+        #expect(try roundTripped(scenario) == scenario)
     }
 }
 
@@ -564,4 +564,14 @@ struct ViewsVerdictTests {
         let findings = ViewsTimeline.findings(points, postingSeconds: 1)
         #expect(findings.peakBacklog == 50 && findings.backlogAtLastPost == 50)
     }
+}
+
+/// The scenario as a views worker reads it back from the command line a runner builds for it.
+private func roundTripped(_ scenario: ViewsScenario) throws -> ViewsScenario {
+    let arguments = ViewsWorkerOptions(scenario: scenario, role: .host, endpoint: "ipc:///x", style: .taskMain)
+        .arguments(command: BenchWorkerCommand.nbusSubcommand)
+    #expect(Array(arguments.prefix(3)) == ["bench", "worker", "views"] && arguments.count == 4)
+    let options = try JSONDecoder().decode(ViewsWorkerOptions.self, from: Data(try #require(arguments.last).utf8))
+    #expect(options.role == .host && options.style == .taskMain && options.endpoint == "ipc:///x")
+    return options.scenario
 }

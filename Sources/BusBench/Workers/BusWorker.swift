@@ -6,10 +6,10 @@ import Synchronization
 import Glibc
 #endif
 
-/// What one bus worker process does; `nbus bench worker` builds it from its arguments.
-public struct BusWorkerOptions: Sendable {
+/// What one bus worker process of `nbus bench throughput` does (`nbus bench worker throughput`).
+public struct BusWorkerOptions: Sendable, Codable {
     /// Which side of the pair this process is.
-    public enum Role: String, Sendable, CaseIterable {
+    public enum Role: String, Sendable, CaseIterable, Codable {
         /// `Bus(.directPublisher(bind:))`, back-pressure on; waits for the subscriber, posts, closes.
         case publisher
         /// `Bus(.directSubscriber(connect:))`; one `for await` loop until `count` notifications.
@@ -57,22 +57,17 @@ public struct BusWorkerOptions: Sendable {
         self.count = count
     }
 
-    /// The command-line arguments `nbus bench worker` parses back into these options.
-    var arguments: [String] {
-        var arguments = [
-            role.rawValue, "--endpoint", endpoint, "--count", "\(count)", "--size", "\(size)",
-            "--hwm", "\(highWaterMark)", "--name", name, "--timeout", "\(timeoutSeconds)",
-            "--idle-timeout", "\(idleTimeoutSeconds)",
-        ]
-        if let rate { arguments += ["--rate", "\(rate)"] }
-        if exitOnStandardInputEOF { arguments.append("--exit-on-stdin-eof") }
-        if idleSpinMicroseconds > 0 { arguments += ["--spin-us", "\(idleSpinMicroseconds)"] }
-        if onBusExecutor { arguments.append("--on-bus-executor") }
-        if plainTask { arguments.append("--plain-task") }
-        if latencySampleEvery > 1 { arguments += ["--latency-every", "\(latencySampleEvery)"] }
-        if connectPublisher { arguments.append("--connect-publisher") }
-        return arguments
+    /// The command line that runs this worker through `command` (see `BenchWorkerCommand`).
+    func arguments(command: [String]) -> [String] {
+        BenchWorkerCommand.arguments(command, .throughput, self)
     }
+}
+
+extension BusWorkerOptions: BenchWorkerOptions {
+    static let template = BusWorkerOptions(role: .publisher, endpoint: "", count: 0)
+    static let requiredKeys = ["role", "endpoint", "count"]
+    static let optionalKeys = ["rate"]
+    static let example = #"{"role":"publisher","endpoint":"ipc:///tmp/w.sock","count":20000,"rate":10000}"#
 }
 
 /// One side of the two-process bus benchmark. It talks to the runner in JSON lines on stdout:
@@ -82,22 +77,15 @@ public struct BusWorkerOptions: Sendable {
 public enum BusWorker {
     /// Runs the worker; returns the process exit status (0: success, 1: incomplete or failed).
     public static func run(_ options: BusWorkerOptions) async -> Int32 {
-        if options.exitOnStandardInputEOF { exitWhenStandardInputEnds() }
-        // A hard deadline a little after the soft one, in case the orderly path hangs.
-        let hardDeadline = options.timeoutSeconds + 5
-        Thread.detachNewThread {
-            sleep(UInt32(max(1, hardDeadline)))
-            writeStandardError("nbus bench worker: hard timeout after \(hardDeadline) s\n")
-            _exit(4)
-        }
-        do {
+        // The hard deadline comes a little after the soft one (`timeoutSeconds`).
+        await WorkerProcess.run(
+            kind: .throughput, role: options.role.rawValue, hardDeadlineSeconds: options.timeoutSeconds + 5,
+            exitWhenRunnerGone: options.exitOnStandardInputEOF
+        ) {
             switch options.role {
             case .publisher: return try await runPublisher(options)
             case .subscriber: return try await runSubscriber(options)
             }
-        } catch {
-            writeStandardError("nbus bench worker (\(options.role.rawValue)): \(error)\n")
-            return 1
         }
     }
 
@@ -118,7 +106,7 @@ public enum BusWorker {
         configuration.closeTimeout = .seconds(options.timeoutSeconds)
         configuration.idleSpin = .microseconds(options.idleSpinMicroseconds)
         let bus = try Bus(configuration)
-        emitJSON(BoundEvent(endpoint: bus.endpoints.first ?? options.endpoint))
+        WorkerProcess.emitJSON(BoundEvent(endpoint: bus.endpoints.first ?? options.endpoint))
 
         // Real readiness: the subscriber's subscription (and presence) reached this XPUB.
         try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(options.timeoutSeconds))
@@ -139,12 +127,12 @@ public enum BusWorker {
         let posted = Timestamps.monotonicNanoseconds()
         let stats = await bus.close()
         let closed = Timestamps.monotonicNanoseconds()
-        emitJSON(
+        WorkerProcess.emitJSON(
             BusPublisherResult(
                 count: options.count, postNanoseconds: posted - start, closeNanoseconds: closed - posted,
                 requestedRate: options.rate ?? 0, bus: BusCounters(stats)))
         guard stats.unsent == 0 else {
-            writeStandardError("nbus bench worker (publisher): \(stats.unsent) notification(s) unsent at close\n")
+            WorkerProcess.writeStandardError("nbus bench worker throughput (publisher): \(stats.unsent) notification(s) unsent at close\n")
             return 1
         }
         return 0
@@ -201,7 +189,7 @@ public enum BusWorker {
         let bus = try Bus(configuration)
         let pattern = NamePattern(exactly: name)
         let sequence = try bus.notifications(named: pattern, buffering: .suspendProducer(capacity: 8192))
-        emitLine(#"{"event":"subscribed"}"#)
+        WorkerProcess.emitLine(#"{"event":"subscribed"}"#)
 
         let progress = Progress()
         let expected = options.count
@@ -277,10 +265,10 @@ public enum BusWorker {
             endToEndNanoseconds: consumed.last &- min(consumed.last, consumed.firstStamp),
             latency: consumed.latency.summary, subscription: subscription, bus: BusCounters(stats),
             payloadBytes: consumed.payloadBytes, endedBy: consumed.endedBy)
-        emitJSON(result)
+        WorkerProcess.emitJSON(result)
         if !result.complete {
-            writeStandardError(
-                "nbus bench worker (subscriber): consumed \(consumed.count) of \(expected) (\(consumed.endedBy)); "
+            WorkerProcess.writeStandardError(
+                "nbus bench worker throughput (subscriber): consumed \(consumed.count) of \(expected) (\(consumed.endedBy)); "
                     + "lostUpstream=\(subscription.lostUpstream) droppedLocalBuffer=\(subscription.droppedLocalBuffer) "
                     + "rejected=\(stats.rejectedTotal)\n")
             return 1
@@ -306,34 +294,5 @@ public enum BusWorker {
     private struct BoundEvent: Encodable {
         var event = "bound"
         var endpoint: String
-    }
-
-    // MARK: Output and lifetime
-
-    private static func emitJSON(_ value: some Encodable) {
-        guard let line = try? ReportJSON.encode(value) else { return }
-        emitLine(line)
-    }
-
-    /// Writes one line to stdout at once (a pipe is not line-buffered).
-    static func emitLine(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
-
-    static func writeStandardError(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
-    }
-
-    /// Watches stdin on a thread of its own; at end of file the parent is gone: exit at once.
-    static func exitWhenStandardInputEnds() {
-        Thread.detachNewThread {
-            var buffer = [UInt8](repeating: 0, count: 64)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                if count > 0 || (count < 0 && errno == EINTR) { continue }
-                writeStandardError("nbus bench worker: stdin closed, exiting\n")
-                _exit(3)
-            }
-        }
     }
 }

@@ -187,13 +187,52 @@ public struct ScenarioHostResult: Codable, Sendable {
     public var visibilityChanges: [UInt64] = []
 }
 
+/// What one process of `nbus bench views` (and `filter`) does (`nbus bench worker views`).
+public struct ViewsWorkerOptions: Sendable, Codable {
+    /// The scenario; a host's carries its own subscription.
+    public var scenario: ViewsScenario
+    /// Which process this is.
+    public var role: ViewsWorker.Role
+    /// Where the publisher binds / a host connects.
+    public var endpoint: String
+    /// A host's consumer style (required for a host).
+    public var style: ViewStyle?
+    /// Publisher: each host's subscription, so it knows how many hosts to wait for on each name.
+    public var hostSubscriptions: [ViewSubscription]
+    /// Exit as soon as stdin reaches end of file (the runner holds the pipe's write end).
+    public var exitOnStandardInputEOF = true
+
+    /// Options for `role`; a publisher waits for `hostSubscriptions` (one per host).
+    public init(
+        scenario: ViewsScenario, role: ViewsWorker.Role, endpoint: String, style: ViewStyle? = nil,
+        hostSubscriptions: [ViewSubscription] = []
+    ) {
+        self.scenario = scenario
+        self.role = role
+        self.endpoint = endpoint
+        self.style = style
+        self.hostSubscriptions = hostSubscriptions
+    }
+
+    /// The command line that runs this worker through `command` (see `BenchWorkerCommand`).
+    func arguments(command: [String]) -> [String] {
+        BenchWorkerCommand.arguments(command, .views, self)
+    }
+}
+
+extension ViewsWorkerOptions: BenchWorkerOptions {
+    static let template = ViewsWorkerOptions(scenario: ViewsScenario(), role: .publisher, endpoint: "")
+    static let requiredKeys = ["role", "endpoint"]
+    static let optionalKeys = ["style"]
+    static let example = #"{"role":"host","endpoint":"ipc:///tmp/v.sock","style":"onReceive"}"#
+}
+
 /// The worker processes of `nbus bench views`: the publisher and the subscriber hosts.
 ///
-/// JSON lines on stdout, like `BusWorker`: the publisher prints `bound`, `subscribed` (every
+/// JSON lines on stdout (`WorkerProcess`): the publisher prints `bound`, `subscribed` (every
 /// host's subscriptions reached it), then, once the runner writes `go` on its stdin, `started`
 /// and at the end `done` (`ScenarioPublisherResult`); a host prints `ready`, then `result` (`ScenarioHostResult`) once
 /// it has read the publisher's `done` line (prefixed `published `) on stdin and drained.
-/// Diagnostics go to stderr. At end of stdin (the runner is gone) a worker exits at once.
 public enum ViewsWorker {
     /// The worker's two roles.
     public enum Role: String, Sendable, CaseIterable, Codable {
@@ -215,87 +254,62 @@ public enum ViewsWorker {
 
     static let progressIntervalNanoseconds: UInt64 = 250_000_000
 
-    /// Runs a worker and returns its exit status (0: reported, 1: failed). `hostSubscriptions`
-    /// (publisher) lists each host's subscription, so the publisher knows how many hosts to wait
-    /// for on each name; nil: `hosts` hosts, all with the scenario's.
-    public static func run(
-        role: Role, scenario: ViewsScenario, endpoint: String, style: ViewStyle?, hosts: Int,
-        hostSubscriptions: [ViewSubscription]? = nil, exitOnStandardInputEOF: Bool
-    ) async -> Int32 {
-        let published = ScenarioSignal<ScenarioPublisherResult>()
-        let go = ScenarioSignal<Bool>()
-        readStandardInput(published: published, go: go, exitAtEOF: exitOnStandardInputEOF)
+    /// Runs a worker and returns its exit status (0: reported, 1: failed).
+    public static func run(_ options: ViewsWorkerOptions) async -> Int32 {
+        let scenario = options.scenario
+        let published = OneShot<ScenarioPublisherResult>()
+        let go = OneShot<Void>()
         let hardDeadline = Int(scenario.seconds.rounded(.up)) + scenario.startupSeconds + scenario.drainSeconds + 30
-        Thread.detachNewThread {
-            sleep(UInt32(max(1, hardDeadline)))
-            writeStandardError("nbus bench views-worker: hard timeout after \(hardDeadline) s\n")
-            _exit(4)
-        }
-        do {
-            switch role {
+        return await WorkerProcess.run(
+            kind: .views, role: options.role.rawValue, hardDeadlineSeconds: hardDeadline,
+            exitWhenRunnerGone: options.exitOnStandardInputEOF,
+            onControlLine: { line in
+                if line == goLine { go.finish() }
+                if line.hasPrefix(publishedPrefix),
+                    let result = try? JSONDecoder().decode(
+                        ScenarioPublisherResult.self, from: Data(line.dropFirst(publishedPrefix.count).utf8))
+                {
+                    published.finish(result)
+                }
+            }
+        ) {
+            switch options.role {
             case .publisher:
+                let subscriptions = options.hostSubscriptions.isEmpty ? [scenario.subscription] : options.hostSubscriptions
                 let result = try await ScenarioPublisher.run(
-                    scenario, endpoint: endpoint,
-                    hostSubscriptions: hostSubscriptions ?? Array(repeating: scenario.subscription, count: max(1, hosts)),
-                    bound: { emitJSON(BoundOut(endpoint: $0)) },
-                    progress: { posted, elapsed in emitJSON(ProgressLine(posted: posted, elapsedNanoseconds: elapsed)) },
+                    scenario, endpoint: options.endpoint, hostSubscriptions: subscriptions,
+                    bound: { WorkerProcess.emitJSON(BoundOut(endpoint: $0)) },
+                    progress: { posted, elapsed in
+                        WorkerProcess.emitJSON(ProgressLine(posted: posted, elapsedNanoseconds: elapsed))
+                    },
                     subscribed: {
-                        emitLine(#"{"event":"subscribed"}"#)
-                        _ = await go.value
-                        emitLine(#"{"event":"started"}"#)
+                        WorkerProcess.emitLine(#"{"event":"subscribed"}"#)
+                        guard await go.value != nil else { throw CancellationError() }
+                        WorkerProcess.emitLine(#"{"event":"started"}"#)
                     })
-                emitJSON(result)
+                WorkerProcess.emitJSON(result)
                 return 0
             case .host:
-                guard let style else {
-                    writeStandardError("nbus bench views-worker host: --style is required\n")
+                guard let style = options.style else {
+                    WorkerProcess.writeStandardError("nbus bench worker views (host): a host needs a style\n")
                     return 1
                 }
                 let result = try await ScenarioHost.run(
-                    scenario, style: style, endpoint: endpoint,
-                    ready: { emitLine(#"{"event":"ready","style":"\#(style.rawValue)"}"#) },
-                    published: { await published.value })
-                emitJSON(result)
+                    scenario, style: style, endpoint: options.endpoint,
+                    ready: { WorkerProcess.emitLine(#"{"event":"ready","style":"\#(style.rawValue)"}"#) },
+                    published: {
+                        guard let result = await published.value else { throw CancellationError() }
+                        return result
+                    })
+                WorkerProcess.emitJSON(result)
                 return 0
             }
-        } catch {
-            writeStandardError("nbus bench views-worker (\(role.rawValue)): \(error)\n")
-            return 1
         }
     }
 
     private struct BoundOut: Encodable {
         var event = "bound"
         var endpoint: String
-    }
-
-    /// Writes one line to stdout at once (a pipe is not line-buffered).
-    static func emitLine(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-    }
-
-    static func writeStandardError(_ text: String) {
-        FileHandle.standardError.write(Data(text.utf8))
-    }
-
-    static func emitJSON(_ value: some Encodable) {
-        guard let line = try? ReportJSON.encode(value) else { return }
-        emitLine(line)
-    }
-
-    /// A `go` line completes `go`, a `published {...}` line completes `published` (see `StandardInputLines`).
-    private static func readStandardInput(
-        published: ScenarioSignal<ScenarioPublisherResult>, go: ScenarioSignal<Bool>, exitAtEOF: Bool
-    ) {
-        StandardInputLines.read(workerName: "views-worker", exitAtEOF: exitAtEOF) { line in
-            if line == goLine { go.finish(true) }
-            if line.hasPrefix(publishedPrefix),
-                let result = try? JSONDecoder().decode(
-                    ScenarioPublisherResult.self, from: Data(line.dropFirst(publishedPrefix.count).utf8))
-            {
-                published.finish(result)
-            }
-        }
     }
 }
 
@@ -316,39 +330,4 @@ enum ProcessUsage {
         let peak = ProcessMemory.read()?.peakResidentKiB ?? UInt64(max(0, usage.ru_maxrss))
         return (nanoseconds(usage.ru_utime), nanoseconds(usage.ru_stime), peak)
     }
-}
-
-/// A one-shot value handed from a thread to async code (the benchmark workers' stdin readers use it).
-final class ScenarioSignal<Value: Sendable>: Sendable {
-    private let state = Mutex<(value: Value?, waiters: [CheckedContinuation<Value, Never>])>((nil, []))
-
-    init() {}
-
-    /// Sets the value (the first call wins) and resumes every waiter.
-    func finish(_ value: Value) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Value, Never>] in
-            guard state.value == nil else { return [] }
-            state.value = value
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: value) }
-    }
-
-    /// The value, once set.
-    var value: Value {
-        get async {
-            await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Value? in
-                    if let value = state.value { return value }
-                    state.waiters.append(continuation)
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        }
-    }
-
-    /// The value if set.
-    var current: Value? { state.withLock { $0.value } }
 }

@@ -26,10 +26,10 @@ public enum OverloadPolicy: String, Sendable, CaseIterable, Codable {
     }
 }
 
-/// What one overload worker process does; `nbus bench overload-worker` builds it from its arguments.
-public struct OverloadWorkerOptions: Sendable {
+/// What one overload worker process does (`nbus bench worker overload`).
+public struct OverloadWorkerOptions: Sendable, Codable {
     /// Which side of the pair this process is.
-    public enum Role: String, Sendable, CaseIterable {
+    public enum Role: String, Sendable, CaseIterable, Codable {
         /// `Bus(.directPublisher(bind:))` with the default configuration (no back-pressure: the
         /// XPUB drops at its HWM); posts as fast as it can for `seconds`, then closes.
         case publisher
@@ -68,17 +68,17 @@ public struct OverloadWorkerOptions: Sendable {
         self.endpoint = endpoint
     }
 
-    /// The command-line arguments `nbus bench overload-worker` parses back into these options.
-    var arguments: [String] {
-        var arguments = [
-            role.rawValue, "--endpoint", endpoint, "--seconds", "\(seconds)", "--size", "\(size)",
-            "--handler-us", "\(handlerMicroseconds)", "--policy", policy.rawValue, "--buffer", "\(buffer)",
-            "--hwm", "\(highWaterMark)", "--close-timeout-ms", "\(closeTimeoutMilliseconds)",
-            "--sample-ms", "\(sampleIntervalMilliseconds)", "--name", name, "--timeout", "\(timeoutSeconds)",
-        ]
-        if exitOnStandardInputEOF { arguments.append("--exit-on-stdin-eof") }
-        return arguments
+    /// The command line that runs this worker through `command` (see `BenchWorkerCommand`).
+    func arguments(command: [String]) -> [String] {
+        BenchWorkerCommand.arguments(command, .overload, self)
     }
+}
+
+extension OverloadWorkerOptions: BenchWorkerOptions {
+    static let template = OverloadWorkerOptions(role: .publisher, endpoint: "")
+    static let requiredKeys = ["role", "endpoint"]
+    static let optionalKeys: [String] = []
+    static let example = #"{"role":"subscriber","endpoint":"ipc:///tmp/o.sock","policy":"suspend"}"#
 }
 
 /// What the overload publisher reports (its `done` line).
@@ -200,23 +200,21 @@ public enum OverloadWorker {
     /// Runs the worker; returns the process exit status (0: reported, 1: failed).
     public static func run(_ options: OverloadWorkerOptions) async -> Int32 {
         let control = Control()
-        if options.exitOnStandardInputEOF || options.role == .subscriber {
-            readStandardInput(control: control, exitAtEOF: options.exitOnStandardInputEOF)
+        // The subscriber hears `publisher-exited` on stdin; a line sets the flag.
+        var onControlLine: (@Sendable (String) -> Void)?
+        if options.role == .subscriber {
+            onControlLine = { line in
+                if line == publisherExitedLine { control.publisherExited.store(true, ordering: .releasing) }
+            }
         }
-        let hardDeadline = options.timeoutSeconds + 5
-        Thread.detachNewThread {
-            sleep(UInt32(max(1, hardDeadline)))
-            BusWorker.writeStandardError("nbus bench overload-worker: hard timeout after \(hardDeadline) s\n")
-            _exit(4)
-        }
-        do {
+        return await WorkerProcess.run(
+            kind: .overload, role: options.role.rawValue, hardDeadlineSeconds: options.timeoutSeconds + 5,
+            exitWhenRunnerGone: options.exitOnStandardInputEOF, onControlLine: onControlLine
+        ) {
             switch options.role {
             case .publisher: return try await runPublisher(options)
             case .subscriber: return try await runSubscriber(options, control: control)
             }
-        } catch {
-            BusWorker.writeStandardError("nbus bench overload-worker (\(options.role.rawValue)): \(error)\n")
-            return 1
         }
     }
 
@@ -231,7 +229,7 @@ public enum OverloadWorker {
         configuration.receiveHighWaterMark = options.highWaterMark
         configuration.closeTimeout = .milliseconds(options.closeTimeoutMilliseconds)
         let bus = try Bus(configuration)
-        emitJSON(BoundLineOut(endpoint: bus.endpoints.first ?? options.endpoint))
+        WorkerProcess.emitJSON(BoundLineOut(endpoint: bus.endpoints.first ?? options.endpoint))
 
         // Readiness: the subscriber's subscription (and presence) reached this XPUB.
         try await bus.waitForSubscribers(count: 1, matching: name, timeout: .seconds(options.timeoutSeconds))
@@ -251,7 +249,7 @@ public enum OverloadWorker {
         let posted = Timestamps.monotonicNanoseconds()
         let stats = await bus.close()
         let closed = Timestamps.monotonicNanoseconds()
-        emitJSON(
+        WorkerProcess.emitJSON(
             OverloadPublisherResult(
                 posts: posts, postNanoseconds: posted - start, closeNanoseconds: closed - posted, posted: stats.posted,
                 sent: stats.sent, unsent: stats.unsent, endOfStreamUnacknowledged: stats.endOfStreamUnacknowledged,
@@ -274,7 +272,7 @@ public enum OverloadWorker {
         let sequence = try bus.events(
             named: NamePattern(exactly: name), buffering: options.policy.buffering(capacity: options.buffer))
         let subscribedAt = Timestamps.monotonicNanoseconds()
-        BusWorker.emitLine(#"{"event":"subscribed"}"#)
+        WorkerProcess.emitLine(#"{"event":"subscribed"}"#)
 
         let handlerNanoseconds = UInt64(max(0, options.handlerMicroseconds)) * 1_000
         let expectedSize = options.size
@@ -326,7 +324,7 @@ public enum OverloadWorker {
         let subscription = sequence.stats
         let stats = await bus.close()
         let memory = sampler.stop()
-        emitJSON(
+        WorkerProcess.emitJSON(
             OverloadSubscriberResult(
                 policy: options.policy, capacity: options.buffer, handlerMicroseconds: options.handlerMicroseconds,
                 highWaterMark: options.highWaterMark, consumed: consumed, subscription: subscription,
@@ -372,7 +370,7 @@ public enum OverloadWorker {
     private static func watchForEnd(
         bus: Bus, sequence: BusEventSequence, control: Control, deadline: UInt64
     ) -> Task<Ending, Never> {
-        let done = ScenarioSignal<Ending>()
+        let done = OneShot<Ending>()
         Thread.detachNewThread {
             var endOfStreamAt: UInt64?
             var lastFrames: UInt64 = 0
@@ -413,7 +411,10 @@ public enum OverloadWorker {
                 usleep(10_000)
             }
         }
-        return Task { await done.value }
+        return Task {
+            // Nobody cancels this task; were it cancelled, the loop's end would be unexplained.
+            await done.value ?? Ending(reason: "cancelled", at: Timestamps.monotonicNanoseconds(), endOfStreamAt: nil)
+        }
     }
 
     /// Shared between the consumer task, the end watcher and the stdin reader.
@@ -424,21 +425,8 @@ public enum OverloadWorker {
         let publisherExited = Atomic<Bool>(false)
     }
 
-    /// A `publisher-exited` line on stdin sets the flag (see `StandardInputLines`).
-    private static func readStandardInput(control: Control, exitAtEOF: Bool) {
-        StandardInputLines.read(workerName: "overload-worker", exitAtEOF: exitAtEOF) { line in
-            if line == publisherExitedLine { control.publisherExited.store(true, ordering: .releasing) }
-        }
-    }
-
     private struct BoundLineOut: Encodable {
         var event = "bound"
         var endpoint: String
     }
-
-    private static func emitJSON(_ value: some Encodable) {
-        guard let line = try? ReportJSON.encode(value) else { return }
-        BusWorker.emitLine(line)
-    }
 }
-
