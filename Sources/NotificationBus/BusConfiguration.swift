@@ -190,9 +190,9 @@ public struct BusConfiguration: Sendable {
 
     /// This publisher's NBP/1 id: random and non-zero unless set.
     public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)
-    /// Where the bus logs, at debug level, what it does on its own: connections made and lost
-    /// (libzmq reconnects), failed handshakes and rejected frames (repeats at most every 10 s,
-    /// with counts). nil, the default: nothing is logged.
+    /// Where the bus logs, at debug level, what it does on its own: connections made, accepted and
+    /// lost, failed handshakes and rejected frames (repeats at most every 10 s, with counts). nil,
+    /// the default: nothing is logged.
     public var logger: Logger?
 
     /// Whether the subscriber connects to an inproc endpoint this bus's own publisher binds: the

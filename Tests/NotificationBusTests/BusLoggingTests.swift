@@ -63,6 +63,35 @@ struct BusLoggingTests {
         #expect(rejections.last?.metadata["reason.\(RejectionReason.missingNameTerminator)"] == "3")
     }
 
+    @Test("A binding bus logs the connections it accepts and loses, with how many it holds")
+    func acceptedConnections() async throws {
+        let (logger, lines) = KeptLines.logger()
+        var configuration = BusConfiguration.directPublisher(bind: try temporaryIPCEndpoint())
+        configuration.logger = logger
+        let publisher = try Bus(configuration)
+        let endpoint = try #require(publisher.endpoints.first)
+        let name: NotificationName = "log.accepted"
+
+        let first = try Bus(.directSubscriber(connect: [endpoint]))
+        // Kept: a sequence that is dropped ends its subscription.
+        let firstSubscription = try first.notifications(named: NamePattern(exactly: name))
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: standardWait)
+        #expect(await lines.wait { $0.contains { $0.message == "bus accepted a connection" && $0.metadata["open"] == "1" } })
+        let accepted = try #require(lines.value.first { $0.message == "bus accepted a connection" })
+        #expect(accepted.metadata["endpoint"] == endpoint && accepted.metadata["side"] == "publisher")
+
+        let second = try Bus(.directSubscriber(connect: [endpoint]))
+        let secondSubscription = try second.notifications(named: NamePattern(exactly: name))
+        try await publisher.waitForSubscribers(count: 2, matching: name, timeout: standardWait)
+        #expect(await lines.wait { $0.contains { $0.message == "bus accepted a connection" && $0.metadata["open"] == "2" } })
+
+        await first.close()
+        await second.close()
+        #expect(await lines.wait { $0.contains { $0.message == "a connection to the bus ended" && $0.metadata["open"] == "0" } })
+        withExtendedLifetime((firstSubscription, secondSubscription)) {}
+        await publisher.close()
+    }
+
     @Test("Failed handshakes: logged at once, repeats held back and counted")
     func handshakeFailures() async throws {
         let (logger, lines) = KeptLines.logger()

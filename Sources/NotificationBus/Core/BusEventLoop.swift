@@ -184,6 +184,7 @@ final class BusEventLoop {
         }
         if let subscriber = sockets.subscriber, !readingPaused { poller.register(subscriber) }
         for monitor in sockets.handshakeMonitors { poller.register(monitor.reader) }
+        for monitor in sockets.acceptMonitors { poller.register(monitor.reader) }
         do {
             try poller.poll(timeoutMilliseconds: timeout)
         } catch {

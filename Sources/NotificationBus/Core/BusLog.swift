@@ -25,11 +25,15 @@ struct BusLog {
         enabled = logger.map { $0.logLevel <= .debug } ?? false
     }
 
-    /// A connecting socket reached its peer or lost it; each is rare (one per connection).
+    /// A connecting socket reached its peer or lost it, or a binding one accepted a connection or
+    /// lost one; each is rare (one per connection).
     func connection(_ event: ConnectionEvent) {
         guard enabled, let logger else { return }
-        let metadata: Logger.Metadata = ["endpoint": "\(event.endpoint)", "side": "\(event.isPublisher ? "publisher" : "subscriber")"]
-        if event.connected {
+        var metadata: Logger.Metadata = ["endpoint": "\(event.endpoint)", "side": "\(event.isPublisher ? "publisher" : "subscriber")"]
+        if event.acceptedHere {
+            metadata["open"] = "\(event.open)"
+            logger.debug(event.connected ? "bus accepted a connection" : "a connection to the bus ended", metadata: metadata)
+        } else if event.connected {
             logger.debug("bus connected", metadata: metadata)
         } else {
             logger.debug("bus lost a connection; libzmq reconnects", metadata: metadata)

@@ -29,6 +29,12 @@ final class BusSockets {
     /// Endpoints whose connection passed its handshake and has not dropped since: a connection
     /// counts as made (and lost) only then, not for each attempt a server refuses.
     private var handshakenEndpoints: Set<String> = []
+    /// Readers of the binding sockets' monitors (connections accepted and ended), only when the
+    /// logger logs them: nothing else needs them.
+    private(set) var acceptMonitors: [(reader: Socket, isPublisher: Bool)] = []
+    /// The connections the binding sockets accepted and still hold: libzmq names an accepted
+    /// connection and its end by the same file descriptor (per monitor, as `acceptMonitors`).
+    private var acceptedConnections: [Set<UInt32>] = []
     /// The ipc and tcp endpoints this bus listens on (resolved), for the memory guard's re-bind.
     private(set) var boundEndpoints: [(socket: Socket, endpoint: String)] = []
     /// CURVE server: the thread answering ZAP requests for this bus's context.
@@ -92,6 +98,7 @@ final class BusSockets {
             try setHeartbeats(socket)
         }
         try secure(socket, configuration.publish, clients: .subscribers)
+        try monitorAccepted(of: socket, configuration.publish, isPublisher: true)
         for attachment in configuration.publish { try transport { () throws(ZMQError) in try attach(socket, attachment) } }
     }
 
@@ -117,6 +124,7 @@ final class BusSockets {
             try socket.subscribe(ControlNames.endOfStreamPrefix)
         }
         try secure(socket, configuration.subscribe, clients: .publishers)
+        try monitorAccepted(of: socket, configuration.subscribe, isPublisher: false)
         let ownEndpoints = Set(configuration.publish.compactMap { attachment -> String? in
             guard case .bind(let endpoint) = attachment, endpoint.hasPrefix("inproc://") else { return nil }
             return endpoint
@@ -178,6 +186,19 @@ final class BusSockets {
         handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher))
     }
 
+    /// Connections a binding socket accepts and loses, for the logger alone (debug level), over
+    /// ipc and tcp (inproc has no connection events). Not for a socket that also connects: it
+    /// has its handshake monitor already, and libzmq keeps one monitor per socket.
+    private func monitorAccepted(of socket: Socket, _ attachments: [Attachment], isPublisher: Bool) throws(BusError) {
+        guard BusLog(configuration.logger).enabled, attachments.allSatisfy(\.isBind),
+            attachments.contains(where: { if case .bind(let endpoint) = $0 { !endpoint.hasPrefix("inproc://") } else { false } })
+        else { return }
+        try transport { () throws(ZMQError) in
+            acceptMonitors.append((try context.monitorReader(for: socket, events: [.accepted, .disconnected]), isPublisher))
+        }
+        acceptedConnections.append([])
+    }
+
     /// ZMTP heartbeats (`heartbeatInterval`; zero leaves them off): the peer is asked to
     /// drop this side after the same timeout, so a dead link is noticed at both ends.
     private func setHeartbeats(_ socket: Socket) throws(ZMQError) {
@@ -223,6 +244,21 @@ final class BusSockets {
                 }
             }
         }
+        for (index, (reader, isPublisher)) in acceptMonitors.enumerated() {
+            while let frames = try reader.receiveMultipartIfReady() {
+                guard let event = SocketEvent(frames: frames) else { continue }
+                // A disconnection of a connection this side did not accept (none on a binding
+                // socket, but the pairing keeps the count honest) is not logged.
+                let accepted = event.event.contains(.accepted) && acceptedConnections[index].insert(event.value).inserted
+                let ended = event.event.contains(.disconnected) && acceptedConnections[index].remove(event.value) != nil
+                if (accepted || ended) && connectionEvents.count < 64 {
+                    connectionEvents.append(
+                        ConnectionEvent(
+                            endpoint: event.endpoint, connected: accepted, isPublisher: isPublisher,
+                            acceptedHere: true, open: acceptedConnections[index].count))
+                }
+            }
+        }
         return failures
     }
 
@@ -264,6 +300,7 @@ final class BusSockets {
         publisher?.stopMonitoring()
         subscriber?.stopMonitoring()
         for monitor in handshakeMonitors { monitor.reader.close() }
+        for monitor in acceptMonitors { monitor.reader.close() }
         handshakeMonitors.removeAll()
         publisher?.close()
         subscriber?.close()
@@ -280,4 +317,8 @@ struct ConnectionEvent {
     let endpoint: String
     let connected: Bool
     let isPublisher: Bool
+    /// A binding socket accepted the connection (a peer connected here), rather than this side connecting.
+    var acceptedHere = false
+    /// With `acceptedHere`: the connections that socket holds now.
+    var open = 0
 }
