@@ -20,7 +20,11 @@ let package = Package(
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .library(name: "NotificationBus", targets: ["NotificationBus"]),
         .library(name: "BusViews", targets: ["BusViews"]),
-        // Operating a bus or a broker: BusService, BrokerService, metrics, logs, LocalizedError.
+        // A bus or a broker in a swift-service-lifecycle ServiceGroup, and errors that read well
+        // from `localizedDescription`: light (swift-service-lifecycle and FoundationEssentials).
+        .library(name: "BusServices", targets: ["BusServices"]),
+        // Operating a bus or a broker: metrics (Prometheus), the monitoring HTTP endpoints, log
+        // formatting; re-exports BusServices.
         .library(name: "BusOperations", targets: ["BusOperations"]),
         .executable(name: "nbus", targets: ["nbus"]),
         .executable(name: "nbus-baseline", targets: ["ZeroMQBaseline"]),
@@ -63,8 +67,20 @@ let package = Package(
             dependencies: [
                 "NBP1",
                 "ZeroMQ",
+                // The thread helpers call libzmq's clock and thread functions directly.
+                "CZeroMQ",
                 // swift-log alone (no Foundation): the broker takes an optional Logger.
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        // BusService, BrokerService and the LocalizedError conformances: what every application
+        // that runs a bus in a ServiceGroup wants, without Prometheus or an HTTP server.
+        .target(
+            name: "BusServices",
+            dependencies: [
+                "NotificationBus", "NBP1", "ZeroMQ",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
@@ -73,9 +89,9 @@ let package = Package(
         .target(
             name: "BusOperations",
             dependencies: [
-                "NotificationBus", "ZeroMQ",
+                "NotificationBus", "BusServices",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "FlyingFox", package: "FlyingFox"),
                 .product(name: "FlyingSocks", package: "FlyingFox"),
@@ -118,6 +134,7 @@ let package = Package(
                 "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -152,7 +169,7 @@ let package = Package(
         // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "BusOperations", "TestSupport"],
+            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -160,19 +177,27 @@ let package = Package(
             dependencies: [
                 "BusOperations", "NotificationBus", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "BusServicesTests",
+            dependencies: [
+                "BusServices", "NotificationBus", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "BusBenchTests",
-            dependencies: ["BusBench", "TestSupport"],
+            dependencies: ["BusBench", "NotificationBus", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "NotificationBusTests",
-            dependencies: ["NotificationBus", "ZeroMQ", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["NotificationBus", "NBP1", "ZeroMQ", "TestSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings
         ),
     ]

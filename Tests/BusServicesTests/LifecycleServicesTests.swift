@@ -1,4 +1,4 @@
-import BusOperations
+import BusServices
 import Foundation
 import Logging
 import NotificationBus
