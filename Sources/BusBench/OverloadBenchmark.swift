@@ -42,7 +42,7 @@ public struct OverloadOptions: Sendable {
         guard (0...WireFormat.defaultMaximumPayload).contains(size) else {
             throw .invalidOptions("--size must be 0...\(WireFormat.defaultMaximumPayload)")
         }
-        guard handlerMicroseconds >= 0 else { throw .invalidOptions("--handler-us must be >= 0") }
+        guard handlerMicroseconds >= 0 else { throw .invalidOptions("--handler-time must be >= 0") }
         guard buffer >= 1 else { throw .invalidOptions("--buffer must be at least 1") }
         guard highWaterMark >= 0 else { throw .invalidOptions("--hwm must be >= 0 (0: unbounded)") }
         guard closeTimeoutMilliseconds >= 0 else { throw .invalidOptions("--close-timeout-ms must be >= 0") }

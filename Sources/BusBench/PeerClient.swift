@@ -44,7 +44,7 @@ public struct PeerClientOptions: Sendable {
             throw .invalidOptions("--size must be 1...\(WireFormat.defaultMaximumPayload) (the first byte marks END and Q)")
         }
         guard warmup >= 0 else { throw .invalidOptions("--warmup must be 0 or more") }
-        guard (0...1_000_000).contains(idleSpinMicroseconds) else { throw .invalidOptions("--spin-us must be 0...1000000") }
+        guard (0...1_000_000).contains(idleSpinMicroseconds) else { throw .invalidOptions("--spin must be from 0 to 1 second") }
         let subjects = subject.split(separator: ",").map(String.init)
         guard !subjects.isEmpty else { throw .invalidOptions("--subject is empty") }
         for name in subjects + [endSubject].compactMap({ $0 }) {

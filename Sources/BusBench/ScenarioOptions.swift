@@ -202,8 +202,8 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
         guard (0...1).contains(selectivity) else { throw .invalidOptions("--selectivity must be 0...1") }
         guard (1...10_000).contains(views) else { throw .invalidOptions("--views must be 1...10000") }
         guard tabs >= 1 else { throw .invalidOptions("--tabs must be at least 1") }
-        guard churnMilliseconds >= 0 else { throw .invalidOptions("--churn-ms must be >= 0") }
-        guard bodyMicroseconds >= 0 else { throw .invalidOptions("--body-us must be >= 0") }
+        guard churnMilliseconds >= 0 else { throw .invalidOptions("--churn-interval must be >= 0") }
+        guard bodyMicroseconds >= 0 else { throw .invalidOptions("--body-time must be >= 0") }
         guard count >= 1 else { throw .invalidOptions("--count must be at least 1") }
         guard seconds > 0 else { throw .invalidOptions("--seconds must be positive") }
         guard replayMax >= 1 else { throw .invalidOptions("--replay-max must be at least 1") }

@@ -352,7 +352,7 @@ public struct ViewsReport: Codable, Sendable {
 
         // 4. Plain task with churn: losses are the messages posted while hidden, reported.
         let plain = styles.filter(\.style.isPlainTask)
-        let churnScenario = "visibility churn (tabs or a list, --churn-ms > 0) and a plain task style"
+        let churnScenario = "visibility churn (tabs or a list, --churn-interval > 0) and a plain task style"
         if scenario.hasChurn, !plain.isEmpty {
             let measured = plain.map {
                 "\($0.style.title): missed while hidden \(Format.count(Int($0.missedWhileHidden))) (expected from the time hidden: "

@@ -62,9 +62,22 @@ struct BenchThroughput: AsyncParsableCommand {
     @Option(name: .customLong("latency-seconds"), help: "Duration of the paced latency run, seconds.")
     var latencySeconds: Double = 2
 
-    @Option(name: .customLong("latency-spin-us"),
-            help: "Idle spin (BusConfiguration.idleSpin) of the low-latency paced run; 0 skips it.")
-    var latencySpinMicroseconds = ThroughputOptions(workerCommand: []).latencySpinMicroseconds
+    @Option(name: .customLong("latency-spin"), help: ArgumentHelp(
+        "Idle spin (BusConfiguration.idleSpin) of the low-latency paced run, seconds (default: 0.0002); 0 skips it.",
+        valueName: "seconds"))
+    var latencySpin: Double?
+
+    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
+    @Option(name: .customLong("latency-spin-us"), help: .hidden)
+    var latencySpinMicrosecondsAlias: Int?
+
+    var latencySpinMicroseconds: Int {
+        get throws {
+            try SecondsOption.span(
+                latencySpin, "--latency-spin", alias: latencySpinMicrosecondsAlias, "--latency-spin-us", perSecond: 1e6,
+                default: Double(ThroughputOptions(workerCommand: []).latencySpinMicroseconds) / 1e6, in: 0...1)
+        }
+    }
 
     @Option(name: .customLong("round-trips"), help: "Measured raw REQ/REP round trips.")
     var roundTrips: Int = 20_000
@@ -79,6 +92,7 @@ struct BenchThroughput: AsyncParsableCommand {
         try SecondsOption.check(latencySeconds, "--latency-seconds", in: 0.001...3_600)
         // The paced run posts rate x seconds notifications: bounded, so that product is an Int.
         guard (1...10_000_000).contains(latencyRate) else { throw ValidationError("--latency-rate must be from 1 to 10000000") }
+        _ = try latencySpinMicroseconds
         try checkBenchOptions { try options.validate() }
     }
 
@@ -93,7 +107,8 @@ struct BenchThroughput: AsyncParsableCommand {
         options.timeoutSeconds = timeout
         options.latencyRate = latencyRate
         options.latencySeconds = latencySeconds
-        options.latencySpinMicroseconds = latencySpinMicroseconds
+        // Checked in validate(): a value that got here converts.
+        options.latencySpinMicroseconds = (try? latencySpinMicroseconds) ?? 0
         options.roundTrips = roundTrips
         options.skipInProcess = noInProcess
         return options
@@ -159,7 +174,7 @@ struct BenchOverload: AsyncParsableCommand {
             (waitForSubscribers), posts --size byte notifications as fast as it can for --seconds, then \
             closes (its close sends the end-of-stream record that lets the subscriber count a lost tail). \
             The subscriber consumes events(named:buffering:) in one for-await loop that busy-waits \
-            --handler-us per notification, sees gaps in-band, and samples its VmRSS every 250 ms; the \
+            --handler-time per notification, sees gaps in-band, and samples its VmRSS every 250 ms; the \
             runner reads both children's /proc/<pid>/status too. Checks, exactly: published \
             (BusStats.posted) == delivered + lostUpstream + droppedLocalBuffer + discardedAtEnd + \
             buffered. Exits 2 when that or any other accounting check fails or the subscriber's peak \
@@ -173,8 +188,21 @@ struct BenchOverload: AsyncParsableCommand {
     @Option(help: "Payload bytes per notification.")
     var size: Int = 4_096
 
-    @Option(name: .customLong("handler-us"), help: "The subscriber's busy work per notification, microseconds.")
-    var handlerMicroseconds: Int = 100
+    @Option(name: .customLong("handler-time"), help: ArgumentHelp(
+        "The subscriber's busy work per notification, seconds (default: 0.0001, 100 us).", valueName: "seconds"))
+    var handlerTime: Double?
+
+    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
+    @Option(name: .customLong("handler-us"), help: .hidden)
+    var handlerMicrosecondsAlias: Int?
+
+    var handlerMicroseconds: Int {
+        get throws {
+            try SecondsOption.span(
+                handlerTime, "--handler-time", alias: handlerMicrosecondsAlias, "--handler-us", perSecond: 1e6,
+                default: 0.0001, in: 0...1)
+        }
+    }
 
     @Option(help: "The subscriber's buffering policy: drop-oldest, drop-newest or suspend (suspendProducer).")
     var policy: OverloadPolicy = .dropOldest
@@ -207,6 +235,7 @@ struct BenchOverload: AsyncParsableCommand {
         try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)
         try SecondsOption.check(rssLimitMegabytes, "--rss-limit-mb", in: 1...1_000_000, unit: "MB")
         if closeTimeoutMillisecondsAlias == nil { try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600) }
+        _ = try handlerMicroseconds
         try checkBenchOptions { try options.validate() }
     }
 
@@ -214,7 +243,8 @@ struct BenchOverload: AsyncParsableCommand {
         var options = OverloadOptions()
         options.seconds = seconds
         options.size = size
-        options.handlerMicroseconds = handlerMicroseconds
+        // Checked in validate(): a value that got here converts.
+        options.handlerMicroseconds = (try? handlerMicroseconds) ?? 0
         options.policy = policy
         options.buffer = buffer
         options.highWaterMark = hwm

@@ -42,8 +42,13 @@ struct BenchFilter: AsyncParsableCommand {
     @Option(help: "Fraction of each name's notifications that pass the views' condition (0.1 or 10%).")
     var selectivity: String = "0.1"
 
-    @Option(name: .customLong("body-us"), help: "Busy work per body evaluation, microseconds.")
-    var bodyMicroseconds: Int = 20
+    @Option(name: .customLong("body-time"), help: ArgumentHelp(
+        "Busy work per body evaluation, seconds (default: 0.00002, 20 us).", valueName: "seconds"))
+    var bodyTime: Double?
+
+    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
+    @Option(name: .customLong("body-us"), help: .hidden)
+    var bodyMicrosecondsAlias: Int?
 
     @Option(help: "Transport between the processes: ipc or tcp.")
     var transport: ThroughputOptions.Transport = .ipc
@@ -76,7 +81,8 @@ struct BenchFilter: AsyncParsableCommand {
         scenario.count = count
         scenario.views = views
         scenario.size = size
-        scenario.bodyMicroseconds = bodyMicroseconds
+        scenario.bodyMicroseconds = try SecondsOption.span(
+            bodyTime, "--body-time", alias: bodyMicrosecondsAlias, "--body-us", perSecond: 1e6, default: 0.00002, in: 0...1)
         options.scenario = scenario
         options.style = style
         // The same parser as --selectivity: 0.05 or 5%.

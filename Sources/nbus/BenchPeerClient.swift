@@ -48,10 +48,14 @@ struct BenchPeerClient: AsyncParsableCommand {
     @Option(help: "The broker's backend (subscribers).")
     var backend = "tcp://127.0.0.1:15551"
 
-    @Option(
-        name: .customLong("spin-us"),
-        help: "BusConfiguration.idleSpin of the client's bus: 0, the default, is the bus's default; 200 is the documented low-latency setting.")
-    var spinMicroseconds = 0
+    @Option(name: .customLong("spin"), help: ArgumentHelp(
+        "BusConfiguration.idleSpin of the client's bus, seconds: 0, the default, is the bus's default; 0.0002 is the documented low-latency setting.",
+        valueName: "seconds"))
+    var spin: Double?
+
+    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
+    @Option(name: .customLong("spin-us"), help: .hidden)
+    var spinMicrosecondsAlias: Int?
 
     var options: PeerClientOptions {
         var options = PeerClientOptions(mode: mode)
@@ -64,11 +68,14 @@ struct BenchPeerClient: AsyncParsableCommand {
         options.dumpFile = dump
         options.frontend = frontend
         options.backend = backend
-        options.idleSpinMicroseconds = spinMicroseconds
+        // Checked in validate(): a value that got here converts.
+        options.idleSpinMicroseconds =
+            (try? SecondsOption.span(spin, "--spin", alias: spinMicrosecondsAlias, "--spin-us", perSecond: 1e6, default: 0, in: 0...1)) ?? 0
         return options
     }
 
     func validate() throws {
+        _ = try SecondsOption.span(spin, "--spin", alias: spinMicrosecondsAlias, "--spin-us", perSecond: 1e6, default: 0, in: 0...1)
         do { try options.validate() } catch { throw ValidationError("\(error)") }
     }
 

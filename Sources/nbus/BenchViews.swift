@@ -33,11 +33,21 @@ struct ScenarioArguments: ParsableArguments {
     @Option(help: "Tabs (or list pages: the list window is views/tabs rows).")
     var tabs: Int = 3
 
-    @Option(name: .customLong("churn-ms"), help: "Switch tab / scroll the list every this many ms (0: never).")
-    var churnMilliseconds: Int = 250
+    @Option(name: .customLong("churn-interval"), help: ArgumentHelp(
+        "Switch tab / scroll the list every this many seconds (default: 0.25; 0: never).", valueName: "seconds"))
+    var churnInterval: Double?
 
-    @Option(name: .customLong("body-us"), help: "Busy work per body evaluation, microseconds.")
-    var bodyMicroseconds: Int = 20
+    /// The old spelling, in milliseconds, kept for scripts (hidden): time options are in seconds.
+    @Option(name: .customLong("churn-ms"), help: .hidden)
+    var churnMillisecondsAlias: Int?
+
+    @Option(name: .customLong("body-time"), help: ArgumentHelp(
+        "Busy work per body evaluation, seconds (default: 0.00002, 20 us).", valueName: "seconds"))
+    var bodyTime: Double?
+
+    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
+    @Option(name: .customLong("body-us"), help: .hidden)
+    var bodyMicrosecondsAlias: Int?
 
     @Option(help: "Stop after this many notifications ...")
     var count: Int = 1_000_000
@@ -84,8 +94,11 @@ struct ScenarioArguments: ParsableArguments {
         scenario.views = views
         scenario.container = container
         scenario.tabs = tabs
-        scenario.churnMilliseconds = churnMilliseconds
-        scenario.bodyMicroseconds = bodyMicroseconds
+        scenario.churnMilliseconds = try SecondsOption.span(
+            churnInterval, "--churn-interval", alias: churnMillisecondsAlias, "--churn-ms", perSecond: 1e3,
+            default: 0.25, in: 0...3_600)
+        scenario.bodyMicroseconds = try SecondsOption.span(
+            bodyTime, "--body-time", alias: bodyMicrosecondsAlias, "--body-us", perSecond: 1e6, default: 0.00002, in: 0...1)
         scenario.count = count
         scenario.seconds = seconds
         scenario.replayMax = replayMax

@@ -55,6 +55,14 @@ struct HostileInputTests {
         (["bench", "filter", "--seconds", "inf"], "--seconds must be from 0.001 to 86400 seconds"),
         (["bench", "views", "--rate", "1e300"], "rate value '1e300' is not a number or max"),
         (["demo", "--seconds", "inf"], "--seconds must be from 0.001 to 3600 seconds"),
+        (["bench", "throughput", "--latency-spin", "2"], "--latency-spin must be from 0 to 1 seconds"),
+        (["bench", "throughput", "--latency-spin-us", "2000000"], "--latency-spin-us must be from 0 to 1000000 microseconds"),
+        (["bench", "overload", "--handler-time", "nan"], "--handler-time must be from 0 to 1 seconds"),
+        (["bench", "overload", "--handler-us", "100", "--handler-time", "0.0001"], "--handler-time and --handler-us say the same"),
+        (["bench", "views", "--churn-interval", "inf"], "--churn-interval must be from 0 to 3600 seconds"),
+        (["bench", "views", "--body-us", "5", "--body-time", "0.1"], "--body-time and --body-us say the same"),
+        (["bench", "filter", "--body-time", "1e300"], "--body-time must be from 0 to 1 seconds"),
+        (["bench", "peer-client", "--mode", "sub", "--spin=-1"], "--spin must be from 0 to 1 seconds"),
     ]
 
     @Test("seconds and rate options out of range (inf, nan, 1e300, 1e-300) are usage errors naming the flag", arguments: outOfRangeSeconds)
