@@ -39,7 +39,7 @@ public final class BrokerMonitor: Sendable {
     private let startedAt: UInt64
     private let startedMonotonic: UInt64
     /// How old the forwarding loop's last round may be before `/healthz` fails (ns).
-    private let stuckAfter: UInt64
+    private let stuckAfter: Duration
     private let metrics: BrokerMetrics
 
     /// A monitor of `broker`; `/healthz` fails once its forwarding loop has not begun a round for
@@ -49,8 +49,7 @@ public final class BrokerMonitor: Sendable {
         self.description = description
         startedAt = Timestamps.wallClockNanoseconds()
         startedMonotonic = Timestamps.monotonicNanoseconds()
-        let (seconds, attoseconds) = stuckAfter.components
-        self.stuckAfter = UInt64(max(0, seconds)) * 1_000_000_000 + UInt64(max(0, attoseconds) / 1_000_000_000)
+        self.stuckAfter = stuckAfter
         metrics = BrokerMetrics(curve: description.curve)
     }
 
@@ -76,8 +75,14 @@ public final class BrokerMonitor: Sendable {
         let text = metrics.render(
             stats: stats, publishers: connections.filter { $0.side == .publisher }.count,
             subscribers: connections.filter { $0.side == .subscriber }.count, uptime: uptimeSeconds,
-            startTime: Double(startedAt) / 1e9, loopAge: broker.forwardingLoopAge().map { Double($0) / 1e9 })
+            startTime: Double(startedAt) / 1e9, loopAge: broker.forwardingLoopAge().map(Self.seconds))
         return MonitoringResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))
+    }
+
+    /// `duration` in seconds, for JSON and Prometheus.
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// 200 while the forwarding loop runs rounds; 503 when it is stuck or stopped.
@@ -86,7 +91,7 @@ public final class BrokerMonitor: Sendable {
             return .text("unhealthy: the forwarding loop has stopped\n", status: 503)
         }
         if age > stuckAfter {
-            let seconds = (Double(age) / 1e8).rounded() / 10
+            let seconds = (Self.seconds(age) * 10).rounded() / 10
             return .text("unhealthy: the forwarding loop has not run for \(seconds) s (stuck)\n", status: 503)
         }
         return .text("ok\n")
@@ -133,7 +138,7 @@ public final class BrokerMonitor: Sendable {
             curve: description.curve, settings: description.settings, counters: counters,
             connections: stats.connections, peakConnections: stats.peakConnections,
             subscriptionTopics: broker.subscriptions().topics.count,
-            forwardingLoopAgeSeconds: broker.forwardingLoopAge().map { Double($0) / 1e9 })
+            forwardingLoopAgeSeconds: broker.forwardingLoopAge().map(Self.seconds))
         return .json(varz)
     }
 
@@ -227,11 +232,12 @@ final class BrokerMetrics: Sendable {
     init(curve: Bool) {
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
+        // No unit suffix: an empty unitName is left out of the metric's name.
         func counter(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Counter {
-            registry.makeCounter(descriptor: MetricNameDescriptor(namespace: "nbus", subsystem: "broker", metricName: name, unitName: nil, helpText: help), labels: labels)
+            registry.makeCounter(descriptor: MetricNameDescriptor(namespace: "nbus", subsystem: "broker", metricName: name, unitName: "", helpText: help), labels: labels)
         }
         func gauge(_ name: String, _ help: String, _ labels: [(String, String)] = []) -> Gauge {
-            registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "nbus", subsystem: "broker", metricName: name, unitName: nil, helpText: help), labels: labels)
+            registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "nbus", subsystem: "broker", metricName: name, unitName: "", helpText: help), labels: labels)
         }
         let messages = "Messages through the broker, by direction (to subscribers: per message, not per subscriber)."
         let bytes = "Bytes through the broker, by direction."
@@ -270,7 +276,7 @@ final class BrokerMetrics: Sendable {
         startGauge = gauge("start_time_seconds", "When the broker started, seconds since the Unix epoch.")
         loopAgeGauge = gauge("forwarding_loop_age_seconds", "Seconds since the forwarding loop last began a round (at most about 1 when well).")
         registry.makeGauge(
-            descriptor: MetricNameDescriptor(namespace: "nbus", metricName: "build_info", helpText: "The NotificationBus version, as a label; always 1."),
+            descriptor: MetricNameDescriptor(namespace: "nbus", metricName: "build_info", unitName: "", helpText: "The NotificationBus version, as a label; always 1."),
             labels: [("version", NotificationBusVersion.current)]
         ).set(to: 1.0)
     }

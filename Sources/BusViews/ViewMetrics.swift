@@ -45,6 +45,13 @@ public struct ViewMetrics: Sendable {
     /// The largest latency recorded; larger samples are clamped to it.
     public static let highestLatency: UInt64 = 600_000_000_000
 
+    /// `bodyNanoseconds` as a `Duration`.
+    public var bodyTime: Duration { .nanoseconds(Int64(clamping: bodyNanoseconds)) }
+    /// `mainActorBusyNanoseconds` as a `Duration`.
+    public var mainActorBusyTime: Duration { .nanoseconds(Int64(clamping: mainActorBusyNanoseconds)) }
+    /// `handlingNanoseconds` as a `Duration`.
+    public var handlingTime: Duration { .nanoseconds(Int64(clamping: handlingNanoseconds)) }
+
     /// Empty counters.
     public init() {}
 

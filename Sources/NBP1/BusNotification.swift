@@ -1,6 +1,8 @@
 /// What a payload's bytes are, as the one-byte NBP/1 content-type code; unknown codes are kept, never rejected.
 public struct ContentType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    /// The code as it travels in the frame.
     public let rawValue: UInt8
+    /// The content type with `rawValue` as its code, known or not.
     public init(rawValue: UInt8) { self.rawValue = rawValue }
 
     /// 0: unspecified, opaque bytes.

@@ -44,7 +44,14 @@ public struct AuthenticationEvent: Sendable, Equatable, CustomStringConvertible 
     }
 
     /// Repeats of one key's (or cause's) outcome are reported at most this often: 10 s.
-    public static let reportIntervalNanoseconds: UInt64 = 10_000_000_000
+    public static let reportInterval: Duration = .seconds(10)
+
+    /// `reportInterval` in nanoseconds.
+    @available(*, deprecated, renamed: "reportInterval", message: "a Duration now")
+    public static let reportIntervalNanoseconds: UInt64 = reportIntervalInNanoseconds
+
+    /// `reportInterval` for the monotonic clock's arithmetic.
+    static let reportIntervalInNanoseconds: UInt64 = 10_000_000_000
 
     /// Which side: the clients that publish or that subscribe.
     public let domain: AuthenticationDomain
@@ -136,7 +143,7 @@ struct CurveAuthenticator {
         if lastReports[tableKey] == nil && lastReports.count >= Self.maximumTrackedKeys { lastReports.removeAll() }
         var entry = lastReports[tableKey] ?? (0, nil)
         entry.occurrences += 1
-        let due = entry.reportedAt.map { now >= $0 + AuthenticationEvent.reportIntervalNanoseconds } ?? true
+        let due = entry.reportedAt.map { now >= $0 + AuthenticationEvent.reportIntervalInNanoseconds } ?? true
         if due { entry.reportedAt = now }
         lastReports[tableKey] = entry
         guard due else { return nil }

@@ -2,7 +2,9 @@ import CZeroMQ
 
 /// Readiness bits for `Poller`: `ZMQ_POLLIN`, `ZMQ_POLLOUT`, `ZMQ_POLLERR`.
 public struct PollEvents: OptionSet, Sendable {
+    /// The bits as `zmq_pollitem_t.events` holds them.
     public let rawValue: Int16
+    /// The events whose bits are `rawValue`.
     public init(rawValue: Int16) { self.rawValue = rawValue }
 
     /// At least one message can be received without blocking.
@@ -40,7 +42,23 @@ public struct Poller {
         return items.count - 1
     }
 
-    /// Waits up to `timeoutMilliseconds` (-1: forever, 0: just check) and returns how many items are ready.
+    /// Waits up to `timeout` (nil: until something is ready, `.zero`: just check) and returns how
+    /// many items are ready. Sub-millisecond parts round up: `zmq_poll` counts milliseconds.
+    @discardableResult
+    public mutating func poll(timeout: Duration?) throws(ZMQError) -> Int {
+        guard let timeout else { return try poll(timeoutMilliseconds: -1) }
+        let (seconds, attoseconds) = timeout.components
+        guard seconds >= 0, timeout > .zero else { return try poll(timeoutMilliseconds: 0) }
+        let milliseconds = seconds.multipliedReportingOverflow(by: 1_000)
+        let rest = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        guard !milliseconds.overflow, milliseconds.partialValue < Int64(Int32.max) - rest else {
+            return try poll(timeoutMilliseconds: Int(Int32.max))
+        }
+        return try poll(timeoutMilliseconds: Int(milliseconds.partialValue + rest))
+    }
+
+    /// Waits up to `timeoutMilliseconds` (-1: forever, 0: just check) and returns how many items
+    /// are ready: `zmq_poll`'s own form (`poll(timeout:)` takes a `Duration`).
     @discardableResult
     public mutating func poll(timeoutMilliseconds: Int = -1) throws(ZMQError) -> Int {
         let count = Int32(items.count)

@@ -16,8 +16,16 @@ struct PollerProxyCurveTests {
         var poller = Poller()
         let index = poller.register(b, for: .readable)
         #expect(try poller.poll(timeoutMilliseconds: 0) == 0)
+        // A Duration: zero only checks; a sub-millisecond wait rounds up to 1 ms, not to "just check".
+        #expect(try poller.poll(timeout: .zero) == 0)
+        let clock = ContinuousClock()
+        let start = clock.now
+        #expect(try poller.poll(timeout: .microseconds(200)) == 0)
+        #expect(clock.now - start >= .microseconds(900))
         try a.send("x")
         #expect(try poller.poll(timeoutMilliseconds: 5_000) == 1)
+        #expect(try poller.poll(timeout: .seconds(5)) == 1)
+        #expect(try poller.poll(timeout: nil) == 1)
         #expect(poller.ready(at: index).contains(.readable))
     }
 

@@ -30,10 +30,11 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// Subscription messages accepted from subscribers but not forwarded to publishers: longer
     /// than `maximumSubscriptionSize` − 64 bytes (see `Broker.init`).
     public var subscriptionsNotForwarded: UInt64 = 0
-    /// Connections open now (publishers and subscribers), the most at once, and accept() failures
-    /// (out of file descriptors: new clients shut out). From the sides' monitors.
+    /// Connections open now (publishers and subscribers), from the sides' monitors.
     public var connections = 0
+    /// The most connections open at once.
     public var peakConnections = 0
+    /// accept() failures (out of file descriptors: new clients shut out).
     public var acceptFailures: UInt64 = 0
     /// Times the broker's memory passed its limit and every connection was dropped.
     public var memoryLimitResets: UInt64 = 0
@@ -296,17 +297,21 @@ public final class Broker: Sendable {
         shared.subscriptions.snapshot()
     }
 
-    /// How long ago the forwarding loop last began a round, in nanoseconds, or nil once it has
-    /// stopped. A running loop begins one at least every second (`heartbeatInterval`), busy or
-    /// idle: an age of several seconds means the thread is stuck.
-    public func forwardingLoopAge() -> UInt64? {
+    /// How long ago the forwarding loop last began a round, or nil once it has stopped. A running
+    /// loop begins one at least every `forwardingHeartbeat`, busy or idle: an age of several
+    /// seconds means the thread is stuck.
+    public func forwardingLoopAge() -> Duration? {
         guard !shared.control.withLock({ $0.stopped }) else { return nil }
         let last = shared.lastRound.load(ordering: .relaxed)
         let now = Timestamps.monotonicNanoseconds()
-        return now > last ? now - last : 0
+        return .nanoseconds(Int64(clamping: now > last ? now - last : 0))
     }
 
-    /// The longest the forwarding loop waits between rounds when it is well, in milliseconds.
+    /// The longest the forwarding loop waits between rounds when it is well (1 s).
+    public static let forwardingHeartbeat: Duration = .milliseconds(BrokerForwarder.heartbeatInterval)
+
+    /// `forwardingHeartbeat` in milliseconds.
+    @available(*, deprecated, renamed: "forwardingHeartbeat", message: "a Duration now")
     public static let forwardingHeartbeatMilliseconds = BrokerForwarder.heartbeatInterval
 
     /// The longest `heartbeat`: three of them must fit libzmq's TTL (6,553.5 s).
