@@ -18,7 +18,7 @@ help:
 	@echo "make examples-c   build the C producer (libzmq only) into .build/examples/"
 	@echo "make fuzz         libFuzzer on the NBP/1 decoder for FUZZ_SECONDS (default 60)"
 	@echo "make test-asan    the codec tests under AddressSanitizer (scratch path .build-asan)"
-	@echo "make docs         the DocC catalogs of NotificationBus and BusViews, warnings as errors (.build/plugins/Swift-DocC/outputs)"
+	@echo "make docs         the DocC catalogs of NBP1, NotificationBus and BusViews, warnings as errors (.build/plugins/Swift-DocC/outputs)"
 	@echo "make soak         broker + 3 publishers + 3 subscribers for SOAK_SECONDS (default 600): exact accounting, flat RSS and fds"
 
 # Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
@@ -97,6 +97,7 @@ test-adversarial: deps
 # DocC (swift-docc-plugin): NotificationBus's and BusViews' catalogs (Sources/*/*.docc) and every
 # doc comment; a warning (a broken symbol link, say) fails it. CI runs it.
 docs: deps
+	$(SWIFT) package --disable-sandbox generate-documentation --target NBP1 --warnings-as-errors
 	$(SWIFT) package --disable-sandbox generate-documentation --target NotificationBus --warnings-as-errors
 	$(SWIFT) package --disable-sandbox generate-documentation --target BusViews --warnings-as-errors
 
