@@ -90,6 +90,7 @@ final class BusMetricsSampler: Sendable {
             (counter("lost_upstream"), { @Sendable s in s.lostUpstream }),
             (counter("end_of_stream_records"), { @Sendable s in s.endOfStreamRecords }),
             (counter("unknown_control_messages"), { @Sendable s in s.unknownControlMessages }),
+            (counter("malformed_end_of_stream_records"), { @Sendable s in s.malformedEndOfStreamRecords }),
             (counter("memory_limit_resets"), { @Sendable s in s.memoryLimitResets }),
             (counter("handshakes_refused"), { @Sendable s in s.handshakesRefused }),
             (counter("handshakes_failed"), { @Sendable s in s.handshakesFailed }),

@@ -68,22 +68,30 @@ package enum EndOfStream {
         return payloads
     }
 
-    /// Parses a payload; stops at the first malformed entry.
+    /// Parses a payload; stops at the first malformed entry (NBP-1 §15.1: the entries before it
+    /// apply, the rest is ignored).
     package static func entries(in payload: [UInt8]) -> [(NotificationName, UInt64)] {
+        parse(payload).entries
+    }
+
+    /// Parses a payload: its entries up to the first malformed one, and whether one was (an entry
+    /// cut short, an empty name, a name NBP/1 refuses).
+    package static func parse(_ payload: [UInt8]) -> (entries: [(NotificationName, UInt64)], malformed: Bool) {
         var result: [(NotificationName, UInt64)] = []
         var position = 0
         while position < payload.count {
             let length = Int(payload[position])
             let nameEnd = position + 1 + length
             guard length > 0, nameEnd + 8 <= payload.count,
-                let name = try? NotificationName(String(decoding: payload[(position + 1)..<nameEnd], as: UTF8.self))
-            else { break }
+                let name = try? NotificationName(String(decoding: payload[(position + 1)..<nameEnd], as: UTF8.self)),
+                name.rawValue.utf8.elementsEqual(payload[(position + 1)..<nameEnd])
+            else { return (result, true) }
             var last: UInt64 = 0
             for byte in payload[nameEnd..<(nameEnd + 8)] { last = last << 8 | UInt64(byte) }
             result.append((name, last))
             position = nameEnd + 8
         }
-        return result
+        return (result, false)
     }
 }
 

@@ -111,6 +111,10 @@ public struct BusStats: Hashable, Sendable {
     public var lostUpstream: UInt64 = 0
     /// End-of-stream records received from closing publishers.
     public var endOfStreamRecords: UInt64 = 0
+    /// End-of-stream records whose payload broke off at a malformed entry: the entries before it
+    /// were applied, the rest could not be, so a tail the rest would have reported went uncounted
+    /// (NBP-1 §15.1; NotificationBus never sends one).
+    public var malformedEndOfStreamRecords: UInt64 = 0
     /// (Publisher, name) streams whose sequence numbers are tracked now.
     public var trackedStreams: Int = 0
     /// Streams forgotten because more than `BusConfiguration.maximumTrackedStreams` were tracked

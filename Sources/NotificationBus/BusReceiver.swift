@@ -299,7 +299,11 @@ struct BusReceiver {
         counters.endOfStreamRecords += 1
         spillCachedStream()
         var anyGap = false
-        for (name, last) in EndOfStream.entries(in: notification.payload) {
+        let (entries, malformed) = EndOfStream.parse(notification.payload)
+        // The entries before a malformed one apply (NBP-1 §15.1); the rest is lost to this
+        // receiver, which says so by counting the record.
+        if malformed { counters.malformedEndOfStreamRecords += 1 }
+        for (name, last) in entries {
             let key = StreamKey(publisherID: notification.publisherID, name: name)
             guard let tracked = lastSequence.removeValue(forKey: key)?.last, last > tracked else { continue }
             let gap = Gap(

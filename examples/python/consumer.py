@@ -78,6 +78,7 @@ class Streams:
         self.last = {}
         self.lost = 0
         self.duplicates = 0
+        self.malformed_end_of_stream = 0   # records cut short or with a bad name (NBP-1 15.1)
 
     def observe(self, publisher_id: int, name: str, sequence: int) -> int:
         key = (publisher_id, name)
@@ -99,9 +100,13 @@ class Streams:
         while pos < len(payload):
             n = payload[pos]
             end = pos + 1 + n
-            if n == 0 or end + 8 > len(payload):
+            try:
+                if n == 0 or end + 8 > len(payload):
+                    raise ValueError("entry cut short")
+                name = payload[pos + 1:end].decode("utf-8")
+            except ValueError:   # UnicodeDecodeError too: the entries before apply, the rest cannot
+                self.malformed_end_of_stream += 1
                 break
-            name = payload[pos + 1:end].decode("utf-8", "replace")
             (final,) = struct.unpack_from("!Q", payload, end)
             pos = end + 8
             tracked = self.last.pop((publisher_id, name), None)
@@ -211,6 +216,9 @@ def main(argv=None) -> int:
 
     print(f"consumer.py: received {received}; lost upstream {streams.lost}, filtered out {filtered}, "
           f"duplicates {streams.duplicates}, rejected malformed {sum(rejects.values())}", file=sys.stderr)
+    if streams.malformed_end_of_stream:
+        print(f"  malformed end-of-stream records: {streams.malformed_end_of_stream} "
+              "(a tail they would have reported is not counted)", file=sys.stderr)
     for reason in sorted(rejects):
         print(f"  rejected {reason}: {rejects[reason]}", file=sys.stderr)
     if timed_out and a.count is not None and received < a.count:

@@ -210,6 +210,7 @@ extension BusEventLoop {
         stats.unknownControlMessages = received.unknownControlMessages
         stats.lostUpstream = received.lostUpstream
         stats.endOfStreamRecords = received.endOfStreamRecords
+        stats.malformedEndOfStreamRecords = received.malformedEndOfStreamRecords
         stats.streamsForgotten = received.streamsForgotten
         stats.trackedStreams = receiver.trackedStreams
         stats.rejected = received.rejected
