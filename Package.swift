@@ -149,6 +149,17 @@ let package = Package(
             path: "examples/views/ViewsDemo",
             swiftSettings: strictSettings
         ),
+        // examples/service: a bus in a swift-service-lifecycle ServiceGroup, as README shows it.
+        .executableTarget(
+            name: "orders-service",
+            dependencies: [
+                "BusServices", "NotificationBus",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "examples/service/OrdersService",
+            swiftSettings: strictSettings
+        ),
         // What every test target shares: bounded waits, one-shot signals, temp folders, endpoints.
         .target(
             name: "TestSupport",
@@ -175,16 +186,15 @@ let package = Package(
         .testTarget(
             name: "BusOperationsTests",
             dependencies: [
-                "BusOperations", "NotificationBus", "TestSupport",
+                "BusOperations",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "BusServicesTests",
             dependencies: [
-                "BusServices", "NotificationBus", "TestSupport",
+                "BusServices", "NotificationBus", "ZeroMQ", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -287,8 +287,15 @@ public enum SweepParameter: String, Codable, Sendable, CaseIterable {
             guard let views = Self.integer(trimmed) else { throw .invalidOptions("views value '\(value)' is not a number") }
             changed.views = views
         case .churn:
-            guard let churn = Self.integer(trimmed) else { throw .invalidOptions("churn value '\(value)' is not a number (ms)") }
-            changed.churnMilliseconds = churn
+            // Seconds, like every time option of the CLI; the scenario keeps whole milliseconds,
+            // so a value that would round to none is refused rather than quietly becoming none.
+            guard let seconds = Double(trimmed), seconds.isFinite, (0...3_600).contains(seconds) else {
+                throw .invalidOptions("churn value '\(value)' is not from 0 to 3600 seconds")
+            }
+            guard seconds == 0 || seconds >= 0.001 else {
+                throw .invalidOptions("churn value '\(value)' is under a millisecond (0 means none)")
+            }
+            changed.churnMilliseconds = Int((seconds * 1_000).rounded())
         }
         try changed.validate()
         return changed

@@ -19,6 +19,11 @@ extension BusError: LocalizedError {
     public var errorDescription: String? { description }
 }
 
+extension RejectionReason: LocalizedError {
+    /// The reason's own sentence (`description`), for `localizedDescription`.
+    public var errorDescription: String? { description }
+}
+
 extension NameError: LocalizedError {
     /// The error's own sentence (`description`), for `localizedDescription`.
     public var errorDescription: String? { description }

@@ -53,13 +53,13 @@ final class ZAPHandler: Sendable {
         do throws(ZMQError) {
             let handler = try context.socket(.rep)
             made.append(handler)
-            try handler.set(.linger, 0)
+            try handler.set(.linger, .zero)
             try handler.bind(ZAPRequest.handlerEndpoint)
             var monitors: [(AuthenticationDomain, Socket)] = []
             for domain in allowLists.keys.sorted() {
                 let reader = try context.socket(.pair)
                 made.append(reader)
-                try reader.set(.linger, 0)
+                try reader.set(.linger, .zero)
                 // No limit: libzmq's monitor sends block its I/O thread when this queue is full.
                 try reader.set(.receiveHighWaterMark, 0)
                 try reader.connect(prefix + domain.rawValue)

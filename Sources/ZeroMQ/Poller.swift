@@ -45,7 +45,7 @@ public struct Poller {
     /// Waits up to `timeout` (nil: until something is ready, `.zero`: just check) and returns how
     /// many items are ready. Sub-millisecond parts round up: `zmq_poll` counts milliseconds.
     @discardableResult
-    public mutating func poll(timeout: Duration?) throws(ZMQError) -> Int {
+    public mutating func poll(timeout: Duration? = nil) throws(ZMQError) -> Int {
         guard let timeout else { return try poll(timeoutMilliseconds: -1) }
         let (seconds, attoseconds) = timeout.components
         guard seconds >= 0, timeout > .zero else { return try poll(timeoutMilliseconds: 0) }
@@ -60,7 +60,7 @@ public struct Poller {
     /// Waits up to `timeoutMilliseconds` (-1: forever, 0: just check) and returns how many items
     /// are ready: `zmq_poll`'s own form (`poll(timeout:)` takes a `Duration`).
     @discardableResult
-    public mutating func poll(timeoutMilliseconds: Int = -1) throws(ZMQError) -> Int {
+    public mutating func poll(timeoutMilliseconds: Int) throws(ZMQError) -> Int {
         let count = Int32(items.count)
         let result = items.withUnsafeMutableBufferPointer { buffer in
             Result { () throws(ZMQError) in

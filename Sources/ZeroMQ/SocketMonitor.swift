@@ -120,7 +120,7 @@ extension Context {
         let endpoint = "inproc://nbus-monitor-\(UInt64.random(in: 1...UInt64.max))"
         let reader = try self.socket(.pair)
         do {
-            try reader.set(.linger, 0)
+            try reader.set(.linger, .zero)
             try reader.set(.receiveHighWaterMark, 0)
             try reader.connect(endpoint)
             try socket.monitor(endpoint, events: events)

@@ -41,6 +41,39 @@ extension Int32: SocketOptionValue {
     }
 }
 
+extension Duration: SocketOptionValue {
+    /// `duration` in libzmq's milliseconds: a positive span under a millisecond is 1 ms (0 would
+    /// mean "none" or "do not wait"), a negative one 0, and past `Int32.max` ms it saturates.
+    static func zmqMilliseconds(_ duration: Duration) -> Int32 {
+        guard duration > .zero else { return 0 }
+        let (seconds, attoseconds) = duration.components
+        let whole = seconds.multipliedReportingOverflow(by: 1_000)
+        let rest = (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+        guard !whole.overflow else { return Int32.max }
+        return Int32(clamping: whole.partialValue &+ rest)
+    }
+
+    public func setOption(_ name: Int32, on handle: UnsafeMutableRawPointer) throws(ZMQError) {
+        try Self.zmqMilliseconds(self).setOption(name, on: handle)
+    }
+
+    public static func getOption(_ name: Int32, on handle: UnsafeMutableRawPointer) throws(ZMQError) -> Duration {
+        .milliseconds(try Int32.getOption(name, on: handle))
+    }
+}
+
+/// A time option where libzmq's -1 means "forever" (linger until sent, block until done): nil.
+extension Optional: SocketOptionValue where Wrapped == Duration {
+    public func setOption(_ name: Int32, on handle: UnsafeMutableRawPointer) throws(ZMQError) {
+        try (self.map(Duration.zmqMilliseconds) ?? -1).setOption(name, on: handle)
+    }
+
+    public static func getOption(_ name: Int32, on handle: UnsafeMutableRawPointer) throws(ZMQError) -> Duration? {
+        let milliseconds = try Int32.getOption(name, on: handle)
+        return milliseconds < 0 ? nil : .milliseconds(milliseconds)
+    }
+}
+
 extension Int64: SocketOptionValue {
     public func setOption(_ name: Int32, on handle: UnsafeMutableRawPointer) throws(ZMQError) {
         var value = self
@@ -108,26 +141,6 @@ extension SocketOption where Value == Int32 {
     public static var sendHighWaterMark: Self { .init(rawValue: ZMQ_SNDHWM, name: "ZMQ_SNDHWM") }
     /// `ZMQ_RCVHWM`: messages queued on receive per peer.
     public static var receiveHighWaterMark: Self { .init(rawValue: ZMQ_RCVHWM, name: "ZMQ_RCVHWM") }
-    /// `ZMQ_HEARTBEAT_IVL`: ms between ZMTP PINGs on each connection (0: no heartbeats).
-    public static var heartbeatInterval: Self { .init(rawValue: ZMQ_HEARTBEAT_IVL, name: "ZMQ_HEARTBEAT_IVL") }
-    /// `ZMQ_HEARTBEAT_TIMEOUT`: ms without any traffic after a PING before the connection is
-    /// dropped as dead (and reconnected, on a connecting socket).
-    public static var heartbeatTimeout: Self { .init(rawValue: ZMQ_HEARTBEAT_TIMEOUT, name: "ZMQ_HEARTBEAT_TIMEOUT") }
-    /// `ZMQ_HEARTBEAT_TTL`: ms the peer should wait for traffic from this side before dropping
-    /// it (sent in each PING; libzmq rounds to deciseconds).
-    public static var heartbeatTTL: Self { .init(rawValue: ZMQ_HEARTBEAT_TTL, name: "ZMQ_HEARTBEAT_TTL") }
-    /// `ZMQ_LINGER`: ms to keep unsent messages after close (-1 forever, 0 discard).
-    public static var linger: Self { .init(rawValue: ZMQ_LINGER, name: "ZMQ_LINGER") }
-    /// `ZMQ_RCVTIMEO`: ms a blocking receive waits before `EAGAIN` (-1 forever).
-    public static var receiveTimeout: Self { .init(rawValue: ZMQ_RCVTIMEO, name: "ZMQ_RCVTIMEO") }
-    /// `ZMQ_SNDTIMEO`: ms a blocking send waits before `EAGAIN` (-1 forever).
-    public static var sendTimeout: Self { .init(rawValue: ZMQ_SNDTIMEO, name: "ZMQ_SNDTIMEO") }
-    /// `ZMQ_RECONNECT_IVL`: ms before the first reconnect attempt.
-    public static var reconnectInterval: Self { .init(rawValue: ZMQ_RECONNECT_IVL, name: "ZMQ_RECONNECT_IVL") }
-    /// `ZMQ_RECONNECT_IVL_MAX`: upper bound of the exponential reconnect back-off, ms.
-    public static var reconnectIntervalMax: Self {
-        .init(rawValue: ZMQ_RECONNECT_IVL_MAX, name: "ZMQ_RECONNECT_IVL_MAX")
-    }
     /// `ZMQ_TCP_KEEPALIVE`: -1 OS default, 0 off, 1 on.
     public static var tcpKeepalive: Self { .init(rawValue: ZMQ_TCP_KEEPALIVE, name: "ZMQ_TCP_KEEPALIVE") }
     /// `ZMQ_TCP_KEEPALIVE_IDLE`: seconds idle before keepalive probes.
@@ -148,6 +161,32 @@ extension SocketOption where Value == Int32 {
     public static var type: Self { .init(rawValue: ZMQ_TYPE, name: "ZMQ_TYPE") }
     /// `ZMQ_FD` (read-only): the edge-triggered notification file descriptor.
     public static var fileDescriptor: Self { .init(rawValue: ZMQ_FD, name: "ZMQ_FD") }
+}
+
+extension SocketOption where Value == Duration {
+    /// `ZMQ_HEARTBEAT_IVL`: between ZMTP PINGs on each connection (`.zero`: no heartbeats).
+    public static var heartbeatInterval: Self { .init(rawValue: ZMQ_HEARTBEAT_IVL, name: "ZMQ_HEARTBEAT_IVL") }
+    /// `ZMQ_HEARTBEAT_TIMEOUT`: without any traffic after a PING before the connection is
+    /// dropped as dead (and reconnected, on a connecting socket).
+    public static var heartbeatTimeout: Self { .init(rawValue: ZMQ_HEARTBEAT_TIMEOUT, name: "ZMQ_HEARTBEAT_TIMEOUT") }
+    /// `ZMQ_HEARTBEAT_TTL`: how long the peer should wait for traffic from this side before
+    /// dropping it (sent in each PING; libzmq rounds to deciseconds).
+    public static var heartbeatTTL: Self { .init(rawValue: ZMQ_HEARTBEAT_TTL, name: "ZMQ_HEARTBEAT_TTL") }
+    /// `ZMQ_RECONNECT_IVL`: before the first reconnect attempt.
+    public static var reconnectInterval: Self { .init(rawValue: ZMQ_RECONNECT_IVL, name: "ZMQ_RECONNECT_IVL") }
+    /// `ZMQ_RECONNECT_IVL_MAX`: upper bound of the exponential reconnect back-off (`.zero`: none).
+    public static var reconnectIntervalMax: Self {
+        .init(rawValue: ZMQ_RECONNECT_IVL_MAX, name: "ZMQ_RECONNECT_IVL_MAX")
+    }
+}
+
+extension SocketOption where Value == Duration? {
+    /// `ZMQ_LINGER`: how long to keep unsent messages after close (nil: until sent, `.zero`: discard).
+    public static var linger: Self { .init(rawValue: ZMQ_LINGER, name: "ZMQ_LINGER") }
+    /// `ZMQ_RCVTIMEO`: how long a blocking receive waits before `EAGAIN` (nil: forever).
+    public static var receiveTimeout: Self { .init(rawValue: ZMQ_RCVTIMEO, name: "ZMQ_RCVTIMEO") }
+    /// `ZMQ_SNDTIMEO`: how long a blocking send waits before `EAGAIN` (nil: forever).
+    public static var sendTimeout: Self { .init(rawValue: ZMQ_SNDTIMEO, name: "ZMQ_SNDTIMEO") }
 }
 
 extension SocketOption where Value == Bool {

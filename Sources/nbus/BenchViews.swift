@@ -232,7 +232,7 @@ struct BenchSweep: AsyncParsableCommand {
         discussion: """
             Runs `nbus bench views` once per value (every other option as given) and reports the \
             grid; --html charts every figure against the swept parameter. Values: selectivity 0.01 \
-            or 1%, rate 20000 / 20k / max, views 30, churn in ms (0: none). Exits 2 when the \
+            or 1%, rate 20000 / 20k / max, views 30, churn in seconds: 0.25 (0: none). Exits 2 when the \
             accounting identity fails in any run.
             """
     )

@@ -46,7 +46,7 @@ struct Request: AsyncParsableCommand {
     @Argument(help: "The payload text (default: empty).")
     var payload: String = ""
 
-    @Option(help: ArgumentHelp("Seconds to wait for the reply (default: 5).", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Seconds to wait for the reply.", valueName: "seconds"))
     var timeout: Double = 5
 
     @Option(name: .customLong("header"), help: ArgumentHelp("A header key=value. Repeatable.", valueName: "key=value"))

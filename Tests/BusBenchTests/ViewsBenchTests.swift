@@ -66,7 +66,7 @@ struct ViewsScenarioTests {
         #expect(throws: BenchError.self) { try scenario.validate() }
     }
 
-    @Test("Sweep values parse: 10%, 0.1, 20k, max, churn in ms")
+    @Test("Sweep values parse: 10%, 0.1, 20k, max, churn in seconds")
     func sweepValues() throws {
         let base = ViewsScenario()
         #expect(try SweepParameter.selectivity.apply("10%", to: base).selectivity == 0.1)
@@ -75,6 +75,11 @@ struct ViewsScenarioTests {
         #expect(try SweepParameter.rate.apply("max", to: base).rate == nil)
         #expect(try SweepParameter.views.apply("90", to: base).views == 90)
         #expect(try SweepParameter.churn.apply("0", to: base).churnMilliseconds == 0)
+        #expect(try SweepParameter.churn.apply("0.25", to: base).churnMilliseconds == 250)
+        #expect(try SweepParameter.churn.apply("2", to: base).churnMilliseconds == 2_000)
+        // Under a millisecond would round to none: refused, not quietly changed.
+        #expect(throws: BenchError.self) { try SweepParameter.churn.apply("0.0004", to: base) }
+        #expect(throws: BenchError.self) { try SweepParameter.churn.apply("nan", to: base) }
         #expect(throws: BenchError.self) { try SweepParameter.rate.apply("fast", to: base) }
         #expect(throws: BenchError.self) { try SweepParameter.views.apply("0", to: base) }
         #expect(SweepParameter.rate.label(in: try SweepParameter.rate.apply("max", to: base)) == "max")

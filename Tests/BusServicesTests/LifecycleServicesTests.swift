@@ -6,6 +6,7 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 import TestSupport
+import ZeroMQ
 
 @Suite("Bus and Broker as swift-service-lifecycle services", .timeLimit(.minutes(1)))
 struct LifecycleServicesTests {
@@ -51,7 +52,8 @@ struct LocalizedErrorTests {
     func localizedDescriptions() throws {
         let errors: [any Error] = [
             BusError.closed, BusError.outboundQueueFull(capacity: 8), BusError.noResponders("x.y"),
-            BusError.invalidName(.empty), NameError.empty,
+            BusError.invalidName(.empty), NameError.empty, RejectionReason.missingNameTerminator,
+            EncodeError.tooManyHeaders(count: 40), ZMQError(code: 11, operation: "zmq_msg_send"),
         ]
         for error in errors {
             #expect(error.localizedDescription == "\(error)", "\(error)")

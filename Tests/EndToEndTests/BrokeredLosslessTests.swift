@@ -94,8 +94,8 @@ struct BrokeredLosslessTests {
         // A raw subscriber of every end-of-stream record, as every NotificationBus SUB is.
         let raw = try context.socket(.sub)
         defer { raw.close() }
-        try raw.set(.linger, 0)
-        try raw.set(.receiveTimeout, 100)
+        try raw.set(.linger, .zero)
+        try raw.set(.receiveTimeout, .milliseconds(100))
         try raw.subscribe(Array("_nbus.eos.".utf8))
         try raw.connect(backend)
         let subscriber = try children.start(

@@ -16,7 +16,7 @@ import TestSupport
 private func readSubscriptions(
     _ xpub: Socket, timeout: Duration = standardWait, until done: ([[UInt8]]) -> Bool
 ) throws -> [[UInt8]] {
-    try xpub.set(.receiveTimeout, 100)
+    try xpub.set(.receiveTimeout, .milliseconds(100))
     var seen: [[UInt8]] = []
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline, !done(seen) {
@@ -147,7 +147,7 @@ private struct RawPeerError: Error, CustomStringConvertible {
 /// upstream, as a publisher would.
 private func probePublisher(_ context: Context, at frontend: String) throws -> Socket {
     let probe = try context.socket(.xpub)
-    try probe.set(.linger, 0)
+    try probe.set(.linger, .zero)
     try probe.set(.receiveHighWaterMark, 0)
     try probe.connect(frontend)
     return probe
@@ -247,7 +247,7 @@ struct HostilePeerTests {
         // 300 foreign subscriptions that sort before "orders." (replayed first to a new publisher).
         let foreign = try context.socket(.sub)
         defer { foreign.close() }
-        try foreign.set(.linger, 0)
+        try foreign.set(.linger, .zero)
         try foreign.set(.sendHighWaterMark, 0)
         try foreign.connect(backend)
         let prefixes = (0..<300).map { Array("aaa.\($0)".utf8) }
@@ -279,7 +279,7 @@ struct HostilePeerTests {
         defer { context.terminate() }
         let attacker = try context.socket(.xpub)
         defer { attacker.close() }
-        try attacker.set(.linger, 0)
+        try attacker.set(.linger, .zero)
         try attacker.connect(frontend)
         _ = try readSubscriptions(attacker) { $0.contains(subscribeMessage(Array("big.".utf8))) }
         // 8 MiB of "big.x": well past twice the largest NBP/1 frame. Before the fix the broker
@@ -323,7 +323,7 @@ struct HostilePeerTests {
         defer { probe.close() }
         let forger = try context.socket(.sub)
         defer { forger.close() }
-        try forger.set(.linger, 0)
+        try forger.set(.linger, .zero)
         try forger.connect(backend)
         let forged = (1...5).map { bus in
             [0] + Array("nbus.presence.\(String(repeating: "0", count: 15))\(bus).orders.>".utf8)

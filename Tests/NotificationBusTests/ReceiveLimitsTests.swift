@@ -99,9 +99,9 @@ struct ReceiveLimitsTests {
             do {
                 let raw = try context.socket(.xpub)
                 try raw.set(.xpubNoDrop, true)
-                try raw.set(.sendTimeout, 20_000)
-                try raw.set(.receiveTimeout, 20_000)
-                try raw.set(.linger, 5_000)
+                try raw.set(.sendTimeout, .milliseconds(20_000))
+                try raw.set(.receiveTimeout, .milliseconds(20_000))
+                try raw.set(.linger, .milliseconds(5_000))
                 try raw.bind(floodEndpoint)
                 try raw.awaitSubscription(Array("f.".utf8))
                 ready.signal()

@@ -34,8 +34,8 @@ struct ReservedNamesTests {
         defer { context.terminate() }
         let raw = try context.socket(.xpub)
         defer { raw.close() }
-        try raw.set(.linger, 0)
-        try raw.set(.receiveTimeout, 10_000)
+        try raw.set(.linger, .zero)
+        try raw.set(.receiveTimeout, .milliseconds(10_000))
         try raw.bind(endpoint)
         let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
         let everything = try subscriber.notifications(named: NamePattern(">"))

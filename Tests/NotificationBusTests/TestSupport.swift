@@ -5,7 +5,7 @@ import ZeroMQ
 /// hand-made frames as a foreign producer would. The socket keeps its context alive.
 func rawPublisher() throws -> (socket: Socket, endpoint: String) {
     let socket = try Context().socket(.xpub)
-    try socket.set(.receiveTimeout, 10_000)
+    try socket.set(.receiveTimeout, .milliseconds(10_000))
     let endpoint = try temporaryIPCEndpoint()
     try socket.bind(endpoint)
     return (socket, endpoint)

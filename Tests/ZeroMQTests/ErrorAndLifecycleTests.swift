@@ -47,7 +47,7 @@ struct ErrorAndLifecycleTests {
         let sender = try context.socket(.push)
         try sender.connect(endpoint)
         try sender.send("still here")
-        try first.set(.receiveTimeout, 5_000)
+        try first.set(.receiveTimeout, .milliseconds(5_000))
         #expect(try first.receiveString() == "still here")
     }
 
@@ -86,7 +86,7 @@ struct ErrorAndLifecycleTests {
         let sender = try context.socket(.push)
         try sender.connect(endpoint)
         try sender.send("to the second")
-        try second.set(.receiveTimeout, 5_000)
+        try second.set(.receiveTimeout, .milliseconds(5_000))
         #expect(try second.receiveString() == "to the second")
     }
 
@@ -114,7 +114,7 @@ struct ErrorAndLifecycleTests {
         let sender = try context.socket(.push)
         try sender.connect(endpoint)
         try sender.send("over the stale file")
-        try listener.set(.receiveTimeout, 5_000)
+        try listener.set(.receiveTimeout, .milliseconds(5_000))
         #expect(try listener.receiveString() == "over the stale file")
     }
 

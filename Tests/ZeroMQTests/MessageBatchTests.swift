@@ -18,7 +18,7 @@ struct MessageBatchTests {
         let push = try context.socket(.push)
         try push.bind(endpoint)
         let pull = try context.socket(.pull)
-        try pull.set(.receiveTimeout, 5_000)
+        try pull.set(.receiveTimeout, .milliseconds(5_000))
         try pull.connect(endpoint)
 
         var batch = MessageBatch(capacity: 2)
@@ -55,7 +55,7 @@ struct MessageBatchTests {
         #expect(sent > 0 && sent < 50)
         let unsent = batch.unsentCount
         #expect(unsent == 50 - sent)
-        try pull.set(.receiveTimeout, 5_000)
+        try pull.set(.receiveTimeout, .milliseconds(5_000))
         #expect(try pull.receiveString() == "m0")
         let neverSent = batch.removeAll()
         #expect(neverSent == 50 - sent)

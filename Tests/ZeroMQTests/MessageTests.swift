@@ -11,7 +11,7 @@ struct MessageTests {
         try a.bind(endpoint)
         let b = try context.socket(.pair)
         try b.connect(endpoint)
-        try b.set(.receiveTimeout, 5_000)
+        try b.set(.receiveTimeout, .milliseconds(5_000))
         return (a, b)
     }
 
@@ -62,7 +62,7 @@ struct MessageTests {
     @Test("A receive timeout surfaces as wouldBlock, not a hang")
     func receiveTimeout() throws {
         let (_, b) = try connectedPair()
-        try b.set(.receiveTimeout, 20)
+        try b.set(.receiveTimeout, .milliseconds(20))
         do {
             _ = try b.receive()
             Issue.record("receive returned without a message")

@@ -57,10 +57,10 @@ struct PollerProxyCurveTests {
 
         // The publisher is an XPUB so the forwarded subscription is a real readiness signal.
         let publisher = try context.socket(.xpub)
-        try publisher.set(.receiveTimeout, 5_000)
+        try publisher.set(.receiveTimeout, .milliseconds(5_000))
         try publisher.connect(frontend)
         let subscriber = try context.socket(.sub)
-        try subscriber.set(.receiveTimeout, 5_000)
+        try subscriber.set(.receiveTimeout, .milliseconds(5_000))
         try subscriber.connect(backend)
         try subscriber.subscribe(Array("t".utf8))
         try publisher.awaitSubscription(Array("t".utf8))

@@ -21,11 +21,11 @@ struct PubSubTransportTests {
     func deliversAfterSubscriptionSeen(transport: Transport) throws {
         let context = try Context()
         let publisher = try context.socket(.xpub)
-        try publisher.set(.receiveTimeout, 5_000)
+        try publisher.set(.receiveTimeout, .milliseconds(5_000))
         let endpoint = try publisher.bindResolved(try transport.endpoint())
 
         let subscriber = try context.socket(.sub)
-        try subscriber.set(.receiveTimeout, 5_000)
+        try subscriber.set(.receiveTimeout, .milliseconds(5_000))
         try subscriber.connect(endpoint)
         try subscriber.subscribe(Array("orders.".utf8))
 
@@ -63,7 +63,7 @@ struct PubSubTransportTests {
         while (try? subscriber.receive(mode: .dontWait)) != nil {}
 
         try publisher.send("payload")
-        try subscriber.set(.receiveTimeout, 5_000)
+        try subscriber.set(.receiveTimeout, .milliseconds(5_000))
         #expect(try subscriber.receiveString() == "payload")
     }
 
@@ -71,10 +71,10 @@ struct PubSubTransportTests {
     func subFiltersByPrefix() throws {
         let context = try Context()
         let publisher = try context.socket(.xpub)
-        try publisher.set(.receiveTimeout, 5_000)
+        try publisher.set(.receiveTimeout, .milliseconds(5_000))
         let endpoint = try publisher.bindResolved(TestEndpoint.inproc())
         let subscriber = try context.socket(.sub)
-        try subscriber.set(.receiveTimeout, 5_000)
+        try subscriber.set(.receiveTimeout, .milliseconds(5_000))
         try subscriber.connect(endpoint)
         try subscriber.subscribe(Array("ab\0".utf8))
         try publisher.awaitSubscription(Array("ab\0".utf8))

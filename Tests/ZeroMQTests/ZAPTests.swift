@@ -18,7 +18,7 @@ final class TestZAPHandler: Sendable {
             let socket: Socket
             do throws(ZMQError) {
                 socket = try context.socket(.rep)
-                try socket.set(.linger, 0)
+                try socket.set(.linger, .zero)
                 try socket.bind(ZAPRequest.handlerEndpoint)
             } catch {
                 failure.withLock { $0 = error }
@@ -70,22 +70,22 @@ struct ZAPTests {
         defer { handler.stop(context) }
 
         let server = try context.socket(.xpub)
-        try server.set(.linger, 0)
-        try server.set(.receiveTimeout, 10_000)
+        try server.set(.linger, .zero)
+        try server.set(.receiveTimeout, .milliseconds(10_000))
         try server.set(.curveServer, true)
         try server.set(.curveSecretKey, try Z85.decode(serverKeys.secretKey))
         try server.set(.zapDomain, "test")
         try server.monitor("inproc://zap-test-server-monitor", events: .handshakeFailures)
         let serverEvents = try context.socket(.pair)
-        try serverEvents.set(.receiveTimeout, 10_000)
+        try serverEvents.set(.receiveTimeout, .milliseconds(10_000))
         try serverEvents.set(.receiveHighWaterMark, 0)
         try serverEvents.connect("inproc://zap-test-server-monitor")
         let endpoint = try server.bindResolved(try temporaryIPCEndpoint())
 
         func client(_ keys: CurveKeyPair?, serverKey: String, monitor: String) throws -> (Socket, Socket) {
             let socket = try context.socket(.sub)
-            try socket.set(.linger, 0)
-            try socket.set(.receiveTimeout, 10_000)
+            try socket.set(.linger, .zero)
+            try socket.set(.receiveTimeout, .milliseconds(10_000))
             if let keys {
                 try socket.set(.curveServerKey, try Z85.decode(serverKey))
                 try socket.set(.curvePublicKey, try Z85.decode(keys.publicKey))
@@ -93,7 +93,7 @@ struct ZAPTests {
             }
             try socket.monitor(monitor, events: .handshakeFailures)
             let events = try context.socket(.pair)
-            try events.set(.receiveTimeout, 10_000)
+            try events.set(.receiveTimeout, .milliseconds(10_000))
             try events.set(.receiveHighWaterMark, 0)
             try events.connect(monitor)
             try socket.connect(endpoint)

@@ -207,7 +207,7 @@ public final class Broker: Sendable {
         do throws(ZMQError) {
             let xsub = try context.socket(.xsub)
             sides.append(xsub)
-            try xsub.set(.linger, 0)
+            try xsub.set(.linger, .zero)
             try xsub.set(.receiveHighWaterMark, highWaterMark)
             // What the XSUB sends is subscriptions: to a publisher that (re)connects it replays
             // every one it holds at once, and libzmq drops those beyond the send mark without
@@ -229,7 +229,7 @@ public final class Broker: Sendable {
             for endpoint in upstream { try xsub.connect(endpoint) }
             let xpub = try context.socket(.xpub)
             sides.append(xpub)
-            try xpub.set(.linger, 0)
+            try xpub.set(.linger, .zero)
             try xpub.set(.sendHighWaterMark, highWaterMark)
             try xpub.set(.receiveHighWaterMark, highWaterMark)
             // What arrives on the backend is subscription messages. libzmq's subscription trie
@@ -353,9 +353,9 @@ public final class Broker: Sendable {
     private static func setHeartbeats(_ socket: Socket, _ interval: Int32) throws(ZMQError) {
         guard interval > 0 else { return }
         let timeout = Int32(clamping: Int(interval) * 3)
-        try socket.set(.heartbeatInterval, interval)
-        try socket.set(.heartbeatTimeout, timeout)
-        try socket.set(.heartbeatTTL, max(100, timeout))
+        try socket.set(.heartbeatInterval, .milliseconds(interval))
+        try socket.set(.heartbeatTimeout, .milliseconds(timeout))
+        try socket.set(.heartbeatTTL, .milliseconds(max(100, timeout)))
     }
 
     deinit {

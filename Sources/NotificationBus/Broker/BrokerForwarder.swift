@@ -6,11 +6,12 @@ import ZeroMQ
 
 /// What a broker tells its owner as it happens, on the broker's forwarding thread.
 public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
-    /// A subscriber made no room for `waitedMilliseconds`: notifications now go past it (and any
-    /// other full subscriber), which lose them and count the loss by sequence number.
-    case slowSubscriberStarted(waitedMilliseconds: UInt64)
-    /// Every subscriber has room again; `sentPast` notifications went past a full one meanwhile.
-    case slowSubscriberEnded(afterMilliseconds: UInt64, sentPast: UInt64)
+    /// A subscriber made no room for `waited`: notifications now go past it (and any other full
+    /// subscriber), which lose them and count the loss by sequence number.
+    case slowSubscriberStarted(waited: Duration)
+    /// Every subscriber has room again, `after` the episode began; `sentPast` notifications went
+    /// past a full one meanwhile.
+    case slowSubscriberEnded(after: Duration, sentPast: UInt64)
     /// The broker's resident memory passed its limit: it dropped every connection (peers
     /// reconnect at once; what was in flight is lost and counted as gaps by subscribers).
     case memoryLimitReached(residentBytes: UInt64, limitBytes: UInt64)
@@ -26,13 +27,19 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     /// A peer's connection ended (it left, was dropped by heartbeats, or failed its handshake).
     case connectionClosed(BrokerConnection)
 
+    /// `duration` in whole milliseconds, for the messages.
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds &* 1_000 &+ attoseconds / 1_000_000_000_000_000
+    }
+
     public var description: String {
         switch self {
         case .slowSubscriberStarted(let waited):
-            return "slow subscriber: one made no room for \(waited) ms; sending past full subscribers "
+            return "slow subscriber: one made no room for \(Self.milliseconds(waited)) ms; sending past full subscribers "
                 + "(they lose those notifications and count them as gaps)"
         case .slowSubscriberEnded(let after, let sentPast):
-            return "slow subscriber caught up after \(after) ms; \(sentPast) notification(s) went past a full subscriber"
+            return "slow subscriber caught up after \(Self.milliseconds(after)) ms; \(sentPast) notification(s) went past a full subscriber"
         case .memoryLimitReached(let resident, let limit):
             return "memory \(resident >> 20) MiB is over the limit of \(limit >> 20) MiB: dropped every connection "
                 + "(a peer holding memory, e.g. a message it never finishes, or too many slow subscribers); they reconnect"
@@ -179,7 +186,7 @@ final class BrokerForwarder {
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
         try backend.set(.xpubNoDrop, true)
-        try backend.set(.sendTimeout, 1)
+        try backend.set(.sendTimeout, .milliseconds(1))
     }
 
     /// Forwards until the broker is asked to stop or the context ends.
@@ -365,7 +372,7 @@ final class BrokerForwarder {
             // A held notification was refused before: this try waits up to 1 ms for room.
             if try backend.sendParts(&held, mode: retryDeadline == nil ? .dontWait : .blocking) {
                 if case .episodeEnded(let duration, let sentPast) = machine.accepted(now: Timestamps.monotonicNanoseconds()) {
-                    onEvent?(.slowSubscriberEnded(afterMilliseconds: duration / 1_000_000, sentPast: sentPast))
+                    onEvent?(.slowSubscriberEnded(after: .nanoseconds(Int64(clamping: duration)), sentPast: sentPast))
                 }
                 delivered()
                 moved += 1
@@ -383,7 +390,7 @@ final class BrokerForwarder {
             case .sendPast(let episodeStarted, let since):
                 if episodeStarted {
                     stats.slowSubscriberEpisodes &+= 1
-                    onEvent?(.slowSubscriberStarted(waitedMilliseconds: (now &- since) / 1_000_000))
+                    onEvent?(.slowSubscriberStarted(waited: .nanoseconds(Int64(clamping: now &- since))))
                 }
                 // For this one send the XPUB drops for full subscribers instead of refusing.
                 try backend.set(.xpubNoDrop, false)

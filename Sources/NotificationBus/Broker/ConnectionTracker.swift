@@ -245,7 +245,11 @@ final class ConnectionTracker: Sendable {
 
     private static func text<Address>(_ family: Int32, _ address: inout Address) -> String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
-        guard inet_ntop(family, &address, &buffer, socklen_t(buffer.count)) != nil else { return "?" }
+        let count = socklen_t(buffer.count)
+        let converted = withUnsafeBytes(of: &address) { raw in
+            buffer.withUnsafeMutableBufferPointer { inet_ntop(family, raw.baseAddress, $0.baseAddress, count) }
+        }
+        guard converted != nil else { return "?" }
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -71,7 +71,7 @@ extension BusEventLoop {
             }
             if !sendPending() {
                 do {
-                    try publisher.set(.sendTimeout, Int32(clamping: Timestamps.milliseconds(until: deadline)))
+                    try publisher.set(.sendTimeout, .milliseconds(Int32(clamping: Timestamps.milliseconds(until: deadline))))
                 } catch {
                     record(error, "setting the send timeout")
                     return

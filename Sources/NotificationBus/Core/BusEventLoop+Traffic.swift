@@ -65,9 +65,9 @@ extension BusEventLoop {
         guard let publisher = sockets.publisher else { return }
         guard sockets.subscriber == nil else { return park(timeout: 1, includePublisher: false) }
         do {
-            try publisher.set(.sendTimeout, 1)
+            try publisher.set(.sendTimeout, .milliseconds(1))
             send(pending: publisher, mode: .blocking)
-            try publisher.set(.sendTimeout, -1)
+            try publisher.set(.sendTimeout, nil)
         } catch {
             record(error, "setting the send timeout")
         }

@@ -87,7 +87,7 @@ final class BusSockets {
             // here as a ZMTP command a few bytes longer (a replay after a reconnection).
             try socket.set(.maximumMessageSize, Int64(WireFormat.maximumSubscriptionLength + 64))
             try socket.set(.xpubNoDrop, configuration.publisherBackpressure)
-            try socket.set(.linger, 0)
+            try socket.set(.linger, .zero)
             // A connected publisher (brokered) must forget a lost broker's subscriptions: with
             // the default, libzmq keeps the pipe across the outage, so the stale subscriptions
             // (and presence) stay and a restarted broker's replay of them is deduplicated away.
@@ -119,7 +119,7 @@ final class BusSockets {
             // that must cost one counted rejection (payloadTooLarge), not the connection.
             let payloadBound = max(configuration.maximumPayload, WireFormat.defaultMaximumPayload)
             try socket.set(.maximumMessageSize, WireFormat.transportFrameLimit(maximumPayload: payloadBound))
-            try socket.set(.linger, 0)
+            try socket.set(.linger, .zero)
             try setHeartbeats(socket)
             try socket.subscribe(ControlNames.endOfStreamPrefix)
         }
@@ -204,9 +204,9 @@ final class BusSockets {
     private func setHeartbeats(_ socket: Socket) throws(ZMQError) {
         guard configuration.heartbeatIntervalInMilliseconds > 0 else { return }
         let timeout = max(configuration.heartbeatTimeoutInMilliseconds, configuration.heartbeatIntervalInMilliseconds)
-        try socket.set(.heartbeatInterval, configuration.heartbeatIntervalInMilliseconds)
-        try socket.set(.heartbeatTimeout, timeout)
-        try socket.set(.heartbeatTTL, max(100, timeout))
+        try socket.set(.heartbeatInterval, .milliseconds(configuration.heartbeatIntervalInMilliseconds))
+        try socket.set(.heartbeatTimeout, .milliseconds(timeout))
+        try socket.set(.heartbeatTTL, .milliseconds(max(100, timeout)))
     }
 
     private func attach(_ socket: Socket, _ attachment: Attachment) throws(ZMQError) {
@@ -292,7 +292,7 @@ final class BusSockets {
 
     /// Lets ZeroMQ deliver what the publisher already holds for up to `milliseconds` on close.
     func lingerOnClose(milliseconds: Int32) throws(ZMQError) {
-        try publisher?.set(.linger, milliseconds)
+        try publisher?.set(.linger, .milliseconds(milliseconds))
     }
 
     /// Stops the monitors before their readers, closes every socket, then stops the ZAP handler.
