@@ -23,8 +23,8 @@ struct RequestReplyTests {
     @Test("request says .noResponders when nothing subscribes to the name", .timeLimit(.minutes(1)))
     func requestWithoutResponders() async throws {
         let bus = try Bus(.embedded())
-        await #expect(throws: BusError.noResponders(try NotificationName("nobody.home"))) {
-            _ = try await bus.request(try NotificationName("nobody.home"), timeout: .milliseconds(50))
+        await #expect(throws: BusError.noResponders(NotificationName("nobody.home"))) {
+            _ = try await bus.request(NotificationName("nobody.home"), timeout: .milliseconds(50))
         }
         await bus.close()
     }

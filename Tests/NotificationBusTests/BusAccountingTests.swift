@@ -214,7 +214,7 @@ struct BusAccountingTests {
         var configuration = BusConfiguration.embedded()
         configuration.maximumPayload = 10
         let bus = try Bus(configuration)
-        await #expect(throws: BusError.reservedName(try NotificationName("_nbus.x"))) {
+        await #expect(throws: BusError.reservedName(NotificationName("_nbus.x"))) {
             try await bus.post(name: "_nbus.x")
         }
         await #expect(throws: BusError.payloadTooLarge(byteCount: 11, maximum: 10)) {

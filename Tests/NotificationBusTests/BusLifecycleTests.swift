@@ -66,11 +66,11 @@ struct BusLifecycleTests {
         let bus = try Bus(.directSubscriber(connect: [try temporaryIPCEndpoint()]))
         let subscription = try bus.notifications(named: "a")
         await #expect(throws: BusError.timedOut(what: "a publisher to confirm a", after: .milliseconds(200))) {
-            try await bus.ready(try NamePattern("a"), timeout: .milliseconds(200))
+            try await bus.ready(NamePattern("a"), timeout: .milliseconds(200))
         }
         // ready(_:) for names no subscription can receive is an error, not a confirmation.
-        await #expect(throws: BusError.notSubscribed(try NamePattern("never.subscribed.>"))) {
-            try await bus.ready(try NamePattern("never.subscribed.>"), timeout: .milliseconds(200))
+        await #expect(throws: BusError.notSubscribed(NamePattern("never.subscribed.>"))) {
+            try await bus.ready(NamePattern("never.subscribed.>"), timeout: .milliseconds(200))
         }
         withExtendedLifetime(subscription) {}
         await bus.close()

@@ -38,8 +38,8 @@ struct RequestReplyLibraryTests {
         let bus = try Bus(.embedded())
         let clock = ContinuousClock()
         let started = clock.now
-        await #expect(throws: BusError.noResponders(try NotificationName("nobody.home"))) {
-            _ = try await bus.request(try NotificationName("nobody.home"), timeout: .seconds(30))
+        await #expect(throws: BusError.noResponders(NotificationName("nobody.home"))) {
+            _ = try await bus.request(NotificationName("nobody.home"), timeout: .seconds(30))
         }
         #expect(started.duration(to: clock.now) < .seconds(10))
         await bus.close()
@@ -50,7 +50,7 @@ struct RequestReplyLibraryTests {
         let bus = try Bus(.embedded())
         let silent = try bus.notifications(named: "slow.>")
         await #expect(throws: BusError.timedOut(what: "a reply to slow.op", after: .milliseconds(200))) {
-            _ = try await bus.request(try NotificationName("slow.op"), timeout: .milliseconds(200))
+            _ = try await bus.request(NotificationName("slow.op"), timeout: .milliseconds(200))
         }
         silent.cancel()
         await bus.close()
@@ -59,7 +59,7 @@ struct RequestReplyLibraryTests {
     @Test("A bus that only publishes or only subscribes cannot request")
     func needsBothSides() async throws {
         let publisher = try Bus(.directPublisher(bind: "inproc://rr-only-pub"))
-        await #expect(throws: BusError.notASubscriber) { _ = try await publisher.request(try NotificationName("a")) }
+        await #expect(throws: BusError.notASubscriber) { _ = try await publisher.request(NotificationName("a")) }
         await publisher.close()
     }
 }
