@@ -128,6 +128,10 @@ public struct BusStats: Hashable, Sendable {
     public var rejected: [RejectionReason: UInt64] = [:]
     /// Subscriptions currently registered at this bus.
     public var activeSubscriptions: Int = 0
+    /// Endpoints this bus connects to (tcp, ipc) whose connection is up now: it passed its
+    /// handshake and has not dropped. 0 while a broker is not running or not reachable (libzmq
+    /// keeps retrying); endpoints it binds are not counted.
+    public var connectedEndpoints: Int = 0
     /// CURVE client: handshakes the server refused (its ZAP handler did not admit this bus's key).
     public var handshakesRefused: UInt64 = 0
     /// CURVE client: other failed handshakes (a wrong server key, a server without CURVE).

@@ -33,13 +33,13 @@ struct BenchThroughput: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Notifications per throughput run.")
+    @Option(parsing: .unconditional, help: "Notifications per throughput run.")
     var count: Int = 1_000_000
 
-    @Option(help: "Payload bytes per notification.")
+    @Option(parsing: .unconditional, help: "Payload bytes per notification.")
     var size: Int = 256
 
-    @Option(help: "ZeroMQ send/receive high-water mark, both sides, baseline and bus.")
+    @Option(parsing: .unconditional, help: "ZeroMQ send/receive high-water mark, both sides, baseline and bus.")
     var hwm: Int32 = 10_000
 
     @Option(help: "Transport between the processes: ipc or tcp.")
@@ -50,25 +50,25 @@ struct BenchThroughput: AsyncParsableCommand {
         valueName: "topology"))
     var topology: ThroughputOptions.Topology = .direct
 
-    @Option(help: "Throughput runs per side (raw and bus alternate); the median is reported.")
+    @Option(parsing: .unconditional, help: "Throughput runs per side (raw and bus alternate); the median is reported.")
     var runs: Int = ThroughputOptions(workerCommand: []).runs
 
-    @Option(help: "Seconds before a child process is killed (the command then fails).")
+    @Option(parsing: .unconditional, help: "Seconds before a child process is killed (the command then fails).")
     var timeout: Int = 120
 
-    @Option(name: .customLong("latency-rate"), help: "Notifications per second in the paced latency run.")
+    @Option(name: .customLong("latency-rate"), parsing: .unconditional, help: "Notifications per second in the paced latency run.")
     var latencyRate: Int = 10_000
 
-    @Option(name: .customLong("latency-seconds"), help: "Duration of the paced latency run, seconds.")
+    @Option(name: .customLong("latency-seconds"), parsing: .unconditional, help: "Duration of the paced latency run, seconds.")
     var latencySeconds: Double = 2
 
-    @Option(name: .customLong("latency-spin"), help: ArgumentHelp(
+    @Option(name: .customLong("latency-spin"), parsing: .unconditional, help: ArgumentHelp(
         "Idle spin (BusConfiguration.idleSpin) of the low-latency paced run, seconds (default: 0.0002); 0 skips it.",
         valueName: "seconds"))
     var latencySpin: Double?
 
     /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("latency-spin-us"), help: .hidden)
+    @Option(name: .customLong("latency-spin-us"), parsing: .unconditional, help: .hidden)
     var latencySpinMicrosecondsAlias: Int?
 
     var latencySpinMicroseconds: Int {
@@ -79,7 +79,7 @@ struct BenchThroughput: AsyncParsableCommand {
         }
     }
 
-    @Option(name: .customLong("round-trips"), help: "Measured raw REQ/REP round trips.")
+    @Option(name: .customLong("round-trips"), parsing: .unconditional, help: "Measured raw REQ/REP round trips.")
     var roundTrips: Int = 20_000
 
     @Flag(name: .customLong("no-in-process"), help: "Skip the in-process rows (Foundation vs embedded bus).")
@@ -182,18 +182,18 @@ struct BenchOverload: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Seconds of posting.")
+    @Option(parsing: .unconditional, help: "Seconds of posting.")
     var seconds: Double = 60
 
-    @Option(help: "Payload bytes per notification.")
+    @Option(parsing: .unconditional, help: "Payload bytes per notification.")
     var size: Int = 4_096
 
-    @Option(name: .customLong("handler-time"), help: ArgumentHelp(
+    @Option(name: .customLong("handler-time"), parsing: .unconditional, help: ArgumentHelp(
         "The subscriber's busy work per notification, seconds (default: 0.0001, 100 us).", valueName: "seconds"))
     var handlerTime: Double?
 
     /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("handler-us"), help: .hidden)
+    @Option(name: .customLong("handler-us"), parsing: .unconditional, help: .hidden)
     var handlerMicrosecondsAlias: Int?
 
     var handlerMicroseconds: Int {
@@ -207,25 +207,25 @@ struct BenchOverload: AsyncParsableCommand {
     @Option(help: "The subscriber's buffering policy: drop-oldest, drop-newest or suspend (suspendProducer).")
     var policy: OverloadPolicy = .dropOldest
 
-    @Option(help: "The subscriber's buffer capacity (notifications).")
+    @Option(parsing: .unconditional, help: "The subscriber's buffer capacity (notifications).")
     var buffer: Int = 8_192
 
-    @Option(help: "ZeroMQ send/receive high-water mark, both processes (BusConfiguration's default).")
+    @Option(parsing: .unconditional, help: "ZeroMQ send/receive high-water mark, both processes (BusConfiguration's default).")
     var hwm: Int32 = OverloadOptions().highWaterMark
 
     @Option(
         name: .customLong("close-timeout"),
-        help: ArgumentHelp("The publisher's close timeout, seconds (BusConfiguration's default: 2).", valueName: "seconds"))
+        parsing: .unconditional, help: ArgumentHelp("The publisher's close timeout, seconds (BusConfiguration's default: 2).", valueName: "seconds"))
     var closeTimeout: Double = Double(OverloadOptions().closeTimeoutMilliseconds) / 1_000
 
     /// The old spelling, in milliseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("close-timeout-ms"), help: .hidden)
+    @Option(name: .customLong("close-timeout-ms"), parsing: .unconditional, help: .hidden)
     var closeTimeoutMillisecondsAlias: Int32?
 
-    @Option(name: .customLong("rss-limit-mb"), help: "Fail when the subscriber's peak RSS reaches this many MB (10^6 bytes).")
+    @Option(name: .customLong("rss-limit-mb"), parsing: .unconditional, help: "Fail when the subscriber's peak RSS reaches this many MB (10^6 bytes).")
     var rssLimitMegabytes: Double = 200
 
-    @Option(help: "Seconds each child may take beyond --seconds before it is killed (the command then fails).")
+    @Option(parsing: .unconditional, help: "Seconds each child may take beyond --seconds before it is killed (the command then fails).")
     var timeout: Int = 120
 
     @Flag(help: "Print one JSON object instead of the table.")

@@ -18,36 +18,36 @@ struct BenchFilter: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Names the publisher posts round-robin to.")
+    @Option(parsing: .unconditional, help: "Names the publisher posts round-robin to.")
     var names: Int = 100
 
     @Option(help: "Notifications per second over all names, or max.")
     var rate: String = "20000"
 
-    @Option(help: "Seconds of posting.")
+    @Option(parsing: .unconditional, help: "Seconds of posting.")
     var seconds: Double = 10
 
-    @Option(help: "Stop after this many notifications, if sooner.")
+    @Option(parsing: .unconditional, help: "Stop after this many notifications, if sooner.")
     var count: Int = 1_000_000
 
-    @Option(help: "Views per host (A's all on the first name, B's each on every name).")
+    @Option(parsing: .unconditional, help: "Views per host (A's all on the first name, B's each on every name).")
     var views: Int = 1
 
     @Option(help: "The consumer style of both hosts: onReceive, task-main, task-off-main, task-replay.")
     var style: ViewStyle = .taskOffMain
 
-    @Option(help: "Payload bytes.")
+    @Option(parsing: .unconditional, help: "Payload bytes.")
     var size: Int = 64
 
     @Option(help: "Fraction of each name's notifications that pass the views' condition (0.1 or 10%).")
     var selectivity: String = "0.1"
 
-    @Option(name: .customLong("body-time"), help: ArgumentHelp(
+    @Option(name: .customLong("body-time"), parsing: .unconditional, help: ArgumentHelp(
         "Busy work per body evaluation, seconds (default: 0.00002, 20 us).", valueName: "seconds"))
     var bodyTime: Double?
 
     /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("body-us"), help: .hidden)
+    @Option(name: .customLong("body-us"), parsing: .unconditional, help: .hidden)
     var bodyMicrosecondsAlias: Int?
 
     @Option(help: "Transport between the processes: ipc or tcp.")

@@ -27,13 +27,13 @@ struct BenchPeerClient: AsyncParsableCommand {
     @Option(name: .customLong("end-subject"), help: "pub: the name of the END message (default: the first subject).")
     var endSubject: String?
 
-    @Option(name: .customLong("n"), help: "pub: notifications; ping: measured round trips.")
+    @Option(name: .customLong("n"), parsing: .unconditional, help: "pub: notifications; ping: measured round trips.")
     var count = 1_000_000
 
-    @Option(help: "Payload bytes.")
+    @Option(parsing: .unconditional, help: "Payload bytes.")
     var size = 256
 
-    @Option(help: "ping: unmeasured round trips first.")
+    @Option(parsing: .unconditional, help: "ping: unmeasured round trips first.")
     var warmup = 1_000
 
     @Option(help: ArgumentHelp("sub, pong: create this file once subscribed.", valueName: "path"))
@@ -48,13 +48,13 @@ struct BenchPeerClient: AsyncParsableCommand {
     @Option(help: "The broker's backend (subscribers).")
     var backend = "tcp://127.0.0.1:15551"
 
-    @Option(name: .customLong("spin"), help: ArgumentHelp(
+    @Option(name: .customLong("spin"), parsing: .unconditional, help: ArgumentHelp(
         "BusConfiguration.idleSpin of the client's bus, seconds: 0, the default, is the bus's default; 0.0002 is the documented low-latency setting.",
         valueName: "seconds"))
     var spin: Double?
 
     /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("spin-us"), help: .hidden)
+    @Option(name: .customLong("spin-us"), parsing: .unconditional, help: .hidden)
     var spinMicrosecondsAlias: Int?
 
     var options: PeerClientOptions {

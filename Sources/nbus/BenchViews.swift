@@ -15,53 +15,53 @@ struct ScenarioArguments: ParsableArguments {
     @Option(help: "Notifications per second over all names, or max (as fast as post returns).")
     var rate: String = "20000"
 
-    @Option(help: "Payload bytes (the first byte says whether the notification matches).")
+    @Option(parsing: .unconditional, help: "Payload bytes (the first byte says whether the notification matches).")
     var size: Int = 64
 
-    @Option(help: "Names the publisher posts round-robin to; view i subscribes to name i % names.")
+    @Option(parsing: .unconditional, help: "Names the publisher posts round-robin to; view i subscribes to name i % names.")
     var names: Int = 30
 
     @Option(help: "Fraction of each name's notifications that pass the views' condition (0.1 or 10%).")
     var selectivity: String = "0.1"
 
-    @Option(help: "Views per subscriber host.")
+    @Option(parsing: .unconditional, help: "Views per subscriber host.")
     var views: Int = 30
 
     @Option(help: "What holds the views: none (a stack, all visible), tabs or list.")
     var container: ViewContainer = .tabs
 
-    @Option(help: "Tabs (or list pages: the list window is views/tabs rows).")
+    @Option(parsing: .unconditional, help: "Tabs (or list pages: the list window is views/tabs rows).")
     var tabs: Int = 3
 
-    @Option(name: .customLong("churn-interval"), help: ArgumentHelp(
+    @Option(name: .customLong("churn-interval"), parsing: .unconditional, help: ArgumentHelp(
         "Switch tab / scroll the list every this many seconds (default: 0.25; 0: never).", valueName: "seconds"))
     var churnInterval: Double?
 
     /// The old spelling, in milliseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("churn-ms"), help: .hidden)
+    @Option(name: .customLong("churn-ms"), parsing: .unconditional, help: .hidden)
     var churnMillisecondsAlias: Int?
 
-    @Option(name: .customLong("body-time"), help: ArgumentHelp(
+    @Option(name: .customLong("body-time"), parsing: .unconditional, help: ArgumentHelp(
         "Busy work per body evaluation, seconds (default: 0.00002, 20 us).", valueName: "seconds"))
     var bodyTime: Double?
 
     /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("body-us"), help: .hidden)
+    @Option(name: .customLong("body-us"), parsing: .unconditional, help: .hidden)
     var bodyMicrosecondsAlias: Int?
 
-    @Option(help: "Stop after this many notifications ...")
+    @Option(parsing: .unconditional, help: "Stop after this many notifications ...")
     var count: Int = 1_000_000
 
-    @Option(help: "... or after this many seconds of posting, whichever comes first.")
+    @Option(parsing: .unconditional, help: "... or after this many seconds of posting, whichever comes first.")
     var seconds: Double = 10
 
-    @Option(name: .customLong("replay-max"), help: "The bound of the replay style's replay: .all(max:).")
+    @Option(name: .customLong("replay-max"), parsing: .unconditional, help: "The bound of the replay style's replay: .all(max:).")
     var replayMax: Int = 4_096
 
-    @Option(help: "Each view's subscription buffer (suspendProducer capacity).")
+    @Option(parsing: .unconditional, help: "Each view's subscription buffer (suspendProducer capacity).")
     var buffer: Int = 8_192
 
-    @Option(help: "ZeroMQ send/receive high-water mark, every process.")
+    @Option(parsing: .unconditional, help: "ZeroMQ send/receive high-water mark, every process.")
     var hwm: Int32 = 10_000
 
     @Flag(help: "Publisher back-pressure (lossless; the slowest host then paces everyone).")
@@ -73,10 +73,10 @@ struct ScenarioArguments: ParsableArguments {
     @Flag(name: .customLong("one-at-a-time"), help: "Run each style with its own publisher run instead of side by side.")
     var oneAtATime = false
 
-    @Option(name: .customLong("drain-seconds"), help: "Seconds the hosts may take to drain after the publisher is done.")
+    @Option(name: .customLong("drain-seconds"), parsing: .unconditional, help: "Seconds the hosts may take to drain after the publisher is done.")
     var drainSeconds: Int = 60
 
-    @Option(name: .customLong("stall-seconds"), help: "Seconds without progress after which a draining host reports anyway.")
+    @Option(name: .customLong("stall-seconds"), parsing: .unconditional, help: "Seconds without progress after which a draining host reports anyway.")
     var stallSeconds: Int = 5
 
     func validate() throws {
@@ -156,7 +156,7 @@ struct ViewsOutputArguments: ParsableArguments {
 struct BaselineArguments: ParsableArguments {
     @Option(
         name: .customLong("baseline-seconds"),
-        help: """
+        parsing: .unconditional, help: """
             Seconds of each baseline run first, in the same invocation: raw libzmq PUB/SUB (nbus-baseline, \
             at the scenario's transport, rate and payload) and Foundation NotificationCenter in-process. 0: none.
             """)

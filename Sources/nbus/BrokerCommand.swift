@@ -51,33 +51,33 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "endpoint"))
     var upstream: [String] = []
 
-    @Option(help: ArgumentHelp(
+    @Option(parsing: .unconditional, help: ArgumentHelp(
         "High-water mark: messages queued per publisher and per subscriber (bounds memory; a full subscriber makes the broker wait).",
         valueName: "messages"))
     var hwm: Int32 = 10_000
 
-    @Option(name: .customLong("slow-after"), help: ArgumentHelp(
+    @Option(name: .customLong("slow-after"), parsing: .unconditional, help: ArgumentHelp(
         "Seconds a subscriber may leave its queue full before the broker stops waiting for it and sends past it (0: never wait).",
         valueName: "seconds"))
     var slowAfter: Double = 0.5
 
-    @Option(name: .customLong("max-memory"), help: ArgumentHelp(
+    @Option(name: .customLong("max-memory"), parsing: .unconditional, help: ArgumentHelp(
         "Resident memory (MiB) past which the broker drops every connection, so no peer can grow it without bound (0: no limit).",
         valueName: "MiB"))
     var maxMemory: Int = 4_096
 
-    @Option(help: ArgumentHelp(
+    @Option(parsing: .unconditional, help: ArgumentHelp(
         "ZeroMQ heartbeats: seconds between PINGs on every connection, 0.001 to 2184 (to the millisecond; default 5); a peer silent for 3 of them is dropped (0: off).",
         valueName: "seconds"))
     var heartbeat: Double?
 
-    @Option(name: .customLong("idle-spin"), help: ArgumentHelp(
+    @Option(name: .customLong("idle-spin"), parsing: .unconditional, help: ArgumentHelp(
         "The low-latency setting: after forwarding, look for the next message this long before sleeping (e.g. 0.0002: a core stays busy while traffic flows; 0: off).",
         valueName: "seconds"))
     var idleSpin: Double = 0
 
     /// The old spelling, in milliseconds, kept for scripts (hidden): every time option is in seconds now.
-    @Option(name: .customLong("heartbeat-ms"), help: .hidden)
+    @Option(name: .customLong("heartbeat-ms"), parsing: .unconditional, help: .hidden)
     var heartbeatMillisecondsAlias: Int32?
 
     /// `--heartbeat`, or `--heartbeat-ms` when a script gave that.
@@ -85,7 +85,7 @@ struct BrokerCommand: AsyncParsableCommand {
         heartbeatMillisecondsAlias ?? SecondsOption.milliseconds(heartbeat ?? 5)
     }
 
-    @Option(help: ArgumentHelp("Print counters every N seconds, 0.1 to 86400 (0: only at exit).", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Print counters every N seconds, 0.1 to 86400 (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
 
     @Option(help: ArgumentHelp("The broker's secret key file (mode 0600); turns CURVE on.", valueName: "file"))
@@ -182,16 +182,22 @@ struct BrokerCommand: AsyncParsableCommand {
                 throw fail("broker", error, code: 2)
             }
             let upstreams = upstream.map { " upstream \($0)" }.joined()
-            FileWriter.standardOutput.write(
-                "broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\(upstreams)\n")
+            // The one line on stdout: the endpoints as bound (a `:*` port resolved), for scripts
+            // to wait for. Everything else is logged (stderr, --log-format), this line too.
+            let banner = "broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\(upstreams)"
+            FileWriter.standardOutput.write(banner + "\n")
+            logger.info(
+                "\(banner)",
+                metadata: ["frontend": "\(broker.frontendEndpoint)", "backend": "\(broker.backendEndpoint)"])
             if let openFiles {
-                FileWriter.standardOutput.write("broker: open files limit \(openFiles) (each connection takes one)\n")
+                logger.info("broker: open files limit \(openFiles) (each connection takes one)", metadata: ["openFiles": "\(openFiles)"])
             }
             if let security {
-                FileWriter.standardOutput.write(
+                let curve =
                     "broker: CURVE on, public key \(security.keyPair.publicKey); admitting "
-                        + "\(security.allowedPublishers.count) publisher key(s) from \(security.allowedPublishers.source) and "
-                        + "\(security.allowedSubscribers.count) subscriber key(s) from \(security.allowedSubscribers.source)\n")
+                    + "\(security.allowedPublishers.count) publisher key(s) from \(security.allowedPublishers.source) and "
+                    + "\(security.allowedSubscribers.count) subscriber key(s) from \(security.allowedSubscribers.source)"
+                logger.info("\(curve)")
                 for (list, role) in [(security.allowedPublishers, "publisher"), (security.allowedSubscribers, "subscriber")]
                 where list.isEmpty {
                     logger.warning("no *.pub file in \(list.source): every \(role) will be refused")
@@ -212,49 +218,59 @@ struct BrokerCommand: AsyncParsableCommand {
                 helpers.append(
                     MonitoringHTTPService(address: try HTTPListenAddress(parsing: http), routes: monitor.routes, logger: logger))
             }
-            return (BrokerCommandService(broker: broker, statsInterval: stats, secured: security != nil), helpers)
+            return (
+                BrokerCommandService(broker: broker, statsInterval: stats, secured: security != nil, logger: logger), helpers
+            )
         }
     }
 
-    static func report(_ label: String, _ stats: BrokerStatistics, secured: Bool) {
-        FileWriter.standardOutput.write(
-            "broker \(label): from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B), "
-                + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B), "
-                + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
-                + "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
-                + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
-                + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures)\n")
+    /// Logs the counters (info): every `--stats` seconds and when the broker stops.
+    static func report(_ label: String, _ stats: BrokerStatistics, secured: Bool, logger: Logger) {
+        let traffic =
+            "from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B), "
+            + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B), "
+            + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
+        let health =
+            "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
+            + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
+            + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures)"
+        let metadata: Logger.Metadata = [
+            "fromPublishers": "\(stats.fromPublishers)", "toSubscribers": "\(stats.toSubscribers)",
+            "slowSubscriberEpisodes": "\(stats.slowSubscriberEpisodes)",
+            "sentPastSlowSubscribers": "\(stats.sentPastSlowSubscribers)", "connections": "\(stats.connections)",
+        ]
+        logger.info("broker \(label): \(traffic)\(health)", metadata: metadata)
         guard secured else { return }
         func counts(_ role: String, _ counts: AuthenticationCounts) -> String {
             "\(role) admitted \(counts.admitted), refused keys \(counts.refusedKeys), "
                 + "failed handshakes \(counts.failedHandshakes)"
         }
-        FileWriter.standardOutput.write(
-            "broker \(label) CURVE: \(counts("publishers", stats.publisherAuthentication)); "
-                + "\(counts("subscribers", stats.subscriberAuthentication))\n")
+        let curve = "\(counts("publishers", stats.publisherAuthentication)); \(counts("subscribers", stats.subscriberAuthentication))"
+        logger.info("broker \(label) CURVE: \(curve)")
     }
 }
 
-/// The running broker: forwards until a graceful shutdown (printing its counters every
-/// `statsInterval` seconds when that is positive), then stops and prints its final counters.
+/// The running broker: forwards until a graceful shutdown (logging its counters every
+/// `statsInterval` seconds when that is positive), then stops and logs its final counters.
 struct BrokerCommandService: Service {
     let broker: Broker
     let statsInterval: Double
     /// Whether CURVE is on (the reports then include the authentication counters).
     let secured: Bool
+    let logger: Logger
 
     func run() async throws {
-        let (broker, interval, secured) = (self.broker, statsInterval, self.secured)
+        let (broker, interval, secured, logger) = (self.broker, statsInterval, self.secured, self.logger)
         if interval > 0 {
             try? await cancelWhenGracefulShutdown {
                 while true {
                     try await Task.sleep(for: SecondsOption.duration(interval))
-                    BrokerCommand.report("stats", await broker.statistics(), secured: secured)
+                    BrokerCommand.report("stats", await broker.statistics(), secured: secured, logger: logger)
                 }
             }
         } else {
             try? await gracefulShutdown()
         }
-        BrokerCommand.report("stopped", await broker.stop(), secured: secured)
+        BrokerCommand.report("stopped", await broker.stop(), secured: secured, logger: logger)
     }
 }

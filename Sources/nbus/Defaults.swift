@@ -40,6 +40,13 @@ func validateEndpoint(_ endpoint: String, option: String) throws {
             "\(option) \(endpoint): inproc:// endpoints are reachable only inside one process; "
                 + "use ipc:// (this machine) or tcp:// to reach other nbus processes")
     }
+    // What libzmq would refuse with a bare EINVAL at bind or connect: say what is expected.
+    let lowered = endpoint.lowercased()
+    guard lowered.hasPrefix("tcp://") || lowered.hasPrefix("ipc://") else {
+        throw ValidationError(
+            "\(option) \(endpoint): an endpoint is tcp://HOST:PORT (tcp://127.0.0.1:5550, tcp://*:5550) "
+                + "or ipc:///PATH (ipc:///tmp/nbus.sock)")
+    }
     if let port = TCPEndpoint.outOfRangePort(in: endpoint) {
         throw ValidationError("\(option) \(endpoint): port \(port) is out of range (0-65535)")
     }

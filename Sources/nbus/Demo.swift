@@ -20,10 +20,10 @@ struct Demo: AsyncParsableCommand {
             identity fails. --quick instead posts a few notifications over an embedded bus and prints them.
             """)
 
-    @Option(help: ArgumentHelp("Length of the run in seconds, baselines included.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Length of the run in seconds, baselines included.", valueName: "seconds"))
     var seconds: Double = 30
 
-    @Option(name: .customLong("baseline-seconds"), help: "Seconds of each baseline (0: none).")
+    @Option(name: .customLong("baseline-seconds"), parsing: .unconditional, help: "Seconds of each baseline (0: none).")
     var baselineSeconds: Double = 2
 
     @Flag(inversion: .prefixedNo, help: "A progress bar on stderr while the publisher posts.")
@@ -35,7 +35,7 @@ struct Demo: AsyncParsableCommand {
     @Flag(help: "Just post a few notifications in one process and print them decoded.")
     var quick = false
 
-    @Option(name: .shortAndLong, help: "With --quick: how many notifications to post (1-10000).")
+    @Option(name: .shortAndLong, parsing: .unconditional, help: "With --quick: how many notifications to post (1-10000).")
     var count: Int = 5
 
     func validate() throws {

@@ -54,12 +54,18 @@ struct Keygen: ParsableCommand {
             let folder = (basePath as NSString).deletingLastPathComponent
             var created = false
             if !folder.isEmpty && !FileManager.default.fileExists(atPath: folder) {
-                try FileManager.default.createDirectory(
-                    atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try Self.makeFolders(folder)
                 created = true
             }
             let pair = try CurveKeyPair.generate()
-            let paths = try CurveKeyFile.write(pair, basePath: basePath, replacing: force)
+            let paths: (secretKeyPath: String, publicKeyPath: String)
+            do {
+                paths = try CurveKeyFile.write(pair, basePath: basePath, replacing: force)
+            } catch {
+                guard case .alreadyExists(let path) = error else { throw error }
+                throw KeygenError(
+                    message: "\(path) already exists: --force replaces the pair (clients that trust the old public key are then refused)")
+            }
             FileWriter.standardOutput.write(
                 (created ? "created \(folder)/ (mode 0700)\n" : "")
                     + "wrote \(paths.secretKeyPath) (secret, mode 0600) and \(paths.publicKeyPath)\npublic key \(pair.publicKey)\n")
@@ -67,4 +73,21 @@ struct Keygen: ParsableCommand {
             throw fail("keygen", error)
         }
     }
+
+    /// `mkdir -p` with mode 0700 for what it creates; the system's reason when it cannot.
+    static func makeFolders(_ path: String) throws(KeygenError) {
+        var current = path.hasPrefix("/") ? "" : "."
+        for component in path.split(separator: "/") {
+            current += "/\(component)"
+            if mkdir(current, 0o700) != 0 && errno != EEXIST {
+                throw KeygenError(message: "cannot create the folder \(current): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+}
+
+/// A keygen failure in one sentence.
+struct KeygenError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
 }

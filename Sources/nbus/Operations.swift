@@ -62,7 +62,7 @@ struct BusHTTPOptions: ParsableArguments {
         valueName: "host:port"))
     var http: String?
 
-    @Option(name: .customLong("metrics-interval"), help: ArgumentHelp(
+    @Option(name: .customLong("metrics-interval"), parsing: .unconditional, help: ArgumentHelp(
         "With --http: seconds between samples of the bus's counters (0.1 to 3600).", valueName: "seconds"))
     var metricsInterval: Double = 5
 
@@ -77,7 +77,14 @@ struct BusHTTPOptions: ParsableArguments {
     func services(
         bus: Bus, subscriptions: [BusMetricsService.SubscriptionSource], command: String
     ) throws -> [any Service] {
-        guard let http else { return [] }
+        // The tcp and ipc endpoints the bus connects to: a warning in the log when they stay
+        // unreachable (libzmq retries in silence).
+        let connected = (bus.configuration.publish + bus.configuration.subscribe).compactMap { attachment -> String? in
+            guard case .connect(let endpoint) = attachment, !endpoint.hasPrefix("inproc://") else { return nil }
+            return endpoint
+        }
+        let watch = ConnectionWatchService(bus: bus, endpoints: connected, logger: CommandLog.logger(command))
+        guard let http else { return [watch] }
         let address = try HTTPListenAddress(parsing: http)
         let registry = PrometheusCollectorRegistry()
         let logger = CommandLog.logger(command)
@@ -94,7 +101,7 @@ struct BusHTTPOptions: ParsableArguments {
                 }),
                 ("/healthz", { .text("ok\n") }),
             ], logger: logger)
-        return [sampler, server]
+        return [watch, sampler, server]
     }
 }
 

@@ -46,11 +46,11 @@ struct Publish: AsyncParsableCommand {
     @Option(name: .shortAndLong, parsing: .unconditional, help: "How many notifications to post (default: 1). Not with --lines.")
     var count: Int?
 
-    @Option(help: ArgumentHelp("Notifications per second (default: as fast as possible). Not with --lines.", valueName: "per-second"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Notifications per second (default: as fast as possible). Not with --lines.", valueName: "per-second"))
     var rate: Double?
 
     @Option(
-        help: ArgumentHelp(
+        parsing: .unconditional, help: ArgumentHelp(
             "Payload size in bytes: the payload text repeated (or 'x') to this length. Not with --lines.", valueName: "bytes"))
     var size: Int?
 
@@ -84,20 +84,20 @@ struct Publish: AsyncParsableCommand {
     var noWait = false
 
     @Option(
-        help: ArgumentHelp(
+        parsing: .unconditional, help: ArgumentHelp(
             "Wait for this many subscribers of NAME (with --input json: of the first line's name) before sending (default: 1).",
             valueName: "n"))
     var subscribers: Int?
 
-    @Option(help: ArgumentHelp("Seconds to wait for subscribers (default: 10).", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for subscribers (default: 10).", valueName: "seconds"))
     var timeout: Double?
 
-    @Option(help: ArgumentHelp("ZeroMQ send high-water mark (messages per subscriber).", valueName: "messages"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("ZeroMQ send high-water mark (messages per subscriber).", valueName: "messages"))
     var hwm: Int32 = 10_000
 
     @Option(
         name: .customLong("close-timeout"),
-        help: ArgumentHelp(
+        parsing: .unconditional, help: ArgumentHelp(
             "Seconds closing may take: sending what is queued and waiting for subscribers to acknowledge the end of stream.",
             valueName: "seconds"))
     var closeTimeout: Double = Double(BusConfiguration(publish: []).closeTimeoutInMilliseconds) / 1_000

@@ -46,7 +46,7 @@ struct Request: AsyncParsableCommand {
     @Argument(help: "The payload text (default: empty).")
     var payload: String = ""
 
-    @Option(help: ArgumentHelp("Seconds to wait for the reply.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for the reply.", valueName: "seconds"))
     var timeout: Double = 5
 
     @Option(name: .customLong("header"), help: ArgumentHelp("A header key=value. Repeatable.", valueName: "key=value"))
@@ -77,6 +77,9 @@ struct Request: AsyncParsableCommand {
         } catch {
             outcome = .failure(error)
         }
+        // Whether both sides reached the broker: "no responders" then means nobody answers, not
+        // that the broker is unreachable.
+        let reached = bus.stats.connectedEndpoints >= 2
         await bus.close()
         switch outcome {
         case .success(let reply):
@@ -87,7 +90,13 @@ struct Request: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data(reply.payload))
             if reply.payload.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
         case .failure(.noResponders(let name)):
-            printError("nbus request: no responders: nothing subscribes to \(name) at \(endpoints.frontend)")
+            if reached {
+                printError("nbus request: no responders: nothing subscribes to \(name) at \(endpoints.frontend)")
+            } else {
+                printError(
+                    "nbus request: no responders to \(name): no broker reached at \(endpoints.frontend) and "
+                        + "\(endpoints.backend) (is nbus broker running there?)")
+            }
             throw ExitCode(2)
         case .failure(.timedOut):
             printError("nbus request: no reply to \(requestName) within \(timeout) s")
@@ -123,7 +132,7 @@ struct ReplyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Reply with this shell command's output.", valueName: "CMD"))
     var command: String?
 
-    @Option(help: "Stop after answering this many requests (default: never).")
+    @Option(parsing: .unconditional, help: "Stop after answering this many requests (default: never).")
     var count: Int?
 
     @OptionGroup var endpoints: BrokerEndpointOptions

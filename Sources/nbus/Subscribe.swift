@@ -50,24 +50,24 @@ struct Subscribe: AsyncParsableCommand {
 
     @OptionGroup var endpoints: EndpointOptions
 
-    @Option(help: ArgumentHelp("Give up after this many seconds (exit 1 if --count was not reached).", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Give up after this many seconds (exit 1 if --count was not reached).", valueName: "seconds"))
     var timeout: Double?
 
-    @Option(help: ArgumentHelp("Buffered notifications per pattern before the policy applies.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Buffered notifications per pattern before the policy applies.", valueName: "n"))
     var buffer: Int = 8192
 
     @Option(help: ArgumentHelp("When the buffer is full: suspend (back-pressure), drop-oldest or drop-newest.", valueName: "policy"))
     var policy: Policy = .suspend
 
-    @Option(help: ArgumentHelp("Largest payload accepted, in bytes.", valueName: "bytes"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Largest payload accepted, in bytes.", valueName: "bytes"))
     var maxPayload: Int = WireFormat.defaultMaximumPayload
 
-    @Option(name: .customLong("max-memory"), help: ArgumentHelp(
+    @Option(name: .customLong("max-memory"), parsing: .unconditional, help: ArgumentHelp(
         "With --bind: resident memory (MiB) past which every connection is dropped, so no peer can grow this process without bound (0: no limit).",
         valueName: "MiB"))
     var maxMemory: Int = 4_096
 
-    @Option(help: ArgumentHelp("Most headers accepted per notification (0-32).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Most headers accepted per notification (0-32).", valueName: "n"))
     var maxHeaders: Int = WireFormat.maximumHeaderCount
 
     @OptionGroup var curve: CurveOptions

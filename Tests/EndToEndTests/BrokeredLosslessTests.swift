@@ -31,7 +31,7 @@ struct BrokeredLosslessTests {
         broker.signal(SIGTERM)
         let stopped = await broker.waitForExit()
         expectExit(stopped, 0, broker)
-        #expect(stopped?.stdoutText.contains("slow subscribers 0") == true, "\(broker.describe())")
+        #expect(stopped?.stderrText.contains("slow subscribers 0") == true, "\(broker.describe())")
     }
 
     @Test("a stopped subscriber: the broker sends past it after --slow-after, the other gets everything, the stopped one counts its loss exactly")
@@ -79,7 +79,7 @@ struct BrokeredLosslessTests {
         broker.signal(SIGTERM)
         let brokerOutput = await broker.waitForExit()
         expectExit(brokerOutput, 0, broker)
-        #expect(brokerOutput?.stdoutText.contains("slow subscribers 0") == false, "\(broker.describe())")
+        #expect(brokerOutput?.stderrText.contains("slow subscribers 0") == false, "\(broker.describe())")
         // Memory: about --hwm (10,000) x 250 B per side, with libzmq's and the kernel's buffers.
         if let brokerMemory { #expect(brokerMemory < 150_000, "broker peak RSS \(brokerMemory) kB") }
     }

@@ -302,7 +302,8 @@ struct HostilePeerTests {
         broker.signal(SIGTERM)
         let stopped = await broker.waitForExit()
         expectExit(stopped, 0, broker)
-        let report = try #require(stopped?.stdoutLines.first { $0.hasPrefix("broker stopped:") }, "\(broker.describe())")
+        let report = try #require(
+            stopped?.stderrText.split(separator: "\n").first { $0.contains("broker stopped:") }, "\(broker.describe())")
         // At least the notification (its end-of-stream record follows only while a subscriber
         // is still there: this one leaves after its one notification, and with it the broker's
         // subscription to the record).
@@ -361,8 +362,7 @@ struct HostilePeerTests {
             "broker", command: URL(fileURLWithPath: "/bin/sh"),
             ["-c", "ulimit -Sn 256 && exec \"$0\" broker --frontend \"$1\" --backend \"$2\"",
              children.executable.path, frontend, backend])
-        let banner = await broker.waitForStdoutLine(containing: "broker: open files limit")
-        try #require(banner != nil, "\(broker.describe())")
+        try #require(await broker.waitForStderr(containing: "broker: open files limit"), "\(broker.describe())")
         var idle: [RawZMTPPeer] = []
         for _ in 0..<400 { idle.append(try RawZMTPPeer(ipc: frontend, socketType: "PUB")) }
         // CPU the broker uses over one second with 400 idle connections open.
@@ -389,7 +389,7 @@ struct HostilePeerTests {
         let stopped = await broker.waitForExit()
         expectExit(stopped, 0, broker)
         // The count came from the monitor: 400 idle ones and the two real clients at the peak.
-        #expect(stopped?.stdoutText.contains("(peak 40") == true, "\(broker.describe())")
+        #expect(stopped?.stderrText.contains("(peak 40") == true, "\(broker.describe())")
     }
 
     @Test(
@@ -405,7 +405,7 @@ struct HostilePeerTests {
             ["-c", "ulimit -n 256 && exec \"$0\" broker --frontend tcp://127.0.0.1:* --backend tcp://127.0.0.1:*",
              children.executable.path])
         let banner = try #require(await broker.waitForStdoutLine(containing: "broker: frontend"), "\(broker.describe())")
-        try #require(await broker.waitForStdoutLine(containing: "broker: open files limit 256") != nil, "\(broker.describe())")
+        try #require(await broker.waitForStderr(containing: "broker: open files limit 256"), "\(broker.describe())")
         let port = try #require(banner.split(separator: " ").dropFirst(2).first.flatMap { UInt16($0.split(separator: ":").last ?? "") })
         var descriptors: [Int32] = []
         defer { for descriptor in descriptors { close(descriptor) } }
@@ -493,6 +493,6 @@ struct HostilePeerTests {
         broker.signal(SIGTERM)
         let stopped = await broker.waitForExit()
         expectExit(stopped, 0, broker)
-        #expect(stopped?.stdoutText.contains("memory resets 0") == false, "\(broker.describe())")
+        #expect(stopped?.stderrText.contains("memory resets 0") == false, "\(broker.describe())")
     }
 }

@@ -327,7 +327,8 @@ private func stopBroker(_ broker: Child) async throws -> (line: String, fromPubl
     broker.signal(SIGINT)
     expectExit(await broker.waitForExit(), 0, broker)
     let stopped = try #require(
-        broker.output.stdoutLines.first { $0.hasPrefix("broker stopped:") }, "no 'broker stopped:' line:\n\(broker.describe())")
+        broker.output.stderrText.split(separator: "\n").map(String.init).first { $0.contains("broker stopped:") },
+        "no 'broker stopped:' line:\n\(broker.describe())")
     let counters = try Regex(#"from publishers (\d+) msgs .* to subscribers (\d+) msgs"#)
     let match = try #require(try counters.firstMatch(in: stopped), "unexpected counters line: \(stopped)")
     return (stopped, Int(match.output[1].substring ?? "") ?? -1, Int(match.output[2].substring ?? "") ?? -1)

@@ -122,7 +122,7 @@ struct OperationsTests {
         broker.signal(SIGTERM)
         let stopped = await broker.waitForExit()
         #expect(stopped?.status == 0 && stopped?.bySignal == false, "\(broker.describe())")
-        #expect(stopped?.stdoutText.contains("broker stopped:") == true)
+        #expect(stopped?.stderrText.contains("broker stopped:") == true)
     }
 
     @Test("an --http port already taken: the broker stops in order and exits 2, saying why")
@@ -147,7 +147,7 @@ struct OperationsTests {
                        "--http", "127.0.0.1:\(port)"]))
         #expect(broker.status == 2, "\(broker.stderrText)")
         #expect(broker.stderrText.contains("error nbus broker: cannot serve --http 127.0.0.1:\(port)"), "\(broker.stderrText)")
-        #expect(broker.stdoutText.contains("broker stopped:"))
+        #expect(broker.stderrText.contains("broker stopped:"))
     }
 
     @Test("with CURVE, /connz shows each connection's admitted key and /metrics counts the refusals")
@@ -390,3 +390,27 @@ struct OperationsTests {
         #expect(!result.output.contains("nbus-broker.service:"), "warnings about the unit: \(result.output)")
     }
 }
+
+@Suite("A command says when its bus cannot reach what it connects to", .timeLimit(.minutes(1)))
+struct UnreachableEndpointTests {
+    @Test("subscribe to an endpoint nobody binds: a warning after 3 s, a notice once a publisher binds it")
+    func warnsThenConnects() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("late.sock")
+        // No --count: the subscriber runs until the notice is seen (it is logged at the watch's
+        // next look, which a subscriber done with one notification might not wait for).
+        let subscriber = try children.start("subscriber", ["subscribe", "late.>", "--connect", endpoint])
+        #expect(
+            await subscriber.waitForStderr(containing: "warning nbus subscribe: not connected to \(endpoint) after 3"),
+            "\(subscriber.describe())")
+        // Paced, so the connection stays up across several of the watch's looks (every 250 ms).
+        let publisher = try children.start("publisher", ["publish", "late.x", "--bind", endpoint, "--count", "3", "--rate", "1"])
+        #expect(await subscriber.waitForStderr(containing: "notice nbus subscribe: connected to \(endpoint) after"), "\(subscriber.describe())")
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        #expect(await subscriber.waitForStdoutLine(containing: "late.x seq=1") != nil, "\(subscriber.describe())")
+        subscriber.signal(SIGINT)
+        expectExit(await subscriber.waitForExit(), 0, subscriber)
+    }
+}
+

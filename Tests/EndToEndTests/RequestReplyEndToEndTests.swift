@@ -61,6 +61,16 @@ struct RequestReplyEndToEndTests {
         let nobody = try #require(try await children.run("request-nobody", ["request", "nobody.home"] + endpoints))
         #expect(nobody.status == 2, "\(nobody.stderrText)")
         #expect(nobody.stderrText.contains("no responders"), "\(nobody.stderrText)")
+        #expect(!nobody.stderrText.contains("no broker reached"), "\(nobody.stderrText)")
+
+        // No broker at all: the same exit, and the message says what is missing.
+        let alone = try #require(
+            try await children.run(
+                "request-alone",
+                ["request", "nobody.home", "--frontend", children.folder.ipc("none-f.sock"),
+                 "--backend", children.folder.ipc("none-b.sock")]))
+        #expect(alone.status == 2, "\(alone.stderrText)")
+        #expect(alone.stderrText.contains("no broker reached at"), "\(alone.stderrText)")
 
         // A responder that takes the request and is still busy when the requester gives up.
         let busy = try children.start("reply-busy", ["reply", "slow.op", "--command", "sleep 5"] + endpoints)

@@ -48,8 +48,9 @@ func startSecuredBroker(_ children: Children) async throws -> (broker: Child, fr
         "broker",
         ["broker", "--frontend", frontend, "--backend", backend, "--curve-secret", "broker.key",
          "--allow-publishers", "pubs", "--allow-subscribers", "subs"])
-    let banner = await broker.waitForStdoutLine(containing: "CURVE on")
-    try #require(banner != nil, "the broker did not start with CURVE:\n\(broker.describe())")
+    // Logged (stderr): stdout carries only the endpoints.
+    try #require(await broker.waitForStderr(containing: "CURVE on"), "the broker did not start with CURVE:\n\(broker.describe())")
+    let banner = broker.output.stderrText.split(separator: "\n").first { $0.contains("CURVE on") }
     #expect(banner?.contains("admitting 1 publisher key(s) from pubs and 1 subscriber key(s) from subs") == true)
     return (broker, frontend, backend)
 }
@@ -59,7 +60,7 @@ func stopAndReadCurveCounters(_ broker: Child) async throws -> [String: Int] {
     broker.signal(SIGINT)
     expectExit(await broker.waitForExit(), 0, broker)
     let line = try #require(
-        broker.output.stdoutLines.first { $0.hasPrefix("broker stopped CURVE:") }, "no CURVE stop line:\n\(broker.describe())")
+        broker.output.stderrText.split(separator: "\n").map(String.init).first { $0.contains("broker stopped CURVE:") }, "no CURVE stop line:\n\(broker.describe())")
     var counters: [String: Int] = [:]
     let pattern = try Regex(#"(publishers|subscribers) admitted (\d+), refused keys (\d+), failed handshakes (\d+)"#)
     for match in line.matches(of: pattern) {

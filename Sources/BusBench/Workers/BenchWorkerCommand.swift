@@ -53,15 +53,17 @@ public enum BenchWorkerCommand {
         guard let given = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
             throw WorkerOptionsError(message: "the options must be one JSON object, e.g. \(T.example)")
         }
-        let missing = T.requiredKeys.filter { given[$0] == nil }
-        guard missing.isEmpty else {
-            throw WorkerOptionsError(message: "missing \(missing.joined(separator: ", ")) (e.g. \(T.example))")
-        }
         let known = Set(T.template.keys.keys).union(T.optionalKeys)
+        func quoted(_ keys: [String]) -> String { keys.map { "'\($0)'" }.joined(separator: ", ") }
+        var problems: [String] = []
+        let missing = T.requiredKeys.filter { given[$0] == nil }
+        if !missing.isEmpty { problems.append("missing required key(s) \(quoted(missing))") }
         let unknown = given.keys.filter { !known.contains($0) }.sorted()
-        guard unknown.isEmpty else {
+        if !unknown.isEmpty { problems.append("unknown key(s) \(quoted(unknown))") }
+        guard problems.isEmpty else {
             throw WorkerOptionsError(
-                message: "unknown \(unknown.joined(separator: ", ")); the keys are \(known.sorted().joined(separator: ", "))")
+                message: problems.joined(separator: "; ") + " (the keys are \(known.sorted().joined(separator: ", ")); "
+                    + "e.g. \(T.example))")
         }
         let merged = T.template.keys.merging(given) { _, given in given }
         do {

@@ -154,6 +154,8 @@ extension BusEventLoop {
             log.handshakeFailures(failures, now: Timestamps.monotonicNanoseconds())
             for event in sockets.connectionEvents { log.connection(event) }
         }
+        // A connection made or lost changes `stats.connectedEndpoints`: publish it this round.
+        let connectionsChanged = !sockets.connectionEvents.isEmpty
         sockets.connectionEvents.removeAll()
         for failure in failures {
             if case .refused = failure { stats.handshakesRefused += 1 } else { stats.handshakesFailed += 1 }
@@ -161,7 +163,7 @@ extension BusEventLoop {
             if failure == .mechanismMismatch { stats.handshakeMechanismMismatches += 1 }
         }
         if !failures.isEmpty && handshakesCannotSucceed { perform(waiters.handshakesCannotSucceed()) }
-        return !failures.isEmpty
+        return !failures.isEmpty || connectionsChanged
     }
 
     // MARK: Waits
@@ -211,6 +213,7 @@ extension BusEventLoop {
         stats.lostUpstream = received.lostUpstream
         stats.endOfStreamRecords = received.endOfStreamRecords
         stats.malformedEndOfStreamRecords = received.malformedEndOfStreamRecords
+        stats.connectedEndpoints = sockets.connectedEndpointCount
         stats.streamsForgotten = received.streamsForgotten
         stats.trackedStreams = receiver.trackedStreams
         stats.rejected = received.rejected

@@ -29,6 +29,8 @@ final class BusSockets {
     /// Endpoints whose connection passed its handshake and has not dropped since: a connection
     /// counts as made (and lost) only then, not for each attempt a server refuses.
     private var handshakenEndpoints: Set<String> = []
+    /// The connecting sockets' endpoints whose connection is up (`BusStats.connectedEndpoints`).
+    var connectedEndpointCount: Int { handshakenEndpoints.count }
     /// Readers of the binding sockets' monitors (connections accepted and ended), only when the
     /// logger logs them: nothing else needs them.
     private(set) var acceptMonitors: [(reader: Socket, isPublisher: Bool)] = []
