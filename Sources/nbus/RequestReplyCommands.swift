@@ -28,6 +28,35 @@ struct BrokerEndpointOptions: ParsableArguments {
 }
 
 struct Request: AsyncParsableCommand {
+    /// The most `-` reads from standard input: the bus's default maximum payload.
+    static let standardInputLimit = 1 << 20
+
+    /// Standard input to its end, on a thread of its own; a usage error past `limit` bytes.
+    static func readStandardInput(limit: Int) async throws -> [UInt8] {
+        let result: Result<[UInt8], ValidationError> = await withCheckedContinuation { continuation in
+            Thread.detachNewThread {
+                var bytes: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 65_536)
+                while true {
+                    let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+                    if count < 0 && errno == EINTR { continue }
+                    if count < 0 {
+                        continuation.resume(returning: .failure(ValidationError("reading standard input: \(String(cString: strerror(errno)))")))
+                        return
+                    }
+                    if count == 0 { break }
+                    bytes += chunk[0..<count]
+                    if bytes.count > limit {
+                        continuation.resume(returning: .failure(ValidationError("the payload on standard input is over \(limit) bytes")))
+                        return
+                    }
+                }
+                continuation.resume(returning: .success(bytes))
+            }
+        }
+        return try result.get()
+    }
+
     static let configuration = CommandConfiguration(
         abstract: "Send one request to NAME through a broker and print the reply.",
         discussion: """
@@ -43,7 +72,7 @@ struct Request: AsyncParsableCommand {
     @Argument(help: "The request's name, e.g. math.double.")
     var name: String
 
-    @Argument(help: "The payload text (default: empty).")
+    @Argument(help: "The payload text (default: empty); - reads it from standard input, to its end (up to 1 MiB).")
     var payload: String = ""
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for the reply.", valueName: "seconds"))
@@ -68,12 +97,19 @@ struct Request: AsyncParsableCommand {
             }
             headerMap[String(header[..<equals])] = String(header[header.index(after: equals)...])
         }
+        let payloadBytes: [UInt8]
+        if payload == "-" {
+            // Read before the bus opens: the wait for a slow writer is not the reply's timeout.
+            payloadBytes = try await Self.readStandardInput(limit: Self.standardInputLimit)
+        } else {
+            payloadBytes = Array(payload.utf8)
+        }
         let bus: Bus
         do { bus = try Bus(endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
         let outcome: Result<BusNotification, BusError>
         do {
             outcome = .success(
-                try await bus.request(requestName, payload: Array(payload.utf8), headers: headerMap, timeout: SecondsOption.duration(timeout)))
+                try await bus.request(requestName, payload: payloadBytes, headers: headerMap, timeout: SecondsOption.duration(timeout)))
         } catch {
             outcome = .failure(error)
         }

@@ -32,6 +32,13 @@ struct RequestReplyEndToEndTests {
         let upper = try #require(try await children.run("request", ["request", "text.upper", "shout"] + endpoints))
         #expect(upper.status == 0 && upper.stdoutText == "text.upper:SHOUT\n", "\(upper.stderrText)")
 
+        // `-`: the payload is standard input, to its end (bytes as they came, newline included).
+        let piped = try children.start("request-stdin", ["request", "text.upper", "-"] + endpoints, withStdin: true)
+        try piped.writeStdinAndClose("from a pipe\n")
+        let pipedOutput = await piped.waitForExit()
+        expectExit(pipedOutput, 0, piped)
+        #expect(pipedOutput?.stdoutText == "text.upper:FROM A PIPE\n", "\(piped.describe())")
+
         let failed = try #require(
             try await children.run("request-fail", ["request", "text.upper", "x", "--header", "mode=fail"] + endpoints))
         #expect(failed.status == 3, "\(failed.stderrText)")
