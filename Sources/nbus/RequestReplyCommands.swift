@@ -168,6 +168,13 @@ struct ReplyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Reply with this shell command's output.", valueName: "CMD"))
     var command: String?
 
+    @Option(
+        name: .customLong("command-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Stop a --command that runs longer than this (it is killed and the request answered with status error); requests are answered one at a time.",
+            valueName: "seconds"))
+    var commandTimeout: Double = 30
+
     @Option(parsing: .unconditional, help: "Stop after answering this many requests (default: never).")
     var count: Int?
 
@@ -176,6 +183,7 @@ struct ReplyCommand: AsyncParsableCommand {
     func validate() throws {
         guard echo != (command != nil) else { throw ValidationError("give exactly one of --echo and --command") }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+        try SecondsOption.check(commandTimeout, "--command-timeout", in: 0.001...SecondsOption.maximumTimeout)
     }
 
     func run() async throws {
@@ -186,13 +194,15 @@ struct ReplyCommand: AsyncParsableCommand {
         do { bus = try Bus(endpoints.configuration("reply")) } catch { throw fail("reply", error, code: 2) }
         let answered = AnsweredCount(limit: count)
         let command = self.command
+        let commandTimeout = SecondsOption.duration(self.commandTimeout)
         // Counted once the reply is posted, so --count never closes the bus before its last reply.
         let responder = try bus.addObserver(forName: requestPattern) { [weak bus] request in
             guard RequestReply.replyName(of: request) != nil else {
                 printError("nbus reply: \(request.name): ignored, no valid reply-to header")
                 return
             }
-            let reply = if let command { await Self.run(command, for: request) } else { Reply(payload: request.payload) }
+            let reply =
+                if let command { await Self.run(command, for: request, timeout: commandTimeout) } else { Reply(payload: request.payload) }
             do {
                 try await bus?.reply(to: request, with: reply)
                 printError("nbus reply: \(request.name): \(reply.isError ? "error" : "ok"), \(reply.payload.count) bytes")
@@ -219,6 +229,23 @@ struct ReplyCommand: AsyncParsableCommand {
         await bus.close()
     }
 
+    /// `run(_:for:)` within `timeout`: a command still running then is stopped (Subprocess ends it
+    /// when its task is cancelled) and the reply says so, so one stuck command cannot hold every
+    /// later request.
+    static func run(_ command: String, for request: BusNotification, timeout: Duration) async -> Reply {
+        await withTaskGroup(of: Reply?.self) { group in
+            group.addTask { await run(command, for: request) }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next()
+            group.cancelAll()
+            if case .some(.some(let reply)) = first { return reply }
+            return .error("the command did not finish within \(timeout) (--command-timeout)")
+        }
+    }
+
     /// Runs `command` for `request`: payload in, reply out, headers in the environment.
     static func run(_ command: String, for request: BusNotification) async -> Reply {
         var environment: [Environment.Key: String] = ["NBUS_NAME": request.name.rawValue]
@@ -231,8 +258,14 @@ struct ReplyCommand: AsyncParsableCommand {
             // reads its input (or exits first) then costs nothing, where a pipe would fail the
             // write (or raise SIGPIPE) and hide the command's own exit status and reason.
             let payloadFile = try FileDescriptor.unlinkedTemporaryFile(holding: request.payload)
+            // A session of its own, so that stopping it (--command-timeout cancels this task)
+            // reaches what the shell started too (`sleep`, a pipeline), not the shell alone.
+            var platformOptions = PlatformOptions()
+            platformOptions.createSession = true
+            platformOptions.teardownSequence = [.gracefulShutDown(toProcessGroup: true, allowedDurationToNextStep: .milliseconds(500))]
             let result = try await Subprocess.run(
                 .path("/bin/sh"), arguments: ["-c", command], environment: .inherit.updating(environment),
+                platformOptions: platformOptions,
                 input: .fileDescriptor(payloadFile, closeAfterSpawningProcess: true),
                 output: .bytes(limit: WireFormat.defaultMaximumPayload), error: .string(limit: 4_096))
             if case .exited(0) = result.terminationStatus { return Reply(payload: result.standardOutput) }

@@ -46,6 +46,32 @@ struct RequestReplyEndToEndTests {
         _ = await stopSubscriber(responder)
     }
 
+    @Test("--command-timeout: a command that hangs is stopped and answered as an error; the next request is answered")
+    func commandTimeout() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        // The sleep is the shell's child: stopping the shell alone would leave it running.
+        let script = #"if [ "$NBUS_HEADER_MODE" = hang ]; then sleep 97.5; fi; tr a-z A-Z"#
+        let responder = try children.start(
+            "reply", ["reply", "text.*", "--command", script, "--command-timeout", "1"] + endpoints)
+        try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
+
+        let hung = try #require(
+            try await children.run(
+                "request-hang", ["request", "text.upper", "x", "--header", "mode=hang", "--timeout", "20"] + endpoints))
+        #expect(hung.status == 3, "\(hung.stderrText)")
+        #expect(hung.stderrText.contains("the command did not finish within 1"), "\(hung.stderrText)")
+        // (The responder's own command line holds the script: look for the sleep itself.)
+        #expect(!processCommandLines().contains { $0.hasPrefix("sleep 97.5") }, "the command's child was left running")
+
+        // Not held by the hung one: the next request is answered.
+        let next = try #require(try await children.run("request-next", ["request", "text.upper", "after"] + endpoints))
+        #expect(next.status == 0 && next.stdoutText == "AFTER\n", "\(next.stderrText)")
+        _ = await stopSubscriber(responder)
+    }
+
     @Test("The README's two lines: nbus reply 'text.*' --command 'tr a-z A-Z', then nbus request text.upper shout prints SHOUT")
     func readmeLines() async throws {
         let children = try Children()
@@ -86,5 +112,14 @@ struct RequestReplyEndToEndTests {
             try await children.run("request-silent", ["request", "slow.op", "--timeout", "0.3"] + endpoints))
         #expect(silent.status == 1, "\(silent.stderrText)")
         #expect(silent.stderrText.contains("no reply to slow.op within 0.3 s"), "\(silent.stderrText)")
+    }
+}
+
+/// The command lines of this machine's processes (from /proc), to find one left running.
+private func processCommandLines() -> [String] {
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+    return entries.compactMap { entry -> String? in
+        guard Int32(entry) != nil, let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
+        return String(decoding: data.map { $0 == 0 ? UInt8(ascii: " ") : $0 }, as: UTF8.self)
     }
 }
