@@ -14,15 +14,25 @@ struct BrokerEndpointOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The broker's backend, where subscribers connect.", valueName: "endpoint"))
     var backend = DefaultEndpoints.backend
 
+    /// A CURVE client of the broker, like publish and subscribe with --connect.
+    @OptionGroup var curve: CurveOptions
+
     func validate() throws {
         try validateEndpoint(frontend, option: "--frontend")
         try validateEndpoint(backend, option: "--backend")
+        switch (curve.curveSecret, curve.curveServerKey) {
+        case (nil, nil), (.some, .some): break
+        case (nil, .some): throw ValidationError("--curve-server-key needs --curve-secret too")
+        case (.some, nil): throw ValidationError("--curve-secret needs --curve-server-key (the broker's .pub file)")
+        }
     }
 
-    /// The bus of `command`, its own lines (connections, handshakes, rejections) at --log-level debug.
-    func configuration(_ command: String) -> BusConfiguration {
+    /// The bus of `command`, its own lines (connections, handshakes, rejections) at --log-level
+    /// debug, with the CURVE keys loaded when given.
+    func configuration(_ command: String) throws -> BusConfiguration {
         var configuration = BusConfiguration.brokered(frontend: frontend, backend: backend)
         configuration.logger = CommandLog.logger(command)
+        try curve.apply(to: &configuration, allowList: nil, command: command)
         return configuration
     }
 }
@@ -83,11 +93,14 @@ struct Request: AsyncParsableCommand {
 
     @OptionGroup var endpoints: BrokerEndpointOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     func validate() throws {
         try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout)
     }
 
     func run() async throws {
+        logging.bootstrap()
         let requestName: NotificationName
         do { requestName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(name)': \(error)") }
         var headerMap = NotificationHeaders()
@@ -105,7 +118,7 @@ struct Request: AsyncParsableCommand {
             payloadBytes = Array(payload.utf8)
         }
         let bus: Bus
-        do { bus = try Bus(endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
+        do { bus = try Bus(try endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
         let outcome: Result<BusNotification, BusError>
         do {
             outcome = .success(
@@ -180,6 +193,8 @@ struct ReplyCommand: AsyncParsableCommand {
 
     @OptionGroup var endpoints: BrokerEndpointOptions
 
+    @OptionGroup var logging: LoggingOptions
+
     func validate() throws {
         guard echo != (command != nil) else { throw ValidationError("give exactly one of --echo and --command") }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
@@ -187,11 +202,12 @@ struct ReplyCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        logging.bootstrap()
         let requestPattern: NamePattern
         do { requestPattern = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(pattern)': \(error)") }
         await TerminationSignals.install()
         let bus: Bus
-        do { bus = try Bus(endpoints.configuration("reply")) } catch { throw fail("reply", error, code: 2) }
+        do { bus = try Bus(try endpoints.configuration("reply")) } catch { throw fail("reply", error, code: 2) }
         let answered = AnsweredCount(limit: count)
         let command = self.command
         let commandTimeout = SecondsOption.duration(self.commandTimeout)

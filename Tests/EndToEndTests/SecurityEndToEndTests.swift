@@ -41,7 +41,9 @@ struct TestKeys {
 }
 
 /// Starts a CURVE broker on ipc endpoints in the folder and waits for its banner.
-func startSecuredBroker(_ children: Children) async throws -> (broker: Child, frontend: String, backend: String) {
+func startSecuredBroker(
+    _ children: Children, listed: (publishers: Int, subscribers: Int) = (1, 1)
+) async throws -> (broker: Child, frontend: String, backend: String) {
     let frontend = children.folder.ipc("f.sock")
     let backend = children.folder.ipc("b.sock")
     let broker = try children.start(
@@ -51,7 +53,9 @@ func startSecuredBroker(_ children: Children) async throws -> (broker: Child, fr
     // Logged (stderr): stdout carries only the endpoints.
     try #require(await broker.waitForStderr(containing: "CURVE on"), "the broker did not start with CURVE:\n\(broker.describe())")
     let banner = broker.output.stderrText.split(separator: "\n").first { $0.contains("CURVE on") }
-    #expect(banner?.contains("admitting 1 publisher key(s) from pubs and 1 subscriber key(s) from subs") == true)
+    #expect(
+        banner?.contains(
+            "admitting \(listed.publishers) publisher key(s) from pubs and \(listed.subscribers) subscriber key(s) from subs") == true)
     return (broker, frontend, backend)
 }
 
@@ -145,6 +149,34 @@ struct SecurityEndToEndTests {
         #expect(try FileManager.default.attributesOfItem(atPath: folder)[.posixPermissions] as? Int == 0o700)
         #expect(try FileManager.default.attributesOfItem(atPath: folder + "/deeper")[.posixPermissions] as? Int == 0o700)
         #expect(try CurveKeyFile.readPublicKey(at: folder + "/deeper/broker.pub").count == 40)
+    }
+
+    @Test("request and reply through a CURVE broker, each with its key listed on both sides")
+    func requestReplyWithCurve() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        _ = try await TestKeys(children)
+        // Both publish (requests, replies) and subscribe (replies, requests): listed on both sides.
+        let folder = children.folder.path
+        for name in ["pubs/carol", "pubs/dave"] {
+            let output = try #require(try await children.run("keygen \(name)", ["keygen", "--output", name]))
+            #expect(output.status == 0, "\(output.stderrText)")
+            try FileManager.default.copyItem(atPath: "\(folder)/\(name).pub", toPath: "\(folder)/subs/\(name.dropFirst(5)).pub")
+        }
+        let (_, frontend, backend) = try await startSecuredBroker(children, listed: (3, 3))
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let responder = try children.start(
+            "reply", ["reply", "secure.*", "--echo"] + endpoints + TestKeys.client("pubs/carol"))
+        try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
+        let answered = try #require(
+            try await children.run("request", ["request", "secure.echo", "sealed"] + endpoints + TestKeys.client("pubs/dave")))
+        #expect(answered.status == 0 && answered.stdoutText == "sealed\n", "\(answered.stderrText)")
+        // A half-given key pair is a usage error naming what is missing.
+        let half = try #require(
+            try await children.run("request-half", ["request", "secure.echo", "--curve-secret", "pubs/dave.key"] + endpoints))
+        #expect(half.status == 64 && half.stderrText.contains("--curve-secret needs --curve-server-key"), "\(half.stderrText)")
+        responder.signal(SIGINT)
+        expectExit(await responder.waitForExit(), 0, responder)
     }
 
     @Test("CURVE broker: listed keys exchange; an unlisted publisher (posting first) and subscriber are refused, logged and counted")
