@@ -67,7 +67,7 @@ struct ScenarioArguments: ParsableArguments {
     @Flag(help: "Publisher back-pressure (lossless; the slowest host then paces everyone).")
     var backpressure = false
 
-    @Option(help: "Comma-separated styles: onReceive, task-main, task-off-main, task-replay (default: all).")
+    @Option(help: "Comma-separated styles: onReceive, task-main, task-off-main, task-replay.")
     var styles: String = ViewStyle.allCases.map(\.rawValue).joined(separator: ",")
 
     @Flag(name: .customLong("one-at-a-time"), help: "Run each style with its own publisher run instead of side by side.")

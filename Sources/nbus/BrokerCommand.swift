@@ -212,7 +212,7 @@ struct BrokerCommand: AsyncParsableCommand {
                         curve: security != nil,
                         settings: [
                             "hwm": "\(hwm)", "slowAfterSeconds": "\(slowAfter)", "maxMemoryMiB": "\(maxMemory)",
-                            "heartbeatMilliseconds": "\(heartbeatMilliseconds)", "idleSpinSeconds": "\(idleSpin)", "statsSeconds": "\(stats)",
+                            "heartbeatSeconds": "\(Double(heartbeatMilliseconds) / 1_000)", "idleSpinSeconds": "\(idleSpin)", "statsSeconds": "\(stats)",
                             "openFilesLimit": openFiles.map { "\($0)" } ?? "unknown",
                         ]))
                 helpers.append(
