@@ -31,7 +31,8 @@ struct Publish: AsyncParsableCommand {
             end-of-stream record, within --close-timeout), prints its summary and exits as if done; \
             a second signal exits at once with 128 + the signal number.
 
-            Exit status: 0 sent, 1 unsent notifications or another failure, 2 no subscriber in time, \
+            Exit status: 0 sent (with --no-wait also when no subscriber wanted them: counted as \
+            unwanted, with a warning), 1 unsent notifications or another failure, 2 no subscriber in time, \
             an unusable endpoint or key file, a key the server refused (with --no-wait too, when \
             the refusal is known at close and no subscriber reached this publisher), or skipped \
             input lines, 64 bad arguments (checked before connecting).
@@ -484,7 +485,15 @@ struct PublishService: Service {
         if stats.endOfStreamUnacknowledged > 0 {
             summary += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
         }
-        logLine(stats.unsent > 0 ? .warning : .info, "publish", summary)
+        // Nothing at all went out because nobody wanted it (--no-wait with no subscriber yet): a
+        // warning, so a summary of a run that reached nobody does not read like success.
+        let reachedNobody = stats.posted > 0 && stats.sent == 0 && stats.unwanted == stats.posted
+        logLine(stats.unsent > 0 || reachedNobody ? .warning : .info, "publish", summary)
+        if reachedNobody {
+            logLine(
+                .warning, "publish",
+                "nbus publish: nothing was sent: no subscriber of \(name) had reached this publisher (--no-wait does not wait for one; without it, publish waits up to --timeout)")
+        }
         if stats.unsent > 0 { throw ExitCode(1) }
         if skipped > 0 { throw ExitCode(2) }
     }

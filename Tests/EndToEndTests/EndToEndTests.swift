@@ -279,6 +279,18 @@ struct EndToEndTests {
         #expect(output.stderrText.contains("no subscriber for x reached this publisher"), "\(output.stderrText)")
     }
 
+    @Test("publish --no-wait with no subscriber: exit 0, and a warning that nothing was sent")
+    func noWaitReachedNobody() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let output = try #require(
+            try await children.run(
+                "publish", ["publish", "nobody.there", "--count", "2", "--no-wait", "--connect", children.folder.ipc("none.sock")]))
+        #expect(!output.bySignal && output.status == 0, "\(output)")
+        #expect(output.stderrText.contains("warning nbus publish: posted 2, sent 0, unsent 0, unwanted 2 (no subscriber)"), "\(output.stderrText)")
+        #expect(output.stderrText.contains("warning nbus publish: nothing was sent: no subscriber of nobody.there"), "\(output.stderrText)")
+    }
+
     @Test("an unusable endpoint: a usage error naming the forms, or exit 2 with libzmq's error; no crash")
     func badEndpoint() async throws {
         let children = try Children()
