@@ -172,8 +172,6 @@ extension SocketOption where Value == Duration {
     /// `ZMQ_HEARTBEAT_TTL`: how long the peer should wait for traffic from this side before
     /// dropping it (sent in each PING; libzmq rounds to deciseconds).
     public static var heartbeatTTL: Self { .init(rawValue: ZMQ_HEARTBEAT_TTL, name: "ZMQ_HEARTBEAT_TTL") }
-    /// `ZMQ_RECONNECT_IVL`: before the first reconnect attempt.
-    public static var reconnectInterval: Self { .init(rawValue: ZMQ_RECONNECT_IVL, name: "ZMQ_RECONNECT_IVL") }
     /// `ZMQ_RECONNECT_IVL_MAX`: upper bound of the exponential reconnect back-off (`.zero`: none).
     public static var reconnectIntervalMax: Self {
         .init(rawValue: ZMQ_RECONNECT_IVL_MAX, name: "ZMQ_RECONNECT_IVL_MAX")
@@ -187,6 +185,8 @@ extension SocketOption where Value == Duration? {
     public static var receiveTimeout: Self { .init(rawValue: ZMQ_RCVTIMEO, name: "ZMQ_RCVTIMEO") }
     /// `ZMQ_SNDTIMEO`: how long a blocking send waits before `EAGAIN` (nil: forever).
     public static var sendTimeout: Self { .init(rawValue: ZMQ_SNDTIMEO, name: "ZMQ_SNDTIMEO") }
+    /// `ZMQ_RECONNECT_IVL`: before the first reconnect attempt (nil: libzmq's -1, never reconnect).
+    public static var reconnectInterval: Self { .init(rawValue: ZMQ_RECONNECT_IVL, name: "ZMQ_RECONNECT_IVL") }
 }
 
 extension SocketOption where Value == Bool {

@@ -83,7 +83,10 @@ struct BusHTTPOptions: ParsableArguments {
             guard case .connect(let endpoint) = attachment, !endpoint.hasPrefix("inproc://") else { return nil }
             return endpoint
         }
-        let watch = ConnectionWatchService(bus: bus, endpoints: connected, logger: CommandLog.logger(command))
+        // Each endpoint once: the bus counts an endpoint once however many of its sockets connect there.
+        var seen = Set<String>()
+        let distinct = connected.filter { seen.insert($0).inserted }
+        let watch = ConnectionWatchService(bus: bus, endpoints: distinct, logger: CommandLog.logger(command))
         guard let http else { return [watch] }
         let address = try HTTPListenAddress(parsing: http)
         let registry = PrometheusCollectorRegistry()

@@ -212,20 +212,26 @@ struct ReplyCommand: AsyncParsableCommand {
         let command = self.command
         let commandTimeout = SecondsOption.duration(self.commandTimeout)
         // Counted once the reply is posted, so --count never closes the bus before its last reply.
-        let responder = try bus.addObserver(forName: requestPattern) { [weak bus] request in
-            guard RequestReply.replyName(of: request) != nil else {
-                printError("nbus reply: \(request.name): ignored, no valid reply-to header")
-                return
+        // One request at a time, in a task of its own that shutdown cancels and then awaits: a
+        // command still running is stopped then (Subprocess's teardown of its session) before
+        // this process exits, instead of being left behind.
+        let requests = try bus.notifications(named: requestPattern)
+        let handling = Task {
+            for await request in requests {
+                guard RequestReply.replyName(of: request) != nil else {
+                    printError("nbus reply: \(request.name): ignored, no valid reply-to header")
+                    continue
+                }
+                let reply =
+                    if let command { await Self.run(command, for: request, timeout: commandTimeout) } else { Reply(payload: request.payload) }
+                do {
+                    try await bus.reply(to: request, with: reply)
+                    printError("nbus reply: \(request.name): \(reply.isError ? "error" : "ok"), \(reply.payload.count) bytes")
+                } catch {
+                    printError("nbus reply: \(request.name): the reply was not sent: \(error)")
+                }
+                answered.increment()
             }
-            let reply =
-                if let command { await Self.run(command, for: request, timeout: commandTimeout) } else { Reply(payload: request.payload) }
-            do {
-                try await bus?.reply(to: request, with: reply)
-                printError("nbus reply: \(request.name): \(reply.isError ? "error" : "ok"), \(reply.payload.count) bytes")
-            } catch {
-                printError("nbus reply: \(request.name): the reply was not sent: \(error)")
-            }
-            answered.increment()
         }
         // "answering" means requests can reach us: the subscription is live at the broker.
         do {
@@ -241,7 +247,9 @@ struct ReplyCommand: AsyncParsableCommand {
             await group.next()
             group.cancelAll()
         }
-        responder.cancel()
+        requests.cancel()
+        handling.cancel()
+        await handling.value
         await bus.close()
     }
 
@@ -258,6 +266,7 @@ struct ReplyCommand: AsyncParsableCommand {
             let first = await group.next()
             group.cancelAll()
             if case .some(.some(let reply)) = first { return reply }
+            if Task.isCancelled { return .error("the responder is stopping; the command was stopped") }
             return .error("the command did not finish within \(timeout) (--command-timeout)")
         }
     }

@@ -53,7 +53,12 @@ enum SecondsOption {
         }
         let value = seconds ?? defaultSeconds
         try check(value, flag, in: range)
-        return Int((value * perSecond).rounded())
+        let units = Int((value * perSecond).rounded())
+        // Kept in whole units: a value that would round to none must not quietly turn it off.
+        guard value == 0 || units > 0 else {
+            throw ValidationError("\(flag) \(value) is under one \(perSecond == 1_000 ? "millisecond" : "microsecond"), the finest it takes (0: none)")
+        }
+        return units
     }
 
     /// A bound as typed: `86400`, `0.1`.

@@ -181,6 +181,13 @@ struct BenchWorkerOptionsTests {
         } catch {
             #expect(error.description.contains("one JSON object"))
         }
+        do {
+            _ = try BenchWorkerCommand.decode(
+                BusWorkerOptions.self, #"{"role":"subscriber","endpoint":"x","count":1,"timeoutSeconds":9223372036854775807}"#)
+            Issue.record("a timeout the worker would trap on was accepted")
+        } catch {
+            #expect(error.description.contains("timeoutSeconds must be from 1 to 31536000"), "\(error)")
+        }
         let views = try BenchWorkerCommand.decode(ViewsWorkerOptions.self, ViewsWorkerOptions.example)
         #expect(views.role == .host && views.style == .onReceive && views.scenario == ViewsScenario())
     }

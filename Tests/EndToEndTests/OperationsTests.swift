@@ -402,7 +402,7 @@ struct UnreachableEndpointTests {
         // next look, which a subscriber done with one notification might not wait for).
         let subscriber = try children.start("subscriber", ["subscribe", "late.>", "--connect", endpoint])
         #expect(
-            await subscriber.waitForStderr(containing: "warning nbus subscribe: not connected to \(endpoint) after 3"),
+            await subscriber.waitForStderr(containing: "warning nbus subscribe: not connected to \(endpoint) after "),
             "\(subscriber.describe())")
         // Paced, so the connection stays up across several of the watch's looks (every 250 ms).
         let publisher = try children.start("publisher", ["publish", "late.x", "--bind", endpoint, "--count", "3", "--rate", "1"])

@@ -1,5 +1,9 @@
 import Foundation
 import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @Suite("nbus request and nbus reply through a broker (real processes)", .timeLimit(.minutes(2)))
 struct RequestReplyEndToEndTests {
@@ -52,8 +56,10 @@ struct RequestReplyEndToEndTests {
         defer { children.killAll() }
         let (_, frontend, backend) = try await children.startBroker()
         let endpoints = ["--frontend", frontend, "--backend", backend]
-        // The sleep is the shell's child: stopping the shell alone would leave it running.
-        let script = #"if [ "$NBUS_HEADER_MODE" = hang ]; then sleep 97.5; fi; tr a-z A-Z"#
+        // The sleep is the shell's child: stopping the shell alone would leave it running. Its
+        // length is this run's own, so another run's sleep is never taken for it.
+        let sleep = "sleep 97.\(Int.random(in: 100_000...999_999))"
+        let script = #"if [ "$NBUS_HEADER_MODE" = hang ]; then "# + sleep + #"; fi; tr a-z A-Z"#
         let responder = try children.start(
             "reply", ["reply", "text.*", "--command", script, "--command-timeout", "1"] + endpoints)
         try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
@@ -64,12 +70,43 @@ struct RequestReplyEndToEndTests {
         #expect(hung.status == 3, "\(hung.stderrText)")
         #expect(hung.stderrText.contains("the command did not finish within 1"), "\(hung.stderrText)")
         // (The responder's own command line holds the script: look for the sleep itself.)
-        #expect(!processCommandLines().contains { $0.hasPrefix("sleep 97.5") }, "the command's child was left running")
+        #expect(!processCommandLines().contains { $0.hasPrefix(sleep) }, "the command's child was left running")
 
         // Not held by the hung one: the next request is answered.
         let next = try #require(try await children.run("request-next", ["request", "text.upper", "after"] + endpoints))
         #expect(next.status == 0 && next.stdoutText == "AFTER\n", "\(next.stderrText)")
         _ = await stopSubscriber(responder)
+    }
+
+    @Test("Stopping nbus reply while a command runs stops the command and what it started (one that ignores SIGTERM too)")
+    func shutdownStopsTheCommand() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let sleep = "sleep 41.\(Int.random(in: 100_000...999_999))"
+        // The command says it started through a FIFO the test reads: a real signal, no polling.
+        let fifo = children.folder.path + "/started.fifo"
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let responder = try children.start(
+            "reply", ["reply", "slow.*", "--command", "trap '' TERM; echo started > \(fifo); \(sleep); echo done"] + endpoints)
+        try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
+        let request = try children.start("request", ["request", "slow.op", "x", "--timeout", "30"] + endpoints)
+        let said = try await withTimeout(standardWait, "the command's start") {
+            try await runBlocking { () -> String in
+                // Opening blocks until the command opens its end; reading ends at its close.
+                guard let handle = FileHandle(forReadingAtPath: fifo) else { return "" }
+                defer { try? handle.close() }
+                return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+            }
+        }
+        #expect(said == "started\n")
+        responder.signal(SIGINT)
+        expectExit(await responder.waitForExit(), 0, responder)
+        #expect(!processCommandLines().contains { $0.hasPrefix(sleep) }, "the command's sleep was left running")
+        #expect(!processCommandLines().contains { $0.contains("trap '' TERM; \(sleep)") && $0.hasPrefix("/bin/sh") },
+                "the command's shell was left running")
+        _ = await request.waitForExit()
     }
 
     @Test("The README's two lines: nbus reply 'text.*' --command 'tr a-z A-Z', then nbus request text.upper shout prints SHOUT")

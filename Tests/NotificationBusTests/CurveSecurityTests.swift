@@ -256,6 +256,27 @@ struct CurveSecurityTests {
         for bus in [listed, unlisted, publisher] { await bus.close() }
     }
 
+    @Test("A CURVE server bus logging at debug still reports failed handshakes (one monitor per socket)")
+    func debugLoggingKeepsHandshakeFailures() async throws {
+        let serverKeys = try CurveKeyPair.generate()
+        let log = AuthenticationLog()
+        var configuration = BusConfiguration.directPublisher(bind: try temporaryIPCEndpoint())
+        configuration.curveServer = CurveServerSecurity(
+            keyPair: serverKeys, allowedClients: try CurveAllowList(keys: [:]), onAuthentication: log.record)
+        // A debug logger used to add an accept monitor that replaced the ZAP handler's.
+        configuration.logger = KeptLines.logger().0
+        let publisher = try Bus(configuration)
+        let endpoint = try #require(publisher.endpoints.first)
+        let plaintext = try Bus(.directSubscriber(connect: [endpoint]))
+        _ = try plaintext.events(named: NamePattern("d.>"))
+        let failed: @Sendable (HandshakeFailure) -> Bool = { failure in
+            if case .system = failure { return true }
+            return failure == .mechanismMismatch
+        }
+        #expect(await log.waitForFailedHandshake(.subscribers, failed))
+        for bus in [plaintext, publisher] { await bus.close() }
+    }
+
     @Test("A socket that both binds and connects cannot use CURVE: opening the bus says so")
     func mixedAttachmentsAreRefused() throws {
         var configuration = BusConfiguration(publish: [.bind(try temporaryIPCEndpoint()), .connect(try temporaryIPCEndpoint())])

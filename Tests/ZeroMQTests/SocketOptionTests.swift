@@ -23,7 +23,7 @@ struct SocketOptionTests {
         let context = try Context()
         let socket = try context.socket(.dealer)
         let spans: [(SocketOption<Duration>, Duration)] = [
-            (.reconnectInterval, .milliseconds(40)), (.reconnectIntervalMax, .seconds(2)),
+            (.reconnectIntervalMax, .seconds(2)),
             (.heartbeatInterval, .milliseconds(1_500)), (.heartbeatTimeout, .seconds(4)),
         ]
         for (option, value) in spans {
@@ -32,6 +32,7 @@ struct SocketOptionTests {
         }
         let forever: [(SocketOption<Duration?>, Duration?)] = [
             (.linger, .milliseconds(250)), (.receiveTimeout, .milliseconds(750)), (.sendTimeout, nil), (.linger, nil),
+            (.reconnectInterval, .milliseconds(40)), (.reconnectInterval, nil),
         ]
         for (option, value) in forever {
             try socket.set(option, value)

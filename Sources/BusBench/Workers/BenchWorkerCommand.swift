@@ -66,12 +66,20 @@ public enum BenchWorkerCommand {
                     + "e.g. \(T.example))")
         }
         let merged = T.template.keys.merging(given) { _, given in given }
+        let options: T
         do {
             let data = try JSONSerialization.data(withJSONObject: merged)
-            return try JSONDecoder().decode(T.self, from: data)
+            options = try JSONDecoder().decode(T.self, from: data)
         } catch {
             throw WorkerOptionsError(message: "the options do not decode (\(error))")
         }
+        if let problem = options.outOfRange { throw WorkerOptionsError(message: problem) }
+        return options
+    }
+
+    /// "KEY must be from A to B" unless `value` is within `range`.
+    static func range<V: Comparable>(_ key: String, _ value: V, _ range: ClosedRange<V>) -> String? {
+        range.contains(value) ? nil : "\(key) must be from \(range.lowerBound) to \(range.upperBound), got \(value)"
     }
 }
 
@@ -85,6 +93,9 @@ protocol BenchWorkerOptions: Codable {
     static var optionalKeys: [String] { get }
     /// A minimal options object, for error messages.
     static var example: String { get }
+    /// The first value out of its range, as a sentence; nil when every one is usable (a worker
+    /// must not trap on a hand-written value).
+    var outOfRange: String? { get }
 }
 
 extension BenchWorkerOptions {

@@ -68,6 +68,15 @@ extension BusWorkerOptions: BenchWorkerOptions {
     static let requiredKeys = ["role", "endpoint", "count"]
     static let optionalKeys = ["rate"]
     static let example = #"{"role":"publisher","endpoint":"ipc:///tmp/w.sock","count":20000,"rate":10000}"#
+
+    var outOfRange: String? {
+        typealias C = BenchWorkerCommand
+        return C.range("count", count, 0...1_000_000_000) ?? C.range("size", size, 0...(64 << 20))
+            ?? C.range("highWaterMark", highWaterMark, 0...Int32.max) ?? rate.flatMap { C.range("rate", $0, 1...1_000_000_000) }
+            ?? C.range("timeoutSeconds", timeoutSeconds, 1...31_536_000) ?? C.range("idleTimeoutSeconds", idleTimeoutSeconds, 1...31_536_000)
+            ?? C.range("idleSpinMicroseconds", idleSpinMicroseconds, 0...1_000_000)
+            ?? C.range("latencySampleEvery", latencySampleEvery, 1...1_000_000_000)
+    }
 }
 
 /// One side of the two-process bus benchmark. It talks to the runner in JSON lines on stdout:
@@ -79,7 +88,7 @@ public enum BusWorker {
     public static func run(_ options: BusWorkerOptions) async -> Int32 {
         // The hard deadline comes a little after the soft one (`timeoutSeconds`).
         await WorkerProcess.run(
-            kind: .throughput, role: options.role.rawValue, hardDeadlineSeconds: options.timeoutSeconds + 5,
+            kind: .throughput, role: options.role.rawValue, hardDeadlineSeconds: min(options.timeoutSeconds, 31_536_000) + 5,
             exitWhenRunnerGone: options.exitOnStandardInputEOF
         ) {
             switch options.role {

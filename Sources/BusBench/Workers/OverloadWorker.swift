@@ -79,6 +79,17 @@ extension OverloadWorkerOptions: BenchWorkerOptions {
     static let requiredKeys = ["role", "endpoint"]
     static let optionalKeys: [String] = []
     static let example = #"{"role":"subscriber","endpoint":"ipc:///tmp/o.sock","policy":"suspend"}"#
+
+    var outOfRange: String? {
+        typealias C = BenchWorkerCommand
+        guard seconds.isFinite else { return "seconds must be a number, got \(seconds)" }
+        return C.range("seconds", seconds, 0.001...86_400) ?? C.range("size", size, 0...(64 << 20))
+            ?? C.range("handlerMicroseconds", handlerMicroseconds, 0...1_000_000) ?? C.range("buffer", buffer, 1...100_000_000)
+            ?? C.range("highWaterMark", highWaterMark, 0...Int32.max)
+            ?? C.range("closeTimeoutMilliseconds", closeTimeoutMilliseconds, 0...3_600_000)
+            ?? C.range("sampleIntervalMilliseconds", sampleIntervalMilliseconds, 1...60_000)
+            ?? C.range("timeoutSeconds", timeoutSeconds, 1...31_536_000)
+    }
 }
 
 /// What the overload publisher reports (its `done` line).
@@ -208,7 +219,7 @@ public enum OverloadWorker {
             }
         }
         return await WorkerProcess.run(
-            kind: .overload, role: options.role.rawValue, hardDeadlineSeconds: options.timeoutSeconds + 5,
+            kind: .overload, role: options.role.rawValue, hardDeadlineSeconds: min(options.timeoutSeconds, 31_536_000) + 5,
             exitWhenRunnerGone: options.exitOnStandardInputEOF, onControlLine: onControlLine
         ) {
             switch options.role {

@@ -225,6 +225,15 @@ extension ViewsWorkerOptions: BenchWorkerOptions {
     static let requiredKeys = ["role", "endpoint"]
     static let optionalKeys = ["style"]
     static let example = #"{"role":"host","endpoint":"ipc:///tmp/v.sock","style":"onReceive"}"#
+
+    var outOfRange: String? {
+        do {
+            try scenario.validate()
+            return nil
+        } catch {
+            return "scenario: \(error)"
+        }
+    }
 }
 
 /// The worker processes of `nbus bench views`: the publisher and the subscriber hosts.
@@ -259,7 +268,10 @@ public enum ViewsWorker {
         let scenario = options.scenario
         let published = OneShot<ScenarioPublisherResult>()
         let go = OneShot<Void>()
-        let hardDeadline = Int(scenario.seconds.rounded(.up)) + scenario.startupSeconds + scenario.drainSeconds + 30
+        // Each part at most a year: hand-written options may hold anything (Int(_:) traps past Int).
+        let year = 31_536_000
+        let seconds = scenario.seconds.isFinite ? Int(min(max(scenario.seconds, 0), Double(year)).rounded(.up)) : year
+        let hardDeadline = seconds + min(scenario.startupSeconds, year) + min(scenario.drainSeconds, year) + 30
         return await WorkerProcess.run(
             kind: .views, role: options.role.rawValue, hardDeadlineSeconds: hardDeadline,
             exitWhenRunnerGone: options.exitOnStandardInputEOF,

@@ -30,7 +30,8 @@ enum WorkerProcess {
         if exitWhenRunnerGone || onControlLine != nil {
             readControlLines(workerName: name, exitAtEnd: exitWhenRunnerGone, onLine: onControlLine ?? { _ in })
         }
-        let deadline = max(1, hardDeadlineSeconds)
+        // At most a year: hand-written options may hold anything, and sleep takes a UInt32.
+        let deadline = min(max(1, hardDeadlineSeconds), 31_536_000)
         Thread.detachNewThread {
             sleep(UInt32(deadline))
             writeStandardError("\(name): hard timeout after \(deadline) s\n")

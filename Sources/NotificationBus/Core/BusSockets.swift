@@ -189,10 +189,11 @@ final class BusSockets {
     }
 
     /// Connections a binding socket accepts and loses, for the logger alone (debug level), over
-    /// ipc and tcp (inproc has no connection events). Not for a socket that also connects: it
-    /// has its handshake monitor already, and libzmq keeps one monitor per socket.
+    /// ipc and tcp (inproc has no connection events). libzmq keeps one monitor per socket, and a
+    /// second one stops the first: so not for a socket that also connects (it has its handshake
+    /// monitor), nor for a CURVE server's (the ZAP handler monitors it, counting failed handshakes).
     private func monitorAccepted(of socket: Socket, _ attachments: [Attachment], isPublisher: Bool) throws(BusError) {
-        guard BusLog(configuration.logger).enabled, attachments.allSatisfy(\.isBind),
+        guard BusLog(configuration.logger).enabled, configuration.curveServer == nil, attachments.allSatisfy(\.isBind),
             attachments.contains(where: { if case .bind(let endpoint) = $0 { !endpoint.hasPrefix("inproc://") } else { false } })
         else { return }
         try transport { () throws(ZMQError) in
