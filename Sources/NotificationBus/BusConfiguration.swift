@@ -112,11 +112,14 @@ public struct BusConfiguration: Sendable {
     /// moderate rates, at the cost of cores kept busy while traffic flows (a waiting consumer holds
     /// one of Swift's cooperative threads while it looks). At most 10 s.
     public var idleSpin: Duration = .zero
-    /// ZeroMQ heartbeats on every ipc/tcp connection: the time between PINGs (zero: off). A peer
-    /// that stops answering (a stopped or frozen process, a NAT or firewall that silently dropped
-    /// the flow) is then noticed within `heartbeatTimeout`: the connection is dropped and
-    /// redialled, and a publisher stops counting that peer's subscribers, instead of waiting on a
-    /// dead TCP connection for ever. ZeroMQ counts in whole milliseconds.
+    /// ZeroMQ heartbeats on the publishing socket's ipc/tcp connections: the time between PINGs
+    /// (zero: off). A peer that stops answering (a stopped or frozen process, a NAT or firewall
+    /// that silently dropped the flow) is then noticed within `heartbeatTimeout`: the connection
+    /// is dropped and redialled, and a publisher stops counting that peer's subscribers, instead
+    /// of waiting on a dead TCP connection for ever. The subscribing socket sends no PINGs (a
+    /// libzmq fault aborts a process whose paused connection's heartbeat fires after its peer
+    /// left); it drops a silent publisher or broker after the TTL their PINGs announce. ZeroMQ
+    /// counts in whole milliseconds.
     public var heartbeatInterval: Duration = .seconds(5)
     /// How long a connection may stay silent after a heartbeat before it is dropped.
     public var heartbeatTimeout: Duration = .seconds(15)

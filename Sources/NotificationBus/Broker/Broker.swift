@@ -216,7 +216,10 @@ public final class Broker: Sendable {
             try xsub.set(.sendHighWaterMark, 0)
             // No publisher can make the broker hold a frame of any size (NBP-1 §6).
             try xsub.set(.maximumMessageSize, maximumFrameSize)
-            try Self.setHeartbeats(xsub, heartbeatMilliseconds)
+            // No heartbeats of its own on the frontend: its input stops while a notification is
+            // held for a full subscriber, and libzmq then aborts the process if a publisher goes
+            // away and the heartbeat timer fires (`!_io_error`, stream_engine_base.cpp). The
+            // publishers' PINGs (a bus's publishing socket sends them) still keep links checked.
             if let security, let authentication {
                 try authentication.guardSocket(
                     xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)

@@ -122,7 +122,11 @@ final class BusSockets {
             let payloadBound = max(configuration.maximumPayload, WireFormat.defaultMaximumPayload)
             try socket.set(.maximumMessageSize, WireFormat.transportFrameLimit(maximumPayload: payloadBound))
             try socket.set(.linger, .zero)
-            try setHeartbeats(socket)
+            // No heartbeats of its own on the receiving socket: libzmq 4.3 (master too) fires a
+            // connection's heartbeat timer into a write that asserts (`!_io_error`,
+            // stream_engine_base.cpp) when that connection's input was stopped by back-pressure
+            // (a paused consumer) and its peer then went away: the process aborts. The sending
+            // side's PINGs carry a TTL, so a silent publisher or broker is still dropped here.
             try socket.subscribe(ControlNames.endOfStreamPrefix)
         }
         try secure(socket, configuration.subscribe, clients: .publishers)
@@ -202,8 +206,9 @@ final class BusSockets {
         acceptedConnections.append([])
     }
 
-    /// ZMTP heartbeats (`heartbeatInterval`; zero leaves them off): the peer is asked to
-    /// drop this side after the same timeout, so a dead link is noticed at both ends.
+    /// ZMTP heartbeats on the publishing socket (`heartbeatInterval`; zero leaves them off): the
+    /// peer is asked, through the TTL in each PING, to drop this side after the same timeout, so
+    /// a dead link is noticed at both ends. The subscribing socket sends none (see `openSubscriber`).
     private func setHeartbeats(_ socket: Socket) throws(ZMQError) {
         guard configuration.heartbeatIntervalInMilliseconds > 0 else { return }
         let timeout = max(configuration.heartbeatTimeoutInMilliseconds, configuration.heartbeatIntervalInMilliseconds)
