@@ -75,14 +75,8 @@ public final class BrokerMonitor: Sendable {
         let text = metrics.render(
             stats: stats, publishers: connections.filter { $0.side == .publisher }.count,
             subscribers: connections.filter { $0.side == .subscriber }.count, uptime: uptimeSeconds,
-            startTime: Double(startedAt) / 1e9, loopAge: broker.forwardingLoopAge().map(Self.seconds))
+            startTime: Double(startedAt) / 1e9, loopAge: broker.forwardingLoopAge().map(Timestamps.seconds))
         return MonitoringResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))
-    }
-
-    /// `duration` in seconds, for JSON and Prometheus.
-    static func seconds(_ duration: Duration) -> Double {
-        let (seconds, attoseconds) = duration.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
     /// 200 while the forwarding loop runs rounds; 503 when it is stuck or stopped.
@@ -91,7 +85,7 @@ public final class BrokerMonitor: Sendable {
             return .text("unhealthy: the forwarding loop has stopped\n", status: 503)
         }
         if age > stuckAfter {
-            let seconds = (Self.seconds(age) * 10).rounded() / 10
+            let seconds = (Timestamps.seconds(age) * 10).rounded() / 10
             return .text("unhealthy: the forwarding loop has not run for \(seconds) s (stuck)\n", status: 503)
         }
         return .text("ok\n")
@@ -138,7 +132,7 @@ public final class BrokerMonitor: Sendable {
             curve: description.curve, settings: description.settings, counters: counters,
             connections: stats.connections, peakConnections: stats.peakConnections,
             subscriptionTopics: broker.subscriptions().topics.count,
-            forwardingLoopAgeSeconds: broker.forwardingLoopAge().map(Self.seconds))
+            forwardingLoopAgeSeconds: broker.forwardingLoopAge().map(Timestamps.seconds))
         return .json(varz)
     }
 

@@ -99,8 +99,6 @@ struct ConnectionWatch {
 
     /// `duration` in seconds with one decimal, for the messages.
     static func seconds(_ duration: Duration) -> String {
-        let (seconds, attoseconds) = duration.components
-        let tenths = (Double(seconds) + Double(attoseconds) / 1e18) * 10
-        return String(tenths.rounded() / 10)
+        String((Timestamps.seconds(duration) * 10).rounded() / 10)
     }
 }

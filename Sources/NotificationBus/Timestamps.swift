@@ -24,6 +24,12 @@ package enum Timestamps {
         return Int(min(seconds, 365 * 86_400)) * 1_000 + Int(attoseconds / 1_000_000_000_000_000)
     }
 
+    /// `duration` in seconds, for reports, logs and metrics.
+    package static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
     /// `duration` in nanoseconds, 0 for negative ones and at most a year (no trap on huge ones).
     package static func boundedNanoseconds(_ duration: Duration) -> UInt64 {
         UInt64(boundedMilliseconds(duration)) &* 1_000_000 &+ UInt64(max(0, duration.components.attoseconds) / 1_000_000_000 % 1_000_000)

@@ -43,28 +43,18 @@ struct Request: AsyncParsableCommand {
 
     /// Standard input to its end, on a thread of its own; a usage error past `limit` bytes.
     static func readStandardInput(limit: Int) async throws -> [UInt8] {
-        let result: Result<[UInt8], ValidationError> = await withCheckedContinuation { continuation in
-            Thread.detachNewThread {
-                var bytes: [UInt8] = []
-                var chunk = [UInt8](repeating: 0, count: 65_536)
-                while true {
-                    let count = chunk.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-                    if count < 0 && errno == EINTR { continue }
-                    if count < 0 {
-                        continuation.resume(returning: .failure(ValidationError("reading standard input: \(String(cString: strerror(errno)))")))
-                        return
+        let read = OneShot<Result<[UInt8], ValidationError>>()
+        Thread.detachNewThread {
+            var input = FileDescriptorBytes(fileDescriptor: STDIN_FILENO)
+            read.finish(
+                input.readToEnd(limit: limit).mapError { failure in
+                    switch failure {
+                    case .tooLong: ValidationError("the payload on standard input is over \(limit) bytes")
+                    case .readFailed(let reason): ValidationError("reading standard input: \(reason)")
                     }
-                    if count == 0 { break }
-                    bytes += chunk[0..<count]
-                    if bytes.count > limit {
-                        continuation.resume(returning: .failure(ValidationError("the payload on standard input is over \(limit) bytes")))
-                        return
-                    }
-                }
-                continuation.resume(returning: .success(bytes))
-            }
+                })
         }
-        return try result.get()
+        return try await read.valueIgnoringCancellation().get()
     }
 
     static let configuration = CommandConfiguration(

@@ -114,19 +114,62 @@ package struct LineSplitter {
     }
 }
 
-/// Lines read from a file descriptor with blocking `read(2)` (EINTR retried), through
-/// `LineSplitter`: for a thread of its own, never a cooperative one.
-package struct FileDescriptorLines {
+/// Chunks read from a file descriptor with blocking `read(2)`, EINTR retried: for a thread of
+/// its own, never a cooperative one.
+package struct FileDescriptorBytes {
     private let fileDescriptor: Int32
-    private var splitter: LineSplitter
-    private var atEnd = false
     /// What one `read` fills.
     private var chunk = [UInt8](repeating: 0, count: 65_536)
 
+    /// Reads from `fileDescriptor`.
+    package init(fileDescriptor: Int32) {
+        self.fileDescriptor = fileDescriptor
+    }
+
+    /// Why reading stopped short.
+    package enum Failure: Error, Equatable {
+        /// More than the limit came.
+        case tooLong
+        /// `read(2)` failed; the system's text.
+        case readFailed(String)
+    }
+
+    /// The next chunk; empty at the end of input.
+    package mutating func next() -> Result<ArraySlice<UInt8>, Failure> {
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fileDescriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return .failure(.readFailed(String(cString: strerror(errno)))) }
+            return .success(chunk[0..<count])
+        }
+    }
+
+    /// Everything to the end of input, at most `limit` bytes.
+    package mutating func readToEnd(limit: Int) -> Result<[UInt8], Failure> {
+        var bytes: [UInt8] = []
+        while true {
+            switch next() {
+            case .failure(let failure): return .failure(failure)
+            case .success(let chunk) where chunk.isEmpty: return .success(bytes)
+            case .success(let chunk):
+                bytes += chunk
+                if bytes.count > limit { return .failure(.tooLong) }
+            }
+        }
+    }
+}
+
+/// Lines read from a file descriptor with blocking `read(2)` (EINTR retried), through
+/// `LineSplitter`: for a thread of its own, never a cooperative one.
+package struct FileDescriptorLines {
+    private var input: FileDescriptorBytes
+    private var splitter: LineSplitter
+    private var atEnd = false
+
     /// Lines of `fileDescriptor`, each up to `maximumLineBytes`.
     package init(fileDescriptor: Int32, maximumLineBytes: Int = Int.max - 1) {
-        self.fileDescriptor = fileDescriptor
-        self.splitter = LineSplitter(maximumLineBytes: maximumLineBytes)
+        input = FileDescriptorBytes(fileDescriptor: fileDescriptor)
+        splitter = LineSplitter(maximumLineBytes: maximumLineBytes)
     }
 
     /// The next line (blocking), or nil once the input has ended and every line was returned.
@@ -134,17 +177,16 @@ package struct FileDescriptorLines {
         while true {
             if let line = splitter.next() { return line }
             if atEnd { return splitter.finish() }
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fileDescriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 {
+            switch input.next() {
+            case .failure(let failure):
                 atEnd = true
-                return .readFailed(reason: String(cString: strerror(errno)))
-            }
-            if count == 0 {
+                guard case .readFailed(let reason) = failure else { continue }
+                return .readFailed(reason: reason)
+            case .success(let chunk) where chunk.isEmpty:
                 atEnd = true
-                continue
+            case .success(let chunk):
+                chunk.withUnsafeBytes { splitter.append($0) }
             }
-            chunk.withUnsafeBytes { splitter.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
         }
     }
 }

@@ -27,19 +27,13 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     /// A peer's connection ended (it left, was dropped by heartbeats, or failed its handshake).
     case connectionClosed(BrokerConnection)
 
-    /// `duration` in whole milliseconds, for the messages.
-    private static func milliseconds(_ duration: Duration) -> Int64 {
-        let (seconds, attoseconds) = duration.components
-        return seconds &* 1_000 &+ attoseconds / 1_000_000_000_000_000
-    }
-
     public var description: String {
         switch self {
         case .slowSubscriberStarted(let waited):
-            return "slow subscriber: one made no room for \(Self.milliseconds(waited)) ms; sending past full subscribers "
+            return "slow subscriber: one made no room for \(Timestamps.boundedMilliseconds(waited)) ms; sending past full subscribers "
                 + "(they lose those notifications and count them as gaps)"
         case .slowSubscriberEnded(let after, let sentPast):
-            return "slow subscriber caught up after \(Self.milliseconds(after)) ms; \(sentPast) notification(s) went past a full subscriber"
+            return "slow subscriber caught up after \(Timestamps.boundedMilliseconds(after)) ms; \(sentPast) notification(s) went past a full subscriber"
         case .memoryLimitReached(let resident, let limit):
             return "memory \(resident >> 20) MiB is over the limit of \(limit >> 20) MiB: dropped every connection "
                 + "(a peer holding memory, e.g. a message it never finishes, or too many slow subscribers); they reconnect"
