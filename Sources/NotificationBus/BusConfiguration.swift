@@ -112,16 +112,16 @@ public struct BusConfiguration: Sendable {
     /// moderate rates, at the cost of cores kept busy while traffic flows (a waiting consumer holds
     /// one of Swift's cooperative threads while it looks). At most 10 s.
     public var idleSpin: Duration = .zero
-    /// ZeroMQ heartbeats on the publishing socket's ipc/tcp connections: the time between PINGs
-    /// (zero: off). A peer that stops answering (a stopped or frozen process, a NAT or firewall
-    /// that silently dropped the flow) is then noticed within `heartbeatTimeout`: the connection
-    /// is dropped and redialled, and a publisher stops counting that peer's subscribers, instead
-    /// of waiting on a dead TCP connection for ever. The subscribing socket sends no PINGs (a
-    /// libzmq fault aborts a process whose paused connection's heartbeat fires after its peer
-    /// left); it drops a silent publisher or broker after the TTL their PINGs announce. ZeroMQ
-    /// counts in whole milliseconds.
+    /// How a peer that went away without closing its connection is noticed (a host that lost
+    /// power or its network, a NAT or firewall that silently dropped the flow): TCP keepalive on
+    /// both sockets' tcp connections (zero: off), in whole seconds rounded up. A connection idle
+    /// this long is probed, then again at this interval; one whose peer answers none for
+    /// `heartbeatTimeout` is dropped and redialled, and a publisher stops counting that peer's
+    /// subscribers. A frozen process on a live host is not noticed (its kernel answers): ZMTP
+    /// heartbeats would notice it, but libzmq aborts a process that combines them with
+    /// back-pressure (see `ConnectionKeepalive`).
     public var heartbeatInterval: Duration = .seconds(5)
-    /// How long a connection may stay silent after a heartbeat before it is dropped.
+    /// How long keepalive probes may go unanswered before the connection is dropped.
     public var heartbeatTimeout: Duration = .seconds(15)
 
     /// `closeTimeout` in milliseconds.
@@ -149,7 +149,7 @@ public struct BusConfiguration: Sendable {
         set { heartbeatTimeout = .milliseconds(newValue) }
     }
 
-    /// The longest heartbeat interval or timeout libzmq takes (its TTL is 16 bits of tenths of a second).
+    /// The longest heartbeat interval or timeout (the range ZMTP heartbeats took, kept for compatibility).
     public static let maximumHeartbeat: Duration = .milliseconds(6_553_000)
 
     /// The spans of time in the units libzmq and the clocks take (0 for negative ones, which
@@ -174,14 +174,14 @@ public struct BusConfiguration: Sendable {
         try check(maximumTrackedStreams >= 2, "maximumTrackedStreams must be at least 2, not \(maximumTrackedStreams)")
         try check(closeTimeout >= .zero, "closeTimeout must not be negative, not \(closeTimeout)")
         try check(idleSpin >= .zero && idleSpin <= .seconds(10), "idleSpin must be zero to 10 seconds, not \(idleSpin)")
-        // ZeroMQ counts heartbeats in whole milliseconds (below one, they would be off without a
-        // word) and a timeout in tenths of a second in 16 bits (ZMQ_HEARTBEAT_TTL: 6,553.5 s).
+        // The range ZMTP heartbeats took (whole milliseconds, a 16-bit TTL in tenths of a second),
+        // kept when TCP keepalive replaced them so that no setting that worked is refused now.
         try check(
             heartbeatInterval == .zero || (heartbeatInterval >= .milliseconds(1) && heartbeatInterval <= Self.maximumHeartbeat),
             "heartbeatInterval must be zero (off) or 1 ms to \(Self.maximumHeartbeat), not \(heartbeatInterval)")
         try check(
             heartbeatTimeout >= .zero && heartbeatTimeout <= Self.maximumHeartbeat,
-            "heartbeatTimeout must be zero to \(Self.maximumHeartbeat) (libzmq's ZMQ_HEARTBEAT_TTL), not \(heartbeatTimeout)")
+            "heartbeatTimeout must be zero to \(Self.maximumHeartbeat) not \(heartbeatTimeout)")
     }
 
     /// Resident memory (bytes) past which a bus that *binds* drops every connection of its bound

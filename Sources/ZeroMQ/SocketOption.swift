@@ -164,7 +164,9 @@ extension SocketOption where Value == Int32 {
 }
 
 extension SocketOption where Value == Duration {
-    /// `ZMQ_HEARTBEAT_IVL`: between ZMTP PINGs on each connection (`.zero`: no heartbeats).
+    /// `ZMQ_HEARTBEAT_IVL`: between ZMTP PINGs on each connection (`.zero`: no heartbeats). Beware:
+    /// libzmq 4.3 aborts the process when a connection whose input is held back sees its peer leave
+    /// and then handles a heartbeat; NotificationBus uses TCP keepalive instead.
     public static var heartbeatInterval: Self { .init(rawValue: ZMQ_HEARTBEAT_IVL, name: "ZMQ_HEARTBEAT_IVL") }
     /// `ZMQ_HEARTBEAT_TIMEOUT`: without any traffic after a PING before the connection is
     /// dropped as dead (and reconnected, on a connecting socket).

@@ -67,7 +67,7 @@ struct BrokerCommand: AsyncParsableCommand {
     var maxMemory: Int = 4_096
 
     @Option(parsing: .unconditional, help: ArgumentHelp(
-        "ZeroMQ heartbeats: seconds between PINGs on every connection, 0.001 to 2184 (to the millisecond; default 5); a peer silent for 3 of them is dropped (0: off).",
+        "TCP keepalive on every tcp connection: seconds idle before a probe and between probes, 0.001 to 2184 (rounded up to whole seconds; default 5); a peer whose host answers none of 3 is dropped (0: off). A frozen process on a live host is not detected.",
         valueName: "seconds"))
     var heartbeat: Double?
 

@@ -74,6 +74,34 @@ struct MultiHostTests {
                 + "broker \(retransmittedTowardPub2.map(String.init) ?? "?")")
     }
 
+    @Test("a subscriber host cut off the network (no RST, no reply) is dropped by the broker's TCP keepalive within seconds")
+    func silentHostDropped() async throws {
+        guard let network = try await networkOrSkip() else { return }
+        defer { network.destroy() }
+        let children = try Children()
+        defer { children.killAll() }
+        try await network.addHost("broker", address: "10.77.0.1")
+        try await network.addHost("sub1", address: "10.77.0.21")
+
+        // Keepalive after 1 s idle, then 3 probes 1 s apart: a dead peer goes after about 4 s.
+        // Without keepalive the kernel would keep an idle connection to a vanished host for ever.
+        let broker = try startNbus(
+            network, children, "broker", on: "broker",
+            ["broker", "--frontend", Star.frontend, "--backend", Star.backend, "--heartbeat", "1", "--log-level", "debug"])
+        try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        _ = try startNbus(network, children, "sub1", on: "sub1", ["subscribe", "t.>", "--connect", Star.backend, "--timeout", "60"])
+        try #require(
+            await broker.waitForStderr(containing: "subscriber connected on \(Star.backend) from 10.77.0.21"),
+            "the broker did not log the subscriber's connection:\n\(broker.describe())")
+
+        try await network.cut("sub1")
+        let cut = ContinuousClock.now
+        #expect(
+            await broker.waitForStderr(containing: "subscriber disconnected from \(Star.backend) from 10.77.0.21", timeout: .seconds(20)),
+            "the broker kept a connection to a host that vanished:\n\(broker.describe())")
+        print("multi-host: a vanished subscriber host was dropped by keepalive after \(ContinuousClock.now - cut)")
+    }
+
     //   siteA (10.77.0.1) <- pubA (orders.created.eu), subA (orders.>)
     //     ^ backend :5551
     //     | siteB's frontend connects there (nbus broker --upstream tcp://10.77.0.1:5551)

@@ -121,6 +121,12 @@ final class VirtualNetwork: Sendable {
         return nil
     }
 
+    /// Cuts `host` off silently, as a host that lost power or its cable: its bridge port goes down,
+    /// so whatever is sent to it is dropped without a reply (no RST, no ICMP).
+    func cut(_ host: String) async throws {
+        try await ipOrThrow(["-n", switchNamespace, "link", "set", host, "down"])
+    }
+
     /// `ip netns exec <id>-<host> COMMAND...`: the arguments for `ip` that run a command on `host`.
     func exec(on host: String, _ command: [String]) -> [String] {
         ["netns", "exec", namespace(host)] + command

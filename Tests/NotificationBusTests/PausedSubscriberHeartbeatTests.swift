@@ -4,11 +4,12 @@ import ZeroMQ
 import TestSupport
 
 /// libzmq aborts a process (`Assertion failed: !_io_error`, stream_engine_base.cpp) when a
-/// connection's own heartbeat timer fires after its input was stopped by back-pressure and its
-/// peer then went away. A subscriber with a paused consumer is exactly that connection, so its
-/// socket sends no heartbeats of its own. This test sets up those conditions; whether the timer
-/// is pending at the moment the peer leaves is up to libzmq's timing, so it cannot force the
-/// abort (full test runs hit it twice in a row before the fix), only catch it when it happens.
+/// connection whose input was stopped by back-pressure sees its peer leave and then handles a
+/// ZMTP heartbeat: its own PING timer, or the peer's PING still buffered (answered with a PONG).
+/// A subscriber with a paused consumer is exactly that connection; CI aborted on this very
+/// test while publishers still sent PINGs. Connections are now checked by TCP keepalive
+/// (`ConnectionKeepalive`), which libzmq never sees. Whether a heartbeat would fall due at the
+/// fatal moment is up to timing, so this test cannot force the abort, only catch it.
 @Suite("A paused subscriber survives its publisher leaving", .timeLimit(.minutes(1)))
 struct PausedSubscriberHeartbeatTests {
     @Test("Input stopped by a full buffer, the publisher gone, heartbeats due: no abort, and the stream still ends counted")
@@ -16,7 +17,8 @@ struct PausedSubscriberHeartbeatTests {
         let publisher = try Bus(.directPublisher(bind: try temporaryIPCEndpoint()))
         let endpoint = try #require(publisher.endpoints.first)
         var configuration = BusConfiguration.directSubscriber(connect: [endpoint])
-        // Heartbeats every 20 ms: several would fall due while the connection below is stopped.
+        // The shortest heartbeat setting: with ZMTP heartbeats, PINGs every 20 ms would be buffered
+        // and due while the connection below is stopped.
         configuration.heartbeatInterval = .milliseconds(20)
         configuration.heartbeatTimeout = .milliseconds(60)
         configuration.receiveHighWaterMark = 16
@@ -30,7 +32,8 @@ struct PausedSubscriberHeartbeatTests {
         for _ in 0..<2_000 { try await publisher.post(name: name, payload: payload) }
         await publisher.close()  // the peer goes away while the input is stopped
 
-        // Heartbeat intervals pass with the input stopped and the peer gone: the abort came here.
+        // Heartbeat intervals pass with the input stopped and the peer gone: the abort came here,
+        // or when the consumer below restarts the input and a buffered PING is answered.
         // (A wait for a timer that must not fire, not for readiness: nothing else can show it.)
         try await Task.sleep(for: .milliseconds(300))
 
@@ -39,5 +42,46 @@ struct PausedSubscriberHeartbeatTests {
         let first = await iterator.next()
         #expect(first?.sequence == 1)
         await subscriber.close()
+    }
+}
+
+@Suite("TCP keepalive settings, from the heartbeat settings")
+struct ConnectionKeepaliveTests {
+    @Test(
+        "whole seconds rounded up; probes cover the timeout; Linux's limits; zero is off",
+        arguments: [
+            (Duration.seconds(5), Duration.seconds(15), (5, 5, 3)),
+            (.milliseconds(20), .milliseconds(60), (1, 1, 1)),
+            (.milliseconds(1_500), .seconds(4), (2, 2, 2)),
+            (.seconds(1), .zero, (1, 1, 1)),
+            (.seconds(1), .seconds(1_000), (1, 1, 127)),
+            (.seconds(6_553), .seconds(6_553), (6_553, 6_553, 1)),
+        ] as [(Duration, Duration, (Int32, Int32, Int32))])
+    func options(interval: Duration, timeout: Duration, expected: (Int32, Int32, Int32)) throws {
+        let options = try #require(ConnectionKeepalive.options(interval: interval, timeout: timeout))
+        #expect(options.idle == expected.0 && options.probeInterval == expected.1 && options.probes == expected.2, "\(options)")
+    }
+
+    @Test("zero interval: off, the socket keeps the system's default")
+    func off() throws {
+        #expect(ConnectionKeepalive.options(interval: .zero, timeout: .seconds(15)) == nil)
+        let context = try Context()
+        let socket = try context.socket(.sub)
+        try ConnectionKeepalive.apply(to: socket, interval: .zero, timeout: .seconds(15))
+        #expect(try socket.get(.tcpKeepalive) == -1)
+        socket.close()
+    }
+
+    @Test("applied to a socket: keepalive on with the computed values, and no ZMTP heartbeats")
+    func applied() throws {
+        let context = try Context()
+        let socket = try context.socket(.xpub)
+        try ConnectionKeepalive.apply(to: socket, interval: .seconds(5), timeout: .seconds(15))
+        #expect(try socket.get(.tcpKeepalive) == 1)
+        #expect(try socket.get(.tcpKeepaliveIdle) == 5)
+        #expect(try socket.get(.tcpKeepaliveInterval) == 5)
+        #expect(try socket.get(.tcpKeepaliveCount) == 3)
+        #expect(try socket.get(.heartbeatInterval) == .zero)
+        socket.close()
     }
 }

@@ -102,9 +102,11 @@ public final class Broker: Sendable {
     /// message this long (yielding its core) before it sleeps, so a message arriving meanwhile
     /// needs no wake-up; a core stays busy while traffic flows. Zero (the default) sleeps at once.
     ///
-    /// `heartbeat`: ZMTP heartbeats on every connection (zero: off; whole milliseconds); a peer silent for
-    /// three intervals after a PING is dropped, so a frozen subscriber's or publisher's
-    /// subscriptions and queue do not stay for ever (and it reconnects when it comes back).
+    /// `heartbeat`: TCP keepalive on every tcp connection (zero: off), in whole seconds rounded up:
+    /// a connection idle this long is probed, then again at this interval, and a peer whose host
+    /// answers none of three probes (gone, or behind a NAT that dropped the flow) is dropped with
+    /// its subscriptions and queue. A frozen process on a live host is not noticed: its kernel
+    /// answers (ZMTP heartbeats would, but libzmq aborts with them; see `ConnectionKeepalive`).
     ///
     /// `maximumSubscriptionSize`: the largest subscription message a subscriber may send (512 to
     /// 1,024 bytes); one over it disconnects the subscriber before it is read, and one longer
@@ -145,12 +147,11 @@ public final class Broker: Sendable {
         guard idleSpin >= .zero && idleSpin <= .seconds(10) else {
             throw .invalidConfiguration("idleSpin must be zero to 10 seconds, not \(idleSpin)")
         }
-        // Peers are dropped after three silent intervals, and libzmq's TTL (16 bits of tenths of
-        // a second) must hold that; below a millisecond ZeroMQ would turn heartbeats off.
+        // The range ZMTP heartbeats took (three intervals within libzmq's 16-bit TTL), kept when
+        // TCP keepalive replaced them so that no setting that worked is refused now.
         guard heartbeat == .zero || (heartbeat >= .milliseconds(1) && heartbeat <= Broker.maximumHeartbeat) else {
             throw .invalidConfiguration("heartbeat must be zero (off) or 1 ms to \(Broker.maximumHeartbeat), not \(heartbeat)")
         }
-        let heartbeatMilliseconds = Int32(clamping: Timestamps.boundedMilliseconds(heartbeat))
         guard slowSubscriberPatience >= .zero else {
             throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
         }
@@ -216,10 +217,8 @@ public final class Broker: Sendable {
             try xsub.set(.sendHighWaterMark, 0)
             // No publisher can make the broker hold a frame of any size (NBP-1 §6).
             try xsub.set(.maximumMessageSize, maximumFrameSize)
-            // No heartbeats of its own on the frontend: its input stops while a notification is
-            // held for a full subscriber, and libzmq then aborts the process if a publisher goes
-            // away and the heartbeat timer fires (`!_io_error`, stream_engine_base.cpp). The
-            // publishers' PINGs (a bus's publishing socket sends them) still keep links checked.
+            // TCP keepalive, never ZMTP heartbeats: see ConnectionKeepalive for the abort they cause.
+            try ConnectionKeepalive.apply(to: xsub, interval: heartbeat, timeout: heartbeat * 3)
             if let security, let authentication {
                 try authentication.guardSocket(
                     xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
@@ -240,7 +239,7 @@ public final class Broker: Sendable {
             // kilobytes overflows the proxy thread's stack when its subscriber leaves: a peer
             // that sends a larger one is disconnected before it is read.
             try xpub.set(.maximumMessageSize, Int64(maximumSubscriptionSize))
-            try Self.setHeartbeats(xpub, heartbeatMilliseconds)
+            try ConnectionKeepalive.apply(to: xpub, interval: heartbeat, timeout: heartbeat * 3)
             if let security, let authentication {
                 try authentication.guardSocket(
                     xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
@@ -317,7 +316,7 @@ public final class Broker: Sendable {
     @available(*, deprecated, renamed: "forwardingHeartbeat", message: "a Duration now")
     public static let forwardingHeartbeatMilliseconds = BrokerForwarder.heartbeatInterval
 
-    /// The longest `heartbeat`: three of them must fit libzmq's TTL (6,553.5 s).
+    /// The longest `heartbeat` (the range ZMTP heartbeats took: three of them within 6,553.5 s).
     public static let maximumHeartbeat: Duration = .milliseconds(2_184_000)
 
     /// The default `memoryLimit`: 4 GiB.
@@ -351,14 +350,6 @@ public final class Broker: Sendable {
         }
         for reader in monitorReaders { reader.close() }
         authentication?.stop()
-    }
-
-    private static func setHeartbeats(_ socket: Socket, _ interval: Int32) throws(ZMQError) {
-        guard interval > 0 else { return }
-        let timeout = Int32(clamping: Int(interval) * 3)
-        try socket.set(.heartbeatInterval, .milliseconds(interval))
-        try socket.set(.heartbeatTimeout, .milliseconds(timeout))
-        try socket.set(.heartbeatTTL, .milliseconds(max(100, timeout)))
     }
 
     deinit {

@@ -97,7 +97,7 @@ final class BusSockets {
             // unsubscribed) and a reconnection brings the new broker's subscriptions afresh.
             // Posts made while disconnected go nowhere; subscribers count them as gaps.
             try socket.set(.immediate, true)
-            try setHeartbeats(socket)
+            try ConnectionKeepalive.apply(to: socket, interval: configuration.heartbeatInterval, timeout: configuration.heartbeatTimeout)
         }
         try secure(socket, configuration.publish, clients: .subscribers)
         try monitorAccepted(of: socket, configuration.publish, isPublisher: true)
@@ -122,11 +122,8 @@ final class BusSockets {
             let payloadBound = max(configuration.maximumPayload, WireFormat.defaultMaximumPayload)
             try socket.set(.maximumMessageSize, WireFormat.transportFrameLimit(maximumPayload: payloadBound))
             try socket.set(.linger, .zero)
-            // No heartbeats of its own on the receiving socket: libzmq 4.3 (master too) fires a
-            // connection's heartbeat timer into a write that asserts (`!_io_error`,
-            // stream_engine_base.cpp) when that connection's input was stopped by back-pressure
-            // (a paused consumer) and its peer then went away: the process aborts. The sending
-            // side's PINGs carry a TTL, so a silent publisher or broker is still dropped here.
+            // TCP keepalive, never ZMTP heartbeats: see ConnectionKeepalive for the abort they cause.
+            try ConnectionKeepalive.apply(to: socket, interval: configuration.heartbeatInterval, timeout: configuration.heartbeatTimeout)
             try socket.subscribe(ControlNames.endOfStreamPrefix)
         }
         try secure(socket, configuration.subscribe, clients: .publishers)
@@ -204,17 +201,6 @@ final class BusSockets {
             acceptMonitors.append((try context.monitorReader(for: socket, events: [.accepted, .disconnected]), isPublisher))
         }
         acceptedConnections.append([])
-    }
-
-    /// ZMTP heartbeats on the publishing socket (`heartbeatInterval`; zero leaves them off): the
-    /// peer is asked, through the TTL in each PING, to drop this side after the same timeout, so
-    /// a dead link is noticed at both ends. The subscribing socket sends none (see `openSubscriber`).
-    private func setHeartbeats(_ socket: Socket) throws(ZMQError) {
-        guard configuration.heartbeatIntervalInMilliseconds > 0 else { return }
-        let timeout = max(configuration.heartbeatTimeoutInMilliseconds, configuration.heartbeatIntervalInMilliseconds)
-        try socket.set(.heartbeatInterval, .milliseconds(configuration.heartbeatIntervalInMilliseconds))
-        try socket.set(.heartbeatTimeout, .milliseconds(timeout))
-        try socket.set(.heartbeatTTL, .milliseconds(max(100, timeout)))
     }
 
     private func attach(_ socket: Socket, _ attachment: Attachment) throws(ZMQError) {
