@@ -42,6 +42,10 @@ struct LineSplitterTests {
             split(["12345", "6789\nok\n"], maximum: 4) == [.tooLong(byteCount: 9), .bytes(Array("ok".utf8))])
         // Exactly the maximum, with CRLF: kept.
         #expect(split(["1234\r\n"], maximum: 4) == [.bytes(Array("1234".utf8))])
+        // A dropped chunk ending in the `\r` of a `\r\n` split across reads: the length leaves it out,
+        // as it does for a line kept whole; a `\r` not followed by `\n` is part of the line.
+        #expect(split(["123456\r", "\nok\n"], maximum: 4) == [.tooLong(byteCount: 6), .bytes(Array("ok".utf8))])
+        #expect(split(["123456\r", "x\n"], maximum: 4) == [.tooLong(byteCount: 8)])
         // An unterminated long tail is reported at the end too.
         #expect(split(["abcdefgh"], maximum: 3) == [.tooLong(byteCount: 8)])
     }

@@ -69,8 +69,11 @@ package struct LineSplitter {
         scanned = buffer.count
         // Keep one byte more than the maximum: it may be the `\r` of a `\r\n`.
         if buffer.count - start > maximumLineBytes + 1 {
-            dropped += buffer.count - start
+            // A last `\r` stays: it may be the first half of a `\r\n`, which the count leaves out.
+            let keepsCarriageReturn = buffer[buffer.count - 1] == UInt8(ascii: "\r")
+            dropped += buffer.count - start - (keepsCarriageReturn ? 1 : 0)
             buffer.removeAll(keepingCapacity: true)
+            if keepsCarriageReturn { buffer.append(UInt8(ascii: "\r")) }
             (start, scanned) = (0, 0)
         }
         return nil
