@@ -181,7 +181,7 @@ public struct BusConfiguration: Sendable {
             "heartbeatInterval must be zero (off) or 1 ms to \(Self.maximumHeartbeat), not \(heartbeatInterval)")
         try check(
             heartbeatTimeout >= .zero && heartbeatTimeout <= Self.maximumHeartbeat,
-            "heartbeatTimeout must be zero to \(Self.maximumHeartbeat) not \(heartbeatTimeout)")
+            "heartbeatTimeout must be zero to \(Self.maximumHeartbeat), not \(heartbeatTimeout)")
     }
 
     /// Resident memory (bytes) past which a bus that *binds* drops every connection of its bound

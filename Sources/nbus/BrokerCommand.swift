@@ -119,8 +119,8 @@ struct BrokerCommand: AsyncParsableCommand {
                 throw ValidationError("--heartbeat-ms must be 0 (off) or 1 to 2184000")
             }
         } else if let heartbeat, heartbeat != 0 {
-            // libzmq keeps whole milliseconds (below one, heartbeats would be off) and a peer's
-            // timeout, three intervals, in 16 bits of tenths of a second.
+            // The range ZMTP heartbeats took (they are TCP keepalive now, in whole seconds rounded
+            // up), kept so that no setting that worked is refused.
             try SecondsOption.check(heartbeat, "--heartbeat", in: 0.001...2_184)
         }
         try SecondsOption.check(idleSpin, "--idle-spin", in: 0...10)
@@ -212,7 +212,7 @@ struct BrokerCommand: AsyncParsableCommand {
                         curve: security != nil,
                         settings: [
                             "hwm": "\(hwm)", "slowAfterSeconds": "\(slowAfter)", "maxMemoryMiB": "\(maxMemory)",
-                            "heartbeatSeconds": "\(Double(heartbeatMilliseconds) / 1_000)", "idleSpinSeconds": "\(idleSpin)", "statsSeconds": "\(stats)",
+                            "keepaliveSeconds": "\(ConnectionKeepalive.options(interval: .milliseconds(heartbeatMilliseconds), timeout: .zero)?.idle ?? 0)", "idleSpinSeconds": "\(idleSpin)", "statsSeconds": "\(stats)",
                             "openFilesLimit": openFiles.map { "\($0)" } ?? "unknown",
                         ]))
                 helpers.append(

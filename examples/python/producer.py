@@ -123,6 +123,12 @@ def main(argv=None) -> int:
     sock.setsockopt(zmq.XPUB_NODROP, 1)          # full queue: wait, do not drop silently
     sock.setsockopt(zmq.SNDTIMEO, int(a.timeout * 1000))
     sock.setsockopt(zmq.LINGER, int(a.timeout * 1000))  # flush what is queued when closing
+    # A vanished peer host is noticed by TCP keepalive, never by ZMQ_HEARTBEAT_IVL: a receiver
+    # holding its input back (a full consumer) aborts in libzmq 4.3 if it answers a PING from a
+    # peer that just left (NBP-1 section 11, step 8).
+    for option, value in ((zmq.TCP_KEEPALIVE, 1), (zmq.TCP_KEEPALIVE_IDLE, 5),
+                          (zmq.TCP_KEEPALIVE_INTVL, 5), (zmq.TCP_KEEPALIVE_CNT, 3)):
+        sock.setsockopt(option, value)
     try:
         for endpoint in a.bind:
             sock.bind(endpoint)

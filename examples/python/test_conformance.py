@@ -275,6 +275,36 @@ class ConformanceCase(unittest.TestCase):
         return int(m.group(1)), int(m.group(2)), rejected
 
 
+class SpecProducerSnippet(unittest.TestCase):
+    """NBP-1 section 11's producer snippet runs as written (its endpoint aside) and sets keepalive."""
+
+    def test_snippet_runs_with_keepalive_and_no_heartbeats(self):
+        with open(os.path.join(REPO, "protocol", "NBP-1.md"), encoding="utf-8") as f:
+            spec = f.read()
+        section = spec[spec.index("## 11. Writing a producer"):spec.index("## 12. Writing a consumer")]
+        snippet = section[section.index("```python\n") + len("```python\n"):]
+        snippet = snippet[:snippet.index("```")]
+        ctx = zmq.Context()
+        sub = ctx.socket(zmq.SUB)
+        sub.setsockopt(zmq.LINGER, 0)
+        sub.bind("tcp://127.0.0.1:*")
+        endpoint = sub.getsockopt(zmq.LAST_ENDPOINT).decode()
+        self.assertIn('"tcp://127.0.0.1:5550"', snippet)
+        namespace = {}
+        exec(compile(snippet.replace('"tcp://127.0.0.1:5550"', repr(endpoint)), "NBP-1.md", "exec"), namespace)
+        pub = namespace["pub"]
+        try:
+            self.assertEqual(pub.getsockopt(zmq.TCP_KEEPALIVE), 1)
+            self.assertEqual(pub.getsockopt(zmq.TCP_KEEPALIVE_IDLE), 5)
+            self.assertEqual(pub.getsockopt(zmq.HEARTBEAT_IVL), 0)
+            self.assertEqual(namespace["seqs"], {"orders.created": 3})
+        finally:
+            pub.close(linger=0)
+            namespace["pub"].context.term()
+            sub.close()
+            ctx.term()
+
+
 class ForeignProducerToSwift(ConformanceCase):
     """producer.py and the C producer -> `nbus subscribe --format json`."""
 

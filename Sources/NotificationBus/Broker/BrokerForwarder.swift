@@ -24,7 +24,7 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     case acceptFailing(errno: UInt32, open: Int, failures: UInt64)
     /// A peer connected (before any CURVE handshake: its key is not known yet).
     case connectionAccepted(BrokerConnection)
-    /// A peer's connection ended (it left, was dropped by heartbeats, or failed its handshake).
+    /// A peer's connection ended (it left, was dropped by TCP keepalive, or failed its handshake).
     case connectionClosed(BrokerConnection)
 
     public var description: String {

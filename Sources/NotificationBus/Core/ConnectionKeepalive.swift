@@ -16,16 +16,25 @@ import ZeroMQ
 /// What keepalive cannot see: a frozen process on a live host (its kernel answers the probes).
 /// Such a broker holds traffic (publishers wait or count, as for any slow peer) and resumes when
 /// it runs again; a frozen subscriber is a slow subscriber to the broker (`--slow-after`).
+/// And keepalive probes only an idle connection: one whose peer's host vanished while data was
+/// unacknowledged ends when the kernel's retransmissions give up (`net.ipv4.tcp_retries2`, about
+/// 15 minutes by default). `TCP_USER_TIMEOUT` (`ZMQ_TCP_MAXRT`) would shorten that, but Linux
+/// also applies it to a zero receive window, which is what a paused consumer shows its sender:
+/// it would end healthy connections to paused consumers, so it is not set.
 package enum ConnectionKeepalive {
     /// The socket options for `interval` (idle time before the first probe, and between probes)
     /// and `timeout` (how long probes may go unanswered), in TCP keepalive's whole seconds, each
     /// rounded up; nil when `interval` is zero (off: the system's default, normally no probes).
+    /// A dead peer is dropped about `interval + timeout` after the connection's last traffic.
     package static func options(interval: Duration, timeout: Duration) -> (idle: Int32, probeInterval: Int32, probes: Int32)? {
         guard interval > .zero else { return nil }
-        // Linux takes at most 32,767 s for idle and interval, and 127 probes.
+        // Linux takes at most 32,767 s for idle and interval, and 127 probes: a timeout longer
+        // than 127 intervals spaces the probes out instead of being cut short.
         let idle = min(wholeSecondsRoundedUp(interval), 32_767)
-        let probes = min(max(1, (wholeSecondsRoundedUp(timeout) + idle - 1) / idle), 127)
-        return (idle, idle, probes)
+        let timeoutSeconds = wholeSecondsRoundedUp(timeout)
+        let probeInterval = min(max(idle, (timeoutSeconds + 126) / 127), 32_767)
+        let probes = min(max(1, (timeoutSeconds + probeInterval - 1) / probeInterval), 127)
+        return (idle, probeInterval, probes)
     }
 
     /// Applies `options(interval:timeout:)` to `socket`; libzmq hands them to every TCP connection
