@@ -117,9 +117,11 @@ public struct BusConfiguration: Sendable {
     /// both sockets' tcp connections (zero: off), in whole seconds rounded up. A connection idle
     /// this long is probed, then again at this interval; one whose peer answers none for
     /// `heartbeatTimeout` is dropped and redialled, and a publisher stops counting that peer's
-    /// subscribers. A frozen process on a live host is not noticed (its kernel answers): ZMTP
-    /// heartbeats would notice it, but libzmq aborts a process that combines them with
-    /// back-pressure (see `ConnectionKeepalive`).
+    /// subscribers. A publishing socket that only connects (to a broker) also drops a peer that
+    /// leaves what it sent unacknowledged, or its window closed, for `heartbeatInterval +
+    /// heartbeatTimeout`: a frozen or vanished broker does not hold posts back for ever. Otherwise
+    /// a frozen process on a live host is not noticed (its kernel answers): ZMTP heartbeats would
+    /// notice it, but libzmq aborts a process that combines them with back-pressure.
     public var heartbeatInterval: Duration = .seconds(5)
     /// How long keepalive probes may go unanswered before the connection is dropped.
     public var heartbeatTimeout: Duration = .seconds(15)

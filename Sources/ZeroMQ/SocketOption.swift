@@ -174,6 +174,9 @@ extension SocketOption where Value == Duration {
     /// `ZMQ_HEARTBEAT_TTL`: how long the peer should wait for traffic from this side before
     /// dropping it (sent in each PING; libzmq rounds to deciseconds).
     public static var heartbeatTTL: Self { .init(rawValue: ZMQ_HEARTBEAT_TTL, name: "ZMQ_HEARTBEAT_TTL") }
+    /// `ZMQ_TCP_MAXRT` (Linux `TCP_USER_TIMEOUT`): how long sent data may stay unacknowledged, or a
+    /// peer's receive window stay closed, before the connection is dropped (`.zero`: the system's).
+    public static var tcpMaximumRetransmitTime: Self { .init(rawValue: ZMQ_TCP_MAXRT, name: "ZMQ_TCP_MAXRT") }
     /// `ZMQ_RECONNECT_IVL_MAX`: upper bound of the exponential reconnect back-off (`.zero`: none).
     public static var reconnectIntervalMax: Self {
         .init(rawValue: ZMQ_RECONNECT_IVL_MAX, name: "ZMQ_RECONNECT_IVL_MAX")

@@ -6,9 +6,11 @@ import Testing
 
 /// Connections are checked by TCP keepalive, not ZMTP heartbeats (`ConnectionKeepalive` says
 /// why: libzmq aborts a process that combines heartbeats with back-pressure). Keepalive cannot
-/// see a frozen process on a live host, so a frozen broker is a slow one: traffic waits for it.
-/// That a dead host is dropped is `MultiHostTests`' (it needs a network to cut).
-@Suite("A frozen broker holds traffic and resumes (real processes)", .timeLimit(.minutes(1)))
+/// see a frozen process on a live host: a frozen broker that is sent little keeps its
+/// connections. One that a publisher fills is noticed by the limit on unacknowledged sending
+/// (TCP_USER_TIMEOUT), so the publisher is not held back for ever. That a dead host is dropped
+/// is `MultiHostTests`' (it needs a network to cut).
+@Suite("A frozen broker: kept while little is sent, dropped by a publisher it holds back (real processes)", .timeLimit(.minutes(1)))
 struct HeartbeatTests {
     @Test("A frozen broker (SIGSTOP, its kernel answering keepalive) keeps its connections; after SIGCONT what was posted meanwhile arrives, in order, nothing lost")
     func frozenBrokerResumes() async throws {
@@ -56,6 +58,58 @@ struct HeartbeatTests {
         }
         #expect(arrived == (1...20).map { "during \($0)" })
         #expect(stream.stats.lostUpstream == 0)
+
+        await publisher.close()
+        await subscriber.close()
+    }
+
+    @Test("A frozen broker that holds a publisher back is dropped after interval + timeout; the publisher's posts stop waiting; after SIGCONT it rejoins and the gap is counted")
+    func frozenBrokerHoldingAPublisherIsDropped() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let broker = try children.start("broker", ["broker", "--frontend", "tcp://127.0.0.1:*", "--backend", "tcp://127.0.0.1:*"])
+        let banner = try #require(await broker.waitForStdoutLine(containing: "broker: frontend"), "\(broker.describe())")
+        let words = banner.split(separator: " ").map(String.init)
+        try #require(words.count == 5, "unexpected banner: \(banner)")
+        let (frontend, backend) = (words[2], words[4])
+
+        // 1 s + 1 s: unacknowledged sending is limited to 2 s. Small queues, so that the posts
+        // below fill the broker's socket buffer and close its window rather than queue here.
+        var publisherConfiguration = BusConfiguration(publish: [.connect(frontend)])
+        publisherConfiguration.heartbeatInterval = .seconds(1)
+        publisherConfiguration.heartbeatTimeout = .seconds(1)
+        publisherConfiguration.sendHighWaterMark = 16
+        publisherConfiguration.outboundCapacity = 16
+        let publisher = try Bus(publisherConfiguration)
+        let subscriber = try Bus(BusConfiguration(subscribe: [.connect(backend)]))
+        let name = NotificationName("beat.bulk")
+        let pattern = NamePattern("beat.>")
+        let stream = try subscriber.notifications(named: pattern)
+        try await publisher.waitForSubscribers(count: 1, matching: name)
+        try await subscriber.ready(pattern, timeout: .seconds(10))
+
+        broker.signal(SIGSTOP)
+        await broker.waitUntilStoppedOrGone()
+        // 2,000 x 64 KiB (125 MiB) is far more than the kernels' buffers hold: without the limit,
+        // these posts would wait for as long as the broker is frozen, and the test time out.
+        let payload = [UInt8](repeating: 0x42, count: 65_536)
+        let posting = Task {
+            for _ in 0..<2_000 { try await publisher.post(name: name, payload: payload) }
+        }
+        try await publisher.waitForNoSubscribers(matching: name, timeout: .seconds(20))
+        try await posting.value
+
+        broker.signal(SIGCONT)
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(20))
+        try await publisher.post(name: name, payload: Array("after".utf8))
+        // What the broker had read before it froze may come first; then the gap, then "after".
+        var sawAfter = false
+        for await notification in stream where notification.payload.count < 100 {
+            sawAfter = String(decoding: notification.payload, as: UTF8.self) == "after"
+            break
+        }
+        #expect(sawAfter)
+        #expect(stream.stats.lostUpstream > 0, "the posts that reached nobody were not counted: \(stream.stats)")
 
         await publisher.close()
         await subscriber.close()

@@ -66,6 +66,18 @@ struct ConnectionKeepaliveTests {
         #expect(options.idle == expected.0 && options.probeInterval == expected.1 && options.probes == expected.2, "\(options)")
     }
 
+    @Test("a publisher's limit on unacknowledged sending: interval + timeout as the probes round them; off with them")
+    func unacknowledgedSendingLimit() throws {
+        #expect(ConnectionKeepalive.unacknowledgedSendingLimit(interval: .seconds(5), timeout: .seconds(15)) == .seconds(20))
+        #expect(ConnectionKeepalive.unacknowledgedSendingLimit(interval: .milliseconds(1_500), timeout: .seconds(4)) == .seconds(6))
+        #expect(ConnectionKeepalive.unacknowledgedSendingLimit(interval: .zero, timeout: .seconds(15)) == nil)
+        let context = try Context()
+        let socket = try context.socket(.xpub)
+        try ConnectionKeepalive.limitUnacknowledgedSending(on: socket, interval: .seconds(1), timeout: .seconds(1))
+        #expect(try socket.get(.tcpMaximumRetransmitTime) == .seconds(2))
+        socket.close()
+    }
+
     @Test("zero interval: off, the socket keeps the system's default")
     func off() throws {
         #expect(ConnectionKeepalive.options(interval: .zero, timeout: .seconds(15)) == nil)

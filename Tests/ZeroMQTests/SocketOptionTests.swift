@@ -25,6 +25,7 @@ struct SocketOptionTests {
         let spans: [(SocketOption<Duration>, Duration)] = [
             (.reconnectIntervalMax, .seconds(2)),
             (.heartbeatInterval, .milliseconds(1_500)), (.heartbeatTimeout, .seconds(4)),
+            (.tcpMaximumRetransmitTime, .seconds(20)),
         ]
         for (option, value) in spans {
             try socket.set(option, value)

@@ -98,6 +98,12 @@ final class BusSockets {
             // Posts made while disconnected go nowhere; subscribers count them as gaps.
             try socket.set(.immediate, true)
             try ConnectionKeepalive.apply(to: socket, interval: configuration.heartbeatInterval, timeout: configuration.heartbeatTimeout)
+            // Connecting only: the peers are brokers (as for publisherBackpressure's default). A
+            // publisher that binds has subscribers for peers, and a paused one must not be cut off.
+            if configuration.publish.allSatisfy({ !$0.isBind }) {
+                try ConnectionKeepalive.limitUnacknowledgedSending(
+                    on: socket, interval: configuration.heartbeatInterval, timeout: configuration.heartbeatTimeout)
+            }
         }
         try secure(socket, configuration.publish, clients: .subscribers)
         try monitorAccepted(of: socket, configuration.publish, isPublisher: true)

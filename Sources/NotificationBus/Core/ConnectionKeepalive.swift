@@ -18,9 +18,11 @@ import ZeroMQ
 /// it runs again; a frozen subscriber is a slow subscriber to the broker (`--slow-after`).
 /// And keepalive probes only an idle connection: one whose peer's host vanished while data was
 /// unacknowledged ends when the kernel's retransmissions give up (`net.ipv4.tcp_retries2`, about
-/// 15 minutes by default). `TCP_USER_TIMEOUT` (`ZMQ_TCP_MAXRT`) would shorten that, but Linux
-/// also applies it to a zero receive window, which is what a paused consumer shows its sender:
-/// it would end healthy connections to paused consumers, so it is not set.
+/// 15 minutes by default). `TCP_USER_TIMEOUT` (`ZMQ_TCP_MAXRT`) bounds that, and Linux applies
+/// it to a receive window that stays closed too, so it also notices a frozen peer that is sent
+/// data. But a closed window is also what a paused consumer shows its sender, so it is set only
+/// where the peer is a broker (`limitUnacknowledgedSending`), which never holds a sender back
+/// for long: past `slowSubscriberPatience` it sends past a full subscriber.
 package enum ConnectionKeepalive {
     /// The socket options for `interval` (idle time before the first probe, and between probes)
     /// and `timeout` (how long probes may go unanswered), in TCP keepalive's whole seconds, each
@@ -46,6 +48,22 @@ package enum ConnectionKeepalive {
         try socket.set(.tcpKeepaliveIdle, options.idle)
         try socket.set(.tcpKeepaliveInterval, options.probeInterval)
         try socket.set(.tcpKeepaliveCount, options.probes)
+    }
+
+    /// A connecting publisher's link to a broker: sent data unacknowledged, or the broker's window
+    /// closed, for `interval + timeout` (20 s by default) ends the connection, so a frozen or
+    /// vanished broker does not hold a lossless publisher back for ever; the publisher redials and
+    /// what it posts meanwhile reaches nobody (subscribers count it as upstream gaps). Nothing
+    /// when `interval` is zero.
+    package static func limitUnacknowledgedSending(on socket: Socket, interval: Duration, timeout: Duration) throws(ZMQError) {
+        guard let limit = unacknowledgedSendingLimit(interval: interval, timeout: timeout) else { return }
+        try socket.set(.tcpMaximumRetransmitTime, limit)
+    }
+
+    /// `interval + timeout` in whole seconds as the options round them; nil when `interval` is zero.
+    package static func unacknowledgedSendingLimit(interval: Duration, timeout: Duration) -> Duration? {
+        guard let options = options(interval: interval, timeout: timeout) else { return nil }
+        return .seconds(Int(options.idle) + Int(options.probeInterval) * Int(options.probes))
     }
 
     private static func wholeSecondsRoundedUp(_ duration: Duration) -> Int32 {
