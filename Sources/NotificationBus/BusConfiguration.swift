@@ -80,6 +80,27 @@ public struct BusConfiguration: Sendable {
         set { publisherBackpressureSetting = newValue }
     }
     private var publisherBackpressureSetting: Bool?
+    /// How long what the publishing socket sent may stay unacknowledged, or a peer's receive
+    /// window stay closed, before that connection is dropped (TCP `TCP_USER_TIMEOUT`; zero: no
+    /// limit, the kernel's retransmission timeout of about 15 minutes, and none for a closed
+    /// window). A connecting publisher redials, and what it posts meanwhile reaches nobody
+    /// (subscribers count it as upstream gaps), instead of waiting for a frozen or vanished broker
+    /// for as long as that lasts. On tcp connections only.
+    ///
+    /// Unless set, it is 60 s when every `publish` attachment connects (a broker closes its window
+    /// only briefly: past its `slowSubscriberPatience` it sends past a full subscriber) and zero
+    /// when the publisher binds (its peers are subscribers, and a paused one closes its window for
+    /// as long as it pauses: it must not be cut off). A publisher that connects to subscribers that
+    /// bind (fan-in) cuts one off once its window stayed closed this long; set zero to wait instead.
+    public var sendStallLimit: Duration {
+        get { sendStallLimitSetting ?? (!publish.isEmpty && publish.allSatisfy { !$0.isBind } ? Self.defaultSendStallLimit : .zero) }
+        set { sendStallLimitSetting = newValue }
+    }
+    private var sendStallLimitSetting: Duration?
+    /// `sendStallLimit` for a publisher that only connects, unless set.
+    public static let defaultSendStallLimit: Duration = .seconds(60)
+    /// The longest `sendStallLimit` (TCP_USER_TIMEOUT counts milliseconds in an int).
+    public static let maximumSendStallLimit: Duration = .seconds(86_400)
     /// Posts queued for the I/O thread before `post` suspends (async) or throws (sync).
     public var outboundCapacity = 16_384
     /// Largest payload accepted, both when posting and when receiving (NBP/1 `payloadTooLarge`).
@@ -117,11 +138,10 @@ public struct BusConfiguration: Sendable {
     /// both sockets' tcp connections (zero: off), in whole seconds rounded up. A connection idle
     /// this long is probed, then again at this interval; one whose peer answers none for
     /// `heartbeatTimeout` is dropped and redialled, and a publisher stops counting that peer's
-    /// subscribers. A publishing socket that only connects (to a broker) also drops a peer that
-    /// leaves what it sent unacknowledged, or its window closed, for `heartbeatInterval +
-    /// heartbeatTimeout`: a frozen or vanished broker does not hold posts back for ever. Otherwise
-    /// a frozen process on a live host is not noticed (its kernel answers): ZMTP heartbeats would
-    /// notice it, but libzmq aborts a process that combines them with back-pressure.
+    /// subscribers. A frozen process on a live host is not noticed by the probes (its kernel
+    /// answers); a publisher notices a frozen broker it is sending to by `sendStallLimit`. ZMTP
+    /// heartbeats would notice it, but libzmq aborts a process that combines them with
+    /// back-pressure (see `ConnectionKeepalive`).
     public var heartbeatInterval: Duration = .seconds(5)
     /// How long keepalive probes may go unanswered before the connection is dropped.
     public var heartbeatTimeout: Duration = .seconds(15)
@@ -181,6 +201,9 @@ public struct BusConfiguration: Sendable {
         try check(
             heartbeatInterval == .zero || (heartbeatInterval >= .milliseconds(1) && heartbeatInterval <= Self.maximumHeartbeat),
             "heartbeatInterval must be zero (off) or 1 ms to \(Self.maximumHeartbeat), not \(heartbeatInterval)")
+        try check(
+            sendStallLimit == .zero || (sendStallLimit >= .milliseconds(1) && sendStallLimit <= Self.maximumSendStallLimit),
+            "sendStallLimit must be zero (no limit) or 1 ms to \(Self.maximumSendStallLimit), not \(sendStallLimit)")
         try check(
             heartbeatTimeout >= .zero && heartbeatTimeout <= Self.maximumHeartbeat,
             "heartbeatTimeout must be zero to \(Self.maximumHeartbeat), not \(heartbeatTimeout)")

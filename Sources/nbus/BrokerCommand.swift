@@ -57,7 +57,7 @@ struct BrokerCommand: AsyncParsableCommand {
     var hwm: Int32 = 10_000
 
     @Option(name: .customLong("slow-after"), parsing: .unconditional, help: ArgumentHelp(
-        "Seconds a subscriber may leave its queue full before the broker stops waiting for it and sends past it (0: never wait). Keep it well under the publishers' heartbeat interval + timeout (20 s by default): a publisher held back that long drops the broker.",
+        "Seconds a subscriber may leave its queue full before the broker stops waiting for it and sends past it (0: never wait). Keep it far below the publishers' --stall-limit (60 s by default): a publisher held back that long drops the broker.",
         valueName: "seconds"))
     var slowAfter: Double = 0.5
 

@@ -103,6 +103,13 @@ struct Publish: AsyncParsableCommand {
             valueName: "seconds"))
     var closeTimeout: Double = Double(BusConfiguration(publish: []).closeTimeoutInMilliseconds) / 1_000
 
+    @Option(
+        name: .customLong("stall-limit"),
+        parsing: .unconditional, help: ArgumentHelp(
+            "Seconds a broker (tcp) may leave what was sent unacknowledged, or its window closed, before it is dropped and redialled; posts meanwhile reach nobody and are counted as gaps, instead of waiting for a frozen or vanished broker (default: 60 when connecting, none when binding; 0: wait for ever).",
+            valueName: "seconds"))
+    var stallLimit: Double?
+
     enum LineFormat: String, ExpressibleByArgument, CaseIterable {
         case text, json
     }
@@ -160,6 +167,7 @@ struct Publish: AsyncParsableCommand {
         if let subscribers { guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1 (use --no-wait to skip waiting)") } }
         if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
         try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600)
+        if let stallLimit, stallLimit != 0 { try SecondsOption.check(stallLimit, "--stall-limit", in: 0.001...86_400) }
         let headerMap = try parsedHeaders()
         do {
             _ = try EnvelopeCodec.encodedSize(of: BusNotification(name: notificationName, headers: headerMap))
@@ -225,6 +233,7 @@ struct Publish: AsyncParsableCommand {
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             configuration.sendHighWaterMark = hwm
             configuration.closeTimeout = .milliseconds(SecondsOption.milliseconds(closeTimeout))
+            if let stallLimit { configuration.sendStallLimit = SecondsOption.duration(stallLimit) }
             configuration.logger = CommandLog.logger("publish")  // the bus's own lines, at --log-level debug
             let bus: Bus
             do {

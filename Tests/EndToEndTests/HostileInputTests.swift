@@ -35,6 +35,8 @@ struct HostileInputTests {
         (["publish", "s.x", "--timeout", "1e300"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["publish", "s.x", "--timeout", "nan"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["publish", "s.x", "--close-timeout", "inf", "--no-wait"], "--close-timeout must be from 0 to 3600 seconds"),
+        (["publish", "s.x", "--stall-limit=-1", "--no-wait"], "--stall-limit must be from 0.001 to 86400 seconds"),
+        (["publish", "s.x", "--stall-limit", "nan", "--no-wait"], "--stall-limit must be from 0.001 to 86400 seconds"),
         (["subscribe", "s.x", "--timeout", "inf"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["subscribe", "s.x", "--timeout", "1e300"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["broker", "--stats", "inf"], "--stats must be from 0.1 to 86400 seconds"),

@@ -66,16 +66,24 @@ struct ConnectionKeepaliveTests {
         #expect(options.idle == expected.0 && options.probeInterval == expected.1 && options.probes == expected.2, "\(options)")
     }
 
-    @Test("a publisher's limit on unacknowledged sending: interval + timeout as the probes round them; off with them")
-    func unacknowledgedSendingLimit() throws {
-        #expect(ConnectionKeepalive.unacknowledgedSendingLimit(interval: .seconds(5), timeout: .seconds(15)) == .seconds(20))
-        #expect(ConnectionKeepalive.unacknowledgedSendingLimit(interval: .milliseconds(1_500), timeout: .seconds(4)) == .seconds(6))
-        #expect(ConnectionKeepalive.unacknowledgedSendingLimit(interval: .zero, timeout: .seconds(15)) == nil)
-        let context = try Context()
-        let socket = try context.socket(.xpub)
-        try ConnectionKeepalive.limitUnacknowledgedSending(on: socket, interval: .seconds(1), timeout: .seconds(1))
-        #expect(try socket.get(.tcpMaximumRetransmitTime) == .seconds(2))
-        socket.close()
+    @Test("sendStallLimit: 60 s for a publisher that only connects, none for one that binds, as set otherwise; checked")
+    func sendStallLimit() throws {
+        #expect(BusConfiguration(publish: [.connect("tcp://127.0.0.1:5550")]).sendStallLimit == .seconds(60))
+        #expect(BusConfiguration(publish: [.bind("tcp://127.0.0.1:*")]).sendStallLimit == .zero)
+        #expect(BusConfiguration(publish: [.connect("tcp://127.0.0.1:5550"), .bind("ipc:///tmp/x")]).sendStallLimit == .zero)
+        #expect(BusConfiguration(publish: []).sendStallLimit == .zero)
+        var configuration = BusConfiguration(publish: [.bind("tcp://127.0.0.1:*")])
+        configuration.sendStallLimit = .seconds(5)
+        #expect(configuration.sendStallLimit == .seconds(5))
+        for bad in [Duration.milliseconds(-1), .microseconds(10), .seconds(86_401)] {
+            configuration.sendStallLimit = bad
+            #expect {
+                try configuration.validate()
+            } throws: { error in
+                guard case BusError.invalidConfiguration(let text) = error else { return false }
+                return text.hasPrefix("sendStallLimit")
+            }
+        }
     }
 
     @Test("zero interval: off, the socket keeps the system's default")

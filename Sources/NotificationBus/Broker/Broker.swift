@@ -83,7 +83,8 @@ public final class Broker: Sendable {
     ///
     /// `slowSubscriberPatience`: how long a subscriber may leave its queue full before the broker
     /// stops waiting for it and sends past it (it loses those notifications and counts them as
-    /// gaps).
+    /// gaps). Keep it far below the publishers' `BusConfiguration.sendStallLimit` (60 s): a
+    /// publisher that the broker holds back that long drops it and redials.
     ///
     /// `memoryLimit`: resident bytes past which the broker drops every connection (its peers
     /// reconnect at once; what was in flight is lost, and subscribers count it as gaps). It is the
@@ -96,7 +97,8 @@ public final class Broker: Sendable {
     /// `logger`: the broker logs every event and CURVE outcome there too, at its level
     /// (`BrokerEvent.log(to:)`, `AuthenticationEvent.log(to:)`: connections at debug, slow
     /// subscribers and refusals as warnings), on the same threads, synchronously: a log handler
-    /// that blocks stalls forwarding (`forwardingLoopAge` shows it).
+    /// that blocks stalls forwarding (`forwardingLoopAge` shows it), and one blocked past the
+    /// publishers' `sendStallLimit` makes them drop the broker.
     ///
     /// `idleSpin`: the low-latency setting. After forwarding, the thread keeps looking for the next
     /// message this long (yielding its core) before it sleeps, so a message arriving meanwhile

@@ -98,11 +98,9 @@ final class BusSockets {
             // Posts made while disconnected go nowhere; subscribers count them as gaps.
             try socket.set(.immediate, true)
             try ConnectionKeepalive.apply(to: socket, interval: configuration.heartbeatInterval, timeout: configuration.heartbeatTimeout)
-            // Connecting only: the peers are brokers (as for publisherBackpressure's default). A
-            // publisher that binds has subscribers for peers, and a paused one must not be cut off.
-            if configuration.publish.allSatisfy({ !$0.isBind }) {
-                try ConnectionKeepalive.limitUnacknowledgedSending(
-                    on: socket, interval: configuration.heartbeatInterval, timeout: configuration.heartbeatTimeout)
+            // By default on connecting publishers only (their peers are brokers); see sendStallLimit.
+            if configuration.sendStallLimit > .zero {
+                try socket.set(.tcpMaximumRetransmitTime, .milliseconds(Timestamps.boundedMilliseconds(configuration.sendStallLimit)))
             }
         }
         try secure(socket, configuration.publish, clients: .subscribers)

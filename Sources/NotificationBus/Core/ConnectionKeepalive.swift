@@ -13,16 +13,12 @@ import ZeroMQ
 /// combined: full test runs aborted that way, in CI too. Keepalive probes never reach libzmq's
 /// engine; a connection they find dead is closed by the kernel and reported as an ordinary error.
 ///
-/// What keepalive cannot see: a frozen process on a live host (its kernel answers the probes).
-/// Such a broker holds traffic (publishers wait or count, as for any slow peer) and resumes when
-/// it runs again; a frozen subscriber is a slow subscriber to the broker (`--slow-after`).
-/// And keepalive probes only an idle connection: one whose peer's host vanished while data was
-/// unacknowledged ends when the kernel's retransmissions give up (`net.ipv4.tcp_retries2`, about
-/// 15 minutes by default). `TCP_USER_TIMEOUT` (`ZMQ_TCP_MAXRT`) bounds that, and Linux applies
-/// it to a receive window that stays closed too, so it also notices a frozen peer that is sent
-/// data. But a closed window is also what a paused consumer shows its sender, so it is set only
-/// where the peer is a broker (`limitUnacknowledgedSending`), which never holds a sender back
-/// for long: past `slowSubscriberPatience` it sends past a full subscriber.
+/// What keepalive cannot see: a frozen process on a live host (its kernel answers the probes),
+/// and a peer lost while data to it is unacknowledged (probes go only on idle connections; the
+/// kernel's retransmissions give up after about 15 minutes). `TCP_USER_TIMEOUT` bounds both for
+/// a sender, since Linux 5.11 a receive window that stays closed too; but a closed window is also
+/// what a paused consumer shows its sender, so it is a setting of its own,
+/// `BusConfiguration.sendStallLimit`, on by default only where the peers are brokers.
 package enum ConnectionKeepalive {
     /// The socket options for `interval` (idle time before the first probe, and between probes)
     /// and `timeout` (how long probes may go unanswered), in TCP keepalive's whole seconds, each
@@ -48,22 +44,6 @@ package enum ConnectionKeepalive {
         try socket.set(.tcpKeepaliveIdle, options.idle)
         try socket.set(.tcpKeepaliveInterval, options.probeInterval)
         try socket.set(.tcpKeepaliveCount, options.probes)
-    }
-
-    /// A connecting publisher's link to a broker: sent data unacknowledged, or the broker's window
-    /// closed, for `interval + timeout` (20 s by default) ends the connection, so a frozen or
-    /// vanished broker does not hold a lossless publisher back for ever; the publisher redials and
-    /// what it posts meanwhile reaches nobody (subscribers count it as upstream gaps). Nothing
-    /// when `interval` is zero.
-    package static func limitUnacknowledgedSending(on socket: Socket, interval: Duration, timeout: Duration) throws(ZMQError) {
-        guard let limit = unacknowledgedSendingLimit(interval: interval, timeout: timeout) else { return }
-        try socket.set(.tcpMaximumRetransmitTime, limit)
-    }
-
-    /// `interval + timeout` in whole seconds as the options round them; nil when `interval` is zero.
-    package static func unacknowledgedSendingLimit(interval: Duration, timeout: Duration) -> Duration? {
-        guard let options = options(interval: interval, timeout: timeout) else { return nil }
-        return .seconds(Int(options.idle) + Int(options.probeInterval) * Int(options.probes))
     }
 
     private static func wholeSecondsRoundedUp(_ duration: Duration) -> Int32 {
