@@ -3,7 +3,7 @@ import BusOperations
 import Logging
 import ServiceLifecycle
 
-/// How the long-running commands (`broker`, `publish`, `subscribe`) start and stop.
+/// How the long-running commands (`broker`, `publish`, `subscribe`, `reply`) start and stop.
 ///
 /// Each runs as the one service of a `ServiceGroup`. The first SIGINT or SIGTERM triggers the
 /// group's graceful shutdown: the service stops taking new work, flushes, prints its report and

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ServiceLifecycle
 import BusBench
 import NotificationBus
 import Subprocess
@@ -159,7 +160,7 @@ struct ReplyCommand: AsyncParsableCommand {
             Requests without a reply-to header are ignored. Prints one line per request on \
             standard error.
 
-            Exit status: 0 stopped by a signal or after --count, 2 an unusable endpoint, 64 bad arguments.
+            Exit status: 0 stopped by a signal or after --count, 2 an unusable endpoint or --http address, 64 bad arguments.
             """)
 
     @Argument(help: "The requests to answer: exact `math.double`, one token `math.*`, the rest `math.>`.")
@@ -183,6 +184,8 @@ struct ReplyCommand: AsyncParsableCommand {
 
     @OptionGroup var endpoints: BrokerEndpointOptions
 
+    @OptionGroup var monitoring: BusHTTPOptions
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -195,17 +198,39 @@ struct ReplyCommand: AsyncParsableCommand {
         logging.bootstrap()
         let requestPattern: NamePattern
         do { requestPattern = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(pattern)': \(error)") }
-        await TerminationSignals.install()
-        let bus: Bus
-        do { bus = try Bus(try endpoints.configuration("reply")) } catch { throw fail("reply", error, code: 2) }
-        let answered = AnsweredCount(limit: count)
-        let command = self.command
-        let commandTimeout = SecondsOption.duration(self.commandTimeout)
+        try await CommandLifecycle.run(name: "reply") { () async throws -> (ReplyService, [any Service]) in
+            let bus: Bus
+            let requests: NotificationSequence
+            do {
+                bus = try Bus(try endpoints.configuration("reply"))
+                requests = try bus.notifications(named: requestPattern)
+            } catch {
+                throw fail("reply", error, code: 2)
+            }
+            let helpers = try monitoring.services(
+                bus: bus, subscriptions: [(requestPattern.description, { @Sendable in requests.stats })], command: "reply")
+            return (ReplyService(command: self, bus: bus, pattern: requestPattern, requests: requests), helpers)
+        }
+    }
+}
+
+/// `nbus reply` as the service of its group: answers until SIGINT/SIGTERM (the group's graceful
+/// shutdown) or `--count`, then closes its bus.
+struct ReplyService: Service {
+    let command: ReplyCommand
+    let bus: Bus
+    let pattern: NamePattern
+    let requests: NotificationSequence
+
+    func run() async throws {
+        let (bus, requests, requestPattern, endpoints) = (self.bus, self.requests, pattern, command.endpoints)
+        let answered = AnsweredCount(limit: command.count)
+        let shellCommand = command.command
+        let commandTimeout = SecondsOption.duration(command.commandTimeout)
         // Counted once the reply is posted, so --count never closes the bus before its last reply.
         // One request at a time, in a task of its own that shutdown cancels and then awaits: a
         // command still running is stopped then (Subprocess's teardown of its session) before
         // this process exits, instead of being left behind.
-        let requests = try bus.notifications(named: requestPattern)
         let handling = Task {
             for await request in requests {
                 guard RequestReply.replyName(of: request) != nil else {
@@ -213,7 +238,11 @@ struct ReplyCommand: AsyncParsableCommand {
                     continue
                 }
                 let reply =
-                    if let command { await Self.run(command, for: request, timeout: commandTimeout) } else { Reply(payload: request.payload) }
+                    if let shellCommand {
+                        await ReplyCommand.run(shellCommand, for: request, timeout: commandTimeout)
+                    } else {
+                        Reply(payload: request.payload)
+                    }
                 do {
                     try await bus.reply(to: request, with: reply)
                     printError("nbus reply: \(request.name): \(reply.isError ? "error" : "ok"), \(reply.payload.count) bytes")
@@ -232,7 +261,7 @@ struct ReplyCommand: AsyncParsableCommand {
         }
         printError("nbus reply: answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { _ = await TerminationSignals.wait() }
+            group.addTask { try? await gracefulShutdown() }
             group.addTask { await answered.waitForLimit() }
             await group.next()
             group.cancelAll()
@@ -242,7 +271,9 @@ struct ReplyCommand: AsyncParsableCommand {
         await handling.value
         await bus.close()
     }
+}
 
+extension ReplyCommand {
     /// `run(_:for:)` within `timeout`: a command still running then is stopped (Subprocess ends it
     /// when its task is cancelled) and the reply says so, so one stuck command cannot hold every
     /// later request.

@@ -23,6 +23,30 @@ struct RequestReplyEndToEndTests {
         expectExit(await responder.waitForExit(), 0, responder)
     }
 
+    @Test("reply --http: the requests it received on /metrics, /healthz ok; SIGINT stops it and its server (exit 0)")
+    func replyMetrics() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let responder = try children.start(
+            "reply", ["reply", "echo.>", "--echo", "--http", "127.0.0.1:0", "--metrics-interval", "0.1"] + endpoints)
+        try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
+        try #require(await responder.waitForStderr(containing: "monitoring on http://"), "\(responder.describe())")
+        let port = try #require(monitoringPort(in: responder.output.stderrText))
+        for text in ["one", "two"] {
+            let request = try #require(try await children.run("request", ["request", "echo.say", text] + endpoints))
+            #expect(request.status == 0 && request.stdoutText == "\(text)\n", "\(request.stderrText)")
+        }
+        let body = try httpGet(port: port, "/metrics").body
+        #expect(metricValue(body, #"nbus_subscription_delivered_total{pattern="echo.>"}"#) == 2, "\(body)")
+        #expect((metricValue(body, "nbus_bus_posted_total") ?? 0) >= 2, "the replies are posts: \(body)")
+        #expect(try httpGet(port: port, "/healthz").status == 200)
+        responder.signal(SIGINT)
+        expectExit(await responder.waitForExit(), 0, responder)
+        #expect((try? httpGet(port: port, "/healthz")) == nil, "the server stops with the command")
+    }
+
     @Test("--command: payload on stdin, name and headers in the environment, stdout back; a failing command is exit 3 with its reason")
     func command() async throws {
         let children = try Children()
