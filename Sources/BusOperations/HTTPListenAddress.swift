@@ -49,6 +49,42 @@ public struct HTTPListenAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// `HOST:PORT`, with brackets around IPv6.
     public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// Binds a TCP socket to this address and closes it again, so that a command finds out before
+    /// it starts working (before a broker says it is ready, before a publisher posts) that its
+    /// `--http` cannot listen there (an address not on this machine, a port taken). The server
+    /// binds again a moment later; a port taken in between is still reported then.
+    public func checkListenable() throws(MonitoringServerError) {
+        let descriptor = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw failure(errno) }
+        defer { close(descriptor) }
+        // As a listening server does: a port in TIME_WAIT from an earlier run is free to use.
+        var one: Int32 = 1
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        let result: Int32
+        if isIPv6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            _ = inet_pton(AF_INET6, host, &address.sin6_addr)
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            _ = inet_pton(AF_INET, host, &address.sin_addr)
+            result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        if result != 0 { throw failure(errno) }
+    }
+
+    private func failure(_ code: Int32) -> MonitoringServerError {
+        MonitoringServerError(address: self, reason: "\(String(cString: strerror(code))) (errno \(code))")
+    }
 }
 
 /// An `--http` value that is not an address to listen on.

@@ -62,7 +62,7 @@ struct BrokerCommand: AsyncParsableCommand {
     var slowAfter: Double = 0.5
 
     @Option(name: .customLong("max-memory"), parsing: .unconditional, help: ArgumentHelp(
-        "Resident memory (MiB) past which the broker drops every connection, so no peer can grow it without bound (0: no limit).",
+        "Resident memory (MiB) past which the broker drops every connection, so no peer can grow it without bound (64 or more; 0: no limit).",
         valueName: "MiB"))
     var maxMemory: Int = 4_096
 
@@ -121,7 +121,9 @@ struct BrokerCommand: AsyncParsableCommand {
         } else if let heartbeat, heartbeat != 0 {
             // The range ZMTP heartbeats took (they are TCP keepalive now, in whole seconds rounded
             // up), kept so that no setting that worked is refused.
-            try SecondsOption.check(heartbeat, "--heartbeat", in: 0.001...2_184)
+            do { try SecondsOption.check(heartbeat, "--heartbeat", in: 0.001...2_184) } catch {
+                throw ValidationError("--heartbeat must be 0 (off) or from 0.001 to 2184 seconds, got \(heartbeat)")
+            }
         }
         try SecondsOption.check(idleSpin, "--idle-spin", in: 0...10)
         // 0 means only at exit. Below 0.1 s the reports flood standard output (--stats 1e-9 wrote
@@ -133,7 +135,10 @@ struct BrokerCommand: AsyncParsableCommand {
                 throw ValidationError("\(error) (or 0: only at exit)")
             }
         }
-        guard (0...(1 << 30)).contains(maxMemory) else { throw ValidationError("--max-memory must be 0 (no limit) or more MiB") }
+        // Below 64 MiB the process itself (some 30 MiB idle) would pass the limit and reset every connection, over and over.
+        guard maxMemory == 0 || (64...(1 << 30)).contains(maxMemory) else {
+            throw ValidationError("--max-memory must be 0 (no limit) or 64 to 1073741824 MiB (the process alone takes some 30), not \(maxMemory)")
+        }
         try SecondsOption.check(slowAfter, "--slow-after", in: 0...3_600)
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
             throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
@@ -168,6 +173,8 @@ struct BrokerCommand: AsyncParsableCommand {
         let logger = CommandLog.logger("broker")
         let openFiles = Broker.raiseOpenFileLimit()
         try await CommandLifecycle.run(name: "broker") { () async throws -> (BrokerCommandService, [any Service]) in
+            // Before the broker binds and says it is ready: scripts wait for that line.
+            if let http = monitoring.http { try HTTPListenAddress(parsing: http).checkListenable() }
             let broker: Broker
             let security: BrokerSecurity?
             do {

@@ -31,7 +31,15 @@ enum CommandLifecycle {
         name: String, makeServices: () async throws -> (Command, [any Service])
     ) async throws {
         await TerminationSignals.install()
-        let (service, helpers) = try await makeServices()
+        let service: Command
+        let helpers: [any Service]
+        do {
+            (service, helpers) = try await makeServices()
+        } catch let error as MonitoringServerError {
+            // Its --http cannot listen: said before the command does anything.
+            CommandLog.logger(name).error("\(error)")
+            throw ExitCode(2)
+        }
         // The service group's own lines in the process's format; its routine ones (debug) only
         // when asked for.
         var logger = CommandLog.logger(name)

@@ -47,6 +47,20 @@ func validateEndpoint(_ endpoint: String, option: String) throws {
             "\(option) \(endpoint): an endpoint is tcp://HOST:PORT (tcp://127.0.0.1:5550, tcp://*:5550) "
                 + "or ipc:///PATH (ipc:///tmp/nbus.sock)")
     }
+    if lowered.hasPrefix("tcp://") {
+        // The destination is the last `;`-separated part (`tcp://SOURCE;HOST:PORT` names a source).
+        let destination = endpoint.dropFirst("tcp://".count).split(separator: ";", omittingEmptySubsequences: false).last ?? ""
+        guard let colon = destination.lastIndex(of: ":"), colon != destination.startIndex else {
+            throw ValidationError("\(option) \(endpoint): a tcp endpoint needs HOST:PORT (tcp://127.0.0.1:5550, tcp://*:5550)")
+        }
+        let port = destination[destination.index(after: colon)...]
+        guard port == "*" || (!port.isEmpty && port.allSatisfy({ $0.isASCII && $0.isNumber })) else {
+            throw ValidationError(
+                "\(option) \(endpoint): the port must be a number from 0 to 65535 (or * to pick a free one when binding), not '\(port)'")
+        }
+    } else if endpoint.count == "ipc://".count {
+        throw ValidationError("\(option) \(endpoint): an ipc endpoint needs a path (ipc:///tmp/nbus.sock)")
+    }
     if let port = TCPEndpoint.outOfRangePort(in: endpoint) {
         throw ValidationError("\(option) \(endpoint): port \(port) is out of range (0-65535)")
     }
@@ -68,4 +82,18 @@ struct StandardError: TextOutputStream {
     mutating func write(_ string: String) {
         FileWriter.standardError.write(string)
     }
+}
+
+/// `text` for an error message on a terminal: control characters (an ESC starting a terminal
+/// sequence, a newline that would forge a second log line) written as `\u{1B}`, the rest as is.
+func displayed(_ text: String) -> String {
+    var result = ""
+    for scalar in text.unicodeScalars {
+        if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+            result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+        } else {
+            result.unicodeScalars.append(scalar)
+        }
+    }
+    return result
 }

@@ -63,7 +63,7 @@ struct JSONInputLine {
         switch object["name"] {
         case nil: name = nil
         case let text as String:
-            do { name = try NotificationName(text) } catch { throw Invalid("invalid name '\(text)': \(error)") }
+            do { name = try NotificationName(text) } catch { throw Invalid("invalid name '\(displayed(text))': \(error)") }
         default: throw Invalid("'name' must be a string")
         }
 

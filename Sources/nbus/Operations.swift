@@ -89,6 +89,7 @@ struct BusHTTPOptions: ParsableArguments {
         let watch = ConnectionWatchService(bus: bus, endpoints: distinct, logger: CommandLog.logger(command))
         guard let http else { return [watch] }
         let address = try HTTPListenAddress(parsing: http)
+        try address.checkListenable()
         let registry = PrometheusCollectorRegistry()
         let logger = CommandLog.logger(command)
         let sampler = BusMetricsService(

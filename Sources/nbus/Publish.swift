@@ -106,7 +106,7 @@ struct Publish: AsyncParsableCommand {
     @Option(
         name: .customLong("stall-limit"),
         parsing: .unconditional, help: ArgumentHelp(
-            "Seconds a broker (tcp) may leave what was sent unacknowledged, or its window closed, before it is dropped and redialled; posts meanwhile reach nobody and are counted as gaps, instead of waiting for a frozen or vanished broker (default: 60 when connecting, none when binding; 0: wait for ever).",
+            "Seconds a broker (tcp) may leave what was sent unacknowledged, or its window closed, before it is dropped and redialled; posts meanwhile reach nobody and are counted as gaps, instead of waiting for a frozen or vanished broker: 0 (wait for ever) or 0.001 to 86400 (default: 60 when connecting, 0 when binding).",
             valueName: "seconds"))
     var stallLimit: Double?
 
@@ -134,7 +134,7 @@ struct Publish: AsyncParsableCommand {
     /// (exit 64) instead of after the wait for subscribers.
     func validate() throws {
         let notificationName: NotificationName
-        do { notificationName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(name)': \(error)") }
+        do { notificationName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(displayed(name))': \(error)") }
         if lines {
             if payload != nil {
                 throw ValidationError("a PAYLOAD argument is not used with --lines: each line of standard input is a payload")
@@ -167,7 +167,12 @@ struct Publish: AsyncParsableCommand {
         if let subscribers { guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1 (use --no-wait to skip waiting)") } }
         if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
         try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600)
-        if let stallLimit, stallLimit != 0 { try SecondsOption.check(stallLimit, "--stall-limit", in: 0.001...86_400) }
+        guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more, not \(hwm)") }
+        if let stallLimit, stallLimit != 0 {
+            do { try SecondsOption.check(stallLimit, "--stall-limit", in: 0.001...86_400) } catch {
+                throw ValidationError("--stall-limit must be 0 (no limit) or from 0.001 to 86400 seconds, got \(stallLimit)")
+            }
+        }
         let headerMap = try parsedHeaders()
         do {
             _ = try EnvelopeCodec.encodedSize(of: BusNotification(name: notificationName, headers: headerMap))
@@ -497,7 +502,14 @@ struct PublishService: Service {
         // Nothing at all went out because nobody wanted it (--no-wait with no subscriber yet): a
         // warning, so a summary of a run that reached nobody does not read like success.
         let reachedNobody = stats.posted > 0 && stats.sent == 0 && stats.unwanted == stats.posted
-        logLine(stats.unsent > 0 || reachedNobody ? .warning : .info, "publish", summary)
+        logLine(stats.unsent > 0 || reachedNobody || stats.endOfStreamUnacknowledged > 0 ? .warning : .info, "publish", summary)
+        if stats.endOfStreamUnacknowledged > 0 {
+            // The end of stream is how a subscriber learns of a lost tail: one that never got it
+            // (its broker dropped or frozen at the end, or it left first) may not know what it missed.
+            logLine(
+                .warning, "publish",
+                "nbus publish: \(stats.endOfStreamUnacknowledged) subscriber(s) did not confirm the end of stream within --close-timeout (\(command.closeTimeout) s): if they missed notifications (a broker lost, frozen or dropped by --stall-limit meanwhile), they may not know it; unless they simply left first")
+        }
         if reachedNobody {
             logLine(
                 .warning, "publish",

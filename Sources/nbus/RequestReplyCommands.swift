@@ -93,7 +93,7 @@ struct Request: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let requestName: NotificationName
-        do { requestName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(name)': \(error)") }
+        do { requestName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(displayed(name))': \(error)") }
         var headerMap = NotificationHeaders()
         for header in headers {
             guard let equals = header.firstIndex(of: "="), equals != header.startIndex else {
@@ -197,7 +197,7 @@ struct ReplyCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let requestPattern: NamePattern
-        do { requestPattern = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(pattern)': \(error)") }
+        do { requestPattern = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(displayed(pattern))': \(error)") }
         try await CommandLifecycle.run(name: "reply") { () async throws -> (ReplyService, [any Service]) in
             let bus: Bus
             let requests: NotificationSequence

@@ -59,11 +59,11 @@ struct Subscribe: AsyncParsableCommand {
     @Option(help: ArgumentHelp("When the buffer is full: suspend (back-pressure), drop-oldest or drop-newest.", valueName: "policy"))
     var policy: Policy = .suspend
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Largest payload accepted, in bytes.", valueName: "bytes"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Largest payload accepted, in bytes (default NBP/1's 1048576; up to 1073741824, for publishers configured alike).", valueName: "bytes"))
     var maxPayload: Int = WireFormat.defaultMaximumPayload
 
     @Option(name: .customLong("max-memory"), parsing: .unconditional, help: ArgumentHelp(
-        "With --bind: resident memory (MiB) past which every connection is dropped, so no peer can grow this process without bound (0: no limit).",
+        "With --bind: resident memory (MiB) past which every connection is dropped, so no peer can grow this process without bound (64 or more; 0: no limit).",
         valueName: "MiB"))
     var maxMemory: Int = 4_096
 
@@ -93,13 +93,20 @@ struct Subscribe: AsyncParsableCommand {
     func validate() throws {
         guard !patterns.isEmpty else { throw ValidationError("give at least one pattern") }
         for pattern in patterns {
-            do { _ = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(pattern)': \(error)") }
+            do { _ = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(displayed(pattern))': \(error)") }
         }
         if let count { guard count >= 1 else { throw ValidationError("--count must be at least 1") } }
         if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
         guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
-        guard maxPayload >= 0 else { throw ValidationError("--max-payload must be 0 or more") }
-        guard (0...(1 << 30)).contains(maxMemory) else { throw ValidationError("--max-memory must be 0 (no limit) or more MiB") }
+        // Above NBP/1's 1 MiB default only for publishers configured alike (NBP-1 §6); past 1 GiB a
+        // single peer's frame would be the process's memory.
+        guard (0...(1 << 30)).contains(maxPayload) else {
+            throw ValidationError("--max-payload must be 0 to 1073741824 bytes (default 1048576, NBP/1's), not \(maxPayload)")
+        }
+        // Below 64 MiB the process itself (some 30 MiB idle) would pass the limit and reset every connection, over and over.
+        guard maxMemory == 0 || (64...(1 << 30)).contains(maxMemory) else {
+            throw ValidationError("--max-memory must be 0 (no limit) or 64 to 1073741824 MiB (the process alone takes some 30), not \(maxMemory)")
+        }
         guard (0...WireFormat.maximumHeaderCount).contains(maxHeaders) else {
             throw ValidationError("--max-headers must be 0 to \(WireFormat.maximumHeaderCount) (NBP/1's limit)")
         }

@@ -304,11 +304,17 @@ struct EndToEndTests {
             #expect(!output.bySignal && output.status == 64, "\(arguments): \(output)")
             #expect(output.stderrText.contains("bogus://nowhere: an endpoint is tcp://HOST:PORT"), "\(arguments): \(output.stderrText)")
         }
-        // A tcp endpoint libzmq refuses (the port is not a number): its error, exit 2.
-        let output = try #require(
+        // A port that is not a number: a usage error too, before libzmq's bare "Invalid argument".
+        let notANumber = try #require(
             try await children.run("nbus", ["subscribe", "x", "--connect", "tcp://127.0.0.1:abc", "--count", "1", "--timeout", "5"]))
+        #expect(!notANumber.bySignal && notANumber.status == 64, "\(notANumber)")
+        #expect(notANumber.stderrText.contains("tcp://127.0.0.1:abc: the port must be a number from 0 to 65535"), "\(notANumber.stderrText)")
+        // A well-formed endpoint libzmq refuses (an address this machine does not have; 192.0.2.1
+        // is TEST-NET-1): its error, exit 2.
+        let output = try #require(
+            try await children.run("nbus", ["subscribe", "x", "--bind", "tcp://192.0.2.1:23999", "--count", "1", "--timeout", "5"]))
         #expect(!output.bySignal && output.status == 2, "\(output)")
-        #expect(output.stderrText.contains("transport error: zmq_connect tcp://127.0.0.1:abc"), "\(output.stderrText)")
+        #expect(output.stderrText.contains("zmq_bind tcp://192.0.2.1:23999"), "\(output.stderrText)")
     }
 
     @Test("broker with frontend and backend on the same tcp port: an error, no crash")

@@ -35,16 +35,23 @@ struct HostileInputTests {
         (["publish", "s.x", "--timeout", "1e300"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["publish", "s.x", "--timeout", "nan"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["publish", "s.x", "--close-timeout", "inf", "--no-wait"], "--close-timeout must be from 0 to 3600 seconds"),
-        (["publish", "s.x", "--stall-limit=-1", "--no-wait"], "--stall-limit must be from 0.001 to 86400 seconds"),
-        (["publish", "s.x", "--stall-limit", "nan", "--no-wait"], "--stall-limit must be from 0.001 to 86400 seconds"),
+        (["broker", "--max-memory", "1"], "--max-memory must be 0 (no limit) or 64 to 1073741824 MiB"),
+        (["subscribe", "s.x", "--max-memory", "99999999999999", "--timeout", "30"], "--max-memory must be 0 (no limit) or 64 to 1073741824 MiB"),
+        (["subscribe", "s.x", "--max-payload", "99999999999", "--timeout", "30"], "--max-payload must be 0 to 1073741824 bytes"),
+        (["publish", "s.x", "--hwm=-1", "--no-wait"], "--hwm must be 0 (no limit) or more"),
+        // A name or pattern is shown with its control characters escaped: an ESC would reach the terminal.
+        (["publish", "a\u{1B}[31mb", "--no-wait"], "invalid name 'a\\u{1B}[31mb'"),
+        (["subscribe", "a.\u{1B}", "--timeout", "30"], "invalid pattern 'a.\\u{1B}'"),
+        (["publish", "s.x", "--stall-limit=-1", "--no-wait"], "--stall-limit must be 0 (no limit) or from 0.001 to 86400 seconds"),
+        (["publish", "s.x", "--stall-limit", "nan", "--no-wait"], "--stall-limit must be 0 (no limit) or from 0.001 to 86400 seconds"),
         (["subscribe", "s.x", "--timeout", "inf"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["subscribe", "s.x", "--timeout", "1e300"], "--timeout must be from 0.001 to 31536000 seconds"),
         (["broker", "--stats", "inf"], "--stats must be from 0.1 to 86400 seconds"),
         (["broker", "--stats", "1e300"], "--stats must be from 0.1 to 86400 seconds"),
-        (["broker", "--heartbeat", "nan"], "--heartbeat must be from 0.001 to 2184 seconds"),
-        (["broker", "--heartbeat=-1"], "--heartbeat must be from 0.001 to 2184 seconds"),
-        (["broker", "--heartbeat", "0.0005"], "--heartbeat must be from 0.001 to 2184 seconds"),
-        (["broker", "--heartbeat", "2185"], "--heartbeat must be from 0.001 to 2184 seconds"),
+        (["broker", "--heartbeat", "nan"], "--heartbeat must be 0 (off) or from 0.001 to 2184 seconds"),
+        (["broker", "--heartbeat=-1"], "--heartbeat must be 0 (off) or from 0.001 to 2184 seconds"),
+        (["broker", "--heartbeat", "0.0005"], "--heartbeat must be 0 (off) or from 0.001 to 2184 seconds"),
+        (["broker", "--heartbeat", "2185"], "--heartbeat must be 0 (off) or from 0.001 to 2184 seconds"),
         (["broker", "--heartbeat-ms=-1"], "--heartbeat-ms must be 0 (off) or 1 to 2184000"),
         (["broker", "--heartbeat-ms", "100", "--heartbeat", "2"], "--heartbeat and --heartbeat-ms say the same thing"),
         (["broker", "--idle-spin", "11"], "--idle-spin must be from 0 to 10 seconds"),
@@ -71,7 +78,7 @@ struct HostileInputTests {
         (["request", "s.x", "--timeout", "-1"], "--timeout must be from 0.001 to 31536000 seconds"),
     ]
 
-    @Test("seconds and rate options out of range (inf, nan, 1e300, 1e-300) are usage errors naming the flag", arguments: outOfRangeSeconds)
+    @Test("seconds, rates, sizes and limits out of range (inf, nan, 1e300, 1e-300, negative, huge) are usage errors naming the flag", arguments: outOfRangeSeconds)
     func secondsOutOfRange(arguments: [String], message: String) async throws {
         let children = try Children()
         defer { children.killAll() }
@@ -117,9 +124,15 @@ struct HostileInputTests {
         (["broker", "--frontend", "inproc://front"], "--frontend inproc://front: inproc://"),
         (["broker", "--backend", "inproc://back"], "--backend inproc://back: inproc://"),
         (["broker", "--upstream", "inproc://up"], "--upstream inproc://up: inproc://"),
+        // Endpoints libzmq would refuse with a bare "Invalid argument", or take wrongly (port -1
+        // became 65535): named here instead.
+        (["publish", "i.x", "--connect", "tcp://127.0.0.1", "--no-wait"], "--connect tcp://127.0.0.1: a tcp endpoint needs HOST:PORT"),
+        (["publish", "i.x", "--connect", "tcp://", "--no-wait"], "--connect tcp://: a tcp endpoint needs HOST:PORT"),
+        (["subscribe", "i.x", "--bind", "tcp://127.0.0.1:-1", "--timeout", "30"], "--bind tcp://127.0.0.1:-1: the port must be a number from 0 to 65535"),
+        (["subscribe", "i.x", "--connect", "ipc://", "--timeout", "30"], "--connect ipc://: an ipc endpoint needs a path"),
     ]
 
-    @Test("inproc:// endpoints are usage errors in every endpoint option (no other process can reach them)", arguments: inprocEndpoints)
+    @Test("inproc:// endpoints (no other process can reach them) and malformed tcp and ipc ones are usage errors", arguments: inprocEndpoints)
     func inprocEndpointsAreRefused(arguments: [String], message: String) async throws {
         let children = try Children()
         defer { children.killAll() }

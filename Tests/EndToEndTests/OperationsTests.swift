@@ -125,7 +125,7 @@ struct OperationsTests {
         #expect(stopped?.stderrText.contains("broker stopped:") == true)
     }
 
-    @Test("an --http port already taken: the broker stops in order and exits 2, saying why")
+    @Test("an --http port already taken: the broker exits 2 before it binds or says it is ready, saying why")
     func httpPortTaken() async throws {
         let children = try Children()
         defer { children.killAll() }
@@ -146,8 +146,22 @@ struct OperationsTests {
             "broker", ["broker", "--frontend", children.folder.ipc("f.sock"), "--backend", children.folder.ipc("b.sock"),
                        "--http", "127.0.0.1:\(port)"]))
         #expect(broker.status == 2, "\(broker.stderrText)")
-        #expect(broker.stderrText.contains("error nbus broker: cannot serve --http 127.0.0.1:\(port)"), "\(broker.stderrText)")
-        #expect(broker.stderrText.contains("broker stopped:"))
+        #expect(broker.stderrText.contains("error nbus broker: cannot serve --http 127.0.0.1:\(port): Address already in use"), "\(broker.stderrText)")
+        #expect(broker.stdoutText.isEmpty, "a script waiting for the ready line would have gone on: \(broker.stdoutText)")
+    }
+
+    @Test("an --http address this machine does not have: publish exits 2 before posting, saying why in one line")
+    func httpAddressNotHere() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        // 192.0.2.1 is TEST-NET-1 (RFC 5737): on no machine's interfaces.
+        let publisher = try #require(await children.run(
+            "publisher", ["publish", "h.x", "hi", "--no-wait", "--connect", children.folder.ipc("f.sock"), "--http", "192.0.2.1:0"]))
+        #expect(publisher.status == 2, "\(publisher.stderrText)")
+        #expect(
+            publisher.stderrText.contains("error nbus publish: cannot serve --http 192.0.2.1:0: Cannot assign requested address (errno 99)"),
+            "\(publisher.stderrText)")
+        #expect(!publisher.stderrText.contains("posted"), "it posted before finding out: \(publisher.stderrText)")
     }
 
     @Test("with CURVE, /connz shows each connection's admitted key and /metrics counts the refusals")

@@ -301,6 +301,7 @@ final class BrokerForwarder {
                 stats.forwardingErrors &+= 1
                 continue
             }
+            connections.forgetConnections(acceptedOn: endpoint)
             // libzmq closes the old listener on its own I/O thread, later: until it has, the port
             // (or the ipc path) may still be taken. Retry for up to 2 s.
             var bound = false

@@ -111,6 +111,20 @@ final class ConnectionTracker: Sendable {
         listening.withLock { $0 = Set(endpoints) }
     }
 
+    /// The listener of `endpoint` was closed (a memory reset unbinds it) and with it every
+    /// connection it had accepted. libzmq ends those without an error, so it reports none of them
+    /// disconnected: they are forgotten here, or /connz and the counts would keep them for ever.
+    func forgetConnections(acceptedOn endpoint: String) {
+        let removed = table.withLock { table -> [BrokerConnection] in
+            let keys = table.connections.filter { $0.value.endpoint == endpoint }.map(\.key)
+            return keys.compactMap { table.connections.removeValue(forKey: $0) }
+        }
+        guard !removed.isEmpty else { return }
+        for connection in removed { onEvent?(.connectionClosed(connection)) }
+        let now = open.subtract(removed.count, ordering: .relaxed).newValue
+        if now < 0 { open.store(0, ordering: .relaxed) }
+    }
+
     /// The open connections, oldest first.
     func snapshot() -> [BrokerConnection] {
         table.withLock { Array($0.connections.values) }.sorted {
