@@ -66,6 +66,7 @@ public struct BusCounters: Codable, Sendable, Equatable {
     public var framesReceived: UInt64
     public var unmatched: UInt64
     public var lostUpstream: UInt64
+    public var endOfStreamRecords: UInt64
     public var rejected: UInt64
 
     /// Copies `stats`.
@@ -76,6 +77,7 @@ public struct BusCounters: Codable, Sendable, Equatable {
         framesReceived = stats.framesReceived
         unmatched = stats.unmatched
         lostUpstream = stats.lostUpstream
+        endOfStreamRecords = stats.endOfStreamRecords
         rejected = stats.rejectedTotal
     }
 }

@@ -67,19 +67,24 @@ public struct HTTPListenAddress: Hashable, Sendable, CustomStringConvertible {
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = port.bigEndian
             _ = inet_pton(AF_INET6, host, &address.sin6_addr)
-            result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
-            }
+            result = Self.bind(descriptor, to: &address)
         } else {
             var address = sockaddr_in()
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = port.bigEndian
             _ = inet_pton(AF_INET, host, &address.sin_addr)
-            result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
+            result = Self.bind(descriptor, to: &address)
         }
         if result != 0 { throw failure(errno) }
+    }
+
+    /// `bind(2)` with a `sockaddr_in` or `sockaddr_in6`.
+    private static func bind<Address>(_ descriptor: Int32, to address: inout Address) -> Int32 {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(descriptor, $0, socklen_t(MemoryLayout<Address>.size))
+            }
+        }
     }
 
     private func failure(_ code: Int32) -> MonitoringServerError {

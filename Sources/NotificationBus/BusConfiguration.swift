@@ -76,7 +76,7 @@ public struct BusConfiguration: Sendable {
     /// connects to subscribers that bind (collectors, fan-in) waits for the slowest of them too:
     /// set it to `false` there.
     public var publisherBackpressure: Bool {
-        get { publisherBackpressureSetting ?? (!publish.isEmpty && publish.allSatisfy { !$0.isBind }) }
+        get { publisherBackpressureSetting ?? publishesToBrokersOnly }
         set { publisherBackpressureSetting = newValue }
     }
     private var publisherBackpressureSetting: Bool?
@@ -93,10 +93,13 @@ public struct BusConfiguration: Sendable {
     /// as long as it pauses: it must not be cut off). A publisher that connects to subscribers that
     /// bind (fan-in) cuts one off once its window stayed closed this long; set zero to wait instead.
     public var sendStallLimit: Duration {
-        get { sendStallLimitSetting ?? (!publish.isEmpty && publish.allSatisfy { !$0.isBind } ? Self.defaultSendStallLimit : .zero) }
+        get { sendStallLimitSetting ?? (publishesToBrokersOnly ? Self.defaultSendStallLimit : .zero) }
         set { sendStallLimitSetting = newValue }
     }
     private var sendStallLimitSetting: Duration?
+    /// Every `publish` attachment connects: the brokered shape, where the peers are brokers (the
+    /// defaults of `publisherBackpressure` and `sendStallLimit` follow it).
+    private var publishesToBrokersOnly: Bool { !publish.isEmpty && publish.allSatisfy { !$0.isBind } }
     /// `sendStallLimit` for a publisher that only connects, unless set.
     public static let defaultSendStallLimit: Duration = .seconds(60)
     /// The longest `sendStallLimit` (TCP_USER_TIMEOUT counts milliseconds in an int).

@@ -85,15 +85,8 @@ struct StandardError: TextOutputStream {
 }
 
 /// `text` for an error message on a terminal: control characters (an ESC starting a terminal
-/// sequence, a newline that would forge a second log line) written as `\u{1B}`, the rest as is.
+/// sequence, a newline that would forge a second log line) escaped as in JSON (`\u001b`), the
+/// rest as is (`OutputFormat.jsonString` without its quotes).
 func displayed(_ text: String) -> String {
-    var result = ""
-    for scalar in text.unicodeScalars {
-        if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
-            result += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
-        } else {
-            result.unicodeScalars.append(scalar)
-        }
-    }
-    return result
+    String(OutputFormat.jsonString(text).dropFirst().dropLast())
 }

@@ -100,6 +100,7 @@ struct HeartbeatTests {
         let posting = Task {
             for _ in 0..<2_000 { try await publisher.post(name: name, payload: payload) }
         }
+        defer { posting.cancel() }  // on a failed wait below, instead of posting on unobserved
         try await publisher.waitForNoSubscribers(matching: name, timeout: .seconds(20))
         try await posting.value
 

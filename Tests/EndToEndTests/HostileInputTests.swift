@@ -40,8 +40,8 @@ struct HostileInputTests {
         (["subscribe", "s.x", "--max-payload", "99999999999", "--timeout", "30"], "--max-payload must be 0 to 1073741824 bytes"),
         (["publish", "s.x", "--hwm=-1", "--no-wait"], "--hwm must be 0 (no limit) or more"),
         // A name or pattern is shown with its control characters escaped: an ESC would reach the terminal.
-        (["publish", "a\u{1B}[31mb", "--no-wait"], "invalid name 'a\\u{1B}[31mb'"),
-        (["subscribe", "a.\u{1B}", "--timeout", "30"], "invalid pattern 'a.\\u{1B}'"),
+        (["publish", "a\u{1B}[31mb", "--no-wait"], "invalid name 'a\\u001b[31mb'"),
+        (["subscribe", "a.\u{1B}", "--timeout", "30"], "invalid pattern 'a.\\u001b'"),
         (["publish", "s.x", "--stall-limit=-1", "--no-wait"], "--stall-limit must be 0 (no limit) or from 0.001 to 86400 seconds"),
         (["publish", "s.x", "--stall-limit", "nan", "--no-wait"], "--stall-limit must be 0 (no limit) or from 0.001 to 86400 seconds"),
         (["subscribe", "s.x", "--timeout", "inf"], "--timeout must be from 0.001 to 31536000 seconds"),

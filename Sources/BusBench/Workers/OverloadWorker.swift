@@ -123,22 +123,8 @@ public struct OverloadPublisherResult: Codable, Sendable {
 /// The subscription's counters at the end, including what is still buffered (the bus's own type).
 public typealias OverloadSubscriptionCounters = SubscriptionStats
 
-/// The subscriber bus's counters after close.
-public struct OverloadBusCounters: Codable, Sendable, Equatable {
-    public var framesReceived: UInt64
-    public var unmatched: UInt64
-    public var lostUpstream: UInt64
-    public var endOfStreamRecords: UInt64
-    public var rejected: UInt64
-
-    public init(_ stats: BusStats) {
-        framesReceived = stats.framesReceived
-        unmatched = stats.unmatched
-        lostUpstream = stats.lostUpstream
-        endOfStreamRecords = stats.endOfStreamRecords
-        rejected = stats.rejectedTotal
-    }
-}
+/// The subscriber bus's counters after close (the workers' common type).
+public typealias OverloadBusCounters = BusCounters
 
 /// What the `for await` loop itself saw, in-band.
 public struct OverloadConsumed: Codable, Sendable, Equatable {
