@@ -8,6 +8,9 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <malloc.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <linux/sockios.h>
 
 // errno values that Swift cannot import as macros on every libc.
 static inline int czmq_eagain(void) { return EAGAIN; }
@@ -31,6 +34,30 @@ static inline int czmq_malloc_trim(void) { return malloc_trim(0); }
 // Names the calling thread (Linux keeps the first 15 bytes); `prctl` is variadic, so Swift needs this.
 static inline int czmq_set_current_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+}
+
+
+// Bytes a stream socket holds that its peer has not taken yet (SIOCOUTQ: TCP's unsent and
+// unacknowledged bytes, a unix socket's unread ones); -1 and errno on failure. `ioctl` is
+// variadic, so Swift needs this.
+static inline int czmq_unsent_bytes(int fd) {
+    int bytes = 0;
+    if (ioctl(fd, SIOCOUTQ, &bytes) != 0) return -1;
+    return bytes;
+}
+
+// Bytes the peer of a TCP socket has acknowledged since the connection began (tcp_info's
+// tcpi_bytes_acked, Linux 4.1 and later: a counter that only grows, unlike the queue above); 0 and
+// *bytes set on success, -1 when the descriptor is not TCP or the kernel is older. Read through a
+// raw buffer at the field's fixed offset, because <linux/tcp.h>'s struct clashes with glibc's
+// <netinet/tcp.h> that Swift's Glibc module already brings.
+static inline int czmq_tcp_bytes_acked(int fd, unsigned long long *bytes) {
+    unsigned char info[256];
+    socklen_t length = sizeof info;
+    if (getsockopt(fd, 6 /* IPPROTO_TCP */, 11 /* TCP_INFO */, info, &length) != 0) return -1;
+    if (length < 128) return -1;
+    __builtin_memcpy(bytes, info + 120, sizeof *bytes);
+    return 0;
 }
 
 #endif

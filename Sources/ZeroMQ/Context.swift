@@ -18,10 +18,21 @@ public final class Context: Sendable {
 
     /// Creates a context with `ioThreads` libzmq I/O threads. With `blocky` false (the default)
     /// `terminate()` discards unsent messages at once; with true it waits out each socket's `.linger`.
-    public init(ioThreads: Int32 = 1, blocky: Bool = false) throws(ZMQError) {
+    ///
+    /// `zeroCopyReceive` false gives every received message an allocation of its own. By default
+    /// libzmq decodes messages in place inside a shared 8 KiB read buffer, which lives as long as
+    /// any message in it: cheap for messages consumed at once, but a process that *keeps* messages
+    /// (a broker queueing for a stopped subscriber) then holds a whole buffer for every read
+    /// (measured: a 300-byte frame cost 2.2 KB, a 4 KiB one 12 KB; see BENCHMARKS.md).
+    public init(ioThreads: Int32 = 1, blocky: Bool = false, zeroCopyReceive: Bool = true) throws(ZMQError) {
         handle = try zmqPointerCall("zmq_ctx_new") { zmq_ctx_new() }
         _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, ZMQ_IO_THREADS, ioThreads) }
         _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, ZMQ_BLOCKY, blocky ? 1 : 0) }
+        if !zeroCopyReceive {
+            // ZMQ_ZERO_COPY_RECV (10): zmq.h lists it among the draft options, but libzmq 4.3
+            // handles it in every build (zmq_ctx_set refuses an option it does not know).
+            _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, 10, 0) }
+        }
     }
 
     /// Makes every blocking call on this context's sockets fail with `ETERM`; sockets must still be closed.

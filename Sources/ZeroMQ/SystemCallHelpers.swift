@@ -1,4 +1,7 @@
 import CZeroMQ
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs one libzmq call and maps failure to a typed `ZMQError`.
 ///
@@ -50,4 +53,43 @@ internal func systemCall(_ operation: StaticString, _ body: () -> Int32) throws(
 /// Takes a few milliseconds with a large heap; call it when idle.
 public func releaseFreeMemory() {
     _ = czmq_malloc_trim()
+}
+
+/// A connection's file descriptor as libzmq's monitor reported it (`ZMQ_EVENT_ACCEPTED`), for the
+/// two things libzmq itself cannot do with one chosen connection: tell how far behind its peer
+/// is, and end it.
+///
+/// libzmq owns the descriptor and may close it (and the kernel reuse its number) at any moment:
+/// a caller names one it saw accepted and not yet disconnected, and checks what it reads before
+/// acting on it.
+public struct ConnectionDescriptor: Hashable, Sendable {
+    /// The descriptor's number.
+    public var rawValue: Int32
+
+    /// A descriptor from a monitor event.
+    public init(_ rawValue: Int32) { self.rawValue = rawValue }
+
+    /// Bytes written to the connection that its peer has not taken yet (TCP: unsent and
+    /// unacknowledged; unix socket: unread), or nil when it is not an open stream socket. A peer
+    /// that reads nothing keeps this constant (its window, or the socket's buffer, is full).
+    public func unsentBytes() -> Int? {
+        let bytes = czmq_unsent_bytes(rawValue)
+        return bytes < 0 ? nil : Int(bytes)
+    }
+
+    /// Over TCP, the bytes the peer has acknowledged since the connection began: a counter that
+    /// grows whenever the peer's application reads (its window opens) and stands still while it
+    /// reads nothing. nil for other sockets (ipc) and kernels before Linux 4.1.
+    public func bytesAcknowledged() -> UInt64? {
+        var bytes: UInt64 = 0
+        return czmq_tcp_bytes_acked(rawValue, &bytes) == 0 ? bytes : nil
+    }
+
+    /// Ends the connection in both directions without closing the descriptor (libzmq's I/O thread
+    /// sees the end, closes it and drops its pipe, as if the peer had gone). Returns whether the
+    /// kernel accepted it.
+    @discardableResult
+    public func shutDown() -> Bool {
+        shutdown(rawValue, Int32(SHUT_RDWR)) == 0
+    }
 }
