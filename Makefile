@@ -23,7 +23,8 @@ help:
 
 # Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
 # and, as root, iproute2 (ip, tc) for the multi-host test, prometheus (promtool checks /metrics),
-# systemd (systemd-analyze verifies docs/nbus-broker.service), curl (the docs' snippets) and chromium,
+# systemd (systemd-analyze verifies docs/nbus-broker.service), curl (the docs' snippets), stress-ng (the
+# loaded-machine test keeps both cores busy with it) and chromium,
 # the headless browser the report's rendering test opens it in; without them those tests skip.
 deps:
 	@missing=""; \
@@ -35,6 +36,7 @@ deps:
 	if [ "$$(id -u)" -eq 0 ] && ! command -v promtool >/dev/null 2>&1; then missing="$$missing prometheus"; fi; \
 	if [ "$$(id -u)" -eq 0 ] && ! command -v systemd-analyze >/dev/null 2>&1; then missing="$$missing systemd"; fi; \
 	if [ "$$(id -u)" -eq 0 ] && ! command -v curl >/dev/null 2>&1; then missing="$$missing curl"; fi; \
+	if [ "$$(id -u)" -eq 0 ] && ! command -v stress-ng >/dev/null 2>&1; then missing="$$missing stress-ng"; fi; \
 	if ! command -v chromium >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" -eq 0 ]; then missing="$$missing chromium"; \
 	  else echo "note: chromium is not installed: the report's rendering test will skip (as root: apt-get install -y chromium)" >&2; fi; \
@@ -72,7 +74,7 @@ test-python:
 # 50,000/s stream) run alone after the rest: on two cores, next to 300 tests running in parallel,
 # they measured the machine instead of the bus (the burst's subscriber once printed 173,572 of
 # 200,000 within its 90 s bound).
-LOAD_TESTS ?= BrokeredLosslessTests
+LOAD_TESTS ?= BrokeredLosslessTests|BrokeredLoadedMachineTests
 # SWIFT_BACKTRACE=enable=no: a test process that crashes (a libzmq assertion once did) must fail
 # at once; Swift's backtracer, suspending the hundreds of threads of a test run, hung it instead.
 test-swift:
@@ -91,7 +93,7 @@ test-netns: deps
 
 # Hostile and careless peers (raw ZeroMQ and hand-spoken ZMTP against real nbus processes, bad CLI
 # values, slow and stopped subscribers). Part of `make test`; this runs them alone.
-ADVERSARIAL_FILTER ?= HostilePeerTests|BrokeredLosslessTests|HostileInputTests
+ADVERSARIAL_FILTER ?= HostilePeerTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests
 test-adversarial: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ADVERSARIAL_FILTER)'

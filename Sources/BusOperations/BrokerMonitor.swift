@@ -116,6 +116,7 @@ public final class BrokerMonitor: Sendable {
             "subscriptionMessages": stats.subscriptionMessages, "backpressureWaits": stats.backpressureWaits,
             "slowSubscriberEpisodes": stats.slowSubscriberEpisodes,
             "sentPastSlowSubscribers": stats.sentPastSlowSubscribers, "endOfStreamReplays": stats.endOfStreamReplays,
+            "stalledSubscribersDisconnected": stats.stalledSubscribersDisconnected,
             "subscriptionsNotForwarded": stats.subscriptionsNotForwarded, "acceptFailures": stats.acceptFailures,
             "memoryLimitResets": stats.memoryLimitResets, "forwardingErrors": stats.forwardingErrors,
         ]
@@ -243,8 +244,9 @@ final class BrokerMetrics: Sendable {
             (counter("subscription_messages_total", "Subscription messages received from subscribers."), { @Sendable s in s.subscriptionMessages }),
             (counter("subscriptions_not_forwarded_total", "Subscriptions too long to forward to publishers."), { @Sendable s in s.subscriptionsNotForwarded }),
             (counter("backpressure_waits_total", "Times a notification was held because a subscriber had no room."), { @Sendable s in s.backpressureWaits }),
-            (counter("slow_subscriber_episodes_total", "Slow-subscriber episodes (a subscriber made no room for the broker's patience)."), { @Sendable s in s.slowSubscriberEpisodes }),
+            (counter("slow_subscriber_episodes_total", "Slow-subscriber episodes (a subscriber past its budget made no room, and none could be named as stalled)."), { @Sendable s in s.slowSubscriberEpisodes }),
             (counter("sent_past_slow_subscribers_total", "Notifications sent past at least one full subscriber."), { @Sendable s in s.sentPastSlowSubscribers }),
+            (counter("stalled_subscribers_disconnected_total", "Subscribers past their budget that took nothing for the broker's patience, disconnected."), { @Sendable s in s.stalledSubscribersDisconnected }),
             (counter("end_of_stream_replays_total", "End-of-stream records sent again."), { @Sendable s in s.endOfStreamReplays }),
             (counter("accept_failures_total", "accept() failures (out of file descriptors)."), { @Sendable s in s.acceptFailures }),
             (counter("memory_limit_resets_total", "Times memory passed the limit and every connection was dropped."), { @Sendable s in s.memoryLimitResets }),

@@ -15,12 +15,15 @@ struct BrokerCommand: AsyncParsableCommand {
             filtering still happens at each publisher. Stops cleanly on SIGINT or SIGTERM and \
             prints its counters; a second signal exits at once.
 
-            Nothing is dropped for a subscriber that keeps up on average: when one has --hwm \
-            notifications queued, the broker holds the next one and stops reading publishers (which \
-            wait for it) until there is room. A subscriber that makes no room for --slow-after \
-            seconds is a slow subscriber (logged on stderr, counted): notifications go past it, \
-            and past any other full one, until it catches up; it counts what it lost as gaps. \
-            Memory: about --hwm x message size per subscriber and per publisher.
+            Each subscriber has a budget (--subscriber-budget, 64 MiB): while it is less than \
+            that far behind, nobody waits for it, however long it pauses (stopped, starved of \
+            CPU), and it loses nothing. Past its budget the broker holds the next notification \
+            and stops reading publishers (which wait for it) until there is room. If there is \
+            none for --slow-after seconds, a subscriber that took nothing at all meanwhile is \
+            disconnected (logged, counted: it reconnects by itself and counts what it missed as a \
+            gap; nobody else loses anything), and one that is only slow is sent past until it \
+            catches up (it counts what it lost as gaps). Memory: up to the budget per stalled \
+            subscriber, and --hwm x frame size per publisher (docs/deployment.md).
 
             CURVE: with --curve-secret (the broker's secret key file, from `nbus keygen`), \
             --allow-publishers and --allow-subscribers (folders of *.pub files), both sides are \
@@ -52,12 +55,17 @@ struct BrokerCommand: AsyncParsableCommand {
     var upstream: [String] = []
 
     @Option(parsing: .unconditional, help: ArgumentHelp(
-        "High-water mark: messages queued per publisher and per subscriber (bounds memory; a full subscriber makes the broker wait).",
+        "High-water mark: messages queued per publisher (a full one waits); per subscriber too with --subscriber-budget 0.",
         valueName: "messages"))
     var hwm: Int32 = 10_000
 
+    @Option(name: .customLong("subscriber-budget"), parsing: .unconditional, help: ArgumentHelp(
+        "MiB a subscriber may fall behind before it costs anyone else anything (default 64, NATS's max_pending; 0: queue --hwm messages per subscriber instead).",
+        valueName: "MiB"))
+    var subscriberBudget: Int = BrokerConfiguration.defaultSubscriberBudget >> 20
+
     @Option(name: .customLong("slow-after"), parsing: .unconditional, help: ArgumentHelp(
-        "Seconds a subscriber may leave its queue full before the broker stops waiting for it and sends past it (0: never wait). Keep it far below the publishers' --stall-limit (60 s by default): a publisher held back that long drops the broker.",
+        "Seconds a subscriber past its budget may leave its queue full before the broker stops waiting: one that took nothing is disconnected, one that is only slow is sent past (0: never wait). Keep it far below the publishers' --stall-limit (60 s by default): a publisher held back that long drops the broker.",
         valueName: "seconds"))
     var slowAfter: Double = 0.5
 
@@ -113,6 +121,10 @@ struct BrokerCommand: AsyncParsableCommand {
             throw ValidationError("--frontend and --backend must differ (both are \(frontend))")
         }
         guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
+        // Up to 1 TiB: a budget is a bound on memory, and past the machine's it bounds nothing.
+        guard (0...(1 << 20)).contains(subscriberBudget) else {
+            throw ValidationError("--subscriber-budget must be 0 (none: --hwm messages) to 1048576 MiB, not \(subscriberBudget)")
+        }
         if let heartbeatMillisecondsAlias {
             guard heartbeat == nil else { throw ValidationError("--heartbeat and --heartbeat-ms say the same thing: give one") }
             guard heartbeatMillisecondsAlias == 0 || (1...2_184_000).contains(heartbeatMillisecondsAlias) else {
@@ -166,6 +178,22 @@ struct BrokerCommand: AsyncParsableCommand {
             allowedSubscribers: try CurveAllowList(directory: allowSubscribers))
     }
 
+    /// The broker's configuration from the flags (checked by `validate()`; the broker checks it
+    /// again, in its own terms).
+    func configuration(security: BrokerSecurity?, logger: Logger) -> BrokerConfiguration {
+        var configuration = BrokerConfiguration(frontend: frontend, backend: backend)
+        configuration.upstream = upstream
+        configuration.highWaterMark = hwm
+        configuration.subscriberBudget = subscriberBudget << 20
+        configuration.heartbeat = .milliseconds(heartbeatMilliseconds)
+        configuration.slowSubscriberPatience = .milliseconds(Int64((slowAfter * 1_000).rounded()))
+        configuration.security = security
+        configuration.memoryLimit = maxMemory == 0 ? nil : UInt64(maxMemory) << 20
+        configuration.idleSpin = SecondsOption.duration(idleSpin)
+        configuration.logger = logger
+        return configuration
+    }
+
     func run() async throws {
         // Before anything binds: a connection refused for want of a file descriptor makes libzmq
         // spin on accept (see Broker.raiseOpenFileLimit).
@@ -179,12 +207,7 @@ struct BrokerCommand: AsyncParsableCommand {
             let security: BrokerSecurity?
             do {
                 security = try loadSecurity()
-                broker = try Broker(
-                    frontend: frontend, backend: backend, upstream: upstream, highWaterMark: hwm,
-                    heartbeat: .milliseconds(heartbeatMilliseconds),
-                    slowSubscriberPatience: .milliseconds(Int64((slowAfter * 1_000).rounded())), security: security,
-                    memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20, idleSpin: SecondsOption.duration(idleSpin),
-                    logger: logger)
+                broker = try Broker(configuration(security: security, logger: logger))
             } catch {
                 throw fail("broker", error, code: 2)
             }
@@ -218,7 +241,7 @@ struct BrokerCommand: AsyncParsableCommand {
                         frontend: broker.frontendEndpoint, backend: broker.backendEndpoint, upstream: upstream,
                         curve: security != nil,
                         settings: [
-                            "hwm": "\(hwm)", "slowAfterSeconds": "\(slowAfter)", "maxMemoryMiB": "\(maxMemory)",
+                            "hwm": "\(hwm)", "subscriberBudgetMiB": "\(subscriberBudget)", "slowAfterSeconds": "\(slowAfter)", "maxMemoryMiB": "\(maxMemory)",
                             "keepaliveSeconds": "\(ConnectionKeepalive.options(interval: .milliseconds(heartbeatMilliseconds), timeout: .zero)?.idle ?? 0)", "idleSpinSeconds": "\(idleSpin)", "statsSeconds": "\(stats)",
                             "openFilesLimit": openFiles.map { "\($0)" } ?? "unknown",
                         ]))
@@ -239,12 +262,14 @@ struct BrokerCommand: AsyncParsableCommand {
             + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
         let health =
             "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
+            + "stalled subscribers disconnected \(stats.stalledSubscribersDisconnected), "
             + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
             + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures)"
         let metadata: Logger.Metadata = [
             "fromPublishers": "\(stats.fromPublishers)", "toSubscribers": "\(stats.toSubscribers)",
             "slowSubscriberEpisodes": "\(stats.slowSubscriberEpisodes)",
-            "sentPastSlowSubscribers": "\(stats.sentPastSlowSubscribers)", "connections": "\(stats.connections)",
+            "sentPastSlowSubscribers": "\(stats.sentPastSlowSubscribers)",
+            "stalledSubscribersDisconnected": "\(stats.stalledSubscribersDisconnected)", "connections": "\(stats.connections)",
         ]
         logger.info("broker \(label): \(traffic)\(health)", metadata: metadata)
         guard secured else { return }

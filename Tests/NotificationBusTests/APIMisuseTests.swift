@@ -171,7 +171,9 @@ struct APIMisuseTests {
             }
         }
         #expect(throws: BusError.self) {
-            _ = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*", heartbeat: .seconds(2_185))
+            var configuration = BrokerConfiguration(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+            configuration.heartbeat = .seconds(2_185)
+            _ = try Broker(configuration)
         }
     }
 

@@ -170,9 +170,13 @@ struct BrokerIdleSpinTests {
     @Test("With idleSpin the broker forwards as without it, and an out-of-range spin is refused")
     func idleSpinForwards() async throws {
         #expect(throws: BusError.invalidConfiguration("idleSpin must be zero to 10 seconds, not \(Duration.seconds(11))")) {
-            _ = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*", idleSpin: .seconds(11))
+            var configuration = BrokerConfiguration(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+            configuration.idleSpin = .seconds(11)
+            _ = try Broker(configuration)
         }
-        let broker = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*", idleSpin: .microseconds(200))
+        var configuration = BrokerConfiguration(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        configuration.idleSpin = .microseconds(200)
+        let broker = try Broker(configuration)
         let publisher = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
         let subscriber = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
         let stream = try subscriber.notifications(named: "spin.>")

@@ -61,9 +61,11 @@ struct SecuredBroker {
         let security = BrokerSecurity(
             keyPair: serverKeys, allowedPublishers: try CurveAllowList(keys: ["alice": alice.publicKey]),
             allowedSubscribers: try CurveAllowList(keys: ["bob": bob.publicKey]))
-        broker = try Broker(
-            frontend: try temporaryIPCEndpoint("f.sock"), backend: try temporaryIPCEndpoint("b.sock"),
-            security: security, onAuthentication: log.record)
+        var configuration = BrokerConfiguration(
+            frontend: try temporaryIPCEndpoint("f.sock"), backend: try temporaryIPCEndpoint("b.sock"))
+        configuration.security = security
+        configuration.onAuthentication = log.record
+        broker = try Broker(configuration)
     }
 
     func client(_ keys: CurveKeyPair?, publishing: Bool) throws -> Bus {

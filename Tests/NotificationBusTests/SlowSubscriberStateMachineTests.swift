@@ -1,4 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Testing
+import ZeroMQ
 
 @testable import NotificationBus
 
@@ -12,7 +16,7 @@ struct SlowSubscriberStateMachineTests {
     func refusalWaitsWithinPatience() {
         var machine = SlowSubscriberStateMachine(patienceNanoseconds: 500 * ms)
         #expect(machine.refused(now: 1_000 * ms) == .retry(deadline: 1_500 * ms))
-        #expect(machine.state == .waiting(since: 1_000 * ms))
+        #expect(machine.state == .waiting(since: 1_000 * ms, heldSince: 1_000 * ms))
         // Retries inside the patience keep the first refusal's deadline.
         #expect(machine.refused(now: 1_200 * ms) == .retry(deadline: 1_500 * ms))
         #expect(machine.refused(now: 1_499 * ms) == .retry(deadline: 1_500 * ms))
@@ -52,6 +56,56 @@ struct SlowSubscriberStateMachineTests {
         #expect(machine.accepted(now: 8) == .episodeEnded(duration: 3, sentPast: 1))
     }
 
+    @Test("disconnectsStalled: the patience running out asks about the subscribers; disconnected ones start a new wait")
+    func stalledSubscribersAreFoundFirst() {
+        var machine = SlowSubscriberStateMachine(
+            patienceNanoseconds: 500 * ms, quietNanoseconds: 2_000 * ms, disconnectsStalled: true, maximumHoldNanoseconds: 10_000 * ms)
+        #expect(machine.refused(now: 100 * ms) == .retry(deadline: 600 * ms))
+        #expect(machine.refused(now: 600 * ms) == .findStalled(heldSince: 100 * ms))
+        #expect(machine.state == .finding(heldSince: 100 * ms))
+        // Two disconnected: the others get a fresh hold, nothing went past anybody.
+        #expect(machine.stalledFound(disconnected: 2, moving: 1, now: 601 * ms) == .retry(deadline: 1_101 * ms))
+        #expect(machine.state == .waiting(since: 601 * ms, heldSince: 601 * ms))
+        #expect(machine.accepted(now: 610 * ms) == .nothing)
+        #expect(machine.state == .flowing)
+    }
+
+    @Test("disconnectsStalled: a subscriber slow but moving is waited for, patience after patience, up to the hold limit")
+    func movingSubscribersAreWaitedFor() {
+        var machine = SlowSubscriberStateMachine(
+            patienceNanoseconds: 500 * ms, quietNanoseconds: 2_000 * ms, disconnectsStalled: true, maximumHoldNanoseconds: 1_200 * ms)
+        _ = machine.refused(now: 0)
+        #expect(machine.refused(now: 500 * ms) == .findStalled(heldSince: 0))
+        #expect(machine.stalledFound(disconnected: 0, moving: 1, now: 501 * ms) == .retry(deadline: 1_001 * ms))
+        #expect(machine.state == .waiting(since: 501 * ms, heldSince: 0))
+        #expect(machine.refused(now: 1_001 * ms) == .findStalled(heldSince: 0))
+        // The next wait is cut at the hold limit (1.2 s after the first refusal).
+        #expect(machine.stalledFound(disconnected: 0, moving: 1, now: 1_002 * ms) == .retry(deadline: 1_200 * ms))
+        #expect(machine.refused(now: 1_200 * ms) == .findStalled(heldSince: 0))
+        #expect(machine.stalledFound(disconnected: 0, moving: 1, now: 1_201 * ms) == .sendPast(episodeStarted: true, since: 0))
+        #expect(machine.state == .slow(since: 0, sentPast: 1, lastRefusal: 1_201 * ms))
+    }
+
+    @Test("disconnectsStalled: nothing known of any subscriber starts the episode as before")
+    func nothingKnownStartsTheEpisode() {
+        var machine = SlowSubscriberStateMachine(patienceNanoseconds: 500 * ms, quietNanoseconds: 2_000 * ms, disconnectsStalled: true)
+        _ = machine.refused(now: 0)
+        #expect(machine.refused(now: 500 * ms) == .findStalled(heldSince: 0))
+        #expect(machine.stalledFound(disconnected: 0, moving: 0, now: 501 * ms) == .sendPast(episodeStarted: true, since: 0))
+        #expect(machine.refused(now: 502 * ms) == .sendPast(episodeStarted: false, since: 0))
+    }
+
+    @Test("disconnectsStalled: a refusal before the answer counts as nothing found; a stray answer changes nothing")
+    func findingWithoutAnAnswer() {
+        var machine = SlowSubscriberStateMachine(patienceNanoseconds: 500 * ms, disconnectsStalled: true)
+        _ = machine.refused(now: 0)
+        _ = machine.refused(now: 500 * ms)
+        #expect(machine.refused(now: 510 * ms) == .sendPast(episodeStarted: true, since: 0))
+        var flowing = SlowSubscriberStateMachine(patienceNanoseconds: 500 * ms, disconnectsStalled: true)
+        #expect(flowing.stalledFound(disconnected: 3, moving: 0, now: 10 * ms) == .retry(deadline: 510 * ms))
+        #expect(flowing.state == .waiting(since: 10 * ms, heldSince: 10 * ms))
+    }
+
     @Test("a clock near the top of UInt64 does not trap")
     func hugeClockDoesNotTrap() {
         var machine = SlowSubscriberStateMachine(patienceNanoseconds: UInt64.max)
@@ -59,6 +113,104 @@ struct SlowSubscriberStateMachineTests {
         // declare the subscriber slow at once).
         #expect(machine.refused(now: UInt64.max - 2) == .retry(deadline: .max))
         #expect(machine.refused(now: UInt64.max - 1) == .retry(deadline: .max))
+    }
+}
+
+// The per-subscriber budget in bytes as libzmq's mark in messages, and the stalled-connection test.
+@Suite("SubscriberQueueBudget and StalledConnectionFinder (socket-free, injected clock)")
+struct SubscriberQueueBudgetTests {
+    let second: UInt64 = 1_000_000_000
+    let overhead = SubscriberQueueBudget.messageOverhead
+
+    @Test("the first frame sets the mark: budget over (frame + overhead)")
+    func firstFrameSetsTheMark() {
+        var budget = SubscriberQueueBudget(budget: 64 << 20, fixedMark: 10_000)
+        #expect(budget.forwarding(frameBytes: 256, now: 5 * second) == Int32((64 << 20) / (256 + overhead)))
+        // The same size again changes nothing.
+        #expect(budget.forwarding(frameBytes: 256, now: 6 * second) == nil)
+        #expect(budget.forwarding(frameBytes: 100, now: 7 * second) == nil)
+    }
+
+    @Test("a larger frame lowers the mark at once; smaller ones raise it at most by half a window")
+    func largerAtOnceSmallerSlowly() {
+        var budget = SubscriberQueueBudget(budget: 64 << 20, fixedMark: 10_000)
+        _ = budget.forwarding(frameBytes: 256, now: 1 * second)
+        #expect(budget.forwarding(frameBytes: 1 << 20, now: 2 * second) == Int32((64 << 20) / ((1 << 20) + overhead)))
+        #expect(budget.largestFrame == 1 << 20)
+        // Within the window: small frames change nothing.
+        #expect(budget.forwarding(frameBytes: 256, now: 10 * second) == nil)
+        // The window that saw the large frame (from the first frame, at 1 s) ends: it stays.
+        #expect(budget.forwarding(frameBytes: 256, now: 11 * second) == nil)
+        #expect(budget.largestFrame == 1 << 20)
+        // A whole window without it: halve, not drop to 256.
+        #expect(budget.forwarding(frameBytes: 256, now: 21 * second) == Int32((64 << 20) / ((1 << 19) + overhead)))
+        #expect(budget.largestFrame == 1 << 19)
+        #expect(budget.forwarding(frameBytes: 256, now: 30 * second) == nil)
+        #expect(budget.forwarding(frameBytes: 256, now: 31 * second) != nil)
+        #expect(budget.largestFrame == 1 << 18)
+    }
+
+    @Test("the bound: while sizes do not shrink, mark x largest cost stays within the budget")
+    func markTimesCostWithinBudget() {
+        for frame in [1, 33, 256, 4_096, 65_536, 1 << 20, 2 << 20] {
+            let mark = Int(SubscriberQueueBudget.mark(budget: 64 << 20, frame: frame))
+            #expect(mark * (frame + overhead) <= 64 << 20 || mark == 1)
+            #expect((mark + 1) * (frame + overhead) > 64 << 20)
+        }
+        // A frame larger than the budget still gets one message's room.
+        #expect(SubscriberQueueBudget.mark(budget: 1_000, frame: 5_000) == 1)
+    }
+
+    @Test("no budget: the fixed mark, never changed")
+    func noBudget() {
+        var budget = SubscriberQueueBudget(budget: 0, fixedMark: 10_000)
+        #expect(budget.mark == 10_000)
+        #expect(budget.forwarding(frameBytes: 1 << 20, now: second) == nil)
+    }
+
+    @Test("stalled: unsent bytes and a progress counter that has not moved; moving, empty, unknown or new ones are not")
+    func stalledConnections() {
+        var finder = StalledConnectionFinder()
+        let (a, b, c, d, e) = (
+            ConnectionDescriptor(7), ConnectionDescriptor(8), ConnectionDescriptor(9), ConnectionDescriptor(10), ConnectionDescriptor(11)
+        )
+        finder.begin([
+            a: ConnectionSample(unsentBytes: 53_760, progress: 900),
+            b: ConnectionSample(unsentBytes: 53_760, progress: 1_000),
+            c: ConnectionSample(unsentBytes: 0, progress: 5),
+            e: ConnectionSample(unsentBytes: 53_760, progress: nil),
+        ])
+        // a took nothing; b's queue looks the same (refilled at once) but its peer took some; c is
+        // empty (idle, or drained); d appeared since (no baseline); e's progress cannot be read.
+        let now: [ConnectionDescriptor: ConnectionSample] = [
+            a: ConnectionSample(unsentBytes: 53_760, progress: 900),
+            b: ConnectionSample(unsentBytes: 53_760, progress: 1_300),
+            c: ConnectionSample(unsentBytes: 0, progress: 5),
+            d: ConnectionSample(unsentBytes: 500, progress: 0),
+            e: ConnectionSample(unsentBytes: 53_760, progress: nil),
+        ]
+        #expect(finder.stalled(now) == [a])
+        #expect(finder.moving(now) == [b])
+        #expect(finder.stalled([:]).isEmpty)
+    }
+
+    @Test("a process's CPU time is read from /proc (this one's moves as it works; a missing one is nil)")
+    func processTicks() {
+        let pid = getpid()
+        let before = processCPUTicks(pid)
+        #expect(before != nil)
+        // Work until the count moves (a tick is 10 ms of CPU); a busy machine may take longer to
+        // give this process that much, so the bound is generous and only a count that never moves fails.
+        var after = before
+        let start = ContinuousClock.now
+        while after == before, ContinuousClock.now - start < .seconds(20) {
+            var spin: UInt64 = 0
+            for step in 0..<1_000_000 { spin &+= UInt64(step) }
+            after = processCPUTicks(pid) ?? before
+            #expect(spin > 0)
+        }
+        if let before, let after { #expect(after > before) }
+        #expect(processCPUTicks(Int32.max) == nil)
     }
 }
 

@@ -19,11 +19,16 @@ public struct BrokerStatistics: Hashable, Sendable {
     public var subscriptionMessages: UInt64 = 0
     /// Times a notification was held because a subscriber had no room (publishers waited).
     public var backpressureWaits: UInt64 = 0
-    /// Slow-subscriber episodes: a subscriber made no room for the broker's patience.
+    /// Slow-subscriber episodes: a subscriber past its budget made no room for the broker's
+    /// patience, and none of the full ones could be named as stalled.
     public var slowSubscriberEpisodes: UInt64 = 0
     /// Notifications sent past at least one full subscriber during those episodes (each full
     /// subscriber lost it and counts it as a gap).
     public var sentPastSlowSubscribers: UInt64 = 0
+    /// Subscribers disconnected because they were past their budget and made no progress at all
+    /// for the broker's patience (stopped, frozen): each reconnects by itself and counts what it
+    /// missed as a gap; nobody else lost anything.
+    public var stalledSubscribersDisconnected: UInt64 = 0
     /// End-of-stream records sent again for subscribers that may have missed them (stopped
     /// while their publisher closed); see `EndOfStreamReplay`.
     public var endOfStreamReplays: UInt64 = 0
@@ -52,13 +57,15 @@ public struct BrokerStatistics: Hashable, Sendable {
 /// `nbus broker`: an XSUB/XPUB forwarder between many publishers (frontend) and many
 /// subscribers (backend). Frames pass through untouched; subscriptions flow upstream.
 ///
-/// One thread, `nbus-proxy`, owns both sockets and runs `BrokerForwarder`: nothing is dropped for a
-/// subscriber that keeps up on average (a full one makes the broker hold the notification and
-/// its publishers wait), and a subscriber that makes no room for `slowSubscriberPatience` is
-/// sent past until it catches up (see `SlowSubscriberStateMachine`). With `BrokerSecurity`, both
-/// sides are CURVE servers and a second thread, the ZAP handler, admits only the allow-listed
-/// keys; it starts before the sides bind and stops after they close. A broker that is dropped
-/// without `stop()` stops too.
+/// One thread, `nbus-proxy`, owns both sockets and runs `BrokerForwarder`. Each subscriber has a
+/// budget in bytes (`BrokerConfiguration.subscriberBudget`, 64 MiB): within it nobody waits for
+/// that subscriber, however long it pauses. A subscriber past its budget makes the broker hold the
+/// notification (its publishers wait) for `slowSubscriberPatience`; then a subscriber that made no
+/// progress at all is disconnected (it reconnects and counts its gap), and one that is merely slow
+/// is sent past until it catches up (see `SlowSubscriberStateMachine`). With `BrokerSecurity`,
+/// both sides are CURVE servers and a second thread, the ZAP handler, admits only the
+/// allow-listed keys; it starts before the sides bind and stops after they close. A broker that is
+/// dropped without `stop()` stops too.
 public final class Broker: Sendable {
     /// The frontend endpoint, resolved (real port for `tcp://...:*`).
     public let frontendEndpoint: String
@@ -69,114 +76,25 @@ public final class Broker: Sendable {
     private let authentication: ZAPHandler?
     private let tracker: ConnectionTracker
 
-    /// Binds `frontend` (for publishers) and `backend` (for subscribers) and starts forwarding.
+    /// Binds the configuration's frontend (for publishers) and backend (for subscribers) and
+    /// starts forwarding; throws what `BrokerConfiguration.validate()` finds first.
     ///
-    /// `upstream`: other brokers' backends this broker's frontend socket also connects to (a
-    /// chain): their notifications arrive as if from a local publisher, and this broker's
-    /// subscriptions travel up to them, so filtering still happens at the first publisher. Chains
-    /// must not form a cycle (a notification would circle for ever).
-    ///
-    /// `highWaterMark`: messages queued per publisher (frontend) and per subscriber (backend).
-    /// A full subscriber queue makes the broker wait (see `slowSubscriberPatience`), so the mark
-    /// bounds memory, not loss: at most about mark x message size per subscriber and per
-    /// publisher.
-    ///
-    /// `slowSubscriberPatience`: how long a subscriber may leave its queue full before the broker
-    /// stops waiting for it and sends past it (it loses those notifications and counts them as
-    /// gaps). Keep it far below the publishers' `BusConfiguration.sendStallLimit` (60 s): a
-    /// publisher that the broker holds back that long drops it and redials.
-    ///
-    /// `memoryLimit`: resident bytes past which the broker drops every connection (its peers
-    /// reconnect at once; what was in flight is lost, and subscribers count it as gaps). It is the
-    /// only bound on what libzmq holds for a peer that sends a multi-part message and never
-    /// finishes it (libzmq has no limit on parts). nil: no limit.
-    ///
-    /// `onEvent` hears slow-subscriber episodes, memory resets and connections coming and going, on
-    /// the forwarding thread (on the ZAP handler's with CURVE).
-    ///
-    /// `logger`: the broker logs every event and CURVE outcome there too, at its level
-    /// (`BrokerEvent.log(to:)`, `AuthenticationEvent.log(to:)`: connections at debug, slow
-    /// subscribers and refusals as warnings), on the same threads, synchronously: a log handler
-    /// that blocks stalls forwarding (`forwardingLoopAge` shows it), and one blocked past the
-    /// publishers' `sendStallLimit` makes them drop the broker.
-    ///
-    /// `idleSpin`: the low-latency setting. After forwarding, the thread keeps looking for the next
-    /// message this long (yielding its core) before it sleeps, so a message arriving meanwhile
-    /// needs no wake-up; a core stays busy while traffic flows. Zero (the default) sleeps at once.
-    ///
-    /// `heartbeat`: TCP keepalive on every tcp connection (zero: off), in whole seconds rounded up:
-    /// a connection idle this long is probed, then again at this interval, and a peer whose host
-    /// answers none of three probes (gone, or behind a NAT that dropped the flow) is dropped with
-    /// its subscriptions and queue. A frozen process on a live host is not noticed: its kernel
-    /// answers (ZMTP heartbeats would, but libzmq aborts with them; see `ConnectionKeepalive`).
-    ///
-    /// `maximumSubscriptionSize`: the largest subscription message a subscriber may send (512 to
-    /// 1,024 bytes); one over it disconnects the subscriber before it is read, and one longer
-    /// than the size − 64 is kept but not forwarded to publishers (counted), so a replay of it
-    /// (as a ZMTP command, a little longer) never exceeds what publishers accept.
-    /// `maximumFrameSize`: the largest frame a publisher may send (at least 512 bytes); a
-    /// publisher that sends more is disconnected before it is read (it reconnects). The default
-    /// is twice NBP/1's largest frame for a 1 MiB payload: publishers configured for larger
-    /// payloads need a broker with a larger limit (NBP-1 §6).
-    ///
-    /// With `security`, both sides are CURVE servers that admit only the allow-listed keys
-    /// (plaintext peers included, everyone else is refused and counted); `onAuthentication` is
-    /// called on the ZAP handler's thread for admissions and refusals, rate-limited per key. It does
-    /// not combine with `upstream` yet (`BusError.security`): the frontend socket would have to be
-    /// a CURVE server for its publishers and a CURVE client of the upstream broker at once.
-    public init(
-        frontend: String, backend: String, upstream: [String] = [], highWaterMark: Int32 = 10_000,
-        heartbeat: Duration = .seconds(5), maximumSubscriptionSize: Int = WireFormat.maximumSubscriptionLength,
-        maximumFrameSize: Int64 = WireFormat.transportFrameLimit(), slowSubscriberPatience: Duration = .milliseconds(500),
-        security: BrokerSecurity? = nil, onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? = nil,
-        memoryLimit: UInt64? = Broker.defaultMemoryLimit, idleSpin: Duration = .zero, logger: Logger? = nil,
-        onEvent: (@Sendable (BrokerEvent) -> Void)? = nil
-    ) throws(BusError) {
-        let onEvent: (@Sendable (BrokerEvent) -> Void)? =
-            logger.map { logger in
-                { @Sendable event in
-                    event.log(to: logger)
-                    onEvent?(event)
-                }
-            } ?? onEvent
-        let onAuthentication: (@Sendable (AuthenticationEvent) -> Void)? =
-            logger.map { logger in
-                { @Sendable event in
-                    event.log(to: logger)
-                    onAuthentication?(event)
-                }
-            } ?? onAuthentication
-        guard idleSpin >= .zero && idleSpin <= .seconds(10) else {
-            throw .invalidConfiguration("idleSpin must be zero to 10 seconds, not \(idleSpin)")
-        }
-        // The range ZMTP heartbeats took (three intervals within libzmq's 16-bit TTL), kept when
-        // TCP keepalive replaced them so that no setting that worked is refused now.
-        guard heartbeat == .zero || (heartbeat >= .milliseconds(1) && heartbeat <= Broker.maximumHeartbeat) else {
-            throw .invalidConfiguration("heartbeat must be zero (off) or 1 ms to \(Broker.maximumHeartbeat), not \(heartbeat)")
-        }
-        guard slowSubscriberPatience >= .zero else {
-            throw .invalidConfiguration("slowSubscriberPatience must not be negative, not \(slowSubscriberPatience)")
-        }
-        let patience = Timestamps.boundedNanoseconds(slowSubscriberPatience)
-        // ZMQ_MAXMSGSIZE applies to ZMTP handshake commands too (a CURVE INITIATE is about 300
-        // bytes): below 512 every peer would be refused. Above 1,024 a forwarded subscription
-        // would exceed what publishers accept (WireFormat.maximumSubscriptionLength).
-        guard (512...WireFormat.maximumSubscriptionLength).contains(maximumSubscriptionSize) else {
-            throw .invalidConfiguration(
-                "maximumSubscriptionSize must be 512...\(WireFormat.maximumSubscriptionLength) bytes, not \(maximumSubscriptionSize)")
-        }
-        guard maximumFrameSize >= 512 else {
-            throw .invalidConfiguration("maximumFrameSize must be at least 512 bytes, not \(maximumFrameSize)")
-        }
-        if security != nil && !upstream.isEmpty {
-            throw .security(
-                "a CURVE broker cannot chain to an upstream broker yet: its frontend would be a CURVE server "
-                    + "and a CURVE client at once")
-        }
+    /// With `security`, both sides are CURVE servers that admit only the allow-listed keys;
+    /// `onAuthentication` is called on the ZAP handler's thread for admissions and refusals,
+    /// rate-limited per key.
+    public init(_ configuration: BrokerConfiguration) throws(BusError) {
+        try configuration.validate()
+        let onEvent = configuration.eventHandler
+        let onAuthentication = configuration.authenticationHandler
+        let (frontend, backend, upstream) = (configuration.frontend, configuration.backend, configuration.upstream)
+        let (highWaterMark, heartbeat, security) = (configuration.highWaterMark, configuration.heartbeat, configuration.security)
         let context: Context
         let wake: WakeSignal
         do {
-            context = try Context(ioThreads: 1)
+            // Every message gets its own allocation: what the broker queues for a subscriber then
+            // costs its bytes plus libzmq's per-message overhead, which the budget counts, instead
+            // of a shared read buffer per message (see Context.init).
+            context = try Context(ioThreads: 1, zeroCopyReceive: false)
             wake = try WakeSignal()
         } catch {
             throw .transport(error)
@@ -218,7 +136,7 @@ public final class Broker: Sendable {
             // they are bounded by the subscriptions the backend accepted.
             try xsub.set(.sendHighWaterMark, 0)
             // No publisher can make the broker hold a frame of any size (NBP-1 §6).
-            try xsub.set(.maximumMessageSize, maximumFrameSize)
+            try xsub.set(.maximumMessageSize, configuration.maximumFrameSize)
             // TCP keepalive, never ZMTP heartbeats: see ConnectionKeepalive for the abort they cause.
             try ConnectionKeepalive.apply(to: xsub, interval: heartbeat, timeout: heartbeat * 3)
             if let security, let authentication {
@@ -234,13 +152,15 @@ public final class Broker: Sendable {
             let xpub = try context.socket(.xpub)
             sides.append(xpub)
             try xpub.set(.linger, .zero)
-            try xpub.set(.sendHighWaterMark, highWaterMark)
+            // The per-subscriber mark follows the budget in bytes (SubscriberQueueBudget): the
+            // forwarder sets it again from the first frame on.
+            try xpub.set(.sendHighWaterMark, SubscriberQueueBudget(budget: configuration.subscriberBudget, fixedMark: highWaterMark).mark)
             try xpub.set(.receiveHighWaterMark, highWaterMark)
             // What arrives on the backend is subscription messages. libzmq's subscription trie
             // recurses once per byte when a subscription is removed, so one of some hundred
             // kilobytes overflows the proxy thread's stack when its subscriber leaves: a peer
             // that sends a larger one is disconnected before it is read.
-            try xpub.set(.maximumMessageSize, Int64(maximumSubscriptionSize))
+            try xpub.set(.maximumMessageSize, Int64(configuration.maximumSubscriptionSize))
             try ConnectionKeepalive.apply(to: xpub, interval: heartbeat, timeout: heartbeat * 3)
             if let security, let authentication {
                 try authentication.guardSocket(
@@ -258,10 +178,9 @@ public final class Broker: Sendable {
                 }
             }
             forwarder = try BrokerForwarder(
-                frontend: xsub, backend: xpub, shared: shared, patienceNanoseconds: patience,
-                memoryLimit: memoryLimit, boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)],
-                forwardableSubscriptionSize: maximumSubscriptionSize - 64, monitorReaders: monitorReaders,
-                connections: connections, onEvent: onEvent, spinNanoseconds: Timestamps.boundedNanoseconds(idleSpin))
+                frontend: xsub, backend: xpub, shared: shared, configuration: configuration,
+                boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)], monitorReaders: monitorReaders,
+                connections: connections, onEvent: onEvent)
         } catch {
             Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)
             throw .transport(error)  // the context ends with its last reference, here
@@ -290,6 +209,11 @@ public final class Broker: Sendable {
         thread = Mutex(proxyThread)
     }
 
+    /// A broker on `frontend` and `backend` with every other setting at its default.
+    public convenience init(frontend: String, backend: String) throws(BusError) {
+        try self.init(BrokerConfiguration(frontend: frontend, backend: backend))
+    }
+
     /// The open connections, oldest first: side, peer, CURVE key, since when (from the sides'
     /// monitors; see `BrokerConnection`).
     public func openConnections() -> [BrokerConnection] {
@@ -313,16 +237,6 @@ public final class Broker: Sendable {
 
     /// The longest the forwarding loop waits between rounds when it is well (1 s).
     public static let forwardingHeartbeat: Duration = .milliseconds(BrokerForwarder.heartbeatInterval)
-
-    /// `forwardingHeartbeat` in milliseconds.
-    @available(*, deprecated, renamed: "forwardingHeartbeat", message: "a Duration now")
-    public static let forwardingHeartbeatMilliseconds = BrokerForwarder.heartbeatInterval
-
-    /// The longest `heartbeat` (the range ZMTP heartbeats took: three of them within 6,553.5 s).
-    public static let maximumHeartbeat: Duration = .milliseconds(2_184_000)
-
-    /// The default `memoryLimit`: 4 GiB.
-    public static let defaultMemoryLimit: UInt64? = 4 << 30
 
     /// Raises this process's soft limit on open files to its hard limit and returns the limit
     /// now in force (nil when it cannot be read). Every connection to a broker takes a file

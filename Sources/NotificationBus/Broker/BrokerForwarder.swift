@@ -22,6 +22,10 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     case connectionsNearLimit(open: Int, limit: Int)
     /// accept() fails (`errno`, 24 is EMFILE: out of file descriptors); logged at most every 10 s.
     case acceptFailing(errno: UInt32, open: Int, failures: UInt64)
+    /// A subscriber past its budget took nothing for the broker's patience (stopped, frozen): it
+    /// was disconnected so the others go on. It reconnects by itself and counts what it missed as
+    /// a gap. `connection` is nil when the broker's records do not know it (an accept not yet read).
+    case stalledSubscriberDisconnected(BrokerConnection?, unsentBytes: Int)
     /// A peer connected (before any CURVE handshake: its key is not known yet).
     case connectionAccepted(BrokerConnection)
     /// A peer's connection ended (it left, was dropped by TCP keepalive, or failed its handshake).
@@ -45,6 +49,10 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
         case .acceptFailing(let errno, let open, let failures):
             return "cannot accept new connections (errno \(errno)\(errno == 24 ? ", out of file descriptors" : "")) with \(open) open; "
                 + "\(failures) failure(s) so far: new clients are shut out until some leave"
+        case .stalledSubscriberDisconnected(let connection, let unsent):
+            let who = connection.map { "subscriber on \($0.endpoint)\(Self.peer($0))" } ?? "a subscriber"
+            return "slow subscriber: disconnected \(who), past its budget and taking nothing (\(unsent) bytes unsent); "
+                + "the others go on, it reconnects and counts what it missed"
         case .connectionAccepted(let connection):
             return "\(connection.side) connected on \(connection.endpoint)\(Self.peer(connection))"
         case .connectionClosed(let connection):
@@ -126,6 +134,10 @@ final class BrokerForwarder {
     private let backend: Socket
     private let shared: BrokerShared
     private var machine: SlowSubscriberStateMachine
+    /// The backend's mark in messages, from the budget in bytes.
+    private var budget: SubscriberQueueBudget
+    /// The subscriber connections' unsent bytes when the current wait began.
+    private var stalledFinder = StalledConnectionFinder()
     private let onEvent: (@Sendable (BrokerEvent) -> Void)?
     /// Readers of the sides' connection events (empty with CURVE: the ZAP handler reads them).
     private let monitorReaders: [Socket]
@@ -161,22 +173,29 @@ final class BrokerForwarder {
     static let heartbeatInterval = 1_000
 
     init(
-        frontend: Socket, backend: Socket, shared: BrokerShared, patienceNanoseconds: UInt64,
-        memoryLimit: UInt64?, boundEndpoints: [(socket: Socket, endpoint: String)], forwardableSubscriptionSize: Int,
-        monitorReaders: [Socket], connections: ConnectionTracker, onEvent: (@Sendable (BrokerEvent) -> Void)?,
-        spinNanoseconds: UInt64 = 0
+        frontend: Socket, backend: Socket, shared: BrokerShared, configuration: BrokerConfiguration,
+        boundEndpoints: [(socket: Socket, endpoint: String)], monitorReaders: [Socket], connections: ConnectionTracker,
+        onEvent: (@Sendable (BrokerEvent) -> Void)?
     ) throws(ZMQError) {
-        self.spinNanoseconds = spinNanoseconds
+        let patienceNanoseconds = Timestamps.boundedNanoseconds(configuration.slowSubscriberPatience)
+        self.spinNanoseconds = Timestamps.boundedNanoseconds(configuration.idleSpin)
         self.monitorReaders = monitorReaders
         self.connections = connections
-        self.forwardableSubscriptionSize = forwardableSubscriptionSize
+        self.forwardableSubscriptionSize = configuration.maximumSubscriptionSize - 64
         self.frontend = frontend
         self.backend = backend
         self.shared = shared
         // The quiet spell that ends an episode: at least 10 s, and 20 patiences.
         let quiet = max(10_000_000_000, patienceNanoseconds.multipliedReportingOverflow(by: 20).partialValue)
-        self.machine = SlowSubscriberStateMachine(patienceNanoseconds: patienceNanoseconds, quietNanoseconds: quiet)
-        self.memoryLimit = memoryLimit
+        // A subscriber past its budget that is slow but moving holds the publishers this long at
+        // most before it is sent past: the same spell.
+        // Stalled subscribers are named only when a budget says who is past it: without one a full
+        // queue is just --hwm messages, which a healthy subscriber reaches too.
+        self.machine = SlowSubscriberStateMachine(
+            patienceNanoseconds: patienceNanoseconds, quietNanoseconds: quiet,
+            disconnectsStalled: configuration.subscriberBudget > 0, maximumHoldNanoseconds: quiet)
+        self.budget = SubscriberQueueBudget(budget: configuration.subscriberBudget, fixedMark: configuration.highWaterMark)
+        self.memoryLimit = configuration.memoryLimit
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
         try backend.set(.xpubNoDrop, true)
@@ -362,7 +381,12 @@ final class BrokerForwarder {
                 heldBytes = bytes
                 stats.fromPublishers &+= 1
                 stats.bytesFromPublishers &+= UInt64(bytes)
-                if held.count == 1 { endOfStream.remember(held, now: Timestamps.monotonicNanoseconds()) }
+                let now = Timestamps.monotonicNanoseconds()
+                if held.count == 1 { endOfStream.remember(held, now: now) }
+                // A larger frame lowers the mark before it is queued anywhere (see SubscriberQueueBudget).
+                if let mark = budget.forwarding(frameBytes: bytes, now: now) {
+                    try backend.set(.sendHighWaterMark, mark)
+                }
             }
             // A held notification was refused before: this try waits up to 1 ms for room.
             if try backend.sendParts(&held, mode: retryDeadline == nil ? .dontWait : .blocking) {
@@ -374,13 +398,28 @@ final class BrokerForwarder {
                 continue
             }
             let now = Timestamps.monotonicNanoseconds()
-            switch machine.refused(now: now) {
+            var action = machine.refused(now: now)
+            var waitRestarted = false
+            if case .findStalled = action {
+                let (disconnected, moving) = disconnectStalledSubscribers()
+                action = machine.stalledFound(disconnected: disconnected, moving: moving, now: Timestamps.monotonicNanoseconds())
+                waitRestarted = true
+            }
+            switch action {
             case .retry(let deadline):
                 if retryDeadline == nil {
                     stats.backpressureWaits &+= 1
                     publishStatistics()  // --stats shows a wait while it lasts
                 }
+                // A wait begins (or begins again without the ones just disconnected): what each
+                // subscriber holds unsent now is what it must have moved from by the deadline.
+                if machine.disconnectsStalled && (retryDeadline == nil || waitRestarted) {
+                    stalledFinder.begin(subscriberSamples())
+                }
                 retryDeadline = deadline
+                return moved
+            case .findStalled:
+                // Answered above, and an answer is never a question.
                 return moved
             case .sendPast(let episodeStarted, let since):
                 if episodeStarted {
@@ -398,6 +437,42 @@ final class BrokerForwarder {
             }
         }
         return moved
+    }
+
+    /// Every subscriber connection's sample now (those libzmq already closed are left out).
+    private func subscriberSamples() -> [ConnectionDescriptor: ConnectionSample] {
+        var samples: [ConnectionDescriptor: ConnectionSample] = [:]
+        for (descriptor, processID) in connections.descriptors(side: .subscriber) {
+            let connection = ConnectionDescriptor(descriptor)
+            guard let unsent = connection.unsentBytes() else { continue }
+            let progress = connection.bytesAcknowledged() ?? processID.flatMap(processCPUTicks)
+            samples[connection] = ConnectionSample(unsentBytes: unsent, progress: progress)
+        }
+        return samples
+    }
+
+    /// A patience ran out: disconnects the subscribers that took nothing since the wait began
+    /// (see `StalledConnectionFinder`) and returns how many, and how many others hold unsent
+    /// bytes but took some (slow but moving: the publishers go on waiting for them). libzmq
+    /// sees each connection end, drops its queue and takes it out of the backend, so the held
+    /// notification goes to everyone else; the subscriber reconnects by itself and counts what it
+    /// missed as a gap.
+    ///
+    /// libzmq owns the descriptors: one it closed since its monitor event was read may have been
+    /// reused by a new connection. Such a one was not in the wait's first sample under that
+    /// number with the same progress (a new TCP connection's count starts again; over ipc a new
+    /// peer is another process), so it is not taken for a stalled one.
+    private func disconnectStalledSubscribers() -> (disconnected: Int, moving: Int) {
+        var disconnected = 0
+        let samples = subscriberSamples()
+        let stalled = stalledFinder.stalled(samples)
+        for descriptor in stalled where descriptor.shutDown() {
+            disconnected += 1
+            stats.stalledSubscribersDisconnected &+= 1
+            let connection = connections.connection(side: .subscriber, descriptor: descriptor.rawValue)
+            onEvent?(.stalledSubscriberDisconnected(connection, unsentBytes: samples[descriptor]?.unsentBytes ?? 0))
+        }
+        return (disconnected, stalledFinder.moving(samples).count)
     }
 
     /// Counts the held notification as sent and lets it go.

@@ -111,6 +111,18 @@ final class ConnectionTracker: Sendable {
         listening.withLock { $0 = Set(endpoints) }
     }
 
+    /// The descriptors of one side's open connections, with the peer's process id over ipc.
+    func descriptors(side: BrokerConnection.Side) -> [(descriptor: Int32, processID: Int32?)] {
+        table.withLock { table in
+            table.connections.compactMap { key, connection in key.side == side ? (key.descriptor, connection.processID) : nil }
+        }
+    }
+
+    /// The record of one open connection, if it is known.
+    func connection(side: BrokerConnection.Side, descriptor: Int32) -> BrokerConnection? {
+        table.withLock { $0.connections[Key(side: side, descriptor: descriptor)] }
+    }
+
     /// The listener of `endpoint` was closed (a memory reset unbinds it) and with it every
     /// connection it had accepted. libzmq ends those without an error, so it reports none of them
     /// disconnected: they are forgotten here, or /connz and the counts would keep them for ever.

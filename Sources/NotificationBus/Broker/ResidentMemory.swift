@@ -34,3 +34,31 @@ enum MemoryGuardTiming {
     /// After a reset, before the next one: libzmq frees the dropped connections on its own thread.
     static let cooldown: UInt64 = 100_000_000
 }
+
+/// The CPU time process `pid` has used so far (`/proc/PID/stat`, user plus system, in clock
+/// ticks), or nil when it cannot be read (gone, or not on this machine's /proc). A stopped or
+/// frozen process's stands still; one that reads and handles anything moves it.
+func processCPUTicks(_ pid: Int32) -> UInt64? {
+    let descriptor = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
+    guard descriptor >= 0 else { return nil }
+    defer { close(descriptor) }
+    var buffer = [UInt8](repeating: 0, count: 1_024)
+    let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+    guard count > 0 else { return nil }
+    // "pid (comm) state ppid ...": the command may hold spaces and parentheses, so the fields are
+    // counted from the last ')'. utime and stime are the 14th and 15th fields, the 12th and 13th
+    // after it (state is the 1st).
+    guard let close = buffer[0..<count].lastIndex(of: UInt8(ascii: ")")) else { return nil }
+    let fields = buffer[(close + 1)..<count].split(separator: UInt8(ascii: " "))
+    guard fields.count > 12 else { return nil }
+    var ticks: UInt64 = 0
+    for field in fields[11...12] {
+        var value: UInt64 = 0
+        for byte in field {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            value = value &* 10 &+ UInt64(byte - UInt8(ascii: "0"))
+        }
+        ticks &+= value
+    }
+    return ticks
+}

@@ -1,0 +1,176 @@
+import Logging
+
+/// Everything a `Broker` needs: its endpoints, its queues and their budgets, its patience with
+/// slow subscribers, its limits, security and logging. One value, validated once
+/// (`validate()`, which `Broker.init` calls), shared by `Broker`, its forwarding loop and
+/// `nbus broker` (compare nats-server's one `Options` with `validateOptions`).
+///
+/// ```swift
+/// var configuration = BrokerConfiguration(frontend: "tcp://0.0.0.0:5550", backend: "tcp://0.0.0.0:5551")
+/// configuration.subscriberBudget = 128 << 20     // bytes a stalled subscriber may fall behind
+/// let broker = try Broker(configuration)
+/// ```
+public struct BrokerConfiguration: Sendable {
+    /// Where publishers connect (the XSUB side): `tcp://host:port` (`:*` picks a free port),
+    /// `ipc:///path`.
+    public var frontend: String
+    /// Where subscribers connect (the XPUB side).
+    public var backend: String
+    /// Other brokers' backends this broker's frontend socket also connects to (a chain): their
+    /// notifications arrive as if from a local publisher, and this broker's subscriptions travel up
+    /// to them, so filtering still happens at the first publisher. Chains must not form a cycle (a
+    /// notification would circle for ever). Does not combine with `security` yet.
+    public var upstream: [String] = []
+
+    /// Messages queued per publisher connection (frontend) and subscription messages per
+    /// subscriber connection (backend). A publisher whose queue is full waits (it sends with
+    /// back-pressure to a broker), so this bounds memory, not loss: about mark × frame size per
+    /// publisher.
+    public var highWaterMark: Int32 = 10_000
+
+    /// Bytes a subscriber may fall behind before it costs anybody else anything (64 MiB, NATS's
+    /// `max_pending`). Within it, a subscriber that pauses (stopped, starved of CPU, in a long
+    /// handler) holds up nobody: publishers and the other subscribers go on at full speed, and it
+    /// loses nothing however long it pauses. Past it, the broker waits `slowSubscriberPatience`
+    /// for room (publishers wait too), then disconnects a subscriber that made no progress at all
+    /// in that time (it reconnects by itself and counts what it missed as a gap), or, when none
+    /// can be named, sends past the full ones as before.
+    ///
+    /// libzmq counts its queues in messages, so the broker turns the budget into a per-subscriber
+    /// high-water mark from the largest frame it forwarded lately (`SubscriberQueueBudget`): the
+    /// bytes queued for one subscriber stay within the budget plus one frame while frame sizes do
+    /// not shrink (docs/deployment.md gives the whole bound and the resident-memory formula).
+    /// Zero: no budget, the queue bounded by `highWaterMark` messages as before this setting.
+    public var subscriberBudget: Int = BrokerConfiguration.defaultSubscriberBudget
+
+    /// How long a subscriber past its budget may leave its queue full before the broker stops
+    /// waiting for it (see `subscriberBudget`). Keep it far below the publishers'
+    /// `BusConfiguration.sendStallLimit` (60 s): a publisher that the broker holds back that long
+    /// drops it and redials. Zero: never wait.
+    public var slowSubscriberPatience: Duration = .milliseconds(500)
+
+    /// TCP keepalive on every tcp connection (zero: off), in whole seconds rounded up: a
+    /// connection idle this long is probed, then again at this interval, and a peer whose host
+    /// answers none of three probes (gone, or behind a NAT that dropped the flow) is dropped with
+    /// its subscriptions and queue. A frozen process on a live host is not noticed: its kernel
+    /// answers (ZMTP heartbeats would, but libzmq aborts with them; see `ConnectionKeepalive`).
+    public var heartbeat: Duration = .seconds(5)
+
+    /// The largest subscription message a subscriber may send (512 to 1,024 bytes); one over it
+    /// disconnects the subscriber before it is read, and one longer than the size − 64 is kept but
+    /// not forwarded to publishers (counted), so a replay of it (as a ZMTP command, a little
+    /// longer) never exceeds what publishers accept.
+    public var maximumSubscriptionSize: Int = WireFormat.maximumSubscriptionLength
+
+    /// The largest frame a publisher may send (at least 512 bytes); a publisher that sends more
+    /// is disconnected before it is read (it reconnects). The default is twice NBP/1's largest
+    /// frame for a 1 MiB payload: publishers configured for larger payloads need a broker with a
+    /// larger limit (NBP-1 §6).
+    public var maximumFrameSize: Int64 = WireFormat.transportFrameLimit()
+
+    /// Resident bytes past which the broker drops every connection (its peers reconnect at once;
+    /// what was in flight is lost, and subscribers count it as gaps). The backstop behind every
+    /// other bound, and the only bound on what libzmq holds for a peer that sends a multi-part
+    /// message and never finishes it. nil: no limit.
+    public var memoryLimit: UInt64? = BrokerConfiguration.defaultMemoryLimit
+
+    /// The low-latency setting. After forwarding, the thread keeps looking for the next message
+    /// this long (yielding its core) before it sleeps, so a message arriving meanwhile needs no
+    /// wake-up; a core stays busy while traffic flows. Zero (the default) sleeps at once.
+    public var idleSpin: Duration = .zero
+
+    /// CURVE on both sides, admitting only the allow-listed keys (plaintext peers included,
+    /// everyone else is refused and counted). nil: plaintext.
+    public var security: BrokerSecurity?
+
+    /// Where the broker logs every event and CURVE outcome, at its level (`BrokerEvent.log(to:)`,
+    /// `AuthenticationEvent.log(to:)`: connections at debug, slow subscribers and refusals as
+    /// warnings), on the forwarding thread (the ZAP handler's with CURVE), synchronously: a log
+    /// handler that blocks stalls forwarding (`Broker.forwardingLoopAge()` shows it).
+    public var logger: Logger?
+
+    /// Hears slow-subscriber episodes, memory resets and connections coming and going, on the
+    /// forwarding thread (on the ZAP handler's with CURVE), after `logger`.
+    public var onEvent: (@Sendable (BrokerEvent) -> Void)?
+
+    /// Hears CURVE admissions and refusals (rate-limited per key), on the ZAP handler's thread.
+    public var onAuthentication: (@Sendable (AuthenticationEvent) -> Void)?
+
+    /// A broker on these endpoints with every other setting at its default.
+    public init(frontend: String, backend: String) {
+        self.frontend = frontend
+        self.backend = backend
+    }
+
+    /// The default `subscriberBudget`: 64 MiB, what NATS lets a client fall behind
+    /// (`max_pending`) before it calls it a slow consumer.
+    public static let defaultSubscriberBudget = 64 << 20
+
+    /// The default `memoryLimit`: 4 GiB.
+    public static let defaultMemoryLimit: UInt64? = 4 << 30
+
+    /// The longest `heartbeat`: three of them (the keepalive timeout) within
+    /// `BusConfiguration.maximumHeartbeat`, the range ZMTP heartbeats took.
+    public static let maximumHeartbeat: Duration = .milliseconds(2_184_000)
+
+    /// The longest `slowSubscriberPatience` and `idleSpin` accepted.
+    public static let maximumSlowSubscriberPatience: Duration = .seconds(3_600)
+    public static let maximumIdleSpin: Duration = .seconds(10)
+
+    /// Throws `.invalidConfiguration` (or `.security`) naming the first value out of range
+    /// (`Broker.init` calls it).
+    public func validate() throws(BusError) {
+        func check(_ ok: Bool, _ text: @autoclosure () -> String) throws(BusError) {
+            if !ok { throw .invalidConfiguration(text()) }
+        }
+        try check(!frontend.isEmpty && !backend.isEmpty, "frontend and backend must be endpoints, not empty")
+        try check(frontend != backend || frontend.hasSuffix(":*"), "frontend and backend must differ (both are \(frontend))")
+        for endpoint in upstream {
+            try check(endpoint != frontend && endpoint != backend, "upstream \(endpoint) is this broker's own endpoint (a cycle)")
+        }
+        try check(highWaterMark >= 0, "highWaterMark must be 0 (no limit) or more, not \(highWaterMark)")
+        try check(subscriberBudget >= 0, "subscriberBudget must be 0 (none) or more bytes, not \(subscriberBudget)")
+        try check(
+            slowSubscriberPatience >= .zero && slowSubscriberPatience <= Self.maximumSlowSubscriberPatience,
+            "slowSubscriberPatience must be zero to \(Self.maximumSlowSubscriberPatience), not \(slowSubscriberPatience)")
+        try check(idleSpin >= .zero && idleSpin <= Self.maximumIdleSpin, "idleSpin must be zero to 10 seconds, not \(idleSpin)")
+        // Three intervals make the keepalive timeout, held to the bus's one range (the one ZMTP
+        // heartbeats took, kept when TCP keepalive replaced them so that no setting that worked
+        // is refused now).
+        try check(
+            heartbeat == .zero || (heartbeat >= .milliseconds(1) && heartbeat * 3 <= BusConfiguration.maximumHeartbeat),
+            "heartbeat must be zero (off) or 1 ms to \(Self.maximumHeartbeat), not \(heartbeat)")
+        // ZMQ_MAXMSGSIZE applies to ZMTP handshake commands too (a CURVE INITIATE is about 300
+        // bytes): below 512 every peer would be refused. Above 1,024 a forwarded subscription
+        // would exceed what publishers accept (WireFormat.maximumSubscriptionLength).
+        try check(
+            (512...WireFormat.maximumSubscriptionLength).contains(maximumSubscriptionSize),
+            "maximumSubscriptionSize must be 512...\(WireFormat.maximumSubscriptionLength) bytes, not \(maximumSubscriptionSize)")
+        try check(maximumFrameSize >= 512, "maximumFrameSize must be at least 512 bytes, not \(maximumFrameSize)")
+        if security != nil && !upstream.isEmpty {
+            throw .security(
+                "a CURVE broker cannot chain to an upstream broker yet: its frontend would be a CURVE server "
+                    + "and a CURVE client at once")
+        }
+    }
+
+    /// `onEvent` after logging to `logger`, as the forwarding thread calls it.
+    var eventHandler: (@Sendable (BrokerEvent) -> Void)? {
+        guard let logger else { return onEvent }
+        let onEvent = self.onEvent
+        return { @Sendable event in
+            event.log(to: logger)
+            onEvent?(event)
+        }
+    }
+
+    /// `onAuthentication` after logging to `logger`, as the ZAP handler calls it.
+    var authenticationHandler: (@Sendable (AuthenticationEvent) -> Void)? {
+        guard let logger else { return onAuthentication }
+        let onAuthentication = self.onAuthentication
+        return { @Sendable event in
+            event.log(to: logger)
+            onAuthentication?(event)
+        }
+    }
+}
