@@ -104,6 +104,19 @@ public struct BusConfiguration: Sendable {
     public static let defaultSendStallLimit: Duration = .seconds(60)
     /// The longest `sendStallLimit` (TCP_USER_TIMEOUT counts milliseconds in an int).
     public static let maximumSendStallLimit: Duration = .seconds(86_400)
+    /// For a publisher that binds and does not wait (`publisherBackpressure` off, the direct
+    /// topology): the bytes one subscriber may fall behind before this publisher drops what it
+    /// cannot queue for it (64 MiB, as `BrokerConfiguration.subscriberBudget`). Within it a
+    /// subscriber that pauses loses nothing and costs the others nothing; past it, it loses, and
+    /// counts the loss as gaps. The publishing socket's mark in messages then follows the largest
+    /// frame posted lately (see `BrokerConfiguration.subscriberBudget` for the bound), instead of
+    /// `sendHighWaterMark`; memory: up to the budget per subscriber behind. Zero: the mark is
+    /// `sendHighWaterMark`. A publisher that waits (connected to brokers) keeps `sendHighWaterMark`.
+    public var subscriberBudget = BrokerConfiguration.defaultSubscriberBudget
+    /// Whether `subscriberBudget` sets the publishing socket's mark.
+    var publisherUsesBudget: Bool {
+        subscriberBudget > 0 && !publisherBackpressure && publish.contains { $0.isBind }
+    }
     /// Posts queued for the I/O thread before `post` suspends (async) or throws (sync).
     public var outboundCapacity = 16_384
     /// Largest payload accepted, both when posting and when receiving (NBP/1 `payloadTooLarge`).
@@ -190,6 +203,7 @@ public struct BusConfiguration: Sendable {
             if !ok { throw .invalidConfiguration(text()) }
         }
         try check(sendHighWaterMark >= 0, "sendHighWaterMark must be 0 (no limit) or more, not \(sendHighWaterMark)")
+        try check(subscriberBudget >= 0, "subscriberBudget must be 0 (none) or more bytes, not \(subscriberBudget)")
         try check(receiveHighWaterMark >= 0, "receiveHighWaterMark must be 0 (no limit) or more, not \(receiveHighWaterMark)")
         try check(outboundCapacity >= 1, "outboundCapacity must be at least 1, not \(outboundCapacity)")
         try check(maximumPayload >= 0, "maximumPayload must be 0 or more, not \(maximumPayload)")

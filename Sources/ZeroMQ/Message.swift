@@ -104,6 +104,13 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
         return try body(UnsafeRawBufferPointer(start: zmq_msg_data(message), count: zmq_msg_size(message)))
     }
 
+    /// The largest message from `index` on, in bytes (0 when there is none).
+    public func largestMessage(from index: Int = 0) -> Int {
+        var largest = 0
+        for position in max(0, index)..<count { largest = max(largest, zmq_msg_size(storage + position)) }
+        return largest
+    }
+
     /// Closes what was never sent and empties the batch; returns how many were never sent.
     @discardableResult
     public mutating func removeAll() -> Int {

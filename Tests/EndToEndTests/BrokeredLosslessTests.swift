@@ -134,6 +134,38 @@ struct BrokeredLosslessTests {
         }
     }
 
+    @Test("direct topology: a binding publisher's subscriber stopped for a whole burst within its budget loses nothing; the other gets it all meanwhile")
+    func stoppedSubscriberOfABindingPublisher() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = "ipc://\(children.folder.path)/direct.sock"
+        let total = 150_000
+        // The publisher holds what the stopped one has not taken: it must outlive the stop, so it
+        // waits for both end-of-stream acknowledgements long enough.
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "feed.x", "--count", "\(total)", "--size", "256", "--bind", endpoint, "--subscribers", "2",
+             "--timeout", "30", "--close-timeout", "60"])
+        let healthy = try children.start(
+            "healthy", ["subscribe", "feed.x", "--connect", endpoint, "--count", "\(total)", "--timeout", "90"])
+        let stopped = try children.start(
+            "stopped", ["subscribe", "feed.x", "--connect", endpoint, "--count", "\(total)", "--timeout", "90"])
+        #expect(await healthy.waitForStdoutLines(1), "\(healthy.describe())")
+        stopped.signal(SIGSTOP)
+        // The healthy one gets everything while the other is stopped: nobody waited for it.
+        #expect(
+            await healthy.waitForStdoutLines(total, timeout: .seconds(60)),
+            "\(healthy.describe())\n\(stopped.describe())\n\(publisher.describe())")
+        stopped.signal(SIGCONT)
+        for subscriber in [healthy, stopped] {
+            let output = await subscriber.waitForExit(timeout: .seconds(80))
+            expectExit(output, 0, subscriber)
+            #expect(subscriber.output.completeStdoutLineCount == total, "\(subscriber.describe())")
+            #expect(output?.stderrText.contains("printed \(total); lost upstream 0,") == true, "\(subscriber.describe())")
+        }
+        expectExit(await publisher.waitForExit(timeout: .seconds(60)), 0, publisher)
+    }
+
     @Test("the broker sends a closed publisher's end-of-stream record again a second later, byte for byte")
     func endOfStreamRecordsAreReplayed() async throws {
         let children = try Children()
@@ -245,8 +277,10 @@ struct BrokeredLoadedMachineTests {
     func burstArrivesWholeOnABusyMachine() async throws {
         let children = try Children()
         defer { children.killAll() }
+        // Bounded by its own --timeout too: killed with SIGKILL (a failed wait ends the test), its
+        // parent would leave the workers running.
         let stress = try children.start(
-            "stress-ng", command: URL(fileURLWithPath: try #require(stressNG)), ["--cpu", "2", "--timeout", "540s", "--quiet"])
+            "stress-ng", command: URL(fileURLWithPath: try #require(stressNG)), ["--cpu", "2", "--timeout", "300s", "--quiet"])
         let total = 200_000
         for run in 1...5 {
             let (broker, frontend, backend) = try await children.startBroker()
@@ -266,7 +300,9 @@ struct BrokeredLoadedMachineTests {
             expectExit(stopped, 0, broker)
             #expect(stopped?.stderrText.contains("slow subscribers 0 (sent past them 0)") == true, "run \(run): \(broker.describe())")
         }
+        // SIGTERM: stress-ng stops its workers before it exits.
         stress.signal(SIGTERM)
+        _ = await stress.waitForExit(timeout: .seconds(30))
     }
 }
 

@@ -83,7 +83,10 @@ struct ChildOutput: Sendable {
         lines.removeLast()
         return lines
     }
-    var completeStdoutLineCount: Int { stdout.reduce(0) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 } }
+    /// One arrival is recorded per newline as it is read, so this is the count without a scan of
+    /// the whole output (a waiter evaluates it at every read: scanning made a 150,000-line reader
+    /// quadratic, slow enough that the child blocked writing its stdout).
+    var completeStdoutLineCount: Int { stdoutLineArrivals.count }
 }
 
 /// A spawned process, its output read continuously, its progress awaitable with a bound.

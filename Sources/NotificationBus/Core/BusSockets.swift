@@ -82,7 +82,12 @@ final class BusSockets {
         let socket = try transport { () throws(ZMQError) in try context.socket(.xpub) }
         publisher = socket
         try transport { () throws(ZMQError) in
-            try socket.set(.sendHighWaterMark, configuration.sendHighWaterMark)
+            // With a budget the loop sets the mark again from the first frame on.
+            try socket.set(
+                .sendHighWaterMark,
+                configuration.publisherUsesBudget
+                    ? SubscriberQueueBudget(budget: configuration.subscriberBudget, fixedMark: configuration.sendHighWaterMark).mark
+                    : configuration.sendHighWaterMark)
             // What arrives on an XPUB is subscription messages: bound their size (a huge one
             // overflows libzmq's recursive trie when removed) by disconnecting the sender.
             // A little slack over the broker's own limit: a subscription it forwards may arrive
