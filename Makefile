@@ -73,8 +73,9 @@ test-python:
 # The load tests (a 200,000-message burst through real processes, a subscriber stopped under a
 # 50,000/s stream) run alone after the rest: on two cores, next to 300 tests running in parallel,
 # they measured the machine instead of the bus (the burst's subscriber once printed 173,572 of
-# 200,000 within its 90 s bound).
-LOAD_TESTS ?= BrokeredLosslessTests|BrokeredLoadedMachineTests
+# 200,000 within its 90 s bound). HostileHTTPClientTests floods --http servers while a stream
+# flows and bounds a SIGTERM's exit at 2 s: a measure of the server, not of a crowded machine.
+LOAD_TESTS ?= BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileHTTPClientTests
 # SWIFT_BACKTRACE=enable=no: a test process that crashes (a libzmq assertion once did) must fail
 # at once; Swift's backtracer, suspending the hundreds of threads of a test run, hung it instead.
 test-swift:
@@ -92,8 +93,9 @@ test-netns: deps
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter MultiHostTests
 
 # Hostile and careless peers (raw ZeroMQ and hand-spoken ZMTP against real nbus processes, bad CLI
-# values, slow and stopped subscribers). Part of `make test`; this runs them alone.
-ADVERSARIAL_FILTER ?= HostilePeerTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests
+# values, slow and stopped subscribers, raw TCP clients against --http). Part of `make test`; this
+# runs them alone.
+ADVERSARIAL_FILTER ?= HostilePeerTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests|HostileHTTPClientTests
 test-adversarial: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ADVERSARIAL_FILTER)'

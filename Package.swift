@@ -38,9 +38,17 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        // The monitoring HTTP server: FlyingFox (its own sockets, no SwiftNIO) rather than Hummingbird,
-        // whose NIO stack adds minutes to every CI build for four small GET endpoints.
-        .package(url: "https://github.com/swhitty/FlyingFox.git", from: "0.27.1"),
+        // The monitoring HTTP server: HummingbirdCore over SwiftNIO, on an event loop thread of its own.
+        // FlyingFox (chosen first for a lighter build) parsed on Swift's cooperative pool and re-scanned
+        // a growing header line: two slow clients pinned both threads and the broker ignored SIGTERM.
+        // NIO's parser bounds the request head, and its channels take idle timeouts and a connection
+        // cap. No default traits: swift-configuration and full Foundation are not needed here.
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
+        // What the server's own channel handlers (connection cap, request deadlines) are written
+        // against; already Hummingbird's dependencies, at the versions it needs.
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.34.1"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0", traits: []),
         // Documentation only (`make docs`: the DocC catalogs of NotificationBus and BusViews); a
         // command plugin, never linked into a product.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
@@ -93,8 +101,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "FlyingFox", package: "FlyingFox"),
-                .product(name: "FlyingSocks", package: "FlyingFox"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
@@ -186,8 +198,9 @@ let package = Package(
         .testTarget(
             name: "BusOperationsTests",
             dependencies: [
-                "BusOperations",
+                "BusOperations", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings
         ),

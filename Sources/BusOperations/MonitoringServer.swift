@@ -1,7 +1,11 @@
-import FlyingFox
-import FlyingSocks
 import Foundation
+import HTTPTypes
+import HummingbirdCore
 import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOPosix
 import ServiceLifecycle
 import Synchronization
 
@@ -41,11 +45,44 @@ public struct MonitoringResponse: Sendable {
 /// the group's graceful shutdown. Once it listens it logs `monitoring on http://HOST:PORT` (the
 /// real port when 0 was asked for) at info level, with the address as the field `http`.
 ///
-/// FlyingFox serves it: its own non-blocking sockets on Swift concurrency, no SwiftNIO. Each route
-/// answers GET and HEAD; anything else on a known path is 405, an unknown path 404.
+/// HummingbirdCore over SwiftNIO serves it, on one event loop thread of its own: requests are
+/// parsed there, never on Swift's cooperative pool, which the process's signal handling and the
+/// bus's async code need (a server that parsed on that pool was pinned by two slow clients, and
+/// the process then ignored SIGTERM). Each route answers GET and HEAD; anything else on a known
+/// path is 405, an unknown path 404.
+///
+/// The server is for a scraper and an operator's curl, and is bounded for anyone else:
+/// - a request head (request line and headers) of at most 8 KiB, a single line at most 4 KiB, at
+///   most 64 header fields: past that the answer is 400 and the connection is closed;
+/// - a request body of at most 1 KiB (no endpoint reads one): past that the connection is closed;
+/// - at most 64 connections at once: one more is closed as soon as it is accepted;
+/// - a whole request (head and body) must arrive within 5 s of the connection opening or of the
+///   previous response: a client that trickles its headers (slowloris), or sends nothing, or keeps
+///   an idle connection, is cut then;
+/// - a response must be taken by the client within 10 s;
+/// - on graceful shutdown, connections still open 200 ms later are closed, so the server never
+///   holds up the process's exit.
 public struct MonitoringHTTPService: Service, CustomStringConvertible {
     /// A route: path (`/metrics`) and its answer, computed per request.
     public typealias Route = (path: String, answer: @Sendable () async -> MonitoringResponse)
+
+    /// Connections served at once; one more is closed as soon as it is accepted.
+    public static let maximumConnections = 64
+    /// The largest request head (request line and header fields), in bytes.
+    public static let maximumHeadSize = 8 * 1024
+    /// The largest single line of a request head (the URL, one header field), in bytes.
+    public static let maximumHeaderLineSize = 4 * 1024
+    /// The most header fields in a request.
+    public static let maximumHeaderFields = 64
+    /// The largest request body read, in bytes; a longer one closes the connection.
+    public static let maximumBodySize = 1024
+    /// How long a whole request may take to arrive, counted from the connection's opening or the
+    /// previous response; also how long an idle connection is kept.
+    public static let requestTimeout: Duration = .seconds(5)
+    /// How long a client may take to read a response.
+    public static let responseTimeout: Duration = .seconds(10)
+    /// How long connections may still finish their responses after a graceful shutdown begins.
+    public static let shutdownGrace: Duration = .milliseconds(200)
 
     private let address: HTTPListenAddress
     private let routes: [Route]
@@ -66,75 +103,117 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
     public var description: String { "http \(address)" }
 
     public func run() async throws {
-        let socketAddress: any FlyingSocks.SocketAddress =
-            address.isIPv6
-            ? try sockaddr_in6.inet6(ip6: address.host, port: address.port)
-            : try sockaddr_in.inet(ip4: address.host, port: address.port)
-        let server = HTTPServer(
-            config: HTTPServer.Configuration(address: socketAddress, logger: FlyingFoxLogger(logger: logger)))
-        for route in routes {
-            let answer = route.answer
-            await server.appendRoute(HTTPRoute(methods: [.GET, .HEAD], path: route.path)) { _ in
-                Self.response(await answer())
-            }
-            await server.appendRoute(HTTPRoute(route.path)) { _ in
-                HTTPResponse(statusCode: .methodNotAllowed, headers: [HTTPHeader("Allow"): "GET, HEAD"])
-            }
-        }
+        var answers: [String: @Sendable () async -> MonitoringResponse] = [:]
+        for route in routes where answers[route.path] == nil { answers[route.path] = route.answer }
+        let table = answers
+        let connections = ConnectionRegistry(limit: Self.maximumConnections)
+        var decoder = HTTP1Channel.Configuration.DecoderConfiguration()
+        decoder.maxHeaderFieldSize = Self.maximumHeaderLineSize
+        decoder.maxHeaderListSize = Self.maximumHeadSize
+        decoder.maxHeaderFieldCount = Self.maximumHeaderFields
+        let http = HTTP1Channel(
+            responder: { request, writer, _ in try await Self.respond(to: request, with: writer, answers: table) },
+            configuration: HTTP1Channel.Configuration(
+                additionalChannelHandlers: [RequestDeadlineHandler()], httpDecoderConfiguration: decoder))
+
+        // Hummingbird's own lines (listening, shutting down; per connection at debug and trace)
+        // only when tracing: the service logs what an operator needs itself.
+        var serverLogger = logger
+        if serverLogger.logLevel > .trace { serverLogger.logLevel = max(serverLogger.logLevel, .warning) }
         let logger = self.logger
         let onListening = self.onListening
         let address = self.address
-        // Stopping closes the listening socket, and FlyingFox's run() then throws: expected then.
+        // One thread is plenty for a few scrapes a minute. NIO's parser is incremental and
+        // bounded: a hostile client costs it no more than the bytes it sends, up to the limits.
+        let threads = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = Server(
+            childChannelSetup: MonitoringChildChannel(http: http, connections: connections),
+            configuration: ServerConfiguration(address: .hostname(address.host, port: Int(address.port))),
+            onServerRunning: { channel in
+                let bound: String
+                switch (channel.localAddress?.ipAddress, channel.localAddress?.port) {
+                case (let host?, let port?): bound = address.isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)"
+                default: bound = "\(address)"
+                }
+                logger.info("monitoring on http://\(bound)", metadata: ["http": "\(bound)"])
+                onListening?(bound)
+            },
+            eventLoopGroup: threads,
+            logger: serverLogger)
         let stopping = StopFlag()
-        try await withGracefulShutdownHandler {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do {
-                        try await server.run()
-                    } catch is CancellationError {
-                    } catch where stopping.isSet {
-                    } catch {
-                        throw MonitoringServerError(address: address, reason: "\(error)")
-                    }
-                }
-                group.addTask {
-                    try await server.waitUntilListening(timeout: 30)
-                    let bound: String
-                    switch await server.listeningAddress {
-                    case .ip4(let host, let port)?: bound = "\(host):\(port)"
-                    case .ip6(let host, let port)?: bound = "[\(host)]:\(port)"
-                    default: bound = "?"
-                    }
-                    logger.info("monitoring on http://\(bound)", metadata: ["http": "\(bound)"])
-                    onListening?(bound)
-                }
-                // The first failure (the port taken) ends the server at once.
-                do {
-                    while try await group.next() != nil {}
-                } catch {
-                    group.cancelAll()
-                    throw error
+        do {
+            try await withGracefulShutdownHandler {
+                try await server.run()
+            } onGracefulShutdown: {
+                stopping.set()
+                // The server stops accepting and closes idle connections itself, but waits for
+                // requests in progress: one that trickles in would hold the process for seconds.
+                threads.next().scheduleTask(in: .nanoseconds(Int64(Self.shutdownGrace.nanoseconds))) {
+                    connections.closeAll()
                 }
             }
-        } onGracefulShutdown: {
-            stopping.set()
-            Task { await server.stop(timeout: 0) }
+        } catch {
+            try? await threads.shutdownGracefully()
+            throw MonitoringServerError(address: address, reason: Self.reason(error))
+        }
+        try? await threads.shutdownGracefully()
+        // Hummingbird returns when its listening socket fails (after logging why at error level):
+        // a command whose --http stopped answering ends with the reason, not as if asked to stop.
+        if !stopping.isSet && !Task.isCancelled {
+            throw MonitoringServerError(address: address, reason: "the server stopped accepting connections")
         }
     }
 
-    private static func response(_ response: MonitoringResponse) -> HTTPResponse {
-        HTTPResponse(
-            statusCode: HTTPStatusCode(response.status, phrase: phrase(response.status)),
-            headers: [.contentType: response.contentType], body: Data(response.body))
+    /// Answers one request from `answers`.
+    private static func respond(
+        to request: Request, with writer: consuming ResponseWriter,
+        answers: [String: @Sendable () async -> MonitoringResponse]
+    ) async throws {
+        guard let answer = answers[request.uri.path] else {
+            try await write(.text("not found\n", status: 404), to: writer, bodyless: request.method == .head)
+            return
+        }
+        guard request.method == .get || request.method == .head else {
+            var fields = HTTPFields()
+            fields[.allow] = "GET, HEAD"
+            fields[.contentLength] = "0"
+            try await writer.writeResponse(HTTPResponse(status: .methodNotAllowed, headerFields: fields))
+            return
+        }
+        try await write(await answer(), to: writer, bodyless: request.method == .head)
+    }
+
+    private static func write(
+        _ response: MonitoringResponse, to writer: consuming ResponseWriter, bodyless: Bool
+    ) async throws {
+        var fields = HTTPFields()
+        fields[.contentType] = response.contentType
+        fields[.contentLength] = String(response.body.count)
+        let head = HTTPResponse(
+            status: HTTPResponse.Status(code: response.status, reasonPhrase: phrase(response.status)), headerFields: fields)
+        if bodyless {
+            try await writer.writeResponse(head)
+        } else {
+            try await writer.write(response: head, body: ResponseBody(byteBuffer: ByteBuffer(bytes: response.body)))
+        }
     }
 
     private static func phrase(_ status: Int) -> String {
         switch status {
         case 200: return "OK"
+        case 404: return "Not Found"
         case 500: return "Internal Server Error"
         case 503: return "Service Unavailable"
         default: return "Status \(status)"
         }
+    }
+
+    /// What the system said, as `checkListenable()` says it (`Address already in use (errno 98)`).
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return "\(String(cString: strerror(error.errnoCode))) (errno \(error.errnoCode))"
+        }
+        return "\(error)"
     }
 }
 
@@ -147,6 +226,175 @@ private final class StopFlag: Sendable {
     func set() { value.store(true, ordering: .releasing) }
 }
 
+extension Duration {
+    /// The whole duration in nanoseconds.
+    fileprivate var nanoseconds: Int64 {
+        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
+    }
+}
+
+/// Hummingbird's HTTP/1 child channel with the connection cap in front: every accepted connection
+/// first passes `ConnectionCapHandler`, then NIO's bounded HTTP/1 decoder.
+private struct MonitoringChildChannel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    let http: HTTP1Channel
+    let connections: ConnectionRegistry
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        // Called on the channel's event loop, as Hummingbird's own setup is.
+        do {
+            try channel.pipeline.syncOperations.addHandler(ConnectionCapHandler(connections: connections))
+        } catch {
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return http.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await http.handle(value: value, logger: logger)
+    }
+}
+
+/// The open connections, counted against the cap, and closed all at once on shutdown.
+private final class ConnectionRegistry: Sendable {
+    private let limit: Int
+    private let open = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Records `channel` unless `limit` connections are open already; whether it was.
+    func admit(_ channel: any Channel) -> Bool {
+        open.withLock { open in
+            guard open.count < limit else { return false }
+            open[ObjectIdentifier(channel)] = channel
+            return true
+        }
+    }
+
+    func remove(_ channel: any Channel) {
+        // A channel is alive until it has closed, so its identifier is not reused before this.
+        _ = open.withLock { $0.removeValue(forKey: ObjectIdentifier(channel)) }
+    }
+
+    func closeAll() {
+        for channel in open.withLock({ Array($0.values) }) { channel.close(promise: nil) }
+    }
+}
+
+/// First in each connection's pipeline: past the cap, a new connection is closed as soon as it is
+/// active (before a byte of it is parsed); otherwise it is counted until it closes.
+private final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let connections: ConnectionRegistry
+    private var admitted = false
+
+    init(connections: ConnectionRegistry) {
+        self.connections = connections
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        admitted = connections.admit(context.channel)
+        context.fireChannelActive()
+        if !admitted { context.close(promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if admitted { connections.remove(context.channel) }
+        admitted = false
+        context.fireChannelInactive()
+    }
+}
+
+/// The time limits of one connection, after the HTTP/1 decoder: a whole request (head and body)
+/// within `requestTimeout` of the connection opening or of the previous response, the response
+/// taken by the client within `responseTimeout`, a body of at most `maximumBodySize`. Whatever
+/// a client does, its connection ends within seconds.
+private final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+
+    private var deadline: Scheduled<Void>?
+    private var bodyBytes = 0
+    /// After a malformed request: its 400 answer is the last one.
+    private var closeAfterResponse = false
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { arm(context, MonitoringHTTPService.requestTimeout) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        arm(context, MonitoringHTTPService.requestTimeout)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadline?.cancel()
+        deadline = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            bodyBytes = 0
+        case .body(let buffer):
+            bodyBytes += buffer.readableBytes
+            if bodyBytes > MonitoringHTTPService.maximumBodySize {
+                context.close(promise: nil)
+                return
+            }
+        case .end:
+            // The request is in; now the answer has to go out.
+            arm(context, MonitoringHTTPService.responseTimeout)
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .end = unwrapOutboundIn(data) else {
+            context.write(data, promise: promise)
+            return
+        }
+        // Once the response has reached the socket, the client has requestTimeout for its next
+        // request (or to leave).
+        let written = promise ?? context.eventLoop.makePromise()
+        context.write(data, promise: written)
+        written.futureResult.assumeIsolated().whenComplete { result in
+            if self.closeAfterResponse || (try? result.get()) == nil {
+                context.close(promise: nil)
+            } else {
+                self.arm(context, MonitoringHTTPService.requestTimeout)
+            }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A malformed or oversized head (NIO's decoder reads no further): Hummingbird answers
+        // 400, and the connection then ends, however much more the client sends.
+        closeAfterResponse = true
+        arm(context, MonitoringHTTPService.responseTimeout)
+        context.fireErrorCaught(error)
+    }
+
+    private func arm(_ context: ChannelHandlerContext, _ timeout: Duration) {
+        deadline?.cancel()
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: .nanoseconds(timeout.nanoseconds)) {
+            context.close(promise: nil)
+        }
+    }
+}
+
 /// The monitoring server could not listen (its port taken, an address not on this machine) or
 /// stopped serving.
 public struct MonitoringServerError: Error, CustomStringConvertible {
@@ -156,17 +404,4 @@ public struct MonitoringServerError: Error, CustomStringConvertible {
     public var reason: String
 
     public var description: String { "cannot serve --http \(address): \(reason)" }
-}
-
-/// FlyingFox's own lines (a connection opened, closed) through swift-log, at trace level: they are
-/// per request, and a monitoring server that logs every scrape would drown the rest.
-struct FlyingFoxLogger: FlyingSocks.Logging {
-    let logger: Logger
-
-    func logDebug(_ debug: @autoclosure () -> String) { logger.trace("\(debug())") }
-    func logInfo(_ info: @autoclosure () -> String) { logger.trace("\(info())") }
-    func logWarning(_ warning: @autoclosure () -> String) { logger.warning("\(warning())") }
-    // Its failures end `run()` with an error that MonitoringHTTPService reports itself, once.
-    func logError(_ error: @autoclosure () -> String) { logger.debug("\(error())") }
-    func logCritical(_ critical: @autoclosure () -> String) { logger.debug("\(critical())") }
 }
