@@ -25,7 +25,10 @@ private func startServer() async throws -> RunningServer {
     let bound = Watched<String?>(nil)
     let service = MonitoringHTTPService(
         address: try HTTPListenAddress(parsing: "127.0.0.1:0"),
-        routes: [("/hello", { .text("hello\n") })],
+        routes: [
+            ("/hello", { .text("hello\n") }),
+            ("/big", { MonitoringResponse(contentType: "application/octet-stream", body: [UInt8](repeating: 0x2A, count: 65_536)) }),
+        ],
         logger: silent,
         onListening: { address in bound.update { $0 = address } })
     let group = ServiceGroup(configuration: ServiceGroupConfiguration(services: [.init(service: service)], logger: silent))
@@ -135,6 +138,38 @@ struct MonitoringServerTests {
         let start = ContinuousClock.now
         await server.group.triggerGracefulShutdown()
         try await server.running.value(within: .seconds(5), "the server's group")
+        #expect(ContinuousClock.now - start < .seconds(1))
+    }
+
+    @Test("graceful shutdown ends the server within a second while a client does not read its responses (Hummingbird's own waits for them)")
+    func shutdownIsNotHeldByAClientThatDoesNotRead() async throws {
+        let server = try await startServer()
+        defer { server.running.cancel() }
+        // 300 pipelined requests for 64 KiB each: 19 MB of answers, far more than the socket
+        // buffers between the two hold, so the server is stuck writing one of them.
+        let descriptor = try await runBlocking { () throws -> Int32 in
+            let descriptor = try connectBlocking(port: server.port)
+            let requests = Array(String(repeating: "GET /big HTTP/1.1\r\nHost: t\r\n\r\n", count: 300).utf8)
+            _ = send(descriptor, requests, requests.count, Int32(MSG_NOSIGNAL))
+            return descriptor
+        }
+        defer { close(descriptor) }
+        // What has arrived unread: past one answer and a half (the receive buffer of a socket
+        // that is not read stays near 128 KiB), the server is writing the second of 300.
+        let backlog = try await runBlocking { () -> Int32 in
+            let deadline = ContinuousClock.now + .seconds(10)
+            var unread: Int32 = 0
+            while ContinuousClock.now < deadline {
+                _ = ioctl(descriptor, UInt(FIONREAD), &unread)
+                if unread > 98_304 { break }
+                usleep(10_000)
+            }
+            return unread
+        }
+        #expect(backlog > 98_304, "the client has \(backlog) bytes unread")
+        let start = ContinuousClock.now
+        await server.group.triggerGracefulShutdown()
+        try await server.running.value(within: .seconds(15), "the server's group")
         #expect(ContinuousClock.now - start < .seconds(1))
     }
 }
