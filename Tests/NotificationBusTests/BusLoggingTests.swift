@@ -174,9 +174,9 @@ struct BrokerIdleSpinTests {
             configuration.idleSpin = .seconds(11)
             _ = try Broker(configuration)
         }
-        var configuration = BrokerConfiguration(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
-        configuration.idleSpin = .microseconds(200)
-        let broker = try Broker(configuration)
+        let lowLatency = BrokerConfiguration.lowLatency(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        #expect(lowLatency.idleSpin == .microseconds(200))
+        let broker = try Broker(lowLatency)
         let publisher = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
         let subscriber = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
         let stream = try subscriber.notifications(named: "spin.>")
