@@ -62,7 +62,14 @@ public struct BusConfiguration: Sendable {
     public var subscribe: [Attachment]
     /// ZeroMQ send high-water mark per peer (messages). PUB-style sockets drop beyond it unless
     /// `publisherBackpressure` is on; subscribers see the drops as upstream gaps.
-    public var sendHighWaterMark: Int32 = 10_000
+    ///
+    /// Unless set, 10,000; and a publisher that binds and does not wait then follows
+    /// `subscriberBudget` instead (a mark in bytes). Set, it is the mark, budget or not.
+    public var sendHighWaterMark: Int32 {
+        get { sendHighWaterMarkSetting ?? 10_000 }
+        set { sendHighWaterMarkSetting = newValue }
+    }
+    private var sendHighWaterMarkSetting: Int32?
     /// ZeroMQ receive high-water mark (messages).
     public var receiveHighWaterMark: Int32 = 10_000
     /// With `true`, a full peer makes the I/O thread wait (`ZMQ_XPUB_NODROP`) instead of dropping,
@@ -110,12 +117,13 @@ public struct BusConfiguration: Sendable {
     /// subscriber that pauses loses nothing and costs the others nothing; past it, it loses, and
     /// counts the loss as gaps. The publishing socket's mark in messages then follows the largest
     /// frame posted lately (see `BrokerConfiguration.subscriberBudget` for the bound), instead of
-    /// `sendHighWaterMark`; memory: up to the budget per subscriber behind. Zero: the mark is
-    /// `sendHighWaterMark`. A publisher that waits (connected to brokers) keeps `sendHighWaterMark`.
+    /// `sendHighWaterMark`; memory: up to the budget per subscriber behind. Zero, or a
+    /// `sendHighWaterMark` set explicitly: the mark is `sendHighWaterMark`. A publisher that waits
+    /// (connected to brokers) keeps `sendHighWaterMark`.
     public var subscriberBudget = BrokerConfiguration.defaultSubscriberBudget
     /// Whether `subscriberBudget` sets the publishing socket's mark.
     var publisherUsesBudget: Bool {
-        subscriberBudget > 0 && !publisherBackpressure && publish.contains { $0.isBind }
+        sendHighWaterMarkSetting == nil && subscriberBudget > 0 && !publisherBackpressure && publish.contains { $0.isBind }
     }
     /// Posts queued for the I/O thread before `post` suspends (async) or throws (sync).
     public var outboundCapacity = 16_384

@@ -93,8 +93,10 @@ struct Publish: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Seconds to wait for subscribers (default: 10).", valueName: "seconds"))
     var timeout: Double?
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("ZeroMQ send high-water mark (messages per subscriber).", valueName: "messages"))
-    var hwm: Int32 = 10_000
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "ZeroMQ send high-water mark, messages per peer (default 10,000; with --bind, unless given, each subscriber may fall 64 MiB behind instead).",
+        valueName: "messages"))
+    var hwm: Int32?
 
     @Option(
         name: .customLong("close-timeout"),
@@ -167,7 +169,7 @@ struct Publish: AsyncParsableCommand {
         if let subscribers { guard subscribers >= 1 else { throw ValidationError("--subscribers must be at least 1 (use --no-wait to skip waiting)") } }
         if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
         try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600)
-        guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more, not \(hwm)") }
+        if let hwm, hwm < 0 { throw ValidationError("--hwm must be 0 (no limit) or more, not \(hwm)") }
         if let stallLimit, stallLimit != 0 {
             do { try SecondsOption.check(stallLimit, "--stall-limit", in: 0.001...86_400) } catch {
                 throw ValidationError("--stall-limit must be 0 (no limit) or from 0.001 to 86400 seconds, got \(stallLimit)")
@@ -236,7 +238,7 @@ struct Publish: AsyncParsableCommand {
         logging.bootstrap()
         try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
-            configuration.sendHighWaterMark = hwm
+            if let hwm { configuration.sendHighWaterMark = hwm }
             configuration.closeTimeout = .milliseconds(SecondsOption.milliseconds(closeTimeout))
             if let stallLimit { configuration.sendStallLimit = SecondsOption.duration(stallLimit) }
             configuration.logger = CommandLog.logger("publish")  // the bus's own lines, at --log-level debug
