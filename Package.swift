@@ -198,7 +198,8 @@ let package = Package(
         .testTarget(
             name: "BusOperationsTests",
             dependencies: [
-                "BusOperations", "TestSupport",
+                "BusOperations", "TestSupport", "NotificationBus",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

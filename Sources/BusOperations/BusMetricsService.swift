@@ -49,6 +49,36 @@ public struct BusMetricsService: Service, CustomStringConvertible {
     }
 }
 
+extension BusMetricsService {
+    /// The `# HELP` text of every metric the service makes, by name (`HelpTextMetricsFactory`
+    /// writes them; swift-metrics itself has no place for them).
+    public static let helpTexts: [String: String] = [
+        "nbus_bus_posted_total": "Notifications posted on this bus.",
+        "nbus_bus_sent_total": "Posted notifications handed to ZeroMQ.",
+        "nbus_bus_unwanted_total": "Posted notifications no subscriber wanted (not sent).",
+        "nbus_bus_unsent_total": "Posted notifications never sent (the bus closed first, or ZeroMQ refused them).",
+        "nbus_bus_frames_received_total": "Frames received by this bus's subscriber socket.",
+        "nbus_bus_unmatched_total": "Received notifications no subscription of this bus matched.",
+        "nbus_bus_lost_upstream_total": "Notifications lost before this bus (sequence gaps per publisher and name).",
+        "nbus_bus_end_of_stream_records_total": "End-of-stream records received from closing publishers.",
+        "nbus_bus_unknown_control_messages_total": "Control messages (_nbus.) this bus does not know.",
+        "nbus_bus_malformed_end_of_stream_records_total": "End-of-stream records whose payload was malformed.",
+        "nbus_bus_memory_limit_resets_total": "Times a binding bus passed its memory limit and dropped every connection.",
+        "nbus_bus_handshakes_refused_total": "CURVE handshakes this bus refused.",
+        "nbus_bus_handshakes_failed_total": "CURVE handshakes that failed.",
+        "nbus_bus_rejected_total": "Received frames rejected as malformed, by reason.",
+        "nbus_bus_active_subscriptions": "Subscriptions open on this bus now.",
+        "nbus_bus_tracked_streams": "Publisher and name streams whose sequence numbers this bus tracks now.",
+        "nbus_subscription_received_total": "Notifications that reached the subscription.",
+        "nbus_subscription_delivered_total": "Notifications the subscription's consumer took.",
+        "nbus_subscription_filtered_out_total": "Notifications the subscription's filter left out.",
+        "nbus_subscription_lost_upstream_total": "Notifications of the subscription's pattern lost before this bus.",
+        "nbus_subscription_dropped_local_buffer_total": "Notifications dropped by the subscription's buffering policy.",
+        "nbus_subscription_gaps_total": "Gaps reported in-band to the subscription.",
+        "nbus_subscription_buffered": "Notifications buffered for the subscription's consumer now.",
+    ]
+}
+
 /// The sampling itself, shared by the service's copies.
 final class BusMetricsSampler: Sendable {
     private struct Last {

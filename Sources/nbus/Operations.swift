@@ -94,7 +94,7 @@ struct BusHTTPOptions: ParsableArguments {
         let logger = CommandLog.logger(command)
         let sampler = BusMetricsService(
             bus: bus, subscriptions: subscriptions, interval: SecondsOption.duration(metricsInterval),
-            factory: PrometheusMetricsFactory(registry: registry), logger: logger)
+            factory: HelpTextMetricsFactory(registry: registry, help: BusMetricsService.helpTexts), logger: logger)
         let server = MonitoringHTTPService(
             address: address,
             routes: [

@@ -1,0 +1,34 @@
+import Logging
+import NotificationBus
+import Prometheus
+import Testing
+
+@testable import BusOperations
+
+// What `promtool check metrics` asks of a scrape: a HELP line for every metric. The bus's sampler
+// through HelpTextMetricsFactory gives one to each metric it makes.
+@Suite("Metrics: a HELP line for every metric the bus's sampler makes")
+struct MetricsHelpTextTests {
+    @Test("every TYPE line has its HELP line, with the text of BusMetricsService.helpTexts")
+    func everyMetricHasHelp() {
+        let registry = PrometheusCollectorRegistry()
+        var stats = BusStats()
+        stats.posted = 3
+        let frozen = stats
+        let sampler = BusMetricsSampler(
+            busStats: { frozen }, subscriptions: [(pattern: "orders.>", stats: { SubscriptionStats() })],
+            factory: HelpTextMetricsFactory(registry: registry, help: BusMetricsService.helpTexts),
+            logger: Logger(label: "test"))
+        sampler.sample()
+        let text = String(decoding: registry.emitToBuffer(), as: UTF8.self)
+        let lines = text.split(separator: "\n")
+        let typed = lines.filter { $0.hasPrefix("# TYPE ") }.map { $0.split(separator: " ")[2] }
+        let helped = Set(lines.filter { $0.hasPrefix("# HELP ") }.map { $0.split(separator: " ")[2] })
+        #expect(typed.count >= 20, "\(text)")
+        for name in typed {
+            #expect(helped.contains(name), "no HELP for \(name)")
+            #expect(BusMetricsService.helpTexts[String(name)] != nil, "\(name) has no text in helpTexts")
+        }
+        #expect(text.contains("nbus_bus_posted_total 3"), "\(text)")
+    }
+}
