@@ -175,7 +175,7 @@ fuzz: fuzz-build
 # The codec test suites under AddressSanitizer, in their own scratch path. XCTest is disabled: the
 # codec suites use Swift Testing, and XCTest's own runner leaks a few objects that LeakSanitizer
 # would report. Fails if the filter selects no test.
-ASAN_FILTER ?= EnvelopeCodecTests|NotificationHeadersTests|NamePatternTests|UTF8ValidationTests
+ASAN_FILTER ?= EnvelopeCodecTests|BatchCodecTests|NotificationHeadersTests|NamePatternTests|UTF8ValidationTests
 test-asan: deps
 	@mkdir -p .build-asan
 	@echo "test-asan: swift build --build-tests --sanitize=address --scratch-path .build-asan (log: .build-asan/build.log)"

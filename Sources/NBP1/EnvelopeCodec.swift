@@ -10,7 +10,7 @@ public enum RejectionReason: String, Error, CaseIterable, Sendable, Comparable, 
     case invalidName
     /// The frame ends inside the fixed header or the header map.
     case truncatedHeader
-    /// The version byte is not 1.
+    /// The version byte is neither 1 (one notification) nor 2 (a batch).
     case unsupportedVersion
     /// The header's name length differs from the name before the NUL.
     case nameLengthMismatch
@@ -20,6 +20,9 @@ public enum RejectionReason: String, Error, CaseIterable, Sendable, Comparable, 
     case headerMapInvalid
     /// The payload is larger than this receiver's maximum.
     case payloadTooLarge
+    /// A batch frame's structure is wrong: a record count of 0 or over 1024, or bytes left after
+    /// the last record (NBP-1 §2.3).
+    case batchInvalid
 
     public var description: String { rawValue }
 
@@ -28,7 +31,7 @@ public enum RejectionReason: String, Error, CaseIterable, Sendable, Comparable, 
 
 /// The numbers NBP/1 fixes; see `protocol/NBP-1.md`.
 public enum WireFormat {
-    /// The version byte this codec writes and accepts.
+    /// The version byte of a frame that carries one notification.
     public static let version: UInt8 = 1
     /// Bytes of fixed header after the name's NUL.
     public static let fixedHeaderSize = 32
@@ -104,6 +107,10 @@ public enum EncodeError: Error, Equatable, Sendable, CustomStringConvertible {
     case headerValueTooLong(key: String, byteCount: Int)
     /// The encoded header map exceeds 4096 bytes.
     case headersTooLarge(byteCount: Int)
+    /// A batch of no notification, or of more than 1024.
+    case batchRecordCount(Int)
+    /// A batch's notifications differ in name or publisher id (a batch is one stream's).
+    case batchMixesStreams
 
     public var description: String {
         switch self {
@@ -112,6 +119,8 @@ public enum EncodeError: Error, Equatable, Sendable, CustomStringConvertible {
         case .headerValueTooLong(let key, let count):
             return "header \"\(key)\" has a \(count)-byte value; the limit is 1024"
         case .headersTooLarge(let count): return "headers encode to \(count) bytes; the limit is 4096"
+        case .batchRecordCount(let count): return "a batch holds 1 to 1024 notifications, got \(count)"
+        case .batchMixesStreams: return "a batch's notifications must share one name and one publisher id"
         }
     }
 }
@@ -343,7 +352,7 @@ public enum EnvelopeCodec {
     }
 
     /// Validates the header map in place, then copies it once (its wire form is the storage).
-    private static func decodeHeaders(
+    static func decodeHeaders(
         _ frame: UnsafeRawBufferPointer, from start: Int, to end: Int, count: Int
     ) throws(RejectionReason) -> NotificationHeaders {
         guard count > 0 else {

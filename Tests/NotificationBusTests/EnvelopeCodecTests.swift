@@ -7,7 +7,7 @@ struct EnvelopeCodecTests {
     func vectorsLoaded() throws {
         #expect(try ProtocolVector.load("valid.json").count >= 12)
         #expect(try ProtocolVector.load("invalid.json").count >= 12)
-        let reasons = Set(ProtocolVector.invalid.compactMap(\.reason))
+        let reasons = Set(ProtocolVector.invalid.compactMap(\.reason) + BatchVector.invalid.compactMap(\.reason))
         #expect(reasons == Set(RejectionReason.allCases.map(\.rawValue)), "every reason has a vector")
     }
 

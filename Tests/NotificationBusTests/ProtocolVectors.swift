@@ -55,3 +55,31 @@ struct ProtocolVector: Decodable, Sendable, CustomStringConvertible {
     static let valid: [ProtocolVector] = (try? load("valid.json")) ?? []
     static let invalid: [ProtocolVector] = (try? load("invalid.json")) ?? []
 }
+
+/// The batch-frame vectors (`protocol/vectors/batch-valid.json`, `batch-invalid.json`): a valid
+/// one lists every notification of the batch in order; an invalid one, how many notifications
+/// the rejected batch declared (`records`, nil where its header does not say).
+struct BatchVector: Decodable, Sendable, CustomStringConvertible {
+    let id: String
+    let description: String
+    let frames: [String]
+    let maxPayload: Int?
+    let expect: String
+    let canonical: Bool?
+    let reason: String?
+    let records: Int?
+    let decoded: [ProtocolVector.Decoded]?
+
+    var frameBytes: [[UInt8]] { frames.map(ProtocolVector.bytes(fromHex:)) }
+
+    static func load(_ file: String) throws -> [BatchVector] {
+        struct File: Decodable { let vectors: [BatchVector] }
+        let url = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("protocol/vectors/\(file)")
+        return try JSONDecoder().decode(File.self, from: Data(contentsOf: url)).vectors
+    }
+
+    static let valid: [BatchVector] = (try? load("batch-valid.json")) ?? []
+    static let invalid: [BatchVector] = (try? load("batch-invalid.json")) ?? []
+}

@@ -39,7 +39,7 @@ enum FloodFrame: CaseIterable {
         case .invalidUTF8: return [Array("f.".utf8) + [0xff, 0]]
         case .invalidName: return [Array("f.a b".utf8) + [0]]
         case .truncatedHeader: return [name + [0]]
-        case .unsupportedVersion: return [name + [0, 2]]
+        case .unsupportedVersion: return [name + [0, 3]]  // 2 is a batch frame
         case .headerLimitExceeded:
             return [try valid(headers: NotificationHeaders((1...5).map { ("k\($0)", "v") }))]
         case .payloadTooLarge: return [try valid(payload: Array(repeating: 7, count: 65))]

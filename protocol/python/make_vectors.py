@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Generate protocol/vectors/valid.json and protocol/vectors/invalid.json.
+"""Generate protocol/vectors/valid.json and invalid.json (version 1 frames),
+and batch-valid.json and batch-invalid.json (batch frames, version 2).
 
 Deterministic: running it twice gives byte-identical files, and
 test_nbp.py checks that the committed files equal this script's output.
@@ -28,6 +29,8 @@ import nbp  # noqa: E402
 VECTOR_DIR = os.path.join(os.path.dirname(HERE), "vectors")
 VALID_PATH = os.path.join(VECTOR_DIR, "valid.json")
 INVALID_PATH = os.path.join(VECTOR_DIR, "invalid.json")
+BATCH_VALID_PATH = os.path.join(VECTOR_DIR, "batch-valid.json")
+BATCH_INVALID_PATH = os.path.join(VECTOR_DIR, "batch-invalid.json")
 
 PID = 0x123456789ABCDEF0          # 1311768467463790320
 TS = 1700000000000000000          # 2023-11-14T22:13:20Z
@@ -215,11 +218,11 @@ def invalid_vectors() -> list:
     # 5 truncatedHeader (nothing after the NUL)
     add("nothing-after-terminator", "Name and 0x00, then end of frame.", [b"a\x00"], R.TRUNCATED_HEADER)
 
-    # 6 unsupportedVersion
-    add("version-2", "Complete frame with version 2.", [raw_frame(b"a.b", version=2)], R.UNSUPPORTED_VERSION)
+    # 6 unsupportedVersion (2 is a batch: batch-invalid.json)
+    add("version-3", "Complete frame with version 3.", [raw_frame(b"a.b", version=3)], R.UNSUPPORTED_VERSION)
     add("version-0", "Complete frame with version 0.", [raw_frame(b"a.b", version=0)], R.UNSUPPORTED_VERSION)
-    add("version-2-short", "Version byte 2 and nothing else: version is checked before header length.",
-        [b"a.b\x00\x02"], R.UNSUPPORTED_VERSION)
+    add("version-3-short", "Version byte 3 and nothing else: version is checked before header length.",
+        [b"a.b\x00\x03"], R.UNSUPPORTED_VERSION)
 
     # 7 truncatedHeader (fixed header short)
     add("fixed-header-31-bytes", "Only 31 of the 32 fixed-header bytes.",
@@ -299,24 +302,156 @@ def invalid_vectors() -> list:
 
 
 # --------------------------------------------------------------------------
+# Batch vectors (version 2, NBP-1 section 2.3)
+
+def raw_batch(name: bytes, records: list, *, version=2, flags=0, name_len=None, count=None,
+              reserved=0, reserved2=0, publisher_id=PID, trailing=b"") -> bytes:
+    """name | 0x00 | batch header | records | trailing, every field overridable."""
+    header = struct.pack("!BBBBHHQ", version, flags, (len(name) if name_len is None else name_len) & 0xFF,
+                         reserved, len(records) if count is None else count, reserved2, publisher_id)
+    return name + b"\x00" + header + b"".join(records) + trailing
+
+
+def raw_record(*, flags=0, content_type=0, header_count=None, headers_len=None, payload_len=None,
+               sequence=1, timestamp=TS, hmap=b"", entries=0, payload=b"", reserved=0) -> bytes:
+    """One batch record, every field overridable."""
+    fixed = struct.pack("!BBBBHIQQ", flags, content_type, entries if header_count is None else header_count,
+                        reserved, len(hmap) if headers_len is None else headers_len,
+                        len(payload) if payload_len is None else payload_len, sequence, timestamp)
+    return fixed + hmap + payload
+
+
+def batch_valid_vectors() -> list:
+    out = []
+
+    def one(name, payload=b"", headers=(), content_type=0, sequence=1, timestamp=TS, flags=0):
+        return {"name": name, "version": 2, "flags": flags, "contentType": content_type,
+                "sequence": str(sequence), "publisherId": str(PID), "timestamp": str(timestamp),
+                "headers": [[k, v] for k, v in headers], "payloadHex": bytes(payload).hex()}
+
+    def add(vid, description, name, records, max_payload=None):
+        """records: (payload, headers, content_type, sequence, timestamp) per notification."""
+        frames = [nbp.encode(name, p, h, sequence=s, publisher_id=PID, timestamp_ns=t, content_type=c,
+                             max_payload=None) for p, h, c, s, t in records]
+        v = {"id": vid, "description": description, "frames": [nbp.encode_batch(frames).hex()]}
+        if max_payload is not None:
+            v["maxPayload"] = max_payload
+        v["expect"] = "valid"
+        v["canonical"] = True
+        v["decoded"] = [one(name, p, h, c, s, t) for p, h, c, s, t in records]
+        out.append(v)
+
+    add("batch-two", "Two notifications of orders.created in one batch frame: sequences 1 and 2, "
+        "each with its own time, header and payload.",
+        "orders.created", [(b'{"id":42}', [("trace", "abc")], 2, 1, TS),
+                           (b'{"id":43}', [("trace", "abd")], 2, 2, TS + 1000)])
+    add("batch-one-record", "A batch of one record is valid (a producer normally sends a version 1 frame instead).",
+        "a", [(b"x", [], 0, 9, TS)])
+    add("batch-mixed-records", "Records of one batch may differ in content type, headers (count and order) and payload; "
+        "an empty payload and an empty header map are fine.",
+        "chat.message.posted", [(b"hello", [("user", "ada"), ("room", "general")], 1, 7, TS),
+                                (b"", [], 0, 8, TS + 1),
+                                (bytes([0xFF, 0x00, 0x80]), [("k", "")], 200, 9, TS + 2)])
+    add("batch-sequence-gap", "Sequences 5 and 7: a gap inside a batch is not a reason to reject; a receiver that "
+        "tracks the stream counts 1 notification lost between them.",
+        "x.y", [(b"a", [], 0, 5, TS), (b"b", [], 0, 7, TS)])
+    add("batch-payload-at-max-per-record", "maxPayload 16 applies to each record: two 16-byte payloads (32 in all) pass.",
+        "limits.payload", [(b"0123456789abcdef", [], 0, 1, TS), (b"fedcba9876543210", [], 0, 2, TS)], max_payload=16)
+    # Non-canonical: batch flags and reserved bytes set, record flags and reserved set; receivers ignore them.
+    frame = raw_batch(b"flags.set", [raw_record(flags=0xA5, reserved=0x5A, payload=b"[]", content_type=2)],
+                      flags=0xFF, reserved=0xFF, reserved2=0xFFFF)
+    out.append({"id": "batch-nonzero-flags-reserved",
+                "description": "Batch flags, both batch reserved fields and the record's reserved byte set: ignored; "
+                               "the record's flags (0xa5) are reported.",
+                "frames": [frame.hex()], "expect": "valid", "canonical": False,
+                "decoded": [dict(one("flags.set", b"[]", (), 2, 1, TS), flags=0xA5)]})
+    return out
+
+
+def batch_invalid_vectors() -> list:
+    out = []
+
+    def add(vid, description, frames, reason, max_payload=None, records=None):
+        v = {"id": vid, "description": description, "frames": [f.hex() for f in frames]}
+        if max_payload is not None:
+            v["maxPayload"] = max_payload
+        v["expect"] = "reject"
+        v["reason"] = reason
+        v["records"] = records
+        out.append(v)
+
+    R = nbp
+    rec = raw_record(payload=b"p")
+    good = raw_batch(b"a.b", [rec, raw_record(sequence=2, payload=b"q")])
+    add("batch-two-frames", "A valid batch followed by an empty second frame.", [good, b""], R.WRONG_FRAME_COUNT)
+    add("batch-invalid-name", "Batch frames are named like every frame: a space is invalidName.",
+        [raw_batch(b"a b", [rec])], R.INVALID_NAME)
+    add("batch-version-only", "Version byte 2 and nothing else.", [b"a.b\x00\x02"], R.TRUNCATED_HEADER)
+    add("batch-header-15-bytes", "Only 15 of the 16 batch-header bytes.",
+        [raw_batch(b"a.b", [])[:-1]], R.TRUNCATED_HEADER)
+    add("batch-name-length-mismatch", "nameLength says 4, the name has 3 bytes.",
+        [raw_batch(b"a.b", [rec], name_len=4)], R.NAME_LENGTH_MISMATCH, records=1)
+    add("batch-zero-records", "recordCount 0.", [raw_batch(b"a.b", [])], R.BATCH_INVALID)
+    add("batch-1025-records", "recordCount 1025 (the records are there): over the limit of 1024.",
+        [raw_batch(b"a.b", [raw_record(sequence=i + 1) for i in range(1025)])], R.BATCH_INVALID)
+    add("batch-fewer-records-than-count", "recordCount 3, two records: the third record's fixed part is missing.",
+        [raw_batch(b"a.b", [rec, rec], count=3)], R.TRUNCATED_HEADER, records=3)
+    add("batch-record-cut-short", "The second record's fixed part has 25 of 26 bytes.",
+        [raw_batch(b"a.b", [rec, raw_record()[:-1]])], R.TRUNCATED_HEADER, records=2)
+    add("batch-record-33-headers", "A record with headerCount 33.",
+        [raw_batch(b"a.b", [rec, raw_record(header_count=33)])], R.HEADER_LIMIT_EXCEEDED, records=2)
+    add("batch-record-headers-length-4097", "A record with headersLength 4097, the frame short: the limit is checked first.",
+        [raw_batch(b"a.b", [raw_record(headers_len=4097)])], R.HEADER_LIMIT_EXCEEDED, records=1)
+    add("batch-record-map-past-frame", "A record's headersLength 20 with 7 bytes left in the frame.",
+        [raw_batch(b"a.b", [raw_record(headers_len=20, hmap=entry(b"k", b"abc"), entries=1)])],
+        R.TRUNCATED_HEADER, records=1)
+    add("batch-record-duplicate-key", "The second record repeats a header key: the whole batch is rejected.",
+        [raw_batch(b"a.b", [rec, raw_record(hmap=entry(b"k", b"1") + entry(b"k", b"2"), entries=2)])],
+        R.HEADER_MAP_INVALID, records=2)
+    add("batch-record-value-bad-utf8", "A record's header value is not UTF-8.",
+        [raw_batch(b"a.b", [raw_record(hmap=entry(b"k", b"\xff"), entries=1), rec])], R.INVALID_UTF8, records=2)
+    add("batch-record-payload-over-max", "The second record's payload is 17 bytes with maxPayload 16.",
+        [raw_batch(b"a.b", [rec, raw_record(payload=b"0123456789abcdefg")])], R.PAYLOAD_TOO_LARGE,
+        max_payload=16, records=2)
+    add("batch-record-payload-length-huge", "payloadLength 2^32-1 with 1 byte there: over maxPayload, checked "
+        "before availability.", [raw_batch(b"a.b", [raw_record(payload_len=0xFFFFFFFF, payload=b"p")])],
+        R.PAYLOAD_TOO_LARGE, records=1)
+    add("batch-record-payload-past-frame", "payloadLength 5 with 1 byte left in the frame.",
+        [raw_batch(b"a.b", [raw_record(payload_len=5, payload=b"p")])], R.TRUNCATED_HEADER, records=1)
+    add("batch-trailing-bytes", "Two bytes after the last record.",
+        [raw_batch(b"a.b", [rec], trailing=b"\x00\x00")], R.BATCH_INVALID, records=1)
+    add("batch-more-records-than-count", "recordCount 1, two records: the second is trailing bytes.",
+        [raw_batch(b"a.b", [rec, rec], count=1)], R.BATCH_INVALID, records=1)
+    add("batch-map-error-before-payload-size", "A duplicate key AND an oversized payload in one record: "
+        "the header map is checked first.",
+        [raw_batch(b"a.b", [raw_record(hmap=entry(b"k", b"1") + entry(b"k", b"2"), entries=2, payload=b"x" * 32)])],
+        R.HEADER_MAP_INVALID, max_payload=16, records=1)
+    return out
+
+
+# --------------------------------------------------------------------------
 
 def render(vectors: list) -> str:
     return json.dumps({"protocol": nbp.PROTOCOL, "vectors": vectors}, indent=2, ensure_ascii=False) + "\n"
 
 
-def self_check(valid: list, invalid: list) -> None:
+def self_check(valid: list, invalid: list, batch_valid: list, batch_invalid: list) -> None:
     """Sanity checks at generation time (the real checks are in test_nbp.py)."""
-    ids = [v["id"] for v in valid + invalid]
+    ids = [v["id"] for v in valid + invalid + batch_valid + batch_invalid]
     assert len(ids) == len(set(ids)), "duplicate vector ids"
     for v in valid:
         n = nbp.decode([bytes.fromhex(f) for f in v["frames"]], v.get("maxPayload", DEFAULT_MAX))
         assert n.name == v["decoded"]["name"], v["id"]
+    for v in batch_valid:
+        ns = nbp.decode_all([bytes.fromhex(f) for f in v["frames"]], v.get("maxPayload", DEFAULT_MAX))
+        assert [n.sequence for n in ns] == [int(d["sequence"]) for d in v["decoded"]], v["id"]
     reasons = set()
-    for v in invalid:
+    for v in invalid + batch_invalid:
         try:
-            nbp.decode([bytes.fromhex(f) for f in v["frames"]], v.get("maxPayload", DEFAULT_MAX))
+            nbp.decode_all([bytes.fromhex(f) for f in v["frames"]], v.get("maxPayload", DEFAULT_MAX))
         except nbp.Rejected as e:
             assert e.reason == v["reason"], (v["id"], e.reason, v["reason"])
+            assert e.records == v.get("records"), (v["id"], e.records, v.get("records"))
             reasons.add(e.reason)
         else:
             raise AssertionError(f"{v['id']} decoded")
@@ -326,8 +461,10 @@ def self_check(valid: list, invalid: list) -> None:
 
 def main(argv: list) -> int:
     valid, invalid = valid_vectors(), invalid_vectors()
-    self_check(valid, invalid)
-    files = {VALID_PATH: render(valid), INVALID_PATH: render(invalid)}
+    batch_valid, batch_invalid = batch_valid_vectors(), batch_invalid_vectors()
+    self_check(valid, invalid, batch_valid, batch_invalid)
+    files = {VALID_PATH: render(valid), INVALID_PATH: render(invalid),
+             BATCH_VALID_PATH: render(batch_valid), BATCH_INVALID_PATH: render(batch_invalid)}
     if "--check" in argv:
         stale = []
         for path, text in files.items():
@@ -344,7 +481,8 @@ def main(argv: list) -> int:
     for path, text in files.items():
         with open(path, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
-    print(f"wrote {len(valid)} valid and {len(invalid)} invalid vectors to {VECTOR_DIR}")
+    print(f"wrote {len(valid)} valid, {len(invalid)} invalid, {len(batch_valid)} batch-valid and "
+          f"{len(batch_invalid)} batch-invalid vectors to {VECTOR_DIR}")
     return 0
 
 

@@ -3,15 +3,25 @@
 Standard library only.  The normative text is ``protocol/NBP-1.md``; this
 module follows it literally and is checked against ``protocol/vectors/``.
 
-A message is exactly one ZeroMQ frame::
+A message is exactly one ZeroMQ frame, one notification (version 1)::
 
     name (1..255 bytes UTF-8) | 0x00 | fixed header (32 bytes) | header map | payload
+
+or a batch of notifications of that one name from one publisher (version 2)::
+
+    name | 0x00 | batch header (16 bytes) | record | record | ...
+    record = fixed part (26 bytes) | header map | payload
 
 Public API
 ----------
 ``encode(...)``           build a frame (validates everything, raises ValueError)
-``decode(frames, ...)``   parse one received ZeroMQ message (list of frames);
-                          returns a ``Notification`` or raises ``Rejected``
+``decode_all(frames, ...)`` parse one received ZeroMQ message (list of frames):
+                          a list of ``Notification`` (one, or a batch's), or
+                          raises ``Rejected``.  What a receiver calls.
+``decode(frames, ...)``   the same for a version 1 frame only (a batch is
+                          ``unsupportedVersion`` to it, as to receivers
+                          written before batches)
+``encode_batch(...)``     build a batch frame from encoded version 1 frames
 ``validate_name(name)``   check a concrete notification name (ValueError)
 ``Pattern.compile(p)``    subscription pattern -> ``.prefix`` (bytes for
                           ZMQ_SUBSCRIBE) and ``.matches(name)``
@@ -31,7 +41,9 @@ __all__ = [
     "VERSION", "PROTOCOL", "FIXED_HEADER_SIZE", "MAX_NAME_BYTES", "MAX_HEADER_COUNT",
     "MAX_HEADERS_LENGTH", "MAX_KEY_BYTES", "MAX_VALUE_BYTES", "DEFAULT_MAX_PAYLOAD",
     "CONTENT_TYPES", "REASONS",
-    "Notification", "Rejected", "encode", "decode", "validate_name", "Pattern",
+    "BATCH_VERSION", "BATCH_HEADER_SIZE", "BATCH_RECORD_HEADER_SIZE", "MAX_BATCH_RECORDS",
+    "Notification", "Rejected", "encode", "decode", "decode_all", "encode_batch",
+    "declared_record_count", "validate_name", "Pattern",
     "PublisherState", "SequenceTracker",
 ]
 
@@ -44,6 +56,10 @@ MAX_HEADERS_LENGTH = 4096
 MAX_KEY_BYTES = 64
 MAX_VALUE_BYTES = 1024
 DEFAULT_MAX_PAYLOAD = 1048576
+BATCH_VERSION = 2
+BATCH_HEADER_SIZE = 16
+BATCH_RECORD_HEADER_SIZE = 26
+MAX_BATCH_RECORDS = 1024
 U64_MAX = (1 << 64) - 1
 
 #: Registered content-type codes (6..127 reserved, 128..255 application-defined).
@@ -68,17 +84,26 @@ NAME_LENGTH_MISMATCH = "nameLengthMismatch"
 HEADER_LIMIT_EXCEEDED = "headerLimitExceeded"
 HEADER_MAP_INVALID = "headerMapInvalid"
 PAYLOAD_TOO_LARGE = "payloadTooLarge"
+BATCH_INVALID = "batchInvalid"
 
 REASONS = (
     WRONG_FRAME_COUNT, MISSING_NAME_TERMINATOR, INVALID_UTF8, INVALID_NAME,
     TRUNCATED_HEADER, UNSUPPORTED_VERSION, NAME_LENGTH_MISMATCH,
-    HEADER_LIMIT_EXCEEDED, HEADER_MAP_INVALID, PAYLOAD_TOO_LARGE,
+    HEADER_LIMIT_EXCEEDED, HEADER_MAP_INVALID, PAYLOAD_TOO_LARGE, BATCH_INVALID,
 )
 
 # version, flags, contentType, nameLength, headersLength, headerCount,
 # reserved, sequence, publisherId, timestamp -- network byte order, no padding.
 _FIXED = struct.Struct("!BBBBHBBQQQ")
 assert _FIXED.size == FIXED_HEADER_SIZE
+# Batch header: version (2), flags, nameLength, reserved, recordCount (u16),
+# reserved (u16), publisherId.
+_BATCH = struct.Struct("!BBBBHHQ")
+assert _BATCH.size == BATCH_HEADER_SIZE
+# Batch record: flags, contentType, headerCount, reserved, headersLength (u16),
+# payloadLength (u32), sequence, timestamp; then the header map and the payload.
+_RECORD = struct.Struct("!BBBBHIQQ")
+assert _RECORD.size == BATCH_RECORD_HEADER_SIZE
 
 BytesLike = Union[bytes, bytearray, memoryview]
 Text = Union[str, bytes, bytearray, memoryview]
@@ -88,12 +113,16 @@ class Rejected(Exception):
     """A received message violates NBP/1.
 
     ``reason`` is one of ``REASONS``.  A receiver drops the message, counts it
-    under ``reason`` and carries on.
+    under ``reason`` and carries on.  ``records`` is, for a rejected batch
+    whose header was readable with a count of 1..1024, the number of
+    notifications it declared (``None`` otherwise): what a receiver reports
+    as the notifications the rejection cost.
     """
 
-    def __init__(self, reason: str, detail: str = ""):
+    def __init__(self, reason: str, detail: str = "", records: Optional[int] = None):
         self.reason = reason
         self.detail = detail
+        self.records = records
         super().__init__(f"{reason}: {detail}" if detail else reason)
 
 
@@ -338,6 +367,32 @@ def encode(
     return name_b + b"\x00" + fixed + hmap + payload
 
 
+def encode_batch(frames: Sequence[BytesLike]) -> bytes:
+    """Build one batch frame (version 2) from 1..1024 version 1 frames of one
+    name and one publisher id (``encode``'s output), keeping their order.
+
+    Each record keeps its frame's flags, content type, sequence, timestamp,
+    headers and payload; the name and publisher id are written once.  Raises
+    ValueError if the frames are not valid, or differ in name or publisher.
+    """
+    frames = [bytes(f) for f in frames]
+    if not 1 <= len(frames) <= MAX_BATCH_RECORDS:
+        raise ValueError(f"a batch holds 1..{MAX_BATCH_RECORDS} notifications, got {len(frames)}")
+    first = decode([frames[0]], max_payload=1 << 32)
+    name_b = first.name.encode("utf-8")
+    out = bytearray(name_b + b"\x00")
+    out += _BATCH.pack(BATCH_VERSION, 0, len(name_b), 0, len(frames), 0, first.publisher_id)
+    for frame in frames:
+        n = decode([frame], max_payload=1 << 32)
+        if n.name != first.name or n.publisher_id != first.publisher_id:
+            raise ValueError("a batch's notifications share one name and one publisher id")
+        hmap, count = _encode_headers(n.headers)
+        out += _RECORD.pack(n.flags, n.content_type, count, 0, len(hmap), len(n.payload),
+                            n.sequence, n.timestamp)
+        out += hmap + n.payload
+    return bytes(out)
+
+
 # --------------------------------------------------------------------------
 # Decoding
 
@@ -348,6 +403,96 @@ def decode(frames: Sequence[BytesLike], max_payload: int = DEFAULT_MAX_PAYLOAD) 
     ``Rejected(reason)`` at the first failure.  ``max_payload`` is the
     receiver's payload limit in bytes.
     """
+    name, name_b, rest = _name_and_rest(frames)
+    # 6
+    if rest[0] != VERSION:
+        raise Rejected(UNSUPPORTED_VERSION, f"version {rest[0]}")
+    return _decode_single(name, name_b, rest, max_payload)
+
+
+def decode_all(frames: Sequence[BytesLike], max_payload: int = DEFAULT_MAX_PAYLOAD) -> Tuple[Notification, ...]:
+    """Parse one received ZeroMQ message into its notifications, in order.
+
+    A version 1 frame gives one notification, a batch frame (version 2) its
+    records, all of one name and one publisher.  Every NBP/1 receiver must
+    accept both; a batch is all or nothing (any fault rejects the whole
+    frame, and ``Rejected.records`` says how many notifications it declared).
+    """
+    name, name_b, rest = _name_and_rest(frames)
+    # 6
+    if rest[0] == VERSION:
+        return (_decode_single(name, name_b, rest, max_payload),)
+    if rest[0] != BATCH_VERSION:
+        raise Rejected(UNSUPPORTED_VERSION, f"version {rest[0]}")
+    # B1
+    if len(rest) < BATCH_HEADER_SIZE:
+        raise Rejected(TRUNCATED_HEADER, f"{len(rest)} of {BATCH_HEADER_SIZE} batch-header bytes")
+    _, _, name_len, _, count, _, publisher_id = _BATCH.unpack_from(rest, 0)
+    # B3 (checked after B2, but it decides whether the count can be reported)
+    if not 1 <= count <= MAX_BATCH_RECORDS:
+        if name_len != len(name_b):
+            raise Rejected(NAME_LENGTH_MISMATCH, f"nameLength {name_len}, actual {len(name_b)}")
+        raise Rejected(BATCH_INVALID, f"recordCount {count}")
+    out = []
+    pos = BATCH_HEADER_SIZE
+    try:
+        # B2
+        if name_len != len(name_b):
+            raise Rejected(NAME_LENGTH_MISMATCH, f"nameLength {name_len}, actual {len(name_b)}")
+        for i in range(count):
+            # R1
+            if len(rest) - pos < BATCH_RECORD_HEADER_SIZE:
+                raise Rejected(TRUNCATED_HEADER, f"record {i}: fixed part cut short")
+            (flags, content_type, header_count, reserved, headers_len, payload_len,
+             sequence, timestamp) = _RECORD.unpack_from(rest, pos)
+            # R2
+            if header_count > MAX_HEADER_COUNT or headers_len > MAX_HEADERS_LENGTH:
+                raise Rejected(HEADER_LIMIT_EXCEEDED,
+                               f"record {i}: headerCount {header_count}, headersLength {headers_len}")
+            pos += BATCH_RECORD_HEADER_SIZE
+            # R3
+            if len(rest) - pos < headers_len:
+                raise Rejected(TRUNCATED_HEADER, f"record {i}: headersLength {headers_len} runs past the frame")
+            # R4
+            headers = _decode_headers(rest[pos:pos + headers_len], header_count)
+            pos += headers_len
+            # R5
+            if payload_len > max_payload:
+                raise Rejected(PAYLOAD_TOO_LARGE, f"record {i}: {payload_len} > {max_payload}")
+            # R6
+            if len(rest) - pos < payload_len:
+                raise Rejected(TRUNCATED_HEADER, f"record {i}: payloadLength {payload_len} runs past the frame")
+            payload = rest[pos:pos + payload_len]
+            pos += payload_len
+            out.append(Notification(
+                name=name, payload=payload, headers=headers, content_type=content_type,
+                sequence=sequence, publisher_id=publisher_id, timestamp=timestamp,
+                version=BATCH_VERSION, flags=flags, reserved=reserved,
+            ))
+        # B4
+        if pos != len(rest):
+            raise Rejected(BATCH_INVALID, f"{len(rest) - pos} bytes after the last record")
+    except Rejected as e:
+        e.records = count
+        raise
+    return tuple(out)
+
+
+def declared_record_count(frame: BytesLike) -> Optional[int]:
+    """The record count a batch frame declares (1..1024), without validating
+    the records; ``None`` for anything else.  For counting a batch a receiver
+    filters out by name without decoding it."""
+    frame = bytes(frame)
+    nul = frame.find(b"\x00", 0, MAX_NAME_BYTES + 1)
+    rest = frame[nul + 1:] if nul >= 0 else b""
+    if len(rest) < BATCH_HEADER_SIZE or rest[0] != BATCH_VERSION:
+        return None
+    count = _BATCH.unpack_from(rest, 0)[4]
+    return count if 1 <= count <= MAX_BATCH_RECORDS else None
+
+
+def _name_and_rest(frames: Sequence[BytesLike]) -> Tuple[str, bytes, bytes]:
+    """Steps 1-5, shared by both frame kinds."""
     if isinstance(frames, (bytes, bytearray, memoryview, str)):
         raise TypeError("decode() takes a list of frames, not a single buffer")
     frames = list(frames)
@@ -372,9 +517,11 @@ def decode(frames: Sequence[BytesLike], max_payload: int = DEFAULT_MAX_PAYLOAD) 
     # 5
     if not rest:
         raise Rejected(TRUNCATED_HEADER, "nothing after the name terminator")
-    # 6
-    if rest[0] != VERSION:
-        raise Rejected(UNSUPPORTED_VERSION, f"version {rest[0]}")
+    return name, name_b, rest
+
+
+def _decode_single(name: str, name_b: bytes, rest: bytes, max_payload: int) -> Notification:
+    """Steps 7-12 of a version 1 frame."""
     # 7
     if len(rest) < FIXED_HEADER_SIZE:
         raise Rejected(TRUNCATED_HEADER, f"{len(rest)} of {FIXED_HEADER_SIZE} fixed-header bytes")

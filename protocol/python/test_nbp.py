@@ -46,11 +46,12 @@ class VectorFileTests(unittest.TestCase):
                     bytes.fromhex(h)
 
     def test_every_reason_covered(self):
-        reasons = {v["reason"] for v in load("invalid.json")["vectors"]}
+        reasons = {v["reason"] for f in ("invalid.json", "batch-invalid.json") for v in load(f)["vectors"]}
         self.assertEqual(reasons, set(nbp.REASONS))
 
     def test_ids_unique(self):
-        ids = [v["id"] for f in ("valid.json", "invalid.json") for v in load(f)["vectors"]]
+        files = ("valid.json", "invalid.json", "batch-valid.json", "batch-invalid.json")
+        ids = [v["id"] for f in files for v in load(f)["vectors"]]
         self.assertEqual(len(ids), len(set(ids)))
 
     def test_files_match_generator(self):
@@ -59,6 +60,10 @@ class VectorFileTests(unittest.TestCase):
             self.assertEqual(f.read(), make_vectors.render(make_vectors.valid_vectors()))
         with open(make_vectors.INVALID_PATH, encoding="utf-8") as f:
             self.assertEqual(f.read(), make_vectors.render(make_vectors.invalid_vectors()))
+        with open(make_vectors.BATCH_VALID_PATH, encoding="utf-8") as f:
+            self.assertEqual(f.read(), make_vectors.render(make_vectors.batch_valid_vectors()))
+        with open(make_vectors.BATCH_INVALID_PATH, encoding="utf-8") as f:
+            self.assertEqual(f.read(), make_vectors.render(make_vectors.batch_invalid_vectors()))
 
 
 class ValidVectorTests(unittest.TestCase):
@@ -110,6 +115,94 @@ class InvalidVectorTests(unittest.TestCase):
                 with self.assertRaises(nbp.Rejected) as cm:
                     nbp.decode(frames_of(v), v.get("maxPayload", nbp.DEFAULT_MAX_PAYLOAD))
                 self.assertEqual(cm.exception.reason, v["reason"])
+
+
+class BatchVectorTests(unittest.TestCase):
+    def test_valid_batches(self):
+        vectors = load("batch-valid.json")["vectors"]
+        self.assertGreaterEqual(len(vectors), 5)
+        for v in vectors:
+            with self.subTest(v["id"]):
+                ns = nbp.decode_all(frames_of(v), v.get("maxPayload", nbp.DEFAULT_MAX_PAYLOAD))
+                self.assertEqual(len(ns), len(v["decoded"]))
+                for n, d in zip(ns, v["decoded"]):
+                    self.assertEqual(n.name, d["name"])
+                    self.assertEqual(n.version, d["version"])
+                    self.assertEqual(n.flags, d["flags"])
+                    self.assertEqual(n.content_type, d["contentType"])
+                    self.assertEqual(n.sequence, int(d["sequence"]))
+                    self.assertEqual(n.publisher_id, int(d["publisherId"]))
+                    self.assertEqual(n.timestamp, int(d["timestamp"]))
+                    self.assertEqual([list(h) for h in n.headers], d["headers"])
+                    self.assertEqual(n.payload.hex(), d["payloadHex"])
+
+    def test_canonical_batches_reencode(self):
+        count = 0
+        for v in load("batch-valid.json")["vectors"]:
+            if not v["canonical"]:
+                continue
+            count += 1
+            with self.subTest(v["id"]):
+                frames = [nbp.encode(
+                    d["name"], bytes.fromhex(d["payloadHex"]), [tuple(h) for h in d["headers"]],
+                    sequence=int(d["sequence"]), publisher_id=int(d["publisherId"]),
+                    timestamp_ns=int(d["timestamp"]), content_type=d["contentType"],
+                    flags=d["flags"], max_payload=None) for d in v["decoded"]]
+                self.assertEqual(nbp.encode_batch(frames).hex(), v["frames"][0])
+        self.assertGreater(count, 3)
+
+    def test_invalid_batches(self):
+        for v in load("batch-invalid.json")["vectors"]:
+            with self.subTest(v["id"]):
+                with self.assertRaises(nbp.Rejected) as cm:
+                    nbp.decode_all(frames_of(v), v.get("maxPayload", nbp.DEFAULT_MAX_PAYLOAD))
+                self.assertEqual(cm.exception.reason, v["reason"])
+                self.assertEqual(cm.exception.records, v["records"])
+
+    def test_version_1_vectors_decode_all_the_same(self):
+        """decode_all gives what decode gives for every version 1 vector."""
+        for v in load("valid.json")["vectors"]:
+            self.assertEqual(nbp.decode_all(frames_of(v), v.get("maxPayload", nbp.DEFAULT_MAX_PAYLOAD)),
+                             (nbp.decode(frames_of(v), v.get("maxPayload", nbp.DEFAULT_MAX_PAYLOAD)),))
+        for v in load("invalid.json")["vectors"]:
+            with self.assertRaises(nbp.Rejected) as cm:
+                nbp.decode_all(frames_of(v), v.get("maxPayload", nbp.DEFAULT_MAX_PAYLOAD))
+            self.assertEqual(cm.exception.reason, v["reason"], v["id"])
+
+    def test_old_decoder_counts_batch_as_unsupported_version(self):
+        """A receiver written before batches (decode) sees unsupportedVersion, never a misread."""
+        for v in load("batch-valid.json")["vectors"]:
+            with self.assertRaises(nbp.Rejected) as cm:
+                nbp.decode(frames_of(v))
+            self.assertEqual(cm.exception.reason, nbp.UNSUPPORTED_VERSION, v["id"])
+
+    def test_limit_1024_records(self):
+        frames = [nbp.encode("limits.batch", b"", sequence=i + 1, publisher_id=7, timestamp_ns=0)
+                  for i in range(1025)]
+        self.assertEqual(len(nbp.decode_all([nbp.encode_batch(frames[:1024])])), 1024)
+        with self.assertRaises(ValueError):
+            nbp.encode_batch(frames)
+        with self.assertRaises(ValueError):
+            nbp.encode_batch([])
+
+    def test_encoder_refuses_mixed_streams(self):
+        a = nbp.encode("a", b"", sequence=1, publisher_id=7, timestamp_ns=0)
+        b = nbp.encode("b", b"", sequence=1, publisher_id=7, timestamp_ns=0)
+        other = nbp.encode("a", b"", sequence=2, publisher_id=8, timestamp_ns=0)
+        for frames in ([a, b], [a, other]):
+            with self.assertRaises(ValueError):
+                nbp.encode_batch(frames)
+
+    def test_every_prefix_of_a_batch_is_rejected(self):
+        frame = bytes.fromhex(load("batch-valid.json")["vectors"][0]["frames"][0])
+        for length in range(len(frame)):
+            with self.assertRaises(nbp.Rejected):
+                nbp.decode_all([frame[:length]])
+
+    def test_declared_record_count(self):
+        frame = bytes.fromhex(load("batch-valid.json")["vectors"][0]["frames"][0])
+        self.assertEqual(nbp.declared_record_count(frame), 2)
+        self.assertIsNone(nbp.declared_record_count(nbp.encode("a", b"", sequence=1, publisher_id=7, timestamp_ns=0)))
 
 
 class HandCheckedFrames(unittest.TestCase):

@@ -1,0 +1,302 @@
+/// NBP/1 batch frames (version byte 2, NBP-1 §2.3): several notifications of one name from one
+/// publisher in one ZeroMQ frame. The name comes first, as in every frame, so prefix filtering
+/// stays exact; what the notifications share (name, publisher id) is written once, and each
+/// record carries what may differ (flags, content type, sequence, time, headers, payload).
+extension WireFormat {
+    /// The version byte of a batch frame.
+    public static let batchVersion: UInt8 = 2
+    /// Bytes of the batch header after the name's NUL.
+    public static let batchHeaderSize = 16
+    /// Bytes of each record's fixed part, before its header map and payload.
+    public static let batchRecordHeaderSize = 26
+    /// Most records in one batch frame (a receiver rejects more as `batchInvalid`): it bounds the
+    /// notifications one frame can make a receiver allocate, whatever their size.
+    public static let maximumBatchRecords = 1024
+    /// The largest batch frame NotificationBus builds (name, headers and payloads included):
+    /// a sixteenth of the default maximum payload, so it stays far below every receiver's limits,
+    /// and small enough that a batch of one name does not hold other names back for long.
+    public static let defaultMaximumBatchFrame = 64 * 1024
+
+    /// Where each field of the batch header sits, counted from the byte after the name's NUL.
+    public enum BatchHeaderOffset {
+        /// The version byte (2).
+        public static let version = 0
+        /// Flags of the batch; written 0, ignored on receipt.
+        public static let flags = 1
+        /// The name's length in bytes (u8), repeated for checking.
+        public static let nameLength = 2
+        /// Reserved; written 0, ignored on receipt.
+        public static let reserved = 3
+        /// The number of records (u16, big-endian), 1 to 1024.
+        public static let recordCount = 4
+        /// Reserved (u16); written 0, ignored on receipt.
+        public static let reserved2 = 6
+        /// The publisher id of every record (u64, big-endian).
+        public static let publisherID = 8
+    }
+
+    /// Where each field of a record's fixed part sits, counted from the record's first byte.
+    public enum BatchRecordOffset {
+        /// The notification's flags byte.
+        public static let flags = 0
+        /// The notification's content-type byte.
+        public static let contentType = 1
+        /// The number of header entries (u8).
+        public static let headerCount = 2
+        /// Reserved; written 0, ignored on receipt.
+        public static let reserved = 3
+        /// The header map's length in bytes (u16, big-endian).
+        public static let headersLength = 4
+        /// The payload's length in bytes (u32, big-endian).
+        public static let payloadLength = 6
+        /// The notification's sequence number (u64, big-endian).
+        public static let sequence = 10
+        /// The notification's publish time, ns since the Unix epoch (u64, big-endian).
+        public static let timestamp = 18
+    }
+}
+
+extension EnvelopeCodec {
+    // MARK: Decoding any frame
+
+    /// Decodes a whole ZeroMQ message, one notification (version 1) or a batch (version 2), into
+    /// its notifications in order. What every receiver uses: NBP/1 receivers must accept both.
+    public static func decodeAll(
+        frames: [[UInt8]], maximumPayload: Int = WireFormat.defaultMaximumPayload,
+        maximumHeaderCount: Int = WireFormat.maximumHeaderCount
+    ) throws(RejectionReason) -> [BusNotification] {
+        guard frames.count == 1 else { throw .wrongFrameCount }
+        let result = frames[0].withUnsafeBytes { bytes in
+            Result { () throws(RejectionReason) in
+                try decodeAll(bytes, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
+            }
+        }
+        return try result.get()
+    }
+
+    /// Decodes one frame lent as raw bytes, one notification or a batch.
+    public static func decodeAll(
+        _ frame: UnsafeRawBufferPointer, maximumPayload: Int = WireFormat.defaultMaximumPayload,
+        maximumHeaderCount: Int = WireFormat.maximumHeaderCount
+    ) throws(RejectionReason) -> [BusNotification] {
+        let nameCount = try nameLength(in: frame)
+        if isBatch(frame, nameLength: nameCount) {
+            return try decodeBatch(
+                frame, validatedNameLength: nameCount, name: nil, maximumPayload: maximumPayload,
+                maximumHeaderCount: maximumHeaderCount)
+        }
+        return [
+            try decode(
+                frame, validatedNameLength: nameCount, name: nil, maximumPayload: maximumPayload,
+                maximumHeaderCount: maximumHeaderCount)
+        ]
+    }
+
+    /// Whether the frame's version byte (after a name of `nameLength` bytes) says batch.
+    @inlinable
+    public static func isBatch(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> Bool {
+        nameLength + 1 < frame.count && frame[nameLength + 1] == WireFormat.batchVersion
+    }
+
+    /// The record count a batch frame declares, when its batch header is there and the count is
+    /// within NBP/1's limits (1 to 1024); nil otherwise (and for a version 1 frame). What a
+    /// receiver reports as the notifications a rejected batch held, and counts for a batch it
+    /// filters out without decoding.
+    public static func declaredRecordCount(in frame: UnsafeRawBufferPointer, nameLength: Int) -> Int? {
+        let start = nameLength + 1
+        guard isBatch(frame, nameLength: nameLength), frame.count - start >= WireFormat.batchHeaderSize else {
+            return nil
+        }
+        let count = Int(
+            UInt16(
+                bigEndian: frame.loadUnaligned(
+                    fromByteOffset: start + WireFormat.BatchHeaderOffset.recordCount, as: UInt16.self)))
+        return (1...WireFormat.maximumBatchRecords).contains(count) ? count : nil
+    }
+
+    /// The notifications in one of this process's own encoded frames (1, or a batch's count),
+    /// read without validating: for counting what a publisher sent. Needs the name's NUL within
+    /// the first 256 bytes, which every frame the encoder wrote has.
+    public static func notificationCount(inEncodedFrame frame: UnsafeRawBufferPointer) -> Int {
+        let limit = min(frame.count, WireFormat.maximumNameLength + 1)
+        var nameLength = 0
+        while nameLength < limit && frame[nameLength] != 0 { nameLength += 1 }
+        guard nameLength < limit else { return 1 }
+        return declaredRecordCount(in: frame, nameLength: nameLength) ?? 1
+    }
+
+    /// Decodes a batch frame whose name `nameLength(in:)` (or an exact subscription prefix) has
+    /// vouched for, checking in NBP-1 §7.1's order (steps B1 to B3, then R1 to R6 per record, then
+    /// B4). All or nothing: a fault in any record rejects the whole frame, so a receiver never
+    /// delivers part of a batch and its sequence tracking sees the whole batch as lost.
+    package static func decodeBatch(
+        _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
+        maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount
+    ) throws(RejectionReason) -> [BusNotification] {
+        let start = nameCount + 1
+        guard frame.count > start else { throw .truncatedHeader }
+        guard frame[start] == WireFormat.batchVersion else { throw .unsupportedVersion }
+        typealias Batch = WireFormat.BatchHeaderOffset
+        typealias Record = WireFormat.BatchRecordOffset
+        func u16(_ offset: Int) -> Int {
+            Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
+        }
+        func u32(_ offset: Int) -> Int {
+            Int(UInt32(bigEndian: frame.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
+        }
+        func u64(_ offset: Int) -> UInt64 {
+            UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+        // B1-B3: the batch header.
+        guard frame.count - start >= WireFormat.batchHeaderSize else { throw .truncatedHeader }
+        guard Int(frame[start + Batch.nameLength]) == nameCount else { throw .nameLengthMismatch }
+        let recordCount = u16(start + Batch.recordCount)
+        guard recordCount >= 1, recordCount <= WireFormat.maximumBatchRecords else { throw .batchInvalid }
+        let publisherID = u64(start + Batch.publisherID)
+        let name = knownName ?? NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
+        let headerLimit = min(maximumHeaderCount, WireFormat.maximumHeaderCount)
+
+        var notifications: [BusNotification] = []
+        notifications.reserveCapacity(recordCount)
+        var position = start + WireFormat.batchHeaderSize
+        for _ in 0..<recordCount {
+            // R1-R6: one record.
+            guard frame.count - position >= WireFormat.batchRecordHeaderSize else { throw .truncatedHeader }
+            let headerCount = Int(frame[position + Record.headerCount])
+            let headersLength = u16(position + Record.headersLength)
+            guard headerCount <= headerLimit, headersLength <= WireFormat.maximumHeadersLength else {
+                throw .headerLimitExceeded
+            }
+            let mapStart = position + WireFormat.batchRecordHeaderSize
+            guard frame.count - mapStart >= headersLength else { throw .truncatedHeader }
+            let mapEnd = mapStart + headersLength
+            let headers = try decodeHeaders(frame, from: mapStart, to: mapEnd, count: headerCount)
+            let payloadCount = u32(position + Record.payloadLength)
+            guard payloadCount <= maximumPayload else { throw .payloadTooLarge }
+            guard frame.count - mapEnd >= payloadCount else { throw .truncatedHeader }
+            let payloadEnd = mapEnd + payloadCount
+            let payload =
+                payloadCount == 0 ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[mapEnd..<payloadEnd]))
+            notifications.append(
+                BusNotification(
+                    name: name, payload: payload, headers: headers,
+                    contentType: ContentType(rawValue: frame[position + Record.contentType]),
+                    sequence: u64(position + Record.sequence), publisherID: publisherID,
+                    timestamp: u64(position + Record.timestamp), flags: frame[position + Record.flags]))
+            position = payloadEnd
+        }
+        // B4: the records fill the frame exactly.
+        guard position == frame.count else { throw .batchInvalid }
+        return notifications
+    }
+
+    // MARK: Encoding
+
+    /// Encodes `notifications` (1 to 1024, one name and one publisher id) as one batch frame.
+    /// For tests and foreign producers; a NotificationBus publisher batches encoded frames
+    /// (`batchedSize(ofFrames:nameLength:)`, `writeBatch`).
+    public static func encodeBatch(_ notifications: [BusNotification]) throws(EncodeError) -> [UInt8] {
+        guard let first = notifications.first, notifications.count <= WireFormat.maximumBatchRecords else {
+            throw .batchRecordCount(notifications.count)
+        }
+        var frames: [[UInt8]] = []
+        frames.reserveCapacity(notifications.count)
+        for notification in notifications {
+            guard notification.name == first.name, notification.publisherID == first.publisherID else {
+                throw .batchMixesStreams
+            }
+            frames.append(try encode(notification))
+        }
+        let nameLength = first.name.rawValue.utf8.count
+        let size = frames.reduce(nameLength + 1 + WireFormat.batchHeaderSize) {
+            $0 + batchedRecordSize(ofFrameCount: $1.count, nameLength: nameLength)
+        }
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
+            initialized = writeBatch(
+                frameCount: frames.count, nameLength: nameLength,
+                frame: { index, body in frames[index].withUnsafeBytes(body) },
+                into: UnsafeMutableRawBufferPointer(buffer))
+        }
+    }
+
+    /// The bytes a version 1 frame of `frameCount` bytes takes as a batch record: its header map
+    /// and payload, plus the record's 26-byte fixed part instead of the name, NUL and 32-byte header.
+    @inlinable
+    public static func batchedRecordSize(ofFrameCount frameCount: Int, nameLength: Int) -> Int {
+        frameCount - nameLength - 1 - WireFormat.fixedHeaderSize + WireFormat.batchRecordHeaderSize
+    }
+
+    /// Writes `frameCount` version 1 frames this codec encoded (every one of the same name, of
+    /// `nameLength` bytes, and the same publisher id; at most 1024) as one batch frame into `out`,
+    /// which must hold exactly `nameLength + 17` plus each frame's `batchedRecordSize`; returns
+    /// the bytes written. `frame(index, body)` lends the frame at `index` to `body`. The frames
+    /// are trusted (this process's own), so nothing is checked again.
+    public static func writeBatch(
+        frameCount: Int, nameLength: Int,
+        frame: (Int, (UnsafeRawBufferPointer) -> Void) -> Void,
+        into out: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        typealias Fixed = WireFormat.FixedHeaderOffset
+        typealias Batch = WireFormat.BatchHeaderOffset
+        typealias Record = WireFormat.BatchRecordOffset
+        let headerStart = nameLength + 1
+        var position = headerStart + WireFormat.batchHeaderSize
+        for index in 0..<frameCount {
+            frame(index) { source in
+                if index == 0 {
+                    // The name, its NUL and the batch header, from the first frame.
+                    UnsafeMutableRawBufferPointer(rebasing: out[0..<headerStart])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[0..<headerStart]))
+                    out[headerStart + Batch.version] = WireFormat.batchVersion
+                    out[headerStart + Batch.flags] = 0
+                    out[headerStart + Batch.nameLength] = UInt8(truncatingIfNeeded: nameLength)
+                    out[headerStart + Batch.reserved] = 0
+                    out.storeBytes(
+                        of: UInt16(truncatingIfNeeded: frameCount).bigEndian,
+                        toByteOffset: headerStart + Batch.recordCount, as: UInt16.self)
+                    out.storeBytes(of: UInt16(0), toByteOffset: headerStart + Batch.reserved2, as: UInt16.self)
+                    // The publisher id, copied as it is (big-endian already).
+                    UnsafeMutableRawBufferPointer(
+                        rebasing: out[(headerStart + Batch.publisherID)..<(headerStart + Batch.publisherID + 8)]
+                    ).copyMemory(
+                        from: UnsafeRawBufferPointer(
+                            rebasing: source[(headerStart + Fixed.publisherID)..<(headerStart + Fixed.publisherID + 8)]))
+                }
+                let bodyStart = headerStart + WireFormat.fixedHeaderSize
+                let headersLength = Int(
+                    UInt16(
+                        bigEndian: source.loadUnaligned(fromByteOffset: headerStart + Fixed.headersLength, as: UInt16.self)
+                    ))
+                let bodyCount = source.count - bodyStart
+                let payloadCount = bodyCount - headersLength
+                out[position + Record.flags] = source[headerStart + Fixed.flags]
+                out[position + Record.contentType] = source[headerStart + Fixed.contentType]
+                out[position + Record.headerCount] = source[headerStart + Fixed.headerCount]
+                out[position + Record.reserved] = 0
+                out.storeBytes(
+                    of: UInt16(truncatingIfNeeded: headersLength).bigEndian,
+                    toByteOffset: position + Record.headersLength, as: UInt16.self)
+                out.storeBytes(
+                    of: UInt32(truncatingIfNeeded: payloadCount).bigEndian,
+                    toByteOffset: position + Record.payloadLength, as: UInt32.self)
+                // Sequence and timestamp, big-endian as they are.
+                UnsafeMutableRawBufferPointer(rebasing: out[(position + Record.sequence)..<(position + Record.sequence + 8)])
+                    .copyMemory(
+                        from: UnsafeRawBufferPointer(
+                            rebasing: source[(headerStart + Fixed.sequence)..<(headerStart + Fixed.sequence + 8)]))
+                UnsafeMutableRawBufferPointer(
+                    rebasing: out[(position + Record.timestamp)..<(position + Record.timestamp + 8)]
+                ).copyMemory(
+                    from: UnsafeRawBufferPointer(
+                        rebasing: source[(headerStart + Fixed.timestamp)..<(headerStart + Fixed.timestamp + 8)]))
+                position += WireFormat.batchRecordHeaderSize
+                if bodyCount > 0 {
+                    UnsafeMutableRawBufferPointer(rebasing: out[position..<(position + bodyCount)])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: source[bodyStart...]))
+                }
+                position += bodyCount
+            }
+        }
+        return position
+    }
+}
