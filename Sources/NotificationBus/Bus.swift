@@ -77,6 +77,7 @@ public final class Bus: Sendable {
         // Posts that posting threads sent themselves are counted as they go, not by the loop.
         let direct = core.mailbox.withLock { (sent: $0.sentDirectly, unsent: $0.unsentDirectly, posted: $0.posted) }
         stats.sent += direct.sent
+        stats.framesSent += direct.sent  // one post, one frame
         stats.unsent += direct.unsent
         stats.posted = max(stats.posted, direct.posted)
         stats.unwanted = core.unwantedPosts

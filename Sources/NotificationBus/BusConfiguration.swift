@@ -127,6 +127,10 @@ public struct BusConfiguration: Sendable {
     }
     /// Posts queued for the I/O thread before `post` suspends (async) or throws (sync).
     public var outboundCapacity = 16_384
+    /// Whether posts of one name queued one after the other go out as one batch frame (NBP-1
+    /// §2.3). On by default; it never waits to fill a batch (see `Batching`). `.off` sends every
+    /// post as its own frame, for receivers written before batch frames.
+    public var batching: Batching = .on
     /// Largest payload accepted, both when posting and when receiving (NBP/1 `payloadTooLarge`).
     public var maximumPayload = WireFormat.defaultMaximumPayload
     /// Most headers a received notification may carry: at most NBP/1's 32, lower to refuse more
@@ -287,4 +291,32 @@ public struct BusConfiguration: Sendable {
     public static func brokered(frontend: String, backend: String) -> BusConfiguration {
         BusConfiguration(publish: [.connect(frontend)], subscribe: [.connect(backend)])
     }
+}
+
+/// How a publisher merges posts into batch frames (NBP-1 §2.3).
+///
+/// When the I/O thread takes the queued posts, each run of consecutive posts of one name (up to
+/// 1024 of them, and `maximumFrameBytes` in all) becomes one frame. It never holds a post back to
+/// fill a batch: a post that finds nothing queued before it goes alone, as soon as it would have
+/// without batching. Order is kept, per name and across names (only runs of one name merge).
+public struct Batching: Hashable, Sendable, CustomStringConvertible {
+    /// The largest batch frame built, in bytes; a post whose frame alone reaches it goes alone.
+    /// 0 turns batching off.
+    public var maximumFrameBytes: Int
+
+    /// Batching with a frame of at most `maximumFrameBytes` (0 or less: off).
+    public init(maximumFrameBytes: Int) {
+        self.maximumFrameBytes = max(0, maximumFrameBytes)
+    }
+
+    /// The default: frames of at most `WireFormat.defaultMaximumBatchFrame` (64 KiB), a
+    /// sixteenth of a receiver's default maximum payload.
+    public static let on = Batching(maximumFrameBytes: WireFormat.defaultMaximumBatchFrame)
+    /// Every post its own frame (version 1), as before batch frames.
+    public static let off = Batching(maximumFrameBytes: 0)
+
+    /// Whether posts are merged at all.
+    public var isOn: Bool { maximumFrameBytes > 0 }
+
+    public var description: String { isOn ? "on (frames up to \(maximumFrameBytes) bytes)" : "off" }
 }

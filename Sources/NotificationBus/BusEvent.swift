@@ -89,18 +89,27 @@ public struct SubscriptionStats: Hashable, Sendable, Codable, CustomStringConver
 public struct BusStats: Hashable, Sendable {
     /// Notifications accepted by `post`: `sent` + `unsent` + `unwanted`.
     public var posted: UInt64 = 0
-    /// Frames handed to ZeroMQ by the I/O thread.
+    /// Notifications handed to ZeroMQ (a batch frame counts as the notifications it carries).
     public var sent: UInt64 = 0
+    /// Frames handed to ZeroMQ: `sent` minus what batching merged (NBP-1 §2.3), so `sent` divided
+    /// by `framesSent` is the average batch.
+    public var framesSent: UInt64 = 0
     /// Posts no subscriber wanted (no subscription at this publisher covered the name): not
     /// encoded, not sent. A name sent before still uses its sequence number, so a subscriber
     /// this publisher could not see meanwhile (a broker restarting) counts the gap.
     public var unwanted: UInt64 = 0
     /// Posts still queued when the bus closed (never handed to ZeroMQ).
     public var unsent: UInt64 = 0
-    /// Frames read from the subscriber socket.
+    /// Frames read from the subscriber socket (a batch frame is one frame).
     public var framesReceived: UInt64 = 0
-    /// Valid notifications that matched no local subscription (outside every pattern).
+    /// Valid notifications that matched no local subscription (outside every pattern); a batch
+    /// frame counts as the notifications its header declares.
     public var unmatched: UInt64 = 0
+    /// Notifications that rejected batch frames declared (NBP-1 §7.5): a malformed batch is one
+    /// rejection in `rejected`, and this says how many notifications it cost, where its header
+    /// said (a count of 1 to 1024). They are never tracked, so the stream's next notification
+    /// reports them in `lostUpstream` too.
+    public var rejectedBatchNotifications: UInt64 = 0
     /// Times this bus passed `BusConfiguration.maximumResidentMemory` and dropped the
     /// connections of its bound endpoints.
     public var memoryLimitResets: UInt64 = 0

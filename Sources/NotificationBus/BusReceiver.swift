@@ -219,6 +219,10 @@ struct BusReceiver {
             counters.unknownControlMessages += 1
             return false
         }
+        // A batch frame (NBP-1 §2.3) counts as its notifications wherever a count is read as
+        // notifications (filtered out, unmatched), the frame only in `framesReceived`.
+        let isBatch = EnvelopeCodec.isBatch(frame, nameLength: nameLength)
+        let declared = isBatch ? UInt64(EnvelopeCodec.declaredRecordCount(in: frame, nameLength: nameLength) ?? 1) : 1
         var matchedFirst = -1
         var matchedLast = -1
         // The exact route found above matches without comparing its prefix again.
@@ -227,12 +231,17 @@ struct BusReceiver {
                 if matchedFirst < 0 { matchedFirst = index }
                 matchedLast = index
             } else {
-                routes[index].batch.filteredOut += 1
+                routes[index].batch.filteredOut += declared
             }
         }
         guard matchedFirst >= 0 else {
-            counters.unmatched += 1
+            counters.unmatched += declared
             return false
+        }
+        if isBatch {
+            return routeBatch(
+                frame, nameLength: nameLength, knownName: knownName, matched: matchedFirst...matchedLast,
+                exactIndex: exactIndex)
         }
         let notification: BusNotification
         do {
@@ -257,6 +266,46 @@ struct BusReceiver {
         // Moved, not copied: the last (usually only) subscription takes this value itself, which
         // spares a retain and a release of the payload per frame (measured in the profile).
         routes[matchedLast].batch.append(notification: consume notification)
+        return true
+    }
+
+    /// Delivers a batch frame's notifications, in order, to the subscriptions in `matched` that
+    /// match its name, tracking each one's sequence (a gap inside a batch or between batches is
+    /// found as between single frames). A malformed batch is rejected whole and counted once
+    /// under its reason; the notifications its header declared go to `rejectedBatchNotifications`,
+    /// and, never tracked, show up as a gap at the stream's next notification.
+    private mutating func routeBatch(
+        _ frame: UnsafeRawBufferPointer, nameLength: Int, knownName: NotificationName?, matched: ClosedRange<Int>,
+        exactIndex: Int
+    ) -> Bool {
+        let notifications: [BusNotification]
+        do {
+            notifications = try EnvelopeCodec.decodeBatch(
+                frame, validatedNameLength: nameLength, name: knownName, maximumPayload: maximumPayload,
+                maximumHeaderCount: maximumHeaderCount)
+        } catch {
+            counters.rejected[error, default: 0] += 1
+            counters.rejectedBatchNotifications += UInt64(
+                EnvelopeCodec.declaredRecordCount(in: frame, nameLength: nameLength) ?? 0)
+            return false
+        }
+        let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
+        // The routes this name matches (the same for every record: one name).
+        var targets: [Int] = []
+        for index in matched
+        where index == exactIndex || frame.hasPrefix(routes[index].prefix)
+            && (routes[index].isExact || routes[index].pattern.matches(nameBytes: nameBytes))
+        {
+            targets.append(index)
+        }
+        for notification in notifications {
+            let gap = trackSequence(
+                publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence)
+            for index in targets {
+                if let gap { routes[index].batch.append(gap: gap) }
+                routes[index].batch.append(notification: notification)
+            }
+        }
         return true
     }
 

@@ -111,6 +111,17 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
         return largest
     }
 
+    /// Moves the message at `index` (not yet sent) to the end of `other` without copying its
+    /// bytes; its slot here is left an empty message, which sending skips nothing and closing
+    /// frees nothing, so only use it on a batch that is then emptied (`removeAll`).
+    public mutating func moveMessage(at index: Int, to other: inout MessageBatch) {
+        precondition(index >= sentCount && index < count, "message index out of range")
+        if other.count == other.capacity { other.grow() }
+        (other.storage + other.count).moveInitialize(from: storage + index, count: 1)
+        zmq_msg_init(storage + index)
+        other.count += 1
+    }
+
     /// Closes what was never sent and empties the batch; returns how many were never sent.
     @discardableResult
     public mutating func removeAll() -> Int {

@@ -39,9 +39,13 @@ extension BusEventLoop {
         // Then what was still in the mailbox, in order after what the loop had taken.
         if pending.unsentCount == 0 {
             swap(&pending, &queued)
+            // Not merged: what was still in the mailbox at close goes as it was posted.
+            pendingHasBatches = false
             flushPending(until: deadline)
         }
-        stats.unsent += UInt64(pending.removeAll() + queued.removeAll())
+        stats.unsent += UInt64(notifications(inPending: pending.sentCount..<pending.count) + queued.unsentCount)
+        pending.removeAll()
+        queued.removeAll()
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         do { try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutInMilliseconds) } catch { record(error, "setting linger") }

@@ -26,6 +26,12 @@ final class BusEventLoop {
     var continuations: [UInt64: CheckedContinuation<Result<Void, BusError>, Never>] = [:]
     /// Posts taken from the mailbox; the batch's unsent ones are not yet accepted by ZeroMQ.
     var pending = MessageBatch(capacity: 1024)
+    /// Where `coalescePending` builds the batched `pending` (then swapped in), kept for its capacity.
+    var coalesced = MessageBatch(capacity: 1024)
+    /// Whether `pending` holds a batch frame; then `pendingOffsets[i]` is the notifications in
+    /// its frames before index `i` (one more entry than frames), which counting reads.
+    var pendingHasBatches = false
+    var pendingOffsets: [Int] = []
     /// Looped back: messages of `pending` already routed locally (sent ones are a prefix).
     var loopbackRouted = 0
     var readingPaused = false
@@ -99,7 +105,11 @@ final class BusEventLoop {
                 return (box.lifecycle.isOpen, box.spaceWaiters)
             }
             for waiter in spaceWaiters { waiter.resume() }
-            if takeOutbound { applySubscriberBudget() }
+            if takeOutbound {
+                coalescePending()
+                // After coalescing: the budget's mark follows the frames as they will be sent.
+                applySubscriberBudget()
+            }
             didWork = didWork || !commands.isEmpty
             for command in commands { handle(command) }
             commands.removeAll(keepingCapacity: true)
