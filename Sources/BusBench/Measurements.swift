@@ -62,6 +62,8 @@ public typealias SubscriptionCounters = SubscriptionStats
 public struct BusCounters: Codable, Sendable, Equatable {
     public var posted: UInt64
     public var sent: UInt64
+    /// Frames the notifications in `sent` went in (fewer when batched).
+    public var framesSent: UInt64
     public var unsent: UInt64
     public var framesReceived: UInt64
     public var unmatched: UInt64
@@ -73,6 +75,7 @@ public struct BusCounters: Codable, Sendable, Equatable {
     public init(_ stats: BusStats) {
         posted = stats.posted
         sent = stats.sent
+        framesSent = stats.framesSent
         unsent = stats.unsent
         framesReceived = stats.framesReceived
         unmatched = stats.unmatched

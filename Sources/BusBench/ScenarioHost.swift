@@ -394,7 +394,7 @@ enum ScenarioHost {
             totalUserNanoseconds: usage.user, totalSystemNanoseconds: usage.system, peakResidentKiB: usage.maxResidentKiB,
             churnTransitions: transitionsWhilePosting, drainIncomplete: !complete, drainNanoseconds: drainEnd - drainStart,
             subscriptionErrors: host.subscriptionErrors.map { "\($0)" }, endOfStreamRecords: busStats.endOfStreamRecords,
-            subscription: scenario.subscription, framesReceived: busStats.framesReceived, timeline: timeline,
+            subscription: scenario.subscription, framesReceived: busStats.notificationsReceived, timeline: timeline,
             visibilityChanges: visibility.changeTimes(limit: 20_000))
     }
 

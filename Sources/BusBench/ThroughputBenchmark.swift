@@ -26,6 +26,8 @@ public struct ThroughputOptions: Sendable {
 
     /// Direct or through a broker.
     public var topology = Topology.direct
+    /// The bus publisher's `BusConfiguration.batching`: on (the default) or off.
+    public var batching = true
     /// Notifications per throughput run (and per in-process run).
     public var count = 1_000_000
     /// Payload bytes per notification.
@@ -238,6 +240,7 @@ private struct Runner: Sendable {
         worker.timeoutSeconds = options.timeoutSeconds
         worker.exitOnStandardInputEOF = true
         worker.connectPublisher = connectPublisher && role == .publisher
+        worker.batching = options.batching
         return worker.arguments(command: options.workerCommand)
     }
 

@@ -66,6 +66,8 @@ public struct ThroughputReport: Codable, Sendable {
     public var transport: ThroughputOptions.Transport
     /// Direct, or through a broker.
     public var topology: ThroughputOptions.Topology
+    /// Whether the bus publisher batched (`BusConfiguration.batching`).
+    public var batching: Bool
     public var runs: Int
     public var latencyRate: Int
     public var date: String
@@ -109,12 +111,24 @@ public struct ThroughputReport: Codable, Sendable {
         highWaterMark = options.highWaterMark
         transport = options.transport
         topology = options.topology
+        batching = options.batching
         runs = options.runs
         latencyRate = options.latencyRate
         latencySpinMicroseconds = options.latencySpinMicroseconds
         date = ISO8601DateFormatter().string(from: Date())
         host = ProcessInfo.processInfo.hostName
         processors = ProcessInfo.processInfo.activeProcessorCount
+    }
+
+    /// Batching on or off, and with it on, how many notifications a frame carried on average
+    /// in the throughput runs (from the publishers' `sent` and `framesSent`).
+    public var batchingSummary: String {
+        guard batching else { return "off (one frame per notification)" }
+        let publishers = bus.compactMap(\.publisher)
+        let sent = publishers.reduce(UInt64(0)) { $0 + $1.bus.sent }
+        let frames = publishers.reduce(UInt64(0)) { $0 + $1.bus.framesSent }
+        guard frames > 0 else { return "on" }
+        return "on (\(String(format: "%.1f", Double(sent) / Double(frames))) notifications per frame on average)"
     }
 
     // MARK: Derived figures
@@ -258,6 +272,7 @@ public struct ThroughputReport: Codable, Sendable {
             "nbus bench throughput: \(Format.count(count)) x \(size) B payload (\(frameBytes) B frame), "
                 + "\(transport.rawValue), \(brokered ? "through a broker" : "direct"), HWM \(highWaterMark), "
                 + "XPUB_NODROP; median of \(runs) run(s)")
+        lines.append("bus publisher batching: \(batchingSummary)")
         if debug {
             lines.append("")
             lines.append("WARNING: " + RunContext.debugWarning)

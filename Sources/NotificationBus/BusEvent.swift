@@ -102,6 +102,9 @@ public struct BusStats: Hashable, Sendable {
     public var unsent: UInt64 = 0
     /// Frames read from the subscriber socket (a batch frame is one frame).
     public var framesReceived: UInt64 = 0
+    /// Notifications in those frames: a batch frame (NBP-1 §2.3) counts as the notifications its
+    /// header declares, any other frame, malformed ones included, as one.
+    public var notificationsReceived: UInt64 = 0
     /// Valid notifications that matched no local subscription (outside every pattern); a batch
     /// frame counts as the notifications its header declares.
     public var unmatched: UInt64 = 0

@@ -170,6 +170,7 @@ struct BusReceiver {
                 counters.rejected[.wrongFrameCount, default: 0] += 1
             }
             counters.framesReceived += 1
+            counters.notificationsReceived += 1
             count += 1
         }
         return count
@@ -180,6 +181,7 @@ struct BusReceiver {
     mutating func deliverLocally(_ frame: UnsafeRawBufferPointer) {
         route(frame)
         counters.framesReceived += 1
+        counters.notificationsReceived += 1
     }
 
     /// Routes one frame to the subscriptions it matches; returns whether any matched.
@@ -223,6 +225,7 @@ struct BusReceiver {
         // notifications (filtered out, unmatched), the frame only in `framesReceived`.
         let isBatch = EnvelopeCodec.isBatch(frame, nameLength: nameLength)
         let declared = isBatch ? UInt64(EnvelopeCodec.declaredRecordCount(in: frame, nameLength: nameLength) ?? 1) : 1
+        counters.notificationsReceived += declared - 1  // the frame itself is counted by the caller
         var matchedFirst = -1
         var matchedLast = -1
         // The exact route found above matches without comparing its prefix again.

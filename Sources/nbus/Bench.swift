@@ -85,6 +85,9 @@ struct BenchThroughput: AsyncParsableCommand {
     @Flag(name: .customLong("no-in-process"), help: "Skip the in-process rows (Foundation vs embedded bus).")
     var noInProcess = false
 
+    @Flag(name: .customLong("no-batch"), help: "The bus publisher sends one frame per notification (BusConfiguration.batching off).")
+    var noBatch = false
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -103,6 +106,7 @@ struct BenchThroughput: AsyncParsableCommand {
         options.highWaterMark = hwm
         options.transport = transport
         options.topology = topology
+        options.batching = !noBatch
         options.runs = runs
         options.timeoutSeconds = timeout
         options.latencyRate = latencyRate

@@ -84,6 +84,9 @@ struct Publish: AsyncParsableCommand {
     @Flag(help: "Send at once, without waiting for a subscriber.")
     var noWait = false
 
+    @Flag(name: .customLong("no-batch"), help: "One frame per notification: no batch frames (NBP-1 §2.3), for receivers written before them.")
+    var noBatch = false
+
     @Option(
         parsing: .unconditional, help: ArgumentHelp(
             "Wait for this many subscribers of NAME (with --input json: of the first line's name) before sending (default: 1).",
@@ -239,6 +242,7 @@ struct Publish: AsyncParsableCommand {
         try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             if let hwm { configuration.sendHighWaterMark = hwm }
+            if noBatch { configuration.batching = .off }
             configuration.closeTimeout = .milliseconds(SecondsOption.milliseconds(closeTimeout))
             if let stallLimit { configuration.sendStallLimit = SecondsOption.duration(stallLimit) }
             configuration.logger = CommandLog.logger("publish")  // the bus's own lines, at --log-level debug

@@ -170,6 +170,11 @@ struct Subscribe: AsyncParsableCommand {
         }
     }
 
+    /// A rejected batch frame is one rejection: say how many notifications such frames held.
+    func batchNote(_ bus: BusStats) -> String {
+        bus.rejectedBatchNotifications == 0 ? "" : " (\(bus.rejectedBatchNotifications) notifications in rejected batches)"
+    }
+
     func printSummary(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
         // Upstream loss from the bus: counted once per lost message, however many patterns match
         // its name (each of their subscriptions sees the gap). Local drops are per buffer.
@@ -177,7 +182,7 @@ struct Subscribe: AsyncParsableCommand {
         let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
         let logger = CommandLog.logger("subscribe")
         let summary = "printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
-            + "rejected malformed \(bus.rejectedTotal)\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))"
+            + "rejected malformed \(bus.rejectedTotal)\(batchNote(bus))\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))"
         logger.info(
             "\(summary)",
             metadata: ["printed": "\(printed)", "lostUpstream": "\(lost)", "droppedLocally": "\(dropped)",
@@ -185,7 +190,7 @@ struct Subscribe: AsyncParsableCommand {
         guard stats else { return }
         for (pattern, stats) in perPattern { logger.info("\(pattern): \(stats)") }
         logger.info(
-            "bus: framesReceived=\(bus.framesReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
+            "bus: framesReceived=\(bus.framesReceived) notificationsReceived=\(bus.notificationsReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
         for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
             logger.info("rejected \(reason): \(count)")
         }

@@ -6,7 +6,8 @@
 
 For every PATTERN it subscribes to the ZeroMQ prefix of NBP-1 section 5.1
 (``nbp.Pattern.compile(p).prefix``), so the producer filters; it then runs the
-receiver checks of section 7 on every message (``nbp.decode``), matches the
+receiver checks of section 7 on every message (``nbp.decode_all``: one
+notification, or a batch of one name's notifications, section 2.3), matches the
 name against the patterns locally (a wildcard prefix selects a superset), and
 prints one line per notification on stdout. Malformed messages are dropped and
 counted by reason; sequence numbers are tracked per (publisher id, name) and a
@@ -176,7 +177,7 @@ def main(argv=None) -> int:
     out = sys.stdout
     rejects = Counter()
     streams = Streams()
-    received = filtered = 0
+    received = filtered = frames_read = in_rejected_batches = 0
     deadline = None if a.timeout is None else time.monotonic() + a.timeout
     timed_out = False
     try:
@@ -186,27 +187,32 @@ def main(argv=None) -> int:
                 timed_out = True
                 break
             frames = sock.recv_multipart()                      # every frame: the count is checked
+            frames_read += 1
             try:
-                n = nbp.decode(frames, max_payload=a.max_payload)
+                batch = nbp.decode_all(frames, max_payload=a.max_payload)   # 1 notification, or a batch
             except nbp.Rejected as e:
                 rejects[e.reason] += 1
+                in_rejected_batches += e.records or 0               # what a rejected batch held
                 continue
-            if n.name.split(".", 1)[0] == "_nbus":                # the bus's own control traffic
-                if n.name.startswith(END_OF_STREAM):
-                    for name, count, first, last in streams.end_of_stream(n.publisher_id, n.payload):
-                        if any(p.matches(name) for p in a.compiled):
-                            out.write(render_gap(name, n.publisher_id, count, first, last, a.format) + "\n")
-                continue
-            if not any(p.matches(n.name) for p in a.compiled):   # wildcard prefixes select a superset
-                filtered += 1
-                continue
-            missing = streams.observe(n.publisher_id, n.name, n.sequence)
-            if missing:
-                out.write(render_gap(n.name, n.publisher_id, missing, n.sequence - missing, n.sequence - 1,
-                                     a.format) + "\n")
-            out.write(render(n, a.format) + "\n")
+            for n in batch:
+                if n.name.split(".", 1)[0] == "_nbus":            # the bus's own control traffic
+                    if n.name.startswith(END_OF_STREAM):
+                        for name, count, first, last in streams.end_of_stream(n.publisher_id, n.payload):
+                            if any(p.matches(name) for p in a.compiled):
+                                out.write(render_gap(name, n.publisher_id, count, first, last, a.format) + "\n")
+                    continue
+                if not any(p.matches(n.name) for p in a.compiled):   # wildcard prefixes select a superset
+                    filtered += 1
+                    continue
+                missing = streams.observe(n.publisher_id, n.name, n.sequence)
+                if missing:
+                    out.write(render_gap(n.name, n.publisher_id, missing, n.sequence - missing, n.sequence - 1,
+                                         a.format) + "\n")
+                out.write(render(n, a.format) + "\n")
+                received += 1
+                if a.count is not None and received >= a.count:
+                    break
             out.flush()
-            received += 1
     except Stop:
         pass
     finally:
@@ -215,7 +221,10 @@ def main(argv=None) -> int:
         ctx.term()
 
     print(f"consumer.py: received {received}; lost upstream {streams.lost}, filtered out {filtered}, "
-          f"duplicates {streams.duplicates}, rejected malformed {sum(rejects.values())}", file=sys.stderr)
+          f"duplicates {streams.duplicates}, rejected malformed {sum(rejects.values())}; "
+          f"frames {frames_read}", file=sys.stderr)
+    if in_rejected_batches:
+        print(f"  notifications in rejected batches: {in_rejected_batches}", file=sys.stderr)
     if streams.malformed_end_of_stream:
         print(f"  malformed end-of-stream records: {streams.malformed_end_of_stream} "
               "(a tail they would have reported is not counted)", file=sys.stderr)

@@ -49,6 +49,8 @@ public struct BusWorkerOptions: Sendable, Codable {
     /// baseline reads no clock per message in a throughput run; sampling keeps the bus's consumer
     /// comparable (the clock was ~2% of its CPU), and the first and the last are always timed.
     public var latencySampleEvery = 1
+    /// Publisher: `BusConfiguration.batching` on (the default) or off.
+    public var batching = true
 
     /// Options with the required values; the rest keep their defaults.
     public init(role: Role, endpoint: String, count: Int) {
@@ -114,6 +116,7 @@ public enum BusWorker {
         configuration.receiveHighWaterMark = options.highWaterMark
         configuration.closeTimeout = .seconds(options.timeoutSeconds)
         configuration.idleSpin = .microseconds(options.idleSpinMicroseconds)
+        configuration.batching = options.batching ? .on : .off
         let bus = try Bus(configuration)
         WorkerProcess.emitJSON(BoundEvent(endpoint: bus.endpoints.first ?? options.endpoint))
 

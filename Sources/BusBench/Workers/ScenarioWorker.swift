@@ -178,8 +178,10 @@ public struct ScenarioHostResult: Codable, Sendable {
     public var endOfStreamRecords: UInt64
     /// Which names the host's views subscribed to.
     public var subscription: ViewSubscription = .spread
-    /// Notification frames that reached the host's socket (`BusStats.framesReceived`): with
-    /// exact-name subscriptions ZeroMQ filters the other names at the publisher, so they never count here.
+    /// Notifications that reached the host's socket (`BusStats.notificationsReceived`: a batch
+    /// frame counts as the notifications it carries, so CPU per frame stays CPU per notification,
+    /// comparable with raw libzmq's per message): with exact-name subscriptions ZeroMQ filters the
+    /// other names at the publisher, so they never count here.
     public var framesReceived: UInt64 = 0
     /// The host's counters about every 250 ms, from ready to the end of its drain.
     public var timeline: [HostSample] = []

@@ -7,7 +7,8 @@ import ZeroMQ
 
 /// Message and byte counters of a running broker, as libzmq's proxy reports them.
 public struct BrokerStatistics: Hashable, Sendable {
-    /// Messages received from publishers (frontend, XSUB).
+    /// Messages received from publishers (frontend, XSUB): frames, a batch of notifications
+    /// (NBP-1 §2.3) being one, forwarded as it is.
     public var fromPublishers: UInt64 = 0
     /// Bytes received from publishers.
     public var bytesFromPublishers: UInt64 = 0
@@ -23,7 +24,8 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// patience, and none of the full ones could be named as stalled.
     public var slowSubscriberEpisodes: UInt64 = 0
     /// Notifications sent past at least one full subscriber during those episodes (each full
-    /// subscriber lost it and counts it as a gap).
+    /// subscriber lost it and counts it as a gap); a batch frame counts as the notifications its
+    /// header declares (NBP-1 §2.3), the broker's only look past a frame's name.
     public var sentPastSlowSubscribers: UInt64 = 0
     /// Subscribers disconnected because they were past their budget and made no progress at all
     /// for the broker's patience (stopped, frozen): each reconnects by itself and counts what it

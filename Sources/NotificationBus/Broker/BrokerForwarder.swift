@@ -427,10 +427,14 @@ final class BrokerForwarder {
                     onEvent?(.slowSubscriberStarted(waited: .nanoseconds(Int64(clamping: now &- since))))
                 }
                 // For this one send the XPUB drops for full subscribers instead of refusing.
+                // Counted in notifications (a batch frame as its records), read before the send
+                // empties the message; the broker reads only the batch header, never decodes.
+                let notifications = held.count == 1
+                    ? held.withMessageBytes(at: 0) { EnvelopeCodec.notificationCount(inEncodedFrame: $0) } : 1
                 try backend.set(.xpubNoDrop, false)
                 let sent = try backend.sendParts(&held)
                 try backend.set(.xpubNoDrop, true)
-                stats.sentPastSlowSubscribers &+= 1
+                stats.sentPastSlowSubscribers &+= UInt64(notifications)
                 if !sent { stats.forwardingErrors &+= 1 }
                 delivered()
                 moved += 1
@@ -508,7 +512,8 @@ final class BrokerForwarder {
 /// it a repeat is a no-op (NBP-1 §15.1). Bounded: the oldest is dropped past `capacity`.
 /// Best effort: a replay goes past a subscriber libzmq still counts as full, and in tests a
 /// resumed subscriber sometimes stayed so (its pipe not reactivated) and missed every replay.
-/// The one place the broker looks into a frame: its name's `_nbus.eos.` prefix.
+/// With the batch header of a frame sent past a slow subscriber (counted in notifications), the
+/// one place the broker looks into a frame: its name's `_nbus.eos.` prefix.
 struct EndOfStreamReplay {
     private static let prefix = Array("_nbus.eos.".utf8)
     private static let schedule: [UInt64] = [1, 3, 10, 30, 60].map { $0 * 1_000_000_000 }
@@ -528,8 +533,10 @@ struct EndOfStreamReplay {
     /// Keeps a copy when the held message is a single-frame end-of-stream record.
     mutating func remember(_ batch: borrowing MessageBatch, now: UInt64) {
         let key: [UInt8]? = batch.withMessageBytes(at: 0) { bytes in
+            // Version 1 only: control frames are never batched (NBP-1 §2.3), so a `_nbus.eos.`
+            // frame of another version is not a record, and its bytes are not read as one.
             guard bytes.count > Self.prefix.count, bytes.starts(with: Self.prefix),
-                let nul = bytes.firstIndex(of: 0), bytes.count >= nul + 1 + 32
+                let nul = bytes.firstIndex(of: 0), bytes.count >= nul + 1 + 32, bytes[nul + 1] == WireFormat.version
             else { return nil }
             // name NUL, then the fixed header: the sequence at bytes 8..<16 after the NUL.
             return Array(bytes[0..<nul]) + Array(bytes[(nul + 9)..<(nul + 17)])

@@ -341,6 +341,7 @@ extension BusEventLoop {
         stats.posted = core.mailbox.withLock { $0.posted }
         let received = receiver.counters
         stats.framesReceived = received.framesReceived
+        stats.notificationsReceived = received.notificationsReceived
         stats.unmatched = received.unmatched
         stats.unknownControlMessages = received.unknownControlMessages
         stats.lostUpstream = received.lostUpstream
