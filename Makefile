@@ -139,8 +139,8 @@ test-conformance: deps build examples-c
 	NBUS="$$bin/nbus" NBP_C_PRODUCER="$(EXAMPLES_BIN)/nbp-producer" NBP_REQUIRE_C_PRODUCER=1 \
 	  "$$py" -m unittest -v examples/python/test_conformance.py
 
-# libFuzzer on EnvelopeCodec.decode, compiled straight from the NBP1 module's sources with swiftc (not a
-# SwiftPM target), seeded with every frame of protocol/vectors. The corpus grows across runs in
+# libFuzzer on EnvelopeCodec.decode and decodeAll (batch frames too), compiled straight from the
+# NBP1 module's sources with swiftc (not a SwiftPM target), seeded with every frame of protocol/vectors. The corpus grows across runs in
 # .build/fuzz/corpus; a crash is saved under .build/fuzz/artifacts/ (replay it with
 # `.build/fuzz/fuzz-decode FILE`) and fails the target.
 FUZZ_SECONDS ?= 60
@@ -159,7 +159,7 @@ $(FUZZ_DIR)/fuzz-decode: $(FUZZ_SOURCES)
 fuzz: fuzz-build
 	@$(PYTHON) Tests/Fuzz/make_corpus.py $(FUZZ_DIR)/seeds
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
-	@echo "fuzz: EnvelopeCodec.decode for $(FUZZ_SECONDS) s (log: $(FUZZ_DIR)/fuzz.log)"
+	@echo "fuzz: EnvelopeCodec.decode and decodeAll (batch frames) for $(FUZZ_SECONDS) s (log: $(FUZZ_DIR)/fuzz.log)"
 	@SWIFT_BACKTRACE=enable=no $(FUZZ_DIR)/fuzz-decode -max_total_time=$(FUZZ_SECONDS) -max_len=8192 \
 	  -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=$(FUZZ_DIR)/artifacts/ \
 	  $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds > $(FUZZ_DIR)/fuzz.log 2>&1; \

@@ -1,4 +1,5 @@
-// libFuzzer target for the NBP/1 decoder (EnvelopeCodec.decode). Not a SwiftPM target: the
+// libFuzzer target for the NBP/1 decoders (EnvelopeCodec.decode and, for batch frames too,
+// EnvelopeCodec.decodeAll). Not a SwiftPM target: the
 // Makefile compiles it with `swiftc -sanitize=fuzzer,address -parse-as-library` together with the
 // NBP1 module's source files (see `make fuzz`), so it runs the exact code the bus runs.
 //
@@ -10,6 +11,10 @@
 //  2. Accepted frames re-encode byte for byte (with the `reserved` byte zeroed: the decoder
 //     drops it, as receivers must ignore it).
 //  3. Decoded headers iterate back to the exact wire bytes, and look-ups find every key.
+//  4. decodeAll (every frame a receiver reads: one notification or a batch, NBP-1 §2.3, §7.5)
+//     against the reference's batch decoder: the same notifications or the same reason, the
+//     declared count the same as the reference's, and an accepted batch re-encodes byte for byte
+//     (reserved fields zeroed). On a version 1 frame decodeAll agrees with decode.
 // Any failure traps, so libFuzzer saves the input as a crash artifact.
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -17,8 +22,60 @@ public func fuzzDecode(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let frame = size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size))
     for limit in [WireFormat.defaultMaximumPayload, 16] {
         check(frame, maximumPayload: limit)
+        checkAll(frame, maximumPayload: limit)
     }
     return 0
+}
+
+private func checkAll(_ frame: [UInt8], maximumPayload: Int) {
+    let expected = Reference.decodeAll(frame, maximumPayload: maximumPayload)
+    let actual: Result<[BusNotification], RejectionReason> = frame.withUnsafeBytes { bytes in
+        Result { () throws(RejectionReason) in try EnvelopeCodec.decodeAll(bytes, maximumPayload: maximumPayload) }
+    }
+    switch (actual, expected) {
+    case (.failure(let reason), .failure(let want)):
+        guard reason.rawValue == want.reason else {
+            fatalError("decodeAll: reason \(reason.rawValue), reference says \(want.reason), frame \(hex(frame))")
+        }
+        let declared = frame.withUnsafeBytes { bytes -> Int? in
+            guard let nameLength = try? EnvelopeCodec.nameLength(in: bytes) else { return nil }
+            return EnvelopeCodec.declaredRecordCount(in: bytes, nameLength: nameLength)
+        }
+        guard declared == want.records else {
+            fatalError("declared count \(String(describing: declared)), reference \(String(describing: want.records)): \(hex(frame))")
+        }
+    case (.success(let notifications), .success(let want)):
+        guard notifications.count == want.count else { fatalError("decodeAll: \(notifications.count) notifications, reference \(want.count)") }
+        for (notification, reference) in zip(notifications, want) { compare(notification, reference, frame) }
+        let isBatch = frame.firstIndex(of: 0).map { $0 + 1 < frame.count && frame[$0 + 1] == WireFormat.batchVersion } ?? false
+        if isBatch { roundTripBatch(notifications, frame) } else { roundTrip(notifications[0], frame) }
+    case (.success, .failure(let want)):
+        fatalError("decodeAll accepted, reference rejects with \(want.reason): \(hex(frame))")
+    case (.failure(let reason), .success):
+        fatalError("decodeAll rejected with \(reason.rawValue), reference accepts: \(hex(frame))")
+    }
+}
+
+/// An accepted batch re-encodes to the frame with its reserved fields zeroed (receivers ignore them).
+private func roundTripBatch(_ notifications: [BusNotification], _ frame: [UInt8]) {
+    var canonical = frame
+    let start = notifications[0].name.rawValue.utf8.count + 1
+    canonical[start + WireFormat.BatchHeaderOffset.flags] = 0
+    canonical[start + WireFormat.BatchHeaderOffset.reserved] = 0
+    canonical[start + WireFormat.BatchHeaderOffset.reserved2] = 0
+    canonical[start + WireFormat.BatchHeaderOffset.reserved2 + 1] = 0
+    var position = start + WireFormat.batchHeaderSize
+    for notification in notifications {
+        canonical[position + WireFormat.BatchRecordOffset.reserved] = 0
+        position += WireFormat.batchRecordHeaderSize + notification.headers.wire.count + notification.payload.count
+    }
+    let encoded: [UInt8]
+    do {
+        encoded = try EnvelopeCodec.encodeBatch(notifications)
+    } catch {
+        fatalError("a decoded batch does not re-encode (\(error)): \(hex(frame))")
+    }
+    guard encoded == canonical else { fatalError("batch re-encoding differs: \(hex(frame)) -> \(hex(encoded))") }
 }
 
 private func check(_ frame: [UInt8], maximumPayload: Int) {
@@ -102,7 +159,64 @@ enum Reference {
 
     struct Reject: Error {
         let reason: String
-        init(_ reason: String) { self.reason = reason }
+        /// A rejected batch's declared record count (NBP-1 §7.5), where its header says.
+        var records: Int?
+        init(_ reason: String, records: Int? = nil) {
+            self.reason = reason
+            self.records = records
+        }
+    }
+
+    static func decodeAll(_ frame: [UInt8], maximumPayload: Int) -> Result<[Decoded], Reject> {
+        Result { () throws(Reject) in try parseAll(frame, maximumPayload: maximumPayload) }
+    }
+
+    /// NBP-1 §7.1 steps 1-6, then version 1 (steps 7-12) or a batch (§7.5).
+    static func parseAll(_ frame: [UInt8], maximumPayload: Int) throws(Reject) -> [Decoded] {
+        guard let nul = frame.prefix(256).firstIndex(of: 0) else { throw Reject("missingNameTerminator") }
+        let name = frame[..<nul]
+        guard utf8(name) else { throw Reject("invalidUTF8") }
+        guard nameIsValid(name) else { throw Reject("invalidName") }
+        let rest = Array(frame[(nul + 1)...])
+        guard !rest.isEmpty else { throw Reject("truncatedHeader") }
+        if rest[0] == 1 { return [try parse(frame, maximumPayload: maximumPayload)] }
+        guard rest[0] == 2 else { throw Reject("unsupportedVersion") }
+        guard rest.count >= 16 else { throw Reject("truncatedHeader") }
+        let count = Int(be(rest[4..<6]))
+        let declared = (1...1024).contains(count) ? count : nil
+        guard Int(rest[2]) == name.count else { throw Reject("nameLengthMismatch", records: declared) }
+        guard let declared else { throw Reject("batchInvalid") }
+        let publisherID = be(rest[8..<16])
+        var out: [Decoded] = []
+        var position = 16
+        func fail(_ reason: String) -> Reject { Reject(reason, records: declared) }
+        for _ in 0..<declared {
+            guard rest.count - position >= 26 else { throw fail("truncatedHeader") }
+            let headerCount = Int(rest[position + 2])
+            let headersLength = Int(be(rest[(position + 4)..<(position + 6)]))
+            let payloadLength = Int(be(rest[(position + 6)..<(position + 10)]))
+            guard headerCount <= 32, headersLength <= 4096 else { throw fail("headerLimitExceeded") }
+            let mapStart = position + 26
+            guard rest.count - mapStart >= headersLength else { throw fail("truncatedHeader") }
+            let headers: [([UInt8], [UInt8])]
+            do {
+                headers = try walk(Array(rest[mapStart..<(mapStart + headersLength)]), count: headerCount)
+            } catch {
+                throw fail(error.reason)
+            }
+            let payloadStart = mapStart + headersLength
+            guard payloadLength <= maximumPayload else { throw fail("payloadTooLarge") }
+            guard rest.count - payloadStart >= payloadLength else { throw fail("truncatedHeader") }
+            out.append(
+                Decoded(
+                    name: Array(name), flags: rest[position], contentType: rest[position + 1],
+                    sequence: be(rest[(position + 10)..<(position + 18)]), publisherID: publisherID,
+                    timestamp: be(rest[(position + 18)..<(position + 26)]), headers: headers,
+                    payload: Array(rest[payloadStart..<(payloadStart + payloadLength)])))
+            position = payloadStart + payloadLength
+        }
+        guard position == rest.count else { throw fail("batchInvalid") }
+        return out
     }
 
     static func decode(_ frame: [UInt8], maximumPayload: Int) -> Result<Decoded, Reject> {
@@ -139,7 +253,16 @@ enum Reference {
         let headerCount = Int(rest[6])
         guard headerCount <= 32, headersLength <= 4096 else { throw Reject("headerLimitExceeded") }
         guard 32 + headersLength <= rest.count else { throw Reject("truncatedHeader") }
-        let map = Array(rest[32..<(32 + headersLength)])
+        let headers = try walk(Array(rest[32..<(32 + headersLength)]), count: headerCount)
+        let payload = Array(rest[(32 + headersLength)...])
+        guard payload.count <= maximumPayload else { throw Reject("payloadTooLarge") }
+        return Decoded(
+            name: Array(name), flags: rest[1], contentType: rest[2], sequence: be(rest[8..<16]),
+            publisherID: be(rest[16..<24]), timestamp: be(rest[24..<32]), headers: headers, payload: payload)
+    }
+
+    /// NBP-1 §7.3: the header map `map`, `headerCount` entries, in the spec's order of checks.
+    static func walk(_ map: [UInt8], count headerCount: Int) throws(Reject) -> [([UInt8], [UInt8])] {
         var position = 0
         var headers: [([UInt8], [UInt8])] = []
         for _ in 0..<headerCount {
@@ -165,10 +288,6 @@ enum Reference {
             headers.append((Array(key), Array(value)))
         }
         guard position == map.count else { throw Reject("headerMapInvalid") }
-        let payload = Array(rest[(32 + headersLength)...])
-        guard payload.count <= maximumPayload else { throw Reject("payloadTooLarge") }
-        return Decoded(
-            name: Array(name), flags: rest[1], contentType: rest[2], sequence: be(rest[8..<16]),
-            publisherID: be(rest[16..<24]), timestamp: be(rest[24..<32]), headers: headers, payload: payload)
+        return headers
     }
 }

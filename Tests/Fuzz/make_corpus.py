@@ -3,8 +3,8 @@
 
     python3 Tests/Fuzz/make_corpus.py OUTPUT_DIR
 
-Every frame of protocol/vectors/valid.json and invalid.json becomes OUTPUT_DIR/<vector id>[-<n>];
-a multi-frame vector also gives its frames joined, which the decoder sees as one frame. Standard
+Every frame of protocol/vectors/valid.json, invalid.json, batch-valid.json and batch-invalid.json
+becomes OUTPUT_DIR/<vector id>[-<n>]; a multi-frame vector also gives its frames joined, which the decoder sees as one frame. Standard
 library only. The directory is rewritten each time (it is a build product).
 """
 
@@ -21,7 +21,7 @@ def main(out: str) -> int:
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     written = 0
-    for file in ("valid.json", "invalid.json"):
+    for file in ("valid.json", "invalid.json", "batch-valid.json", "batch-invalid.json"):
         with open(os.path.join(VECTORS, file), encoding="utf-8") as f:
             vectors = json.load(f)["vectors"]
         for v in vectors:

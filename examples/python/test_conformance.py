@@ -309,6 +309,63 @@ class SpecProducerSnippet(unittest.TestCase):
             ctx.term()
 
 
+class SpecConsumerSnippet(unittest.TestCase):
+    """NBP-1 section 12's consumer snippet runs as written (its endpoint and its endless loop
+    aside): batches and single frames give every notification in order, rejects are counted."""
+
+    def test_snippet_decodes_batches(self):
+        import contextlib
+        import io
+        with open(os.path.join(REPO, "protocol", "NBP-1.md"), encoding="utf-8") as f:
+            spec = f.read()
+        section = spec[spec.index("## 12. Writing a consumer"):spec.index("## 13. Compatibility")]
+        snippet = section[section.index("```python\n") + len("```python\n"):]
+        snippet = snippet[:snippet.index("```")]
+        self.assertIn('sub.connect("tcp://127.0.0.1:5551")', snippet)
+        self.assertIn("while True:", snippet)
+        ctx = zmq.Context()
+        pub = ctx.socket(zmq.XPUB)
+        pub.setsockopt(zmq.LINGER, 0)
+        pub.bind("tcp://127.0.0.1:*")
+        endpoint = pub.getsockopt(zmq.LAST_ENDPOINT).decode()
+
+        def frame(name, seq):
+            return nbp.encode(name, b"p%d" % seq, sequence=seq, publisher_id=5, timestamp_ns=1)
+        messages = [nbp.encode_batch([frame("orders.created", s) for s in (1, 2, 3)]),
+                    frame("orders.created", 4),
+                    nbp.encode_batch([frame("orders.created", 5)]) + b"\x00",   # batchInvalid
+                    nbp.encode_batch([frame("orders.x.eu", 1), frame("orders.x.eu", 2)]),
+                    frame("orders.deleted", 1)]                                    # not subscribed
+        # Subscriptions reach the XPUB once the snippet connected: send then (a real signal, no sleep).
+        import threading
+
+        def produce():
+            seen = set()
+            while len(seen) < 2:
+                if not pub.poll(int(TIMEOUT * 1000), zmq.POLLIN):
+                    return
+                seen.add(pub.recv())
+            for m in messages:
+                pub.send(m)
+        producer = threading.Thread(target=produce)
+        producer.start()
+        code = snippet.replace('"tcp://127.0.0.1:5551"', repr(endpoint)).replace(
+            "while True:", "for _ in range(4):")   # the first four messages (the fifth is filtered anyway)
+        out = io.StringIO()
+        namespace = {}
+        try:
+            with contextlib.redirect_stdout(out):
+                exec(compile(code, "NBP-1.md", "exec"), namespace)
+        finally:
+            producer.join(TIMEOUT)
+            namespace.get("sub") and namespace["sub"].close(0)
+            pub.close(0)
+        lines = out.getvalue().splitlines()
+        self.assertEqual([tuple(line.split()[:2]) for line in lines],
+                         [("orders.created", str(s)) for s in (1, 2, 3, 4)] + [("orders.x.eu", "1"), ("orders.x.eu", "2")])
+        self.assertEqual(namespace["rejects"], {"batchInvalid": 1})
+
+
 class ForeignProducerToSwift(ConformanceCase):
     """producer.py and the C producer -> `nbus subscribe --format json`."""
 
