@@ -26,8 +26,8 @@ public struct ThroughputOptions: Sendable {
 
     /// Direct or through a broker.
     public var topology = Topology.direct
-    /// The bus publisher's `BusConfiguration.batching`: on (the default) or off.
-    public var batching = true
+    /// The bus publisher's `BusConfiguration.batching`: its largest batch frame in bytes, 0 off.
+    public var batchBytes = Batching.on.maximumFrameBytes
     /// Notifications per throughput run (and per in-process run).
     public var count = 1_000_000
     /// Payload bytes per notification.
@@ -240,7 +240,7 @@ private struct Runner: Sendable {
         worker.timeoutSeconds = options.timeoutSeconds
         worker.exitOnStandardInputEOF = true
         worker.connectPublisher = connectPublisher && role == .publisher
-        worker.batching = options.batching
+        worker.batchBytes = options.batchBytes
         return worker.arguments(command: options.workerCommand)
     }
 

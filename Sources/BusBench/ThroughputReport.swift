@@ -66,8 +66,8 @@ public struct ThroughputReport: Codable, Sendable {
     public var transport: ThroughputOptions.Transport
     /// Direct, or through a broker.
     public var topology: ThroughputOptions.Topology
-    /// Whether the bus publisher batched (`BusConfiguration.batching`).
-    public var batching: Bool
+    /// The bus publisher's largest batch frame, bytes (`BusConfiguration.batching`; 0: off).
+    public var batchBytes: Int
     public var runs: Int
     public var latencyRate: Int
     public var date: String
@@ -111,7 +111,7 @@ public struct ThroughputReport: Codable, Sendable {
         highWaterMark = options.highWaterMark
         transport = options.transport
         topology = options.topology
-        batching = options.batching
+        batchBytes = options.batchBytes
         runs = options.runs
         latencyRate = options.latencyRate
         latencySpinMicroseconds = options.latencySpinMicroseconds
@@ -123,12 +123,13 @@ public struct ThroughputReport: Codable, Sendable {
     /// Batching on or off, and with it on, how many notifications a frame carried on average
     /// in the throughput runs (from the publishers' `sent` and `framesSent`).
     public var batchingSummary: String {
-        guard batching else { return "off (one frame per notification)" }
+        guard batchBytes > 0 else { return "off (one frame per notification)" }
         let publishers = bus.compactMap(\.publisher)
         let sent = publishers.reduce(UInt64(0)) { $0 + $1.bus.sent }
         let frames = publishers.reduce(UInt64(0)) { $0 + $1.bus.framesSent }
-        guard frames > 0 else { return "on" }
-        return "on (\(String(format: "%.1f", Double(sent) / Double(frames))) notifications per frame on average)"
+        let on = "on (frames up to \(batchBytes) B"
+        guard frames > 0 else { return on + ")" }
+        return on + ", \(String(format: "%.1f", Double(sent) / Double(frames))) notifications per frame on average)"
     }
 
     // MARK: Derived figures

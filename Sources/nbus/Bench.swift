@@ -88,6 +88,11 @@ struct BenchThroughput: AsyncParsableCommand {
     @Flag(name: .customLong("no-batch"), help: "The bus publisher sends one frame per notification (BusConfiguration.batching off).")
     var noBatch = false
 
+    @Option(name: .customLong("batch-bytes"), parsing: .unconditional, help: ArgumentHelp(
+        "The bus publisher's largest batch frame in bytes (BusConfiguration.batching; default: \(ThroughputOptions(workerCommand: []).batchBytes)).",
+        valueName: "bytes"))
+    var batchBytes: Int = ThroughputOptions(workerCommand: []).batchBytes
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -96,6 +101,7 @@ struct BenchThroughput: AsyncParsableCommand {
         // The paced run posts rate x seconds notifications: bounded, so that product is an Int.
         guard (1...10_000_000).contains(latencyRate) else { throw ValidationError("--latency-rate must be from 1 to 10000000") }
         _ = try latencySpinMicroseconds
+        guard (0...(64 << 20)).contains(batchBytes) else { throw ValidationError("--batch-bytes must be from 0 to 67108864") }
         try checkBenchOptions { try options.validate() }
     }
 
@@ -106,7 +112,7 @@ struct BenchThroughput: AsyncParsableCommand {
         options.highWaterMark = hwm
         options.transport = transport
         options.topology = topology
-        options.batching = !noBatch
+        options.batchBytes = noBatch ? 0 : batchBytes
         options.runs = runs
         options.timeoutSeconds = timeout
         options.latencyRate = latencyRate

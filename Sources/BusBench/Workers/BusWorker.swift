@@ -49,8 +49,8 @@ public struct BusWorkerOptions: Sendable, Codable {
     /// baseline reads no clock per message in a throughput run; sampling keeps the bus's consumer
     /// comparable (the clock was ~2% of its CPU), and the first and the last are always timed.
     public var latencySampleEvery = 1
-    /// Publisher: `BusConfiguration.batching` on (the default) or off.
-    public var batching = true
+    /// Publisher: `BusConfiguration.batching`'s largest frame in bytes (0: off).
+    public var batchBytes = Batching.on.maximumFrameBytes
 
     /// Options with the required values; the rest keep their defaults.
     public init(role: Role, endpoint: String, count: Int) {
@@ -78,6 +78,7 @@ extension BusWorkerOptions: BenchWorkerOptions {
             ?? C.range("timeoutSeconds", timeoutSeconds, 1...31_536_000) ?? C.range("idleTimeoutSeconds", idleTimeoutSeconds, 1...31_536_000)
             ?? C.range("idleSpinMicroseconds", idleSpinMicroseconds, 0...1_000_000)
             ?? C.range("latencySampleEvery", latencySampleEvery, 1...1_000_000_000)
+            ?? C.range("batchBytes", batchBytes, 0...(64 << 20))
     }
 }
 
@@ -116,7 +117,7 @@ public enum BusWorker {
         configuration.receiveHighWaterMark = options.highWaterMark
         configuration.closeTimeout = .seconds(options.timeoutSeconds)
         configuration.idleSpin = .microseconds(options.idleSpinMicroseconds)
-        configuration.batching = options.batching ? .on : .off
+        configuration.batching = Batching(maximumFrameBytes: options.batchBytes)
         let bus = try Bus(configuration)
         WorkerProcess.emitJSON(BoundEvent(endpoint: bus.endpoints.first ?? options.endpoint))
 
