@@ -113,6 +113,8 @@ public final class BrokerMonitor: Sendable {
         var counters: [String: UInt64] = [
             "fromPublishers": stats.fromPublishers, "bytesFromPublishers": stats.bytesFromPublishers,
             "toSubscribers": stats.toSubscribers, "bytesToSubscribers": stats.bytesToSubscribers,
+            "notificationsFromPublishers": stats.notificationsFromPublishers,
+            "notificationsToSubscribers": stats.notificationsToSubscribers,
             "subscriptionMessages": stats.subscriptionMessages, "backpressureWaits": stats.backpressureWaits,
             "slowSubscriberEpisodes": stats.slowSubscriberEpisodes,
             "sentPastSlowSubscribers": stats.sentPastSlowSubscribers, "endOfStreamReplays": stats.endOfStreamReplays,
@@ -236,9 +238,12 @@ final class BrokerMetrics: Sendable {
         }
         let messages = "Messages through the broker, by direction (to subscribers: per message, not per subscriber)."
         let bytes = "Bytes through the broker, by direction."
+        let notifications = "Notifications through the broker, by direction (a batch frame as its records)."
         var list: [(Counter, @Sendable (BrokerStatistics) -> UInt64)] = [
             (counter("messages_total", messages, [("direction", "from_publishers")]), { @Sendable s in s.fromPublishers }),
             (counter("messages_total", messages, [("direction", "to_subscribers")]), { @Sendable s in s.toSubscribers }),
+            (counter("notifications_total", notifications, [("direction", "from_publishers")]), { @Sendable s in s.notificationsFromPublishers }),
+            (counter("notifications_total", notifications, [("direction", "to_subscribers")]), { @Sendable s in s.notificationsToSubscribers }),
             (counter("bytes_total", bytes, [("direction", "from_publishers")]), { @Sendable s in s.bytesFromPublishers }),
             (counter("bytes_total", bytes, [("direction", "to_subscribers")]), { @Sendable s in s.bytesToSubscribers }),
             (counter("subscription_messages_total", "Subscription messages received from subscribers."), { @Sendable s in s.subscriptionMessages }),

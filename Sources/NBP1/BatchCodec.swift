@@ -12,10 +12,14 @@ extension WireFormat {
     /// Most records in one batch frame (a receiver rejects more as `batchInvalid`): it bounds the
     /// notifications one frame can make a receiver allocate, whatever their size.
     public static let maximumBatchRecords = 1024
-    /// The largest batch frame NotificationBus builds (name, headers and payloads included):
-    /// a sixteenth of the default maximum payload, so it stays far below every receiver's limits,
-    /// and small enough that a batch of one name does not hold other names back for long.
-    public static let defaultMaximumBatchFrame = 64 * 1024
+    /// The largest batch frame NotificationBus builds by default (name, headers and payloads
+    /// included), far below every receiver's limits. Small on purpose: a broker sizes each
+    /// subscriber's queue (in messages) from the largest frame it forwards lately, so batches
+    /// much larger than the typical batch shrink what a subscriber's byte budget holds (with
+    /// 64 KiB frames a stopped subscriber within its 64 MiB budget was disconnected after 42 MB);
+    /// and ZeroMQ's high-water marks count frames, so a full queue holds a batch's worth per frame.
+    /// 4 KiB is about 13 notifications of 256 bytes: most of the gain per message (NBP-1 §10).
+    public static let defaultMaximumBatchFrame = 4 * 1024
 
     /// Where each field of the batch header sits, counted from the byte after the name's NUL.
     public enum BatchHeaderOffset {

@@ -314,8 +314,8 @@ public struct Batching: Hashable, Sendable, CustomStringConvertible {
         self.maximumFrameBytes = max(0, maximumFrameBytes)
     }
 
-    /// The default: frames of at most `WireFormat.defaultMaximumBatchFrame` (64 KiB), a
-    /// sixteenth of a receiver's default maximum payload.
+    /// The default: frames of at most `WireFormat.defaultMaximumBatchFrame` (4 KiB; why so
+    /// small is said there).
     public static let on = Batching(maximumFrameBytes: WireFormat.defaultMaximumBatchFrame)
     /// Every post its own frame (version 1), as before batch frames.
     public static let off = Batching(maximumFrameBytes: 0)

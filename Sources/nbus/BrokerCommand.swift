@@ -257,8 +257,10 @@ struct BrokerCommand: AsyncParsableCommand {
     /// Logs the counters (info): every `--stats` seconds and when the broker stops.
     static func report(_ label: String, _ stats: BrokerStatistics, secured: Bool, logger: Logger) {
         let traffic =
-            "from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B), "
-            + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B), "
+            "from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B, "
+            + "\(stats.notificationsFromPublishers) notifications), "
+            + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B, "
+            + "\(stats.notificationsToSubscribers) notifications), "
             + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
         let health =
             "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
@@ -267,6 +269,8 @@ struct BrokerCommand: AsyncParsableCommand {
             + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures)"
         let metadata: Logger.Metadata = [
             "fromPublishers": "\(stats.fromPublishers)", "toSubscribers": "\(stats.toSubscribers)",
+            "notificationsFromPublishers": "\(stats.notificationsFromPublishers)",
+            "notificationsToSubscribers": "\(stats.notificationsToSubscribers)",
             "slowSubscriberEpisodes": "\(stats.slowSubscriberEpisodes)",
             "sentPastSlowSubscribers": "\(stats.sentPastSlowSubscribers)",
             "stalledSubscribersDisconnected": "\(stats.stalledSubscribersDisconnected)", "connections": "\(stats.connections)",

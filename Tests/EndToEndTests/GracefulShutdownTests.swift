@@ -55,7 +55,7 @@ struct GracefulShutdownTests {
         broker.signal(signal)
         expectExit(await broker.waitForExit(), 0, broker)
         let stopped = broker.output.stderrText.split(separator: "\n").map(String.init).first { $0.contains("broker stopped:") }
-        let counters = try Regex(#"from publishers (\d+) msgs"#)
+        let counters = try Regex(#"from publishers \d+ msgs \(\d+ B, (\d+) notifications\)"#)
         let forwarded = try stopped.flatMap { try counters.firstMatch(in: $0) }.flatMap { Int($0.output[1].substring ?? "") }
         #expect((forwarded ?? 0) >= 50, "\(broker.describe())")
         publisher.signal(SIGKILL)

@@ -317,14 +317,14 @@ private struct Star {
         #expect(filteredOut <= UInt64(count), "\(stats2)")
 
         // The traffic crossed the virtual wires: each publisher's eth0 sent, each subscriber's
-        // received, at least the frames (name, NUL, 32-byte header: over 50 bytes each).
+        // received, at least the notifications (a batch record's fixed part alone is 26 bytes).
         for (host, frames) in [("pub1", count), ("pub2", count)] {
             let sent = try await network.trafficBytes(of: host).sent
-            #expect(sent >= UInt64(frames * 50), "\(host) eth0 sent only \(sent) bytes")
+            #expect(sent >= UInt64(frames * 26), "\(host) eth0 sent only \(sent) bytes")
         }
         for (host, frames) in [("sub1", 2 * count), ("sub2", count)] {
             let received = try await network.trafficBytes(of: host).received
-            #expect(received >= UInt64(frames * 50), "\(host) eth0 received only \(received) bytes")
+            #expect(received >= UInt64(frames * 26), "\(host) eth0 received only \(received) bytes")
         }
 
         // The broker's counters, as on loopback.
@@ -357,7 +357,8 @@ private func stopBroker(_ broker: Child) async throws -> (line: String, fromPubl
     let stopped = try #require(
         broker.output.stderrText.split(separator: "\n").map(String.init).first { $0.contains("broker stopped:") },
         "no 'broker stopped:' line:\n\(broker.describe())")
-    let counters = try Regex(#"from publishers (\d+) msgs .* to subscribers (\d+) msgs"#)
+    // Notifications, not messages: a batch frame is one message (NBP-1 §2.3).
+    let counters = try Regex(#"from publishers \d+ msgs \(\d+ B, (\d+) notifications\), to subscribers \d+ msgs \(\d+ B, (\d+) notifications\)"#)
     let match = try #require(try counters.firstMatch(in: stopped), "unexpected counters line: \(stopped)")
     return (stopped, Int(match.output[1].substring ?? "") ?? -1, Int(match.output[2].substring ?? "") ?? -1)
 }

@@ -45,8 +45,10 @@ struct OperationsTests {
         let metrics = try httpGet(port: port, "/metrics")
         #expect(metrics.status == 200)
         let body = metrics.body
-        let fromPublishers = try #require(metricValue(body, #"nbus_broker_messages_total{direction="from_publishers"}"#), "\(body)")
-        let toSubscribers = try #require(metricValue(body, #"nbus_broker_messages_total{direction="to_subscribers"}"#))
+        let fromPublishers = try #require(metricValue(body, #"nbus_broker_notifications_total{direction="from_publishers"}"#), "\(body)")
+        let toSubscribers = try #require(metricValue(body, #"nbus_broker_notifications_total{direction="to_subscribers"}"#))
+        let messages = try #require(metricValue(body, #"nbus_broker_messages_total{direction="from_publishers"}"#))
+        #expect(messages >= 2 && messages <= fromPublishers, "\(body)")
         let bytesIn = try #require(metricValue(body, #"nbus_broker_bytes_total{direction="from_publishers"}"#))
         // 5 notifications and the publisher's end-of-stream record(s); every one went on.
         #expect(fromPublishers >= 6 && toSubscribers == fromPublishers, "\(body)")
@@ -62,7 +64,8 @@ struct OperationsTests {
         // /varz says the same, with the version and settings.
         let varz = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/varz").body.utf8)) as? [String: Any]
         let counters = varz?["counters"] as? [String: Any]
-        #expect(counters?["fromPublishers"] as? Double == fromPublishers)
+        #expect(counters?["notificationsFromPublishers"] as? Double == fromPublishers)
+        #expect(counters?["fromPublishers"] as? Double == messages)
         #expect(varz?["backend"] as? String == backend)
         #expect((varz?["settings"] as? [String: Any])?["hwm"] as? String == "10000")
         #expect(try httpGet(port: port, "/nonexistent").status == 404)

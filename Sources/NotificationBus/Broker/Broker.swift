@@ -12,6 +12,11 @@ public struct BrokerStatistics: Hashable, Sendable {
     public var fromPublishers: UInt64 = 0
     /// Bytes received from publishers.
     public var bytesFromPublishers: UInt64 = 0
+    /// Notifications received from publishers: a batch frame counts as the records its header
+    /// declares, any other message as one (control messages included).
+    public var notificationsFromPublishers: UInt64 = 0
+    /// Notifications sent to subscribers, counted as `notificationsFromPublishers`.
+    public var notificationsToSubscribers: UInt64 = 0
     /// Messages sent to subscribers (backend, XPUB); per message, not per subscriber.
     public var toSubscribers: UInt64 = 0
     /// Bytes sent to subscribers.

@@ -155,6 +155,8 @@ final class BrokerForwarder {
     /// The notification read from the frontend and not yet taken by the backend.
     private var held = MessageBatch(capacity: 4)
     private var heldBytes = 0
+    /// The notifications the held message carries (a batch frame's declared count, else 1).
+    private var heldNotifications = 1
     /// When the held notification was refused in a wait that is still going on (nil: not waiting).
     private var retryDeadline: UInt64?
     private var subscription = MessageBatch(capacity: 2)
@@ -379,6 +381,11 @@ final class BrokerForwarder {
             if held.isEmpty {
                 guard let bytes = try receiveWholeMessage(from: frontend, into: &held) else { break }
                 heldBytes = bytes
+                // The batch header's count, read without decoding (NBP-1 §2.3): counts people
+                // read as notifications stay notifications.
+                heldNotifications =
+                    held.count == 1 ? held.withMessageBytes(at: 0) { EnvelopeCodec.notificationCount(inEncodedFrame: $0) } : 1
+                stats.notificationsFromPublishers &+= UInt64(heldNotifications)
                 stats.fromPublishers &+= 1
                 stats.bytesFromPublishers &+= UInt64(bytes)
                 let now = Timestamps.monotonicNanoseconds()
@@ -427,10 +434,8 @@ final class BrokerForwarder {
                     onEvent?(.slowSubscriberStarted(waited: .nanoseconds(Int64(clamping: now &- since))))
                 }
                 // For this one send the XPUB drops for full subscribers instead of refusing.
-                // Counted in notifications (a batch frame as its records), read before the send
-                // empties the message; the broker reads only the batch header, never decodes.
-                let notifications = held.count == 1
-                    ? held.withMessageBytes(at: 0) { EnvelopeCodec.notificationCount(inEncodedFrame: $0) } : 1
+                // Counted in notifications (a batch frame as its records).
+                let notifications = heldNotifications
                 try backend.set(.xpubNoDrop, false)
                 let sent = try backend.sendParts(&held)
                 try backend.set(.xpubNoDrop, true)
@@ -483,6 +488,7 @@ final class BrokerForwarder {
     private func delivered() {
         stats.toSubscribers &+= 1
         stats.bytesToSubscribers &+= UInt64(heldBytes)
+        stats.notificationsToSubscribers &+= UInt64(heldNotifications)
         held.removeAll()
         heldBytes = 0
         retryDeadline = nil
