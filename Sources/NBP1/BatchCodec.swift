@@ -118,9 +118,10 @@ extension EnvelopeCodec {
         return (1...WireFormat.maximumBatchRecords).contains(count) ? count : nil
     }
 
-    /// The notifications in one of this process's own encoded frames (1, or a batch's count),
-    /// read without validating: for counting what a publisher sent. Needs the name's NUL within
-    /// the first 256 bytes, which every frame the encoder wrote has.
+    /// The notifications a frame says it carries (a batch's declared count, else 1), read from
+    /// its header without validating anything else: for counting, where a frame is not decoded
+    /// (what a publisher sent, what a broker forwarded). A frame without a NUL in its first 256
+    /// bytes counts as 1.
     public static func notificationCount(inEncodedFrame frame: UnsafeRawBufferPointer) -> Int {
         let limit = min(frame.count, WireFormat.maximumNameLength + 1)
         var nameLength = 0
