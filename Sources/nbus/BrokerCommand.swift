@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
 import BusOperations
 import Logging
@@ -39,8 +42,17 @@ struct BrokerCommand: AsyncParsableCommand {
             bare PORT listens on loopback only. Connections coming and going are logged at \
             --log-level debug. See docs/deployment.md.
 
+            A forwarding loop that has not run for --stuck-exit seconds (default 10) makes the \
+            broker log why and exit with status 70, so a supervisor restarts it: libzmq processes \
+            a socket's pending work inside whichever call the loop makes, and a storm of \
+            subscribers leaving (each costs a walk of every subscription the backend holds) once \
+            kept it there for minutes. Its peers reconnect; subscribers count what they missed \
+            from the next notification or the end-of-stream record. A SIGTERM whose orderly stop \
+            takes over 5 s ends the same way.
+
             Exit status: 0 stopped, 2 unusable endpoint, key file or allow-list folder, or an \
-            --http address that cannot be listened on, 64 bad arguments.
+            --http address that cannot be listened on, 64 bad arguments, 70 the forwarding loop \
+            was stuck (see --stuck-exit).
             """)
 
     @Option(help: ArgumentHelp("Endpoint publishers connect to.", valueName: "endpoint"))
@@ -78,6 +90,11 @@ struct BrokerCommand: AsyncParsableCommand {
         "TCP keepalive on every tcp connection: seconds idle before a probe and between probes, 0.001 to 2184 (rounded up to whole seconds; default 5); a peer whose host answers none of 3 is dropped (0: off). A frozen process on a live host is not detected.",
         valueName: "seconds"))
     var heartbeat: Double?
+
+    @Option(name: .customLong("stuck-exit"), parsing: .unconditional, help: ArgumentHelp(
+        "Seconds the forwarding loop may go without a round (it runs one at least every second) before the broker logs it and exits with status 70, for a supervisor to restart it (1 to 3600; 0: never, /healthz still says so after 5 s).",
+        valueName: "seconds"))
+    var stuckExit: Double = 10
 
     @Option(name: .customLong("idle-spin"), parsing: .unconditional, help: ArgumentHelp(
         "The low-latency setting: after forwarding, look for the next message this long before sleeping (e.g. 0.0002: a core stays busy while traffic flows; 0: off).",
@@ -152,6 +169,12 @@ struct BrokerCommand: AsyncParsableCommand {
             throw ValidationError("--max-memory must be 0 (no limit) or 64 to 1073741824 MiB (the process alone takes some 30), not \(maxMemory)")
         }
         try SecondsOption.check(slowAfter, "--slow-after", in: 0...3_600)
+        // Below 1 s a healthy loop, which starts a round at least every second, would trip it.
+        if stuckExit != 0 {
+            do { try SecondsOption.check(stuckExit, "--stuck-exit", in: 1...3_600) } catch {
+                throw ValidationError("\(error) (or 0: never)")
+            }
+        }
         for endpoint in upstream where endpoint == frontend || endpoint == backend {
             throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
         }
@@ -234,6 +257,10 @@ struct BrokerCommand: AsyncParsableCommand {
                 }
             }
             var helpers: [any Service] = []
+            if stuckExit > 0 {
+                helpers.append(
+                    StuckForwardingWatchdog(broker: broker, limit: SecondsOption.duration(stuckExit), secured: security != nil, logger: logger))
+            }
             if let http = monitoring.http {
                 let monitor = BrokerMonitor(
                     broker: broker,
@@ -243,7 +270,7 @@ struct BrokerCommand: AsyncParsableCommand {
                         settings: [
                             "hwm": "\(hwm)", "subscriberBudgetMiB": "\(subscriberBudget)", "slowAfterSeconds": "\(slowAfter)", "maxMemoryMiB": "\(maxMemory)",
                             "keepaliveSeconds": "\(ConnectionKeepalive.options(interval: .milliseconds(heartbeatMilliseconds), timeout: .zero)?.idle ?? 0)", "idleSpinSeconds": "\(idleSpin)", "statsSeconds": "\(stats)",
-                            "openFilesLimit": openFiles.map { "\($0)" } ?? "unknown",
+                            "openFilesLimit": openFiles.map { "\($0)" } ?? "unknown", "stuckExitSeconds": "\(stuckExit)",
                         ]))
                 helpers.append(
                     MonitoringHTTPService(address: try HTTPListenAddress(parsing: http), routes: monitor.routes, logger: logger))
@@ -307,6 +334,67 @@ struct BrokerCommandService: Service {
         } else {
             try? await gracefulShutdown()
         }
-        BrokerCommand.report("stopped", await broker.stop(), secured: secured, logger: logger)
+        // A loop that is well stops within its heartbeat (1 s). One stuck inside libzmq never
+        // answers (a SIGTERM was once ignored for 13 minutes): past the grace, exit anyway.
+        let grace = Task {
+            do { try await Task.sleep(for: Self.stopGrace) } catch { return }
+            await StuckForwardingWatchdog.exitStuck(
+                broker, why: "did not stop within \(Self.stopGrace) of the shutdown request", secured: secured, logger: logger)
+        }
+        let final = await broker.stop()
+        grace.cancel()
+        BrokerCommand.report("stopped", final, secured: secured, logger: logger)
+    }
+
+    /// How long an orderly stop may take before the broker exits without it (status 70).
+    static let stopGrace: Duration = .seconds(5)
+}
+
+/// Exits the process (status 70) when the broker's forwarding loop has not begun a round for
+/// `limit`, so that a supervisor restarts it.
+///
+/// The loop cannot be freed from outside: it is inside a libzmq call, which processes every
+/// command pending for its socket before it returns, and subscribers leaving faster than that
+/// thread walks the backend's subscriptions (libzmq 4.3 walks every one at each departure, and
+/// each unique presence topic adds some 20 nodes) grow that queue without end: 1,000 subscribers
+/// replacing 500 a second kept it there for the whole storm and long after. Meanwhile nothing is
+/// forwarded and no end-of-stream record is replayed, so a subscriber cannot learn what it
+/// misses. Exiting drops every connection at once (the kernel closes them, no walk), and a
+/// restarted broker starts empty; publishers and subscribers reconnect by themselves, and the
+/// subscribers count the gap from the next notification or the end-of-stream record.
+struct StuckForwardingWatchdog: Service {
+    let broker: Broker
+    let limit: Duration
+    let secured: Bool
+    let logger: Logger
+
+    /// The exit status of a broker whose forwarding loop was stuck (EX_SOFTWARE).
+    static let exitStatus: Int32 = 70
+
+    func run() async throws {
+        // Checked four times per heartbeat: the exit comes within a quarter second of the limit.
+        let interval = Broker.forwardingHeartbeat / 4
+        try? await cancelWhenGracefulShutdown {
+            while true {
+                try await Task.sleep(for: interval)
+                if let age = broker.forwardingLoopAge(), age > limit {
+                    let seconds = (Timestamps.seconds(age) * 10).rounded() / 10
+                    await Self.exitStuck(
+                        broker, why: "has not run for \(seconds) s (--stuck-exit \(Timestamps.seconds(limit)))", secured: secured,
+                        logger: logger)
+                }
+            }
+        }
+    }
+
+    /// Logs why and the last counters, then exits with `exitStatus` without waiting for the loop.
+    static func exitStuck(_ broker: Broker, why: String, secured: Bool, logger: Logger) async -> Never {
+        let text =
+            "broker: the forwarding loop \(why), stuck inside libzmq (a storm of subscribers connecting and leaving can "
+            + "keep it there): exiting with status \(exitStatus) for a supervisor to restart the broker; its peers reconnect "
+            + "and subscribers count what they missed"
+        logger.critical("\(text)")
+        BrokerCommand.report("stuck", await broker.statistics(), secured: secured, logger: logger)
+        _exit(exitStatus)
     }
 }
