@@ -104,13 +104,6 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
         return try body(UnsafeRawBufferPointer(start: zmq_msg_data(message), count: zmq_msg_size(message)))
     }
 
-    /// The largest message from `index` on, in bytes (0 when there is none).
-    public func largestMessage(from index: Int = 0) -> Int {
-        var largest = 0
-        for position in max(0, index)..<count { largest = max(largest, zmq_msg_size(storage + position)) }
-        return largest
-    }
-
     /// Moves the message at `index` (not yet sent) to the end of `other` without copying its
     /// bytes; its slot here is left an empty message, which sending skips nothing and closing
     /// frees nothing, so only use it on a batch that is then emptied (`removeAll`).

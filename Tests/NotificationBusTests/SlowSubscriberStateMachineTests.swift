@@ -117,40 +117,19 @@ struct SlowSubscriberStateMachineTests {
 }
 
 // The per-subscriber budget in bytes as libzmq's mark in messages, and the stalled-connection test.
-@Suite("SubscriberQueueBudget and StalledConnectionFinder (socket-free, injected clock)")
+@Suite("SubscriberQueueBudget and StalledConnectionFinder (socket-free)")
 struct SubscriberQueueBudgetTests {
-    let second: UInt64 = 1_000_000_000
     let overhead = SubscriberQueueBudget.messageOverhead
 
-    @Test("the first frame sets the mark: budget over (frame + overhead)")
-    func firstFrameSetsTheMark() {
-        var budget = SubscriberQueueBudget(budget: 64 << 20, fixedMark: 10_000)
-        #expect(budget.forwarding(frameBytes: 256, now: 5 * second) == Int32((64 << 20) / (256 + overhead)))
-        // The same size again changes nothing.
-        #expect(budget.forwarding(frameBytes: 256, now: 6 * second) == nil)
-        #expect(budget.forwarding(frameBytes: 100, now: 7 * second) == nil)
+    @Test("the mark is the budget over a nominal 4 KiB frame and the overhead, set once")
+    func markFromTheBudget() {
+        #expect(SubscriberQueueBudget.nominalFrame == WireFormat.defaultMaximumBatchFrame)
+        #expect(SubscriberQueueBudget.mark(budget: 64 << 20, fixedMark: 10_000) == Int32((64 << 20) / (4_096 + overhead)))
+        // No budget: the mark in messages.
+        #expect(SubscriberQueueBudget.mark(budget: 0, fixedMark: 10_000) == 10_000)
     }
 
-    @Test("a larger frame lowers the mark at once; smaller ones raise it at most by half a window")
-    func largerAtOnceSmallerSlowly() {
-        var budget = SubscriberQueueBudget(budget: 64 << 20, fixedMark: 10_000)
-        _ = budget.forwarding(frameBytes: 256, now: 1 * second)
-        #expect(budget.forwarding(frameBytes: 1 << 20, now: 2 * second) == Int32((64 << 20) / ((1 << 20) + overhead)))
-        #expect(budget.largestFrame == 1 << 20)
-        // Within the window: small frames change nothing.
-        #expect(budget.forwarding(frameBytes: 256, now: 10 * second) == nil)
-        // The window that saw the large frame (from the first frame, at 1 s) ends: it stays.
-        #expect(budget.forwarding(frameBytes: 256, now: 11 * second) == nil)
-        #expect(budget.largestFrame == 1 << 20)
-        // A whole window without it: halve, not drop to 256.
-        #expect(budget.forwarding(frameBytes: 256, now: 21 * second) == Int32((64 << 20) / ((1 << 19) + overhead)))
-        #expect(budget.largestFrame == 1 << 19)
-        #expect(budget.forwarding(frameBytes: 256, now: 30 * second) == nil)
-        #expect(budget.forwarding(frameBytes: 256, now: 31 * second) != nil)
-        #expect(budget.largestFrame == 1 << 18)
-    }
-
-    @Test("the bound: while sizes do not shrink, mark x largest cost stays within the budget")
+    @Test("the bound: mark x cost of the frame it assumes stays within the budget")
     func markTimesCostWithinBudget() {
         for frame in [1, 33, 256, 4_096, 65_536, 1 << 20, 2 << 20] {
             let mark = Int(SubscriberQueueBudget.mark(budget: 64 << 20, frame: frame))
@@ -159,13 +138,6 @@ struct SubscriberQueueBudgetTests {
         }
         // A frame larger than the budget still gets one message's room.
         #expect(SubscriberQueueBudget.mark(budget: 1_000, frame: 5_000) == 1)
-    }
-
-    @Test("no budget: the fixed mark, never changed")
-    func noBudget() {
-        var budget = SubscriberQueueBudget(budget: 0, fixedMark: 10_000)
-        #expect(budget.mark == 10_000)
-        #expect(budget.forwarding(frameBytes: 1 << 20, now: second) == nil)
     }
 
     @Test("stalled: unsent bytes and a progress counter that has not moved; moving, empty, unknown or new ones are not")

@@ -159,9 +159,9 @@ public final class Broker: Sendable {
             let xpub = try context.socket(.xpub)
             sides.append(xpub)
             try xpub.set(.linger, .zero)
-            // The per-subscriber mark follows the budget in bytes (SubscriberQueueBudget): the
-            // forwarder sets it again from the first frame on.
-            try xpub.set(.sendHighWaterMark, SubscriberQueueBudget(budget: configuration.subscriberBudget, fixedMark: highWaterMark).mark)
+            // The per-subscriber mark from the budget in bytes, set once (SubscriberQueueBudget
+            // says why it never changes on the running socket).
+            try xpub.set(.sendHighWaterMark, SubscriberQueueBudget.mark(budget: configuration.subscriberBudget, fixedMark: highWaterMark))
             try xpub.set(.receiveHighWaterMark, highWaterMark)
             // What arrives on the backend is subscription messages. libzmq's subscription trie
             // recurses once per byte when a subscription is removed, so one of some hundred

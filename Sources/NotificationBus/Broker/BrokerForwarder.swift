@@ -134,8 +134,6 @@ final class BrokerForwarder {
     private let backend: Socket
     private let shared: BrokerShared
     private var machine: SlowSubscriberStateMachine
-    /// The backend's mark in messages, from the budget in bytes.
-    private var budget: SubscriberQueueBudget
     /// The subscriber connections' unsent bytes when the current wait began.
     private var stalledFinder = StalledConnectionFinder()
     private let onEvent: (@Sendable (BrokerEvent) -> Void)?
@@ -196,7 +194,6 @@ final class BrokerForwarder {
         self.machine = SlowSubscriberStateMachine(
             patienceNanoseconds: patienceNanoseconds, quietNanoseconds: quiet,
             disconnectsStalled: configuration.subscriberBudget > 0, maximumHoldNanoseconds: quiet)
-        self.budget = SubscriberQueueBudget(budget: configuration.subscriberBudget, fixedMark: configuration.highWaterMark)
         self.memoryLimit = configuration.memoryLimit
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
@@ -390,10 +387,6 @@ final class BrokerForwarder {
                 stats.bytesFromPublishers &+= UInt64(bytes)
                 let now = Timestamps.monotonicNanoseconds()
                 if held.count == 1 { endOfStream.remember(held, now: now) }
-                // A larger frame lowers the mark before it is queued anywhere (see SubscriberQueueBudget).
-                if let mark = budget.forwarding(frameBytes: bytes, now: now) {
-                    try backend.set(.sendHighWaterMark, mark)
-                }
             }
             // A held notification was refused before: this try waits up to 1 ms for room.
             if try backend.sendParts(&held, mode: retryDeadline == nil ? .dontWait : .blocking) {

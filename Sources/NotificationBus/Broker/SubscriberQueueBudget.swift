@@ -1,74 +1,30 @@
 import ZeroMQ
 
-/// Turns the broker's per-subscriber budget in bytes (`BrokerConfiguration.subscriberBudget`) into
-/// the backend's high-water mark, which libzmq counts in messages per subscriber connection.
+/// Turns a per-subscriber budget in bytes (`BrokerConfiguration.subscriberBudget`) into the
+/// high-water mark libzmq counts in messages, once, when the socket is made.
 ///
-/// The mark is the budget over the cost of the largest frame forwarded lately (its bytes plus what
-/// libzmq keeps beside each queued message, `messageOverhead`). A larger frame lowers it before
-/// that frame is sent (libzmq applies a new mark to the connections it already has), so while
-/// frame sizes do not shrink, a subscriber's queue holds at most the budget plus one frame: every
-/// message in it was admitted while fewer than budget ÷ (cost of the largest so far) were queued,
-/// and none is larger than that largest. When frames get smaller the mark rises, by at most a
-/// factor of two every `relaxInterval`, so a subscriber that stays stopped across such a change can
-/// hold up to the budget once more per halving (docs/deployment.md gives the formula); the memory
-/// guard is the backstop for the whole.
+/// The mark is the budget over the cost of a nominal frame: the publishers' batch frame
+/// (`WireFormat.defaultMaximumBatchFrame`, 4 KiB, what a burst of small notifications travels
+/// in) plus what libzmq keeps beside each queued message (`messageOverhead`). So a subscriber's
+/// queue holds at most the budget while frames are at most 4 KiB; frames larger than that (large
+/// payloads) can take it past the budget, up to mark × their size, which the memory guard bounds.
 ///
-/// Socket-free: the forwarding loop reports each frame's size and the time, and applies the mark
-/// it is given. Times are monotonic nanoseconds.
-struct SubscriberQueueBudget {
+/// The mark is never changed on a running socket: libzmq 4.3 (its current code too) applies a new
+/// `ZMQ_SNDHWM` to every pipe of the socket by sending a command to each pipe's peer, and a pipe
+/// whose peer has just finished terminating (a subscriber that left) makes that command land on
+/// freed memory: the broker crashed with SIGSEGV on its I/O thread in 2 of 3 runs of a probe that
+/// changed the mark while subscribers came and went. An earlier version of this type followed the
+/// largest frame forwarded lately, for an exact bound in bytes, and did exactly that.
+enum SubscriberQueueBudget {
     /// What libzmq keeps per queued message beyond its bytes: the 64-byte `zmq_msg_t` in the pipe
     /// and the shared content's header and allocation (measured in BENCHMARKS.md).
     static let messageOverhead = 128
-    /// How often the mark may rise after frames got smaller.
-    static let relaxInterval: UInt64 = 10_000_000_000
+    /// The frame size the mark assumes.
+    static let nominalFrame = WireFormat.defaultMaximumBatchFrame
 
-    /// The budget in bytes (zero: none, the mark stays `fixedMark`).
-    let budget: Int
-    /// The mark without a budget.
-    let fixedMark: Int32
-    /// The frame size the mark is computed from.
-    private(set) var largestFrame = 0
-    /// The largest frame of the window now running, and when it started (0: no frame yet).
-    private var largestInWindow = 0
-    private var windowStart: UInt64 = 0
-    /// The mark in force.
-    private(set) var mark: Int32
-
-    init(budget: Int, fixedMark: Int32) {
-        self.budget = budget
-        self.fixedMark = fixedMark
-        // Before the first frame nothing is queued; the first one sets the real mark.
-        mark = budget > 0 ? Self.mark(budget: budget, frame: WireFormat.largestFrame()) : fixedMark
-    }
-
-    /// A frame of `bytes` is about to be forwarded: the new mark to apply first, if it changed.
-    mutating func forwarding(frameBytes bytes: Int, now: UInt64) -> Int32? {
-        guard budget > 0 else { return nil }
-        if windowStart == 0 {
-            windowStart = now
-            largestFrame = bytes
-            return apply()
-        }
-        largestInWindow = max(largestInWindow, bytes)
-        if bytes > largestFrame {
-            largestFrame = bytes
-            return apply()
-        }
-        guard now &- windowStart >= Self.relaxInterval else { return nil }
-        // A window without a frame as large: relax towards what it saw, at most by half.
-        let target = max(largestInWindow, largestFrame / 2)
-        windowStart = now
-        largestInWindow = 0
-        guard target < largestFrame else { return nil }
-        largestFrame = target
-        return apply()
-    }
-
-    private mutating func apply() -> Int32? {
-        let new = Self.mark(budget: budget, frame: largestFrame)
-        guard new != mark else { return nil }
-        mark = new
-        return new
+    /// The mark for `budget` bytes (none: `fixedMark`).
+    static func mark(budget: Int, fixedMark: Int32) -> Int32 {
+        budget > 0 ? mark(budget: budget, frame: nominalFrame) : fixedMark
     }
 
     /// Messages of `frame` bytes that fit the budget (at least one).

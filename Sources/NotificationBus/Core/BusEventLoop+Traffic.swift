@@ -34,20 +34,6 @@ extension BusEventLoop {
         return progressed
     }
 
-    /// With a per-subscriber budget: lowers the publishing socket's mark before a batch with a
-    /// larger frame than before is sent (or raises it, slowly, after smaller ones; see
-    /// `SubscriberQueueBudget`).
-    func applySubscriberBudget() {
-        guard subscriberBudget != nil, let publisher = sockets.publisher, !pending.isEmpty else { return }
-        let largest = pending.largestMessage()
-        guard let mark = subscriberBudget?.forwarding(frameBytes: largest, now: Timestamps.monotonicNanoseconds()) else { return }
-        do {
-            try publisher.set(.sendHighWaterMark, mark)
-        } catch {
-            record(error, "setting the send high-water mark")
-        }
-    }
-
     /// Sends `pending` in order until ZeroMQ refuses one (it stays queued); returns how many
     /// frames went. `stats.sent` and `stats.unsent` count notifications (a batch as its records).
     @discardableResult

@@ -45,8 +45,6 @@ final class BusEventLoop {
     /// Busy rounds until the handshake monitors are read again: failures repeat at every
     /// reconnect, so a look every 64th round (and after every sleep) is prompt enough.
     private var roundsUntilHandshakeCheck = 0
-    /// A binding publisher's mark from its per-subscriber budget (nil: `sendHighWaterMark`).
-    var subscriberBudget: SubscriberQueueBudget?
     /// When resident memory is looked at next, and no second drop before `memoryCooldownUntil`.
     var nextMemoryCheck: UInt64 = 0
     var memoryCooldownUntil: UInt64 = 0
@@ -64,9 +62,6 @@ final class BusEventLoop {
             maximumTrackedStreams: configuration.maximumTrackedStreams)
         publisherSide = PublisherStateMachine(publisherID: configuration.publisherID)
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
-        if configuration.publisherUsesBudget {
-            subscriberBudget = SubscriberQueueBudget(budget: configuration.subscriberBudget, fixedMark: configuration.sendHighWaterMark)
-        }
         if core.directPublisher != nil, let publisher = sockets.publisher {
             do { publisherSignal = try publisher.get(.fileDescriptor) } catch { record(error, "reading ZMQ_FD") }
         }
@@ -105,11 +100,7 @@ final class BusEventLoop {
                 return (box.lifecycle.isOpen, box.spaceWaiters)
             }
             for waiter in spaceWaiters { waiter.resume() }
-            if takeOutbound {
-                coalescePending()
-                // After coalescing: the budget's mark follows the frames as they will be sent.
-                applySubscriberBudget()
-            }
+            if takeOutbound { coalescePending() }
             didWork = didWork || !commands.isEmpty
             for command in commands { handle(command) }
             commands.removeAll(keepingCapacity: true)

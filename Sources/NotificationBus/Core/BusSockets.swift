@@ -82,11 +82,12 @@ final class BusSockets {
         let socket = try transport { () throws(ZMQError) in try context.socket(.xpub) }
         publisher = socket
         try transport { () throws(ZMQError) in
-            // With a budget the loop sets the mark again from the first frame on.
+            // A binding publisher's mark from its per-subscriber budget, set once (see
+            // SubscriberQueueBudget for why it never changes on the running socket).
             try socket.set(
                 .sendHighWaterMark,
                 configuration.publisherUsesBudget
-                    ? SubscriberQueueBudget(budget: configuration.subscriberBudget, fixedMark: configuration.sendHighWaterMark).mark
+                    ? SubscriberQueueBudget.mark(budget: configuration.subscriberBudget, fixedMark: configuration.sendHighWaterMark)
                     : configuration.sendHighWaterMark)
             // What arrives on an XPUB is subscription messages: bound their size (a huge one
             // overflows libzmq's recursive trie when removed) by disconnecting the sender.
