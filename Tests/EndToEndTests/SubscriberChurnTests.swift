@@ -120,7 +120,8 @@ struct SubscriberChurnTests {
         let lines = steadyOutput?.stdoutLines ?? []
         let (delivered, lost) = expectExactAccounting(
             notifications: parseJSONLines(lines).notifications, gaps: parseGapLines(lines), published: total, at: "steady")
-        print("churn storm: \(delivered) delivered, \(lost) counted lost, broker restarts \(restarts)")
+        let gaps = parseGapLines(lines).map { "\($0.cause) \($0.sequences)" }
+        print("churn storm: \(delivered) delivered, \(lost) counted lost, broker restarts \(restarts); gaps \(gaps.prefix(40))")
         for churner in churners { _ = await churner.waitForExit(timeout: .seconds(30)) }
         // The last broker stops in order.
         broker.signal(SIGTERM)
