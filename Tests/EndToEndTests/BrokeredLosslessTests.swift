@@ -62,20 +62,12 @@ struct BrokeredLosslessTests {
             #expect(subscriber.output.completeStdoutLineCount == total, "\(subscriber.describe())")
             #expect(output?.stderrText.contains("printed \(total); lost upstream 0,") == true, "\(subscriber.describe())")
         }
-        broker.signal(SIGTERM)
-        let brokerOutput = await broker.waitForExit()
-        expectExit(brokerOutput, 0, broker)
         // Nobody waited for the stopped one: the broker never held a notification for room.
-        let report = brokerOutput?.stderrText ?? ""
+        let report = await stopBrokerForReport(broker)
         #expect(report.contains("waits for room 0,"), "\(broker.describe())")
         #expect(report.contains("slow subscribers 0 (sent past them 0)"), "\(broker.describe())")
         #expect(report.contains("stalled subscribers disconnected 0"), "\(broker.describe())")
-        // The bound docs/deployment.md gives: idle (under 64 MiB here) + per subscriber behind its
-        // budget + one frame, + per publisher --hwm frames.
-        if let brokerMemory {
-            let bound = 64 * 1_024 + 2 * (64 * 1_024 + 1) + 10_000 * 430 / 1_024
-            #expect(brokerMemory < bound, "broker peak RSS \(brokerMemory) kB, bound \(bound) kB")
-        }
+        expectBrokerMemory(brokerMemory, subscribers: 2, budgetMiB: 64)
     }
 
     @Test("past its budget, a stopped subscriber is disconnected and counts its loss exactly; the other loses nothing")
@@ -114,25 +106,20 @@ struct BrokeredLosslessTests {
         // end-of-stream record (which the broker replays): wait until it reaches the last sequence.
         #expect(
             await stopped.wait(timeout: .seconds(60)) { output in
-                output.stdoutLines.contains { $0.contains("\"sequence\":\(total),") }
-                    || parseGapLines(output.stdoutLines).contains { $0.sequences.upperBound == total }
+                let tail = output.stdoutTailLines()
+                return tail.contains { $0.contains("\"sequence\":\(total),") }
+                    || parseGapLines(tail).contains { $0.sequences.upperBound == total }
             }, "\(stopped.describe())")
         let stoppedOutput = await stopSubscriber(stopped)
         let lines = stoppedOutput?.stdoutLines ?? []
         let (_, lost) = expectExactAccounting(
             notifications: parseJSONLines(lines).notifications, gaps: parseGapLines(lines), published: total, at: "stopped")
         #expect(lost > 0, "the stopped subscriber lost nothing: it was not disconnected")
-        broker.signal(SIGTERM)
-        let brokerOutput = await broker.waitForExit()
-        expectExit(brokerOutput, 0, broker)
-        let report = brokerOutput?.stderrText ?? ""
+        let report = await stopBrokerForReport(broker)
         #expect(report.contains("stalled subscribers disconnected 1,"), "\(broker.describe())")
         // Nothing went past the healthy one: no slow episode.
         #expect(report.contains("slow subscribers 0 (sent past them 0)"), "\(broker.describe())")
-        if let brokerMemory {
-            let bound = 64 * 1_024 + 2 * (8 * 1_024 + 1) + 10_000 * 430 / 1_024
-            #expect(brokerMemory < bound, "broker peak RSS \(brokerMemory) kB, bound \(bound) kB")
-        }
+        expectBrokerMemory(brokerMemory, subscribers: 2, budgetMiB: 8)
     }
 
     @Test("direct topology: a binding publisher's subscriber stopped for a whole burst within its budget loses nothing; the other gets it all meanwhile")
@@ -263,6 +250,25 @@ struct BrokeredLosslessTests {
         let bad = try await children.run("bad", ["bench", "peer-client", "--mode=sub", "--n=0"])
         #expect(bad?.status == 64, "\(String(describing: bad?.stderrText))")
     }
+}
+
+/// Stops the broker with SIGTERM, expects it to exit 0, and returns its stop report (stderr).
+private func stopBrokerForReport(_ broker: Child, sourceLocation: SourceLocation = #_sourceLocation) async -> String {
+    broker.signal(SIGTERM)
+    let output = await broker.waitForExit()
+    expectExit(output, 0, broker, sourceLocation: sourceLocation)
+    return output?.stderrText ?? ""
+}
+
+/// The bound docs/deployment.md gives the broker's resident memory: idle (under 64 MiB here) +
+/// per subscriber behind, its budget (frames of at most 4 KiB) + per publisher, --hwm frames of
+/// about 300 B and libzmq's 128.
+private func expectBrokerMemory(
+    _ kilobytes: Int?, subscribers: Int, budgetMiB: Int, sourceLocation: SourceLocation = #_sourceLocation
+) {
+    guard let kilobytes else { return }
+    let bound = 64 * 1_024 + subscribers * budgetMiB * 1_024 + 10_000 * 430 / 1_024
+    #expect(kilobytes < bound, "broker peak RSS \(kilobytes) kB, bound \(bound) kB", sourceLocation: sourceLocation)
 }
 
 /// Where stress-ng is, if installed (`make deps` installs it as root).

@@ -76,6 +76,16 @@ struct ChildOutput: Sendable {
     /// Exited and both pipes read to the end.
     var finished: Bool { terminated && stdoutClosed && stderrClosed }
     var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    /// The complete lines among the last `bytes` bytes of stdout, for a wait's condition: a
+    /// condition is evaluated at every read, and one that split the whole output (150,000 lines)
+    /// each time made the reader so slow that the child blocked on its stdout.
+    func stdoutTailLines(bytes: Int = 16_384) -> [String] {
+        let tail = stdout.suffix(bytes)
+        var lines = String(decoding: tail, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        lines.removeLast()  // the partial line after the last newline (empty when there is none)
+        if stdout.count > bytes, !lines.isEmpty { lines.removeFirst() }  // cut at the front
+        return lines
+    }
     var stderrText: String { String(decoding: stderr, as: UTF8.self) }
     /// Complete lines of stdout (a trailing partial line is left out).
     var stdoutLines: [String] {

@@ -113,8 +113,9 @@ struct SubscriberChurnTests {
         // Every notification is accounted for: the last one arrived, or a gap reaching it was counted.
         #expect(
             await steady.wait(timeout: .seconds(60)) { output in
-                output.stdoutLines.suffix(50).contains { $0.contains("\"sequence\":\(total),") }
-                    || parseGapLines(Array(output.stdoutLines.suffix(50))).contains { $0.sequences.upperBound == total }
+                let tail = output.stdoutTailLines()
+                return tail.contains { $0.contains("\"sequence\":\(total),") }
+                    || parseGapLines(tail).contains { $0.sequences.upperBound == total }
             }, "\(steady.describe())\n\(broker.describe())\nrestarts \(restarts)")
         let steadyOutput = await stopSubscriber(steady)
         let lines = steadyOutput?.stdoutLines ?? []
