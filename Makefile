@@ -25,8 +25,7 @@ help:
 
 # Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
 # and, as root, iproute2 (ip, tc) for the multi-host test, prometheus (promtool checks /metrics),
-# systemd (systemd-analyze verifies docs/nbus-broker.service), curl (the docs' snippets), stress-ng (the
-# loaded-machine test keeps both cores busy with it) and chromium,
+# systemd (systemd-analyze verifies docs/nbus-broker.service), curl (the docs' snippets) and chromium,
 # the headless browser the report's rendering test opens it in; without them those tests skip.
 deps:
 	@missing=""; \
@@ -38,7 +37,6 @@ deps:
 	if [ "$$(id -u)" -eq 0 ] && ! command -v promtool >/dev/null 2>&1; then missing="$$missing prometheus"; fi; \
 	if [ "$$(id -u)" -eq 0 ] && ! command -v systemd-analyze >/dev/null 2>&1; then missing="$$missing systemd"; fi; \
 	if [ "$$(id -u)" -eq 0 ] && ! command -v curl >/dev/null 2>&1; then missing="$$missing curl"; fi; \
-	if [ "$$(id -u)" -eq 0 ] && ! command -v stress-ng >/dev/null 2>&1; then missing="$$missing stress-ng"; fi; \
 	if ! command -v chromium >/dev/null 2>&1; then \
 	  if [ "$$(id -u)" -eq 0 ]; then missing="$$missing chromium"; \
 	  else echo "note: chromium is not installed: the report's rendering test will skip (as root: apt-get install -y chromium)" >&2; fi; \
