@@ -121,10 +121,10 @@ struct SlowSubscriberStateMachineTests {
 struct SubscriberQueueBudgetTests {
     let overhead = SubscriberQueueBudget.messageOverhead
 
-    @Test("the mark is the budget over a nominal 4 KiB frame and the overhead, set once")
+    @Test("the mark is the budget over a nominal 2 KiB frame (half a batch) and the overhead, set once")
     func markFromTheBudget() {
-        #expect(SubscriberQueueBudget.nominalFrame == WireFormat.defaultMaximumBatchFrame)
-        #expect(SubscriberQueueBudget.mark(budget: 64 << 20, fixedMark: 10_000) == Int32((64 << 20) / (4_096 + overhead)))
+        #expect(SubscriberQueueBudget.nominalFrame == WireFormat.defaultMaximumBatchFrame / 2)
+        #expect(SubscriberQueueBudget.mark(budget: 64 << 20, fixedMark: 10_000) == 30_840)
         // No budget: the mark in messages.
         #expect(SubscriberQueueBudget.mark(budget: 0, fixedMark: 10_000) == 10_000)
     }

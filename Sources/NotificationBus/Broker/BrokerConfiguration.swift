@@ -37,10 +37,11 @@ public struct BrokerConfiguration: Sendable {
     /// can be named, sends past the full ones as before.
     ///
     /// libzmq counts its queues in messages, so the broker turns the budget into a per-subscriber
-    /// high-water mark once, at start: the budget over a 4 KiB frame (the publishers' batch frame)
-    /// plus libzmq's 128 bytes per message (`SubscriberQueueBudget`, which says why the mark never
-    /// changes on a running socket). Frames up to 4 KiB keep a subscriber's queue within the
-    /// budget; larger ones can take it past, up to mark × their size, which `memoryLimit` bounds
+    /// high-water mark once, at start: the budget over a 2 KiB frame (half the publishers' 4 KiB
+    /// batch frame) plus libzmq's 128 bytes per message (`SubscriberQueueBudget`, which says why
+    /// the mark never changes on a running socket). Frames averaging 2 KiB keep a subscriber's
+    /// queue within the budget, full 4 KiB batches within twice it; larger frames can take it
+    /// further, up to mark × their size, which `memoryLimit` bounds
     /// (docs/deployment.md gives the resident-memory formula). Zero: no budget, the queue bounded
     /// by `highWaterMark` messages as before this setting.
     public var subscriberBudget: Int = BrokerConfiguration.defaultSubscriberBudget
