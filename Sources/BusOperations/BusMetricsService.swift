@@ -63,6 +63,11 @@ extension BusMetricsService {
         "nbus_bus_rejected_batch_notifications_total": "Notifications in batch frames rejected whole as malformed.",
         "nbus_bus_unmatched_total": "Received notifications no subscription of this bus matched.",
         "nbus_bus_lost_upstream_total": "Notifications lost before this bus (sequence gaps per publisher and name).",
+        "nbus_bus_duplicates_discarded_total":
+            "Notifications discarded as copies of ones already had (several brokers bring each one; replays).",
+        "nbus_bus_path_drops_total":
+            "Notifications one of several brokers did not get because it refused sends past the path stall limit.",
+        "nbus_bus_paths_parked_total": "Times a publisher with several brokers gave up on one for a while.",
         "nbus_bus_end_of_stream_records_total": "End-of-stream records received from closing publishers.",
         "nbus_bus_unknown_control_messages_total": "Control messages (_nbus.) this bus does not know.",
         "nbus_bus_malformed_end_of_stream_records_total": "End-of-stream records whose payload was malformed.",
@@ -124,6 +129,9 @@ final class BusMetricsSampler: Sendable {
             (counter("rejected_batch_notifications"), { @Sendable s in s.rejectedBatchNotifications }),
             (counter("unmatched"), { @Sendable s in s.unmatched }),
             (counter("lost_upstream"), { @Sendable s in s.lostUpstream }),
+            (counter("duplicates_discarded"), { @Sendable s in s.duplicatesDiscarded }),
+            (counter("path_drops"), { @Sendable s in s.pathDrops }),
+            (counter("paths_parked"), { @Sendable s in s.pathsParked }),
             (counter("end_of_stream_records"), { @Sendable s in s.endOfStreamRecords }),
             (counter("unknown_control_messages"), { @Sendable s in s.unknownControlMessages }),
             (counter("malformed_end_of_stream_records"), { @Sendable s in s.malformedEndOfStreamRecords }),

@@ -277,6 +277,21 @@ public enum EnvelopeCodec {
         return try result.get()
     }
 
+    /// The publisher id and sequence number of a single-notification frame (version 1) whose
+    /// name is `nameLength` bytes, read from the fixed header without decoding the rest; nil for
+    /// any other frame, or one too short to hold them. For telling a duplicate (NBP-1 §17)
+    /// before paying for a decode: the frame is still checked by the decode if it is not one.
+    @inlinable
+    public static func peekStream(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> (publisherID: UInt64, sequence: UInt64)? {
+        let start = nameLength + 1
+        guard nameLength >= 0, frame.count >= start + WireFormat.fixedHeaderSize,
+            frame[start + WireFormat.FixedHeaderOffset.version] == WireFormat.version
+        else { return nil }
+        let publisherID = UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: start + WireFormat.FixedHeaderOffset.publisherID, as: UInt64.self))
+        let sequence = UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: start + WireFormat.FixedHeaderOffset.sequence, as: UInt64.self))
+        return (publisherID, sequence)
+    }
+
     /// Where the name ends in `frame`, or the reason it has no valid name; cheap, for filtering
     /// before a full decode. The name is `frame[0..<nameLength]`.
     public static func nameLength(in frame: UnsafeRawBufferPointer) throws(RejectionReason) -> Int {

@@ -42,7 +42,8 @@ public final class Bus: Sendable {
         endpoints = sockets.resolvedEndpoints
         // Posting threads send themselves while the loop sleeps, except looped back: local
         // subscriptions get their posts from the loop.
-        let direct = sockets.loopback ? nil : sockets.publisher.map(DirectPublisher.init)
+        // Not with several brokers: the loop sends every post to each of them (NBP-1 §17).
+        let direct = sockets.loopback || sockets.publishers.count != 1 ? nil : sockets.publisher.map(DirectPublisher.init)
         let core = BusCore(
             wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
             idleSpinNanoseconds: configuration.idleSpinInNanoseconds, directPublisher: direct)

@@ -199,6 +199,37 @@ public struct BusConfiguration: Sendable {
         set { heartbeatTimeout = .milliseconds(newValue) }
     }
 
+    /// With several brokers (`publish` connects to more than one endpoint): how long one of them
+    /// may refuse what this publisher sends (frozen, or its host gone without a reset) before the
+    /// publisher stops waiting for it and sends on through the others. What that broker misses
+    /// meanwhile is counted in `BusStats.pathDrops` (its subscribers get it through the others);
+    /// it is sent to again as soon as it takes sends. Never the last broker still taking sends:
+    /// that one is waited for as with one broker (`sendStallLimit`). Zero to 10 minutes.
+    public var pathStallLimit: Duration = BusConfiguration.defaultPathStallLimit
+    /// `pathStallLimit` unless set: 2 s.
+    public static let defaultPathStallLimit: Duration = .seconds(2)
+    /// With several brokers (`subscribe` connects to more than one endpoint): how long a
+    /// notification that arrived past a hole is held back while another broker, still connected
+    /// and behind, may bring what is missing (NBP-1 §17). A hole no connected broker can fill is a
+    /// gap at once. Zero to 10 minutes.
+    public var pathGapTimeout: Duration = BusConfiguration.defaultPathGapTimeout
+    /// `pathGapTimeout` unless set: 2 s.
+    public static let defaultPathGapTimeout: Duration = .seconds(2)
+
+    /// The publishing sockets: one per broker when every `publish` attachment connects and there
+    /// are several (NBP-1 §17: each broker gets every notification, and one that stalls is given
+    /// up on alone); otherwise one socket for every attachment.
+    var publisherPaths: Int {
+        publish.count > 1 && publishesToBrokersOnly ? publish.count : 1
+    }
+
+    /// The subscribing sockets: one per endpoint when every `subscribe` attachment connects and
+    /// there are several, so the bus knows which path brought what and discards the later copies
+    /// (NBP-1 §17); otherwise one socket for every attachment.
+    var subscriberPaths: Int {
+        subscribe.count > 1 && subscribe.allSatisfy({ !$0.isBind }) && !deliversToItself ? subscribe.count : 1
+    }
+
     /// The longest heartbeat interval or timeout (the range ZMTP heartbeats took, kept for compatibility).
     public static let maximumHeartbeat: Duration = .milliseconds(6_553_000)
 
@@ -233,6 +264,15 @@ public struct BusConfiguration: Sendable {
         try check(
             sendStallLimit == .zero || (sendStallLimit >= .milliseconds(1) && sendStallLimit <= Self.maximumSendStallLimit),
             "sendStallLimit must be zero (no limit) or 1 ms to \(Self.maximumSendStallLimit), not \(sendStallLimit)")
+        try check(
+            pathStallLimit >= .zero && pathStallLimit <= .seconds(600),
+            "pathStallLimit must be zero to 10 minutes, not \(pathStallLimit)")
+        try check(
+            pathGapTimeout >= .zero && pathGapTimeout <= .seconds(600),
+            "pathGapTimeout must be zero to 10 minutes, not \(pathGapTimeout)")
+        try check(
+            publish.count <= 64 && subscribe.count <= 64,
+            "at most 64 endpoints to publish to and 64 to subscribe from, not \(publish.count) and \(subscribe.count)")
         try check(
             heartbeatTimeout >= .zero && heartbeatTimeout <= Self.maximumHeartbeat,
             "heartbeatTimeout must be zero to \(Self.maximumHeartbeat), not \(heartbeatTimeout)")
@@ -290,6 +330,16 @@ public struct BusConfiguration: Sendable {
     /// Brokered: posts go to the broker's frontend, subscriptions come from its backend.
     public static func brokered(frontend: String, backend: String) -> BusConfiguration {
         BusConfiguration(publish: [.connect(frontend)], subscribe: [.connect(backend)])
+    }
+
+    /// Brokered through several brokers at once, for no single point of failure (NBP-1 §17):
+    /// every post goes to every broker's frontend (`frontends`), subscriptions come from every
+    /// broker's backend (`backends`), and a subscriber hands on the first copy of each
+    /// notification and discards the rest. A broker's death then loses nothing while another
+    /// is up. `frontends[i]` and `backends[i]` are one broker's; a publisher may pass only
+    /// frontends and a subscriber only backends.
+    public static func brokered(frontends: [String], backends: [String]) -> BusConfiguration {
+        BusConfiguration(publish: frontends.map(Attachment.connect), subscribe: backends.map(Attachment.connect))
     }
 }
 

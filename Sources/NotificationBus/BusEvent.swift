@@ -121,6 +121,18 @@ public struct BusStats: Hashable, Sendable {
     public var unknownControlMessages: UInt64 = 0
     /// Notifications lost upstream, summed over (publisher, name) streams.
     public var lostUpstream: UInt64 = 0
+    /// Notifications discarded because this bus had them already: the later copies of a bus
+    /// connected to several brokers (each brings every notification, NBP-1 §17), a peer that
+    /// replayed sequence numbers, or, at a stream's start, an older one a slower path brought
+    /// after a newer one was delivered. Never delivered, never a loss.
+    public var duplicatesDiscarded: UInt64 = 0
+    /// Publisher with several brokers: notifications not sent to one of them because it refused
+    /// them for longer than `BusConfiguration.pathStallLimit` (summed over brokers; the others
+    /// still carried them, so subscribers lose nothing while one path is up).
+    public var pathDrops: UInt64 = 0
+    /// Publisher with several brokers: times a broker was given up on for a while (it refused
+    /// sends for `pathStallLimit`); it is used again as soon as it takes sends.
+    public var pathsParked: UInt64 = 0
     /// End-of-stream records received from closing publishers.
     public var endOfStreamRecords: UInt64 = 0
     /// End-of-stream records whose payload broke off at a malformed entry: the entries before it

@@ -94,8 +94,30 @@ struct BusReceiver {
     /// so a run from one stream (the common case) costs no hashing. `spillCachedStream()` puts
     /// it back before anything reads the table.
     private var cachedStream: (key: StreamKey, last: UInt64)?
-    /// Receive-side counters (`framesReceived`, `unmatched`, `lostUpstream`, `endOfStreamRecords`, `rejected`).
+    /// Receive-side counters (`framesReceived`, `unmatched`, `lostUpstream`, `endOfStreamRecords`,
+    /// `duplicatesDiscarded`, `rejected`).
     private(set) var counters = BusStats()
+    /// The subscriber's paths: one per connected broker (NBP-1 §17), 1 for every other shape.
+    /// With one path, `lastSequence` and `cachedStream` track streams; with more, `merged` does.
+    let pathCount: Int
+    /// How long a hole one path left is waited for while another can still fill it (ns).
+    let gapTimeout: UInt64
+    /// A bit per path whose connection is up (every path until its monitor says otherwise).
+    private(set) var connectedPaths: UInt64
+    /// With several paths: every tracked stream, merged over the paths, and when last heard.
+    private var merged: [StreamKey: MergedStream] = [:]
+    /// Streams of `merged` holding notifications back or awaiting a tail (their deadlines matter).
+    private var waitingStreams: Set<StreamKey> = []
+    /// Streams of `merged` whose end-of-stream record came while a path may still bring copies.
+    private var endedStreams: Set<StreamKey> = []
+    /// The path the frames being read come from, and when the read began (monotonic ns).
+    private var currentPath = 0
+    private var now: UInt64 = 0
+
+    struct MergedStream {
+        var merge: PathMergeStateMachine<BusNotification>
+        var heard: UInt64
+    }
     /// Readiness tokens echoed by publishers (name bytes), for the I/O thread to resolve.
     var readyTokens: [[UInt8]] = []
     /// Publishers whose final end-of-stream record arrived and must be acknowledged upstream.
@@ -108,11 +130,15 @@ struct BusReceiver {
 
     init(
         maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount,
-        maximumTrackedStreams: Int = BusConfiguration.defaultMaximumTrackedStreams
+        maximumTrackedStreams: Int = BusConfiguration.defaultMaximumTrackedStreams,
+        paths: Int = 1, gapTimeout: Duration = BusConfiguration.defaultPathGapTimeout
     ) {
         self.maximumPayload = maximumPayload
         self.maximumHeaderCount = maximumHeaderCount
         self.maximumTrackedStreams = max(2, maximumTrackedStreams)
+        pathCount = min(64, max(1, paths))
+        self.gapTimeout = Timestamps.boundedNanoseconds(gapTimeout)
+        connectedPaths = pathCount == 64 ? .max : (1 << UInt64(pathCount)) - 1
     }
 
     // MARK: Subscriptions
@@ -128,6 +154,11 @@ struct BusReceiver {
         let route = routes.remove(at: index)
         spillCachedStream()
         lastSequence = lastSequence.filter { key, _ in routes.contains { $0.pattern.matches(key.name) } }
+        if !merged.isEmpty {
+            merged = merged.filter { key, _ in routes.contains { $0.pattern.matches(key.name) } }
+            waitingStreams = waitingStreams.filter { merged[$0] != nil }
+            endedStreams = endedStreams.filter { merged[$0] != nil }
+        }
         return route.storage
     }
 
@@ -146,7 +177,9 @@ struct BusReceiver {
     /// Reads up to `limit` frames without waiting; returns how many were read (fewer when none
     /// is waiting: would-block ends the read, it is not an error). Other socket errors are thrown;
     /// what was read before stays in the subscriptions' batches for `flush()`.
-    mutating func read(from socket: Socket, limit: Int) throws(ZMQError) -> Int {
+    mutating func read(from socket: Socket, path: Int = 0, limit: Int) throws(ZMQError) -> Int {
+        currentPath = path
+        if pathCount > 1 { now = Timestamps.monotonicNanoseconds() }
         var count = 0
         while count < limit {
             let isMultipart: Bool
@@ -246,6 +279,13 @@ struct BusReceiver {
                 frame, nameLength: nameLength, knownName: knownName, matched: matchedFirst...matchedLast,
                 exactIndex: exactIndex)
         }
+        if pathCount > 1, let knownName, let (publisherID, sequence) = EnvelopeCodec.peekStream(frame, nameLength: nameLength),
+            merged[StreamKey(publisherID: publisherID, name: knownName)]?.merge.isDuplicate(sequence) == true
+        {
+            // A copy another path brought first: discarded before it costs a decode.
+            counters.duplicatesDiscarded += 1
+            return false
+        }
         let notification: BusNotification
         do {
             notification = try EnvelopeCodec.decode(
@@ -255,7 +295,18 @@ struct BusReceiver {
             counters.rejected[error, default: 0] += 1
             return false
         }
-        let gap = trackSequence(publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence)
+        if pathCount > 1 {
+            let targets = targets(in: matchedFirst...matchedLast, frame: frame, nameBytes: nameBytes, exactIndex: exactIndex)
+            return merge(notification, targets: targets)
+        }
+        let gap: Gap?
+        switch trackSequence(publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence) {
+        case .inOrder: gap = nil
+        case .gap(let found): gap = found
+        case .duplicate:
+            counters.duplicatesDiscarded += 1
+            return false
+        }
         if matchedFirst < matchedLast {
             for index in matchedFirst..<matchedLast
             where index == exactIndex || frame.hasPrefix(routes[index].prefix)
@@ -294,16 +345,21 @@ struct BusReceiver {
         }
         let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
         // The routes this name matches (the same for every record: one name).
-        var targets: [Int] = []
-        for index in matched
-        where index == exactIndex || frame.hasPrefix(routes[index].prefix)
-            && (routes[index].isExact || routes[index].pattern.matches(nameBytes: nameBytes))
-        {
-            targets.append(index)
+        let targets = targets(in: matched, frame: frame, nameBytes: nameBytes, exactIndex: exactIndex)
+        if pathCount > 1 {
+            var any = false
+            for notification in notifications where merge(notification, targets: targets) { any = true }
+            return any
         }
         for notification in notifications {
-            let gap = trackSequence(
-                publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence)
+            let gap: Gap?
+            switch trackSequence(publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence) {
+            case .inOrder: gap = nil
+            case .gap(let found): gap = found
+            case .duplicate:
+                counters.duplicatesDiscarded += 1
+                continue
+            }
             for index in targets {
                 if let gap { routes[index].batch.append(gap: gap) }
                 routes[index].batch.append(notification: notification)
@@ -312,9 +368,30 @@ struct BusReceiver {
         return true
     }
 
-    /// NBP/1 gap detection per (publisher, name): the first message of a stream is never a loss;
-    /// a jump forward is; a repeat or step back is delivered and leaves tracking where it was.
-    private mutating func trackSequence(publisherID: UInt64, name: NotificationName, sequence: UInt64) -> Gap? {
+    /// The routes in `matched` whose pattern matches the frame's name.
+    private func targets(in matched: ClosedRange<Int>, frame: UnsafeRawBufferPointer, nameBytes: UnsafeRawBufferPointer, exactIndex: Int) -> [Int] {
+        var targets: [Int] = []
+        for index in matched
+        where index == exactIndex || frame.hasPrefix(routes[index].prefix)
+            && (routes[index].isExact || routes[index].pattern.matches(nameBytes: nameBytes))
+        {
+            targets.append(index)
+        }
+        return targets
+    }
+
+    /// What one notification's sequence number says about its stream (one path).
+    enum Tracking {
+        case inOrder
+        case gap(Gap)
+        /// At or below what the stream already brought: a repeat, never delivered (NBP-1 §8).
+        case duplicate
+    }
+
+    /// NBP/1 gap detection per (publisher, name), one path: the first message of a stream is
+    /// never a loss; a jump forward is; a repeat or step back is a duplicate, discarded and
+    /// counted (a peer replaying a stream must not make this bus deliver it twice).
+    private mutating func trackSequence(publisherID: UInt64, name: NotificationName, sequence: UInt64) -> Tracking {
         let last: UInt64
         if let cached = cachedStream, cached.key.publisherID == publisherID, cached.key.name == name {
             last = cached.last
@@ -323,19 +400,142 @@ struct BusReceiver {
             let key = StreamKey(publisherID: publisherID, name: name)
             guard let tracked = lastSequence.removeValue(forKey: key) else {
                 cachedStream = (key, sequence)
-                return nil
+                return .inOrder
             }
             cachedStream = (key, tracked.last)
             last = tracked.last
         }
-        guard sequence > last else { return nil }
+        guard sequence > last else { return .duplicate }
         cachedStream?.last = sequence
-        guard sequence > last + 1 else { return nil }
+        guard sequence > last + 1 else { return .inOrder }
         let count = sequence - last - 1
         counters.lostUpstream += count
-        return Gap(
-            cause: .lostUpstream, count: count, name: name, publisherID: publisherID,
-            sequences: (last + 1)...(sequence - 1))
+        return .gap(
+            Gap(
+                cause: .lostUpstream, count: count, name: name, publisherID: publisherID,
+                sequences: (last + 1)...(sequence - 1)))
+    }
+
+    // MARK: Several paths
+
+    /// Several paths: hands `notification` to its stream's `PathMergeStateMachine` and carries
+    /// out what it says for the routes in `targets`. Returns whether anything was delivered.
+    private mutating func merge(_ notification: BusNotification, targets: [Int]) -> Bool {
+        let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
+        if merged[key] == nil && merged.count >= maximumTrackedStreams { forgetStalestMergedStreams() }
+        let heard = counters.framesReceived
+        let (pathCount, path, now, connected, gapTimeout) = (self.pathCount, currentPath, self.now, connectedPaths, self.gapTimeout)
+        var wasWaiting = false
+        var isWaiting = false
+        let disposition = modify(&merged[key, default: MergedStream(merge: PathMergeStateMachine(paths: pathCount), heard: heard)]) { stream in
+            stream.heard = heard
+            wasWaiting = stream.merge.isWaiting
+            let disposition = stream.merge.received(
+                notification, sequence: notification.sequence, path: path, now: now, connected: connected, gapTimeout: gapTimeout)
+            isWaiting = stream.merge.isWaiting
+            return disposition
+        }
+        if wasWaiting != isWaiting {
+            if isWaiting { waitingStreams.insert(key) } else { waitingStreams.remove(key) }
+        }
+        switch disposition {
+        case .deliver(let notification):
+            for index in targets { routes[index].batch.append(notification: notification) }
+            return true
+        case .duplicate:
+            counters.duplicatesDiscarded += 1
+            return false
+        case .held:
+            return false
+        case .steps(let steps):
+            apply(steps, key: key)
+            return true
+        }
+    }
+
+    private func modify<Value, Result>(_ value: inout Value, _ body: (inout Value) -> Result) -> Result { body(&value) }
+
+    /// Delivers a merge's steps to every route matching the stream's name, gaps counted.
+    private mutating func apply(_ steps: [PathMergeStateMachine<BusNotification>.Step], key: StreamKey) {
+        guard !steps.isEmpty else { return }
+        let targets = routes.indices.filter { routes[$0].pattern.matches(key.name) }
+        for step in steps {
+            switch step {
+            case .deliver(let notification):
+                for index in targets { routes[index].batch.append(notification: notification) }
+            case .gap(let range):
+                let gap = Gap(
+                    cause: .lostUpstream, count: range.upperBound - range.lowerBound + 1, name: key.name,
+                    publisherID: key.publisherID, sequences: range)
+                counters.lostUpstream += gap.count
+                for index in targets { routes[index].batch.append(gap: gap) }
+            }
+        }
+    }
+
+    /// A path's connection came up or went down (its socket monitor said so). A path that went
+    /// down can bring nothing more: holes only it could fill are declared now.
+    mutating func setPath(_ path: Int, connected: Bool, now: UInt64) {
+        guard path >= 0 && path < pathCount else { return }
+        let bit: UInt64 = 1 << UInt64(path)
+        let before = connectedPaths
+        connectedPaths = connected ? connectedPaths | bit : connectedPaths & ~bit
+        guard connectedPaths != before, !connected else { return }
+        settleMergedStreams(now: now, all: true)
+    }
+
+    /// When the earliest wait for a hole ends (monotonic ns), if any stream is waiting.
+    var nextGapDeadline: UInt64? {
+        waitingStreams.compactMap { merged[$0]?.merge.deadline(gapTimeout: gapTimeout) }.min()
+    }
+
+    /// Declares the holes whose wait ended by `now` (the loop calls it every round while any
+    /// stream waits). `all`: every waiting stream is looked at, for a path that went down.
+    mutating func settleMergedStreams(now: UInt64, all: Bool = false) {
+        guard !waitingStreams.isEmpty || (all && !endedStreams.isEmpty) else { return }
+        for key in waitingStreams {
+            guard var stream = merged[key] else { continue }
+            if !all, let deadline = stream.merge.deadline(gapTimeout: gapTimeout), deadline > now { continue }
+            let steps = stream.merge.settle(now: now, connected: connectedPaths, gapTimeout: gapTimeout)
+            merged[key] = stream
+            apply(steps, key: key)
+            if !stream.merge.isWaiting { waitingStreams.remove(key) }
+        }
+        for key in endedStreams where merged[key]?.merge.isFinished(connected: connectedPaths) ?? true {
+            merged[key] = nil
+            endedStreams.remove(key)
+            waitingStreams.remove(key)
+        }
+    }
+
+    /// Several paths: an end-of-stream entry for one stream arrived on the current path.
+    private mutating func mergeEndOfStream(key: StreamKey, last: UInt64) -> Bool {
+        guard var stream = merged[key] else { return false }
+        let steps = stream.merge.endOfStream(
+            last: last, path: currentPath, now: now, connected: connectedPaths, gapTimeout: gapTimeout)
+        apply(steps, key: key)
+        if stream.merge.isFinished(connected: connectedPaths) {
+            merged[key] = nil
+            waitingStreams.remove(key)
+            endedStreams.remove(key)
+        } else {
+            merged[key] = stream
+            endedStreams.insert(key)
+            if stream.merge.isWaiting { waitingStreams.insert(key) } else { waitingStreams.remove(key) }
+        }
+        return steps.contains { if case .gap = $0 { true } else { false } }
+    }
+
+    /// `forgetStalestStreams` for the merged table.
+    private mutating func forgetStalestMergedStreams() {
+        let count = max(1, maximumTrackedStreams / 10)
+        let stalest = merged.sorted { $0.value.heard < $1.value.heard }.prefix(count)
+        for entry in stalest {
+            merged.removeValue(forKey: entry.key)
+            waitingStreams.remove(entry.key)
+            endedStreams.remove(entry.key)
+        }
+        counters.streamsForgotten += UInt64(stalest.count)
     }
 
     /// A publisher closed: every stream of it whose last sequence is beyond what arrived here
@@ -355,8 +555,13 @@ struct BusReceiver {
         // The entries before a malformed one apply (NBP-1 §15.1); the rest is lost to this
         // receiver, which says so by counting the record.
         if malformed { counters.malformedEndOfStreamRecords += 1 }
+        if pathCount > 1 { now = Timestamps.monotonicNanoseconds() }
         for (name, last) in entries {
             let key = StreamKey(publisherID: notification.publisherID, name: name)
+            if pathCount > 1 {
+                if mergeEndOfStream(key: key, last: last) { anyGap = true }
+                continue
+            }
             guard let tracked = lastSequence.removeValue(forKey: key)?.last, last > tracked else { continue }
             let gap = Gap(
                 cause: .lostUpstream, count: last - tracked, name: name, publisherID: notification.publisherID,
@@ -390,7 +595,7 @@ struct BusReceiver {
     }
 
     /// Streams tracked now, the cached one included.
-    var trackedStreams: Int { lastSequence.count + (cachedStream == nil ? 0 : 1) }
+    var trackedStreams: Int { lastSequence.count + merged.count + (cachedStream == nil ? 0 : 1) }
 
     // MARK: Handing over
 

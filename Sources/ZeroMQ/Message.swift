@@ -125,6 +125,13 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
         return unsent
     }
 
+    /// Counts the messages before `index` as sent without sending them (nor closing them:
+    /// `removeAll` does): for a batch whose messages went out as copies (`Socket.sendCopies`).
+    public mutating func markSent(upTo index: Int) {
+        precondition(index >= sentCount && index <= count, "message index out of range")
+        sentCount = index
+    }
+
     /// Marks the next unsent message as given up (counted by the caller) without sending it.
     public mutating func skipNext() {
         guard sentCount < count else { return }
@@ -172,6 +179,35 @@ extension Socket {
             batch.sentCount += 1
         }
         return batch.sentCount - start
+    }
+
+    /// Sends copies of the batch's messages from `start` in order until one is refused: returns
+    /// how many went. The batch keeps its messages (one batch goes to several sockets this way):
+    /// `zmq_msg_copy` shares a message's bytes by reference count, so a copy costs no copy of
+    /// the bytes beyond ZeroMQ's smallest messages. A refusal (`wouldBlock`) stops the sending;
+    /// any other error is thrown, the messages before it sent.
+    public func sendCopies(of batch: borrowing MessageBatch, from start: Int, mode: BlockingMode = .dontWait) throws(ZMQError) -> Int {
+        let flags: Int32 = mode == .dontWait ? ZMQ_DONTWAIT : 0
+        var index = start
+        var copy = zmq_msg_t()
+        while index < batch.count {
+            zmq_msg_init(&copy)
+            if zmq_msg_copy(&copy, batch.storage + index) == -1 {
+                let error = ZMQError(code: zmq_errno(), operation: "zmq_msg_copy")
+                zmq_msg_close(&copy)
+                throw error
+            }
+            var result = zmq_msg_send(&copy, handle, flags)
+            while result == -1 && zmq_errno() == czmq_eintr() { result = zmq_msg_send(&copy, handle, flags) }
+            if result == -1 {
+                let error = ZMQError(code: zmq_errno(), operation: "zmq_msg_send")
+                zmq_msg_close(&copy)
+                if error.kind == .wouldBlock { break }
+                throw error
+            }
+            index += 1
+        }
+        return index - start
     }
 
     /// Sends `message` if the socket takes it now, without copying its bytes: true when sent (the

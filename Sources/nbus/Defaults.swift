@@ -14,7 +14,11 @@ struct EndpointOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Bind this endpoint (direct topology: others connect here). Repeatable.", valueName: "endpoint"))
     var bind: [String] = []
 
-    @Option(name: .long, help: ArgumentHelp("Connect to this endpoint (a broker, or a binding peer). Repeatable.", valueName: "endpoint"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Connect to this endpoint (a broker, or a binding peer). Repeatable: several brokers are one bus with no single point of failure (every notification goes through each; a subscriber keeps the first copy).",
+            valueName: "endpoint"))
     var connect: [String] = []
 
     /// Refuses endpoints libzmq would take wrongly (a tcp port above 65535 wraps around) or that

@@ -502,6 +502,9 @@ struct PublishService: Service {
         if command.lines { summary += ", skipped \(skipped) malformed or unsendable line(s)" }
         // Posts no subscription covered were never sent (filtered at this publisher).
         if stats.unwanted > 0 { summary += ", unwanted \(stats.unwanted) (no subscriber)" }
+        if stats.pathsParked > 0 {
+            summary += "; a broker refused sends \(stats.pathsParked) time(s): \(stats.pathDrops) notification(s) went through the others only"
+        }
         if stats.endOfStreamUnacknowledged > 0 {
             summary += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
         }

@@ -183,10 +183,11 @@ struct Subscribe: AsyncParsableCommand {
         let logger = CommandLog.logger("subscribe")
         let summary = "printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
             + "rejected malformed \(bus.rejectedTotal)\(batchNote(bus))\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))"
+            + (bus.duplicatesDiscarded > 0 ? ", duplicates discarded \(bus.duplicatesDiscarded)" : "")
         logger.info(
             "\(summary)",
             metadata: ["printed": "\(printed)", "lostUpstream": "\(lost)", "droppedLocally": "\(dropped)",
-                "rejected": "\(bus.rejectedTotal)"])
+                "rejected": "\(bus.rejectedTotal)", "duplicatesDiscarded": "\(bus.duplicatesDiscarded)"])
         guard stats else { return }
         for (pattern, stats) in perPattern { logger.info("\(pattern): \(stats)") }
         logger.info(

@@ -313,11 +313,13 @@ final class Children: Sendable {
     /// Starts `nbus broker` on `f.sock`/`b.sock` in the temp folder and waits for its banner (it
     /// listens then); records an issue and throws when it does not come.
     func startBroker(
-        _ extraArguments: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
+        _ extraArguments: [String] = [], name: String = "broker", sourceLocation: SourceLocation = #_sourceLocation
     ) async throws -> (broker: Child, frontend: String, backend: String) {
-        let frontend = folder.ipc("f.sock")
-        let backend = folder.ipc("b.sock")
-        let broker = try start("broker", ["broker", "--frontend", frontend, "--backend", backend] + extraArguments)
+        // One pair of sockets per broker name: a restarted broker takes its old endpoints again.
+        let suffix = name == "broker" ? "" : "-\(name)"
+        let frontend = folder.ipc("f\(suffix).sock")
+        let backend = folder.ipc("b\(suffix).sock")
+        let broker = try start(name, ["broker", "--frontend", frontend, "--backend", backend] + extraArguments)
         try #require(
             await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())",
             sourceLocation: sourceLocation)

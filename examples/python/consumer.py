@@ -13,7 +13,9 @@ prints one line per notification on stdout. Malformed messages are dropped and
 counted by reason; sequence numbers are tracked per (publisher id, name) and a
 gap is printed in-band and counted as lost upstream (section 8). It also
 listens for NotificationBus end-of-stream records (``_nbus.eos.<publisher>``,
-section 15), so a lost tail of a Swift publisher is counted too.
+section 15), so a lost tail of a Swift publisher is counted too. With several
+--connect endpoints (one bus through several brokers, section 17) it keeps one
+socket per broker and prints the first copy of each notification, in order.
 
 The summary goes to stderr when it stops: after --count notifications, after
 --timeout seconds (exit 1 if --count was not reached), or on SIGINT/SIGTERM.
@@ -54,6 +56,9 @@ def parse_args(argv):
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
     p.add_argument("--max-payload", type=int, default=nbp.DEFAULT_MAX_PAYLOAD, metavar="BYTES",
                    help=f"largest payload accepted (default {nbp.DEFAULT_MAX_PAYLOAD})")
+    p.add_argument("--gap-wait", type=float, default=2.0, metavar="SECONDS",
+                   help="with several --connect (brokers): how long a hole one broker left is held for the "
+                        "others to fill (default 2)")
     p.add_argument("--connect", action="append", default=[], metavar="ENDPOINT",
                    help=f"connect to ENDPOINT, repeatable (default {DEFAULT_BACKEND}, the broker backend)")
     p.add_argument("--bind", action="append", default=[], metavar="ENDPOINT",
@@ -73,7 +78,8 @@ def parse_args(argv):
 
 
 class Streams:
-    """Last sequence per (publisher id, name): gap detection of NBP-1 section 8."""
+    """Last sequence per (publisher id, name): gap detection of NBP-1 section 8, and the first
+    copy wins when several brokers bring every notification (section 17)."""
 
     def __init__(self):
         self.last = {}
@@ -81,19 +87,106 @@ class Streams:
         self.duplicates = 0
         self.malformed_end_of_stream = 0   # records cut short or with a bad name (NBP-1 15.1)
 
-    def observe(self, publisher_id: int, name: str, sequence: int) -> int:
+    def observe(self, publisher_id: int, name: str, sequence: int):
+        """The notifications lost just before this one, or None for a duplicate (never printed)."""
         key = (publisher_id, name)
         last = self.last.get(key)
         if last is None:                # first message of a stream (a restarted producer: a new id)
             self.last[key] = sequence
             return 0
-        if sequence <= last:            # duplicate or reordered: not loss, never move backwards
+        if sequence <= last:            # a copy another broker brought first, or a replay: discard
             self.duplicates += 1
-            return 0
+            return None
         missing = sequence - last - 1
         self.last[key] = sequence
         self.lost += missing
         return missing
+
+
+class PathMerge:
+    """Several brokers (NBP-1 section 17), one SUB socket each: the first copy of each
+    (publisher id, name, sequence) is printed, in order; a hole one broker left is held while
+    another broker that carries the stream and has not passed it may still fill it, at most
+    `wait` seconds; then it is a gap. The reference for a foreign consumer of two brokers."""
+
+    def __init__(self, paths: int, wait: float):
+        self.paths, self.wait = paths, wait
+        self.streams = {}     # key -> {"delivered", "seen": [..], "held": {seq: n}, "since"}
+        self.lost = 0
+        self.duplicates = 0
+        self.malformed_end_of_stream = 0
+
+    def _can_still_bring(self, s, missing):
+        return any(0 < seen < missing for seen in s["seen"])
+
+    def _settle(self, key, s, now, out):
+        """Declares holes no path can fill (or waited for long enough); returns what to print."""
+        while s["held"] or (s["end"] is not None and s["delivered"] < s["end"]):
+            missing = s["delivered"] + 1
+            if now - s["since"] < self.wait and self._can_still_bring(s, missing):
+                return
+            upto = min(s["held"]) - 1 if s["held"] else s["end"]
+            self.lost += upto - missing + 1
+            out.append(("gap", key, upto - missing + 1, missing, upto))
+            s["delivered"] = upto
+            self._release(key, s, out)
+            s["since"] = now
+
+    def _release(self, key, s, out):
+        while s["delivered"] + 1 in s["held"]:
+            s["delivered"] += 1
+            out.append(("deliver", s["held"].pop(s["delivered"])))
+
+    def observe(self, path: int, n: nbp.Notification, now: float):
+        """What to print, in order: ("deliver", n) and ("gap", key, count, first, last) items."""
+        key, out = (n.publisher_id, n.name), []
+        s = self.streams.get(key)
+        if s is None:                   # first of a stream, whichever broker brings it
+            s = self.streams[key] = {"delivered": n.sequence, "seen": [0] * self.paths, "held": {},
+                                     "since": now, "end": None}
+            s["seen"][path] = n.sequence
+            return [("deliver", n)]
+        s["seen"][path] = max(s["seen"][path], n.sequence)
+        if n.sequence <= s["delivered"] or n.sequence in s["held"]:
+            self.duplicates += 1
+            return out
+        if not s["held"]:
+            s["since"] = now
+        s["held"][n.sequence] = n
+        self._release(key, s, out)
+        self._settle(key, s, now, out)
+        return out
+
+    def end_of_stream(self, path: int, publisher_id: int, payload: bytes, now: float):
+        """An end-of-stream record from one broker: that path brings nothing more of its streams."""
+        out, pos = [], 0
+        while pos < len(payload):
+            n = payload[pos]
+            end = pos + 1 + n
+            try:
+                if n == 0 or end + 8 > len(payload):
+                    raise ValueError("entry cut short")
+                name = payload[pos + 1:end].decode("utf-8")
+            except ValueError:
+                self.malformed_end_of_stream += 1
+                break
+            (final,) = struct.unpack_from("!Q", payload, end)
+            pos = end + 8
+            s = self.streams.get((publisher_id, name))
+            if s is None:
+                continue
+            s["seen"][path] = max(s["seen"][path], final)
+            s["end"] = max(s["end"] or 0, final)
+            if s["delivered"] < final and not s["held"]:
+                s["since"] = now
+            self._settle((publisher_id, name), s, now, out)
+        return out
+
+    def tick(self, now: float):
+        out = []
+        for key, s in self.streams.items():
+            self._settle(key, s, now, out)
+        return out
 
     def end_of_stream(self, publisher_id: int, payload: bytes):
         """Apply an end-of-stream record: [(name, lost, last)] for the tracked streams it closes."""
@@ -159,57 +252,98 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGINT, on_signal)
 
     ctx = zmq.Context()
-    sock = ctx.socket(zmq.SUB)
+    # Several brokers (NBP-1 section 17): one SUB socket per broker, so each copy's path is known
+    # and the first copy wins; otherwise one socket for every endpoint.
+    several = len(a.connect) > 1 and not a.bind
+    socks = [ctx.socket(zmq.SUB) for _ in (a.connect if several else [None])]
     try:
         for endpoint in a.bind:
-            sock.bind(endpoint)
-        for endpoint in a.connect:
-            sock.connect(endpoint)
+            socks[0].bind(endpoint)
+        for index, endpoint in enumerate(a.connect):
+            socks[index if several else 0].connect(endpoint)
     except zmq.ZMQError as e:
         print(f"consumer.py: {e}", file=sys.stderr)
-        sock.close(0)
+        for sock in socks:
+            sock.close(0)
         ctx.term()
         return 2
-    for prefix in dict.fromkeys(p.prefix for p in a.compiled):   # one ZMQ_SUBSCRIBE per distinct prefix
-        sock.setsockopt(zmq.SUBSCRIBE, prefix)
-    sock.setsockopt(zmq.SUBSCRIBE, END_OF_STREAM.encode())       # end-of-stream records (optional)
+    poller = zmq.Poller()
+    for sock in socks:
+        for prefix in dict.fromkeys(p.prefix for p in a.compiled):   # one ZMQ_SUBSCRIBE per distinct prefix
+            sock.setsockopt(zmq.SUBSCRIBE, prefix)
+        sock.setsockopt(zmq.SUBSCRIBE, END_OF_STREAM.encode())       # end-of-stream records (optional)
+        poller.register(sock, zmq.POLLIN)
 
     out = sys.stdout
     rejects = Counter()
-    streams = Streams()
+    streams = PathMerge(len(socks), a.gap_wait) if several else Streams()
     received = filtered = frames_read = in_rejected_batches = 0
     deadline = None if a.timeout is None else time.monotonic() + a.timeout
     timed_out = False
+
+    def emit(items):
+        """Prints a PathMerge's output; returns how many notifications it printed."""
+        printed = 0
+        for item in items:
+            if item[0] == "gap":
+                _, (publisher_id, name), count, first, last = item
+                if any(p.matches(name) for p in a.compiled):
+                    out.write(render_gap(name, publisher_id, count, first, last, a.format) + "\n")
+            else:
+                out.write(render(item[1], a.format) + "\n")
+                printed += 1
+        return printed
+
     try:
         while a.count is None or received < a.count:
             wait = -1 if deadline is None else max(0, int((deadline - time.monotonic()) * 1000))
-            if not sock.poll(wait, zmq.POLLIN):
-                timed_out = True
-                break
-            frames = sock.recv_multipart()                      # every frame: the count is checked
-            frames_read += 1
-            try:
-                batch = nbp.decode_all(frames, max_payload=a.max_payload)   # 1 notification, or a batch
-            except nbp.Rejected as e:
-                rejects[e.reason] += 1
-                in_rejected_batches += e.records or 0               # what a rejected batch held
+            if several:
+                wait = 100 if wait < 0 else min(wait, 100)              # held holes are settled on time
+            ready = dict(poller.poll(wait))
+            if several:
+                received += emit(streams.tick(time.monotonic()))
+            if not ready:
+                if deadline is not None and time.monotonic() >= deadline:
+                    timed_out = True
+                    break
                 continue
-            for n in batch:
-                if n.name.split(".", 1)[0] == "_nbus":            # the bus's own control traffic
-                    if n.name.startswith(END_OF_STREAM):
-                        for name, count, first, last in streams.end_of_stream(n.publisher_id, n.payload):
-                            if any(p.matches(name) for p in a.compiled):
-                                out.write(render_gap(name, n.publisher_id, count, first, last, a.format) + "\n")
+            for path, sock in enumerate(socks):
+                if sock not in ready:
                     continue
-                if not any(p.matches(n.name) for p in a.compiled):   # wildcard prefixes select a superset
-                    filtered += 1
+                frames = sock.recv_multipart()                      # every frame: the count is checked
+                frames_read += 1
+                try:
+                    batch = nbp.decode_all(frames, max_payload=a.max_payload)   # 1 notification, or a batch
+                except nbp.Rejected as e:
+                    rejects[e.reason] += 1
+                    in_rejected_batches += e.records or 0               # what a rejected batch held
                     continue
-                missing = streams.observe(n.publisher_id, n.name, n.sequence)
-                if missing:
-                    out.write(render_gap(n.name, n.publisher_id, missing, n.sequence - missing, n.sequence - 1,
-                                         a.format) + "\n")
-                out.write(render(n, a.format) + "\n")
-                received += 1
+                for n in batch:
+                    if n.name.split(".", 1)[0] == "_nbus":            # the bus's own control traffic
+                        if n.name.startswith(END_OF_STREAM):
+                            if several:
+                                received += emit(streams.end_of_stream(path, n.publisher_id, n.payload, time.monotonic()))
+                                continue
+                            for name, count, first, last in streams.end_of_stream(n.publisher_id, n.payload):
+                                if any(p.matches(name) for p in a.compiled):
+                                    out.write(render_gap(name, n.publisher_id, count, first, last, a.format) + "\n")
+                        continue
+                    if not any(p.matches(n.name) for p in a.compiled):   # wildcard prefixes select a superset
+                        filtered += 1
+                        continue
+                    if several:
+                        received += emit(streams.observe(path, n, time.monotonic()))
+                    else:
+                        missing = streams.observe(n.publisher_id, n.name, n.sequence)
+                        if missing is None:                              # a duplicate: never printed
+                            continue
+                        if missing:
+                            out.write(render_gap(n.name, n.publisher_id, missing, n.sequence - missing,
+                                                 n.sequence - 1, a.format) + "\n")
+                        out.write(render(n, a.format) + "\n")
+                        received += 1
+                    if a.count is not None and received >= a.count:
+                        break
                 if a.count is not None and received >= a.count:
                     break
             out.flush()
@@ -217,7 +351,8 @@ def main(argv=None) -> int:
         pass
     finally:
         out.flush()
-        sock.close(0)
+        for sock in socks:
+            sock.close(0)
         ctx.term()
 
     print(f"consumer.py: received {received}; lost upstream {streams.lost}, filtered out {filtered}, "

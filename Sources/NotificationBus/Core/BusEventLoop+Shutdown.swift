@@ -39,6 +39,7 @@ extension BusEventLoop {
         // Then what was still in the mailbox, in order after what the loop had taken.
         if pending.unsentCount == 0 {
             swap(&pending, &queued)
+            resetPathCursors()
             // Not merged: what was still in the mailbox at close goes as it was posted.
             pendingHasBatches = false
             flushPending(until: deadline)
@@ -74,6 +75,12 @@ extension BusEventLoop {
                 continue
             }
             if !sendPending() {
+                if !publisherPaths.isEmpty {
+                    // Several brokers: each path is retried after a short poll (no blocking send
+                    // on one socket while another could take its frames).
+                    park(timeout: 1, includePublisher: false)
+                    continue
+                }
                 do {
                     try publisher.set(.sendTimeout, .milliseconds(Int32(clamping: Timestamps.milliseconds(until: deadline))))
                 } catch {
@@ -98,7 +105,7 @@ extension BusEventLoop {
     /// what they lost; otherwise their loss would be silent. One that never comes back is counted
     /// in `endOfStreamUnacknowledged`.
     private func sendEndOfStream(sequences: [NotificationName: UInt64], deadline: UInt64) {
-        guard let publisher = sockets.publisher else { return }
+        guard !sockets.publishers.isEmpty else { return }
         let frames = publisherSide.endOfStreamFrames(sequences: sequences, wallClock: Timestamps.wallClockNanoseconds())
         guard !frames.isEmpty else { return }
         // A lost connection read now still makes its subscribers `vanished`.
@@ -111,13 +118,15 @@ extension BusEventLoop {
         }
         repeat {
             for frame in frames {
-                // A full pipe refuses it now; the next round re-sends.
-                do { _ = try publisher.sendIfReady(frame) } catch { record(error, "sending the end of stream") }
+                // A full pipe refuses it now; the next round re-sends. Every broker gets it.
+                for publisher in sockets.publishers {
+                    do { _ = try publisher.sendIfReady(frame) } catch { record(error, "sending the end of stream") }
+                }
             }
             let resendAt = min(deadline, Timestamps.monotonicNanoseconds() + 20_000_000)
             while waiting(), Timestamps.monotonicNanoseconds() < resendAt, !contextTerminated {
                 var poller = Poller()
-                poller.register(publisher)
+                for publisher in sockets.publishers { poller.register(publisher) }
                 for monitor in sockets.handshakeMonitors where monitor.isPublisher { poller.register(monitor.reader) }
                 do { try poller.poll(timeoutMilliseconds: Timestamps.milliseconds(until: resendAt)) } catch { record(error, "zmq_poll") }
                 _ = readSubscriptions()

@@ -14,6 +14,7 @@ extension BusEventLoop {
             pending.removeAll()
             return false
         }
+        if !publisherPaths.isEmpty { return sendPendingToPaths() }
         guard sockets.loopback else { return send(pending: publisher, mode: .dontWait) > 0 }
         var progressed = false
         while true {
@@ -182,7 +183,8 @@ extension BusEventLoop {
     /// reading, so it polls its other sockets for 1 ms instead.
     func waitForRoomToSend() {
         guard let publisher = sockets.publisher else { return }
-        guard sockets.subscriber == nil else { return park(timeout: 1, includePublisher: false) }
+        // Several brokers: each path is retried next round; a short poll keeps this from spinning.
+        guard sockets.subscriber == nil && publisherPaths.isEmpty else { return park(timeout: 1, includePublisher: false) }
         do {
             try publisher.set(.sendTimeout, .milliseconds(1))
             send(pending: publisher, mode: .blocking)
@@ -194,19 +196,20 @@ extension BusEventLoop {
 
     /// Reads subscription messages from the XPUB socket into the publisher's state machine.
     func readSubscriptions() -> Bool {
-        guard let publisher = sockets.publisher else { return false }
         var any = false
-        while true {
-            let message: [UInt8]?
-            do {
-                message = try publisher.receiveIfReady()
-            } catch {
-                record(error, "reading subscriptions")
-                break
+        for (path, publisher) in sockets.publishers.enumerated() {
+            while true {
+                let message: [UInt8]?
+                do {
+                    message = try publisher.receiveIfReady()
+                } catch {
+                    record(error, "reading subscriptions")
+                    break
+                }
+                guard let message else { break }
+                any = true
+                perform(publisherSide.received(message, path: path, wallClock: Timestamps.wallClockNanoseconds()))
             }
-            guard let message else { break }
-            any = true
-            perform(publisherSide.received(message, wallClock: Timestamps.wallClockNanoseconds()))
         }
         if any { perform(publisherSide.endOfRead()) }
         return any
@@ -237,12 +240,21 @@ extension BusEventLoop {
 
     /// Reads up to `batchLimit` frames, then hands each subscription its batch under one lock.
     func readNotifications() -> Bool {
-        guard let subscriber = sockets.subscriber else { return false }
+        guard !sockets.subscribers.isEmpty else { return false }
         var count = 0
-        do {
-            count = try receiver.read(from: subscriber, limit: Self.batchLimit)
-        } catch {
-            record(error, "reading notifications")
+        for (path, subscriber) in sockets.subscribers.enumerated() {
+            do {
+                count += try receiver.read(from: subscriber, path: path, limit: Self.batchLimit)
+            } catch {
+                record(error, "reading notifications")
+            }
+        }
+        if receiver.pathCount > 1 {
+            // Several brokers: a path that went down can fill no hole; a wait that ended declares its gap.
+            let now = Timestamps.monotonicNanoseconds()
+            for change in sockets.subscriberPathChanges { receiver.setPath(change.path, connected: change.connected, now: now) }
+            sockets.subscriberPathChanges.removeAll()
+            receiver.settleMergedStreams(now: now)
         }
         if receiver.flush() { readingPaused = true }
         for token in receiver.readyTokens { perform(waiters.tokenEchoed(token)) }
@@ -335,6 +347,7 @@ extension BusEventLoop {
         stats.malformedEndOfStreamRecords = received.malformedEndOfStreamRecords
         stats.connectedEndpoints = sockets.connectedEndpointCount
         stats.streamsForgotten = received.streamsForgotten
+        stats.duplicatesDiscarded = received.duplicatesDiscarded
         stats.trackedStreams = receiver.trackedStreams
         stats.rejected = received.rejected
         stats.rejectedBatchNotifications = received.rejectedBatchNotifications

@@ -45,6 +45,10 @@ final class BusEventLoop {
     /// Busy rounds until the handshake monitors are read again: failures repeat at every
     /// reconnect, so a look every 64th round (and after every sleep) is prompt enough.
     private var roundsUntilHandshakeCheck = 0
+    /// With several brokers: each publishing path's progress through `pending`.
+    var publisherPaths: [PublisherPath] = []
+    /// With several brokers: whether any path took `pending`'s frame at each index.
+    var pendingTaken: [Bool] = []
     /// When resident memory is looked at next, and no second drop before `memoryCooldownUntil`.
     var nextMemoryCheck: UInt64 = 0
     var memoryCooldownUntil: UInt64 = 0
@@ -59,8 +63,12 @@ final class BusEventLoop {
         log = BusLog(configuration.logger)
         receiver = BusReceiver(
             maximumPayload: configuration.maximumPayload, maximumHeaderCount: configuration.maximumHeaderCount,
-            maximumTrackedStreams: configuration.maximumTrackedStreams)
-        publisherSide = PublisherStateMachine(publisherID: configuration.publisherID)
+            maximumTrackedStreams: configuration.maximumTrackedStreams, paths: sockets.subscribers.count,
+            gapTimeout: configuration.pathGapTimeout)
+        publisherSide = PublisherStateMachine(publisherID: configuration.publisherID, paths: sockets.publishers.count)
+        if sockets.publishers.count > 1 {
+            publisherPaths = Array(repeating: PublisherPath(), count: sockets.publishers.count)
+        }
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
         if core.directPublisher != nil, let publisher = sockets.publisher {
             do { publisherSignal = try publisher.get(.fileDescriptor) } catch { record(error, "reading ZMQ_FD") }
@@ -90,6 +98,7 @@ final class BusEventLoop {
             if takeOutbound {
                 pending.removeAll()
                 loopbackRouted = 0
+                resetPathCursors()
             }
             let (open, spaceWaiters) = core.mailbox.withLock { box -> (Bool, [SpaceWaiter]) in
                 box.sleeping = false
@@ -172,7 +181,7 @@ final class BusEventLoop {
         if configuration.maximumResidentMemory != nil && !sockets.boundEndpoints.isEmpty {
             timeout = Int(MemoryGuardTiming.checkIntervalMilliseconds)
         }
-        if let deadline = waiters.nextDeadline {
+        for deadline in [waiters.nextDeadline, receiver.nextGapDeadline].compactMap({ $0 }) {
             let untilDeadline = Timestamps.milliseconds(until: deadline)
             timeout = timeout < 0 ? untilDeadline : min(timeout, untilDeadline)
         }
@@ -184,12 +193,16 @@ final class BusEventLoop {
     func park(timeout: Int, includePublisher: Bool = true) {
         var poller = Poller()
         let wakeIndex = poller.register(fileDescriptor: core.wake.fileDescriptor)
-        if includePublisher, let publisher = sockets.publisher {
+        if includePublisher {
             // Lent to posting threads, the XPUB is watched through its signal fd: polling the
             // socket itself would use it at the same time as a poster's send.
-            if let publisherSignal { poller.register(fileDescriptor: publisherSignal) } else { poller.register(publisher) }
+            if let publisherSignal {
+                poller.register(fileDescriptor: publisherSignal)
+            } else {
+                for publisher in sockets.publishers { poller.register(publisher) }
+            }
         }
-        if let subscriber = sockets.subscriber, !readingPaused { poller.register(subscriber) }
+        if !readingPaused { for subscriber in sockets.subscribers { poller.register(subscriber) } }
         for monitor in sockets.handshakeMonitors { poller.register(monitor.reader) }
         for monitor in sockets.acceptMonitors { poller.register(monitor.reader) }
         do {
@@ -235,9 +248,9 @@ final class BusEventLoop {
         for action in actions {
             switch action {
             case .subscribeToken(let topic):
-                guard let subscriber = sockets.subscriber else { continue }
+                guard !sockets.subscribers.isEmpty else { continue }
                 do {
-                    try subscriber.subscribe(topic)
+                    for subscriber in sockets.subscribers { try subscriber.subscribe(topic) }
                 } catch {
                     record(error, "subscribing a readiness token")
                     if let id = waiters.pending.first(where: { $0.tokenTopic == topic })?.id {
@@ -245,7 +258,11 @@ final class BusEventLoop {
                     }
                 }
             case .unsubscribeToken(let topic):
-                do { try sockets.subscriber?.unsubscribe(topic) } catch { record(error, "unsubscribing a readiness token") }
+                do {
+                    for subscriber in sockets.subscribers { try subscriber.unsubscribe(topic) }
+                } catch {
+                    record(error, "unsubscribing a readiness token")
+                }
             case .resume(let id, let error):
                 // Whoever awaited this may read `stats` next: let it see the state that resolved the wait.
                 publishStats()
@@ -265,7 +282,9 @@ final class BusEventLoop {
             case .send(let frame):
                 // A token's echo the XPUB cannot take now is lost like any message at a full
                 // subscriber; the subscriber's `ready` then times out and says so.
-                do { _ = try sockets.publisher?.sendIfReady(frame) } catch { record(error, "echoing a readiness token") }
+                for publisher in sockets.publishers {
+                    do { _ = try publisher.sendIfReady(frame) } catch { record(error, "echoing a readiness token") }
+                }
             case .subscribersChanged:
                 perform(waiters.subscribersChanged { publisherSide.subscriberCount(matching: $0) })
             }
@@ -280,8 +299,8 @@ final class BusEventLoop {
         for action in actions {
             do {
                 switch action {
-                case .subscribe(let topic): try sockets.subscriber?.subscribe(topic)
-                case .unsubscribe(let topic): try sockets.subscriber?.unsubscribe(topic)
+                case .subscribe(let topic): for subscriber in sockets.subscribers { try subscriber.subscribe(topic) }
+                case .unsubscribe(let topic): for subscriber in sockets.subscribers { try subscriber.unsubscribe(topic) }
                 case .localSubscription(let prefix, let topic, let subscribed):
                     perform(publisherSide.localSubscriptionChanged(prefix: prefix, presenceTopic: topic, subscribed: subscribed))
                 case .releaseLocalInterest(let prefix):

@@ -40,6 +40,14 @@ struct BusLog {
         }
     }
 
+    /// A publisher with several brokers gave up on one for now (rare: once per stall).
+    func pathParked(endpoint: String, stalledFor nanoseconds: UInt64) {
+        guard enabled, let logger else { return }
+        logger.debug(
+            "a broker refused sends; sending on through the others",
+            metadata: ["endpoint": "\(endpoint)", "stalledMilliseconds": "\(nanoseconds / 1_000_000)"])
+    }
+
     /// Failed handshakes just read from the monitors.
     mutating func handshakeFailures(_ failures: [HandshakeFailure], now: UInt64) {
         guard enabled, let last = failures.last else { return }

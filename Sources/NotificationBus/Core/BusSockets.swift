@@ -8,16 +8,25 @@ import ZeroMQ
 /// them from its first instruction to `close()`. Knows ZeroMQ, never NBP/1's rules.
 final class BusSockets {
     let context: Context
-    private(set) var publisher: Socket?
-    private(set) var subscriber: Socket?
+    /// The publishing sockets: one, or one per broker (`BusConfiguration.publisherPaths`).
+    private(set) var publishers: [Socket] = []
+    /// The subscribing sockets: one, or one per endpoint (`BusConfiguration.subscriberPaths`).
+    private(set) var subscribers: [Socket] = []
+    /// The first (with one path, the only) publishing socket.
+    var publisher: Socket? { publishers.first }
+    /// The first (with one path, the only) subscribing socket.
+    var subscriber: Socket? { subscribers.first }
     /// The endpoints attached, publisher side first, with real ports for `tcp://...:*`.
     private(set) var resolvedEndpoints: [String] = []
     /// The subscriber is connected to this bus's own inproc publisher endpoint: the SUB socket is
     /// not connected there (posts are routed to local subscriptions directly), so nothing arrives twice.
     private(set) var loopback = false
     /// Readers of the connecting sockets' monitors (handshake failures; the publisher's also
-    /// disconnections), with whether the socket is the publisher.
-    private(set) var handshakeMonitors: [(reader: Socket, isPublisher: Bool)] = []
+    /// disconnections), with whether the socket is a publisher and its path.
+    private(set) var handshakeMonitors: [(reader: Socket, isPublisher: Bool, path: Int)] = []
+    /// Subscribing paths whose connection came up or went down since the loop last took them,
+    /// in order (several paths only: the receiver waits for a path only while it is up).
+    var subscriberPathChanges: [(path: Int, connected: Bool)] = []
     /// How many times the connecting publisher lost a connection (a broker that died or
     /// restarted): its subscribers vanish at once then, and may come back through the next one.
     private(set) var publisherDisconnections: UInt64 = 0
@@ -73,14 +82,24 @@ final class BusSockets {
                 context: context, allowLists: [.subscribers: allowed, .publishers: allowed],
                 onEvent: server.onAuthentication)
         }
-        if !configuration.publish.isEmpty { try openPublisher() }
-        if !configuration.subscribe.isEmpty { try openSubscriber() }
+        if !configuration.publish.isEmpty {
+            let paths = configuration.publisherPaths
+            for path in 0..<paths {
+                try openPublisher(paths == 1 ? configuration.publish : [configuration.publish[path]], path: path)
+            }
+        }
+        if !configuration.subscribe.isEmpty {
+            let paths = configuration.subscriberPaths
+            for path in 0..<paths {
+                try openSubscriber(paths == 1 ? configuration.subscribe : [configuration.subscribe[path]], path: path)
+            }
+        }
     }
 
-    private func openPublisher() throws(BusError) {
+    private func openPublisher(_ attachments: [Attachment], path: Int) throws(BusError) {
         let configuration = self.configuration
         let socket = try transport { () throws(ZMQError) in try context.socket(.xpub) }
-        publisher = socket
+        publishers.append(socket)
         try transport { () throws(ZMQError) in
             // A binding publisher's mark from its per-subscriber budget, set once (see
             // SubscriberQueueBudget for why it never changes on the running socket).
@@ -109,15 +128,15 @@ final class BusSockets {
                 try socket.set(.tcpMaximumRetransmitTime, .milliseconds(Timestamps.boundedMilliseconds(configuration.sendStallLimit)))
             }
         }
-        try secure(socket, configuration.publish, clients: .subscribers)
-        try monitorAccepted(of: socket, configuration.publish, isPublisher: true)
-        for attachment in configuration.publish { try transport { () throws(ZMQError) in try attach(socket, attachment) } }
+        try secure(socket, attachments, clients: .subscribers, path: path)
+        try monitorAccepted(of: socket, attachments, isPublisher: true)
+        for attachment in attachments { try transport { () throws(ZMQError) in try attach(socket, attachment) } }
     }
 
-    private func openSubscriber() throws(BusError) {
+    private func openSubscriber(_ attachments: [Attachment], path: Int) throws(BusError) {
         let configuration = self.configuration
         let socket = try transport { () throws(ZMQError) in try context.socket(.sub) }
-        subscriber = socket
+        subscribers.append(socket)
         try transport { () throws(ZMQError) in
             try socket.set(.receiveHighWaterMark, configuration.receiveHighWaterMark)
             // A SUB sends its subscriptions through its send pipe, and libzmq drops them at the
@@ -136,13 +155,13 @@ final class BusSockets {
             try ConnectionKeepalive.apply(to: socket, interval: configuration.heartbeatInterval, timeout: configuration.heartbeatTimeout)
             try socket.subscribe(ControlNames.endOfStreamPrefix)
         }
-        try secure(socket, configuration.subscribe, clients: .publishers)
-        try monitorAccepted(of: socket, configuration.subscribe, isPublisher: false)
+        try secure(socket, attachments, clients: .publishers, path: path)
+        try monitorAccepted(of: socket, attachments, isPublisher: false)
         let ownEndpoints = Set(configuration.publish.compactMap { attachment -> String? in
             guard case .bind(let endpoint) = attachment, endpoint.hasPrefix("inproc://") else { return nil }
             return endpoint
         })
-        for attachment in configuration.subscribe {
+        for attachment in attachments {
             if case .connect(let endpoint) = attachment, ownEndpoints.contains(endpoint) {
                 loopback = true
                 resolvedEndpoints.append(endpoint)
@@ -159,7 +178,7 @@ final class BusSockets {
 
     /// Applies `configuration.curve` (connecting sockets) or `curveServer` (binding ones) to
     /// `socket`, before it attaches. `clients` is who connects to it when it binds.
-    private func secure(_ socket: Socket, _ attachments: [Attachment], clients: AuthenticationDomain) throws(BusError) {
+    private func secure(_ socket: Socket, _ attachments: [Attachment], clients: AuthenticationDomain, path: Int) throws(BusError) {
         guard configuration.curve != nil || configuration.curveServer != nil else {
             // A plaintext client of a CURVE server is dropped at every handshake and would never
             // know why: its monitor counts the mechanism mismatch (inproc has no handshake).
@@ -168,7 +187,7 @@ final class BusSockets {
                 return false
             }
             if connectsOverNetwork {
-                try transport { () throws(ZMQError) in try monitorHandshakes(of: socket, isPublisher: clients == .subscribers) }
+                try transport { () throws(ZMQError) in try monitorHandshakes(of: socket, isPublisher: clients == .subscribers, path: path) }
             }
             return
         }
@@ -187,16 +206,16 @@ final class BusSockets {
                 try socket.set(.curveServerKey, try Z85.decode(client.serverPublicKey))
                 try socket.set(.curvePublicKey, try Z85.decode(client.keyPair.publicKey))
                 try socket.set(.curveSecretKey, try Z85.decode(client.keyPair.secretKey))
-                try monitorHandshakes(of: socket, isPublisher: clients == .subscribers)
+                try monitorHandshakes(of: socket, isPublisher: clients == .subscribers, path: path)
             }
         }
     }
 
-    private func monitorHandshakes(of socket: Socket, isPublisher: Bool) throws(ZMQError) {
+    private func monitorHandshakes(of socket: Socket, isPublisher: Bool, path: Int) throws(ZMQError) {
         // Successes too (one per connection): they end a run of failures. Connections made and
         // lost: the publisher's losses matter at close, and both are logged (reconnects).
         let events = SocketEvents.handshakeFailures.union([.handshakeSucceeded, .disconnected])
-        handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher))
+        handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher, path))
     }
 
     /// Connections a binding socket accepts and loses, for the logger alone (debug level), over
@@ -230,7 +249,7 @@ final class BusSockets {
     /// publisher's disconnections on the way.
     func readHandshakeFailures() throws(ZMQError) -> [HandshakeFailure] {
         var failures: [HandshakeFailure] = []
-        for (reader, isPublisher) in handshakeMonitors {
+        for (reader, isPublisher, path) in handshakeMonitors {
             while let frames = try reader.receiveMultipartIfReady() {
                 guard let event = SocketEvent(frames: frames) else { continue }
                 if let failure = event.handshakeFailure {
@@ -243,6 +262,9 @@ final class BusSockets {
                 // takes them after every read (a few per reconnect).
                 let made = event.event.contains(.handshakeSucceeded) && handshakenEndpoints.insert(event.endpoint).inserted
                 let lost = event.event.contains(.disconnected) && handshakenEndpoints.remove(event.endpoint) != nil
+                if !isPublisher && subscribers.count > 1 && (made || lost) {
+                    subscriberPathChanges.append((path, made))
+                }
                 if (made || lost) && connectionEvents.count < 64 {
                     connectionEvents.append(ConnectionEvent(endpoint: event.endpoint, connected: made, isPublisher: isPublisher))
                 }
@@ -296,20 +318,18 @@ final class BusSockets {
 
     /// Lets ZeroMQ deliver what the publisher already holds for up to `milliseconds` on close.
     func lingerOnClose(milliseconds: Int32) throws(ZMQError) {
-        try publisher?.set(.linger, .milliseconds(milliseconds))
+        for publisher in publishers { try publisher.set(.linger, .milliseconds(milliseconds)) }
     }
 
     /// Stops the monitors before their readers, closes every socket, then stops the ZAP handler.
     func close() {
-        publisher?.stopMonitoring()
-        subscriber?.stopMonitoring()
+        for socket in publishers + subscribers { socket.stopMonitoring() }
         for monitor in handshakeMonitors { monitor.reader.close() }
         for monitor in acceptMonitors { monitor.reader.close() }
         handshakeMonitors.removeAll()
-        publisher?.close()
-        subscriber?.close()
-        publisher = nil
-        subscriber = nil
+        for socket in publishers + subscribers { socket.close() }
+        publishers.removeAll()
+        subscribers.removeAll()
         boundEndpoints.removeAll()
         authentication?.stop()
         authentication = nil

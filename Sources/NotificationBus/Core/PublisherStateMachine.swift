@@ -101,8 +101,15 @@ struct PublisherStateMachine {
     private var unpublished: [PrefixChange] = []
     private var viewChanged = false
 
-    init(publisherID: UInt64) {
+    /// With several paths (one XPUB per broker, NBP-1 §17): the topics each path holds. A
+    /// subscriber reaches this publisher through every broker, so the view changes only at a
+    /// topic's first subscription over any path and its last unsubscription over all of them:
+    /// a broker that dies takes away no subscriber another broker still brings. Empty with one path.
+    private var pathTopics: [Set<[UInt8]>]
+
+    init(publisherID: UInt64, paths: Int = 1) {
         view = PublisherView(publisherID: publisherID)
+        pathTopics = paths > 1 ? Array(repeating: [], count: paths) : []
     }
 
     var publisherID: UInt64 { view.publisherID }
@@ -110,8 +117,15 @@ struct PublisherStateMachine {
     /// One message read from the XPUB (its first byte 1 subscribes, 0 unsubscribes); `wallClock`
     /// stamps an echo. Prefix changes wait for `endOfRead`, except before an echo: posting
     /// threads must know every subscription that came before the token first.
-    mutating func received(_ message: some Collection<UInt8>, wallClock: UInt64) -> [Action] {
+    mutating func received(_ message: some Collection<UInt8>, path: Int = 0, wallClock: UInt64) -> [Action] {
         guard let first = message.first, first <= 1 else { return [] }
+        if pathTopics.indices.contains(path) {
+            let topic = Array(message.dropFirst())
+            let elsewhere = pathTopics.indices.contains { $0 != path && pathTopics[$0].contains(topic) }
+            let changed = first == 1 ? pathTopics[path].insert(topic).inserted : pathTopics[path].remove(topic) != nil
+            // Another path holds it: for the view, nothing came or went.
+            guard changed, !elsewhere else { return [] }
+        }
         viewChanged = true
         let topic = ArraySlice(message.dropFirst())
         if first == 1, case .readyToken(let nameBytes) = ControlTopic(topic) {

@@ -1,0 +1,178 @@
+/// One (publisher, name) stream heard over several paths at once (a bus connected to two or more
+/// brokers, NBP-1 §17): hands on the first copy of each sequence number, in order, and declares a
+/// gap only once no path can still bring what is missing. No sockets, no clock of its own: the
+/// receiver feeds it what arrives on which path, which paths are connected, and the time.
+///
+/// Every path is a ZeroMQ connection, so each one brings a stream's sequence numbers in order,
+/// with holes where that path lost some (a broker that died, or disconnected a stalled
+/// subscriber). So once a path has passed a sequence number, it will never bring it: a missing
+/// sequence `m` can still come only from a connected path that carries this stream (it brought
+/// some of it already) and has not passed `m`, nor ended the stream. While one can, what arrives
+/// beyond the hole is held back (order is kept), for at most `gapTimeout`; then the hole is a
+/// gap like any other, and a late copy of it is discarded as a duplicate.
+///
+/// A path that never brought this stream is not waited for: a bus connected to several
+/// publishers directly has one path per publisher, and each stream comes over one of them only.
+/// The price: at the very start of a stream, a hole on the first path to bring it is final at
+/// once, even if a slower path would have filled it.
+struct PathMergeStateMachine<Item> {
+    /// What the receiver does with a notification or a change of paths, in this order.
+    enum Step {
+        /// Hand this notification on.
+        case deliver(Item)
+        /// These sequence numbers are lost: no path can bring them any more.
+        case gap(ClosedRange<UInt64>)
+    }
+
+    /// What became of one notification.
+    enum Disposition {
+        /// Hand it on; nothing else changed (the common case).
+        case deliver(Item)
+        /// A copy of a sequence already handed on (or held, or declared lost): discard it.
+        case duplicate
+        /// Held back behind a hole another path may still fill; `settle` releases it.
+        case held
+        /// It filled a hole or ended a wait: these steps, in order (it is among them).
+        case steps([Step])
+    }
+
+    /// The last sequence handed on or declared lost; 0 before the first notification.
+    private(set) var delivered: UInt64 = 0
+    /// Per path, the highest sequence it brought (0: none yet), or announced as its last by an
+    /// end-of-stream record.
+    private var seen: [UInt64]
+    /// Paths whose end-of-stream record for this stream arrived: they bring nothing more.
+    private var endedPaths: UInt64 = 0
+    /// Notifications beyond the first hole, ascending, none at or below `delivered + 1`.
+    private(set) var held: [(sequence: UInt64, item: Item)] = []
+    /// When the current hole (or the tail an end-of-stream record announced) began to be waited for.
+    private(set) var waitingSince: UInt64?
+    /// The stream's last sequence, from an end-of-stream record.
+    private(set) var endSequence: UInt64?
+
+    /// A stream over `paths` paths (at most 64).
+    init(paths: Int) {
+        precondition(paths >= 1 && paths <= 64, "1 to 64 paths, not \(paths)")
+        seen = Array(repeating: 0, count: paths)
+    }
+
+    /// Whether anything is held or a tail is awaited: `deadline` is then set.
+    var isWaiting: Bool { waitingSince != nil }
+
+    /// When `settle` must run at the latest (the wait for a hole ends), if one is awaited.
+    func deadline(gapTimeout: UInt64) -> UInt64? {
+        waitingSince.map { $0 &+ gapTimeout }
+    }
+
+    /// Whether `sequence` has been handed on, declared lost, or is held.
+    func isDuplicate(_ sequence: UInt64) -> Bool {
+        guard delivered > 0 else { return false }
+        return sequence <= delivered || held.contains { $0.sequence == sequence }
+    }
+
+    /// The stream ended (its record arrived), everything up to its end is settled, and no
+    /// connected path that carries it can still bring a copy: it can be forgotten.
+    func isFinished(connected: UInt64) -> Bool {
+        guard let end = endSequence, delivered >= end, held.isEmpty else { return false }
+        return !seen.indices.contains { path in
+            carries(path, connected: connected) && seen[path] < end
+        }
+    }
+
+    /// `item`, sequence `sequence`, arrived on `path` at `now`; `connected` has a bit set per
+    /// connected path.
+    mutating func received(
+        _ item: Item, sequence: UInt64, path: Int, now: UInt64, connected: UInt64, gapTimeout: UInt64
+    ) -> Disposition {
+        if sequence > seen[path] { seen[path] = sequence }
+        // The first notification of a stream is never a loss (NBP-1 §8), whichever path brings it.
+        if delivered == 0 && held.isEmpty {
+            delivered = sequence
+            return .deliver(item)
+        }
+        if isDuplicate(sequence) { return .duplicate }
+        if sequence == delivered + 1 && waitingSince == nil {
+            delivered = sequence
+            return .deliver(item)
+        }
+        var steps: [Step] = []
+        if sequence == delivered + 1 {
+            delivered = sequence
+            steps.append(.deliver(item))
+            releaseContiguous(into: &steps)
+            waitingSince = held.isEmpty && !awaitsTail ? nil : now
+        } else {
+            let index = held.firstIndex { $0.sequence > sequence } ?? held.endIndex
+            held.insert((sequence, item), at: index)
+            if waitingSince == nil { waitingSince = now }
+        }
+        settle(now: now, connected: connected, gapTimeout: gapTimeout, into: &steps)
+        return steps.isEmpty ? .held : .steps(steps)
+    }
+
+    /// The end-of-stream record arrived on `path`: the stream's last sequence is `last`.
+    mutating func endOfStream(last: UInt64, path: Int, now: UInt64, connected: UInt64, gapTimeout: UInt64) -> [Step] {
+        endedPaths |= 1 << UInt64(path)
+        if last > seen[path] { seen[path] = last }
+        if last > (endSequence ?? 0) { endSequence = last }
+        if waitingSince == nil && awaitsTail { waitingSince = now }
+        var steps: [Step] = []
+        settle(now: now, connected: connected, gapTimeout: gapTimeout, into: &steps)
+        return steps
+    }
+
+    /// Declares every hole and awaited tail that no path can fill any more, or that was waited
+    /// for `gapTimeout`, and releases what was held behind it. Call it when a path disconnects
+    /// and when `deadline` passes.
+    mutating func settle(now: UInt64, connected: UInt64, gapTimeout: UInt64) -> [Step] {
+        var steps: [Step] = []
+        settle(now: now, connected: connected, gapTimeout: gapTimeout, into: &steps)
+        return steps
+    }
+
+    private mutating func settle(now: UInt64, connected: UInt64, gapTimeout: UInt64, into steps: inout [Step]) {
+        while let since = waitingSince {
+            let missing = delivered + 1
+            let expired = now &- since >= gapTimeout
+            if !expired && canStillBring(missing, connected: connected) { return }
+            if let first = held.first {
+                steps.append(.gap(missing...(first.sequence - 1)))
+                delivered = first.sequence - 1
+                releaseContiguous(into: &steps)
+            } else if let end = endSequence, end >= missing {
+                steps.append(.gap(missing...end))
+                delivered = end
+            }
+            waitingSince = held.isEmpty && !awaitsTail ? nil : now
+        }
+    }
+
+    /// The tail an end-of-stream record announced has not all arrived.
+    private var awaitsTail: Bool {
+        if let end = endSequence { return delivered < end }
+        return false
+    }
+
+    /// Moves the held notifications that follow `delivered` without a hole into `steps`.
+    private mutating func releaseContiguous(into steps: inout [Step]) {
+        var count = 0
+        for entry in held {
+            guard entry.sequence == delivered + 1 else { break }
+            delivered = entry.sequence
+            steps.append(.deliver(entry.item))
+            count += 1
+        }
+        held.removeFirst(count)
+    }
+
+    /// Whether a connected path that carries this stream has not passed `sequence` yet.
+    private func canStillBring(_ sequence: UInt64, connected: UInt64) -> Bool {
+        seen.indices.contains { path in carries(path, connected: connected) && seen[path] < sequence }
+    }
+
+    /// `path` is connected, brought this stream already, and has not ended it.
+    private func carries(_ path: Int, connected: UInt64) -> Bool {
+        let bit: UInt64 = 1 << UInt64(path)
+        return connected & bit != 0 && endedPaths & bit == 0 && seen[path] > 0
+    }
+}

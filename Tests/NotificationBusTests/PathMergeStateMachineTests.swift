@@ -1,0 +1,208 @@
+import Testing
+
+@testable import NotificationBus
+
+// The merge of one stream heard over several brokers, fed by hand with an injected clock and
+// connection mask (no sockets): first copy wins, order kept, a gap only once no path can fill it.
+@Suite("PathMergeStateMachine (socket-free, injected clock)")
+struct PathMergeStateMachineTests {
+    typealias Machine = PathMergeStateMachine<String>
+    let ms: UInt64 = 1_000_000
+    let both: UInt64 = 0b11
+    var timeout: UInt64 { 2_000 * ms }
+
+    /// What a disposition hands on, as text: `d:x` delivered, `g:a-b` a gap, `dup`, `held`.
+    func outputs(_ disposition: Machine.Disposition) -> [String] {
+        switch disposition {
+        case .deliver(let item): ["d:\(item)"]
+        case .duplicate: ["dup"]
+        case .held: ["held"]
+        case .steps(let steps): render(steps)
+        }
+    }
+
+    func render(_ steps: [Machine.Step]) -> [String] {
+        steps.map { step in
+            switch step {
+            case .deliver(let item): "d:\(item)"
+            case .gap(let range): "g:\(range.lowerBound)-\(range.upperBound)"
+            }
+        }
+    }
+
+    /// Feeds `(path, sequence)` arrivals at time 0, all paths connected; the outputs in order.
+    func feed(_ machine: inout Machine, _ arrivals: [(Int, UInt64)], now: UInt64 = 0, connected: UInt64 = 0b11) -> [String] {
+        arrivals.flatMap { path, sequence in
+            outputs(machine.received("\(sequence)", sequence: sequence, path: path, now: now, connected: connected, gapTimeout: timeout))
+        }
+    }
+
+    @Test("two paths bringing the same stream: each sequence handed on once, the later copies discarded")
+    func firstCopyWins() {
+        var machine = Machine(paths: 2)
+        let out = feed(&machine, [(0, 1), (0, 2), (1, 1), (0, 3), (1, 2), (1, 3), (1, 4), (0, 4)])
+        #expect(out == ["d:1", "d:2", "dup", "d:3", "dup", "dup", "d:4", "dup"])
+        #expect(!machine.isWaiting)
+    }
+
+    @Test("a hole on the leading path is held while the other path, behind, can still fill it")
+    func holeFilledByTheOtherPath() {
+        var machine = Machine(paths: 2)
+        // Both paths carry the stream; path 0 loses 3 and 4 (its broker died), path 1 is behind.
+        #expect(feed(&machine, [(0, 1), (1, 1), (0, 2), (0, 5), (0, 6)]) == ["d:1", "dup", "d:2", "held", "held"])
+        #expect(machine.isWaiting)
+        #expect(machine.deadline(gapTimeout: timeout) == timeout)
+        // Path 1 brings 2 (a copy), then the missing 3 and 4: everything in order, nothing lost.
+        #expect(feed(&machine, [(1, 2), (1, 3)]) == ["dup", "d:3"])
+        #expect(feed(&machine, [(1, 4)]) == ["d:4", "d:5", "d:6"])
+        #expect(!machine.isWaiting)
+        #expect(feed(&machine, [(1, 5), (1, 6), (1, 7), (0, 7)]) == ["dup", "dup", "d:7", "dup"])
+    }
+
+    @Test("a hole is a gap at once when every other path has passed it")
+    func holeEveryPathPassed() {
+        var machine = Machine(paths: 2)
+        _ = feed(&machine, [(0, 1), (1, 1), (1, 2), (1, 6)])
+        // Path 1 jumped 3...5 too; path 0 is behind (at 1) and can still bring them.
+        #expect(machine.isWaiting)
+        // Path 0 jumps past them as well (its broker lost them too): no path can bring 3...5.
+        #expect(feed(&machine, [(0, 7)]) == ["g:3-5", "d:6", "d:7"])
+        #expect(!machine.isWaiting)
+    }
+
+    @Test("a hole is a gap when the only path that could fill it disconnects")
+    func holeWhenThePathDisconnects() {
+        var machine = Machine(paths: 2)
+        _ = feed(&machine, [(0, 1), (1, 1), (0, 2), (0, 4)])
+        #expect(machine.isWaiting)
+        // Still connected: nothing yet. Path 1 disconnects: 3 can come from nowhere.
+        #expect(render(machine.settle(now: 10 * ms, connected: both, gapTimeout: timeout)).isEmpty)
+        #expect(render(machine.settle(now: 10 * ms, connected: 0b01, gapTimeout: timeout)) == ["g:3-3", "d:4"])
+        #expect(!machine.isWaiting)
+    }
+
+    @Test("a hole is a gap when its wait runs out, and a late copy of it is then a duplicate")
+    func holeTimesOut() {
+        var machine = Machine(paths: 2)
+        _ = feed(&machine, [(0, 1), (1, 1), (0, 3)], now: 100 * ms)
+        #expect(machine.deadline(gapTimeout: timeout) == 2_100 * ms)
+        #expect(render(machine.settle(now: 2_099 * ms, connected: both, gapTimeout: timeout)).isEmpty)
+        #expect(render(machine.settle(now: 2_100 * ms, connected: both, gapTimeout: timeout)) == ["g:2-2", "d:3"])
+        // The frozen path wakes up and brings 2 and 3: both already accounted for.
+        #expect(feed(&machine, [(1, 2), (1, 3), (1, 4)]) == ["dup", "dup", "d:4"])
+    }
+
+    @Test("a path that never brought the stream is not waited for (a direct subscriber of several publishers)")
+    func pathThatNeverCarriedIsNotWaitedFor() {
+        var machine = Machine(paths: 2)
+        #expect(feed(&machine, [(0, 1), (0, 2), (0, 5)]) == ["d:1", "d:2", "g:3-4", "d:5"])
+        #expect(!machine.isWaiting)
+    }
+
+    @Test("the first notification of a stream is never a loss, whichever path brings it; an older one after it is a duplicate")
+    func firstNotificationStartsTheStream() {
+        var machine = Machine(paths: 2)
+        #expect(feed(&machine, [(1, 40), (0, 39), (0, 40), (0, 41)]) == ["d:40", "dup", "dup", "d:41"])
+    }
+
+    @Test("held notifications keep their order whatever order the holes fill in")
+    func orderKeptAcrossSeveralHoles() {
+        var machine = Machine(paths: 3)
+        _ = feed(&machine, [(0, 1), (1, 1), (2, 1)], connected: 0b111)
+        #expect(feed(&machine, [(0, 3), (0, 6)], connected: 0b111) == ["held", "held"])
+        #expect(feed(&machine, [(2, 5)], connected: 0b111) == ["held"])
+        #expect(machine.held.map(\.sequence) == [3, 5, 6])
+        #expect(feed(&machine, [(1, 2)], connected: 0b111) == ["d:2", "d:3"])
+        #expect(feed(&machine, [(1, 4)], connected: 0b111) == ["d:4", "d:5", "d:6"])
+    }
+
+    @Test("end of stream: the tail is awaited while a connected path is behind it, then the stream can be forgotten")
+    func endOfStreamAwaitsTheTail() {
+        var machine = Machine(paths: 2)
+        _ = feed(&machine, [(0, 1), (1, 1), (0, 2), (0, 3), (1, 2)])
+        // Path 0's record says the stream ended at 5; path 0 lost 4 and 5, path 1 is at 2.
+        #expect(render(machine.endOfStream(last: 5, path: 0, now: 0, connected: both, gapTimeout: timeout)).isEmpty)
+        #expect(machine.isWaiting)
+        #expect(!machine.isFinished(connected: both))
+        #expect(feed(&machine, [(1, 3), (1, 4), (1, 5)]) == ["dup", "d:4", "d:5"])
+        #expect(!machine.isWaiting)
+        // Path 1 has passed the end: no copy can come any more.
+        #expect(machine.isFinished(connected: both))
+    }
+
+    @Test("end of stream with a path behind that then ends too: the tail no path brought is one gap")
+    func endOfStreamTailLostOnEveryPath() {
+        var machine = Machine(paths: 2)
+        _ = feed(&machine, [(0, 1), (1, 1), (0, 2)])
+        #expect(render(machine.endOfStream(last: 4, path: 0, now: 0, connected: both, gapTimeout: timeout)).isEmpty)
+        #expect(render(machine.endOfStream(last: 4, path: 1, now: 0, connected: both, gapTimeout: timeout)) == ["g:3-4"])
+        #expect(machine.isFinished(connected: both))
+    }
+
+    @Test("end of stream on one path while the other, up to date, keeps the stream until its own copies are through")
+    func endOfStreamTombstone() {
+        var machine = Machine(paths: 2)
+        _ = feed(&machine, [(0, 1), (0, 2), (1, 1)])
+        #expect(render(machine.endOfStream(last: 2, path: 0, now: 0, connected: both, gapTimeout: timeout)).isEmpty)
+        // Path 1 is connected and behind the end: its copy of 2 must still be recognised.
+        #expect(!machine.isFinished(connected: both))
+        #expect(feed(&machine, [(1, 2)]) == ["dup"])
+        #expect(machine.isFinished(connected: both))
+        // Or it disconnects: nothing more can come from it.
+        var other = Machine(paths: 2)
+        _ = feed(&other, [(0, 1), (1, 1)])
+        _ = other.endOfStream(last: 1, path: 0, now: 0, connected: both, gapTimeout: timeout)
+        #expect(other.isFinished(connected: both))
+    }
+
+    @Test("gapTimeout zero: a hole is a gap at once, as with one path")
+    func zeroTimeout() {
+        var machine = Machine(paths: 2)
+        _ = feed(&machine, [(0, 1), (1, 1)])
+        let out = outputs(machine.received("4", sequence: 4, path: 0, now: 0, connected: both, gapTimeout: 0))
+        #expect(out == ["g:2-3", "d:4"])
+    }
+}
+
+@Suite("PublisherStateMachine with several brokers")
+struct PublisherPathsTests {
+    let id: UInt64 = 0xABCD
+
+    func subscribe(_ topic: [UInt8]) -> [UInt8] { [1] + topic }
+    func unsubscribe(_ topic: [UInt8]) -> [UInt8] { [0] + topic }
+
+    @Test("a subscriber seen through two brokers counts once and stays while either still brings it")
+    func subscriberCountedOncePerBus() throws {
+        var machine = PublisherStateMachine(publisherID: id, paths: 2)
+        let name = try NotificationName("ha.x")
+        let pattern = try NamePattern("ha.x")
+        let prefix = pattern.subscriptionPrefix
+        let presence = ControlNames.presenceTopic(bus: 7, pattern: pattern)
+        for path in 0..<2 {
+            _ = machine.received(subscribe(prefix), path: path, wallClock: 0)
+            _ = machine.received(subscribe(presence), path: path, wallClock: 0)
+        }
+        _ = machine.endOfRead()
+        #expect(machine.subscriberCount(matching: name) == 1)
+        // Broker 0 dies: libzmq reports its topics unsubscribed. Broker 1 still brings the subscriber.
+        #expect(machine.received(unsubscribe(presence), path: 0, wallClock: 0).isEmpty)
+        #expect(machine.received(unsubscribe(prefix), path: 0, wallClock: 0).isEmpty)
+        _ = machine.endOfRead()
+        #expect(machine.subscriberCount(matching: name) == 1)
+        // Gone from both: gone.
+        _ = machine.received(unsubscribe(presence), path: 1, wallClock: 0)
+        let actions = machine.received(unsubscribe(prefix), path: 1, wallClock: 0) + machine.endOfRead()
+        #expect(machine.subscriberCount(matching: name) == 0)
+        #expect(actions.contains(.changeInterest([.init(prefix: prefix, subscribed: false)])))
+    }
+
+    @Test("a readiness token that reaches the publisher through both brokers is echoed once")
+    func tokenEchoedOnce() {
+        var machine = PublisherStateMachine(publisherID: id, paths: 2)
+        let token = Array("_nbus.ready.0000000000000007.1".utf8) + [0]
+        let first = machine.received(subscribe(token), path: 0, wallClock: 0)
+        let second = machine.received(subscribe(token), path: 1, wallClock: 0)
+        #expect(first.contains { if case .send = $0 { true } else { false } })
+        #expect(second.isEmpty)
+    }
+}
