@@ -102,6 +102,44 @@ struct MultiHostTests {
         print("multi-host: a vanished subscriber host was dropped by keepalive after \(ContinuousClock.now - cut)")
     }
 
+    //   brokerA 10.77.0.1, brokerB 10.77.0.2; pub 10.77.0.11 and sub 10.77.0.21 use both (NBP-1 §17)
+    @Test("two brokers on two hosts: one host's link cut without a reset mid-stream, nothing lost, nothing twice")
+    func redundantBrokerHostCut() async throws {
+        guard let network = try await networkOrSkip() else { return }
+        defer { network.destroy() }
+        let children = try Children()
+        defer { children.killAll() }
+        for (host, address) in [("brokerA", "10.77.0.1"), ("brokerB", "10.77.0.2"), ("pub", "10.77.0.11"), ("sub", "10.77.0.21")] {
+            try await network.addHost(host, address: address)
+        }
+        let hosts = [("brokerA", "10.77.0.1"), ("brokerB", "10.77.0.2")]
+        for (host, address) in hosts {
+            let broker = try startNbus(
+                network, children, host, on: host,
+                ["broker", "--frontend", "tcp://\(address):5550", "--backend", "tcp://\(address):5551"])
+            try #require(await broker.waitForStdoutLine(containing: "broker: frontend") != nil, "\(broker.describe())")
+        }
+        let total = 20_000
+        let sub = try startNbus(
+            network, children, "sub", on: "sub",
+            ["subscribe", "ha.net", "--count", "\(total)", "--timeout", "50", "--format", "json"]
+                + hosts.flatMap { ["--connect", "tcp://\($0.1):5551"] })
+        let pub = try startNbus(
+            network, children, "pub", on: "pub",
+            ["publish", "ha.net", "n {n}", "--count", "\(total)", "--rate", "5000", "--subscribers", "1", "--timeout", "20"]
+                + hosts.flatMap { ["--connect", "tcp://\($0.1):5550"] })
+        #expect(await sub.waitForStdoutLines(3_000, timeout: .seconds(30)), "\(sub.describe())")
+        // brokerA's host loses its cable: no RST, no reply; the publisher gives up on it after its
+        // 2 s path stall limit (when its queue to it is full) and the stream goes on through brokerB.
+        try await network.cut("brokerA")
+        expectExit(await pub.waitForExit(timeout: .seconds(40)), 0, pub)
+        let output = await sub.waitForExit(timeout: .seconds(40))
+        expectExit(output, 0, sub)
+        let sequences = parseJSONLines(output?.stdoutLines ?? []).notifications.map(\.sequence)
+        #expect(sequences == Array(1...total), "\(sequences.count) printed, \(Set(sequences).count) distinct: \(sub.describe())")
+        #expect(output?.stderrText.contains("printed \(total); lost upstream 0,") == true, "\(sub.describe())")
+    }
+
     //   siteA (10.77.0.1) <- pubA (orders.created.eu), subA (orders.>)
     //     ^ backend :5551
     //     | siteB's frontend connects there (nbus broker --upstream tcp://10.77.0.1:5551)
