@@ -29,6 +29,10 @@ public struct PeerClientOptions: Sendable {
     /// The broker's frontend (publishers) and backend (subscribers).
     public var frontend = "tcp://127.0.0.1:15550"
     public var backend = "tcp://127.0.0.1:15551"
+    /// `frontend` and `backend` may list several brokers, comma-separated: the bus then goes
+    /// through all of them (NBP-1 §17), for measuring what a second broker costs.
+    var frontends: [String] { frontend.split(separator: ",").map(String.init) }
+    var backends: [String] { backend.split(separator: ",").map(String.init) }
     /// `BusConfiguration.idleSpin` (microseconds) of every bus the client opens: 0 (the default) is
     /// the bus's default; ping/pong with 200 measure the documented low-latency setting.
     public var idleSpinMicroseconds = 0
@@ -102,7 +106,7 @@ public enum PeerClient {
 
     /// Subscribes, marks ready, counts until END (a payload starting with `E`) or 3 s of silence.
     static func subscribe(_ options: PeerClientOptions) async throws -> String {
-        let bus = try Bus(options.configuration(BusConfiguration(subscribe: [.connect(options.backend)])))
+        let bus = try Bus(options.configuration(BusConfiguration(subscribe: options.backends.map(Attachment.connect))))
         let notifications = try bus.notifications(named: options.subject)
         try markReady(options.readyFile)
         let lastArrival = LastArrival()
@@ -154,7 +158,7 @@ public enum PeerClient {
     static func publish(_ options: PeerClientOptions) async throws -> String {
         let names = try options.subject.split(separator: ",").map { try NotificationName(String($0)) }
         let end = try options.endSubject.map { try NotificationName($0) } ?? names[0]
-        let bus = try Bus(options.configuration(BusConfiguration(publish: [.connect(options.frontend)])))
+        let bus = try Bus(options.configuration(BusConfiguration(publish: options.frontends.map(Attachment.connect))))
         try await bus.waitForSubscribers(count: 1, matching: end, timeout: .seconds(30))
         var payload = [UInt8](repeating: UInt8(ascii: "D"), count: options.size)
         let start = wallClockNanoseconds()
@@ -179,7 +183,7 @@ public enum PeerClient {
 
     /// Answers each `ping` with the same payload on `pong` until a payload starting with `Q`.
     static func pong(_ options: PeerClientOptions) async throws -> String {
-        let bus = try Bus(options.configuration(.brokered(frontend: options.frontend, backend: options.backend)))
+        let bus = try Bus(options.configuration(.brokered(frontends: options.frontends, backends: options.backends)))
         let pings = try bus.notifications(named: "ping")
         let pongName = NotificationName("pong")
         try markReady(options.readyFile)
@@ -200,7 +204,7 @@ public enum PeerClient {
     /// Measures round trips to a ponger: `warmup` unmeasured, then `count`; percentiles by
     /// nearest rank, in microseconds.
     static func ping(_ options: PeerClientOptions) async throws -> String {
-        let bus = try Bus(options.configuration(.brokered(frontend: options.frontend, backend: options.backend)))
+        let bus = try Bus(options.configuration(.brokered(frontends: options.frontends, backends: options.backends)))
         let pongs = try bus.notifications(named: "pong")
         let pingName = NotificationName("ping")
         // Both directions live: the ponger's subscription reached this publisher, and this
