@@ -35,6 +35,7 @@ check() {  # $1: label, $2: stdout file, $3: stderr file
     END { printf "printed %d, distinct %d, out of place %d, twice %d", NR, length(seen), bad + 0, twice + 0
           if (NR == n && length(seen) == n && bad == 0) print " ok"; else print " FAIL" }' "$2")
   summary=$(grep -o "lost upstream [0-9]*\|duplicates discarded [0-9]*" "$3" | tr '\n' ' ')
+  case "$summary" in *"lost upstream 0 "*) ;; *) verdict="$verdict (lost upstream) FAIL" ;; esac
   echo "  $1: $verdict; $summary"
   case "$verdict" in *FAIL) FAILED=$((FAILED + 1)) ;; esac
 }

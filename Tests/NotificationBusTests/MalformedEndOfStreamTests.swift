@@ -64,3 +64,31 @@ struct MalformedEndOfStreamTests {
         #expect(EndOfStream.parse([]).entries.isEmpty && !EndOfStream.parse([]).malformed)
     }
 }
+
+/// Issue "Hostile and careless peers, round 2", item 3: a peer replaying a stream's sequence
+/// numbers (a forged frame reusing a live publisher id) never makes the bus deliver a sequence
+/// twice; every repeat is counted.
+@Suite("A replayed sequence is never delivered twice, and counted")
+struct ReplayedSequenceTests {
+    @Test("one path: sequences 1-50 replayed after 1-100 are all discarded and counted; 101 still arrives")
+    func replayDiscarded() throws {
+        let core = BusCore(wake: try WakeSignal(), outboundCapacity: 1)
+        var receiver = BusReceiver(maximumPayload: 1_024, maximumTrackedStreams: 100)
+        let storage = SubscriptionStorage(id: 1, pattern: NamePattern("r.>"), policy: .default, core: core)
+        receiver.add(storage)
+        func deliver(_ sequence: UInt64, _ count: Int = 1) throws {
+            for offset in 0..<UInt64(count) {
+                let frame = try EnvelopeCodec.encode(
+                    BusNotification(name: NotificationName("r.a"), sequence: sequence + offset, publisherID: 9))
+                frame.withUnsafeBytes { receiver.deliverLocally($0) }
+            }
+        }
+        try deliver(1, 100)
+        try deliver(1, 50)
+        try deliver(101)
+        _ = receiver.flush()
+        #expect(receiver.counters.duplicatesDiscarded == 50)
+        #expect(receiver.counters.lostUpstream == 0)
+        #expect(storage.stats.received == 101, "\(storage.stats)")
+    }
+}

@@ -148,11 +148,19 @@ struct PathMergeStateMachineTests {
         #expect(!machine.isFinished(connected: both))
         #expect(feed(&machine, [(1, 2)]) == ["dup"])
         #expect(machine.isFinished(connected: both))
-        // Or it disconnects: nothing more can come from it.
+        // Path 1 up to date when the record comes: finished at once.
         var other = Machine(paths: 2)
         _ = feed(&other, [(0, 1), (1, 1)])
         _ = other.endOfStream(last: 1, path: 0, now: 0, connected: both, gapTimeout: timeout)
         #expect(other.isFinished(connected: both))
+        // Path 1 behind and down (its broker cut this subscriber off as stalled): it reconnects and
+        // may still be sent the rest, so the stream is kept; its copies are then still copies.
+        var third = Machine(paths: 2)
+        _ = feed(&third, [(0, 1), (0, 2), (0, 3), (1, 1)])
+        #expect(render(third.endOfStream(last: 3, path: 0, now: 0, connected: 0b01, gapTimeout: timeout)).isEmpty)
+        #expect(!third.isFinished(connected: 0b01))
+        #expect(feed(&third, [(1, 2), (1, 3)]) == ["dup", "dup"])
+        #expect(third.isFinished(connected: both))
     }
 
     @Test("gapTimeout zero: a hole is a gap at once, as with one path")
@@ -204,5 +212,96 @@ struct PublisherPathsTests {
         let second = machine.received(subscribe(token), path: 1, wallClock: 0)
         #expect(first.contains { if case .send = $0 { true } else { false } })
         #expect(second.isEmpty)
+    }
+}
+
+@Suite("PublisherPathsStateMachine (socket-free, injected clock)")
+struct PublisherPathsStateMachineTests {
+    let ms: UInt64 = 1_000_000
+
+    @Test("a path that takes nothing for the limit is given up on while another carries the stream; it is back once it takes everything")
+    func stalledPathParked() {
+        var machine = PublisherPathsStateMachine(paths: 2, limit: 2_000 * ms)
+        let up = [true, true]
+        #expect(machine.attempted(path: 0, cursor: 10, count: 10, now: 0, up: up) == .done)
+        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 0, up: up) == .wait)
+        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 1_999 * ms, up: up) == .wait)
+        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 2_000 * ms, up: up) == .drop(newly: true, stalledFor: 2_000 * ms))
+        #expect(machine.done == 10)
+        machine.restart()
+        // Parked: what it refuses is dropped at once.
+        #expect(machine.attempted(path: 0, cursor: 10, count: 10, now: 2_100 * ms, up: up) == .done)
+        #expect(machine.attempted(path: 1, cursor: 0, count: 10, now: 2_100 * ms, up: up) == .drop(newly: false, stalledFor: 2_100 * ms))
+        machine.restart()
+        // It takes a whole round: back.
+        #expect(machine.attempted(path: 1, cursor: 10, count: 10, now: 2_200 * ms, up: up) == .done)
+        #expect(machine.paths[1].parked == false)
+    }
+
+    @Test("a path that moves, however slowly (flow control), is never given up on")
+    func movingPathWaitedFor() {
+        var machine = PublisherPathsStateMachine(paths: 2, limit: 2_000 * ms)
+        let up = [true, true]
+        _ = machine.attempted(path: 0, cursor: 100, count: 100, now: 0, up: up)
+        for step in 1...10 {
+            #expect(machine.attempted(path: 1, cursor: step * 5, count: 100, now: UInt64(step) * 1_000 * ms, up: up) == .wait)
+        }
+    }
+
+    @Test("a path without a connection swallows sends: it never counts as carrying, so the other is waited for")
+    func disconnectedPathDoesNotCarry() {
+        var machine = PublisherPathsStateMachine(paths: 2, limit: 2_000 * ms)
+        // Path 1's broker died: libzmq drops what it is sent (ZMQ_IMMEDIATE), so it takes all.
+        let up = [true, false]
+        #expect(machine.attempted(path: 1, cursor: 10, count: 10, now: 0, up: up) == .done)
+        #expect(machine.attempted(path: 0, cursor: 4, count: 10, now: 0, up: up) == .wait)
+        #expect(machine.attempted(path: 0, cursor: 4, count: 10, now: 5_000 * ms, up: up) == .wait)
+    }
+
+    @Test("both stalled: the first past the limit is given up on, never the last one carrying; a parked path whose partner went is waited for again")
+    func neverTheLastPath() {
+        var machine = PublisherPathsStateMachine(paths: 2, limit: 2_000 * ms)
+        let up = [true, true]
+        #expect(machine.attempted(path: 0, cursor: 0, count: 10, now: 0, up: up) == .wait)
+        #expect(machine.attempted(path: 1, cursor: 0, count: 10, now: 1_000 * ms, up: up) == .wait)
+        // Path 0 past the limit, path 1 stalled only 1 s: 1 still counts as carrying.
+        #expect(machine.attempted(path: 0, cursor: 0, count: 10, now: 2_000 * ms, up: up) == .drop(newly: true, stalledFor: 2_000 * ms))
+        // Path 1 past the limit too, but path 0 is parked: 1 is the last, waited for.
+        #expect(machine.attempted(path: 1, cursor: 0, count: 10, now: 3_500 * ms, up: up) == .wait)
+        machine.restart()
+        // Path 1's connection goes: parked path 0 is the last one left, waited for again.
+        #expect(machine.attempted(path: 0, cursor: 0, count: 10, now: 4_000 * ms, up: [true, false]) == .wait)
+        #expect(machine.paths[0].parked == false)
+    }
+}
+
+@Suite("PublisherPathsStateMachine: who the other paths bring")
+struct PublisherPathsCoverageTests {
+    @Test("a path is not given up on while another path that takes sends lacks its subscribers (a broker just restarted)")
+    func notParkedWithoutCoverage() {
+        var machine = PublisherPathsStateMachine(paths: 2, limit: 2_000_000_000)
+        let up = [true, true]
+        _ = machine.attempted(path: 1, cursor: 10, count: 10, now: 0, up: up)
+        var covered = false
+        #expect(machine.attempted(path: 0, cursor: 0, count: 10, now: 0, up: up, covered: { _, _ in covered }) == .wait)
+        #expect(machine.attempted(path: 0, cursor: 0, count: 10, now: 3_000_000_000, up: up, covered: { _, _ in covered }) == .wait)
+        covered = true
+        #expect(
+            machine.attempted(path: 0, cursor: 0, count: 10, now: 3_000_000_000, up: up, covered: { _, _ in covered })
+                == .drop(newly: true, stalledFor: 3_000_000_000))
+    }
+
+    @Test("the publisher's view: a path covers another when it brings each of its subscribers")
+    func coverageFromPresence() throws {
+        var machine = PublisherStateMachine(publisherID: 1, paths: 2)
+        let pattern = try NamePattern("c.x")
+        for bus: UInt64 in [7, 8] {
+            _ = machine.received([1] + ControlNames.presenceTopic(bus: bus, pattern: pattern), path: 0, wallClock: 0)
+        }
+        _ = machine.received([1] + ControlNames.presenceTopic(bus: 7, pattern: pattern), path: 1, wallClock: 0)
+        #expect(!machine.subscribersCovered(path: 0, by: [1]))
+        #expect(machine.subscribersCovered(path: 1, by: [0]))
+        _ = machine.received([1] + ControlNames.presenceTopic(bus: 8, pattern: pattern), path: 1, wallClock: 0)
+        #expect(machine.subscribersCovered(path: 0, by: [1]))
     }
 }

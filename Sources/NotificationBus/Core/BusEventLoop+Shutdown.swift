@@ -75,7 +75,7 @@ extension BusEventLoop {
                 continue
             }
             if !sendPending() {
-                if !publisherPaths.isEmpty {
+                if !publisherPaths.paths.isEmpty {
                     // Several brokers: each path is retried after a short poll (no blocking send
                     // on one socket while another could take its frames).
                     park(timeout: 1, includePublisher: false)

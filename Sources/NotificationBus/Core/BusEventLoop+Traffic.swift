@@ -14,7 +14,7 @@ extension BusEventLoop {
             pending.removeAll()
             return false
         }
-        if !publisherPaths.isEmpty { return sendPendingToPaths() }
+        if !publisherPaths.paths.isEmpty { return sendPendingToPaths() }
         guard sockets.loopback else { return send(pending: publisher, mode: .dontWait) > 0 }
         var progressed = false
         while true {
@@ -184,7 +184,7 @@ extension BusEventLoop {
     func waitForRoomToSend() {
         guard let publisher = sockets.publisher else { return }
         // Several brokers: each path is retried next round; a short poll keeps this from spinning.
-        guard sockets.subscriber == nil && publisherPaths.isEmpty else { return park(timeout: 1, includePublisher: false) }
+        guard sockets.subscriber == nil && publisherPaths.paths.isEmpty else { return park(timeout: 1, includePublisher: false) }
         do {
             try publisher.set(.sendTimeout, .milliseconds(1))
             send(pending: publisher, mode: .blocking)

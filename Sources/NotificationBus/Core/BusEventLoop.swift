@@ -46,7 +46,7 @@ final class BusEventLoop {
     /// reconnect, so a look every 64th round (and after every sleep) is prompt enough.
     private var roundsUntilHandshakeCheck = 0
     /// With several brokers: each publishing path's progress through `pending`.
-    var publisherPaths: [PublisherPath] = []
+    var publisherPaths = PublisherPathsStateMachine(paths: 0, limit: 0)
     /// With several brokers: whether any path took `pending`'s frame at each index.
     var pendingTaken: [Bool] = []
     /// When resident memory is looked at next, and no second drop before `memoryCooldownUntil`.
@@ -67,7 +67,8 @@ final class BusEventLoop {
             gapTimeout: configuration.pathGapTimeout)
         publisherSide = PublisherStateMachine(publisherID: configuration.publisherID, paths: sockets.publishers.count)
         if sockets.publishers.count > 1 {
-            publisherPaths = Array(repeating: PublisherPath(), count: sockets.publishers.count)
+            publisherPaths = PublisherPathsStateMachine(
+                paths: sockets.publishers.count, limit: Timestamps.boundedNanoseconds(configuration.pathStallLimit))
         }
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
         if core.directPublisher != nil, let publisher = sockets.publisher {

@@ -27,6 +27,11 @@ final class BusSockets {
     /// Subscribing paths whose connection came up or went down since the loop last took them,
     /// in order (several paths only: the receiver waits for a path only while it is up).
     var subscriberPathChanges: [(path: Int, connected: Bool)] = []
+    /// Several brokers: whether each publishing path's connection is up. A path without one
+    /// takes every send and drops it (`ZMQ_IMMEDIATE`, no pipe), so it must never count as the
+    /// path that carries the stream while another is given up on. Up from the start where no
+    /// monitor can say (inproc), down until the handshake otherwise.
+    private(set) var publisherPathUp: [Bool] = []
     /// How many times the connecting publisher lost a connection (a broker that died or
     /// restarted): its subscribers vanish at once then, and may come back through the next one.
     private(set) var publisherDisconnections: UInt64 = 0
@@ -86,6 +91,9 @@ final class BusSockets {
             let paths = configuration.publisherPaths
             for path in 0..<paths {
                 try openPublisher(paths == 1 ? configuration.publish : [configuration.publish[path]], path: path)
+            }
+            if paths > 1 {
+                publisherPathUp = (0..<paths).map { path in !handshakeMonitors.contains { $0.isPublisher && $0.path == path } }
             }
         }
         if !configuration.subscribe.isEmpty {
@@ -264,6 +272,9 @@ final class BusSockets {
                 let lost = event.event.contains(.disconnected) && handshakenEndpoints.remove(event.endpoint) != nil
                 if !isPublisher && subscribers.count > 1 && (made || lost) {
                     subscriberPathChanges.append((path, made))
+                }
+                if isPublisher && publisherPathUp.indices.contains(path) && (made || lost) {
+                    publisherPathUp[path] = made
                 }
                 if (made || lost) && connectionEvents.count < 64 {
                     connectionEvents.append(ConnectionEvent(endpoint: event.endpoint, connected: made, isPublisher: isPublisher))

@@ -70,12 +70,15 @@ struct PathMergeStateMachine<Item> {
         return sequence <= delivered || held.contains { $0.sequence == sequence }
     }
 
-    /// The stream ended (its record arrived), everything up to its end is settled, and no
-    /// connected path that carries it can still bring a copy: it can be forgotten.
+    /// The stream ended (its record arrived), everything up to its end is settled, and no path
+    /// that carried it can still bring a copy: it can be forgotten. A path that is down counts
+    /// too: a subscriber a broker disconnected (stalled) reconnects and may be sent the rest of
+    /// the stream, whose copies must still be known as copies. (Forgetting such a tombstone is
+    /// left to the tracked-streams bound.)
     func isFinished(connected: UInt64) -> Bool {
         guard let end = endSequence, delivered >= end, held.isEmpty else { return false }
         return !seen.indices.contains { path in
-            carries(path, connected: connected) && seen[path] < end
+            carries(path, connected: .max) && seen[path] < end
         }
     }
 

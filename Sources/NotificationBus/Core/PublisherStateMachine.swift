@@ -107,9 +107,24 @@ struct PublisherStateMachine {
     /// a broker that dies takes away no subscriber another broker still brings. Empty with one path.
     private var pathTopics: [Set<[UInt8]>]
 
+    /// With several paths: per path, the NotificationBus subscribers (bus ids) whose presence it
+    /// brings, with how many presence topics each.
+    private var pathBuses: [[UInt64: Int]]
+
     init(publisherID: UInt64, paths: Int = 1) {
         view = PublisherView(publisherID: publisherID)
         pathTopics = paths > 1 ? Array(repeating: [], count: paths) : []
+        pathBuses = paths > 1 ? Array(repeating: [:], count: paths) : []
+    }
+
+    /// Whether every NotificationBus subscriber that `path` brings is brought by one of
+    /// `carriers` too: only then may the publisher stop waiting for `path` (a broker that was
+    /// just restarted takes sends before its subscribers are back, and must not count).
+    func subscribersCovered(path: Int, by carriers: [Int]) -> Bool {
+        guard pathBuses.indices.contains(path) else { return true }
+        return pathBuses[path].keys.allSatisfy { bus in
+            carriers.contains { pathBuses.indices.contains($0) && pathBuses[$0][bus] != nil }
+        }
     }
 
     var publisherID: UInt64 { view.publisherID }
@@ -123,6 +138,10 @@ struct PublisherStateMachine {
             let topic = Array(message.dropFirst())
             let elsewhere = pathTopics.indices.contains { $0 != path && pathTopics[$0].contains(topic) }
             let changed = first == 1 ? pathTopics[path].insert(topic).inserted : pathTopics[path].remove(topic) != nil
+            if changed, case .presence(let bus, _) = ControlTopic(topic[...]) {
+                let count = (pathBuses[path][bus] ?? 0) + (first == 1 ? 1 : -1)
+                pathBuses[path][bus] = count > 0 ? count : nil
+            }
             // Another path holds it: for the view, nothing came or went.
             guard changed, !elsewhere else { return [] }
         }
