@@ -1,7 +1,7 @@
 // swift-tools-version:6.2
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
 // Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ,
-// nbus -> BusOperations -> NotificationBus,
+// nbus -> BusOperations -> NotificationBus, nbus and BusBench -> ToolSupport (no bus, no ZeroMQ),
 // and NotificationBus -> NBP1 (the wire protocol, pure Swift: no ZeroMQ, no Foundation).
 
 import PackageDescription
@@ -75,8 +75,6 @@ let package = Package(
             dependencies: [
                 "NBP1",
                 "ZeroMQ",
-                // The thread helpers call libzmq's clock and thread functions directly.
-                "CZeroMQ",
                 // swift-log alone (no Foundation): the broker takes an optional Logger.
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -119,9 +117,17 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // What the command-line tool and the benchmark share that is neither bus nor ZeroMQ: a
+        // one-shot signal (signals, a child's exit, a worker's go line) and lines read from a file
+        // descriptor (publish --lines, request's stdin, the workers' stdin, a child's stdout).
+        .target(
+            name: "ToolSupport",
+            swiftSettings: strictSettings
+        ),
         .target(
             name: "BusBench",
             dependencies: [
+                "ToolSupport",
                 "BusViews",
                 "NotificationBus",
                 "ZeroMQ",
@@ -142,6 +148,7 @@ let package = Package(
             dependencies: [
                 "NotificationBus",
                 "BusBench",
+                "ToolSupport",
                 "BusOperations",
                 "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -212,6 +219,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "ToolSupportTests",
+            dependencies: ["ToolSupport", "TestSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import Foundation
 import Subprocess
 import Synchronization
+import ToolSupport
 
 #if canImport(System)
 import System

@@ -1,4 +1,4 @@
-import CZeroMQ
+import ZeroMQ
 
 #if canImport(Glibc)
 import Glibc
@@ -24,7 +24,7 @@ func spawnThread(named name: String, _ body: @escaping @Sendable () -> Void) thr
             guard let argument else { return nil }
             let box = Unmanaged<Box>.fromOpaque(argument).takeRetainedValue()
             // Best effort: a name that cannot be set changes nothing else.
-            _ = czmq_set_current_thread_name(box.name)
+            setCurrentThreadName(box.name)
             box.body()
             return nil
         }, Unmanaged.passRetained(Box(name, body)).toOpaque())

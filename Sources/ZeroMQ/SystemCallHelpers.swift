@@ -55,6 +55,14 @@ public func releaseFreeMemory() {
     _ = czmq_malloc_trim()
 }
 
+/// Names the calling thread for `top -H`, `ps -L` and `perf` (Linux keeps the first 15 bytes).
+/// Here rather than in the bus because `prctl` is variadic and only this module sees the C shim.
+/// Returns whether the kernel took it.
+@discardableResult
+package func setCurrentThreadName(_ name: String) -> Bool {
+    czmq_set_current_thread_name(name) == 0
+}
+
 /// A connection's file descriptor as libzmq's monitor reported it (`ZMQ_EVENT_ACCEPTED`), for the
 /// two things libzmq itself cannot do with one chosen connection: tell how far behind its peer
 /// is, and end it.

@@ -1,5 +1,6 @@
 import Foundation
 import NotificationBus
+import ToolSupport
 
 /// One line of `nbus publish --lines --input json`: a JSON object in the shape
 /// `nbus subscribe --format json` prints, so that output can be fed back.

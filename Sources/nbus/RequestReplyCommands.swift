@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import ServiceLifecycle
-import BusBench
+import ToolSupport
 import NotificationBus
 import Subprocess
 import SystemPackage

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import BusBench
+import ToolSupport
 import Synchronization
 import UnixSignals
 

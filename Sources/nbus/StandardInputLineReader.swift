@@ -2,14 +2,14 @@
 import Glibc
 #endif
 import Foundation
-import BusBench
+import ToolSupport
 import Synchronization
 
 /// Lines of standard input for `publish --lines`, read as bytes one at a time on a thread of their
 /// own, so that a graceful shutdown can stop waiting for the next line (`tail -F` may never send
 /// one) without a blocked `read` holding one of the few cooperative threads.
 ///
-/// Lines are split by BusBench's `LineSplitter` (CRLF input, bytes kept as they are, a last line
+/// Lines are split by ToolSupport's `LineSplitter` (CRLF input, bytes kept as they are, a last line
 /// without `\n`); memory is bounded: a line longer than `maximumLineBytes` is reported as
 /// `.tooLong` with its length.
 ///

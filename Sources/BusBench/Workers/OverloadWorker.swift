@@ -1,6 +1,7 @@
 import Foundation
 import NotificationBus
 import Synchronization
+import ToolSupport
 
 #if canImport(Glibc)
 import Glibc
