@@ -45,7 +45,7 @@ public struct OverloadOptions: Sendable {
         guard handlerMicroseconds >= 0 else { throw .invalidOptions("--handler-time must be >= 0") }
         guard buffer >= 1 else { throw .invalidOptions("--buffer must be at least 1") }
         guard highWaterMark >= 0 else { throw .invalidOptions("--hwm must be >= 0 (0: unbounded)") }
-        guard closeTimeoutMilliseconds >= 0 else { throw .invalidOptions("--close-timeout-ms must be >= 0") }
+        guard closeTimeoutMilliseconds >= 0 else { throw .invalidOptions("--close-timeout must be >= 0") }
         guard timeoutSeconds >= 1 else { throw .invalidOptions("--timeout must be at least 1 second") }
         guard sampleIntervalMilliseconds >= 1 else { throw .invalidOptions("--sample-ms must be at least 1") }
     }

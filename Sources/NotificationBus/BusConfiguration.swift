@@ -174,31 +174,6 @@ public struct BusConfiguration: Sendable {
     /// How long keepalive probes may go unanswered before the connection is dropped.
     public var heartbeatTimeout: Duration = .seconds(15)
 
-    /// `closeTimeout` in milliseconds.
-    @available(*, deprecated, message: "use closeTimeout, a Duration: .milliseconds(n)")
-    public var closeTimeoutMilliseconds: Int32 {
-        get { closeTimeoutInMilliseconds }
-        set { closeTimeout = .milliseconds(newValue) }
-    }
-    /// `idleSpin` in microseconds.
-    @available(*, deprecated, message: "use idleSpin, a Duration: .microseconds(n)")
-    public var idleSpinMicroseconds: Int {
-        get { Int(idleSpinInNanoseconds / 1_000) }
-        set { idleSpin = .microseconds(newValue) }
-    }
-    /// `heartbeatInterval` in milliseconds.
-    @available(*, deprecated, message: "use heartbeatInterval, a Duration: .milliseconds(n)")
-    public var heartbeatIntervalMilliseconds: Int32 {
-        get { heartbeatIntervalInMilliseconds }
-        set { heartbeatInterval = .milliseconds(newValue) }
-    }
-    /// `heartbeatTimeout` in milliseconds.
-    @available(*, deprecated, message: "use heartbeatTimeout, a Duration: .milliseconds(n)")
-    public var heartbeatTimeoutMilliseconds: Int32 {
-        get { heartbeatTimeoutInMilliseconds }
-        set { heartbeatTimeout = .milliseconds(newValue) }
-    }
-
     /// With several brokers (`publish` connects to more than one endpoint): how long one of them
     /// may refuse what this publisher sends (frozen, or its host gone without a reset) before the
     /// publisher stops waiting for it and sends on through the others. What that broker misses

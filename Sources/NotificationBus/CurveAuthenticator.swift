@@ -46,10 +46,6 @@ public struct AuthenticationEvent: Sendable, Equatable, CustomStringConvertible 
     /// Repeats of one key's (or cause's) outcome are reported at most this often: 10 s.
     public static let reportInterval: Duration = .seconds(10)
 
-    /// `reportInterval` in nanoseconds.
-    @available(*, deprecated, renamed: "reportInterval", message: "a Duration now")
-    public static let reportIntervalNanoseconds: UInt64 = reportIntervalInNanoseconds
-
     /// `reportInterval` for the monotonic clock's arithmetic.
     static let reportIntervalInNanoseconds: UInt64 = 10_000_000_000
 

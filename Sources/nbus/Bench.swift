@@ -67,14 +67,10 @@ struct BenchThroughput: AsyncParsableCommand {
         valueName: "seconds"))
     var latencySpin: Double?
 
-    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("latency-spin-us"), parsing: .unconditional, help: .hidden)
-    var latencySpinMicrosecondsAlias: Int?
-
     var latencySpinMicroseconds: Int {
         get throws {
             try SecondsOption.span(
-                latencySpin, "--latency-spin", alias: latencySpinMicrosecondsAlias, "--latency-spin-us", perSecond: 1e6,
+                latencySpin, "--latency-spin", perSecond: 1e6,
                 default: Double(ThroughputOptions(workerCommand: []).latencySpinMicroseconds) / 1e6, in: 0...1)
         }
     }
@@ -202,14 +198,10 @@ struct BenchOverload: AsyncParsableCommand {
         "The subscriber's busy work per notification, seconds (default: 0.0001, 100 us).", valueName: "seconds"))
     var handlerTime: Double?
 
-    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("handler-us"), parsing: .unconditional, help: .hidden)
-    var handlerMicrosecondsAlias: Int?
-
     var handlerMicroseconds: Int {
         get throws {
             try SecondsOption.span(
-                handlerTime, "--handler-time", alias: handlerMicrosecondsAlias, "--handler-us", perSecond: 1e6,
+                handlerTime, "--handler-time", perSecond: 1e6,
                 default: 0.0001, in: 0...1)
         }
     }
@@ -228,10 +220,6 @@ struct BenchOverload: AsyncParsableCommand {
         parsing: .unconditional, help: ArgumentHelp("The publisher's close timeout, seconds (BusConfiguration's default: 2).", valueName: "seconds"))
     var closeTimeout: Double = Double(OverloadOptions().closeTimeoutMilliseconds) / 1_000
 
-    /// The old spelling, in milliseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("close-timeout-ms"), parsing: .unconditional, help: .hidden)
-    var closeTimeoutMillisecondsAlias: Int32?
-
     @Option(name: .customLong("rss-limit-mb"), parsing: .unconditional, help: "Fail when the subscriber's peak RSS reaches this many MB (10^6 bytes).")
     var rssLimitMegabytes: Double = 200
 
@@ -244,7 +232,7 @@ struct BenchOverload: AsyncParsableCommand {
     func validate() throws {
         try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)
         try SecondsOption.check(rssLimitMegabytes, "--rss-limit-mb", in: 1...1_000_000, unit: "MB")
-        if closeTimeoutMillisecondsAlias == nil { try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600) }
+        try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600)
         _ = try handlerMicroseconds
         try checkBenchOptions { try options.validate() }
     }
@@ -258,7 +246,7 @@ struct BenchOverload: AsyncParsableCommand {
         options.policy = policy
         options.buffer = buffer
         options.highWaterMark = hwm
-        options.closeTimeoutMilliseconds = closeTimeoutMillisecondsAlias ?? SecondsOption.milliseconds(closeTimeout)
+        options.closeTimeoutMilliseconds = SecondsOption.milliseconds(closeTimeout)
         options.rssLimitBytes = UInt64(max(0, rssLimitMegabytes) * 1e6)
         options.timeoutSeconds = timeout
         return options

@@ -46,10 +46,6 @@ struct BenchFilter: AsyncParsableCommand {
         "Busy work per body evaluation, seconds (default: 0.00002, 20 us).", valueName: "seconds"))
     var bodyTime: Double?
 
-    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("body-us"), parsing: .unconditional, help: .hidden)
-    var bodyMicrosecondsAlias: Int?
-
     @Option(help: "Transport between the processes: ipc or tcp.")
     var transport: ThroughputOptions.Transport = .ipc
 
@@ -82,7 +78,7 @@ struct BenchFilter: AsyncParsableCommand {
         scenario.views = views
         scenario.size = size
         scenario.bodyMicroseconds = try SecondsOption.span(
-            bodyTime, "--body-time", alias: bodyMicrosecondsAlias, "--body-us", perSecond: 1e6, default: 0.00002, in: 0...1)
+            bodyTime, "--body-time", perSecond: 1e6, default: 0.00002, in: 0...1)
         options.scenario = scenario
         options.style = style
         // The same parser as --selectivity: 0.05 or 5%.

@@ -53,10 +53,6 @@ struct BenchPeerClient: AsyncParsableCommand {
         valueName: "seconds"))
     var spin: Double?
 
-    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("spin-us"), parsing: .unconditional, help: .hidden)
-    var spinMicrosecondsAlias: Int?
-
     var options: PeerClientOptions {
         var options = PeerClientOptions(mode: mode)
         options.subject = subject
@@ -70,12 +66,12 @@ struct BenchPeerClient: AsyncParsableCommand {
         options.backend = backend
         // Checked in validate(): a value that got here converts.
         options.idleSpinMicroseconds =
-            (try? SecondsOption.span(spin, "--spin", alias: spinMicrosecondsAlias, "--spin-us", perSecond: 1e6, default: 0, in: 0...1)) ?? 0
+            (try? SecondsOption.span(spin, "--spin", perSecond: 1e6, default: 0, in: 0...1)) ?? 0
         return options
     }
 
     func validate() throws {
-        _ = try SecondsOption.span(spin, "--spin", alias: spinMicrosecondsAlias, "--spin-us", perSecond: 1e6, default: 0, in: 0...1)
+        _ = try SecondsOption.span(spin, "--spin", perSecond: 1e6, default: 0, in: 0...1)
         do { try options.validate() } catch { throw ValidationError("\(error)") }
     }
 

@@ -37,17 +37,9 @@ struct ScenarioArguments: ParsableArguments {
         "Switch tab / scroll the list every this many seconds (default: 0.25; 0: never).", valueName: "seconds"))
     var churnInterval: Double?
 
-    /// The old spelling, in milliseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("churn-ms"), parsing: .unconditional, help: .hidden)
-    var churnMillisecondsAlias: Int?
-
     @Option(name: .customLong("body-time"), parsing: .unconditional, help: ArgumentHelp(
         "Busy work per body evaluation, seconds (default: 0.00002, 20 us).", valueName: "seconds"))
     var bodyTime: Double?
-
-    /// The old spelling, in microseconds, kept for scripts (hidden): time options are in seconds.
-    @Option(name: .customLong("body-us"), parsing: .unconditional, help: .hidden)
-    var bodyMicrosecondsAlias: Int?
 
     @Option(parsing: .unconditional, help: "Stop after this many notifications ...")
     var count: Int = 1_000_000
@@ -95,10 +87,10 @@ struct ScenarioArguments: ParsableArguments {
         scenario.container = container
         scenario.tabs = tabs
         scenario.churnMilliseconds = try SecondsOption.span(
-            churnInterval, "--churn-interval", alias: churnMillisecondsAlias, "--churn-ms", perSecond: 1e3,
+            churnInterval, "--churn-interval", perSecond: 1e3,
             default: 0.25, in: 0...3_600)
         scenario.bodyMicroseconds = try SecondsOption.span(
-            bodyTime, "--body-time", alias: bodyMicrosecondsAlias, "--body-us", perSecond: 1e6, default: 0.00002, in: 0...1)
+            bodyTime, "--body-time", perSecond: 1e6, default: 0.00002, in: 0...1)
         scenario.count = count
         scenario.seconds = seconds
         scenario.replayMax = replayMax

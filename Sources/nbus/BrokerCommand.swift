@@ -101,13 +101,9 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "seconds"))
     var idleSpin: Double = 0
 
-    /// The old spelling, in milliseconds, kept for scripts (hidden): every time option is in seconds now.
-    @Option(name: .customLong("heartbeat-ms"), parsing: .unconditional, help: .hidden)
-    var heartbeatMillisecondsAlias: Int32?
-
-    /// `--heartbeat`, or `--heartbeat-ms` when a script gave that.
+    /// `--heartbeat` in milliseconds (5 s when not given).
     var heartbeatMilliseconds: Int32 {
-        heartbeatMillisecondsAlias ?? SecondsOption.milliseconds(heartbeat ?? 5)
+        SecondsOption.milliseconds(heartbeat ?? 5)
     }
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Print counters every N seconds, 0.1 to 86400 (0: only at exit).", valueName: "seconds"))
@@ -142,12 +138,7 @@ struct BrokerCommand: AsyncParsableCommand {
         guard (0...(1 << 20)).contains(subscriberBudget) else {
             throw ValidationError("--subscriber-budget must be 0 (none: --hwm messages) to 1048576 MiB, not \(subscriberBudget)")
         }
-        if let heartbeatMillisecondsAlias {
-            guard heartbeat == nil else { throw ValidationError("--heartbeat and --heartbeat-ms say the same thing: give one") }
-            guard heartbeatMillisecondsAlias == 0 || (1...2_184_000).contains(heartbeatMillisecondsAlias) else {
-                throw ValidationError("--heartbeat-ms must be 0 (off) or 1 to 2184000")
-            }
-        } else if let heartbeat, heartbeat != 0 {
+        if let heartbeat, heartbeat != 0 {
             // The range ZMTP heartbeats took (they are TCP keepalive now, in whole seconds rounded
             // up), kept so that no setting that worked is refused.
             do { try SecondsOption.check(heartbeat, "--heartbeat", in: 0.001...2_184) } catch {

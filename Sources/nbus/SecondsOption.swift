@@ -37,20 +37,13 @@ enum SecondsOption {
         return Swift.min(seconds, maximumTimeout)
     }
 
-    /// A span given in seconds by `flag`, or through its hidden alias `aliasFlag` in a smaller unit
-    /// (`perSecond` of them in a second: 1,000 for `-ms`, 1,000,000 for `-us`), as scripts written
-    /// before the seconds convention do. Both at once is a usage error; neither gives `defaultSeconds`.
-    /// Returns whole units of the alias (microseconds, milliseconds), checked against `range` (seconds).
+    /// A span given in seconds by `flag`, in whole units of `perSecond` (1,000: milliseconds,
+    /// 1,000,000: microseconds), what the scenario takes; nil gives `defaultSeconds`. Checked against
+    /// `range` (seconds).
     static func span(
-        _ seconds: Double?, _ flag: String, alias: Int?, _ aliasFlag: String, perSecond: Double,
+        _ seconds: Double?, _ flag: String, perSecond: Double,
         default defaultSeconds: Double, in range: ClosedRange<Double>
     ) throws -> Int {
-        if let alias {
-            guard seconds == nil else { throw ValidationError("\(flag) and \(aliasFlag) say the same: give one (\(flag) is in seconds)") }
-            let unit = perSecond == 1_000 ? "milliseconds" : "microseconds"
-            try check(Double(alias), aliasFlag, in: range.lowerBound * perSecond...range.upperBound * perSecond, unit: unit)
-            return alias
-        }
         let value = seconds ?? defaultSeconds
         try check(value, flag, in: range)
         let units = Int((value * perSecond).rounded())
