@@ -23,7 +23,7 @@ public enum EmbeddedDemo {
                 received += 1
                 let headers = n.headers.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
                 print(
-                    "\(n.name) seq=\(n.sequence) publisher=\(String(n.publisherID, radix: 16)) "
+                    "\(n.name) seq=\(n.sequence) publisher=\(ControlNames.hex(n.publisherID)) "
                         + "type=\(n.contentType) headers=[\(headers)] payload=\(String(decoding: n.payload, as: UTF8.self))")
             case .gap(let gap):
                 print("lost: \(gap)")

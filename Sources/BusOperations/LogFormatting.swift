@@ -67,10 +67,10 @@ public struct BusLogHandler: LogHandler {
             for (key, value) in sorted { line += " \(key)=\(Self.textValue(value))" }
             return line
         case .json:
-            var line = "{\"timestamp\":\(jsonString(timestamp)),\"level\":\(jsonString(level.rawValue)),"
-                + "\"label\":\(jsonString(label)),\"message\":\(jsonString(message))"
+            var line = "{\"timestamp\":\(JSONString.quoted(timestamp)),\"level\":\(JSONString.quoted(level.rawValue)),"
+                + "\"label\":\(JSONString.quoted(label)),\"message\":\(JSONString.quoted(message))"
             for (key, value) in sorted where !["timestamp", "level", "label", "message"].contains(key) {
-                line += ",\(jsonString(key)):\(jsonValue(value))"
+                line += ",\(JSONString.quoted(key)):\(jsonValue(value))"
             }
             return line + "}"
         }
@@ -92,8 +92,8 @@ public struct BusLogHandler: LogHandler {
 
     /// A message on one line: newlines and other control characters escaped, so one event is one line.
     private static func singleLine(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.value < 0x20 }) else { return text }
-        let quoted = jsonString(text)
+        guard text.unicodeScalars.contains(where: JSONString.isControl) else { return text }
+        let quoted = JSONString.quoted(text)
         return String(quoted.dropFirst().dropLast())
     }
 
@@ -101,43 +101,24 @@ public struct BusLogHandler: LogHandler {
     private static func textValue(_ value: Logger.Metadata.Value) -> String {
         let text = "\(value)"
         let plain = !text.isEmpty && !text.unicodeScalars.contains {
-            $0.value <= 0x20 || $0 == "\"" || $0 == "=" || $0.value == 0x7F
+            $0 == " " || $0 == "\"" || $0 == "=" || JSONString.isControl($0)
         }
-        return plain ? text : jsonString(text)
+        return plain ? text : JSONString.quoted(text)
     }
 
     private static func jsonValue(_ value: Logger.Metadata.Value) -> String {
         switch value {
-        case .string(let text): return jsonString(text)
+        case .string(let text): return JSONString.quoted(text)
         case .stringConvertible(let value):
             // Numbers stay numbers, so a collector can compare them.
             let text = value.description
             if value is any BinaryInteger || (value is Double && Double(text)?.isFinite == true) { return text }
-            return jsonString(text)
+            return JSONString.quoted(text)
         case .array(let values): return "[" + values.map(jsonValue).joined(separator: ",") + "]"
         case .dictionary(let fields):
-            return "{" + fields.sorted { $0.key < $1.key }.map { jsonString($0.key) + ":" + jsonValue($0.value) }
+            return "{" + fields.sorted { $0.key < $1.key }.map { JSONString.quoted($0.key) + ":" + jsonValue($0.value) }
                 .joined(separator: ",") + "}"
         }
-    }
-
-    /// A JSON string literal.
-    public static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
     }
 }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BusOperations
 import Logging
 import NotificationBus
 import ZeroMQ
@@ -90,7 +91,7 @@ struct StandardError: TextOutputStream {
 
 /// `text` for an error message on a terminal: control characters (an ESC starting a terminal
 /// sequence, a newline that would forge a second log line) escaped as in JSON (`\u001b`), the
-/// rest as is (`OutputFormat.jsonString` without its quotes).
+/// rest as is (`JSONString.quoted` without its quotes).
 func displayed(_ text: String) -> String {
-    String(OutputFormat.jsonString(text).dropFirst().dropLast())
+    String(JSONString.quoted(text).dropFirst().dropLast())
 }

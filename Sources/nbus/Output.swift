@@ -1,4 +1,5 @@
 import ArgumentParser
+import BusOperations
 import Foundation
 import NotificationBus
 
@@ -22,7 +23,7 @@ enum OutputFormat: String, CaseIterable, Sendable {
             let headers = n.headers.map { "\(Self.textField($0.key))=\(Self.textField($0.value))" }.joined(separator: ",")
             let payload =
                 String(validatingUTF8: n.payload).map(Self.textField) ?? "base64:" + Data(n.payload).base64EncodedString()
-            var line = "\(n.name) seq=\(n.sequence) publisher=\(hex16(n.publisherID))"
+            var line = "\(n.name) seq=\(n.sequence) publisher=\(ControlNames.hex(n.publisherID))"
             if !headers.isEmpty { line += " headers=[\(headers)]" }
             if n.contentType != .unspecified { line += " type=\(n.contentType)" }
             return line + " payload=\(payload)"
@@ -33,24 +34,24 @@ enum OutputFormat: String, CaseIterable, Sendable {
             // wire (NBP/1), while Swift's String keys would merge canonically equivalent ones.
             var fields: [(String, String)] = [
                 ("contentType", String(n.contentType.rawValue)),
-                ("headers", "{" + n.headers.map { Self.jsonString($0.key) + ":" + Self.jsonString($0.value) }.joined(separator: ",") + "}"),
-                ("name", Self.jsonString(n.name.rawValue)),
+                ("headers", "{" + n.headers.map { JSONString.quoted($0.key) + ":" + JSONString.quoted($0.value) }.joined(separator: ",") + "}"),
+                ("name", JSONString.quoted(n.name.rawValue)),
             ]
             if let text = String(validatingUTF8: n.payload) {
-                fields.append(("payload", Self.jsonString(text)))
+                fields.append(("payload", JSONString.quoted(text)))
             } else {
-                fields.append(("payloadBase64", Self.jsonString(Data(n.payload).base64EncodedString())))
+                fields.append(("payloadBase64", JSONString.quoted(Data(n.payload).base64EncodedString())))
             }
             fields += [
-                ("publisherID", Self.jsonString(hex16(n.publisherID))),
+                ("publisherID", JSONString.quoted(ControlNames.hex(n.publisherID))),
                 ("sequence", String(n.sequence)),
                 ("timestamp", String(n.timestamp)),
             ]
-            return "{" + fields.map { Self.jsonString($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
+            return "{" + fields.map { JSONString.quoted($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"
         case (.json, .gap(let gap)):
             var object: [String: Any] = ["gap": gap.cause.rawValue, "count": gap.count]
             if let name = gap.name { object["name"] = name.rawValue }
-            if let publisher = gap.publisherID { object["publisherID"] = hex16(publisher) }
+            if let publisher = gap.publisherID { object["publisherID"] = ControlNames.hex(publisher) }
             if let sequences = gap.sequences {
                 object["firstSequence"] = sequences.lowerBound
                 object["lastSequence"] = sequences.upperBound
@@ -63,32 +64,13 @@ enum OutputFormat: String, CaseIterable, Sendable {
     /// newline would start what looks like another notification; an escape sequence would reach the
     /// terminal) or begins with a quote: then as a JSON string literal, quoted and escaped.
     static func textField(_ text: String) -> String {
-        let needsQuoting =
-            text.hasPrefix("\"")
-            || text.unicodeScalars.contains { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }
-        return needsQuoting ? jsonString(text) : text
-    }
-
-    /// A JSON string literal: quotes, backslashes and control characters escaped, the rest as UTF-8.
-    static func jsonString(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value):
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        let needsQuoting = text.hasPrefix("\"") || text.unicodeScalars.contains(where: JSONString.isControl)
+        return needsQuoting ? JSONString.quoted(text) : text
     }
 
     static func json(_ object: [String: Any]) -> String {
+        // JSONSerialization fails only for values JSON cannot hold (non-finite numbers, keys that
+        // are not strings); the gap objects written here hold strings and integers only.
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
@@ -108,11 +90,4 @@ func exitIfChecksFailed(_ failures: [String], heading: String) throws {
     guard !failures.isEmpty else { return }
     FileWriter.standardError.write(heading + ":\n" + failures.map { "  " + $0 }.joined(separator: "\n") + "\n")
     throw ExitCode(2)
-}
-
-/// A publisher id as NotificationBus writes ids everywhere (control names, NBP-1 §15): 16
-/// lowercase hex digits, zero-padded, so ids compare and sort as text.
-func hex16(_ value: UInt64) -> String {
-    let digits = String(value, radix: 16)
-    return String(repeating: "0", count: 16 - digits.count) + digits
 }
