@@ -31,6 +31,13 @@ package enum ControlNames {
         return rest.isEmpty || rest.first == UInt8(ascii: ".")
     }
 
+    /// `_nbus.eos.<publisher hex>`: the name of `publisher`'s end-of-stream record.
+    package static func endOfStreamName(publisher: UInt64) -> String {
+        String(decoding: endOfStreamPrefix, as: UTF8.self) + hex(publisher)
+    }
+
+    /// An id as the bus writes ids everywhere (control names, `nbus` output, NBP-1 §15): 16
+    /// lowercase hex digits, zero-padded, so ids compare and sort as text. The one hex formatter.
     package static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import NotificationBus
 import Synchronization
 import Testing
 import ZeroMQ
@@ -169,7 +170,7 @@ struct BrokeredLosslessTests {
         defer { raw.close() }
         try raw.set(.linger, .zero)
         try raw.set(.receiveTimeout, .milliseconds(100))
-        try raw.subscribe(Array("_nbus.eos.".utf8))
+        try raw.subscribe(ControlNames.endOfStreamPrefix)
         try raw.connect(backend)
         let subscriber = try children.start(
             "subscriber", ["subscribe", "replay.x", "--connect", backend, "--count", "3", "--timeout", "20"])

@@ -23,7 +23,7 @@ struct MalformedEndOfStreamTests {
     private func endOfStream(_ receiver: inout BusReceiver, payload: [UInt8]) throws {
         let record = try EnvelopeCodec.encode(
             BusNotification(
-                name: NotificationName("_nbus.eos.\(ControlNames.hex(5))"), payload: payload,
+                name: NotificationName(ControlNames.endOfStreamName(publisher: 5)), payload: payload,
                 headers: ["final": "1"], sequence: 1, publisherID: 5))
         record.withUnsafeBytes { receiver.deliverLocally($0) }
     }

@@ -55,7 +55,7 @@ struct TrackedStreamsLimitTests {
         let payload = EndOfStream.payloads(for: [NotificationName("s.data"): 3])[0]
         let record = try EnvelopeCodec.encode(
             BusNotification(
-                name: NotificationName("_nbus.eos.\(ControlNames.hex(9))"), payload: payload,
+                name: NotificationName(ControlNames.endOfStreamName(publisher: 9)), payload: payload,
                 headers: ["final": "1"], sequence: 1, publisherID: 9))
         record.withUnsafeBytes { receiver.deliverLocally($0) }
         #expect(receiver.counters.lostUpstream == 2)

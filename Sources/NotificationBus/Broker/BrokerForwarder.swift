@@ -514,7 +514,7 @@ final class BrokerForwarder {
 /// With the batch header of a frame sent past a slow subscriber (counted in notifications), the
 /// one place the broker looks into a frame: its name's `_nbus.eos.` prefix.
 struct EndOfStreamReplay {
-    private static let prefix = Array("_nbus.eos.".utf8)
+    private static let prefix = ControlNames.endOfStreamPrefix
     private static let schedule: [UInt64] = [1, 3, 10, 30, 60].map { $0 * 1_000_000_000 }
     private static let capacity = 4_096
 
@@ -535,10 +535,12 @@ struct EndOfStreamReplay {
             // Version 1 only: control frames are never batched (NBP-1 §2.3), so a `_nbus.eos.`
             // frame of another version is not a record, and its bytes are not read as one.
             guard bytes.count > Self.prefix.count, bytes.starts(with: Self.prefix),
-                let nul = bytes.firstIndex(of: 0), bytes.count >= nul + 1 + 32, bytes[nul + 1] == WireFormat.version
+                let nul = bytes.firstIndex(of: 0), bytes.count >= nul + 1 + WireFormat.fixedHeaderSize,
+                bytes[nul + 1 + WireFormat.FixedHeaderOffset.version] == WireFormat.version
             else { return nil }
-            // name NUL, then the fixed header: the sequence at bytes 8..<16 after the NUL.
-            return Array(bytes[0..<nul]) + Array(bytes[(nul + 9)..<(nul + 17)])
+            // The name, then (after its NUL) the fixed header's sequence field.
+            let sequence = nul + 1 + WireFormat.FixedHeaderOffset.sequence
+            return Array(bytes[0..<nul]) + Array(bytes[sequence..<(sequence + 8)])
         }
         guard let key else { return }
         let frame = batch.withMessageBytes(at: 0) { Array($0) }

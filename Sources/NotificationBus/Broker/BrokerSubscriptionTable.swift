@@ -80,7 +80,7 @@ public struct BrokerSubscriptions: Hashable, Sendable {
         // Announced patterns were validated when read (below): the `try?` drops nothing.
         let announcedPrefixes = Set(announcedPatterns.compactMap { try? NamePattern($0.pattern).subscriptionPrefix })
         return topics.filter { topic in
-            topic.first != 0 && !topic.starts(with: Array("_nbus.".utf8))
+            topic.first != 0 && !topic.starts(with: ControlNames.reservedPrefix)
         }.map { DataPrefix(prefix: String(decoding: $0, as: UTF8.self), announced: announcedPrefixes.contains($0)) }
     }
 
