@@ -77,6 +77,9 @@ extension ChildProcess {
 
     /// One JSON line decoded as `T`, nil when it does not decode.
     static func decode<T: Decodable>(_ type: T.Type, _ line: String) -> T? {
+        // A child prints other lines too (progress, other events): one that is not this `T` is
+        // skipped by the callers, and a result that never decodes becomes `badOutput` with the
+        // whole output (`requireResult`), which says more than the first decoding error would.
         try? JSONDecoder().decode(type, from: Data(line.utf8))
     }
 }

@@ -39,6 +39,8 @@ public struct BusMetricsService: Service, CustomStringConvertible {
 
     public func run() async throws {
         sampler.sample()
+        // What it throws is the sleep's CancellationError at graceful shutdown: the end this
+        // loop waits for. The last sample below still records the final counters.
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)

@@ -28,11 +28,14 @@ public struct ConnectionWatchService: Service, CustomStringConvertible {
     /// would end a group that treats a finished service as its end.
     public func run() async throws {
         guard !endpoints.isEmpty else {
+            // Throws only CancellationError: the group is ending this service either way.
             try? await gracefulShutdown()
             return
         }
         let (bus, logger, expected, patience) = (self.bus, self.logger, endpoints.count, self.patience)
         let list = endpoints.joined(separator: ", ")
+        // What it throws is the CancellationError of the sleep below when the shutdown (or the
+        // group) cancels the watch: the end this service is waiting for, not a failure.
         try? await cancelWhenGracefulShutdown {
             let clock = ContinuousClock()
             var machine = ConnectionWatch(expected: expected, patience: patience, startedAt: clock.now)

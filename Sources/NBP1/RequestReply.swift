@@ -25,6 +25,8 @@ public enum RequestReply {
     /// the header is not a valid notification name (such a request cannot be answered).
     public static func replyName(of request: BusNotification) -> NotificationName? {
         guard let text = request.headers[replyToHeader] else { return nil }
+        // A reply-to header that is not a valid name cannot be answered: nil is that answer,
+        // and `Bus.reply(to:with:)` turns it into `.notARequest`.
         return try? NotificationName(text)
     }
 }

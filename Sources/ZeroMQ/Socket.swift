@@ -122,6 +122,10 @@ public final class Socket {
     public func unsubscribe(_ prefix: [UInt8]) throws(ZMQError) { try set(.unsubscribe, prefix) }
 
     /// Whether the last frame received has more parts after it.
+    ///
+    /// `ZMQ_RCVMORE` fails only on a closed socket or a terminated context (`ENOTSOCK`,
+    /// `ETERM`), where no further part can be read either: false then is the true answer, and
+    /// the next receive reports the error itself.
     public var hasMoreParts: Bool { (try? get(.receiveMore)) ?? false }
 
     // MARK: Sending

@@ -35,6 +35,8 @@ public struct ZAPRequest: Sendable, Equatable {
     /// The client's CURVE public key in Z85, or nil when the request is not a well-formed CURVE one.
     public var curvePublicKey: String? {
         guard mechanism == "CURVE", credentials.count == 1, credentials[0].count == 32 else { return nil }
+        // 32 bytes always encode (Z85 takes multiples of 4): nil here is unreachable, and the
+        // caller already treats nil as "not a CURVE request" and refuses it.
         return try? Z85.encode(credentials[0])
     }
 

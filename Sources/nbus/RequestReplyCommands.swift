@@ -279,6 +279,7 @@ struct ReplyService: Service {
         }
         printError("nbus reply: answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
         await withTaskGroup(of: Void.self) { group in
+            // Throws only CancellationError, when the limit was reached first and the group ends.
             group.addTask { try? await gracefulShutdown() }
             group.addTask { await answered.waitForLimit() }
             await group.next()
@@ -299,6 +300,7 @@ extension ReplyCommand {
         await withTaskGroup(of: Reply?.self) { group in
             group.addTask { await run(command, for: request) }
             group.addTask {
+                // Cancelled when the command answered first: the group is over, nil is not read.
                 try? await Task.sleep(for: timeout)
                 return nil
             }
@@ -353,6 +355,8 @@ extension FileDescriptor {
             _ = try file.writeAll(bytes)
             _ = try file.seek(offset: 0, from: .start)
         } catch {
+            // The write's error is the one to report; a failing close of an unlinked file loses
+            // nothing more.
             try? file.close()
             throw error
         }
@@ -379,6 +383,7 @@ private final class AnsweredCount: Sendable {
     /// group); without a limit, only then.
     func waitForLimit() async {
         guard limit != nil else {
+            // The sleep throws only when cancelled, which the loop's condition then sees.
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             return
         }
