@@ -4,94 +4,6 @@ import Glibc
 import Synchronization
 import ZeroMQ
 
-/// A request to the event loop. Async code never touches a socket: it enqueues one of these.
-enum BusCommand: Sendable {
-    case addSubscription(SubscriptionStorage)
-    case removeSubscription(UInt64)
-    case addWaiter(WaitRequest, CheckedContinuation<Result<Void, BusError>, Never>)
-    case cancelWaiter(UInt64)
-    case resumeReading
-}
-
-/// A bus's life, in one place: whether it takes work, and who waits for it to end.
-///
-/// `open` -> `closing` (`close()` or the last reference dropped) -> `closed` (the event loop has
-/// flushed, ended every subscription and wait, and closed every socket). A context terminated
-/// under the loop takes it from `open` to `closed` directly. Nothing goes back.
-enum BusLifecycle {
-    /// Posts, subscriptions, waits and executor jobs are taken.
-    case open
-    /// Nothing new is taken; the loop is flushing what it has. `close()` callers wait here.
-    case closing(closeWaiters: [CheckedContinuation<Void, Never>])
-    /// The loop has ended and every socket is closed.
-    case closed
-
-    var isOpen: Bool {
-        if case .open = self { return true }
-        return false
-    }
-}
-
-/// The state async callers share with the event loop, behind one lock.
-struct Mailbox: ~Copyable {
-    var lifecycle = BusLifecycle.open
-    var commands: [BusCommand] = []
-    /// Jobs of tasks that prefer the bus's executor, run by the event loop between rounds.
-    var jobs: [UnownedJob] = []
-    /// Encoded posts, as libzmq messages, waiting for the event loop (which swaps the whole batch out).
-    var outbound = MessageBatch(capacity: 1024)
-    /// The event loop is (about to be) parked in `zmq_poll`; whoever enqueues must signal the eventfd.
-    var sleeping = false
-    /// Next sequence number per name for this publisher (NBP/1: per (publisher, name), from 1).
-    var sequences = PostSequences()
-    var posted: UInt64 = 0
-    /// Posters waiting for room in `outbound`.
-    var spaceWaiters: [SpaceWaiter] = []
-    /// Who may use the XPUB now (see `PublisherSocketOwner`).
-    var publisherOwner = PublisherSocketOwner.loop
-    /// Posts posting threads sent on the XPUB themselves, and those ZeroMQ rejected outright.
-    var sentDirectly: UInt64 = 0
-    var unsentDirectly: UInt64 = 0
-    /// When the last direct send ended (monotonic ns): posts closer together than
-    /// `BusCore.directSendSpacing` go through the loop instead.
-    var lastDirectSend: UInt64 = 0
-}
-
-/// Who uses a bus's XPUB socket. The event loop holds it while it works and lets go of it while
-/// it sleeps: a post made then is sent by the posting thread itself, with no hand-off and no
-/// wake-up (the latency of a quiet bus is ZeroMQ's own). Under load the loop is awake, holds the
-/// socket, and posts go through the mailbox in batches as before. Every change happens under the
-/// mailbox lock, the full memory barrier libzmq asks for when a socket changes threads.
-///
-/// `loop` -> `free` (the loop parks) -> `poster` (one post is being sent) -> `free` -> `loop`
-/// (the loop woke; it waits out a poster's send). The loop never takes it from a poster.
-enum PublisherSocketOwner {
-    case loop
-    case free
-    case poster
-}
-
-/// A bus's XPUB as posting threads see it, for sends made while they own it (`PublisherSocketOwner.poster`).
-///
-/// `@unchecked Sendable`: `socket` is used only by the owner `Mailbox.publisherOwner` names, and
-/// ownership changes only under the mailbox lock (a full memory barrier), which is exactly what
-/// libzmq requires of a socket used by more than one thread: never at once, a barrier between.
-final class DirectPublisher: @unchecked Sendable {
-    let socket: Socket
-
-    init(_ socket: Socket) {
-        self.socket = socket
-    }
-}
-
-/// A poster waiting for room in the outbound queue; `id` lets a cancelled one leave the line.
-struct SpaceWaiter {
-    let id: UInt64
-    let continuation: CheckedContinuation<Void, Never>
-
-    func resume() { continuation.resume() }
-}
-
 /// What `Bus`, subscriptions and the I/O thread share: the mailbox, the wake-up fd and snapshots.
 final class BusCore: Sendable {
     let mailbox = Mutex(Mailbox())
@@ -392,32 +304,5 @@ final class BusCore: Sendable {
             }
             waiter?.resume()
         }
-    }
-}
-
-/// A publisher's last sequence number per name. The name posted last is kept aside, so a run of
-/// posts to one name (the common case) costs a byte comparison instead of a hash lookup.
-struct PostSequences {
-    private var table: [NotificationName: UInt64] = [:]
-    private var current: (name: NotificationName, last: UInt64)?
-
-    /// The next sequence number for `name` (1 for its first post), recorded as its last.
-    mutating func next(for name: NotificationName) -> UInt64 {
-        if var entry = current, entry.name == name {
-            entry.last += 1
-            current = entry
-            return entry.last
-        }
-        if let entry = current { table[entry.name] = entry.last }
-        let last = (table.removeValue(forKey: name) ?? 0) + 1
-        current = (name, last)
-        return last
-    }
-
-    /// Every name's last sequence number.
-    var all: [NotificationName: UInt64] {
-        var all = table
-        if let entry = current { all[entry.name] = entry.last }
-        return all
     }
 }

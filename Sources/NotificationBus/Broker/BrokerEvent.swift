@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+import ZeroMQ
+
+/// What a broker tells its owner as it happens, on the broker's forwarding thread.
+public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
+    /// A subscriber made no room for `waited`: notifications now go past it (and any other full
+    /// subscriber), which lose them and count the loss by sequence number.
+    case slowSubscriberStarted(waited: Duration)
+    /// Every subscriber has room again, `after` the episode began; `sentPast` notifications went
+    /// past a full one meanwhile.
+    case slowSubscriberEnded(after: Duration, sentPast: UInt64)
+    /// The broker's resident memory passed its limit: it dropped every connection (peers
+    /// reconnect at once; what was in flight is lost and counted as gaps by subscribers).
+    case memoryLimitReached(residentBytes: UInt64, limitBytes: UInt64)
+    /// After a memory reset the broker could not listen on `endpoint` again: that side takes no
+    /// new connection until the broker restarts.
+    case rebindFailed(endpoint: String)
+    /// `open` connections, 90% of what the open-files limit allows (`limit`).
+    case connectionsNearLimit(open: Int, limit: Int)
+    /// accept() fails (`errno`, 24 is EMFILE: out of file descriptors); logged at most every 10 s.
+    case acceptFailing(errno: UInt32, open: Int, failures: UInt64)
+    /// A subscriber past its budget took nothing for the broker's patience (stopped, frozen): it
+    /// was disconnected so the others go on. It reconnects by itself and counts what it missed as
+    /// a gap. `connection` is nil when the broker's records do not know it (an accept not yet read).
+    case stalledSubscriberDisconnected(BrokerConnection?, unsentBytes: Int)
+    /// A peer connected (before any CURVE handshake: its key is not known yet).
+    case connectionAccepted(BrokerConnection)
+    /// A peer's connection ended (it left, was dropped by TCP keepalive, or failed its handshake).
+    case connectionClosed(BrokerConnection)
+
+    public var description: String {
+        switch self {
+        case .slowSubscriberStarted(let waited):
+            return "slow subscriber: one made no room for \(Timestamps.boundedMilliseconds(waited)) ms; sending past full subscribers "
+                + "(they lose those notifications and count them as gaps)"
+        case .slowSubscriberEnded(let after, let sentPast):
+            return "slow subscriber caught up after \(Timestamps.boundedMilliseconds(after)) ms; \(sentPast) notification(s) went past a full subscriber"
+        case .memoryLimitReached(let resident, let limit):
+            return "memory \(resident >> 20) MiB is over the limit of \(limit >> 20) MiB: dropped every connection "
+                + "(a peer holding memory, e.g. a message it never finishes, or too many slow subscribers); they reconnect"
+        case .rebindFailed(let endpoint):
+            return "could not listen on \(endpoint) again after a memory reset: restart the broker"
+        case .connectionsNearLimit(let open, let limit):
+            return "\(open) connections open, 90% of the \(limit) the open-files limit allows: past it new clients "
+                + "are shut out (raise LimitNOFILE / ulimit -Hn, or limit who can connect)"
+        case .acceptFailing(let errno, let open, let failures):
+            return "cannot accept new connections (errno \(errno)\(errno == 24 ? ", out of file descriptors" : "")) with \(open) open; "
+                + "\(failures) failure(s) so far: new clients are shut out until some leave"
+        case .stalledSubscriberDisconnected(let connection, let unsent):
+            let who = connection.map { "subscriber on \($0.endpoint)\(Self.peer($0))" } ?? "a subscriber"
+            return "slow subscriber: disconnected \(who), past its budget and taking nothing (\(unsent) bytes unsent); "
+                + "the others go on, it reconnects and counts what it missed"
+        case .connectionAccepted(let connection):
+            return "\(connection.side) connected on \(connection.endpoint)\(Self.peer(connection))"
+        case .connectionClosed(let connection):
+            return "\(connection.side) disconnected from \(connection.endpoint)\(Self.peer(connection))"
+        }
+    }
+
+    /// Whether the event is routine (a connection coming or going), for a debug-level log line.
+    public var isRoutine: Bool {
+        switch self {
+        case .connectionAccepted, .connectionClosed: return true
+        default: return false
+        }
+    }
+
+    private static func peer(_ connection: BrokerConnection) -> String {
+        var text = ""
+        if !connection.peerAddress.isEmpty { text += " from \(connection.peerAddress)" }
+        if let pid = connection.processID { text += " (pid \(pid))" }
+        if let key = connection.curveKey { text += " key \(key)" }
+        return text
+    }
+}
