@@ -1,44 +1,142 @@
 import ZeroMQ
 
 /// Why a bus operation failed.
-public enum BusError: Error, Equatable, Sendable, CustomStringConvertible {
+///
+/// A struct with static members, not an enum, decided before 1.0: the API throws it typed
+/// (`throws(BusError)`), so an enum's cases would be part of every caller's exhaustive `switch`,
+/// and telling one more failure apart (a new case) would break their code in a minor version.
+/// Here a new kind is a new static member (the shape of swift-nio-ssl's `NIOSSLExtraError`).
+/// Callers compare (`error == .closed`), match the kinds that carry nothing (`catch .cancelled`,
+/// `if case .closed = error`), or switch on `code` with a `default`; what a kind carries is read
+/// through `transportError` and `reason`, and `description` says it all in a sentence.
+public struct BusError: Error, Equatable, Sendable, CustomStringConvertible {
+    /// The kind of failure, for a `switch` (with a `default`: kinds may be added).
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private let name: String
+        private init(_ name: String) { self.name = name }
+        public var description: String { name }
+
+        public static let closed = Code("closed")
+        public static let notAPublisher = Code("notAPublisher")
+        public static let notASubscriber = Code("notASubscriber")
+        public static let outboundQueueFull = Code("outboundQueueFull")
+        public static let payloadTooLarge = Code("payloadTooLarge")
+        public static let invalidHeaders = Code("invalidHeaders")
+        public static let invalidName = Code("invalidName")
+        public static let reservedName = Code("reservedName")
+        public static let timedOut = Code("timedOut")
+        public static let transport = Code("transport")
+        public static let cancelled = Code("cancelled")
+        public static let system = Code("system")
+        public static let security = Code("security")
+        public static let notSubscribed = Code("notSubscribed")
+        public static let invalidConfiguration = Code("invalidConfiguration")
+        public static let noResponders = Code("noResponders")
+        public static let notARequest = Code("notARequest")
+    }
+
+    /// What the error is and carries; private, so that adding a kind breaks no caller.
+    private enum Kind: Equatable, Sendable {
+        case closed
+        case notAPublisher
+        case notASubscriber
+        case outboundQueueFull(capacity: Int)
+        case payloadTooLarge(byteCount: Int, maximum: Int)
+        case invalidHeaders(EncodeError)
+        case invalidName(NameError)
+        case reservedName(NotificationName)
+        case timedOut(what: String, after: Duration)
+        case transport(ZMQError)
+        case cancelled
+        case system(String)
+        case security(String)
+        case notSubscribed(NamePattern)
+        case invalidConfiguration(String)
+        case noResponders(NotificationName)
+        case notARequest(NotificationName)
+    }
+
+    private let kind: Kind
+
+    private init(_ kind: Kind) { self.kind = kind }
+
     /// The bus has been closed (or is closing).
-    case closed
+    public static let closed = BusError(.closed)
     /// This bus has no publisher socket (`BusConfiguration.publish` is empty).
-    case notAPublisher
+    public static let notAPublisher = BusError(.notAPublisher)
     /// This bus has no subscriber socket (`BusConfiguration.subscribe` is empty).
-    case notASubscriber
+    public static let notASubscriber = BusError(.notASubscriber)
     /// A synchronous `post` found the outbound queue full (use `await post` to wait instead).
-    case outboundQueueFull(capacity: Int)
+    public static func outboundQueueFull(capacity: Int) -> BusError { BusError(.outboundQueueFull(capacity: capacity)) }
     /// The payload exceeds `BusConfiguration.maximumPayload`.
-    case payloadTooLarge(byteCount: Int, maximum: Int)
+    public static func payloadTooLarge(byteCount: Int, maximum: Int) -> BusError {
+        BusError(.payloadTooLarge(byteCount: byteCount, maximum: maximum))
+    }
     /// The headers break NBP/1's limits.
-    case invalidHeaders(EncodeError)
+    public static func invalidHeaders(_ error: EncodeError) -> BusError { BusError(.invalidHeaders(error)) }
     /// A name or pattern is invalid.
-    case invalidName(NameError)
+    public static func invalidName(_ error: NameError) -> BusError { BusError(.invalidName(error)) }
     /// Names starting with `_nbus.` are the bus's own control messages.
-    case reservedName(NotificationName)
+    public static func reservedName(_ name: NotificationName) -> BusError { BusError(.reservedName(name)) }
     /// A wait for `what` did not complete within `after`.
-    case timedOut(what: String, after: Duration)
+    public static func timedOut(what: String, after: Duration) -> BusError { BusError(.timedOut(what: what, after: after)) }
     /// ZeroMQ refused something (binding an endpoint in use, a malformed endpoint).
-    case transport(ZMQError)
+    public static func transport(_ error: ZMQError) -> BusError { BusError(.transport(error)) }
     /// The awaiting task was cancelled.
-    case cancelled
+    public static let cancelled = BusError(.cancelled)
     /// The operating system refused a resource (a thread, an eventfd).
-    case system(String)
+    public static func system(_ text: String) -> BusError { BusError(.system(text)) }
     /// The CURVE settings cannot be applied (e.g. a socket that both binds and connects).
-    case security(String)
+    public static func security(_ text: String) -> BusError { BusError(.security(text)) }
     /// `ready(_:)` for a pattern no subscription of this bus can receive a name of.
-    case notSubscribed(NamePattern)
+    public static func notSubscribed(_ pattern: NamePattern) -> BusError { BusError(.notSubscribed(pattern)) }
     /// A `BusConfiguration` value out of range (`Bus.init` says which).
-    case invalidConfiguration(String)
+    public static func invalidConfiguration(_ text: String) -> BusError { BusError(.invalidConfiguration(text)) }
     /// `request` found nothing subscribed to the request's name at this publisher.
-    case noResponders(NotificationName)
+    public static func noResponders(_ name: NotificationName) -> BusError { BusError(.noResponders(name)) }
     /// `reply(to:with:)` was given a notification without a valid `reply-to` header.
-    case notARequest(NotificationName)
+    public static func notARequest(_ name: NotificationName) -> BusError { BusError(.notARequest(name)) }
+
+    /// The kind of failure.
+    public var code: Code {
+        switch kind {
+        case .closed: return .closed
+        case .notAPublisher: return .notAPublisher
+        case .notASubscriber: return .notASubscriber
+        case .outboundQueueFull: return .outboundQueueFull
+        case .payloadTooLarge: return .payloadTooLarge
+        case .invalidHeaders: return .invalidHeaders
+        case .invalidName: return .invalidName
+        case .reservedName: return .reservedName
+        case .timedOut: return .timedOut
+        case .transport: return .transport
+        case .cancelled: return .cancelled
+        case .system: return .system
+        case .security: return .security
+        case .notSubscribed: return .notSubscribed
+        case .invalidConfiguration: return .invalidConfiguration
+        case .noResponders: return .noResponders
+        case .notARequest: return .notARequest
+        }
+    }
+
+    /// The ZeroMQ error behind a `.transport` failure; nil for every other kind.
+    public var transportError: ZMQError? {
+        if case .transport(let error) = kind { return error }
+        return nil
+    }
+
+    /// The text a `.system`, `.security` or `.invalidConfiguration` failure carries (which value
+    /// or resource, without the sentence around it); nil for every other kind.
+    public var reason: String? {
+        switch kind {
+        case .system(let text), .security(let text), .invalidConfiguration(let text): return text
+        default: return nil
+        }
+    }
 
     public var description: String {
-        switch self {
+        switch kind {
         case .closed: return "the bus is closed: open a new Bus to post, subscribe or wait again"
         case .notAPublisher: return "this bus has no publisher socket (configure `publish`)"
         case .notASubscriber: return "this bus has no subscriber socket (configure `subscribe`)"

@@ -45,7 +45,8 @@ extension Bus {
         let deadline = clock.now.advanced(by: timeout)
         do {
             try await waitForSubscribers(count: 1, matching: name, timeout: min(timeout, Self.noResponderGrace))
-        } catch .timedOut {
+        } catch {
+            guard error.code == .timedOut else { throw error }
             throw .noResponders(name)
         }
         let replyName = RequestReply.inboxName(requester: publisherID, number: core.makeID())

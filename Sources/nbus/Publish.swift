@@ -341,7 +341,7 @@ struct Publish: AsyncParsableCommand {
 
     /// Whether a post failed because of this one notification (it is skipped) rather than the bus.
     private static func isPerNotification(_ error: BusError) -> Bool {
-        switch error {
+        switch error.code {
         case .payloadTooLarge, .invalidHeaders, .invalidName, .reservedName: return true
         default: return false
         }

@@ -147,16 +147,16 @@ struct Request: AsyncParsableCommand {
             }
             FileHandle.standardOutput.write(Data(reply.payload))
             if reply.payload.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
-        case .failure(.noResponders(let name)):
+        case .failure(let error) where error.code == .noResponders:
             if reached {
-                printError("nbus request: no responders: nothing subscribes to \(name) at \(endpoints.frontend)")
+                printError("nbus request: no responders: nothing subscribes to \(requestName) at \(endpoints.frontend)")
             } else {
                 printError(
-                    "nbus request: no responders to \(name): no broker reached at \(endpoints.frontend) and "
+                    "nbus request: no responders to \(requestName): no broker reached at \(endpoints.frontend) and "
                         + "\(endpoints.backend) (is nbus broker running there?)")
             }
             throw ExitCode(2)
-        case .failure(.timedOut):
+        case .failure(let error) where error.code == .timedOut:
             printError("nbus request: no reply to \(requestName) within \(timeout) s")
             throw ExitCode(1)
         case .failure(let error):

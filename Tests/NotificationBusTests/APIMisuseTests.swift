@@ -166,7 +166,7 @@ struct APIMisuseTests {
             #expect {
                 try Bus(configuration)
             } throws: { error in
-                guard case BusError.invalidConfiguration(let text) = error else { return false }
+                guard let error = error as? BusError, error.code == .invalidConfiguration, let text = error.reason else { return false }
                 return text.hasPrefix("heartbeat")
             }
         }

@@ -40,7 +40,7 @@ struct BrokerConfigurationTests {
         #expect {
             try configuration.validate()
         } throws: { error in
-            guard case BusError.invalidConfiguration(let text) = error else { return false }
+            guard let error = error as? BusError, error.code == .invalidConfiguration, let text = error.reason else { return false }
             return text.contains(expected)
         }
     }

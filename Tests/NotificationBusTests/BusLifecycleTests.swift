@@ -52,7 +52,7 @@ struct BusLifecycleTests {
             _ = try Bus(.directPublisher(bind: endpoint))
             Issue.record("second bind succeeded")
         } catch {
-            if case .transport(let zmq) = error {
+            if let zmq = error.transportError {
                 #expect(zmq.kind == .addressInUse)
             } else {
                 Issue.record("unexpected \(error)")

@@ -287,7 +287,7 @@ struct CurveSecurityTests {
         #expect {
             _ = try Bus(configuration)
         } throws: { error in
-            guard case BusError.security(let text) = error else { return false }
+            guard let error = error as? BusError, error.code == .security, let text = error.reason else { return false }
             return text.contains("both binds and connects")
         }
     }

@@ -80,7 +80,7 @@ struct ConnectionKeepaliveTests {
             #expect {
                 try configuration.validate()
             } throws: { error in
-                guard case BusError.invalidConfiguration(let text) = error else { return false }
+                guard let error = error as? BusError, error.code == .invalidConfiguration, let text = error.reason else { return false }
                 return text.hasPrefix("sendStallLimit")
             }
         }

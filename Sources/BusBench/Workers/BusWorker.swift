@@ -170,7 +170,7 @@ public enum BusWorker {
                         do throws(BusError) {
                             try bus.postNow(name: name, payload: payload)
                             break
-                        } catch .outboundQueueFull(capacity: _) {
+                        } catch let refusal where refusal.code == .outboundQueueFull {
                             // Behind (the bus refuses more): wait a little, never drop.
                             sleepUntil(monotonic: Timestamps.monotonicNanoseconds() + 50_000)
                         } catch {
