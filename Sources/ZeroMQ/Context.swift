@@ -23,7 +23,8 @@ public final class Context: Sendable {
     /// libzmq decodes messages in place inside a shared 8 KiB read buffer, which lives as long as
     /// any message in it: cheap for messages consumed at once, but a process that *keeps* messages
     /// (a broker queueing for a stopped subscriber) then holds a whole buffer for every read
-    /// (measured: a 300-byte frame cost 2.2 KB, a 4 KiB one 12 KB; see BENCHMARKS.md).
+    /// (measured: a 300-byte frame cost 2.2 KB, a 4 KiB one 12 KB; see
+    /// docs/benchmarks/latency-and-broker.md).
     public init(ioThreads: Int32 = 1, blocky: Bool = false, zeroCopyReceive: Bool = true) throws(ZMQError) {
         handle = try zmqPointerCall("zmq_ctx_new") { zmq_ctx_new() }
         _ = try zmqCall("zmq_ctx_set") { zmq_ctx_set(handle, ZMQ_IO_THREADS, ioThreads) }

@@ -78,7 +78,7 @@ struct BrokeredLosslessTests {
         defer { children.killAll() }
         // A budget of 8 MiB makes a 150,000 x 256 B burst (some 60 MiB in the broker) several times
         // larger than it, with output a test can read; the 1,000,000-notification case with the
-        // default budget is in BENCHMARKS.md. On a loaded machine the healthy one may fall past
+        // default budget is in docs/benchmarks/latency-and-broker.md. On a loaded machine the healthy one may fall past
         // the budget too and throttle the publisher (flow control): its close waits for that.
         let (broker, frontend, backend) = try await children.startBroker(["--subscriber-budget", "8"])
         let total = 150_000

@@ -107,7 +107,8 @@ public struct BrokerConfiguration: Sendable {
 
     /// The low-latency preset: `idleSpin` of 200 µs, so a notification that arrives just after
     /// another needs no wake-up of the forwarding thread (a core stays busy while traffic flows;
-    /// BENCHMARKS.md has the round trips with and without it). Everything else as the defaults.
+    /// docs/benchmarks/latency-and-broker.md has the round trips with and without it). Everything
+    /// else as the defaults.
     public static func lowLatency(frontend: String, backend: String) -> BrokerConfiguration {
         var configuration = BrokerConfiguration(frontend: frontend, backend: backend)
         configuration.idleSpin = .microseconds(200)

@@ -19,7 +19,7 @@ import ZeroMQ
 /// largest frame forwarded lately, for an exact bound in bytes, and did exactly that.
 enum SubscriberQueueBudget {
     /// What libzmq keeps per queued message beyond its bytes: the 64-byte `zmq_msg_t` in the pipe
-    /// and the shared content's header and allocation (measured in BENCHMARKS.md).
+    /// and the shared content's header and allocation (measured in docs/benchmarks/latency-and-broker.md).
     static let messageOverhead = 128
     /// The frame size the mark assumes: half a full batch.
     static let nominalFrame = WireFormat.defaultMaximumBatchFrame / 2
