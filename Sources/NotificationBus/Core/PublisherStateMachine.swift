@@ -234,7 +234,7 @@ struct PublisherStateMachine {
     /// The end-of-stream records for `sequences` (last sequence per name), ready to send.
     mutating func endOfStreamFrames(sequences: [NotificationName: UInt64], wallClock: UInt64) -> [[UInt8]] {
         guard !sequences.isEmpty,
-            let name = try? NotificationName("_nbus.eos.\(ControlNames.hex(publisherID))")
+            let name = try? NotificationName(ControlNames.endOfStreamName(publisher: publisherID))
         else { return [] }  // a hex id always makes a valid name: the `try?` cannot fail
         let payloads = EndOfStream.payloads(for: sequences)
         var frames: [[UInt8]] = []
