@@ -121,6 +121,7 @@ public final class BrokerMonitor: Sendable {
             "stalledSubscribersDisconnected": stats.stalledSubscribersDisconnected,
             "subscriptionsNotForwarded": stats.subscriptionsNotForwarded, "acceptFailures": stats.acceptFailures,
             "memoryLimitResets": stats.memoryLimitResets, "forwardingErrors": stats.forwardingErrors,
+            "foreignPublisherIDFrames": stats.foreignPublisherIDFrames, "ownedPublisherIDs": UInt64(stats.ownedPublisherIDs),
         ]
         if description.curve {
             for (side, counts) in [("publishers", stats.publisherAuthentication), ("subscribers", stats.subscriberAuthentication)] {
@@ -223,6 +224,7 @@ final class BrokerMetrics: Sendable {
     private let uptimeGauge: Gauge
     private let startGauge: Gauge
     private let loopAgeGauge: Gauge
+    private let ownedIDsGauge: Gauge
     /// Serialises scrapes: each advances the counters from the last one's figures.
     private let scrape = Mutex(())
 
@@ -256,6 +258,7 @@ final class BrokerMetrics: Sendable {
             (counter("accept_failures_total", "accept() failures (out of file descriptors)."), { @Sendable s in s.acceptFailures }),
             (counter("memory_limit_resets_total", "Times memory passed the limit and every connection was dropped."), { @Sendable s in s.memoryLimitResets }),
             (counter("forwarding_errors_total", "Errors of the forwarding loop's own socket calls (a bug if ever non-zero)."), { @Sendable s in s.forwardingErrors }),
+            (counter("foreign_publisher_id_frames_total", "Frames refused because they carried a publisher id another frontend connection (with CURVE, another key) used first: never forwarded, never replayed."), { @Sendable s in s.foreignPublisherIDFrames }),
         ]
         if curve {
             let help = "CURVE handshakes by side and outcome (admitted, refused_key, failed)."
@@ -275,6 +278,7 @@ final class BrokerMetrics: Sendable {
         peakGauge = gauge("connections_peak", "The most connections open at once.")
         uptimeGauge = gauge("uptime_seconds", "Seconds since the broker started.")
         startGauge = gauge("start_time_seconds", "When the broker started, seconds since the Unix epoch.")
+        ownedIDsGauge = gauge("owned_publisher_ids", "Publisher ids the broker knows the owning connection of (bounded).")
         loopAgeGauge = gauge("forwarding_loop_age_seconds", "Seconds since the forwarding loop last began a round (at most about 1 when well).")
         registry.makeGauge(
             descriptor: MetricNameDescriptor(namespace: "nbus", metricName: "build_info", unitName: "", helpText: "The NotificationBus version, as a label; always 1."),
@@ -297,6 +301,7 @@ final class BrokerMetrics: Sendable {
             uptimeGauge.set(uptime)
             startGauge.set(startTime)
             loopAgeGauge.set(loopAge ?? -1)
+            ownedIDsGauge.set(Double(stats.ownedPublisherIDs))
             return registry.emitToString()
         }
     }

@@ -60,4 +60,17 @@ static inline int czmq_tcp_bytes_acked(int fd, unsigned long long *bytes) {
     return 0;
 }
 
+// Whether the peer of a stream socket has closed its end (POLLRDHUP: it sent FIN; or the socket
+// failed, or the descriptor is not open): a look at its state that reads nothing. 1 yes, 0 no.
+// POLLRDHUP needs _GNU_SOURCE, which Swift's Glibc module does not define.
+#include <poll.h>
+#ifndef POLLRDHUP
+#define POLLRDHUP 0x2000
+#endif
+static inline int czmq_peer_hung_up(int fd) {
+    struct pollfd entry = { .fd = fd, .events = POLLIN | POLLRDHUP, .revents = 0 };
+    if (poll(&entry, 1, 0) != 1) return 0;
+    return (entry.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
 #endif

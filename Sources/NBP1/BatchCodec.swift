@@ -130,6 +130,32 @@ extension EnvelopeCodec {
         return declaredRecordCount(in: frame, nameLength: nameLength) ?? 1
     }
 
+    /// The publisherId field of a version 1 or version 2 frame (NBP-1 §2.1, §2.3), read from its
+    /// fixed or batch header without validating anything else; nil when the frame has no NUL in
+    /// its first 256 bytes, another version, or is too short to hold the field. For a broker,
+    /// which never decodes a frame but must know whose it claims to be.
+    public static func publisherID(inEncodedFrame frame: UnsafeRawBufferPointer) -> UInt64? {
+        let limit = min(frame.count, WireFormat.maximumNameLength + 1)
+        var nameLength = 0
+        while nameLength < limit && frame[nameLength] != 0 { nameLength += 1 }
+        // An empty name is no NBP/1 frame either.
+        guard nameLength > 0, nameLength < limit else { return nil }
+        let start = nameLength + 1
+        guard start < frame.count else { return nil }
+        let offset: Int
+        switch frame[start] {
+        case WireFormat.version:
+            guard frame.count - start >= WireFormat.fixedHeaderSize else { return nil }
+            offset = start + WireFormat.FixedHeaderOffset.publisherID
+        case WireFormat.batchVersion:
+            guard frame.count - start >= WireFormat.batchHeaderSize else { return nil }
+            offset = start + WireFormat.BatchHeaderOffset.publisherID
+        default:
+            return nil
+        }
+        return UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+    }
+
     /// Decodes a batch frame whose name `nameLength(in:)` (or an exact subscription prefix) has
     /// vouched for, checking in NBP-1 §7.1's order (steps B1 to B3, then R1 to R6 per record, then
     /// B4). All or nothing: a fault in any record rejects the whole frame, so a receiver never

@@ -118,7 +118,9 @@ struct CurveAuthenticator {
         counts[domain, default: AuthenticationCounts()].admitted += 1
         let name = allowList?.name(of: key) ?? "any"
         let event = report(domain, .admitted(name: name), key: key, request.address, "admitted." + key, now, allowList)
-        return (request.reply(.success, text: "OK", userID: name), event)
+        // The key as the connection's User-Id: a broker binds the publisher ids a connection uses
+        // to it (`PublisherOwnership`), so the same client on any connection keeps its ids.
+        return (request.reply(.success, text: "OK", userID: key), event)
     }
 
     /// Counts a failed handshake a server socket's monitor reported (ZAP refusals are already

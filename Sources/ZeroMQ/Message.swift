@@ -104,6 +104,24 @@ public struct MessageBatch: ~Copyable, @unchecked Sendable {
         return try body(UnsafeRawBufferPointer(start: zmq_msg_data(message), count: zmq_msg_size(message)))
     }
 
+    /// The descriptor of the connection the received message at `index` came in on (libzmq's
+    /// `ZMQ_SRCFD`, kept in the connection's metadata), or nil when it has none: a message that
+    /// came over inproc, or one built here. Unique among a socket's open connections only: libzmq
+    /// gives a closed connection's descriptor to the next one.
+    public func sourceDescriptor(at index: Int) -> Int32? {
+        precondition(index >= 0 && index < count, "message index out of range")
+        let descriptor = zmq_msg_get(storage + index, ZMQ_SRCFD)
+        return descriptor >= 0 ? descriptor : nil
+    }
+
+    /// A metadata property of the received message at `index` (`zmq_msg_gets`: `User-Id`, the
+    /// identity a ZAP handler gave the connection; `Peer-Address`; `Socket-Type`), or nil.
+    public func property(_ name: String, at index: Int) -> String? {
+        precondition(index >= 0 && index < count, "message index out of range")
+        guard let value = zmq_msg_gets(storage + index, name) else { return nil }
+        return String(cString: value)
+    }
+
     /// Moves the message at `index` (not yet sent) to the end of `other` without copying its
     /// bytes; its slot here is left an empty message, which sending skips nothing and closing
     /// frees nothing, so only use it on a batch that is then emptied (`removeAll`).

@@ -284,7 +284,8 @@ struct BrokerCommand: AsyncParsableCommand {
             "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
             + "stalled subscribers disconnected \(stats.stalledSubscribersDisconnected), "
             + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
-            + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures)"
+            + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures), "
+            + "refused frames with another connection's publisher id \(stats.foreignPublisherIDFrames)"
         let metadata: Logger.Metadata = [
             "fromPublishers": "\(stats.fromPublishers)", "toSubscribers": "\(stats.toSubscribers)",
             "notificationsFromPublishers": "\(stats.notificationsFromPublishers)",
@@ -292,6 +293,7 @@ struct BrokerCommand: AsyncParsableCommand {
             "slowSubscriberEpisodes": "\(stats.slowSubscriberEpisodes)",
             "sentPastSlowSubscribers": "\(stats.sentPastSlowSubscribers)",
             "stalledSubscribersDisconnected": "\(stats.stalledSubscribersDisconnected)", "connections": "\(stats.connections)",
+            "foreignPublisherIDFrames": "\(stats.foreignPublisherIDFrames)",
         ]
         logger.info("broker \(label): \(traffic)\(health)", metadata: metadata)
         guard secured else { return }

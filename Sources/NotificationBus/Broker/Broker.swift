@@ -39,6 +39,13 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// End-of-stream records sent again for subscribers that may have missed them (stopped
     /// while their publisher closed); see `EndOfStreamReplay`.
     public var endOfStreamReplays: UInt64 = 0
+    /// Frames from publishers refused because they carried a publisher id that another frontend
+    /// connection (with CURVE: another key) used first: never forwarded, never replayed (a forged
+    /// end-of-stream record or sequence; see `PublisherOwnership`). Counted in
+    /// `fromPublishers` too, never in `toSubscribers`.
+    public var foreignPublisherIDFrames: UInt64 = 0
+    /// Publisher ids the broker holds an owner for now (bounded; see `PublisherOwnership`).
+    public var ownedPublisherIDs = 0
     /// Subscription messages accepted from subscribers but not forwarded to publishers: longer
     /// than `maximumSubscriptionSize` − 64 bytes (see `Broker.init`).
     public var subscriptionsNotForwarded: UInt64 = 0

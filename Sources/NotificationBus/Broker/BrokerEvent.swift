@@ -30,6 +30,12 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     case connectionAccepted(BrokerConnection)
     /// A peer's connection ended (it left, was dropped by TCP keepalive, or failed its handshake).
     case connectionClosed(BrokerConnection)
+    /// A frontend peer sent frames carrying `publisherID`, which another connection (with CURVE:
+    /// another key) used first: refused, neither forwarded nor kept for a replay (a publisher id
+    /// is one publisher's own; see `PublisherOwnership`). `frames` were refused since the last
+    /// such report (at most one every 10 s); `claimant` and `owner` are nil when the broker's
+    /// records do not know the connection (an upstream link, an accept not yet read).
+    case foreignPublisherIDRefused(publisherID: UInt64, claimant: BrokerConnection?, owner: BrokerConnection?, frames: UInt64)
 
     public var description: String {
         switch self {
@@ -57,6 +63,12 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
             return "\(connection.side) connected on \(connection.endpoint)\(Self.peer(connection))"
         case .connectionClosed(let connection):
             return "\(connection.side) disconnected from \(connection.endpoint)\(Self.peer(connection))"
+        case .foreignPublisherIDRefused(let publisherID, let claimant, let owner, let frames):
+            let id = ControlNames.hex(publisherID)
+            let from = claimant.map { "a publisher on \($0.endpoint)\(Self.peer($0))" } ?? "a frontend connection"
+            let first = owner.map { "its publisher on \($0.endpoint)\(Self.peer($0))" } ?? "another connection"
+            return "refused \(frames) frame(s) from \(from) carrying publisher id \(id), which \(first) used first: "
+                + "a peer speaking for another publisher (a forged end of stream or sequence) is not forwarded"
         }
     }
 

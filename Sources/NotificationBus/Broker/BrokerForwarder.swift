@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CZeroMQ
 import Synchronization
 import ZeroMQ
 
@@ -45,6 +46,13 @@ final class BrokerForwarder {
     private var stats = BrokerStatistics()
     /// Recent end-of-stream records, replayed for subscribers that were stopped when they passed.
     private var endOfStream = EndOfStreamReplay()
+    /// Which frontend connection (with CURVE: which key) each publisher id belongs to.
+    private var ownership = PublisherOwnership()
+    /// With CURVE an id is bound to the client's key (the `User-Id` the ZAP handler gives it).
+    private let bindsIDsToKeys: Bool
+    /// Refusals since the last report, and when that was (monotonic ns; nil: never).
+    private var foreignSinceReport: UInt64 = 0
+    private var lastForeignReport: UInt64?
     /// Memory was given back since the last message moved, which was at `idleSince`.
     private var trimmedSinceTraffic = false
     private var idleSince: UInt64 = 0
@@ -79,6 +87,7 @@ final class BrokerForwarder {
             patienceNanoseconds: patienceNanoseconds, quietNanoseconds: quiet,
             disconnectsStalled: configuration.subscriberBudget > 0, maximumHoldNanoseconds: quiet)
         self.memoryLimit = configuration.memoryLimit
+        self.bindsIDsToKeys = configuration.security != nil
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
         try backend.set(.xpubNoDrop, true)
@@ -105,6 +114,7 @@ final class BrokerForwarder {
         while !shared.stopRequested.load(ordering: .acquiring) {
             shared.lastRound.store(Timestamps.monotonicNanoseconds(), ordering: .relaxed)
             readConnectionEvents()
+            forgetClosedPublishers()
             checkMemory()
             replayEndOfStreamRecords()
             do {
@@ -168,6 +178,59 @@ final class BrokerForwarder {
         }
     }
 
+    /// Forgets the publisher ids of frontend connections that ended (their events were read by
+    /// this thread, or by the ZAP handler's with CURVE).
+    private func forgetClosedPublishers() {
+        let closed = connections.takeClosedPublishers()
+        if closed.overflowed { ownership.forgetAll() }
+        for descriptor in closed.descriptors { ownership.connectionClosed(descriptor: descriptor) }
+    }
+
+    /// Whether the held single-frame message may pass: it carries no publisher id (not NBP/1, or
+    /// from inproc, where libzmq names no connection), or one its connection owns (or takes now).
+    /// A refusal is counted and reported; see `PublisherOwnership`.
+    private func claimsItsOwnPublisherID() -> Bool {
+        guard let id = held.withMessageBytes(at: 0, { EnvelopeCodec.publisherID(inEncodedFrame: $0) }),
+            let descriptor = held.sourceDescriptor(at: 0)
+        else { return true }
+        let claimant = PublisherOwnership.Claimant(
+            descriptor: descriptor, key: bindsIDsToKeys ? held.property("User-Id", at: 0) : nil)
+        var verdict = ownership.check(id, from: claimant)
+        if case .refused = verdict {
+            // The owner may have gone a moment ago: read the closings now, and ask the kernel
+            // whether its peer hung up (a publisher that dropped a frozen broker and dialled again
+            // is the same publisher; libzmq reports the old connection's end only once it has
+            // read all it holds).
+            readConnectionEvents()
+            forgetClosedPublishers()
+            if case .refused(let owner) = ownership.check(id, from: claimant), Self.peerHasHungUp(owner.descriptor) {
+                ownership.connectionClosed(descriptor: owner.descriptor)
+            }
+            verdict = ownership.check(id, from: claimant)
+        }
+        stats.ownedPublisherIDs = ownership.count
+        guard case .refused(let owner) = verdict else { return true }
+        stats.foreignPublisherIDFrames &+= 1
+        foreignSinceReport &+= 1
+        let now = Timestamps.monotonicNanoseconds()
+        if lastForeignReport.map({ now &- $0 >= 10_000_000_000 }) ?? true {
+            lastForeignReport = now
+            onEvent?(
+                .foreignPublisherIDRefused(
+                    publisherID: id, claimant: connections.connection(side: .publisher, descriptor: descriptor),
+                    owner: connections.connection(side: .publisher, descriptor: owner.descriptor), frames: foreignSinceReport))
+            foreignSinceReport = 0
+        }
+        publishStatistics()
+        return false
+    }
+
+    /// Whether the peer of a connection libzmq holds has closed its end (or the descriptor is no
+    /// longer open): a look at the socket's state, without reading from it.
+    private static func peerHasHungUp(_ descriptor: Int32) -> Bool {
+        czmq_peer_hung_up(descriptor) == 1
+    }
+
     /// Sends the end-of-stream records due for a replay, past any full subscriber (never waiting).
     private func replayEndOfStreamRecords() {
         guard let due = endOfStream.nextReplay, Timestamps.monotonicNanoseconds() >= due else { return }
@@ -196,6 +259,8 @@ final class BrokerForwarder {
         guard now >= memoryCooldownUntil, let after = residentMemoryBytes(), after > memoryLimit else { return }
         memoryCooldownUntil = now &+ MemoryGuardTiming.cooldown
         stats.memoryLimitResets &+= 1
+        // libzmq reports none of the connections it ends here: no owner is known to be there.
+        ownership.forgetAll()
         for (socket, endpoint) in boundEndpoints {
             do {
                 try socket.unbind(endpoint)
@@ -269,8 +334,17 @@ final class BrokerForwarder {
                 stats.notificationsFromPublishers &+= UInt64(heldNotifications)
                 stats.fromPublishers &+= 1
                 stats.bytesFromPublishers &+= UInt64(bytes)
-                let now = Timestamps.monotonicNanoseconds()
-                if held.count == 1 { endOfStream.remember(held, now: now) }
+                if held.count == 1 {
+                    // A frame speaking for another connection's publisher goes nowhere, and is
+                    // never kept for a replay either.
+                    guard claimsItsOwnPublisherID() else {
+                        held.removeAll()
+                        heldBytes = 0
+                        moved += 1
+                        continue
+                    }
+                    endOfStream.remember(held, now: Timestamps.monotonicNanoseconds())
+                }
             }
             // A held notification was refused before: this try waits up to 1 ms for room.
             if try backend.sendParts(&held, mode: retryDeadline == nil ? .dontWait : .blocking) {

@@ -98,6 +98,12 @@ final class ConnectionTracker: Sendable {
     /// Keys admitted and not yet matched to a connection are bounded (a handshake that never ends).
     private static let admittedLimit = 1_024
 
+    /// The descriptors of frontend connections that ended (upstream links included), in order,
+    /// for the forwarder's `PublisherOwnership`; `overflowed` when more ended than it took in
+    /// time (it then forgets every owner, as after a memory reset).
+    private let closedPublishers = Mutex<(descriptors: [Int32], overflowed: Bool)>(([], false))
+    private static let closedPublishersLimit = 65_536
+
     init(fileLimit: UInt64?, onEvent: (@Sendable (BrokerEvent) -> Void)?) {
         let usable = Int(clamping: (fileLimit ?? 1_024)) - 64
         limit = max(1, usable)
@@ -135,6 +141,15 @@ final class ConnectionTracker: Sendable {
         for connection in removed { onEvent?(.connectionClosed(connection)) }
         let now = open.subtract(removed.count, ordering: .relaxed).newValue
         if now < 0 { open.store(0, ordering: .relaxed) }
+    }
+
+    /// The frontend connections that ended since the last call (their descriptors, in order), and
+    /// whether some were lost because nobody asked for a long time.
+    func takeClosedPublishers() -> (descriptors: [Int32], overflowed: Bool) {
+        closedPublishers.withLock { closed in
+            defer { closed = ([], false) }
+            return closed
+        }
     }
 
     /// The open connections, oldest first.
@@ -203,6 +218,15 @@ final class ConnectionTracker: Sendable {
             if warn { onEvent?(.connectionsNearLimit(open: now, limit: limit)) }
         } else if event.event.contains(.disconnected) {
             let key = Key(side: side, descriptor: Int32(bitPattern: event.value))
+            if side == .publisher {
+                closedPublishers.withLock { closed in
+                    if closed.descriptors.count >= Self.closedPublishersLimit {
+                        closed.descriptors.removeAll()
+                        closed.overflowed = true
+                    }
+                    closed.descriptors.append(key.descriptor)
+                }
+            }
             let removed = table.withLock { $0.connections.removeValue(forKey: key) }
             if let removed { onEvent?(.connectionClosed(removed)) }
             guard removed != nil || listening.withLock({ $0.contains(event.endpoint) }) else { return }

@@ -13,8 +13,10 @@ import ZeroMQ
 /// it a repeat is a no-op (NBP-1 §15.1). Bounded: the oldest is dropped past `capacity`.
 /// Best effort: a replay goes past a subscriber libzmq still counts as full, and in tests a
 /// resumed subscriber sometimes stayed so (its pipe not reactivated) and missed every replay.
-/// With the batch header of a frame sent past a slow subscriber (counted in notifications), the
-/// one place the broker looks into a frame: its name's `_nbus.eos.` prefix.
+/// Only records that passed `PublisherOwnership` are kept: the broker never replays a record it
+/// did not see from that publisher's own connection. With the batch header of a frame sent past
+/// a slow subscriber (counted in notifications) and every frame's publisher id (whose it is), the
+/// places the broker looks into a frame: its name's `_nbus.eos.` prefix.
 struct EndOfStreamReplay {
     private static let prefix = ControlNames.endOfStreamPrefix
     private static let schedule: [UInt64] = [1, 3, 10, 30, 60].map { $0 * 1_000_000_000 }
@@ -26,7 +28,7 @@ struct EndOfStreamReplay {
         var replays: Int
     }
 
-    /// Keyed by the frame's name and sequence field.
+    /// Keyed by the frame's name, sequence and publisher id fields.
     private var records: [[UInt8]: Record] = [:]
     /// When the next replay is due (monotonic ns), nil when nothing is kept.
     private(set) var nextReplay: UInt64?
@@ -40,9 +42,11 @@ struct EndOfStreamReplay {
                 let nul = bytes.firstIndex(of: 0), bytes.count >= nul + 1 + WireFormat.fixedHeaderSize,
                 bytes[nul + 1 + WireFormat.FixedHeaderOffset.version] == WireFormat.version
             else { return nil }
-            // The name, then (after its NUL) the fixed header's sequence field.
+            // The name, then (after its NUL) the fixed header's sequence and publisher id fields
+            // (a record with another id is another record).
             let sequence = nul + 1 + WireFormat.FixedHeaderOffset.sequence
-            return Array(bytes[0..<nul]) + Array(bytes[sequence..<(sequence + 8)])
+            let publisher = nul + 1 + WireFormat.FixedHeaderOffset.publisherID
+            return Array(bytes[0..<nul]) + Array(bytes[sequence..<(sequence + 8)]) + Array(bytes[publisher..<(publisher + 8)])
         }
         guard let key else { return }
         let frame = batch.withMessageBytes(at: 0) { Array($0) }

@@ -1,0 +1,182 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import NotificationBus
+import Testing
+import TestSupport
+import ZeroMQ
+
+// Issue 29, item 3: a frontend peer that speaks for another publisher. A raw ZeroMQ XPUB in this
+// process (plaintext, or a listed CURVE key of its own) sends frames carrying a running `nbus
+// publish`'s publisher id: a forged end-of-stream record with a final sequence of 1,000,000, a
+// notification 100,000 sequences ahead, and sequences 1-50 again. Before the fix the subscriber
+// counted some 3,000,000 false losses (the broker replayed the forged record at 1 s and 3 s) and
+// a false gap of 99,999. Now the broker refuses every one (not forwarded, never replayed),
+// counts them in its report, /metrics and /varz, and logs it.
+
+/// Reads subscription messages from a raw XPUB until `done` says so or `timeout` passes.
+private func readSubscriptions(
+    _ xpub: Socket, timeout: Duration = standardWait, until done: ([[UInt8]]) -> Bool
+) throws -> [[UInt8]] {
+    try xpub.set(.receiveTimeout, .milliseconds(100))
+    var seen: [[UInt8]] = []
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline, !done(seen) {
+        do {
+            seen.append(try xpub.receive())
+        } catch {
+            guard error.kind == .wouldBlock else { throw error }
+        }
+    }
+    return seen
+}
+
+/// The frames a forger sends in `victim`'s name on `name`, after the victim's sequence `seen`:
+/// an end-of-stream record saying the stream ended at 1,000,000, a notification 100,000 ahead,
+/// and sequences 1-50 again.
+private func forgedFrames(victim: UInt64, name: String, seen: Int) throws -> [[UInt8]] {
+    let nameBytes = Array(name.utf8)
+    var payload: [UInt8] = [UInt8(nameBytes.count)] + nameBytes
+    payload += withUnsafeBytes(of: UInt64(1_000_000).bigEndian, Array.init)
+    var frames = [
+        try EnvelopeCodec.encode(
+            BusNotification(
+                name: NotificationName("_nbus.eos.\(String(format: "%016llx", victim))"), payload: payload,
+                headers: ["final": "1"], sequence: 1, publisherID: victim, timestamp: 1))
+    ]
+    frames.append(
+        try EnvelopeCodec.encode(
+            BusNotification(
+                name: NotificationName(name), payload: Array("forged-ahead".utf8), sequence: UInt64(seen + 100_000),
+                publisherID: victim, timestamp: 1)))
+    for sequence in 1...50 {
+        frames.append(
+            try EnvelopeCodec.encode(
+                BusNotification(
+                    name: NotificationName(name), payload: Array("forged-\(sequence)".utf8), sequence: UInt64(sequence),
+                    publisherID: victim, timestamp: 1)))
+    }
+    return frames
+}
+
+@Suite("forged publisher ids at the broker (real processes, raw ZeroMQ forger)", .serialized, .timeLimit(.minutes(2)))
+struct ForgedPublisherTests {
+    /// Runs the scenario against a started broker; `forger` is a raw XPUB connected to its
+    /// frontend (plaintext or CURVE), `publisherArguments` what makes the victim a client of it.
+    private func forgeAgainst(
+        _ children: Children, broker: Child, frontend: String, backend: String, forger: Socket,
+        publisherArguments: [String] = [], subscriberArguments: [String] = []
+    ) async throws {
+        let name = "p3.x"
+        let count = 300
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "p3.>", "--connect", backend, "--format", "json", "--timeout", "60"] + subscriberArguments)
+        // The forger hears what the broker forwards to every publisher: the subscriber's prefix
+        // and the end-of-stream subscription every NotificationBus subscriber holds.
+        let wanted: Set<[UInt8]> = [[1] + Array("p3.".utf8), [1] + Array("_nbus.eos.".utf8)]
+        let seen = try readSubscriptions(forger) { wanted.isSubset(of: Set($0)) }
+        try #require(wanted.isSubset(of: Set(seen)), "the forger never saw the subscriptions:\n\(broker.describe())")
+        // The victim: a paced publisher, 3 s of notifications, with its own end of stream.
+        let victim = try children.start(
+            "victim", ["publish", name, "v-{n}", "--count", "\(count)", "--rate", "100", "--connect", frontend, "--timeout", "30"]
+                + publisherArguments)
+        #expect(await subscriber.waitForStdoutLines(10, timeout: .seconds(30)), "\(subscriber.describe())")
+        let first = try #require(parseJSONLines(subscriber.output.stdoutLines).notifications.first, "\(subscriber.describe())")
+        let victimID = try #require(UInt64(first.publisherID, radix: 16), "publisherID \(first.publisherID)")
+        for frame in try forgedFrames(victim: victimID, name: name, seen: 10) { try forger.send(frame) }
+        // The forger's own id is its own: that one passes.
+        try forger.send(
+            try EnvelopeCodec.encode(
+                BusNotification(name: NotificationName(name), payload: Array("forger-own".utf8), sequence: 1, publisherID: 0x5EED, timestamp: 1)))
+        expectExit(await victim.waitForExit(timeout: .seconds(60)), 0, victim)
+        // The broker replays end-of-stream records 1 and 3 s after they passed: the victim's own,
+        // last of all, was replayed twice once its report says 2 replays (a forged record, sent
+        // earlier, would have been replayed by then too).
+        #expect(
+            await broker.waitForStderr(containing: "end-of-stream replays 2", timeout: .seconds(30)), "\(broker.describe())")
+        let summary = try #require(await stopSubscriber(subscriber), "\(subscriber.describe())")
+        let received = parseJSONLines(subscriber.output.stdoutLines)
+        let fromVictim = received.notifications.filter { $0.publisherID == first.publisherID }
+        #expect(fromVictim.map(\.sequence) == Array(1...count), "the victim's stream, each once, in order:\n\(subscriber.describe())")
+        #expect(!fromVictim.contains { $0.payload.hasPrefix("forged") }, "a forged notification was delivered")
+        #expect(received.notifications.contains { $0.payload == "forger-own" }, "the forger's own notification did not pass")
+        #expect(received.other.isEmpty, "gap lines: \(received.other.prefix(3))")
+        #expect(
+            summary.stderrText.contains("printed \(count + 1); lost upstream 0"),
+            "false losses from a forged record:\n\(subscriber.describe())")
+        // The broker said so, once, naming the id.
+        let idText = String(format: "%016llx", victimID)
+        #expect(
+            broker.output.stderrText.contains("carrying publisher id \(idText), which its publisher on"),
+            "\(broker.describe())")
+    }
+
+    @Test("plaintext: frames carrying another connection's publisher id are refused, counted and never replayed")
+    func forgedFramesAreRefused() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend) = try await children.startBroker(["--stats", "0.5", "--http", "127.0.0.1:0"])
+        try #require(await broker.waitForStderr(containing: "monitoring on http://"), "\(broker.describe())")
+        let port = try #require(monitoringPort(in: broker.output.stderrText), "\(broker.describe())")
+        let context = try Context()
+        defer { context.terminate() }
+        let forger = try context.socket(.xpub)
+        defer { forger.close() }
+        try forger.set(.linger, .zero)
+        try forger.connect(frontend)
+        try await forgeAgainst(children, broker: broker, frontend: frontend, backend: backend, forger: forger)
+        // Counted: 52 frames (the record, one ahead, 50 repeats) in /metrics, with its HELP, and /varz.
+        let metrics = try httpGet(port: port, "/metrics").body
+        #expect(metricValue(metrics, "nbus_broker_foreign_publisher_id_frames_total") == 52, "\(metrics)")
+        #expect(metrics.contains("# HELP nbus_broker_foreign_publisher_id_frames_total "), "\(metrics)")
+        let varz = try httpGet(port: port, "/varz").body
+        #expect(varz.contains(#""foreignPublisherIDFrames":52"#) || varz.contains(#""foreignPublisherIDFrames" : 52"#), "\(varz)")
+        if let promtool = OperationsTests.promtool {
+            let checked = try await runTool(promtool, ["check", "metrics"], input: metrics)
+            #expect(checked.status == 0, "promtool: \(checked.output)")
+        }
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+        #expect(
+            stopped?.stderrText.contains("refused frames with another connection's publisher id 52") == true, "\(broker.describe())")
+    }
+
+    @Test("CURVE: an id belongs to the key that used it first; another listed key cannot speak for it")
+    func forgedFramesAreRefusedWithCurve() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let keys = try await TestKeys(children)
+        // A second listed publisher key: the forger's, admitted like anyone on the list.
+        let made = try #require(try await children.run("keygen eve", ["keygen", "--output", "pubs/eve"]))
+        #expect(made.status == 0, "\(made.stderrText)")
+        let eve = try CurveKeyFile.readKeyPair(at: "\(children.folder.path)/pubs/eve.key")
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let broker = try children.start(
+            "broker",
+            ["broker", "--frontend", frontend, "--backend", backend, "--curve-secret", "broker.key",
+             "--allow-publishers", "pubs", "--allow-subscribers", "subs", "--stats", "0.5"])
+        try #require(await broker.waitForStderr(containing: "CURVE on"), "\(broker.describe())")
+        let context = try Context()
+        defer { context.terminate() }
+        let forger = try context.socket(.xpub)
+        defer { forger.close() }
+        try forger.set(.linger, .zero)
+        try forger.set(.curveServerKey, try Z85.decode(keys.broker))
+        try forger.set(.curvePublicKey, try Z85.decode(eve.publicKey))
+        try forger.set(.curveSecretKey, try Z85.decode(eve.secretKey))
+        try forger.connect(frontend)
+        try await forgeAgainst(
+            children, broker: broker, frontend: frontend, backend: backend, forger: forger,
+            publisherArguments: TestKeys.client("pubs/alice"), subscriberArguments: TestKeys.client("subs/bob"))
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+        #expect(
+            stopped?.stderrText.contains("refused frames with another connection's publisher id 52") == true, "\(broker.describe())")
+        // The refusal names both keys: who forged and whose id it was.
+        #expect(broker.output.stderrText.contains("key \(eve.publicKey) carrying publisher id"), "\(broker.describe())")
+    }
+}
