@@ -92,7 +92,11 @@ struct PublicKeyGivenAsSecret: Error, CustomStringConvertible {
 }
 
 /// What `publish` and `subscribe` print when a CURVE server refused their key.
-func refusedKeyMessage(_ command: String, role: String, curve: CurveOptions, stats: BusStats) -> String {
+/// `allowFolders` names where the key must be listed (default: the role's own `--allow-ROLEs`
+/// folder, which a binding peer has too).
+func refusedKeyMessage(
+    _ command: String, role: String, curve: CurveOptions, stats: BusStats, allowFolders: String? = nil
+) -> String {
     if stats.handshakeMechanismMismatches > 0 {
         return curve.curveSecret == nil
             ? "nbus \(command): the server uses CURVE and refuses plaintext peers: give --curve-secret (this "
@@ -113,7 +117,7 @@ func refusedKeyMessage(_ command: String, role: String, curve: CurveOptions, sta
     }
     let key = curve.curveSecret.map { " (\($0))" } ?? ""
     return "nbus \(command): the server refused this \(role)'s key\(key): its .pub file must be in the broker's "
-        + "--allow-\(role)s folder (or the binding peer's)"
+        + (allowFolders ?? "--allow-\(role)s folder (or the binding peer's)")
 }
 
 /// A note on failed CURVE handshakes for a summary or timeout message; empty when none failed.

@@ -33,9 +33,10 @@ struct Publish: AsyncParsableCommand {
 
             Exit status: 0 sent (with --no-wait also when no subscriber wanted them: counted as \
             unwanted, with a warning), 1 unsent notifications or another failure, 2 no subscriber in time, \
-            an unusable endpoint or key file, a key the server refused (with --no-wait too, when \
-            the refusal is known at close and no subscriber reached this publisher), or skipped \
-            input lines, 64 bad arguments (checked before connecting).
+            an unusable endpoint or key file, a key the server refused or a handshake that never \
+            completed (with --no-wait too: nothing sent and no connection up at close, it waits up \
+            to 2 s for the verdict), or skipped input lines, 64 bad arguments (checked before \
+            connecting).
             """)
 
     @Argument(help: "The notification name, e.g. orders.created (with --lines --input json: for lines without a name).")
@@ -358,6 +359,19 @@ struct Publish: AsyncParsableCommand {
         case noRefusal
     }
 
+    /// Whether some --connect endpoint may have a listener: an ipc one whose socket file exists,
+    /// or any tcp one (only a connection attempt would tell). Without one there is no handshake
+    /// to wait for.
+    var connectsToSomethingThere: Bool {
+        guard endpoints.bind.isEmpty else { return false }
+        let connects = endpoints.connect.isEmpty ? [DefaultEndpoints.frontend] : endpoints.connect
+        return connects.contains { endpoint in
+            guard endpoint.lowercased().hasPrefix("ipc://") else { return true }
+            let path = String(endpoint.dropFirst("ipc://".count))
+            return path.hasPrefix("@") || FileManager.default.fileExists(atPath: path)
+        }
+    }
+
     /// Why the publisher did not start: the wait for subscribers of `name` ended with `outcome`.
     struct SubscribersMissing: Error {
         let outcome: WaitOutcome
@@ -429,10 +443,11 @@ struct StandardInputFailed: Error, CustomStringConvertible {
 /// The running publisher: waits for its subscribers, posts, closes and prints its summary. A
 /// graceful shutdown cancels the waiting or posting; what was posted is still flushed at close.
 struct PublishService: Service {
-    /// With --no-wait and no subscriber: how long closing looks for a server's refusal (within
-    /// --close-timeout). A refusal takes a handshake's round trips; this is far above that on a
-    /// LAN, and all a fire-and-forget publish without subscribers waits longer.
-    static let refusalGrace = Duration.seconds(1)
+    /// With --no-wait, when nothing was sent and no connection is up: how long closing looks for
+    /// a handshake's verdict (within --close-timeout). A handshake takes a round trip or two and
+    /// libzmq retries every 100 ms; this is far above that on a LAN, with room for a loaded
+    /// machine, and only a publish that reached no broker waits it out.
+    static let refusalGrace = Duration.seconds(2)
 
     let command: Publish
     let bus: Bus
@@ -474,25 +489,23 @@ struct PublishService: Service {
         if Task.isShuttingDownGracefully {
             logLine(.notice, "publish", "nbus publish: stopping on signal; closing (up to \(command.closeTimeout) s)")
         }
-        // --no-wait waited for nobody, so a server's refusal (an unlisted key, CURVE on one side
-        // only) has not been looked for yet, and may still be on its way: a short run closes
-        // within milliseconds of connecting. So look now, for a moment (the refusal comes within
-        // a round trip or two), unless a subscriber of NAME has reached this publisher: then
-        // something was delivered and the summary stands.
-        var refused = false
-        // Only where a refusal can come: a CURVE publisher, or one whose handshakes already
-        // failed (a plaintext one against a CURVE server, when libzmq reported it). A plain
-        // fire-and-forget publish with nobody listening closes at once.
+        // --no-wait waited for nobody, so whether a server would have it at all (an unlisted key,
+        // CURVE on one side only) has not been looked at yet, and a short run closes within
+        // milliseconds of connecting, before any verdict. A publisher whose handshake never
+        // completed has sent nothing: when nothing was sent and no connection is up, wait a
+        // moment (a handshake takes a round trip or two; libzmq retries every 100 ms) for the
+        // connection or a refusal. A plain fire-and-forget publish that reached a broker, or found
+        // nothing listening at all, closes at once.
+        var verdict: HandshakeVerdict?
         let sofar = bus.stats
-        let refusalPossible =
-            command.curve.curveSecret != nil || sofar.handshakesFailed > 0 || sofar.handshakesRefused > 0
-        if command.noWait && refusalPossible && !Task.isShuttingDownGracefully {
-            let grace = min(SecondsOption.duration(command.closeTimeout), Self.refusalGrace)
-            refused = await command.waitForSubscribers(bus, name, count: 1, within: grace) == .refused
+        if command.noWait && !Task.isShuttingDownGracefully && sofar.sent == 0 && sofar.connectedEndpoints == 0
+            && command.connectsToSomethingThere
+        {
+            verdict = await HandshakeVerdict.of(bus, connections: 1, within: min(SecondsOption.duration(command.closeTimeout), Self.refusalGrace))
         }
         logLine(.debug, "publish", "nbus publish: posted all; closing (up to \(command.closeTimeout) s)")
         let stats = await bus.close()
-        if refused && stats.endOfStreamUnacknowledged == 0 {
+        if verdict?.isRefusal == true {
             // Nothing reached anyone: what the wait would have reported (exit 2), not a "sent"
             // summary that reads like success.
             logLine(.error, "publish", refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
@@ -520,9 +533,10 @@ struct PublishService: Service {
                 "nbus publish: \(stats.endOfStreamUnacknowledged) subscriber(s) did not confirm the end of stream within --close-timeout (\(command.closeTimeout) s): if they missed notifications (a broker lost, frozen or dropped by --stall-limit meanwhile), they may not know it; unless they simply left first")
         }
         if reachedNobody {
+            let nobodyThere = verdict == .nothingThere ? "; no broker or peer answered at \(command.endpoints.connect.joined(separator: ", "))" : ""
             logLine(
                 .warning, "publish",
-                "nbus publish: nothing was sent: no subscriber of \(name) had reached this publisher (--no-wait does not wait for one; without it, publish waits up to --timeout)")
+                "nbus publish: nothing was sent: no subscriber of \(name) had reached this publisher (--no-wait does not wait for one; without it, publish waits up to --timeout)\(nobodyThere)")
         }
         if stats.unsent > 0 { throw ExitCode(1) }
         if skipped > 0 { throw ExitCode(2) }

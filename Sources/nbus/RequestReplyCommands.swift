@@ -84,12 +84,16 @@ struct Request: AsyncParsableCommand {
             the reply there. The reply's payload is written to standard output as it came.
 
             Exit status: 0 a reply, 1 no reply within --timeout, 2 no responders (nothing \
-            subscribes to NAME at the broker) or an unusable endpoint, 3 the responder replied \
-            with status error (its reason on standard error), 64 bad arguments.
+            subscribes to NAME at the broker), no broker reached, a key the broker refused, or an \
+            unusable endpoint, 3 the responder replied with status error (its reason on standard \
+            error), 64 bad arguments.
             """)
 
     @Argument(help: "The request's name, e.g. math.double.")
     var name: String
+
+    /// How long a requester that reached no broker looks for a refusal of its handshakes.
+    static let refusalGrace = Duration.seconds(2)
 
     @Argument(help: "The payload text (default: empty); - reads it from standard input, to its end (up to 1 MiB).")
     var payload: String = ""
@@ -136,9 +140,22 @@ struct Request: AsyncParsableCommand {
             outcome = .failure(error)
         }
         // Whether both sides reached the broker: "no responders" then means nobody answers, not
-        // that the broker is unreachable.
-        let reached = bus.stats.connectedEndpoints >= 2
-        await bus.close()
+        // that the broker is unreachable. When they did not, whether the broker refused this
+        // requester (its key, or CURVE on one side only) rather than not being there: a refusal
+        // comes within a handshake's round trips, so it is waited for a moment.
+        var verdict: HandshakeVerdict = bus.stats.connectedEndpoints >= 2 ? .connected : .nothingThere
+        if case .failure = outcome, verdict != .connected {
+            verdict = await HandshakeVerdict.of(bus, connections: 2, within: Self.refusalGrace)
+        }
+        let reached = verdict == .connected
+        let stats = await bus.close()
+        if verdict.isRefusal {
+            printError(
+                refusedKeyMessage(
+                    "request", role: "requester", curve: endpoints.curve, stats: stats,
+                    allowFolders: "--allow-publishers and --allow-subscribers folders (a requester posts and subscribes)"))
+            throw ExitCode(2)
+        }
         switch outcome {
         case .success(let reply):
             if reply.headers[RequestReply.statusHeader] == RequestReply.error {
@@ -178,7 +195,8 @@ struct ReplyCommand: AsyncParsableCommand {
             Requests without a reply-to header are ignored. Prints one line per request on \
             standard error.
 
-            Exit status: 0 stopped by a signal or after --count, 2 an unusable endpoint or --http address, 64 bad arguments.
+            Exit status: 0 stopped by a signal or after --count, 2 an unusable endpoint or --http \
+            address, or a key the broker refused (or CURVE on one side only), 64 bad arguments.
             """)
 
     @Argument(help: "The requests to answer: exact `math.double`, one token `math.*`, the rest `math.>`.")
@@ -270,25 +288,70 @@ struct ReplyService: Service {
                 answered.increment()
             }
         }
-        // "answering" means requests can reach us: the subscription is live at the broker.
-        do {
-            try await bus.ready(requestPattern, timeout: .seconds(10))
-        } catch {
-            printError(
-                "nbus reply: no broker confirmed the subscription at \(endpoints.backend) within 10 s (is `nbus broker` running?); answering once one does")
+        // "answering" means requests can reach us: the subscription is live at the broker. A
+        // broker that refuses this responder (its key, or CURVE on one side only) never confirms
+        // it: that is watched for as long as the responder runs, and ends it (exit 2) rather
+        // than leave it waiting for ever.
+        enum Ending: Sendable { case confirmed, unconfirmed, stopped, refused }
+        // Bounded by a year: for as long as the responder runs. A refusal already seen is
+        // reported at once, so each group below has its own wait.
+        @Sendable func refusal() async -> Ending? {
+            (try? await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))) != nil ? .refused : nil
         }
-        printError("nbus reply: answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
-        await withTaskGroup(of: Void.self) { group in
-            // Throws only CancellationError, when the limit was reached first and the group ends.
-            group.addTask { try? await gracefulShutdown() }
-            group.addTask { await answered.waitForLimit() }
-            await group.next()
+        let first = await withTaskGroup(of: Ending?.self) { group -> Ending in
+            group.addTask {
+                do {
+                    try await bus.ready(requestPattern, timeout: .seconds(10))
+                    return .confirmed
+                } catch {
+                    return Task.isCancelled ? nil : .unconfirmed
+                }
+            }
+            group.addTask { await refusal() }
+            var ending = Ending.unconfirmed
+            while let next = await group.next() {
+                guard let next else { continue }
+                ending = next
+                break
+            }
             group.cancelAll()
+            return ending
+        }
+        var ending = first
+        if ending != .refused {
+            if ending == .unconfirmed {
+                printError(
+                    "nbus reply: no broker confirmed the subscription at \(endpoints.backend) within 10 s (is `nbus broker` running?); answering once one does")
+            }
+            printError("nbus reply: answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
+            ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
+                group.addTask { (try? await gracefulShutdown()).map { .stopped } }
+                group.addTask {
+                    await answered.waitForLimit()
+                    return Task.isCancelled ? nil : .stopped
+                }
+                group.addTask { await refusal() }
+                var ending = Ending.stopped
+                while let next = await group.next() {
+                    guard let next else { continue }
+                    ending = next
+                    break
+                }
+                group.cancelAll()
+                return ending
+            }
         }
         requests.cancel()
         handling.cancel()
         await handling.value
-        await bus.close()
+        let stats = await bus.close()
+        if ending == .refused {
+            printError(
+                refusedKeyMessage(
+                    "reply", role: "responder", curve: endpoints.curve, stats: stats,
+                    allowFolders: "--allow-publishers and --allow-subscribers folders (a responder subscribes and posts)"))
+            throw ExitCode(2)
+        }
     }
 }
 
