@@ -97,7 +97,7 @@ test-netns: deps
 # Hostile and careless peers (raw ZeroMQ and hand-spoken ZMTP against real nbus processes, bad CLI
 # values, slow and stopped subscribers, raw TCP clients against --http). Part of `make test`; this
 # runs them alone.
-ADVERSARIAL_FILTER ?= HostilePeerTests|ForgedPublisherTests|RefusedClientTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests|HostileHTTPClientTests|SubscriberChurnTests
+ADVERSARIAL_FILTER ?= HostilePeerTests|ForgedPublisherTests|RefusedClientTests|CarelessPeerTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests|HostileHTTPClientTests|SubscriberChurnTests
 test-adversarial: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ADVERSARIAL_FILTER)'

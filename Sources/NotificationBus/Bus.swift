@@ -20,6 +20,9 @@ public final class Bus: Sendable {
     /// The bus's own I/O thread as a task executor: `Task(executorPreference: bus.executor) { ... }`
     /// posts and consumes there without hand-offs to other threads (see `BusExecutor`).
     public let executor: BusExecutor
+    /// The tcp and ipc endpoints this bus connects to, each once (what a full
+    /// `BusStats.connectedEndpoints` counts).
+    @usableFromInline let connectingEndpoints: Int
     /// The event loop's thread: joined by the first `close()`, detached if the bus is dropped
     /// (the loop then closes it by itself). A resource, not a state: the state is `BusLifecycle`.
     private let thread: Mutex<pthread_t?>
@@ -32,6 +35,12 @@ public final class Bus: Sendable {
     public init(_ configuration: BusConfiguration = .embedded()) throws(BusError) {
         try configuration.validate()
         self.configuration = configuration
+        connectingEndpoints = Set(
+            (configuration.publish + configuration.subscribe).compactMap { attachment -> String? in
+                guard case .connect(let endpoint) = attachment, !endpoint.hasPrefix("inproc://") else { return nil }
+                return endpoint
+            }
+        ).count
         let wake: WakeSignal
         do {
             wake = try WakeSignal()
@@ -81,7 +90,10 @@ public final class Bus: Sendable {
         stats.framesSent += direct.sent  // one post, one frame
         stats.unsent += direct.unsent
         stats.posted = max(stats.posted, direct.posted)
-        stats.unwanted = core.unwantedPosts
+        let unwanted = core.unwantedPosts
+        stats.unwanted = unwanted.all
+        stats.unwantedAfterSending = unwanted.afterSending
+        stats.unwantedWhileDisconnected = unwanted.whileDisconnected
         stats.posted &+= stats.unwanted
         return stats
     }
@@ -177,6 +189,7 @@ public final class Bus: Sendable {
         case .unwanted?: return nil
         case .unwantedAfterSending?:
             core.skipSequence(of: name)
+            core.noteUnwantedAfterSending(connecting: connectingEndpoints)
             return nil
         case .wanted?: break
         }

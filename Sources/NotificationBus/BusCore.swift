@@ -254,8 +254,19 @@ final class BusCore: Sendable {
         return decision
     }
 
-    /// Posts skipped as unwanted so far.
-    var unwantedPosts: UInt64 { interest.withLock { $0.unwanted } }
+    /// Posts skipped as unwanted so far; of those, posts of a name sent before, and of these
+    /// the ones posted while a connection was down.
+    var unwantedPosts: (all: UInt64, afterSending: UInt64, whileDisconnected: UInt64) {
+        interest.withLock { ($0.unwanted, $0.unwantedAfterSending, $0.unwantedWhileDisconnected) }
+    }
+
+    /// A post of a name sent before found no subscriber: counted as lost to a connection that is
+    /// down when fewer than `connecting` endpoints are connected (as of the loop's last round:
+    /// the loop publishes a connection made or lost in the round it sees it).
+    func noteUnwantedAfterSending(connecting: Int) {
+        guard connecting > 0, statsSnapshot.withLock({ $0.connectedEndpoints }) < connecting else { return }
+        interest.withLock { $0.countDisconnected() }
+    }
 
     /// Changes what is wanted (the I/O thread for the XPUB's prefixes, `Bus.subscribe` for
     /// loopback ones), invalidating the lock-free answer.

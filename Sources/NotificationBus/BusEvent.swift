@@ -98,6 +98,14 @@ public struct BusStats: Hashable, Sendable {
     /// encoded, not sent. A name sent before still uses its sequence number, so a subscriber
     /// this publisher could not see meanwhile (a broker restarting) counts the gap.
     public var unwanted: UInt64 = 0
+    /// Of `unwanted`: posts of a name this publisher had sent before that no subscription covered
+    /// when posted (its subscribers gone, or out of reach for a while: a broker restarting). Each
+    /// used its sequence number, so a subscriber still there counts it as lost upstream: they were
+    /// wanted, and lost.
+    public var unwantedAfterSending: UInt64 = 0
+    /// Of `unwantedAfterSending`: those posted while an endpoint this bus connects to had no
+    /// connection up (`connectedEndpoints` short): lost to a broker restarting or unreachable.
+    public var unwantedWhileDisconnected: UInt64 = 0
     /// Posts still queued when the bus closed (never handed to ZeroMQ).
     public var unsent: UInt64 = 0
     /// Frames read from the subscriber socket (a batch frame is one frame).

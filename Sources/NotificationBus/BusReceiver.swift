@@ -595,7 +595,9 @@ struct BusReceiver {
     }
 
     /// Streams tracked now, the cached one included.
-    var trackedStreams: Int { lastSequence.count + merged.count + (cachedStream == nil ? 0 : 1) }
+    /// (Several paths: a stream whose end of stream came is not counted while it waits for the
+    /// other paths' copies: its tail is known.)
+    var trackedStreams: Int { lastSequence.count + merged.count - endedStreams.count + (cachedStream == nil ? 0 : 1) }
 
     // MARK: Handing over
 

@@ -32,6 +32,10 @@ struct PublisherInterest {
     var closed = false
     /// Posts skipped because no subscriber wanted them.
     private(set) var unwanted: UInt64 = 0
+    /// Of `unwanted`: posts of a name sent before (`.unwantedAfterSending`), and of those the ones
+    /// posted while a connection of the bus was down (`countDisconnected`).
+    private(set) var unwantedAfterSending: UInt64 = 0
+    private(set) var unwantedWhileDisconnected: UInt64 = 0
 
     /// What to do with a post of a name.
     enum Decision: Equatable {
@@ -64,7 +68,13 @@ struct PublisherInterest {
             answers[name] = decision
         }
         if decision != .wanted { unwanted &+= 1 }
+        if decision == .unwantedAfterSending { unwantedAfterSending &+= 1 }
         return decision
+    }
+
+    /// The post just decided `.unwantedAfterSending` came while a connection was down.
+    mutating func countDisconnected() {
+        unwantedWhileDisconnected &+= 1
     }
 
     /// The XPUB saw `prefix` subscribed (`true`) or unsubscribed (the I/O thread calls this).

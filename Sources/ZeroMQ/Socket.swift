@@ -50,7 +50,7 @@ public final class Socket {
     /// itself would silently take the path over and strand the other listener).
     public func bind(_ endpoint: String) throws(ZMQError) {
         try checkOpen("zmq_bind")
-        try TCPEndpoint.checkPort(of: endpoint, operation: "zmq_bind")
+        try TCPEndpoint.check(endpoint, operation: "zmq_bind")
         if let path = IPCEndpoint.path(of: endpoint), IPCEndpoint.hasListener(atPath: path) {
             throw ZMQError(code: czmq_eaddrinuse(), operation: "zmq_bind", endpoint: endpoint)
         }
@@ -67,7 +67,7 @@ public final class Socket {
     /// Connects to `endpoint`; libzmq connects (and reconnects) in the background.
     public func connect(_ endpoint: String) throws(ZMQError) {
         try checkOpen("zmq_connect")
-        try TCPEndpoint.checkPort(of: endpoint, operation: "zmq_connect")
+        try TCPEndpoint.check(endpoint, operation: "zmq_connect")
         do {
             _ = try zmqCall("zmq_connect") { zmq_connect(handle, endpoint) }
         } catch {

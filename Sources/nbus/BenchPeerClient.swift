@@ -14,7 +14,7 @@ struct BenchPeerClient: AsyncParsableCommand {
             posts --n notifications cycling --subject, then END, then closes; ping/pong measure \
             round trips on `ping` and `pong`. Flags are --name=value; the last line of stdout is one \
             JSON object (sub and pub add the bus's loss counters). Exit status: 0 done, 1 failed, \
-            64 bad arguments.
+            2 an unusable endpoint, 64 bad arguments.
             """,
         shouldDisplay: false)
 
@@ -71,6 +71,9 @@ struct BenchPeerClient: AsyncParsableCommand {
     }
 
     func validate() throws {
+        // Comma-separated lists name several brokers (NBP-1 §17).
+        for endpoint in frontend.split(separator: ",") { try validateEndpoint(String(endpoint), option: "--frontend", connecting: true) }
+        for endpoint in backend.split(separator: ",") { try validateEndpoint(String(endpoint), option: "--backend", connecting: true) }
         _ = try SecondsOption.span(spin, "--spin", perSecond: 1e6, default: 0, in: 0...1)
         do { try options.validate() } catch { throw ValidationError("\(error)") }
     }

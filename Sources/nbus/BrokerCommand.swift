@@ -50,7 +50,8 @@ struct BrokerCommand: AsyncParsableCommand {
             from the next notification or the end-of-stream record. A SIGTERM whose orderly stop \
             takes over 5 s ends the same way.
 
-            Exit status: 0 stopped, 2 unusable endpoint, key file or allow-list folder, or an \
+            Exit status: 0 stopped, 2 unusable endpoint (malformed, one no address can match, or \
+            one that cannot be bound), key file or allow-list folder, or an \
             --http address that cannot be listened on, 64 bad arguments, 70 the forwarding loop \
             was stuck (see --stuck-exit).
             """)
@@ -128,7 +129,7 @@ struct BrokerCommand: AsyncParsableCommand {
     func validate() throws {
         try validateEndpoint(frontend, option: "--frontend")
         try validateEndpoint(backend, option: "--backend")
-        for endpoint in upstream { try validateEndpoint(endpoint, option: "--upstream") }
+        for endpoint in upstream { try validateEndpoint(endpoint, option: "--upstream", connecting: true) }
         // Two `tcp://host:*` wildcards are fine: each bind picks its own free port.
         guard frontend != backend || frontend.hasSuffix(":*") else {
             throw ValidationError("--frontend and --backend must differ (both are \(frontend))")

@@ -513,8 +513,18 @@ struct PublishService: Service {
         }
         var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
         if command.lines { summary += ", skipped \(skipped) malformed or unsendable line(s)" }
-        // Posts no subscription covered were never sent (filtered at this publisher).
-        if stats.unwanted > 0 { summary += ", unwanted \(stats.unwanted) (no subscriber)" }
+        // Posts no subscription covered were never sent (filtered at this publisher). Those of a
+        // name sent before were wanted: their subscribers were out of reach (a broker restarting)
+        // or gone, and one still there counts them as lost: said as what happened to them.
+        let neverWanted = stats.unwanted &- stats.unwantedAfterSending
+        let afterLeaving = stats.unwantedAfterSending &- stats.unwantedWhileDisconnected
+        if neverWanted > 0 { summary += ", unwanted \(neverWanted) (no subscriber)" }
+        if stats.unwantedWhileDisconnected > 0 {
+            summary += ", lost \(stats.unwantedWhileDisconnected) while the broker was unreachable (its subscribers count them as gaps)"
+        }
+        if afterLeaving > 0 {
+            summary += ", not sent \(afterLeaving) after their subscribers went (gone, or not back yet after a reconnection: one that returns counts them as gaps)"
+        }
         if stats.pathsParked > 0 {
             summary += "; a broker refused sends \(stats.pathsParked) time(s): \(stats.pathDrops) notification(s) went through the others only"
         }
@@ -523,8 +533,9 @@ struct PublishService: Service {
         }
         // Nothing at all went out because nobody wanted it (--no-wait with no subscriber yet): a
         // warning, so a summary of a run that reached nobody does not read like success.
-        let reachedNobody = stats.posted > 0 && stats.sent == 0 && stats.unwanted == stats.posted
-        logLine(stats.unsent > 0 || reachedNobody || stats.endOfStreamUnacknowledged > 0 ? .warning : .info, "publish", summary)
+        let reachedNobody = stats.posted > 0 && stats.sent == 0 && stats.unwanted == stats.posted && stats.unwantedAfterSending == 0
+        let lostSome = stats.unwantedAfterSending > 0
+        logLine(stats.unsent > 0 || reachedNobody || lostSome || stats.endOfStreamUnacknowledged > 0 ? .warning : .info, "publish", summary)
         if stats.endOfStreamUnacknowledged > 0 {
             // The end of stream is how a subscriber learns of a lost tail: one that never got it
             // (its broker dropped or frozen at the end, or it left first) may not know what it missed.

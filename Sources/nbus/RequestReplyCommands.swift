@@ -32,8 +32,8 @@ struct BrokerEndpointOptions: ParsableArguments {
     @OptionGroup var curve: CurveOptions
 
     func validate() throws {
-        for endpoint in frontends { try validateEndpoint(endpoint, option: "--frontend") }
-        for endpoint in backends { try validateEndpoint(endpoint, option: "--backend") }
+        for endpoint in frontends { try validateEndpoint(endpoint, option: "--frontend", connecting: true) }
+        for endpoint in backends { try validateEndpoint(endpoint, option: "--backend", connecting: true) }
         if frontends.count != backends.count && !frontends.isEmpty && !backends.isEmpty {
             throw ValidationError("--frontend and --backend name one broker each: give as many of one as of the other")
         }

@@ -170,28 +170,66 @@ struct Subscribe: AsyncParsableCommand {
         }
     }
 
+    /// Whether this subscriber has a memory guard to report on: it binds, with --max-memory.
+    var watchesMemory: Bool { !endpoints.bind.isEmpty && maxMemory > 0 }
+
+    /// Logs each memory-guard reset of `bus` as it happens (a warning), until cancelled. The bus
+    /// counts them (`BusStats.memoryLimitResets`) but logs nothing itself, so its counter is
+    /// looked at four times a second.
+    func logMemoryResets(of bus: Bus) async {
+        var seen: UInt64 = 0
+        while !Task.isCancelled {
+            do { try await Task.sleep(for: .milliseconds(250)) } catch { return }
+            let resets = bus.stats.memoryLimitResets
+            guard resets > seen else { continue }
+            seen = resets
+            let text =
+                "memory passed --max-memory \(maxMemory) MiB: dropped every connection of \(endpoints.bind.joined(separator: ", ")) "
+                + "(a peer holding memory, e.g. a message it never finishes); publishers reconnect, what was in flight is "
+                + "lost and counted as gaps; \(resets) reset(s) so far"
+            CommandLog.logger("subscribe").warning("\(text)", metadata: ["memoryLimitResets": "\(resets)"])
+        }
+    }
+
     /// A rejected batch frame is one rejection: say how many notifications such frames held.
     func batchNote(_ bus: BusStats) -> String {
         bus.rejectedBatchNotifications == 0 ? "" : " (\(bus.rejectedBatchNotifications) notifications in rejected batches)"
     }
 
-    func printSummary(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
+    /// `tailUnknown`: the subscriber stopped (a signal, --timeout) before --count, so a stream it
+    /// still tracks (no end of stream came) may have lost its tail uncounted.
+    func printSummary(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats, tailUnknown: Bool = false) {
         // Upstream loss from the bus: counted once per lost message, however many patterns match
         // its name (each of their subscriptions sees the gap). Local drops are per buffer.
         let lost = bus.lostUpstream
         let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
         let logger = CommandLog.logger("subscribe")
-        let summary = "printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
+        var summary = "printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
             + "rejected malformed \(bus.rejectedTotal)\(batchNote(bus))\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))"
             + (bus.duplicatesDiscarded > 0 ? ", duplicates discarded \(bus.duplicatesDiscarded)" : "")
+        // A bound subscriber's memory guard dropped every connection: what was in flight then is
+        // lost (counted as gaps where a later notification shows them).
+        if bus.memoryLimitResets > 0 {
+            summary += ", memory resets \(bus.memoryLimitResets) (over --max-memory \(maxMemory) MiB: every connection dropped)"
+        }
+        // NBP-1 §8, §15.2: a gap shows only at a stream's next notification or its end-of-stream
+        // record. A stream without either (a publisher still running, or one that finished while
+        // its broker was frozen or unreachable, or was killed) may have lost its tail uncounted.
+        if tailUnknown && bus.trackedStreams > 0 {
+            summary += "; tail unknown for \(bus.trackedStreams) stream(s): no end of stream came from their publisher "
+                + "(still running, or it closed while its broker was frozen or unreachable): what it sent after the last "
+                + "notification printed is not counted here"
+        }
         logger.info(
             "\(summary)",
             metadata: ["printed": "\(printed)", "lostUpstream": "\(lost)", "droppedLocally": "\(dropped)",
-                "rejected": "\(bus.rejectedTotal)", "duplicatesDiscarded": "\(bus.duplicatesDiscarded)"])
+                "rejected": "\(bus.rejectedTotal)", "memoryResets": "\(bus.memoryLimitResets)",
+                "tailUnknownStreams": "\(tailUnknown ? bus.trackedStreams : 0)",
+                "duplicatesDiscarded": "\(bus.duplicatesDiscarded)"])
         guard stats else { return }
         for (pattern, stats) in perPattern { logger.info("\(pattern): \(stats)") }
         logger.info(
-            "bus: framesReceived=\(bus.framesReceived) notificationsReceived=\(bus.notificationsReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
+            "bus: framesReceived=\(bus.framesReceived) notificationsReceived=\(bus.notificationsReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten) memoryLimitResets=\(bus.memoryLimitResets)")
         for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
             logger.info("rejected \(reason): \(count)")
         }
@@ -278,6 +316,12 @@ struct SubscribeService: Service {
                     return nil
                 }
             }
+            if command.watchesMemory {
+                group.addTask {
+                    await command.logMemoryResets(of: bus)
+                    return nil
+                }
+            }
             group.addTask {
                 // A refused key, or a server with another security mechanism (CURVE against
                 // plaintext), stays so: say it instead of waiting in silence. Bounded by a year,
@@ -307,7 +351,9 @@ struct SubscribeService: Service {
 
         let perPattern = zip(command.patterns, streams).map { ($0, $1.stats) }
         let busStats = await bus.close()
-        command.printSummary(printed: printer.count, perPattern: perPattern, bus: busStats)
+        command.printSummary(
+            printed: printer.count, perPattern: perPattern, bus: busStats,
+            tailUnknown: ending == .signalled || ending == .timedOut)
         if ending == .refused {
             logLine(.error, "subscribe", refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve, stats: busStats))
             throw ExitCode(2)

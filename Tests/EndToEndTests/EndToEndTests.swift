@@ -291,7 +291,7 @@ struct EndToEndTests {
         #expect(output.stderrText.contains("warning nbus publish: nothing was sent: no subscriber of nobody.there"), "\(output.stderrText)")
     }
 
-    @Test("an unusable endpoint: a usage error naming the forms, or exit 2 with libzmq's error; no crash")
+    @Test("an unusable endpoint: exit 2 naming the forms, or with libzmq's error; no crash")
     func badEndpoint() async throws {
         let children = try Children()
         defer { children.killAll() }
@@ -301,13 +301,13 @@ struct EndToEndTests {
             ["publish", "x", "--connect", "bogus://nowhere", "--timeout", "5"],
         ] {
             let output = try #require(try await children.run("nbus", arguments))
-            #expect(!output.bySignal && output.status == 64, "\(arguments): \(output)")
+            #expect(!output.bySignal && output.status == 2, "\(arguments): \(output)")
             #expect(output.stderrText.contains("bogus://nowhere: an endpoint is tcp://HOST:PORT"), "\(arguments): \(output.stderrText)")
         }
-        // A port that is not a number: a usage error too, before libzmq's bare "Invalid argument".
+        // A port that is not a number: refused too, before libzmq's bare "Invalid argument".
         let notANumber = try #require(
             try await children.run("nbus", ["subscribe", "x", "--connect", "tcp://127.0.0.1:abc", "--count", "1", "--timeout", "5"]))
-        #expect(!notANumber.bySignal && notANumber.status == 64, "\(notANumber)")
+        #expect(!notANumber.bySignal && notANumber.status == 2, "\(notANumber)")
         #expect(notANumber.stderrText.contains("tcp://127.0.0.1:abc: the port must be a number from 0 to 65535"), "\(notANumber.stderrText)")
         // A well-formed endpoint libzmq refuses (an address this machine does not have; 192.0.2.1
         // is TEST-NET-1): its error, exit 2.
@@ -331,7 +331,7 @@ struct EndToEndTests {
         #expect(stderr.contains("in use") || stderr.contains(endpoint), "no clear error: \(stderr)")
     }
 
-    @Test("A tcp port above 65535 is a usage error (64) naming the option, in every command")
+    @Test("A tcp port above 65535 is an unusable endpoint (exit 2) naming the option, in every command")
     func outOfRangePortIsUsageError() async throws {
         let children = try Children()
         defer { children.killAll() }
@@ -343,7 +343,7 @@ struct EndToEndTests {
         ]
         for (option, arguments) in runs {
             let output = try #require(try await children.run(arguments[0], arguments, timeout: .seconds(10)))
-            #expect(!output.bySignal && output.status == 64, "\(arguments): \(output)")
+            #expect(!output.bySignal && output.status == 2, "\(arguments): \(output)")
             #expect(output.stderrText.contains("\(option) tcp://") && output.stderrText.contains("out of range"), "\(output.stderrText)")
         }
     }

@@ -212,3 +212,33 @@ struct ErrorAndLifecycleTests {
         }
     }
 }
+
+@Suite("TCPEndpoint.hostProblem: hosts that can be no address")
+struct TCPEndpointHostTests {
+    @Test("numeric hosts must be IPv4 addresses, bracketed ones IPv6, names must be names")
+    func hosts() throws {
+        for good in [
+            "tcp://127.0.0.1:5550", "tcp://*:5550", "tcp://localhost:1", "tcp://broker.site-a:5551", "tcp://[::1]:5550",
+            "tcp://[fe80::1%eth0]:5550", "tcp://eth0:5555", "tcp://127.1:5", "tcp://10.0.0.1;192.168.1.2:5550", "ipc:///tmp/x:1",
+            "tcp://my_host.local.:9",
+        ] {
+            #expect(TCPEndpoint.hostProblem(in: good) == nil, "\(good)")
+        }
+        for bad in [
+            "tcp://256.1.1.1:1", "tcp://1.2.3.4.5:1", "tcp://[::zz]:1", "tcp://::1:5", "tcp://exa mple:1", "tcp://a..b:1",
+            "tcp://-a.b:1", "tcp://a-.b:1", "tcp://[::1:5", "tcp://\(String(repeating: "a", count: 64)).b:1",
+        ] {
+            #expect(TCPEndpoint.hostProblem(in: bad) != nil, "\(bad)")
+        }
+    }
+
+    @Test("connect and bind refuse such a host with EINVAL instead of retrying it for ever")
+    func socketsRefuse() throws {
+        let context = try Context()
+        defer { context.terminate() }
+        let socket = try context.socket(.sub)
+        defer { socket.close() }
+        #expect(throws: ZMQError.self) { try socket.connect("tcp://256.1.1.1:1") }
+        #expect(throws: ZMQError.self) { try socket.bind("tcp://300.1.1.1:5000") }
+    }
+}
