@@ -180,16 +180,24 @@ public struct BusConfiguration: Sendable {
     /// meanwhile is counted in `BusStats.pathDrops` (its subscribers get it through the others);
     /// it is sent to again as soon as it takes sends. Never the last broker still taking sends:
     /// that one is waited for as with one broker (`sendStallLimit`). Zero to 10 minutes.
+    ///
+    /// Longer than a broker holds a slow but moving subscriber (10 s, then it sends past it): a
+    /// broker that applies flow control for a slow subscriber takes nothing meanwhile too, and
+    /// giving up on it then would leave the other broker alone with the same slow subscriber.
     public var pathStallLimit: Duration = BusConfiguration.defaultPathStallLimit
-    /// `pathStallLimit` unless set: 2 s.
-    public static let defaultPathStallLimit: Duration = .seconds(2)
+    /// `pathStallLimit` unless set: 15 s.
+    public static let defaultPathStallLimit: Duration = .seconds(15)
     /// With several brokers (`subscribe` connects to more than one endpoint): how long a
     /// notification that arrived past a hole is held back while another broker, still connected
     /// and behind, may bring what is missing (NBP-1 §17). A hole no connected broker can fill is a
-    /// gap at once. Zero to 10 minutes.
+    /// gap at once. Zero to 10 minutes. At most 65,536 notifications are held per stream: past
+    /// that the hole is declared at once.
+    ///
+    /// As long as `pathStallLimit`: one broker can be that far behind the other (holding a slow
+    /// subscriber, or frozen) and still bring what the other lost.
     public var pathGapTimeout: Duration = BusConfiguration.defaultPathGapTimeout
-    /// `pathGapTimeout` unless set: 2 s.
-    public static let defaultPathGapTimeout: Duration = .seconds(2)
+    /// `pathGapTimeout` unless set: 15 s.
+    public static let defaultPathGapTimeout: Duration = .seconds(15)
 
     /// The publishing sockets: one per broker when every `publish` attachment connects and there
     /// are several (NBP-1 §17: each broker gets every notification, and one that stalls is given

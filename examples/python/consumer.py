@@ -56,9 +56,9 @@ def parse_args(argv):
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
     p.add_argument("--max-payload", type=int, default=nbp.DEFAULT_MAX_PAYLOAD, metavar="BYTES",
                    help=f"largest payload accepted (default {nbp.DEFAULT_MAX_PAYLOAD})")
-    p.add_argument("--gap-wait", type=float, default=2.0, metavar="SECONDS",
+    p.add_argument("--gap-wait", type=float, default=15.0, metavar="SECONDS",
                    help="with several --connect (brokers): how long a hole one broker left is held for the "
-                        "others to fill (default 2)")
+                        "others to fill (default 15, as nbus)")
     p.add_argument("--connect", action="append", default=[], metavar="ENDPOINT",
                    help=f"connect to ENDPOINT, repeatable (default {DEFAULT_BACKEND}, the broker backend)")
     p.add_argument("--bind", action="append", default=[], metavar="ENDPOINT",

@@ -50,10 +50,15 @@ struct PathMergeStateMachine<Item> {
     /// The stream's last sequence, from an end-of-stream record.
     private(set) var endSequence: UInt64?
 
+    /// Most notifications held behind holes: past it the first hole is declared at once (memory
+    /// is bounded whatever the paths do).
+    let maximumHeld: Int
+
     /// A stream over `paths` paths (at most 64).
-    init(paths: Int) {
+    init(paths: Int, maximumHeld: Int = 65_536) {
         precondition(paths >= 1 && paths <= 64, "1 to 64 paths, not \(paths)")
         seen = Array(repeating: 0, count: paths)
+        self.maximumHeld = max(1, maximumHeld)
     }
 
     /// Whether anything is held or a tail is awaited: `deadline` is then set.
@@ -136,7 +141,7 @@ struct PathMergeStateMachine<Item> {
     private mutating func settle(now: UInt64, connected: UInt64, gapTimeout: UInt64, into steps: inout [Step]) {
         while let since = waitingSince {
             let missing = delivered + 1
-            let expired = now &- since >= gapTimeout
+            let expired = now &- since >= gapTimeout || held.count > maximumHeld
             if !expired && canStillBring(missing, connected: connected) { return }
             if let first = held.first {
                 steps.append(.gap(missing...(first.sequence - 1)))
