@@ -13,16 +13,25 @@ public struct BrokerDescription: Sendable {
     public var upstream: [String]
     /// Whether CURVE is on.
     public var curve: Bool
-    /// The settings, by name (`hwm`, `slowAfterSeconds`...), as text.
-    public var settings: [String: String]
+    /// The settings, by name (`hwm`, `slowAfterSeconds`...): numbers, so `/varz` has them as
+    /// JSON numbers; one that is not known is left out.
+    public var settings: [String: Double]
+    /// The broker's memory guard (`BrokerConfiguration.memoryLimit`), in bytes; nil: none. On
+    /// `/metrics` as `nbus_broker_memory_limit_bytes`, for an alert before the guard drops
+    /// every connection.
+    public var memoryLimit: UInt64?
 
     /// A description.
-    public init(frontend: String, backend: String, upstream: [String], curve: Bool, settings: [String: String]) {
+    public init(
+        frontend: String, backend: String, upstream: [String], curve: Bool, settings: [String: Double],
+        memoryLimit: UInt64? = nil
+    ) {
         self.frontend = frontend
         self.backend = backend
         self.upstream = upstream
         self.curve = curve
         self.settings = settings
+        self.memoryLimit = memoryLimit
     }
 }
 
@@ -50,7 +59,7 @@ public final class BrokerMonitor: Sendable {
         startedAt = Timestamps.wallClockNanoseconds()
         startedMonotonic = Timestamps.monotonicNanoseconds()
         self.stuckAfter = stuckAfter
-        metrics = BrokerMetrics(curve: description.curve)
+        metrics = BrokerMetrics(curve: description.curve, memoryLimit: description.memoryLimit)
     }
 
     /// The routes to serve.
@@ -75,8 +84,9 @@ public final class BrokerMonitor: Sendable {
         let text = metrics.render(
             stats: stats, publishers: connections.filter { $0.side == .publisher }.count,
             subscribers: connections.filter { $0.side == .subscriber }.count, uptime: uptimeSeconds,
-            startTime: Double(startedAt) / 1e9, loopAge: broker.forwardingLoopAge().map(Timestamps.seconds))
-        return MonitoringResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", body: Array(text.utf8))
+            startTime: Double(startedAt) / 1e9, loopAge: broker.forwardingLoopAge().map(Timestamps.seconds),
+            subscriptions: broker.subscriptions(), backlogs: broker.subscriberBacklogs())
+        return MonitoringResponse(contentType: "text/plain; version=0.0.4; charset=utf-8", body: text)
     }
 
     /// 200 while the forwarding loop runs rounds; 503 when it is stuck or stopped.
@@ -94,12 +104,13 @@ public final class BrokerMonitor: Sendable {
     private struct Varz: Encodable {
         var version: String
         var startTime: String
+        var startTimeSeconds: Double
         var uptimeSeconds: Double
         var frontend: String
         var backend: String
         var upstream: [String]
         var curve: Bool
-        var settings: [String: String]
+        var settings: [String: Double]
         var counters: [String: UInt64]
         var connections: Int
         var peakConnections: Int
@@ -131,7 +142,8 @@ public final class BrokerMonitor: Sendable {
             }
         }
         let varz = Varz(
-            version: NotificationBusVersion.current, startTime: Self.rfc3339(startedAt), uptimeSeconds: uptimeSeconds,
+            version: NotificationBusVersion.current, startTime: Self.rfc3339(startedAt),
+            startTimeSeconds: Double(startedAt) / 1e9, uptimeSeconds: uptimeSeconds,
             frontend: description.frontend, backend: description.backend, upstream: description.upstream,
             curve: description.curve, settings: description.settings, counters: counters,
             connections: stats.connections, peakConnections: stats.peakConnections,
@@ -228,7 +240,11 @@ final class BrokerMetrics: Sendable {
     /// Serialises scrapes: each advances the counters from the last one's figures.
     private let scrape = Mutex(())
 
-    init(curve: Bool) {
+    private let topicsGauge: Gauge
+    private let memoryLimit: UInt64?
+
+    init(curve: Bool, memoryLimit: UInt64? = nil) {
+        self.memoryLimit = memoryLimit
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         // No unit suffix: an empty unitName is left out of the metric's name.
@@ -280,14 +296,49 @@ final class BrokerMetrics: Sendable {
         startGauge = gauge("start_time_seconds", "When the broker started, seconds since the Unix epoch.")
         ownedIDsGauge = gauge("owned_publisher_ids", "Publisher ids the broker knows the owning connection of (bounded).")
         loopAgeGauge = gauge("forwarding_loop_age_seconds", "Seconds since the forwarding loop last began a round (at most about 1 when well).")
-        registry.makeGauge(
-            descriptor: MetricNameDescriptor(namespace: "nbus", metricName: "build_info", unitName: "", helpText: "The NotificationBus version, as a label; always 1."),
-            labels: [("version", NotificationBusVersion.current)]
-        ).set(to: 1.0)
+        topicsGauge = gauge("subscription_topics", "Subscription topics (ZeroMQ prefixes, control topics included) the subscribers hold now.")
+        if let memoryLimit {
+            gauge("memory_limit_bytes", "The memory guard (--max-memory): past this resident size every connection is dropped.")
+                .set(Double(memoryLimit))
+        }
     }
 
-    func render(stats: BrokerStatistics, publishers: Int, subscribers: Int, uptime: Double, startTime: Double, loopAge: Double?) -> String {
-        scrape.withLock { _ in
+    /// The HELP texts of the families written per scrape (their label sets come and go).
+    static let dynamicHelp: [String: String] = [
+        "nbus_broker_pattern_subscribers": "Subscribers (one per bus) holding each pattern NotificationBus subscribers announced.",
+        "nbus_broker_subscription_prefixes": "Data prefixes subscribers hold, by whether an announced pattern explains them (false: foreign subscribers).",
+        "nbus_broker_subscriber_unsent_bytes": "Bytes written to each subscriber connection that its peer has not taken yet (the kernel's socket buffer; what libzmq queues behind it is not counted), by peer.",
+    ]
+
+    func render(
+        stats: BrokerStatistics, publishers: Int, subscribers: Int, uptime: Double, startTime: Double, loopAge: Double?,
+        subscriptions: BrokerSubscriptions, backlogs: [(connection: BrokerConnection, unsentBytes: Int)]
+    ) -> [UInt8] {
+        var text = ExpositionText()
+        let patterns = subscriptions.announcedPatterns
+        text.family(
+            "nbus_broker_pattern_subscribers", .gauge, help: Self.dynamicHelp["nbus_broker_pattern_subscribers"] ?? "",
+            samples: patterns.map { ([("pattern", $0.pattern)], Double($0.busIDs.count)) })
+        let prefixes = subscriptions.dataPrefixes
+        let announced = prefixes.filter(\.announced).count
+        text.family(
+            "nbus_broker_subscription_prefixes", .gauge, help: Self.dynamicHelp["nbus_broker_subscription_prefixes"] ?? "",
+            samples: [([("announced", "true")], Double(announced)), ([("announced", "false")], Double(prefixes.count - announced))])
+        // One series per peer: a process with two connections (two buses) is one subscriber here.
+        var byPeer: [String: (endpoint: String, bytes: Int)] = [:]
+        var order: [String] = []
+        for (connection, unsent) in backlogs {
+            let peer = Self.peerLabel(connection)
+            if byPeer[peer] == nil { order.append(peer) }
+            byPeer[peer, default: (connection.endpoint, 0)].bytes += unsent
+        }
+        text.family(
+            "nbus_broker_subscriber_unsent_bytes", .gauge, help: Self.dynamicHelp["nbus_broker_subscriber_unsent_bytes"] ?? "",
+            samples: order.compactMap { peer in
+                byPeer[peer].map { ([("endpoint", $0.endpoint), ("peer", peer)], Double($0.bytes)) }
+            })
+        ProcessMetrics.current().write(into: &text)
+        return scrape.withLock { _ in
             let previous = last.withLock { $0 }
             for (counter, read) in counters {
                 let now = read(stats)
@@ -302,7 +353,17 @@ final class BrokerMetrics: Sendable {
             startGauge.set(startTime)
             loopAgeGauge.set(loopAge ?? -1)
             ownedIDsGauge.set(Double(stats.ownedPublisherIDs))
-            return registry.emitToString()
+            topicsGauge.set(Double(subscriptions.topics.count))
+            var buffer: [UInt8] = []
+            registry.emit(into: &buffer)
+            return buffer + text.bytes
         }
+    }
+
+    /// A subscriber as a label: its address over TCP, `pid:N` over ipc (`fd:N` when neither is known).
+    static func peerLabel(_ connection: BrokerConnection) -> String {
+        if !connection.peerAddress.isEmpty { return connection.peerAddress }
+        if let pid = connection.processID { return "pid:\(pid)" }
+        return "fd:\(connection.fileDescriptor)"
     }
 }

@@ -26,7 +26,8 @@ public struct BusMetricsService: Service, CustomStringConvertible {
     ) {
         self.interval = interval
         sampler = BusMetricsSampler(
-            busStats: { bus.stats }, subscriptions: subscriptions, factory: factory, logger: logger)
+            busStats: { bus.stats }, subscriptions: subscriptions, factory: factory, logger: logger,
+            memoryLimit: bus.configuration.maximumResidentMemory)
     }
 
     /// `metrics every N`, as the service group's lines name it.
@@ -81,6 +82,7 @@ extension BusMetricsService {
         "nbus_bus_rejected_total": "Received frames rejected as malformed, by reason.",
         "nbus_bus_active_subscriptions": "Subscriptions open on this bus now.",
         "nbus_bus_tracked_streams": "Publisher and name streams whose sequence numbers this bus tracks now.",
+        "nbus_bus_memory_limit_bytes": "The bus's memory guard (BusConfiguration.maximumResidentMemory): past this resident size a binding bus drops every connection.",
         "nbus_subscription_received_total": "Notifications that reached the subscription.",
         "nbus_subscription_delivered_total": "Notifications the subscription's consumer took.",
         "nbus_subscription_filtered_out_total": "Notifications the subscription's filter left out.",
@@ -109,10 +111,12 @@ final class BusMetricsSampler: Sendable {
     private let trackedStreams: Gauge
     private let subscriptionCounters: [[(Counter, @Sendable (SubscriptionStats) -> UInt64)]]
     private let bufferedGauges: [Gauge]
+    /// The memory guard's limit and its gauge (only with a limit).
+    private let memoryLimit: (bytes: UInt64, gauge: Gauge)?
 
     init(
         busStats: @escaping @Sendable () -> BusStats, subscriptions: [BusMetricsService.SubscriptionSource],
-        factory: any MetricsFactory, logger: Logger
+        factory: any MetricsFactory, logger: Logger, memoryLimit: UInt64? = nil
     ) {
         self.busStats = busStats
         self.subscriptions = subscriptions
@@ -164,6 +168,7 @@ final class BusMetricsSampler: Sendable {
         bufferedGauges = subscriptions.map {
             Gauge(label: "nbus_subscription_buffered", dimensions: [("pattern", $0.pattern)], factory: factory)
         }
+        self.memoryLimit = memoryLimit.map { ($0, Gauge(label: "nbus_bus_memory_limit_bytes", factory: factory)) }
     }
 
     func sample() {
@@ -179,6 +184,7 @@ final class BusMetricsSampler: Sendable {
         }
         activeSubscriptions.record(Double(now.activeSubscriptions))
         trackedStreams.record(Double(now.trackedStreams))
+        if let memoryLimit { memoryLimit.gauge.record(Double(memoryLimit.bytes)) }
         for (index, stats) in subscriptionStats.enumerated() {
             for (counter, read) in subscriptionCounters[index] {
                 advance(counter, from: read(before.subscriptions[index]), to: read(stats))

@@ -49,7 +49,7 @@ public struct MonitoringResponse: Sendable {
 /// parsed there, never on Swift's cooperative pool, which the process's signal handling and the
 /// bus's async code need (a server that parsed on that pool was pinned by two slow clients, and
 /// the process then ignored SIGTERM). Each route answers GET and HEAD; anything else on a known
-/// path is 405, an unknown path 404.
+/// path is 405, an unknown path 404. `GET /`, unless a route claims it, lists the routes.
 ///
 /// The server is for a scraper and an operator's curl, and is bounded for anyone else:
 /// - a request head (request line and headers) of at most 8 KiB, a single line at most 4 KiB, at
@@ -105,6 +105,10 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
     public func run() async throws {
         var answers: [String: @Sendable () async -> MonitoringResponse] = [:]
         for route in routes where answers[route.path] == nil { answers[route.path] = route.answer }
+        if answers["/"] == nil {
+            let index = MonitoringResponse.text(Self.index(paths: routes.map(\.path)))
+            answers["/"] = { index }
+        }
         let table = answers
         let connections = ConnectionRegistry(limit: Self.maximumConnections)
         var decoder = HTTP1Channel.Configuration.DecoderConfiguration()
@@ -162,6 +166,29 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
         if !stopping.isSet && !Task.isCancelled {
             throw MonitoringServerError(address: address, reason: "the server stopped accepting connections")
         }
+    }
+
+    /// What each endpoint the nbus commands serve answers, for the index at `/`.
+    public static let endpointDescriptions: [String: String] = [
+        "/metrics": "Prometheus text format: process_*, nbus_build_info and the nbus_* figures",
+        "/healthz": "200 ok while healthy; 503 and the reason otherwise",
+        "/varz": "JSON: version, start time, uptime, endpoints, settings, counters",
+        "/connz": "JSON: each open connection (side, peer, pid, CURVE key, since)",
+        "/subsz": "JSON: the subscriptions subscribers hold (patterns, prefixes)",
+    ]
+
+    /// The index `GET /` answers when no route claims `/`: every path served, one a line, with
+    /// what it answers where known.
+    static func index(paths: [String]) -> String {
+        var seen = Set<String>()
+        let listed = (paths + ["/"]).filter { seen.insert($0).inserted }
+        let width = listed.map(\.count).max() ?? 0
+        var text = "NotificationBus \(NotificationBusVersion.current) monitoring endpoints (GET or HEAD):\n"
+        for path in listed {
+            let what = path == "/" ? "this list" : endpointDescriptions[path] ?? ""
+            text += path.padding(toLength: width + 2, withPad: " ", startingAt: 0) + what + "\n"
+        }
+        return text
     }
 
     /// Answers one request from `answers`.

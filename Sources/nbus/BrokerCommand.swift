@@ -259,11 +259,8 @@ struct BrokerCommand: AsyncParsableCommand {
                     description: BrokerDescription(
                         frontend: broker.frontendEndpoint, backend: broker.backendEndpoint, upstream: upstream,
                         curve: security != nil,
-                        settings: [
-                            "hwm": "\(hwm)", "subscriberBudgetMiB": "\(subscriberBudget)", "slowAfterSeconds": "\(slowAfter)", "maxMemoryMiB": "\(maxMemory)",
-                            "keepaliveSeconds": "\(ConnectionKeepalive.options(interval: .milliseconds(heartbeatMilliseconds), timeout: .zero)?.idle ?? 0)", "idleSpinSeconds": "\(idleSpin)", "statsSeconds": "\(stats)",
-                            "openFilesLimit": openFiles.map { "\($0)" } ?? "unknown", "stuckExitSeconds": "\(stuckExit)",
-                        ]))
+                        settings: settings(openFiles: openFiles),
+                        memoryLimit: maxMemory == 0 ? nil : UInt64(maxMemory) << 20))
                 helpers.append(
                     MonitoringHTTPService(address: try HTTPListenAddress(parsing: http), routes: monitor.routes, logger: logger))
             }
@@ -271,6 +268,18 @@ struct BrokerCommand: AsyncParsableCommand {
                 BrokerCommandService(broker: broker, statsInterval: stats, secured: security != nil, logger: logger), helpers
             )
         }
+    }
+
+    /// The settings `/varz` shows, as numbers (the open-files limit left out when unknown).
+    func settings(openFiles: UInt64?) -> [String: Double] {
+        var settings: [String: Double] = [
+            "hwm": Double(hwm), "subscriberBudgetMiB": Double(subscriberBudget), "slowAfterSeconds": slowAfter,
+            "maxMemoryMiB": Double(maxMemory),
+            "keepaliveSeconds": Double(ConnectionKeepalive.options(interval: .milliseconds(heartbeatMilliseconds), timeout: .zero)?.idle ?? 0),
+            "idleSpinSeconds": idleSpin, "statsSeconds": stats, "stuckExitSeconds": stuckExit,
+        ]
+        if let openFiles { settings["openFilesLimit"] = Double(openFiles) }
+        return settings
     }
 
     /// Logs the counters (info): every `--stats` seconds and when the broker stops.

@@ -73,10 +73,12 @@ struct BusHTTPOptions: ParsableArguments {
         try SecondsOption.check(metricsInterval, "--metrics-interval", in: 0.1...3_600)
     }
 
-    /// The sampler and the HTTP server for `bus`, or nothing without `--http`.
+    /// The sampler and the HTTP server for `bus`, or nothing without `--http`; with `--http` and
+    /// `measuresDelivery`, the delivery-latency histogram the command records into as its consumer
+    /// takes each notification.
     func services(
-        bus: Bus, subscriptions: [BusMetricsService.SubscriptionSource], command: String
-    ) throws -> [any Service] {
+        bus: Bus, subscriptions: [BusMetricsService.SubscriptionSource], command: String, measuresDelivery: Bool = false
+    ) throws -> (services: [any Service], latency: DeliveryLatencyMetrics?) {
         // The tcp and ipc endpoints the bus connects to: a warning in the log when they stay
         // unreachable (libzmq retries in silence).
         let connected = (bus.configuration.publish + bus.configuration.subscribe).compactMap { attachment -> String? in
@@ -87,7 +89,7 @@ struct BusHTTPOptions: ParsableArguments {
         var seen = Set<String>()
         let distinct = connected.filter { seen.insert($0).inserted }
         let watch = ConnectionWatchService(bus: bus, endpoints: distinct, logger: CommandLog.logger(command))
-        guard let http else { return [watch] }
+        guard let http else { return ([watch], nil) }
         let address = try HTTPListenAddress(parsing: http)
         try address.checkListenable()
         let registry = PrometheusCollectorRegistry()
@@ -95,17 +97,19 @@ struct BusHTTPOptions: ParsableArguments {
         let sampler = BusMetricsService(
             bus: bus, subscriptions: subscriptions, interval: SecondsOption.duration(metricsInterval),
             factory: HelpTextMetricsFactory(registry: registry, help: BusMetricsService.helpTexts), logger: logger)
+        let latency = measuresDelivery ? DeliveryLatencyMetrics(registry: registry) : nil
         let server = MonitoringHTTPService(
             address: address,
             routes: [
                 ("/metrics", {
                     sampler.sample()
                     return MonitoringResponse(
-                        contentType: "text/plain; version=0.0.4; charset=utf-8", body: registry.emitToBuffer())
+                        contentType: "text/plain; version=0.0.4; charset=utf-8",
+                        body: registry.emitToBuffer() + ProcessMetrics.exposition())
                 }),
                 ("/healthz", { .text("ok\n") }),
             ], logger: logger)
-        return [watch, sampler, server]
+        return ([watch, sampler, server], latency)
     }
 }
 

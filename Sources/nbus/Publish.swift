@@ -254,7 +254,7 @@ struct Publish: AsyncParsableCommand {
             } catch {
                 throw fail("publish", error, code: 2)
             }
-            let helpers = try monitoring.services(bus: bus, subscriptions: [], command: "publish")
+            let helpers = try monitoring.services(bus: bus, subscriptions: [], command: "publish").services
             return (PublishService(command: self, bus: bus, name: notificationName, headers: headerMap, contentType: type), helpers)
         }
     }

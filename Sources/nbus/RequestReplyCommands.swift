@@ -244,7 +244,7 @@ struct ReplyCommand: AsyncParsableCommand {
                 throw fail("reply", error, code: 2)
             }
             let helpers = try monitoring.services(
-                bus: bus, subscriptions: [(requestPattern.description, { @Sendable in requests.stats })], command: "reply")
+                bus: bus, subscriptions: [(requestPattern.description, { @Sendable in requests.stats })], command: "reply").services
             return (ReplyService(command: self, bus: bus, pattern: requestPattern, requests: requests), helpers)
         }
     }

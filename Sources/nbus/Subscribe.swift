@@ -138,10 +138,10 @@ struct Subscribe: AsyncParsableCommand {
             } catch {
                 throw fail("subscribe", error, code: 2)
             }
-            let helpers = try monitoring.services(
+            let (helpers, latency) = try monitoring.services(
                 bus: bus, subscriptions: zip(patterns, streams).map { pattern, stream in (pattern, { stream.stats }) },
-                command: "subscribe")
-            return (SubscribeService(command: self, bus: bus, streams: streams), helpers)
+                command: "subscribe", measuresDelivery: true)
+            return (SubscribeService(command: self, bus: bus, streams: streams, latency: latency), helpers)
         }
     }
 
@@ -242,10 +242,12 @@ final class EventPrinter: Sendable {
     private let printed = Mutex<Int>(0)
     let limit: Int?
     let format: OutputFormat
+    let latency: DeliveryLatencyMetrics?
 
-    init(limit: Int?, format: OutputFormat) {
+    init(limit: Int?, format: OutputFormat, latency: DeliveryLatencyMetrics? = nil) {
         self.limit = limit
         self.format = format
+        self.latency = latency
     }
 
     /// Prints `event` unless the limit was reached; returns whether the limit is reached now.
@@ -254,7 +256,10 @@ final class EventPrinter: Sendable {
         return printed.withLock { printed in
             if let limit, printed >= limit { return true }
             FileWriter.standardOutput.write(line)
-            if case .notification = event { printed += 1 }
+            if case .notification(let notification) = event {
+                printed += 1
+                latency?.record(notification)
+            }
             return limit.map { printed >= $0 } ?? false
         }
     }
@@ -281,6 +286,8 @@ struct SubscribeService: Service {
     let command: Subscribe
     let bus: Bus
     let streams: [BusEventSequence]
+    /// With --http: the delivery-latency histogram, fed as each notification is printed.
+    let latency: DeliveryLatencyMetrics?
 
     private enum Ending: Sendable {
         case printingEnded, timedOut, signalled, refused
@@ -288,7 +295,7 @@ struct SubscribeService: Service {
 
     func run() async throws {
         let (command, bus, streams) = (self.command, self.bus, self.streams)
-        let printer = EventPrinter(limit: command.count, format: command.format == .json ? .json : .text)
+        let printer = EventPrinter(limit: command.count, format: command.format == .json ? .json : .text, latency: latency)
         // Not on `bus.executor`: formatting and writing every notification is heavy, and on the
         // bus's own thread it would stop reading meanwhile (a burst then makes this subscriber
         // slow at the broker); on another core the two run side by side.

@@ -18,7 +18,7 @@ struct MetricsHelpTextTests {
         let sampler = BusMetricsSampler(
             busStats: { frozen }, subscriptions: [(pattern: "orders.>", stats: { SubscriptionStats() })],
             factory: HelpTextMetricsFactory(registry: registry, help: BusMetricsService.helpTexts),
-            logger: Logger(label: "test"))
+            logger: Logger(label: "test"), memoryLimit: 512 << 20)
         sampler.sample()
         let text = String(decoding: registry.emitToBuffer(), as: UTF8.self)
         let lines = text.split(separator: "\n")
@@ -30,5 +30,6 @@ struct MetricsHelpTextTests {
             #expect(BusMetricsService.helpTexts[String(name)] != nil, "\(name) has no text in helpTexts")
         }
         #expect(text.contains("nbus_bus_posted_total 3"), "\(text)")
+        #expect(text.contains("nbus_bus_memory_limit_bytes 536870912.0"), "\(text)")
     }
 }

@@ -60,6 +60,11 @@ struct OperationsTests {
         #expect(metricValue(body, "nbus_broker_slow_subscriber_episodes_total") == 0)
         #expect((metricValue(body, "nbus_broker_uptime_seconds") ?? 0) > 0)
         #expect(body.contains("nbus_build_info{version=\""))
+        // The process's own figures, as every Prometheus client library names them.
+        Self.expectProcessMetrics(body, pid: broker.pid)
+        #expect(metricValue(body, "nbus_broker_memory_limit_bytes") == Double(4_096 << 20), "\(body)")
+        #expect((metricValue(body, "nbus_broker_subscription_topics") ?? -1) >= 0, "\(body)")
+        #expect(body.contains("# TYPE nbus_broker_subscriber_unsent_bytes gauge"), "\(body)")
 
         // /varz says the same, with the version and settings.
         let varz = try JSONSerialization.jsonObject(with: Data(try httpGet(port: port, "/varz").body.utf8)) as? [String: Any]
@@ -67,8 +72,22 @@ struct OperationsTests {
         #expect(counters?["notificationsFromPublishers"] as? Double == fromPublishers)
         #expect(counters?["fromPublishers"] as? Double == messages)
         #expect(varz?["backend"] as? String == backend)
-        #expect((varz?["settings"] as? [String: Any])?["hwm"] as? String == "10000")
+        // Settings and counters are JSON numbers, not strings.
+        let settings = varz?["settings"] as? [String: Any] ?? [:]
+        #expect(settings["hwm"] as? Int == 10_000, "\(settings)")
+        #expect(settings["slowAfterSeconds"] as? Double == 0.5, "\(settings)")
+        #expect(settings.count >= 8 && settings.values.allSatisfy { $0 is NSNumber && !($0 is String) }, "\(settings)")
+        #expect(counters?.values.allSatisfy { $0 is NSNumber && !($0 is String) } == true, "\(counters ?? [:])")
+        #expect(varz?["startTimeSeconds"] is NSNumber && varz?["uptimeSeconds"] is NSNumber)
+        let rawVarz = try httpGet(port: port, "/varz").body
+        #expect(rawVarz.contains("\"hwm\" : 10000") && !rawVarz.contains("\"10000\""), "\(rawVarz)")
         #expect(try httpGet(port: port, "/nonexistent").status == 404)
+        // GET / lists the endpoints.
+        let index = try httpGet(port: port, "/")
+        #expect(index.status == 200)
+        for path in ["/metrics", "/healthz", "/varz", "/connz", "/subsz"] {
+            #expect(index.body.contains("\n\(path) "), "\(index.body)")
+        }
 
         guard let promtool = Self.promtool else {
             Issue.record("promtool is missing as root: make deps should have installed Debian's prometheus")
@@ -260,6 +279,31 @@ struct OperationsTests {
         #expect(healthy == true)
     }
 
+    /// The `process_*` metrics of process `pid` in `body`: present, with HELP and TYPE lines, and
+    /// plausible against what /proc says of that process now.
+    static func expectProcessMetrics(_ body: String, pid: Int32, sourceLocation: SourceLocation = #_sourceLocation) {
+        for (name, type) in [
+            ("process_cpu_seconds_total", "counter"), ("process_open_fds", "gauge"), ("process_max_fds", "gauge"),
+            ("process_virtual_memory_bytes", "gauge"), ("process_virtual_memory_max_bytes", "gauge"),
+            ("process_resident_memory_bytes", "gauge"), ("process_start_time_seconds", "gauge"),
+        ] {
+            #expect(body.contains("# TYPE \(name) \(type)\n"), "no \(name) \(type)", sourceLocation: sourceLocation)
+            #expect(body.contains("# HELP \(name) "), "no HELP for \(name)", sourceLocation: sourceLocation)
+        }
+        let openFiles = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
+        let reported = metricValue(body, "process_open_fds") ?? 0
+        // The scrape's own connection comes and goes: a few either way.
+        #expect(reported >= 5 && abs(reported - Double(openFiles)) <= 8, "open fds \(reported), /proc says \(openFiles)", sourceLocation: sourceLocation)
+        #expect((metricValue(body, "process_max_fds") ?? 0) >= 1_024, sourceLocation: sourceLocation)
+        let resident = metricValue(body, "process_resident_memory_bytes") ?? 0
+        #expect(resident > 1_000_000 && resident < 4e9, "resident \(resident)", sourceLocation: sourceLocation)
+        #expect((metricValue(body, "process_virtual_memory_bytes") ?? 0) > resident, sourceLocation: sourceLocation)
+        let start = metricValue(body, "process_start_time_seconds") ?? 0
+        let now = Date().timeIntervalSince1970
+        #expect(start > now - 300 && start <= now + 1, "start \(start), now \(now)", sourceLocation: sourceLocation)
+        #expect((metricValue(body, "process_cpu_seconds_total") ?? -1) >= 0, sourceLocation: sourceLocation)
+    }
+
     /// The body at `path`, for a failure message ("?" when it cannot be had).
     func bodyOf(_ port: Int, _ path: String) -> String {
         (try? httpGet(port: port, path).body) ?? "?"
@@ -299,6 +343,13 @@ struct OperationsTests {
         let body = try httpGet(port: port, "/metrics").body
         #expect(metricValue(body, #"nbus_subscription_delivered_total{pattern="m.>"}"#) == 3, "\(body)")
         #expect(metricValue(body, "nbus_bus_lost_upstream_total") == 0, "\(body)")
+        #expect(body.contains("nbus_build_info{version=\""), "\(body)")
+        Self.expectProcessMetrics(body, pid: subscriber.pid)
+        // The three printed notifications, each timed from its publish timestamp.
+        #expect(metricValue(body, "nbus_delivery_latency_seconds_count") == 3, "\(body)")
+        #expect(metricValue(body, #"nbus_delivery_latency_seconds_bucket{le="+Inf"}"#) == 3, "\(body)")
+        #expect((metricValue(body, "nbus_delivery_latency_seconds_sum") ?? -1) >= 0, "\(body)")
+        #expect(try httpGet(port: port, "/").body.contains("\n/healthz "))
         #expect(try httpGet(port: port, "/healthz").status == 200)
         if let promtool = Self.promtool {
             let check = try await runTool(promtool, ["check", "metrics"], input: body)

@@ -234,6 +234,18 @@ public final class Broker: Sendable {
         tracker.snapshot()
     }
 
+    /// Each open subscriber connection, oldest first, with the bytes written to it that its peer
+    /// has not taken yet: the kernel's socket buffer (over TCP unsent and unacknowledged, over ipc
+    /// unread). What libzmq still queues for it, behind that, cannot be read from outside libzmq;
+    /// a subscriber that keeps up holds next to nothing here, one that falls behind holds the
+    /// buffer's whole size. Read now, from the caller's thread (an ioctl on each descriptor); a
+    /// connection that closed meanwhile is left out.
+    public func subscriberBacklogs() -> [(connection: BrokerConnection, unsentBytes: Int)] {
+        tracker.snapshot().filter { $0.side == .subscriber }.compactMap { connection in
+            ConnectionDescriptor(connection.fileDescriptor).unsentBytes().map { (connection, $0) }
+        }
+    }
+
     /// The subscriptions the subscribers hold, as they sent them.
     public func subscriptions() -> BrokerSubscriptions {
         shared.subscriptions.snapshot()
