@@ -74,8 +74,12 @@ struct DeploymentDocTests {
         defer { folder.remove() }
         let path = folder.path + "/prometheus.yml"
         try Self.snippet("prometheus-config").write(toFile: path, atomically: true, encoding: .utf8)
+        // The rules file beside it, as the text says to put it: promtool loads and checks it too.
+        let rules = Self.document.deletingLastPathComponent().appendingPathComponent("nbus-alerts.yml")
+        try FileManager.default.copyItem(atPath: rules.path, toPath: folder.path + "/nbus-alerts.yml")
         let result = try await runTool(promtool, ["check", "config", path])
         #expect(result.status == 0, "\(result.output)")
+        #expect(result.output.contains("nbus-alerts.yml") && result.output.contains("rules found"), "\(result.output)")
     }
 
     @Test("the version and completion commands")
