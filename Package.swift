@@ -54,11 +54,12 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
-        .systemLibrary(
-            name: "CZeroMQ",
-            pkgConfig: "libzmq",
-            providers: [.apt(["libzmq3-dev"])]
-        ),
+        // libzmq from the system's default paths (Debian's libzmq3-dev: /usr/include, and the
+        // module map links -lzmq). Not through pkg-config: Debian's libzmq.pc requires krb5-gssapi,
+        // whose `-isystem /usr/include/mit-krb5` SwiftPM refuses with a warning on every `swift`
+        // command (zmq.h needs nothing from it). A libzmq elsewhere: `swift build -Xcc -I/its/include
+        // -Xlinker -L/its/lib`.
+        .systemLibrary(name: "CZeroMQ"),
         // NBP/1 itself: names, patterns, headers, the notification value, the envelope codec, control
         // names and end-of-stream records. What a second implementation or the fuzzer needs, nothing else.
         .target(
@@ -141,7 +142,9 @@ let package = Package(
         // The raw-libzmq baseline the bus is measured against: C, libzmq alone, same bytes, one frame.
         .executableTarget(
             name: "ZeroMQBaseline",
-            dependencies: ["CZeroMQ"]
+            dependencies: ["CZeroMQ"],
+            // C includes <zmq.h> itself: the module map's `link "zmq"` serves Swift importers only.
+            linkerSettings: [.linkedLibrary("zmq")]
         ),
         .executableTarget(
             name: "nbus",

@@ -21,7 +21,12 @@ public struct HelpTextMetricsFactory: MetricsFactory {
 
     public func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
         guard let text = help[label] else { return plain.makeCounter(label: label, dimensions: dimensions) }
-        return registry.makeCounter(name: label, labels: dimensions, help: text)
+        return registry.makeCounter(descriptor: Self.descriptor(label, text), labels: dimensions)
+    }
+
+    /// The whole label as the name (no unit part: the labels carry theirs, `_total`, `_bytes`).
+    private static func descriptor(_ label: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: label, unitName: "", helpText: help)
     }
 
     public func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
@@ -32,7 +37,7 @@ public struct HelpTextMetricsFactory: MetricsFactory {
         guard !aggregate, let text = help[label] else {
             return plain.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate)
         }
-        return registry.makeGauge(name: label, labels: dimensions, help: text)
+        return registry.makeGauge(descriptor: Self.descriptor(label, text), labels: dimensions)
     }
 
     public func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
