@@ -12,7 +12,7 @@ help:
 	@echo "make demo         build nbus and run the demo"
 	@echo "make install      release build, then nbus into PREFIX/bin (default /usr/local), shell completions and the systemd unit under PREFIX/share; DESTDIR for packagers"
 	@echo "make uninstall    remove what make install put there"
-	@echo "make test         install deps, build, run the Python protocol tests, the Swift tests and the conformance tests"
+	@echo "make test         install deps, build, run the Python protocol tests, the Swift tests and the conformance tests; one summary at the end"
 	@echo "make bench-micro  codec micro-benchmarks (package-benchmark, release build, minutes)"
 	@echo "make test-conformance  Python/C/shell producers and consumers against nbus (part of make test)"
 	@echo "make test-adversarial  hostile and careless peers against real nbus processes (part of make test)"
@@ -65,10 +65,24 @@ demo: deps
 	$(SWIFT) build $(DEMO_FLAGS) --product nbus-baseline
 	$(SWIFT) run $(DEMO_FLAGS) --skip-build nbus demo
 
-test: deps test-python test-swift test-conformance
+# Each step's output goes to the terminal and to $(TEST_LOGS)/STEP.log (its exit status to
+# STEP.status). Every step runs even when one before it failed, and the log ends with one summary
+# (Tests/Summary/test_summary.py): how many tests ran, passed, failed and were skipped in each step
+# and in all, which were skipped and why, which failed; its last line is
+# "total: N passed, N failed, N skipped". The exit status is non-zero when anything failed.
+TEST_LOGS ?= .build/test-logs
+test: deps
+	@rm -rf $(TEST_LOGS); mkdir -p $(TEST_LOGS); \
+	for step in test-python test-swift test-conformance; do \
+	  { $(MAKE) --no-print-directory $$step; echo $$? > $(TEST_LOGS)/$$step.status; } 2>&1 | tee $(TEST_LOGS)/$$step.log; \
+	done; \
+	$(PYTHON) Tests/Summary/test_summary.py $(TEST_LOGS) \
+	  "test-python=Python protocol tests" "test-swift=Swift tests" "test-conformance=conformance tests"
 
+# The reference codec's tests, then those of the summary `make test` ends with.
 test-python:
 	$(PYTHON) -m unittest discover -s protocol/python -t protocol/python -v
+	$(PYTHON) -m unittest discover -s Tests/Summary -t Tests/Summary -v
 
 # The load tests (a 200,000-message burst through real processes, a subscriber stopped under a
 # 50,000/s stream) run alone after the rest: on two cores, next to 300 tests running in parallel,
@@ -80,19 +94,22 @@ test-python:
 LOAD_TESTS ?= BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileHTTPClientTests|SubscriberChurnTests
 # SWIFT_BACKTRACE=enable=no: a test process that crashes (a libzmq assertion once did) must fail
 # at once; Swift's backtracer, suspending the hundreds of threads of a test run, hung it instead.
+# Every test is Swift Testing's: --disable-xctest spares each run XCTest's empty report ("Executed
+# 0 tests", "No matching test cases were run").
+SWIFT_TEST_FLAGS ?= --disable-xctest
 test-swift:
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	@status=0; \
-	SWIFT_BACKTRACE=enable=no $(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(LOAD_TESTS)' || status=1; \
+	SWIFT_BACKTRACE=enable=no $(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --skip '$(LOAD_TESTS)' || status=1; \
 	echo "--- load tests, alone: $(LOAD_TESTS)"; \
-	SWIFT_BACKTRACE=enable=no $(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(LOAD_TESTS)' || status=1; \
+	SWIFT_BACKTRACE=enable=no $(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --filter '$(LOAD_TESTS)' || status=1; \
 	exit $$status
 
 # Broker, publishers and subscribers on separate "hosts" (network namespaces on a bridge, TCP over
 # 10.77.0.0/24), then one link impaired with netem. Part of `swift test`; skipped unless root.
 test-netns: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
-	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter MultiHostTests
+	$(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --filter MultiHostTests
 
 # Hostile and careless peers (raw ZeroMQ and hand-spoken ZMTP against real nbus processes, bad CLI
 # values, slow and stopped subscribers, raw TCP clients against --http). Part of `make test`; this
@@ -100,7 +117,7 @@ test-netns: deps
 ADVERSARIAL_FILTER ?= HostilePeerTests|ForgedPublisherTests|RefusedClientTests|CarelessPeerTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests|HostileHTTPClientTests|SubscriberChurnTests
 test-adversarial: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
-	$(SWIFT) test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ADVERSARIAL_FILTER)'
+	$(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --filter '$(ADVERSARIAL_FILTER)'
 
 # DocC (swift-docc-plugin): NotificationBus's and BusViews' catalogs (Sources/*/*.docc) and every
 # doc comment; a warning (a broken symbol link, say) fails it. CI runs it.
