@@ -20,13 +20,13 @@ import os
 import re
 import sys
 
-SWIFT_OUTCOME = re.compile(
-    r'^(?P<symbol>[✔✘➜━]) Test (?P<name>.+?)'
-    r'(?: with \d+ test cases?)?'
-    r' (?P<what>passed after|failed after|skipped|was cancelled after)'
-    r'(?P<rest>.*)$')
+# The outcome follows the name, which may itself hold words like "skipped": each pattern is
+# anchored on what only the runner writes after it (a duration, or the end of the line).
+SWIFT_PASSED = re.compile(r'^[✔━] Test (?P<name>.+?)(?: with \d+ test cases?)? passed after [\d.]+ seconds?')
+SWIFT_FAILED = re.compile(r'^✘ Test (?P<name>.+?)(?: with \d+ test cases?)? failed after [\d.]+ seconds?')
+SWIFT_SKIPPED = re.compile(
+    r'^➜ Test (?P<name>.+?)(?: skipped| was cancelled after [\d.]+ seconds?)(?:: "(?P<reason>.*)")?\.?$')
 SWIFT_RUN = re.compile(r'^[✔✘] Test run with (\d+) tests? ')
-REASON = re.compile(r'"((?:[^"\\]|\\.)*)"\s*$')
 
 PY_OUTCOME = re.compile(r'^(?P<name>.*?) \.\.\. (?P<what>ok|FAIL|ERROR|skipped|expected failure|unexpected success)(?P<rest>.*)$')
 PY_RAN = re.compile(r'^Ran (\d+) tests? in ')
@@ -80,16 +80,17 @@ def parse(step, lines):
         if SWIFT_RUN.match(line):
             step.runs += 1
             continue
-        match = SWIFT_OUTCOME.match(line)
+        match = SWIFT_PASSED.match(line)
         if match:
-            name, what, rest = match.group('name'), match.group('what'), match.group('rest')
-            if what == 'passed after':
-                step.passed += 1
-            elif what == 'failed after':
-                step.failed.append(name)
-            else:
-                reason = REASON.search(rest)
-                step.skipped.append((name, reason.group(1) if reason else 'no reason given'))
+            step.passed += 1
+            continue
+        match = SWIFT_FAILED.match(line)
+        if match:
+            step.failed.append(match.group('name'))
+            continue
+        match = SWIFT_SKIPPED.match(line)
+        if match:
+            step.skipped.append((match.group('name'), match.group('reason') or 'no reason given'))
             continue
         match = PY_RAN.match(line)
         if match:

@@ -24,10 +24,12 @@ SWIFT_LOG = '''\
 ✘ Test "param" with 3 test cases failed after 0.003 seconds with 1 issue.
 ✘ Test "failing one" failed after 0.003 seconds with 1 issue.
 ✔ Test "passing one" passed after 0.002 seconds.
+✔ Test "--lines: a line over the maximum payload is skipped and counted, exit 2" passed after 17.183 seconds.
+➜ Test "nothing skipped: a name that says skipped" skipped: "needs: root"
 ✔ Test plainName() passed after 0.002 seconds.
 ━ Test "known issue one" passed after 0.003 seconds with 1 known issue.
 ✘ Suite "A suite" failed after 0.003 seconds with 3 issues (including 1 known issue).
-✘ Test run with 8 tests in 1 suite failed after 0.003 seconds with 3 issues (including 1 known issue).
+✘ Test run with 10 tests in 1 suite failed after 0.003 seconds with 3 issues (including 1 known issue).
 '''
 
 PYTHON_LOG = '''\
@@ -64,12 +66,13 @@ class SummaryTests(unittest.TestCase):
         code, text = self.run_summary({'swift': SWIFT_LOG}, {'swift': 1})
         self.assertEqual(code, 1)
         self.assertIn('swift tests:', text)
-        self.assertIn('8 ran,     3 passed,   2 failed,   3 skipped', text)
+        self.assertIn('10 ran,     4 passed,   2 failed,   4 skipped', text)
         self.assertIn('[swift tests] "skipped one": needs root', text)
         self.assertIn('[swift tests] "skip inside": multi-host test: not root', text)
         self.assertIn('[swift tests] "param"', text)
         self.assertNotIn('run with', text.split('failed:')[1])
-        self.assertTrue(text.rstrip().endswith('total: 3 passed, 2 failed, 3 skipped'), text)
+        self.assertIn('[swift tests] "nothing skipped: a name that says skipped": needs: root', text)
+        self.assertTrue(text.rstrip().endswith('total: 4 passed, 2 failed, 4 skipped'), text)
 
     def test_python_counts_even_when_a_line_is_split(self):
         code, text = self.run_summary({'python': PYTHON_LOG}, {'python': 1})
