@@ -241,10 +241,8 @@ final class BrokerMetrics: Sendable {
     private let scrape = Mutex(())
 
     private let topicsGauge: Gauge
-    private let memoryLimit: UInt64?
 
     init(curve: Bool, memoryLimit: UInt64? = nil) {
-        self.memoryLimit = memoryLimit
         let registry = PrometheusCollectorRegistry()
         self.registry = registry
         // No unit suffix: an empty unitName is left out of the metric's name.

@@ -147,6 +147,37 @@ struct OperationsTests {
         #expect(stopped?.stderrText.contains("broker stopped:") == true)
     }
 
+    @Test("a stopped subscriber's backlog shows on the broker's /metrics by its pid, and drains once it runs again")
+    func subscriberBacklog() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend, port) = try await startMonitoredBroker(children, ["--log-level", "debug"])
+        let subscriber = try children.start("subscriber", ["subscribe", "big.>", "--connect", backend])
+        #expect(await broker.waitForStderr(containing: "subscriber connected on \(backend) (pid \(subscriber.pid))"), "\(broker.describe())")
+        let series = #"nbus_broker_subscriber_unsent_bytes{endpoint=""# + backend + #"",peer="pid:"# + "\(subscriber.pid)\"}"
+        let idle = try httpGet(port: port, "/metrics").body
+        #expect(metricValue(idle, series) == 0, "\(idle)")
+
+        // 2 MB for it while it is stopped: far more than a socket buffer, far less than its budget.
+        subscriber.signal(SIGSTOP)
+        await subscriber.waitUntilStoppedOrGone()
+        let publisher = try await children.run(
+            "publisher",
+            ["publish", "big.x", String(repeating: "b", count: 1_000), "--count", "2000", "--connect", frontend, "--subscribers", "1"])
+        #expect(publisher?.status == 0, "\(publisher?.stderrText ?? "")")
+        let backlog = try await eventually { () -> Double? in
+            let value = metricValue(try httpGet(port: port, "/metrics").body, series) ?? 0
+            return value > 16_384 ? value : nil
+        }
+        #expect(backlog != nil, "\(bodyOf(port, "/metrics"))")
+
+        subscriber.signal(SIGCONT)
+        let drained = try await eventually { () -> Bool? in
+            metricValue(try httpGet(port: port, "/metrics").body, series) == 0 ? true : nil
+        }
+        #expect(drained == true, "\(bodyOf(port, "/metrics"))")
+    }
+
     @Test("an --http port already taken: the broker exits 2 before it binds or says it is ready, saying why")
     func httpPortTaken() async throws {
         let children = try Children()
