@@ -316,6 +316,13 @@ public final class Bus: Sendable {
             timeout: timeout)
     }
 
+    /// Returns once this publisher has seen a subscription to exactly `name` (not merely one that
+    /// covers it, like `>`): request/reply uses it to learn that a subscription of its own came
+    /// back through the broker.
+    func waitForExactSubscription(of name: NotificationName, timeout: Duration) async throws(BusError) {
+        try await wait(.exactSubscription(name: name), what: "a subscription to \(name) at this publisher", timeout: timeout)
+    }
+
     /// Returns once no subscriber for `name` remains at this publisher (their unsubscriptions arrived).
     public func waitForNoSubscribers(matching name: NotificationName, timeout: Duration = .seconds(10))
         async throws(BusError)

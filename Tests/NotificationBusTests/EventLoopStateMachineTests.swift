@@ -88,6 +88,20 @@ struct WaiterStateMachineTests {
         #expect(machine.pending.isEmpty)
     }
 
+    @Test("An exact-subscription wait resolves on that exact topic only, not on a count of covering subscribers")
+    func exactSubscription() {
+        var machine = WaiterStateMachine()
+        let inbox = name("_inbox.00000000000000aa.7")
+        let request = WaitRequest(id: 1, kind: .exactSubscription(name: inbox), deadline: 9, what: "", timeoutMilliseconds: 0)
+        #expect(machine.add(request, facts: WaitFacts()) == [.resume(id: 1, error: .notAPublisher)])
+        #expect(
+            machine.add(request, facts: WaitFacts(isPublisher: true, exactlySubscribed: true)) == [.resume(id: 1, error: nil)])
+        #expect(machine.add(request, facts: WaitFacts(isPublisher: true, subscriberCount: 1)) == [], "a `>` subscriber is not it")
+        #expect(machine.subscribersChanged(count: { _ in 1 }, exactlySubscribed: { _ in false }) == [])
+        #expect(machine.subscribersChanged(count: { _ in 1 }, exactlySubscribed: { $0 == inbox }) == [.resume(id: 1, error: nil)])
+        #expect(machine.pending.isEmpty)
+    }
+
     @Test("Cancel, close and a refused token all end a ready wait, and cancel after the end does nothing")
     func endings() {
         var machine = WaiterStateMachine()
@@ -166,6 +180,23 @@ struct PublisherStateMachineTests {
         #expect(machine.subscriberCount(matching: name("orders.created")) == 2)
         _ = machine.received(unsubscribe(Array("orders.".utf8)), wallClock: 0)
         #expect(machine.subscriberCount(matching: name("orders.created")) == 0)
+    }
+
+    @Test("Exactly subscribed: the name's own topic, at the XPUB or looped back; a covering prefix is not it")
+    func exactlySubscribed() {
+        var machine = PublisherStateMachine(publisherID: me)
+        let inbox = name("_inbox.00000000000000bb.1")
+        _ = machine.received(subscribe([]), wallClock: 0)
+        _ = machine.received(subscribe(Array("_inbox.".utf8)), wallClock: 0)
+        #expect(!machine.isSubscribed(exactly: inbox))
+        #expect(machine.subscriberCount(matching: inbox) == 1, "covered all the same")
+        _ = machine.received(subscribe(Array("_inbox.00000000000000bb.1".utf8) + [0]), wallClock: 0)
+        #expect(machine.isSubscribed(exactly: inbox))
+        var looped = PublisherStateMachine(publisherID: me)
+        _ = looped.localSubscriptionChanged(
+            prefix: Array("_inbox.00000000000000bb.1".utf8) + [0], presenceTopic: presence(me, "_inbox.00000000000000bb.1"),
+            subscribed: true)
+        #expect(looped.isSubscribed(exactly: inbox))
     }
 
     @Test("A subscriber's own prefix is not a foreign subscriber of names its pattern does not match")

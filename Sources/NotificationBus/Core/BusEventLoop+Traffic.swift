@@ -314,6 +314,8 @@ extension BusEventLoop {
             }
         case .subscribers(_, let name, _):
             facts.subscriberCount = publisherSide.subscriberCount(matching: name)
+        case .exactSubscription(let name):
+            facts.exactlySubscribed = publisherSide.isSubscribed(exactly: name)
         case .handshakeRefused:
             break
         }

@@ -287,7 +287,10 @@ final class BusEventLoop {
                     do { _ = try publisher.sendIfReady(frame) } catch { record(error, "echoing a readiness token") }
                 }
             case .subscribersChanged:
-                perform(waiters.subscribersChanged { publisherSide.subscriberCount(matching: $0) })
+                perform(
+                    waiters.subscribersChanged(
+                        count: { publisherSide.subscriberCount(matching: $0) },
+                        exactlySubscribed: { publisherSide.isSubscribed(exactly: $0) }))
             }
         }
     }

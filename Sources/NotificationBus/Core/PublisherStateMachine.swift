@@ -231,6 +231,13 @@ struct PublisherStateMachine {
         view.subscriberCount(matching: name)
     }
 
+    /// Whether the topic of exactly `name` (its bytes and NUL) is subscribed here, at the XPUB or
+    /// looped back: a subscription made for that name arrived, not one that merely covers it.
+    func isSubscribed(exactly name: NotificationName) -> Bool {
+        let topic = Array(name.rawValue.utf8) + [0]
+        return view.prefixes.contains(topic) || view.localPrefixes[topic] != nil
+    }
+
     /// The end-of-stream records for `sequences` (last sequence per name), ready to send.
     mutating func endOfStreamFrames(sequences: [NotificationName: UInt64], wallClock: UInt64) -> [[UInt8]] {
         guard !sequences.isEmpty,

@@ -8,6 +8,10 @@ struct WaitRequest: Sendable, Equatable {
         case ready(token: NotificationName, pattern: NamePattern)
         /// At least (or, with `atMost`, at most) `count` subscribers match `name` at this publisher.
         case subscribers(count: Int, name: NotificationName, atMost: Bool)
+        /// This publisher has seen a subscription to exactly `name` (its topic: the name's bytes and
+        /// NUL), not merely one that covers it: `request` learns so that a subscription of its own
+        /// came back through the broker (BusRequestReply.swift says why that matters).
+        case exactSubscription(name: NotificationName)
         /// A server refused this bus's connection (`BusStats.handshakesRefused` > 0, or a
         /// mechanism mismatch).
         case handshakeRefused
@@ -38,6 +42,8 @@ struct WaitFacts: Equatable {
     var readyPatternCovered = false
     /// For `.subscribers`: the subscriber count now.
     var subscriberCount = 0
+    /// For `.exactSubscription`: the publisher has the name's exact topic now.
+    var exactlySubscribed = false
     /// For `.handshakeRefused`: a server already refused (or met it with another mechanism).
     var handshakesCannotSucceed = false
 }
@@ -80,6 +86,11 @@ struct WaiterStateMachine {
             }
             pending.append(request)
             return []
+        case .exactSubscription:
+            guard facts.isPublisher else { return [.resume(id: request.id, error: .notAPublisher)] }
+            if facts.exactlySubscribed { return [.resume(id: request.id, error: nil)] }
+            pending.append(request)
+            return []
         case .handshakeRefused:
             if facts.handshakesCannotSucceed { return [.resume(id: request.id, error: nil)] }
             pending.append(request)
@@ -110,13 +121,21 @@ struct WaiterStateMachine {
         return [.resume(id: id, error: error)]
     }
 
-    /// The publisher's view of its subscribers changed: `count(name)` is the count now.
-    mutating func subscribersChanged(count: (NotificationName) -> Int) -> [Action] {
+    /// The publisher's view of its subscribers changed: `count(name)` is the count now, and
+    /// `exactlySubscribed(name)` whether the name's exact topic is subscribed.
+    mutating func subscribersChanged(
+        count: (NotificationName) -> Int, exactlySubscribed: (NotificationName) -> Bool = { _ in false }
+    ) -> [Action] {
         var actions: [Action] = []
         pending.removeAll { request in
-            guard case .subscribers(let wanted, let name, let atMost) = request.kind,
-                Self.satisfied(count: wanted, atMost: atMost, current: count(name))
-            else { return false }
+            switch request.kind {
+            case .subscribers(let wanted, let name, let atMost):
+                guard Self.satisfied(count: wanted, atMost: atMost, current: count(name)) else { return false }
+            case .exactSubscription(let name):
+                guard exactlySubscribed(name) else { return false }
+            case .ready, .handshakeRefused:
+                return false
+            }
             actions.append(.resume(id: request.id, error: nil))
             return true
         }
