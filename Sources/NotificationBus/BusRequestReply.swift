@@ -24,17 +24,44 @@ public struct Reply: Sendable {
 }
 
 /// Request/reply (NBP-1 §16): the requester subscribes to a one-off reply name, waits until it is
-/// live, then posts the request with a `reply-to` header; a responder posts its answer there.
+/// live, then posts the request with a `reply-to` header; a responder waits until that
+/// subscription has reached its own publisher, then posts its answer there.
+///
+/// Why both waits: through a broker the request and the reply subscription travel on different
+/// connections. The request reaches the responder's subscriber socket; the subscription reaches
+/// its publisher socket, which drops a post nobody has subscribed to. Under load (60 requesters
+/// at once) the request often came first, and the reply was dropped as unwanted: the requester
+/// then timed out with its responder running. The requester cannot see the responder's
+/// publisher; the responder can, so it waits there (bounded by `requesterWait`).
 extension Bus {
     /// How long `request` waits for a first subscriber of the request's name at this publisher
-    /// before it says no one responds: subscriptions reach a publisher within milliseconds of
-    /// its connection, so a responder that exists is seen well within this.
+    /// before it says no one responds, when this bus's publisher binds (it cannot tell when every
+    /// subscriber that will connect has). A publisher that connects to a broker does not guess:
+    /// it learns when it has every subscription the broker holds (see `request`).
     public static let noResponderGrace: Duration = .milliseconds(500)
 
+    /// How long `reply(to:with:)` waits for the requester's subscription to the reply name to
+    /// reach this publisher before it gives up on the reply: a requester that is still there has
+    /// it on its way (it saw it reach the broker before it posted); one that is gone never will.
+    public static let requesterWait: Duration = .seconds(5)
+
+    /// Replies `respond` has waiting for their requester's subscription at once, at most: past
+    /// it, the next request's reply waits for one of them to finish. Each is a wait the I/O thread
+    /// re-checks when subscriptions change, so they are bounded.
+    static let concurrentReplyLimit = 256
+
     /// Posts a request to `name` and returns the first reply (check `RequestReply.statusHeader`
-    /// for `error` replies). Throws `.noResponders` at once when nothing subscribes to `name` at
-    /// this publisher (within `noResponderGrace`), `.timedOut` when no reply comes within
-    /// `timeout`, `.closed` or `.cancelled`. Needs a bus that both publishes and subscribes.
+    /// for `error` replies). Throws `.noResponders` when nothing subscribes to `name`, `.timedOut`
+    /// when no reply comes within `timeout` (or, through a broker, when none confirms the reply
+    /// subscription within it), `.closed` or `.cancelled`. Needs a bus that both publishes and
+    /// subscribes.
+    ///
+    /// "No responders" is said only when known. Through a broker (this bus's publisher connects),
+    /// the broker sends a connecting publisher every subscription it holds, then each new one in
+    /// order; once this publisher has seen a subscription this bus made after that, it knows
+    /// everything the broker held, and nothing subscribing to `name` means no responder: said
+    /// within a few round trips to the broker, however loaded. When this bus's publisher binds, it
+    /// waits `noResponderGrace` for a subscriber to connect.
     public func request(
         _ name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified, timeout: Duration = .seconds(5)
@@ -43,17 +70,24 @@ extension Bus {
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: timeout)
-        do {
-            try await waitForSubscribers(count: 1, matching: name, timeout: min(timeout, Self.noResponderGrace))
-        } catch {
-            guard error.code == .timedOut else { throw error }
-            throw .noResponders(name)
+        let throughBroker = configuration.publish.allSatisfy { !$0.isBind }
+        if !throughBroker {
+            do {
+                try await waitForSubscribers(count: 1, matching: name, timeout: min(timeout, Self.noResponderGrace))
+            } catch {
+                guard error.code == .timedOut else { throw error }
+                throw .noResponders(name)
+            }
         }
         let replyName = RequestReply.inboxName(requester: publisherID, number: core.makeID())
         let replyPattern = NamePattern(exactly: replyName)
         let replies = try notifications(named: replyPattern)
         defer { replies.cancel() }
-        try await ready(replyPattern, timeout: clock.now.duration(to: deadline))
+        if throughBroker {
+            try await awaitResponders(of: name, replyName: replyName, deadline: deadline, timeout: timeout)
+        } else {
+            try await ready(replyPattern, timeout: clock.now.duration(to: deadline))
+        }
         var requestHeaders = headers
         requestHeaders[RequestReply.replyToHeader] = replyName.rawValue
         try await post(name: name, payload: payload, headers: requestHeaders, contentType: contentType)
@@ -89,27 +123,94 @@ extension Bus {
         }
     }
 
+    /// Through a broker: returns once the reply subscription is live at the broker and something
+    /// subscribes to `name` there; throws `.noResponders` once this publisher knows every
+    /// subscription the broker holds and none covers `name`.
+    private func awaitResponders(
+        of name: NotificationName, replyName: NotificationName, deadline: ContinuousClock.Instant, timeout: Duration
+    ) async throws(BusError) {
+        let clock = ContinuousClock()
+        let unconfirmed = BusError.timedOut(what: "a broker to confirm the reply subscription \(replyName)", after: timeout)
+        // The broker forwarded the reply subscription to this bus's own publisher, so it holds it:
+        // a reply reaching the broker from now on is routed here.
+        do {
+            try await waitForExactSubscription(of: replyName, timeout: clock.now.duration(to: deadline))
+        } catch .timedOut {
+            throw unconfirmed
+        }
+        if try await hasSubscriber(name) { return }
+        // Not known yet. The reply subscription may have come in the burst of every subscription
+        // the broker holds, sent when this publisher's connection came up, and read only partly
+        // so far. A marker subscribed now is sent after all of that burst: once it is here, so is
+        // every subscription the broker held, responders' included.
+        let marker = RequestReply.inboxName(requester: publisherID, number: core.makeID())
+        let markerSubscription = try notifications(named: NamePattern(exactly: marker))
+        defer { markerSubscription.cancel() }
+        do {
+            try await waitForExactSubscription(of: marker, timeout: clock.now.duration(to: deadline))
+        } catch .timedOut {
+            throw unconfirmed
+        }
+        guard try await hasSubscriber(name) else { throw .noResponders(name) }
+    }
+
+    /// Whether something subscribes to `name` at this publisher now.
+    private func hasSubscriber(_ name: NotificationName) async throws(BusError) -> Bool {
+        do {
+            try await waitForSubscribers(count: 1, matching: name, timeout: .zero)
+            return true
+        } catch .timedOut {
+            return false
+        }
+    }
+
     /// Answers requests matching `pattern` with `handler`'s reply, posted to each request's
     /// `reply-to` name (requests without a valid one are ignored). Stops when the token is
     /// cancelled or dropped.
+    ///
+    /// `handler` runs for one request at a time, in order; the replies are posted side by side,
+    /// each once its requester's subscription has reached this publisher (`reply(to:with:)`), so
+    /// a requester that went away holds up no other's reply.
     public func respond(
         to pattern: NamePattern, buffering: BufferingPolicy = .default,
         using handler: @escaping @Sendable (BusNotification) async -> Reply
     ) throws(BusError) -> ObservationToken {
-        try addObserver(forName: pattern, buffering: buffering) { [weak self] request in
-            guard RequestReply.replyName(of: request) != nil else { return }
-            let reply = await handler(request)
-            // Fails only when the bus is closing (or the reply breaks a limit, which the
-            // requester then sees as a timeout): nothing else to tell.
-            try? await self?.reply(to: request, with: reply)
+        let requests = try notifications(named: pattern, buffering: buffering)
+        let task = Task { [weak self] in
+            await withTaskGroup(of: Void.self) { replies in
+                var posting = 0
+                for await request in requests {
+                    guard RequestReply.replyName(of: request) != nil else { continue }
+                    let reply = await handler(request)
+                    if posting >= Self.concurrentReplyLimit, await replies.next() != nil { posting -= 1 }
+                    posting += 1
+                    replies.addTask {
+                        // Fails only when the bus is closing, the requester is gone (its
+                        // subscription never came), or the reply breaks a limit (the requester
+                        // then sees a timeout): nothing else to tell.
+                        try? await self?.reply(to: request, with: reply)
+                    }
+                }
+            }
         }
+        return ObservationToken(task: task, sequence: requests)
     }
 
-    /// Posts `reply` to `request`'s `reply-to` name, with its `status` header set. Throws
-    /// `.notARequest` when the request has no valid `reply-to` header, or what `post` throws.
-    public func reply(to request: BusNotification, with reply: Reply) async throws(BusError) {
+    /// Posts `reply` to `request`'s `reply-to` name, with its `status` header set, once something
+    /// subscribes to that name at this publisher (the requester's subscription, on its way when
+    /// the request came). Throws `.notARequest` when the request has no valid `reply-to` header,
+    /// `.timedOut` when no subscription to it comes within `requesterWait` (the requester is
+    /// gone), or what `post` throws.
+    public func reply(
+        to request: BusNotification, with reply: Reply, requesterWait: Duration = Bus.requesterWait
+    ) async throws(BusError) {
         guard let replyName = RequestReply.replyName(of: request) else {
             throw .notARequest(request.name)
+        }
+        do {
+            try await waitForSubscribers(count: 1, matching: replyName, timeout: requesterWait)
+        } catch .timedOut {
+            throw .timedOut(what: "the requester's subscription to \(replyName)", after: requesterWait)
         }
         var headers = reply.headers
         headers[RequestReply.statusHeader] = reply.isError ? RequestReply.error : RequestReply.ok

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import NotificationBus
 
 @Suite("Request/reply in NotificationBus (NBP-1 §16)", .timeLimit(.minutes(1)))
@@ -53,6 +54,104 @@ struct RequestReplyLibraryTests {
             _ = try await bus.request(NotificationName("slow.op"), timeout: .milliseconds(200))
         }
         silent.cancel()
+        await bus.close()
+    }
+
+    @Test("Through a broker, 8 requester buses x 25 requests at once: every one answered with its own payload")
+    func concurrentThroughBroker() async throws {
+        let broker = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        // A configuration per bus: its publisher id is drawn when the configuration is made, and
+        // buses sharing one would share reply names.
+        let (frontend, backend) = (broker.frontendEndpoint, broker.backendEndpoint)
+        let responderBus = try Bus(.brokered(frontend: frontend, backend: backend))
+        let responder = try responderBus.respond(to: NamePattern("echo.>")) { (request: BusNotification) async -> [UInt8] in
+            request.payload
+        }
+        try await responderBus.ready(NamePattern("echo.>"))
+        // Each requester bus is new: its connections come up while its requests are under way,
+        // which is when replies used to be posted before the reply subscription reached the responder.
+        let answered = try await withThrowingTaskGroup(of: Int.self) { group in
+            for busIndex in 0..<8 {
+                group.addTask {
+                    let bus = try Bus(.brokered(frontend: frontend, backend: backend))
+                    let count = try await withThrowingTaskGroup(of: Bool.self) { requests in
+                        for index in 0..<25 {
+                            requests.addTask {
+                                let payload = Array("\(busIndex).\(index)".utf8)
+                                let reply = try await bus.request(NotificationName("echo.x"), payload: payload, timeout: .seconds(30))
+                                return reply.payload == payload
+                            }
+                        }
+                        return try await requests.reduce(0) { $0 + ($1 ? 1 : 0) }
+                    }
+                    await bus.close()
+                    return count
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(answered == 200)
+        responder.cancel()
+        await responderBus.close()
+        await broker.stop()
+    }
+
+    @Test("Through a broker with no responder: noResponders in a few round trips, with 30 s of timeout unused")
+    func noRespondersThroughBroker() async throws {
+        let broker = try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        let (frontend, backend) = (broker.frontendEndpoint, broker.backendEndpoint)
+        // Something else is subscribed (all of other.>), so the broker's set is not empty.
+        let bystander = try Bus(.brokered(frontend: frontend, backend: backend))
+        let other = try bystander.notifications(named: "other.>")
+        try await bystander.ready(NamePattern("other.>"))
+        let bus = try Bus(.brokered(frontend: frontend, backend: backend))
+        let clock = ContinuousClock()
+        let started = clock.now
+        await #expect(throws: BusError.noResponders(NotificationName("nobody.home"))) {
+            _ = try await bus.request(NotificationName("nobody.home"), timeout: .seconds(30))
+        }
+        #expect(started.duration(to: clock.now) < .seconds(10))
+        other.cancel()
+        await bus.close()
+        await bystander.close()
+        await broker.stop()
+    }
+
+    @Test("Through a broker with no broker running: timedOut after the timeout, not noResponders")
+    func noBroker() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let bus = try Bus(.brokered(frontend: folder.ipc("none-f.sock"), backend: folder.ipc("none-b.sock")))
+        await #expect {
+            _ = try await bus.request(NotificationName("nobody.home"), timeout: .milliseconds(300))
+        } throws: { error in
+            guard case BusError.timedOut = error else { return false }
+            return true
+        }
+        await bus.close()
+    }
+
+    @Test("reply(to:with:) waits for the requester's subscription; none within the wait: timedOut, nothing posted")
+    func replyWaitsForTheRequester() async throws {
+        let bus = try Bus(.embedded())
+        let request = BusNotification(
+            name: NotificationName("math.double"), headers: [RequestReply.replyToHeader: "_inbox.0000000000000001.1"])
+        await #expect(
+            throws: BusError.timedOut(what: "the requester's subscription to _inbox.0000000000000001.1", after: .milliseconds(200))
+        ) {
+            try await bus.reply(to: request, with: Reply(payload: []), requesterWait: .milliseconds(200))
+        }
+        #expect(bus.stats.posted == 0)
+        // Subscribed while the reply waits: it is posted then, and arrives.
+        let inbox = NotificationName("_inbox.0000000000000001.2")
+        let second = BusNotification(name: NotificationName("math.double"), headers: [RequestReply.replyToHeader: inbox.rawValue])
+        let replying = Task { try await bus.reply(to: second, with: Reply(payload: Array("42".utf8))) }
+        let replies = try bus.notifications(named: NamePattern(exactly: inbox))
+        try await replying.value
+        var iterator = replies.makeAsyncIterator()
+        let reply = await iterator.next()
+        #expect(reply.map { String(decoding: $0.payload, as: UTF8.self) } == "42")
+        replies.cancel()
         await bus.close()
     }
 
