@@ -149,18 +149,6 @@ func fail(_ command: String, _ error: any Error, code: Int32 = 1) -> ExitCode {
     return ExitCode(code)
 }
 
-/// Prints to standard error.
-func printError(_ text: String) {
-    var standardError = StandardError()
-    print(text, to: &standardError)
-}
-
-struct StandardError: TextOutputStream {
-    mutating func write(_ string: String) {
-        FileWriter.standardError.write(string)
-    }
-}
-
 /// `text` for an error message on a terminal: control characters (an ESC starting a terminal
 /// sequence, a newline that would forge a second log line) escaped as in JSON (`\u001b`), the
 /// rest as is (`JSONString.quoted` without its quotes).

@@ -12,8 +12,10 @@ struct NBus: AsyncParsableCommand {
             (see protocol/NBP-1.md). Patterns: exact `orders.created`, one token \
             `orders.*.eu`, the rest `orders.>`.
 
-            Logs go to standard error in one format (--log-level, --log-format text|json on \
-            broker, publish, subscribe and keygen). Shell completions: \
+            Log lines go to standard error in one format, set by --log-level and --log-format \
+            text|json, which every command that logs takes (demo and bench print reports \
+            instead). \
+            Shell completions: \
             `nbus --generate-completion-script bash|zsh|fish` (see README.md).
             """,
         version: NotificationBusVersion.current,

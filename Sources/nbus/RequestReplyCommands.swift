@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Logging
 import ServiceLifecycle
 import ToolSupport
 import NotificationBus
@@ -83,10 +84,14 @@ struct Request: AsyncParsableCommand {
             (`nbus reply`, a Bus.respond handler, or any NBP/1 producer that follows §16) posts \
             the reply there. The reply's payload is written to standard output as it came.
 
+            Before it posts, it waits until the broker has its reply subscription. "No \
+            responders" is said once this process has every subscription the broker holds and \
+            none is to NAME: within a few round trips to the broker, not after a guess.
+
             Exit status: 0 a reply, 1 no reply within --timeout, 2 no responders (nothing \
-            subscribes to NAME at the broker), no broker reached, a key the broker refused, or an \
-            unusable endpoint, 3 the responder replied with status error (its reason on standard \
-            error), 64 bad arguments.
+            subscribes to NAME at the broker), no broker reached within --timeout, a key the broker \
+            refused, or an unusable endpoint, 3 the responder replied with status error (its reason \
+            on standard error), 64 bad arguments. Errors are log lines (--log-level, --log-format).
             """)
 
     @Argument(help: "The request's name, e.g. math.double.")
@@ -159,22 +164,29 @@ struct Request: AsyncParsableCommand {
         switch outcome {
         case .success(let reply):
             if reply.headers[RequestReply.statusHeader] == RequestReply.error {
-                printError("nbus request: the responder failed: \(String(decoding: reply.payload, as: UTF8.self))")
+                logLine(.error, "request", "the responder failed: \(String(decoding: reply.payload, as: UTF8.self))")
                 throw ExitCode(3)
             }
             FileHandle.standardOutput.write(Data(reply.payload))
             if reply.payload.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
         case .failure(let error) where error.code == .noResponders:
             if reached {
-                printError("nbus request: no responders: nothing subscribes to \(requestName) at \(endpoints.frontend)")
+                logLine(.error, "request", "no responders: nothing subscribes to \(requestName) at \(endpoints.frontend)")
             } else {
-                printError(
-                    "nbus request: no responders to \(requestName): no broker reached at \(endpoints.frontend) and "
+                logLine(
+                    .error, "request",
+                    "no responders to \(requestName): no broker reached at \(endpoints.frontend) and "
                         + "\(endpoints.backend) (is nbus broker running there?)")
             }
             throw ExitCode(2)
+        case .failure(let error) where error.code == .timedOut && !reached:
+            logLine(
+                .error, "request",
+                "no broker reached at \(endpoints.frontend) and \(endpoints.backend) within \(timeout) s "
+                    + "(is nbus broker running there?): no reply to \(requestName)")
+            throw ExitCode(2)
         case .failure(let error) where error.code == .timedOut:
-            printError("nbus request: no reply to \(requestName) within \(timeout) s")
+            logLine(.error, "request", "no reply to \(requestName) within \(timeout) s")
             throw ExitCode(1)
         case .failure(let error):
             throw fail("request", error, code: 2)
@@ -192,8 +204,11 @@ struct ReplyCommand: AsyncParsableCommand {
             reply from its standard output (at most 1 MiB); the request's name in NBUS_NAME and \
             each header in NBUS_HEADER_<KEY> (upper case, - and . as _). A command that exits \
             non-zero is answered with status error and its standard error as the reason. \
-            Requests without a reply-to header are ignored. Prints one line per request on \
-            standard error.
+            Requests without a reply-to header are ignored. Each reply is posted once the \
+            requester's subscription to its reply name has reached this responder (at most 5 s: \
+            a requester gone by then gets none). Logs one line per request on standard error \
+            (--log-level, --log-format), and on SIGINT, SIGTERM or --count a summary: requests \
+            received, replied (ok, error), not sent, ignored, unanswered.
 
             Exit status: 0 stopped by a signal or after --count, 2 an unusable endpoint or --http \
             address, or a key the broker refused (or CURVE on one side only), 64 bad arguments.
@@ -251,7 +266,7 @@ struct ReplyCommand: AsyncParsableCommand {
 }
 
 /// `nbus reply` as the service of its group: answers until SIGINT/SIGTERM (the group's graceful
-/// shutdown) or `--count`, then closes its bus.
+/// shutdown) or `--count`, then closes its bus and logs its summary.
 struct ReplyService: Service {
     let command: ReplyCommand
     let bus: Bus
@@ -260,32 +275,46 @@ struct ReplyService: Service {
 
     func run() async throws {
         let (bus, requests, requestPattern, endpoints) = (self.bus, self.requests, pattern, command.endpoints)
-        let answered = AnsweredCount(limit: command.count)
+        let tally = ReplyTally(limit: command.count)
         let shellCommand = command.command
         let commandTimeout = SecondsOption.duration(command.commandTimeout)
-        // Counted once the reply is posted, so --count never closes the bus before its last reply.
-        // One request at a time, in a task of its own that shutdown cancels and then awaits: a
-        // command still running is stopped then (Subprocess's teardown of its session) before
-        // this process exits, instead of being left behind.
+        // Requests are taken one at a time (a command runs alone), in a task of its own that
+        // shutdown cancels and then awaits: a command still running is stopped then (Subprocess's
+        // teardown of its session) before this process exits, instead of being left behind.
+        // Replies are posted side by side: each waits for its requester's subscription to reach
+        // this publisher (`Bus.reply`), and a requester that left holds up no other's reply.
+        // Counted once posted (or given up), so --count never closes the bus before its last reply.
         let handling = Task {
-            for await request in requests {
-                guard RequestReply.replyName(of: request) != nil else {
-                    printError("nbus reply: \(request.name): ignored, no valid reply-to header")
-                    continue
-                }
-                let reply =
-                    if let shellCommand {
-                        await ReplyCommand.run(shellCommand, for: request, timeout: commandTimeout)
-                    } else {
-                        Reply(payload: request.payload)
+            await withTaskGroup(of: Void.self) { replies in
+                var posting = 0
+                for await request in requests {
+                    guard RequestReply.replyName(of: request) != nil else {
+                        tally.ignored()
+                        logLine(.warning, "reply", "\(request.name): ignored, no valid reply-to header")
+                        continue
                     }
-                do {
-                    try await bus.reply(to: request, with: reply)
-                    printError("nbus reply: \(request.name): \(reply.isError ? "error" : "ok"), \(reply.payload.count) bytes")
-                } catch {
-                    printError("nbus reply: \(request.name): the reply was not sent: \(error)")
+                    let reply =
+                        if let shellCommand {
+                            await ReplyCommand.run(shellCommand, for: request, timeout: commandTimeout)
+                        } else {
+                            Reply(payload: request.payload)
+                        }
+                    if posting >= ReplyTally.concurrentReplies, await replies.next() != nil { posting -= 1 }
+                    posting += 1
+                    replies.addTask {
+                        do {
+                            // Shielded from shutdown's cancellation: a reply taken is sent, the
+                            // "responder is stopping" one of a command cut short included (its
+                            // wait for the requester is bounded by `Bus.requesterWait`).
+                            try await Task.detached { try await bus.reply(to: request, with: reply) }.value
+                            tally.replied(isError: reply.isError)
+                            logLine(.info, "reply", "\(request.name): \(reply.isError ? "error" : "ok"), \(reply.payload.count) bytes")
+                        } catch {
+                            tally.notSent()
+                            logLine(.warning, "reply", "\(request.name): the reply was not sent: \(error)")
+                        }
+                    }
                 }
-                answered.increment()
             }
         }
         // "answering" means requests can reach us: the subscription is live at the broker. A
@@ -320,14 +349,15 @@ struct ReplyService: Service {
         var ending = first
         if ending != .refused {
             if ending == .unconfirmed {
-                printError(
-                    "nbus reply: no broker confirmed the subscription at \(endpoints.backend) within 10 s (is `nbus broker` running?); answering once one does")
+                logLine(
+                    .warning, "reply",
+                    "no broker confirmed the subscription at \(endpoints.backend) within 10 s (is `nbus broker` running?); answering once one does")
             }
-            printError("nbus reply: answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
+            logLine(.info, "reply", "answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
             ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
                 group.addTask { (try? await gracefulShutdown()).map { .stopped } }
                 group.addTask {
-                    await answered.waitForLimit()
+                    await tally.waitForLimit()
                     return Task.isCancelled ? nil : .stopped
                 }
                 group.addTask { await refusal() }
@@ -352,6 +382,7 @@ struct ReplyService: Service {
                     allowFolders: "--allow-publishers and --allow-subscribers folders (a responder subscribes and posts)"))
             throw ExitCode(2)
         }
+        tally.logSummary(requests.stats)
     }
 }
 
@@ -427,9 +458,21 @@ extension FileDescriptor {
     }
 }
 
-/// Requests answered so far, and a wait for `limit` of them.
-private final class AnsweredCount: Sendable {
-    private let count = Atomic<Int>(0)
+/// What `nbus reply` did with the requests it took: replied (ok or error), replies not sent,
+/// requests ignored; and a wait for `limit` of them handled.
+private final class ReplyTally: Sendable {
+    /// Replies waiting for their requester's subscription at once, at most (as `Bus.respond`).
+    static let concurrentReplies = 256
+
+    private struct Counts {
+        var ok = 0
+        var error = 0
+        var notSent = 0
+        var ignored = 0
+        var handled: Int { ok + error + notSent }
+    }
+
+    private let counts = Mutex(Counts())
     private let limit: Int?
     private let reached = OneShot<Void>()
 
@@ -437,12 +480,28 @@ private final class AnsweredCount: Sendable {
         self.limit = limit
     }
 
-    func increment() {
-        let answered = count.wrappingAdd(1, ordering: .relaxed).newValue
-        if let limit, answered >= limit { reached.finish() }
+    func replied(isError: Bool) {
+        count { if isError { $0.error += 1 } else { $0.ok += 1 } }
     }
 
-    /// Returns once `limit` requests were answered, or the task is cancelled (the signal ended the
+    func notSent() {
+        count { $0.notSent += 1 }
+    }
+
+    func ignored() {
+        counts.withLock { $0.ignored += 1 }
+    }
+
+    /// Counts a request handled (a reply sent or given up), and says when `limit` is reached.
+    private func count(_ change: (inout Counts) -> Void) {
+        let handled = counts.withLock { counts in
+            change(&counts)
+            return counts.handled
+        }
+        if let limit, handled >= limit { reached.finish() }
+    }
+
+    /// Returns once `limit` requests were handled, or the task is cancelled (the signal ended the
     /// group); without a limit, only then.
     func waitForLimit() async {
         guard limit != nil else {
@@ -451,5 +510,25 @@ private final class AnsweredCount: Sendable {
             return
         }
         _ = await reached.value
+    }
+
+    /// The last line: what came and what became of it, as broker, publish and subscribe end.
+    /// Unanswered: requests taken but neither replied to, given up nor ignored (dropped from a
+    /// full buffer, or still queued or being answered when the responder stopped).
+    func logSummary(_ stats: SubscriptionStats) {
+        let counts = counts.withLock { $0 }
+        let received = Int(clamping: stats.received)
+        let unanswered = max(0, received - counts.handled - counts.ignored)
+        let summary = "received \(received) request(s): replied \(counts.ok + counts.error) (ok \(counts.ok), error \(counts.error)), "
+            + "not sent \(counts.notSent), ignored \(counts.ignored) without a reply-to, unanswered \(unanswered)"
+        CommandLog.logger("reply").log(
+            level: counts.notSent > 0 || unanswered > 0 ? .warning : .info, "\(summary)",
+            metadata: [
+                // Numbers as numbers: a JSON line's fields compare as such in a collector.
+                "received": .stringConvertible(received), "replied": .stringConvertible(counts.ok + counts.error),
+                "ok": .stringConvertible(counts.ok), "error": .stringConvertible(counts.error),
+                "notSent": .stringConvertible(counts.notSent), "ignored": .stringConvertible(counts.ignored),
+                "unanswered": .stringConvertible(unanswered),
+            ])
     }
 }

@@ -130,7 +130,10 @@ struct RequestReplyEndToEndTests {
         #expect(!processCommandLines().contains { $0.hasPrefix(sleep) }, "the command's sleep was left running")
         #expect(!processCommandLines().contains { $0.contains("trap '' TERM; \(sleep)") && $0.hasPrefix("/bin/sh") },
                 "the command's shell was left running")
-        _ = await request.waitForExit()
+        // The request taken is answered all the same, at once: the responder is stopping.
+        let answered = await request.waitForExit()
+        #expect(
+            answered?.status == 3 && answered?.stderrText.contains("the responder is stopping") == true, "\(request.describe())")
     }
 
     @Test("The README's two lines: nbus reply 'text.*' --command 'tr a-z A-Z', then nbus request text.upper shout prints SHOUT")
@@ -173,6 +176,103 @@ struct RequestReplyEndToEndTests {
             try await children.run("request-silent", ["request", "slow.op", "--timeout", "0.3"] + endpoints))
         #expect(silent.status == 1, "\(silent.stderrText)")
         #expect(silent.stderrText.contains("no reply to slow.op within 0.3 s"), "\(silent.stderrText)")
+    }
+}
+
+@Suite("nbus request and nbus reply log like broker, publish and subscribe (real processes)", .timeLimit(.minutes(2)))
+struct RequestReplyLoggingTests {
+    @Test("--log-format json: every line of request and reply is a JSON object; reply ends with its summary on SIGINT")
+    func jsonLines() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let responder = try children.start("reply", ["reply", "echo.>", "--echo", "--log-format", "json"] + endpoints)
+        try #require(await responder.waitForStderr(containing: #""message":"answering echo.>"#), "\(responder.describe())")
+        let answered = try #require(try await children.run("request", ["request", "echo.say", "hi", "--log-format", "json"] + endpoints))
+        #expect(answered.status == 0 && answered.stdoutText == "hi\n" && answered.stderrText.isEmpty, "\(answered.stderrText)")
+        let nobody = try #require(
+            try await children.run("request-nobody", ["request", "nobody.home", "--log-format", "json"] + endpoints))
+        #expect(nobody.status == 2, "\(nobody.stderrText)")
+        let errors = try jsonObjects(nobody.stderrText)
+        #expect(
+            errors.count == 1 && errors.first?["level"] as? String == "error"
+                && (errors.first?["message"] as? String)?.contains("no responders") == true, "\(nobody.stderrText)")
+
+        responder.signal(SIGINT)
+        let stopped = try #require(await responder.waitForExit())
+        #expect(stopped.status == 0, "\(responder.describe())")
+        let lines = try jsonObjects(stopped.stderrText)
+        #expect(lines.allSatisfy { $0["timestamp"] is String && $0["level"] is String && $0["label"] as? String == "nbus reply" })
+        let summary = try #require(lines.last, "\(stopped.stderrText)")
+        #expect((summary["message"] as? String)?.hasPrefix("received 1 request(s): replied 1 (ok 1, error 0)") == true, "\(summary)")
+        // Counts as JSON numbers, as a collector compares them.
+        #expect(summary["replied"] as? Int == 1 && summary["ok"] as? Int == 1 && summary["notSent"] as? Int == 0, "\(summary)")
+    }
+
+    @Test("--log-level: request's error and reply's info lines and summary go below the level; text lines carry time and level")
+    func levels() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let quiet = try #require(
+            try await children.run("request-quiet", ["request", "nobody.home", "--log-level", "critical"] + endpoints))
+        #expect(quiet.status == 2 && quiet.stderrText.isEmpty, "\(quiet.stderrText)")
+        let loud = try #require(try await children.run("request-loud", ["request", "nobody.home"] + endpoints))
+        #expect(
+            loud.stderrText.range(
+                of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z error nbus request: no responders: nothing subscribes to nobody.home"#,
+                options: .regularExpression) != nil, "\(loud.stderrText)")
+
+        // A responder that logs only warnings says nothing while all is well: "answering" cannot
+        // be awaited, so requests are tried until one is answered ("no responders" is true now:
+        // said only once the broker's subscriptions are all known, so each try is a real look).
+        let responder = try children.start("reply-quiet", ["reply", "echo.>", "--echo", "--log-level", "warning"] + endpoints)
+        var answered = false
+        for attempt in 1...100 where !answered {
+            let request = try #require(try await children.run("request-\(attempt)", ["request", "echo.say", "x"] + endpoints))
+            answered = request.status == 0
+            #expect(answered || request.status == 2, "\(request.stderrText)")
+        }
+        #expect(answered)
+        responder.signal(SIGTERM)
+        let stopped = try #require(await responder.waitForExit())
+        #expect(stopped.status == 0 && stopped.stderrText.isEmpty, "\(responder.describe())")
+
+        // At the default level the summary ends the run, in the text format.
+        let normal = try children.start("reply", ["reply", "echo.>", "--echo"] + endpoints)
+        try #require(await normal.waitForStderr(containing: "answering"), "\(normal.describe())")
+        normal.signal(SIGTERM)
+        let ended = try #require(await normal.waitForExit())
+        #expect(ended.status == 0, "\(normal.describe())")
+        let last = ended.stderrText.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(
+            last.range(
+                of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z info nbus reply: received 0 request\(s\): replied 0 \(ok 0, error 0\), not sent 0, ignored 0 without a reply-to, unanswered 0"#,
+                options: .regularExpression) != nil, "\(ended.stderrText)")
+    }
+
+    @Test("nbus --help does not limit the log options to some commands; every command that logs lists them")
+    func help() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let top = try #require(try await children.run("help", ["--help"]))
+        #expect(top.status == 0)
+        let text = top.stdoutText.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(text.contains("every command that logs takes"), "\(top.stdoutText)")
+        #expect(!text.contains("on broker, publish, subscribe and keygen"), "\(top.stdoutText)")
+        for command in ["broker", "publish", "subscribe", "request", "reply", "keygen"] {
+            let help = try #require(try await children.run("help-\(command)", [command, "--help"]))
+            #expect(help.stdoutText.contains("--log-level") && help.stdoutText.contains("--log-format"), "\(command): \(help.stdoutText)")
+        }
+    }
+}
+
+/// Each line of `text` as a JSON object (a line that is not one fails the test).
+private func jsonObjects(_ text: String) throws -> [[String: Any]] {
+    try text.split(separator: "\n").map { line in
+        try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not a JSON object: \(line)")
     }
 }
 
