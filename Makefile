@@ -94,8 +94,9 @@ test-python:
 # 200,000 within its 90 s bound). HostileHTTPClientTests floods --http servers while a stream
 # flows and bounds a SIGTERM's exit at 2 s: a measure of the server, not of a crowded machine.
 # SubscriberChurnTests replaces 500 subscribers a second (pyzmq churners, skipped without pyzmq)
-# for 12 s under a 5,000/s stream: a storm that needs both cores to itself.
-LOAD_TESTS ?= BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileHTTPClientTests|SubscriberChurnTests
+# for 12 s under a 5,000/s stream: a storm that needs both cores to itself. RequestReplyLoadTests
+# starts 50 requester processes at once, 1,000 requests in flight against one responder.
+LOAD_TESTS ?= BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileHTTPClientTests|SubscriberChurnTests|RequestReplyLoadTests|RedundantBrokersTests
 # SWIFT_BACKTRACE=enable=no: a test process that crashes (a libzmq assertion once did) must fail
 # at once; Swift's backtracer, suspending the hundreds of threads of a test run, hung it instead.
 # Every test is Swift Testing's: --disable-xctest spares each run XCTest's empty report ("Executed
@@ -116,9 +117,9 @@ test-netns: deps
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --filter MultiHostTests
 
 # Hostile and careless peers (raw ZeroMQ and hand-spoken ZMTP against real nbus processes, bad CLI
-# values, slow and stopped subscribers, raw TCP clients against --http). Part of `make test`; this
-# runs them alone.
-ADVERSARIAL_FILTER ?= HostilePeerTests|ForgedPublisherTests|RefusedClientTests|CarelessPeerTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests|HostileHTTPClientTests|SubscriberChurnTests
+# values, slow and stopped subscribers, raw TCP clients against --http, 1,000 requests at once).
+# Part of `make test`; this runs them alone.
+ADVERSARIAL_FILTER ?= HostilePeerTests|ForgedPublisherTests|RefusedClientTests|CarelessPeerTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests|HostileHTTPClientTests|SubscriberChurnTests|RequestReplyLoadTests
 test-adversarial: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --filter '$(ADVERSARIAL_FILTER)'

@@ -154,7 +154,7 @@ struct BenchWorker: AsyncParsableCommand {
         shouldDisplay: false
     )
 
-    @Argument(help: "The benchmark the worker belongs to: throughput, overload or views.")
+    @Argument(help: "The benchmark the worker belongs to: throughput, overload, views or requests.")
     var kind: BenchWorkerCommand.Kind
 
     @Argument(help: "The worker's options, as JSON (written by the benchmark that starts it).")

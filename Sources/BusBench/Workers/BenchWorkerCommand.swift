@@ -16,6 +16,8 @@ public enum BenchWorkerCommand {
         case overload
         /// `nbus bench views` and `filter`: the publisher or a view host (`ViewsWorkerOptions`).
         case views
+        /// The request/reply load test: `count` requests at once from one bus (`RequestWorkerOptions`).
+        case requests
     }
 
     /// The exit status for options that do not decode (a runner and a worker of different builds).
@@ -40,6 +42,7 @@ public enum BenchWorkerCommand {
             case .throughput: return await BusWorker.run(try decode(BusWorkerOptions.self, options))
             case .overload: return await OverloadWorker.run(try decode(OverloadWorkerOptions.self, options))
             case .views: return await ViewsWorker.run(try decode(ViewsWorkerOptions.self, options))
+            case .requests: return await RequestWorker.run(try decode(RequestWorkerOptions.self, options))
             }
         } catch {
             WorkerProcess.writeStandardError("nbus bench worker \(kind.rawValue): \(error)\n")
