@@ -12,8 +12,12 @@ without a valid reply-to get no reply.
 
 It subscribes with a SUB on the broker's backend and posts with an XPUB on its
 frontend, each reply with this process's publisher id and the reply name's own
-sequence numbers (1 for a new reply name). Stops after --count requests, or on
-SIGINT/SIGTERM. Prints "ready" on stdout once subscribed, then one line per reply.
+sequence numbers (1 for a new reply name). As NBP-1 section 16 asks, a reply is
+posted only once the requester's subscription to the reply name has reached this
+XPUB (the request, on the SUB, often comes first under load; an XPUB drops what
+nobody subscribes to), waiting at most 5 s for it. Stops after --count requests,
+or on SIGINT/SIGTERM. Prints "ready" on stdout once the broker holds its
+subscription (it comes back to its own XPUB), then one line per reply.
 
 Exit status: 0 done, 2 bad arguments or endpoint.
 """
@@ -24,6 +28,7 @@ import argparse
 import os
 import signal
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "protocol", "python"))
@@ -38,6 +43,7 @@ except ImportError:  # pragma: no cover - depends on the machine
 
 DEFAULT_FRONTEND = "tcp://127.0.0.1:5550"  # `nbus broker`'s defaults
 DEFAULT_BACKEND = "tcp://127.0.0.1:5551"
+REQUESTER_WAIT = 5.0  # seconds a reply waits for its requester's subscription (Bus.requesterWait)
 
 
 def answer(request: nbp.Notification, echo: bool):
@@ -79,17 +85,47 @@ def main(argv=None) -> int:
         return 2
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     state = nbp.PublisherState()
-    print("ready", flush=True)
+    subscribed = set()   # topics this XPUB has seen subscribed (through the broker: all it holds)
+    waiting = []         # replies whose reply name nobody has subscribed to here yet
+    ready = False
     replied = 0
     poller = zmq.Poller()
     poller.register(sub, zmq.POLLIN)
     poller.register(pub, zmq.POLLIN)
+
+    def covered(name: str) -> bool:
+        start = name.encode("utf-8") + b"\0"
+        return any(start.startswith(topic) for topic in subscribed)
+
     try:
         while a.count is None or replied < a.count:
-            ready = dict(poller.poll())
-            if pub in ready:
-                pub.recv()                        # subscription messages: nothing to do with them here
-            if sub not in ready:
+            timeout = None
+            if waiting:
+                timeout = max(0, int((min(w[0] for w in waiting) - time.monotonic()) * 1000))
+            events = dict(poller.poll(timeout))
+            while pub.poll(0):
+                message = pub.recv()      # subscription messages: 1 subscribes a topic, 0 drops it
+                if message[:1] == b"\x01":
+                    subscribed.add(message[1:])
+                elif message[:1] == b"\x00":
+                    subscribed.discard(message[1:])
+            if not ready and pattern.prefix in subscribed:
+                ready = True              # the broker holds our subscription: requests reach us
+                print("ready", flush=True)
+            still_waiting = []
+            for deadline, reply_to, payload, error, name in waiting:
+                if covered(reply_to):
+                    pub.send(state.encode(reply_to, payload, nbp.reply_headers(error=error)))
+                    replied += 1
+                    print(f"replied to {name} ({'error' if error else 'ok'})", flush=True)
+                elif time.monotonic() >= deadline:
+                    replied += 1
+                    print(f"not sent to {name}: no subscription to {reply_to} within {REQUESTER_WAIT} s",
+                          file=sys.stderr, flush=True)
+                else:
+                    still_waiting.append((deadline, reply_to, payload, error, name))
+            waiting = still_waiting
+            if sub not in events:
                 continue
             frames = sub.recv_multipart()
             try:
@@ -103,9 +139,7 @@ def main(argv=None) -> int:
             if reply_to is None:
                 continue
             payload, error = answer(request, a.echo)
-            pub.send(state.encode(reply_to, payload, nbp.reply_headers(error=error)))
-            replied += 1
-            print(f"replied to {request.name} ({'error' if error else 'ok'})", flush=True)
+            waiting.append((time.monotonic() + REQUESTER_WAIT, reply_to, payload, error, request.name))
     except KeyboardInterrupt:
         pass
     finally:
