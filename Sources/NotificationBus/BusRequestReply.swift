@@ -135,7 +135,8 @@ extension Bus {
         // a reply reaching the broker from now on is routed here.
         do {
             try await waitForExactSubscription(of: replyName, timeout: clock.now.duration(to: deadline))
-        } catch .timedOut {
+        } catch {
+            guard error.code == .timedOut else { throw error }
             throw unconfirmed
         }
         if try await hasSubscriber(name) { return }
@@ -148,7 +149,8 @@ extension Bus {
         defer { markerSubscription.cancel() }
         do {
             try await waitForExactSubscription(of: marker, timeout: clock.now.duration(to: deadline))
-        } catch .timedOut {
+        } catch {
+            guard error.code == .timedOut else { throw error }
             throw unconfirmed
         }
         guard try await hasSubscriber(name) else { throw .noResponders(name) }
@@ -159,7 +161,8 @@ extension Bus {
         do {
             try await waitForSubscribers(count: 1, matching: name, timeout: .zero)
             return true
-        } catch .timedOut {
+        } catch {
+            guard error.code == .timedOut else { throw error }
             return false
         }
     }
@@ -209,7 +212,8 @@ extension Bus {
         }
         do {
             try await waitForSubscribers(count: 1, matching: replyName, timeout: requesterWait)
-        } catch .timedOut {
+        } catch {
+            guard error.code == .timedOut else { throw error }
             throw .timedOut(what: "the requester's subscription to \(replyName)", after: requesterWait)
         }
         var headers = reply.headers

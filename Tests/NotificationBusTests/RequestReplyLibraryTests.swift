@@ -125,8 +125,7 @@ struct RequestReplyLibraryTests {
         await #expect {
             _ = try await bus.request(NotificationName("nobody.home"), timeout: .milliseconds(300))
         } throws: { error in
-            guard case BusError.timedOut = error else { return false }
-            return true
+            (error as? BusError)?.code == .timedOut
         }
         await bus.close()
     }
