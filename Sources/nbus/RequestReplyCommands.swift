@@ -155,8 +155,8 @@ struct Request: AsyncParsableCommand {
         let reached = verdict == .connected
         let stats = await bus.close()
         if verdict.isRefusal {
-            printError(
-                refusedKeyMessage(
+            logLine(
+                .error, "request", refusedKeyMessage(
                     "request", role: "requester", curve: endpoints.curve, stats: stats,
                     allowFolders: "--allow-publishers and --allow-subscribers folders (a requester posts and subscribes)"))
             throw ExitCode(2)
@@ -376,8 +376,8 @@ struct ReplyService: Service {
         await handling.value
         let stats = await bus.close()
         if ending == .refused {
-            printError(
-                refusedKeyMessage(
+            logLine(
+                .error, "reply", refusedKeyMessage(
                     "reply", role: "responder", curve: endpoints.curve, stats: stats,
                     allowFolders: "--allow-publishers and --allow-subscribers folders (a responder subscribes and posts)"))
             throw ExitCode(2)

@@ -88,8 +88,8 @@ enum RequestWorker {
                 switch outcome {
                 case .success(let reply) where reply == payload: result.answered += 1
                 case .success: result.wrongPayload += 1
-                case .failure(.noResponders): result.noResponders += 1
-                case .failure(.timedOut): result.timedOut += 1
+                case .failure(let error) where error.code == .noResponders: result.noResponders += 1
+                case .failure(let error) where error.code == .timedOut: result.timedOut += 1
                 case .failure(let error): result.otherErrors.append("\(error)")
                 }
             }
