@@ -191,7 +191,8 @@ public struct BusConfiguration: Sendable {
     /// notification that arrived past a hole is held back while another broker, still connected
     /// and behind, may bring what is missing (NBP-1 §17). A hole no connected broker can fill is a
     /// gap at once. Zero to 10 minutes. At most 65,536 notifications are held per stream: past
-    /// that the hole is declared at once.
+    /// that the newest are let go, to be brought again by the path still behind (or counted as
+    /// lost if none does).
     ///
     /// As long as `pathStallLimit`: one broker can be that far behind the other (holding a slow
     /// subscriber, or frozen) and still bring what the other lost.

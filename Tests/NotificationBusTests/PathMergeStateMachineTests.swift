@@ -163,6 +163,22 @@ struct PathMergeStateMachineTests {
         #expect(third.isFinished(connected: both))
     }
 
+    @Test("past the hold bound the newest held let go: the path behind brings them again, nothing lost, order kept")
+    func holdBound() {
+        var machine = Machine(paths: 2, maximumHeld: 2)
+        _ = feed(&machine, [(0, 1), (1, 1)])
+        // Path 0 (a restarted broker, empty queues) runs ahead past a hole: only 2 are held.
+        #expect(feed(&machine, [(0, 4), (0, 5), (0, 6), (0, 7)]) == ["held", "held", "held", "held"])
+        #expect(machine.held.map(\.sequence) == [4, 5])
+        // Path 1, behind, brings everything in order: 6 and 7 are not duplicates, they are delivered.
+        #expect(feed(&machine, [(1, 2), (1, 3)]) == ["d:2", "d:3", "d:4", "d:5"])
+        #expect(feed(&machine, [(1, 4), (1, 5), (1, 6), (1, 7)]) == ["dup", "dup", "d:6", "d:7"])
+        // Had path 1 lost them too, they would be a hole like any other, counted once no path can fill it.
+        var other = Machine(paths: 2, maximumHeld: 1)
+        _ = feed(&other, [(0, 1), (1, 1), (0, 3), (0, 4)])
+        #expect(feed(&other, [(1, 2), (1, 5)]) == ["d:2", "d:3", "g:4-4", "d:5"])
+    }
+
     @Test("gapTimeout zero: a hole is a gap at once, as with one path")
     func zeroTimeout() {
         var machine = Machine(paths: 2)

@@ -50,8 +50,12 @@ struct PathMergeStateMachine<Item> {
     /// The stream's last sequence, from an end-of-stream record.
     private(set) var endSequence: UInt64?
 
-    /// Most notifications held behind holes: past it the first hole is declared at once (memory
-    /// is bounded whatever the paths do).
+    /// Most notifications held behind holes. Past it the newest held ones are let go, as if they
+    /// had not arrived yet: the path that brought them has passed them, so only a path still
+    /// behind can bring them again, and if none does they become a hole like any other (counted
+    /// when no path can fill it). Memory stays bounded however far one path runs ahead of
+    /// another (a restarted broker has empty queues; the other may hold 64 MiB per subscriber),
+    /// and nothing is declared lost that a slower path still brings.
     let maximumHeld: Int
 
     /// A stream over `paths` paths (at most 64).
@@ -112,6 +116,7 @@ struct PathMergeStateMachine<Item> {
         } else {
             let index = held.firstIndex { $0.sequence > sequence } ?? held.endIndex
             held.insert((sequence, item), at: index)
+            if held.count > maximumHeld { held.removeLast(held.count - maximumHeld) }
             if waitingSince == nil { waitingSince = now }
         }
         settle(now: now, connected: connected, gapTimeout: gapTimeout, into: &steps)
@@ -141,7 +146,7 @@ struct PathMergeStateMachine<Item> {
     private mutating func settle(now: UInt64, connected: UInt64, gapTimeout: UInt64, into steps: inout [Step]) {
         while let since = waitingSince {
             let missing = delivered + 1
-            let expired = now &- since >= gapTimeout || held.count > maximumHeld
+            let expired = now &- since >= gapTimeout
             if !expired && canStillBring(missing, connected: connected) { return }
             if let first = held.first {
                 steps.append(.gap(missing...(first.sequence - 1)))
