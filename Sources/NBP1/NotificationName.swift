@@ -14,8 +14,10 @@ public enum NameError: Error, Equatable, Sendable, CustomStringConvertible {
     case emptyToken(byteOffset: Int)
     /// A NUL, space or control byte (0x00-0x20, 0x7F) at `byteOffset`.
     case forbiddenByte(UInt8, byteOffset: Int)
-    /// `*` or `>` in a concrete name, or inside a pattern token (`ord*`).
+    /// `*` or `>` inside a pattern token (`ord*`).
     case misplacedWildcard(byteOffset: Int)
+    /// `*` or `>` in a concrete name (`orders.*` given where a name is wanted: to post, say).
+    case wildcardInName(byteOffset: Int)
     /// A `>` token that is not the last token of a pattern.
     case restWildcardNotLast
     /// The bytes are not valid UTF-8.
@@ -30,6 +32,9 @@ public enum NameError: Error, Equatable, Sendable, CustomStringConvertible {
             return "forbidden byte 0x\(String(byte, radix: 16)) at byte \(offset) (no NUL, spaces or control characters)"
         case .misplacedWildcard(let offset):
             return "wildcard at byte \(offset): '*' and '>' may only stand as whole tokens of a pattern"
+        case .wildcardInName(let offset):
+            // The same words as examples/python/producer.py: patterns are for subscribing.
+            return "wildcard at byte \(offset): a notification name cannot hold wildcards ('*' and '>' are for patterns, to subscribe with)"
         case .restWildcardNotLast: return "'>' may only be the last token of a pattern"
         case .invalidUTF8: return "the name is not valid UTF-8"
         }
@@ -122,7 +127,9 @@ package enum NameGrammar {
             if byte == star || byte == greaterThan {
                 let tokenEnd = index + 1
                 let wholeToken = index == tokenStart && (tokenEnd == count || bytes[tokenEnd] == dot)
-                if !allowWildcards || !wholeToken { return .misplacedWildcard(byteOffset: index) }
+                // A name (what is posted) names one thing: no wildcard at all, whole token or not.
+                if !allowWildcards { return .wildcardInName(byteOffset: index) }
+                if !wholeToken { return .misplacedWildcard(byteOffset: index) }
                 if byte == greaterThan && tokenEnd != count { return .restWildcardNotLast }
             }
             index += 1

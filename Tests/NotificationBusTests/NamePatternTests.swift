@@ -18,8 +18,9 @@ struct NamePatternTests {
             ("a b", .forbiddenByte(0x20, byteOffset: 1)),
             ("a\u{0}b", .forbiddenByte(0, byteOffset: 1)),
             ("a\tb", .forbiddenByte(0x09, byteOffset: 1)),
-            ("orders.*", .misplacedWildcard(byteOffset: 7)),
-            ("orders.>", .misplacedWildcard(byteOffset: 7)),
+            ("orders.*", .wildcardInName(byteOffset: 7)),
+            ("orders.>", .wildcardInName(byteOffset: 7)),
+            ("ord*ers", .wildcardInName(byteOffset: 3)),
             (String(repeating: "a", count: 256), .tooLong(byteCount: 256)),
         ])
     func invalidNames(name: String, error: NameError) {
