@@ -203,22 +203,22 @@ final class BusMetricsSampler: Sendable {
         let refused = now.handshakesRefused &- before.handshakesRefused
         let failed = now.handshakesFailed &- before.handshakesFailed
         if refused > 0 || failed > 0 {
-            var fields: Logger.Metadata = ["refused": "\(refused)", "failed": "\(failed)"]
+            var fields: Logger.Metadata = ["refused": .stringConvertible(refused), "failed": .stringConvertible(failed)]
             if let last = now.lastHandshakeFailure { fields["last"] = "\(last)" }
             logger.debug("CURVE handshakes refused or failed since the last sample", metadata: fields)
         }
         if now.rejectedTotal > before.rejectedTotal {
-            var fields: Logger.Metadata = ["count": "\(now.rejectedTotal - before.rejectedTotal)"]
+            var fields: Logger.Metadata = ["count": .stringConvertible(now.rejectedTotal - before.rejectedTotal)]
             for reason in RejectionReason.allCases {
                 let grew = (now.rejected[reason] ?? 0) &- (before.rejected[reason] ?? 0)
-                if grew > 0 { fields[reason.rawValue] = "\(grew)" }
+                if grew > 0 { fields[reason.rawValue] = .stringConvertible(grew) }
             }
             logger.debug("frames rejected as malformed since the last sample", metadata: fields)
         }
         if now.lostUpstream > before.lostUpstream {
             logger.debug(
                 "notifications lost upstream since the last sample (a high-water-mark drop or a reconnection)",
-                metadata: ["count": "\(now.lostUpstream - before.lostUpstream)"])
+                metadata: ["count": .stringConvertible(now.lostUpstream - before.lostUpstream)])
         }
     }
 }

@@ -110,9 +110,10 @@ public struct BusLogHandler: LogHandler {
         switch value {
         case .string(let text): return JSONString.quoted(text)
         case .stringConvertible(let value):
-            // Numbers stay numbers, so a collector can compare them.
+            // Numbers (and booleans) stay so, so a collector can compare them; give them as
+            // `.stringConvertible(n)`, not `"\(n)"` (a string, which stays one).
             let text = value.description
-            if value is any BinaryInteger || (value is Double && Double(text)?.isFinite == true) { return text }
+            if value is any BinaryInteger || value is Bool || (value is Double && Double(text)?.isFinite == true) { return text }
             return JSONString.quoted(text)
         case .array(let values): return "[" + values.map(jsonValue).joined(separator: ",") + "]"
         case .dictionary(let fields):

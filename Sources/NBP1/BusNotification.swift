@@ -18,6 +18,29 @@ public struct ContentType: RawRepresentable, Hashable, Sendable, CustomStringCon
     /// 5: `application/x-protobuf`.
     public static let protobuf = ContentType(rawValue: 5)
 
+    /// The names `nbus publish --content-type` takes and `nbus subscribe --format json` prints, by code.
+    private static let names: [(name: String, type: ContentType)] = [
+        ("unspecified", .unspecified), ("text", .text), ("json", .json), ("cbor", .cbor), ("msgpack", .msgpack),
+        ("protobuf", .protobuf),
+    ]
+
+    /// The short name (`json`), or the code in decimal (`200`) for a code without one: a string
+    /// `init(name:)` reads back, so JSON output keeps one type for the field.
+    public var name: String {
+        Self.names.first { $0.type == self }?.name ?? String(rawValue)
+    }
+
+    /// A content type by short name (`json`) or by code in decimal (`2`, `200`); nil for anything else.
+    public init?(name: String) {
+        if let named = Self.names.first(where: { $0.name == name }) {
+            self = named.type
+        } else if let code = UInt8(name) {
+            self.init(rawValue: code)
+        } else {
+            return nil
+        }
+    }
+
     public var description: String {
         switch rawValue {
         case 0: return "unspecified"

@@ -13,9 +13,9 @@ import ToolSupport
 ///   text; `null` is an empty payload.
 /// - `payloadBase64` (string, optional): the payload bytes in base64 (what `subscribe` prints for
 ///   a payload that is not UTF-8). Not together with `payload`.
-/// - `contentType` (optional): a code 0-255 (what `subscribe` prints) or a name as in
-///   `--content-type`; it wins over `--content-type`.
-/// - `publisherID`, `sequence`, `timestamp`: accepted and ignored (this publisher stamps its own).
+/// - `contentType` (optional): a name as in `--content-type` (what `subscribe` prints) or a code
+///   0-255, as a number or a string; it wins over `--content-type`.
+/// - `publisherID`, `sequence`, `time`, `timestamp`: accepted and ignored (this publisher stamps its own).
 ///
 /// Any other key makes the line invalid, as does a value of the wrong type.
 struct JSONInputLine {
@@ -31,7 +31,7 @@ struct JSONInputLine {
     /// Keys a line may have, and what is done with them.
     static let usedKeys: Set<String> = ["name", "headers", "payload", "payloadBase64", "contentType"]
     /// Keys `nbus subscribe --format json` prints that a publisher cannot set.
-    static let ignoredKeys: Set<String> = ["publisherID", "sequence", "timestamp"]
+    static let ignoredKeys: Set<String> = ["publisherID", "sequence", "time", "timestamp"]
 
     /// Why a line cannot be published; `description` is the reason printed on stderr.
     struct Invalid: Error, CustomStringConvertible {

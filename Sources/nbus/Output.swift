@@ -32,8 +32,10 @@ enum OutputFormat: String, CaseIterable, Sendable {
         case (.json, .notification(let n)):
             // Written by hand, not through a Dictionary: header keys are distinct byte-wise on the
             // wire (NBP/1), while Swift's String keys would merge canonically equivalent ones.
+            // contentType by name (a string `publish --content-type` takes); `time` is `timestamp`
+            // as RFC 3339 text, every digit kept where a tool reads numbers as doubles.
             var fields: [(String, String)] = [
-                ("contentType", String(n.contentType.rawValue)),
+                ("contentType", JSONString.quoted(n.contentType.name)),
                 ("headers", "{" + n.headers.map { JSONString.quoted($0.key) + ":" + JSONString.quoted($0.value) }.joined(separator: ",") + "}"),
                 ("name", JSONString.quoted(n.name.rawValue)),
             ]
@@ -45,6 +47,7 @@ enum OutputFormat: String, CaseIterable, Sendable {
             fields += [
                 ("publisherID", JSONString.quoted(ControlNames.hex(n.publisherID))),
                 ("sequence", String(n.sequence)),
+                ("time", JSONString.quoted(RFC3339.string(nanosecondsSinceEpoch: n.timestamp))),
                 ("timestamp", String(n.timestamp)),
             ]
             return "{" + fields.map { JSONString.quoted($0.0) + ":" + $0.1 }.joined(separator: ",") + "}"

@@ -27,6 +27,21 @@ struct LogAndAddressTests {
         #expect(!line.contains("\n"))
     }
 
+    @Test("json lines: integers of every width and booleans stay themselves; a number given as text stays text")
+    func jsonFieldTypes() throws {
+        let line = BusLogHandler.render(
+            format: .json, timestamp: "T", level: .info, label: "nbus broker", message: "m",
+            fields: [
+                "openFiles": .stringConvertible(UInt64(20_000)), "pid": .stringConvertible(Int32(42)),
+                "curve": .stringConvertible(true), "port": "5550",
+            ])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["openFiles"] as? Int == 20_000, "\(line)")
+        #expect(object["pid"] as? Int == 42, "\(line)")
+        #expect(object["curve"] as? Bool == true, "\(line)")
+        #expect(object["port"] as? String == "5550", "\(line)")
+    }
+
     @Test("a message with a newline stays on one text line")
     func oneLine() {
         let line = BusLogHandler.render(

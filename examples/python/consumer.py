@@ -210,10 +210,22 @@ class PathMerge:
         return gaps
 
 
+# Content types by the names `nbus publish --content-type` takes; other codes print as decimal text.
+CONTENT_TYPE_NAMES = {0: "unspecified", 1: "text", 2: "json", 3: "cbor", 4: "msgpack", 5: "protobuf"}
+
+
+def rfc3339(nanoseconds: int) -> str:
+    """`timestamp` as `nbus subscribe --format json` writes it in `time`: UTC, nine fractional digits."""
+    seconds, fraction = divmod(nanoseconds, 10**9)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + ".%09dZ" % fraction
+
+
 def render(n: nbp.Notification, fmt: str) -> str:
     if fmt == "json":  # the same keys as `nbus subscribe --format json`
         obj = {"name": n.name, "sequence": n.sequence, "publisherID": f"{n.publisher_id:016x}",
-               "timestamp": n.timestamp, "contentType": n.content_type, "headers": dict(n.headers)}
+               "time": rfc3339(n.timestamp), "timestamp": n.timestamp,
+               "contentType": CONTENT_TYPE_NAMES.get(n.content_type, str(n.content_type)),
+               "headers": dict(n.headers)}
         try:
             obj["payload"] = n.payload.decode("utf-8")
         except UnicodeDecodeError:

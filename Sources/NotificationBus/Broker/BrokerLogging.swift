@@ -9,7 +9,7 @@ extension BrokerEvent {
         case .connectionAccepted(let connection), .connectionClosed(let connection):
             var fields: Logger.Metadata = ["side": "\(connection.side)", "endpoint": "\(connection.endpoint)"]
             if !connection.peerAddress.isEmpty { fields["peer"] = "\(connection.peerAddress)" }
-            if let pid = connection.processID { fields["pid"] = "\(pid)" }
+            if let pid = connection.processID { fields["pid"] = .stringConvertible(pid) }
             if let key = connection.curveKey { fields["key"] = "\(key)" }
             logger.debug("\(self)", metadata: fields)
         case .slowSubscriberEnded:

@@ -31,7 +31,7 @@ struct BusLog {
         guard enabled, let logger else { return }
         var metadata: Logger.Metadata = ["endpoint": "\(event.endpoint)", "side": "\(event.isPublisher ? "publisher" : "subscriber")"]
         if event.acceptedHere {
-            metadata["open"] = "\(event.open)"
+            metadata["open"] = .stringConvertible(event.open)
             logger.debug(event.connected ? "bus accepted a connection" : "a connection to the bus ended", metadata: metadata)
         } else if event.connected {
             logger.debug("bus connected", metadata: metadata)
@@ -59,7 +59,7 @@ struct BusLog {
 
     private mutating func logHandshakeFailures(now: UInt64) {
         guard let logger, handshakeFailuresHeld > 0, let last = lastHandshakeFailure else { return }
-        logger.debug("bus handshake failed", metadata: ["failures": "\(handshakeFailuresHeld)", "last": "\(last)"])
+        logger.debug("bus handshake failed", metadata: ["failures": .stringConvertible(handshakeFailuresHeld), "last": "\(last)"])
         handshakeFailuresHeld = 0
         lastHandshakeLog = now
     }
@@ -76,8 +76,8 @@ struct BusLog {
         guard let logger else { return }
         let total = lastRejections.values.reduce(0, +)
         guard total > rejectionsLogged else { return }
-        var metadata: Logger.Metadata = ["rejected": "\(total - rejectionsLogged)", "total": "\(total)"]
-        for (reason, count) in lastRejections { metadata["reason.\(reason)"] = "\(count)" }
+        var metadata: Logger.Metadata = ["rejected": .stringConvertible(total - rejectionsLogged), "total": .stringConvertible(total)]
+        for (reason, count) in lastRejections { metadata["reason.\(reason)"] = .stringConvertible(count) }
         logger.debug("bus rejected frames that break NBP/1", metadata: metadata)
         rejectionsLogged = total
         lastRejectionLog = now
