@@ -89,8 +89,10 @@ struct BenchThroughput: AsyncParsableCommand {
         valueName: "bytes"))
     var batchBytes: Int = ThroughputOptions(workerCommand: []).batchBytes
 
-    @Flag(help: "Print one JSON object instead of the table.")
-    var json = false
+    @OptionGroup var output: BenchJSONOption
+
+    /// Whether to print one JSON object instead of the table.
+    var json: Bool { output.json }
 
     func validate() throws {
         try SecondsOption.check(latencySeconds, "--latency-seconds", in: 0.001...3_600)
@@ -226,8 +228,10 @@ struct BenchOverload: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds each child may take beyond --seconds before it is killed (the command then fails).")
     var timeout: Int = 120
 
-    @Flag(help: "Print one JSON object instead of the table.")
-    var json = false
+    @OptionGroup var output: BenchJSONOption
+
+    /// Whether to print one JSON object instead of the table.
+    var json: Bool { output.json }
 
     func validate() throws {
         try SecondsOption.check(seconds, "--seconds", in: 0.001...86_400)

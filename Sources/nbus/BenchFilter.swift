@@ -52,10 +52,12 @@ struct BenchFilter: AsyncParsableCommand {
     @Option(help: "The target: A's CPU at most this fraction of B's (0.05 or 5%).")
     var target: String = "0.05"
 
-    @Flag(help: "Print one JSON object instead of the table.")
-    var json = false
+    @OptionGroup var output: BenchJSONOption
 
-    @Flag(inversion: .prefixedNo, help: "A progress bar on stderr while the publisher posts. Default: on, off with --json.")
+    /// Whether to print one JSON object instead of the table.
+    var json: Bool { output.json }
+
+    @Flag(inversion: .prefixedNo, help: "A progress bar on stderr while the publisher posts. Default: on, off with --format json.")
     var progress: Bool?
 
     @Flag(help: "Nothing on stderr but errors.")

@@ -114,11 +114,18 @@ struct ScenarioArguments: ParsableArguments {
 
 /// Output options `bench views` and `bench sweep` share.
 struct ViewsOutputArguments: ParsableArguments {
-    @Flag(help: "Print one JSON object instead of the table.")
-    var json = false
+    @Option(help: ArgumentHelp(
+        "text (the table, default), json (one object) or csv (a header and one line per style), on stdout.",
+        valueName: "format"))
+    var format: BenchFormat?
 
-    @Flag(help: "Print CSV (a header and one line per style) instead of the table.")
-    var csv = false
+    /// `--json` and `--csv`, the old spellings of `--format json|csv`, kept hidden for the commands
+    /// in BENCHMARKS.md's dated entries: one spelling in help and docs, old scripts still run.
+    @Flag(name: .customLong("json"), help: .hidden)
+    var jsonAlias = false
+
+    @Flag(name: .customLong("csv"), help: .hidden)
+    var csvAlias = false
 
     @Option(help: ArgumentHelp("Also write a self-contained HTML report with SVG charts here.", valueName: "path"))
     var html: String?
@@ -127,7 +134,7 @@ struct ViewsOutputArguments: ParsableArguments {
         inversion: .prefixedNo,
         help: """
             A progress bar on stderr while the publisher posts (in place on a terminal, a line every \
-            5 s otherwise). Default: on for the table, off with --json or --csv.
+            5 s otherwise). Default: on for the table, off with --format json or csv.
             """)
     var progress: Bool?
 
@@ -135,13 +142,41 @@ struct ViewsOutputArguments: ParsableArguments {
     var quiet = false
 
     func validate() throws {
-        if json && csv { throw ValidationError("--json and --csv exclude each other") }
+        let given = [format, jsonAlias ? .json : nil, csvAlias ? .csv : nil].compactMap { $0 }
+        if Set(given).count > 1 { throw ValidationError("give one output format (--format text, json or csv)") }
     }
+
+    /// The format asked for, by `--format` or an old flag.
+    var outputFormat: BenchFormat { format ?? (jsonAlias ? .json : csvAlias ? .csv : .text) }
+    var json: Bool { outputFormat == .json }
+    var csv: Bool { outputFormat == .csv }
 
     /// Step lines unless --quiet; the bar when asked, or by default for the table.
     var display: ProgressDisplay {
         ProgressDisplay(steps: !quiet, bar: !quiet && (progress ?? !(json || csv)))
     }
+}
+
+/// What the benchmarks print on stdout: the table, one JSON object, or (views, sweep) CSV.
+enum BenchFormat: String, ExpressibleByArgument, CaseIterable {
+    case text, json, csv
+}
+
+/// `--format text|json` of the benchmarks that print a table or one JSON object, with `--json`
+/// as a hidden alias (BENCHMARKS.md's dated entries use it).
+struct BenchJSONOption: ParsableArguments {
+    @Option(help: ArgumentHelp("text (the table, default) or json (one object), on stdout.", valueName: "format"))
+    var format: BenchFormat?
+
+    @Flag(name: .customLong("json"), help: .hidden)
+    var jsonAlias = false
+
+    func validate() throws {
+        if format == .csv { throw ValidationError("--format csv is for bench views and bench sweep; here: text or json") }
+        if jsonAlias && format == .text { throw ValidationError("--json and --format text contradict each other") }
+    }
+
+    var json: Bool { format == .json || jsonAlias }
 }
 
 /// The baseline option `bench views`, `bench sweep` and `demo` share.

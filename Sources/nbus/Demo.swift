@@ -32,6 +32,8 @@ struct Demo: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where to write the HTML report.", valueName: "path"))
     var html: String = "report.html"
 
+    @OptionGroup var output: BenchJSONOption
+
     @Flag(help: "Just post a few notifications in one process and print them decoded.")
     var quick = false
 
@@ -52,10 +54,17 @@ struct Demo: AsyncParsableCommand {
         let display = ProgressDisplay(steps: true, bar: progress)
         let options = ViewsDemoOptions(seconds: seconds, htmlPath: html, baselineSeconds: baselineSeconds)
         // Ctrl-C stops every child (SIGTERM, then SIGKILL) before the command exits 130.
+        let json = output.json
         let report = try await runInterruptibly(display) {
             try await ViewsDemo.run(
-                options, output: { text in display.finish(); writeStandardOutput(text + "\n") }, handlers: display.handlers)
+                options,
+                output: { text in
+                    display.finish()
+                    if !json { writeStandardOutput(text + "\n") }
+                }, handlers: display.handlers)
         }
+        // --format json: the report as one object (what `bench views --format json` prints) instead of the table.
+        if json { writeStandardOutput(try report.json() + "\n") }
         if !report.failures.isEmpty { throw ExitCode(2) }
     }
 }

@@ -14,13 +14,22 @@ struct NBus: AsyncParsableCommand {
 
             Log lines go to standard error in one format, set by --log-level and --log-format \
             text|json, which every command that logs takes (demo and bench print reports \
-            instead). \
+            instead); machine-readable output is --format json (docs/command-line.md). \
             Shell completions: \
             `nbus --generate-completion-script bash|zsh|fish` (see README.md).
             """,
-        version: NotificationBusVersion.current,
         subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Request.self, ReplyCommand.self, Keygen.self, Bench.self]
     )
+
+    /// `-V` and `--version`, on this command alone: argument-parser's own `--version` (from
+    /// `configuration.version`) has no short form and answers on every subcommand too.
+    @Flag(name: [.customShort("V"), .customLong("version")], help: "Show the version.")
+    var version = false
+
+    func run() async throws {
+        guard version else { throw CleanExit.helpRequest(self) }
+        print(NotificationBusVersion.current)
+    }
 
     /// Refuses arguments that are not valid UTF-8, then parses and runs as ArgumentParser does.
     ///
