@@ -10,7 +10,7 @@
  *
  *   make examples-c
  *   .build/examples/nbp-producer orders.created '{"id":{n}}' --count 10 --header tenant=acme \
- *       --content-type 2                                   # to `nbus broker`'s frontend
+ *       --content-type json                                # to `nbus broker`'s frontend
  *   .build/examples/nbp-producer orders.created hi --bind ipc:///tmp/orders.sock
  *
  * Exit status: 0 sent, 1 send failed, 2 no subscriber in time or bad arguments.
@@ -246,9 +246,22 @@ static int wait_for_subscriber(void *sock, const char *name, long timeout_ms) {
 
 /* ---- main --------------------------------------------------------------------------------- */
 
+/* A content type by the names nbus publish and producer.py take (NBP-1 section 9), or by its
+ * code 0-255 in decimal; -1 for anything else. */
+static int content_type_code(const char *text) {
+    static const char *const names[] = {"unspecified", "text", "json", "cbor", "msgpack", "protobuf"};
+    for (int code = 0; code < (int)(sizeof names / sizeof names[0]); code++)
+        if (strcmp(text, names[code]) == 0) return code;
+    char *end;
+    errno = 0;
+    long code = strtol(text, &end, 10);
+    if (*text == 0 || *end || errno || code < 0 || code > 255) return -1;
+    return (int)code;
+}
+
 static void usage(FILE *to) {
     fprintf(to,
-            "usage: nbp-producer NAME [PAYLOAD] [--count N] [--header KEY=VALUE]... [--content-type CODE]\n"
+            "usage: nbp-producer NAME [PAYLOAD] [--count N] [--header KEY=VALUE]... [--content-type TYPE]\n"
             "                    [--payload-hex HEX] [--connect ENDPOINT]... [--bind ENDPOINT]...\n"
             "                    [--no-wait] [--timeout SECONDS] [--print-frames]\n"
             "PAYLOAD may contain {n} (the notification number, 1-based). Default endpoint: connect %s\n"
@@ -292,9 +305,12 @@ int main(int argc, char **argv) {
             break;
         }
         case 't':
-            content_type = (int)strtol(optarg, &end, 10);
-            if (*end || content_type < 0 || content_type > 255) {
-                fprintf(stderr, "nbp-producer: --content-type takes a code 0-255 (2 = JSON, 1 = text)\n");
+            content_type = content_type_code(optarg);
+            if (content_type < 0) {
+                fprintf(stderr,
+                        "nbp-producer: unknown --content-type '%s' (unspecified, text, json, cbor, msgpack, protobuf, "
+                        "or a code 0-255)\n",
+                        optarg);
                 return 2;
             }
             break;
