@@ -241,7 +241,8 @@ DESTDIR ?=
 NBUS_BIN ?=
 INSTALL ?= install
 INSTALLED_FILES := bin/nbus share/bash-completion/completions/nbus share/zsh/site-functions/_nbus \
-  share/fish/vendor_completions.d/nbus.fish share/nbus/nbus-broker.service share/doc/nbus/deployment.md
+  share/fish/vendor_completions.d/nbus.fish share/nbus/nbus-broker.service share/doc/nbus/deployment.md \
+  share/doc/nbus/command-line.md
 
 install: deps
 	$(SWIFT) build -c release --product nbus
@@ -259,6 +260,7 @@ install-files:
 	sed -e 's|/usr/local/bin/nbus|$(PREFIX)/bin/nbus|g' -e 's|/usr/local/share/doc/nbus|$(PREFIX)/share/doc/nbus|g' \
 	  docs/nbus-broker.service > "$(DESTDIR)$(PREFIX)/share/nbus/nbus-broker.service"
 	$(INSTALL) -m 0644 docs/deployment.md "$(DESTDIR)$(PREFIX)/share/doc/nbus/deployment.md"
+	$(INSTALL) -m 0644 docs/command-line.md "$(DESTDIR)$(PREFIX)/share/doc/nbus/command-line.md"
 	@echo "installed nbus into $(DESTDIR)$(PREFIX) (unit: $(PREFIX)/share/nbus/nbus-broker.service; copy it to /etc/systemd/system/ to use it)"
 
 uninstall:

@@ -13,47 +13,7 @@ struct BrokerCommand: AsyncParsableCommand {
         commandName: "broker",
         abstract: "Forward notifications from many publishers to many subscribers (XSUB/XPUB proxy).",
         discussion: """
-            Publishers connect to the frontend (`nbus publish --connect FRONTEND`), subscribers to \
-            the backend (`nbus subscribe --connect BACKEND`). Subscriptions flow upstream, so \
-            filtering still happens at each publisher. Stops cleanly on SIGINT or SIGTERM and \
-            prints its counters; a second signal exits at once.
-
-            Each subscriber has a budget (--subscriber-budget, 64 MiB): while it is less than \
-            that far behind, nobody waits for it, however long it pauses (stopped, starved of \
-            CPU), and it loses nothing. Past its budget the broker holds the next notification \
-            and stops reading publishers (which wait for it) until there is room. If there is \
-            none for --slow-after seconds, a subscriber that took nothing at all meanwhile is \
-            disconnected (logged, counted: it reconnects by itself and counts what it missed as a \
-            gap; nobody else loses anything), and one that is only slow is sent past until it \
-            catches up (it counts what it lost as gaps). Memory: up to the budget per stalled \
-            subscriber, and --hwm x frame size per publisher (docs/deployment.md).
-
-            CURVE: with --curve-secret (the broker's secret key file, from `nbus keygen`), \
-            --allow-publishers and --allow-subscribers (folders of *.pub files), both sides are \
-            CURVE servers: the frontend admits only the publisher keys, the backend only the \
-            subscriber keys, and plaintext peers are refused. Clients then need \
-            --curve-secret and --curve-server-key (this broker's .pub). Each refusal (and \
-            admission) is logged on stderr with the key in Z85, at most once per key per 10 s; \
-            the counters are in the stats and stop reports. The allow lists are read at start.
-
-            Monitoring: --http 127.0.0.1:PORT serves /metrics (Prometheus), /healthz (503 when the \
-            forwarding loop has not run for 5 s), /varz, /connz (each connection: side, peer, CURVE \
-            key, since when) and /subsz (the subscriptions subscribers hold). Off by default; a \
-            bare PORT listens on loopback only. Connections coming and going are logged at \
-            --log-level debug. See docs/deployment.md.
-
-            A forwarding loop that has not run for --stuck-exit seconds (default 10) makes the \
-            broker log why and exit with status 70, so a supervisor restarts it: libzmq processes \
-            a socket's pending work inside whichever call the loop makes, and a storm of \
-            subscribers leaving (each costs a walk of every subscription the backend holds) once \
-            kept it there for minutes. Its peers reconnect; subscribers count what they missed \
-            from the next notification or the end-of-stream record. A SIGTERM whose orderly stop \
-            takes over 5 s ends the same way.
-
-            Exit status: 0 stopped, 2 unusable endpoint (malformed, one no address can match, or \
-            one that cannot be bound), key file or allow-list folder, or an \
-            --http address that cannot be listened on, 64 bad arguments, 70 the forwarding loop \
-            was stuck (see --stuck-exit).
+            Exit status and the details: docs/command-line.md (share/doc/nbus/ when installed).
             """)
 
     @Option(help: ArgumentHelp("Endpoint publishers connect to.", valueName: "endpoint"))
@@ -120,6 +80,11 @@ struct BrokerCommand: AsyncParsableCommand {
     var allowSubscribers: String?
 
     @OptionGroup var monitoring: BrokerHTTPOptions
+
+    @Option(help: ArgumentHelp(
+        "The summary on stderr when it stops: text (one line) or json (one object; the default with --log-format json).",
+        valueName: "format"))
+    var format: CommandSummary.Format?
 
     @OptionGroup var logging: LoggingOptions
 
@@ -231,11 +196,13 @@ struct BrokerCommand: AsyncParsableCommand {
             // to wait for. Everything else is logged (stderr, --log-format), this line too.
             let banner = "broker: frontend \(broker.frontendEndpoint) backend \(broker.backendEndpoint)\(upstreams)"
             FileWriter.standardOutput.write(banner + "\n")
-            logger.info(
-                "\(banner)",
-                metadata: ["frontend": "\(broker.frontendEndpoint)", "backend": "\(broker.backendEndpoint)"])
+            log(
+                banner, level: .info,
+                fields: [("frontend", .string(broker.frontendEndpoint)), ("backend", .string(broker.backendEndpoint))], logger: logger)
             if let openFiles {
-                logger.info("broker: open files limit \(openFiles) (each connection takes one)", metadata: ["openFiles": "\(openFiles)"])
+                log(
+                    "broker: open files limit \(openFiles) (each connection takes one)", level: .info,
+                    fields: [("openFiles", .unsigned(openFiles))], logger: logger)
             }
             if let security {
                 let curve =
@@ -265,7 +232,10 @@ struct BrokerCommand: AsyncParsableCommand {
                     MonitoringHTTPService(address: try HTTPListenAddress(parsing: http), routes: monitor.routes, logger: logger))
             }
             return (
-                BrokerCommandService(broker: broker, statsInterval: stats, secured: security != nil, logger: logger), helpers
+                BrokerCommandService(
+                    broker: broker, statsInterval: stats,
+                    summaryFormat: CommandSummary.format(output: format, log: logging.logFormat), secured: security != nil,
+                    logger: logger), helpers
             )
         }
     }
@@ -282,37 +252,60 @@ struct BrokerCommand: AsyncParsableCommand {
         return settings
     }
 
-    /// Logs the counters (info): every `--stats` seconds and when the broker stops.
-    static func report(_ label: String, _ stats: BrokerStatistics, secured: Bool, logger: Logger) {
-        let traffic =
-            "from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B, "
+    /// The counters as a summary: `text` for people (`from publishers N msgs ...`, with the CURVE
+    /// counts when `secured`), `fields` every counter as a number (docs/command-line.md).
+    static func summary(_ label: String, _ stats: BrokerStatistics, secured: Bool) -> CommandSummary {
+        var text =
+            "\(label): from publishers \(stats.fromPublishers) msgs (\(stats.bytesFromPublishers) B, "
             + "\(stats.notificationsFromPublishers) notifications), "
             + "to subscribers \(stats.toSubscribers) msgs (\(stats.bytesToSubscribers) B, "
             + "\(stats.notificationsToSubscribers) notifications), "
             + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
-        let health =
-            "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
+            + "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
             + "stalled subscribers disconnected \(stats.stalledSubscribersDisconnected), "
             + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
             + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures), "
             + "refused frames with another connection's publisher id \(stats.foreignPublisherIDFrames)"
-        let metadata: Logger.Metadata = [
-            "fromPublishers": "\(stats.fromPublishers)", "toSubscribers": "\(stats.toSubscribers)",
-            "notificationsFromPublishers": "\(stats.notificationsFromPublishers)",
-            "notificationsToSubscribers": "\(stats.notificationsToSubscribers)",
-            "slowSubscriberEpisodes": "\(stats.slowSubscriberEpisodes)",
-            "sentPastSlowSubscribers": "\(stats.sentPastSlowSubscribers)",
-            "stalledSubscribersDisconnected": "\(stats.stalledSubscribersDisconnected)", "connections": "\(stats.connections)",
-            "foreignPublisherIDFrames": "\(stats.foreignPublisherIDFrames)",
-        ]
-        logger.info("broker \(label): \(traffic)\(health)", metadata: metadata)
-        guard secured else { return }
         func counts(_ role: String, _ counts: AuthenticationCounts) -> String {
             "\(role) admitted \(counts.admitted), refused keys \(counts.refusedKeys), "
                 + "failed handshakes \(counts.failedHandshakes)"
         }
-        let curve = "\(counts("publishers", stats.publisherAuthentication)); \(counts("subscribers", stats.subscriberAuthentication))"
-        logger.info("broker \(label) CURVE: \(curve)")
+        if secured {
+            text += "; CURVE: \(counts("publishers", stats.publisherAuthentication)); "
+                + counts("subscribers", stats.subscriberAuthentication)
+        }
+        func authentication(_ counts: AuthenticationCounts) -> CommandSummary.Value {
+            .object([
+                ("admitted", .unsigned(counts.admitted)), ("refusedKeys", .unsigned(counts.refusedKeys)),
+                ("failedHandshakes", .unsigned(counts.failedHandshakes)),
+            ])
+        }
+        return CommandSummary(
+            command: "broker", text: text,
+            fields: [
+                ("fromPublishers", .unsigned(stats.fromPublishers)), ("bytesFromPublishers", .unsigned(stats.bytesFromPublishers)),
+                ("notificationsFromPublishers", .unsigned(stats.notificationsFromPublishers)),
+                ("toSubscribers", .unsigned(stats.toSubscribers)), ("bytesToSubscribers", .unsigned(stats.bytesToSubscribers)),
+                ("notificationsToSubscribers", .unsigned(stats.notificationsToSubscribers)),
+                ("subscriptionMessages", .unsigned(stats.subscriptionMessages)),
+                ("backpressureWaits", .unsigned(stats.backpressureWaits)),
+                ("slowSubscriberEpisodes", .unsigned(stats.slowSubscriberEpisodes)),
+                ("sentPastSlowSubscribers", .unsigned(stats.sentPastSlowSubscribers)),
+                ("stalledSubscribersDisconnected", .unsigned(stats.stalledSubscribersDisconnected)),
+                ("memoryLimitResets", .unsigned(stats.memoryLimitResets)), ("endOfStreamReplays", .unsigned(stats.endOfStreamReplays)),
+                ("connections", .integer(Int64(stats.connections))), ("peakConnections", .integer(Int64(stats.peakConnections))),
+                ("acceptFailures", .unsigned(stats.acceptFailures)), ("forwardingErrors", .unsigned(stats.forwardingErrors)),
+                ("foreignPublisherIDFrames", .unsigned(stats.foreignPublisherIDFrames)),
+                ("curve", .bool(secured)),
+                ("publisherAuthentication", authentication(stats.publisherAuthentication)),
+                ("subscriberAuthentication", authentication(stats.subscriberAuthentication)),
+            ])
+    }
+
+    /// Logs the counters (info) while the broker runs: every `--stats` seconds, and when it is
+    /// stuck. Text lines carry the prose alone, JSON lines the counters as numeric fields too.
+    static func report(_ label: String, _ stats: BrokerStatistics, secured: Bool, logger: Logger) {
+        logSummary(summary(label, stats, secured: secured), level: .info, logger: logger)
     }
 }
 
@@ -321,6 +314,8 @@ struct BrokerCommand: AsyncParsableCommand {
 struct BrokerCommandService: Service {
     let broker: Broker
     let statsInterval: Double
+    /// How the final summary is written (`--format`, else as the log).
+    let summaryFormat: CommandSummary.Format
     /// Whether CURVE is on (the reports then include the authentication counters).
     let secured: Bool
     let logger: Logger
@@ -346,7 +341,8 @@ struct BrokerCommandService: Service {
         }
         let final = await broker.stop()
         grace.cancel()
-        BrokerCommand.report("stopped", final, secured: secured, logger: logger)
+        // Not a log line: the summary, the last line on stderr (docs/command-line.md).
+        BrokerCommand.summary("stopped", final, secured: secured).write(summaryFormat)
     }
 
     /// How long an orderly stop may take before the broker exits without it (status 70).

@@ -27,6 +27,7 @@ struct LoggingOptions: ParsableArguments {
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension LogFormat: ExpressibleByArgument {}
+extension CommandSummary.Format: ExpressibleByArgument {}
 
 /// The process's loggers: one per command, labelled as its lines start (`nbus broker`).
 enum CommandLog {
@@ -48,6 +49,9 @@ enum CommandLog {
 
     /// The level in force.
     static var level: Logger.Level { settings.withLock { $0.level } }
+
+    /// The log format in force.
+    static var format: LogFormat { settings.withLock { $0.format } }
 
     /// The logger of `command` (`broker`, `publish`...): its lines read `nbus broker: ...`.
     static func logger(_ command: String) -> Logger {
@@ -133,4 +137,35 @@ func logLine(_ level: Logger.Level, _ command: String, _ text: String) {
     let prefix = "nbus \(command): "
     let message = text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : text
     CommandLog.logger(command).log(level: level, "\(message)")
+}
+
+/// Logs `summary` at `level`: text lines carry its prose alone (each number once), JSON lines the
+/// prose as `message` and every field beside it, numbers as numbers.
+func logSummary(_ summary: CommandSummary, level: Logger.Level, logger: Logger) {
+    log(summary.text, level: level, fields: summary.fields, logger: logger)
+}
+
+/// Logs `text` at `level` with `fields` in JSON lines only: in text lines the prose already says
+/// them, and a reader should not meet each value twice.
+func log(_ text: String, level: Logger.Level, fields: [(String, CommandSummary.Value)], logger: Logger) {
+    guard CommandLog.format == .json else {
+        logger.log(level: level, "\(text)")
+        return
+    }
+    logger.log(level: level, "\(text)", metadata: Logger.Metadata(uniqueKeysWithValues: fields.map { ($0.0, $0.1.metadataValue) }))
+}
+
+extension CommandSummary.Value {
+    /// The value as a log field: numbers stay numbers in JSON lines (`BusLogHandler`).
+    var metadataValue: Logger.Metadata.Value {
+        switch self {
+        case .integer(let value): .stringConvertible(value)
+        case .unsigned(let value): .stringConvertible(value)
+        case .number(let value): .stringConvertible(value)
+        case .bool(let value): .stringConvertible(value)
+        case .string(let text): .string(text)
+        case .object(let fields): .dictionary(Logger.Metadata(uniqueKeysWithValues: fields.map { ($0.0, $0.1.metadataValue) }))
+        case .array(let values): .array(values.map(\.metadataValue))
+        }
+    }
 }

@@ -9,40 +9,13 @@ struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Post notifications named NAME.",
         discussion: """
-            By default it first waits (up to --timeout) until --subscribers matching subscriptions \
-            have reached it, through a broker too, so nothing is lost to ZeroMQ's slow joiner; \
-            --no-wait sends at once. The payload may contain {n}, replaced by the notification's \
-            number (1-based).
-            With --lines, every line of standard input becomes one notification \
-            (`tail -F app.log | nbus publish logs.app --lines`): a line ends at \\n (a \\r before \
-            it is removed too) and its bytes are sent unchanged, UTF-8 or not. A line over the \
-            maximum payload (1 MiB) is skipped with a message and counted.
-            With --lines --input json, each line is an object in the shape `nbus subscribe \
-            --format json` prints: {"name": ..., "headers": {...}, "payload": "..."} or \
-            "payloadBase64": "...", and "contentType"; everything is optional, NAME is the name \
-            of lines without one, publisherID/sequence/timestamp are ignored. The wait is for \
-            subscribers of the first valid line's name (it is read first); later lines with \
-            other names are sent without waiting. A line that is not such an object, has an \
-            unknown key, or cannot be sent is skipped with `line N: <reason>, skipped` on stderr.
-            With --curve-secret it talks CURVE: with --connect, to the server whose public key is \
-            --curve-server-key (a broker started with --curve-secret); with --bind, as a server \
-            admitting only the subscriber keys in --allow-subscribers. See `nbus keygen`.
-            On SIGINT or SIGTERM it stops posting, closes (flushing what is queued and sending its \
-            end-of-stream record, within --close-timeout), prints its summary and exits as if done; \
-            a second signal exits at once with 128 + the signal number.
-
-            Exit status: 0 sent (with --no-wait also when no subscriber wanted them: counted as \
-            unwanted, with a warning), 1 unsent notifications or another failure, 2 no subscriber in time, \
-            an unusable endpoint or key file, a key the server refused or a handshake that never \
-            completed (with --no-wait too: nothing sent and no connection up at close, it waits up \
-            to 2 s for the verdict), or skipped input lines, 64 bad arguments (checked before \
-            connecting).
+            Exit status and the details: docs/command-line.md (share/doc/nbus/ when installed).
             """)
 
     @Argument(help: "The notification name, e.g. orders.created (with --lines --input json: for lines without a name).")
     var name: String
 
-    @Argument(help: "The payload text (default: empty). Not with --lines.")
+    @Argument(help: "The payload text (default: empty); {n} in it becomes the notification's number (1-based). Not with --lines.")
     var payload: String?
 
     @Option(name: .shortAndLong, parsing: .unconditional, help: "How many notifications to post (default: 1). Not with --lines.")
@@ -61,6 +34,11 @@ struct Publish: AsyncParsableCommand {
 
     @Option(help: ArgumentHelp("Content type: unspecified, text, json, cbor, msgpack, protobuf, or a code 0-255.", valueName: "type"))
     var contentType: String = "unspecified"
+
+    @Option(help: ArgumentHelp(
+        "The summary on stderr: text (one line) or json (one object; the default with --log-format json).",
+        valueName: "format"))
+    var format: CommandSummary.Format?
 
     @Flag(help: "Read notifications from standard input, one per line.")
     var lines = false
@@ -209,12 +187,7 @@ struct Publish: AsyncParsableCommand {
 
     /// A content type by name (`json`) or code (`2`), as --content-type and a JSON line's `contentType` take it.
     static func contentType(named text: String) -> ContentType? {
-        let named: [String: ContentType] = [
-            "unspecified": .unspecified, "text": .text, "json": .json, "cbor": .cbor, "msgpack": .msgpack,
-            "protobuf": .protobuf,
-        ]
-        if let type = named[text] { return type }
-        return UInt8(text).map(ContentType.init(rawValue:))
+        ContentType(name: text)
     }
 
     func parsedContentType() throws -> ContentType {
@@ -425,6 +398,46 @@ struct Publish: AsyncParsableCommand {
         }
     }
 
+    /// How the summary is written: `--format`, else JSON when the log is JSON.
+    var summaryFormat: CommandSummary.Format { CommandSummary.format(output: format, log: logging.logFormat) }
+
+    /// What a publisher did, once closed: the line and the fields of docs/command-line.md.
+    /// `skippedLines` is nil without --lines (the text then leaves it out; JSON says 0).
+    static func summary(_ stats: BusStats, skippedLines: Int?) -> CommandSummary {
+        var text = "posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
+        if let skippedLines { text += ", skipped \(skippedLines) malformed or unsendable line(s)" }
+        // Posts no subscription covered were never sent (filtered at this publisher). Those of a
+        // name sent before were wanted: their subscribers were out of reach (a broker restarting)
+        // or gone, and one still there counts them as lost: said as what happened to them.
+        let neverWanted = stats.unwanted &- stats.unwantedAfterSending
+        let afterLeaving = stats.unwantedAfterSending &- stats.unwantedWhileDisconnected
+        if neverWanted > 0 { text += ", unwanted \(neverWanted) (no subscriber)" }
+        if stats.unwantedWhileDisconnected > 0 {
+            text += ", lost \(stats.unwantedWhileDisconnected) while the broker was unreachable (its subscribers count them as gaps)"
+        }
+        if afterLeaving > 0 {
+            text += ", not sent \(afterLeaving) after their subscribers went (gone, or not back yet after a reconnection: one that returns counts them as gaps)"
+        }
+        if stats.pathsParked > 0 {
+            text += "; a broker refused sends \(stats.pathsParked) time(s): \(stats.pathDrops) notification(s) went through the others only"
+        }
+        if stats.endOfStreamUnacknowledged > 0 {
+            text += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
+        }
+        return CommandSummary(
+            command: "publish", text: text,
+            fields: [
+                ("posted", .unsigned(stats.posted)), ("sent", .unsigned(stats.sent)), ("unsent", .unsigned(stats.unsent)),
+                ("unwanted", .unsigned(stats.unwanted)), ("unwantedAfterSending", .unsigned(stats.unwantedAfterSending)),
+                ("unwantedWhileDisconnected", .unsigned(stats.unwantedWhileDisconnected)),
+                ("skippedLines", .integer(Int64(skippedLines ?? 0))),
+                ("framesSent", .unsigned(stats.framesSent)),
+                ("pathsParked", .unsigned(stats.pathsParked)), ("pathDrops", .unsigned(stats.pathDrops)),
+                ("endOfStreamUnacknowledged", .unsigned(stats.endOfStreamUnacknowledged)),
+                ("handshakesRefused", .unsigned(stats.handshakesRefused)), ("handshakesFailed", .unsigned(stats.handshakesFailed)),
+            ])
+    }
+
     /// The longest JSON line read: room for a payload of the maximum size written as JSON escapes.
     static let maximumJSONLineBytes = 6 * maximumPayload + 65_536
 
@@ -511,31 +524,9 @@ struct PublishService: Service {
             logLine(.error, "publish", refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
             throw ExitCode(2)
         }
-        var summary = "nbus publish: posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
-        if command.lines { summary += ", skipped \(skipped) malformed or unsendable line(s)" }
-        // Posts no subscription covered were never sent (filtered at this publisher). Those of a
-        // name sent before were wanted: their subscribers were out of reach (a broker restarting)
-        // or gone, and one still there counts them as lost: said as what happened to them.
-        let neverWanted = stats.unwanted &- stats.unwantedAfterSending
-        let afterLeaving = stats.unwantedAfterSending &- stats.unwantedWhileDisconnected
-        if neverWanted > 0 { summary += ", unwanted \(neverWanted) (no subscriber)" }
-        if stats.unwantedWhileDisconnected > 0 {
-            summary += ", lost \(stats.unwantedWhileDisconnected) while the broker was unreachable (its subscribers count them as gaps)"
-        }
-        if afterLeaving > 0 {
-            summary += ", not sent \(afterLeaving) after their subscribers went (gone, or not back yet after a reconnection: one that returns counts them as gaps)"
-        }
-        if stats.pathsParked > 0 {
-            summary += "; a broker refused sends \(stats.pathsParked) time(s): \(stats.pathDrops) notification(s) went through the others only"
-        }
-        if stats.endOfStreamUnacknowledged > 0 {
-            summary += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
-        }
         // Nothing at all went out because nobody wanted it (--no-wait with no subscriber yet): a
         // warning, so a summary of a run that reached nobody does not read like success.
         let reachedNobody = stats.posted > 0 && stats.sent == 0 && stats.unwanted == stats.posted && stats.unwantedAfterSending == 0
-        let lostSome = stats.unwantedAfterSending > 0
-        logLine(stats.unsent > 0 || reachedNobody || lostSome || stats.endOfStreamUnacknowledged > 0 ? .warning : .info, "publish", summary)
         if stats.endOfStreamUnacknowledged > 0 {
             // The end of stream is how a subscriber learns of a lost tail: one that never got it
             // (its broker dropped or frozen at the end, or it left first) may not know what it missed.
@@ -549,6 +540,8 @@ struct PublishService: Service {
                 .warning, "publish",
                 "nbus publish: nothing was sent: no subscriber of \(name) had reached this publisher (--no-wait does not wait for one; without it, publish waits up to --timeout)\(nobodyThere)")
         }
+        // The summary last, after the warnings: a script reads the last line of stderr.
+        Publish.summary(stats, skippedLines: command.lines ? skipped : nil).write(command.summaryFormat)
         if stats.unsent > 0 { throw ExitCode(1) }
         if skipped > 0 { throw ExitCode(2) }
     }

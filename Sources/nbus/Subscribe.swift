@@ -10,30 +10,7 @@ struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the notifications whose names match PATTERN..., then a loss summary.",
         discussion: """
-            Patterns: exact `orders.created`, one token `orders.*.eu`, the rest `orders.>`. \
-            Notifications go to standard output, one per line (text or JSON); lost ones appear \
-            in-band as gap lines ("! gap(...)" or {"gap": ...}). A notification that several \
-            patterns match is printed once. In text lines a payload or header with control \
-            characters (a newline, an escape) is printed quoted, with JSON escapes, and a payload \
-            that is not UTF-8 as base64:...; JSON lines carry such a payload as payloadBase64. \
-            The summary ("printed N; lost upstream ..., dropped locally ..."), with every loss by \
-            cause, goes to standard error. Runs until --count notifications arrived, or until \
-            SIGINT/SIGTERM: then it stops reading, prints what it had already received, the summary, \
-            and exits 0; a second signal exits at once with 128 + the signal number.
-
-            Limits on what it accepts (NBP/1): a name of at most 255 bytes, at most --max-headers \
-            headers (NBP/1 allows 32), a header map of at most 4096 bytes, keys of at most 64 \
-            bytes, values of at most 1024 bytes, a payload of at most --max-payload bytes, one \
-            ZeroMQ frame per message. A message beyond any limit, or malformed, is dropped and \
-            counted by reason ("rejected malformed" in the summary; by reason with --stats); \
-            nothing a peer sends stops the subscriber.
-
-            With --curve-secret it talks CURVE: with --connect, to the server whose public key is \
-            --curve-server-key (a broker started with --curve-secret); with --bind, as a server \
-            admitting only the publisher keys in --allow-publishers. See `nbus keygen`.
-
-            Exit status: 0 done, 1 --count not reached before --timeout, 2 unusable endpoint or key \
-            file, or a key the server refused, 64 bad arguments.
+            Exit status and the details: docs/command-line.md (share/doc/nbus/ when installed).
             """)
 
     @Argument(help: "One or more patterns.")
@@ -42,8 +19,10 @@ struct Subscribe: AsyncParsableCommand {
     @Option(name: .shortAndLong, parsing: .unconditional, help: "Stop after this many notifications (over all patterns).")
     var count: Int?
 
-    @Option(help: ArgumentHelp("Output format: text or json.", valueName: "format"))
-    var format: Format = .text
+    @Option(help: ArgumentHelp(
+        "Notifications on stdout and the summary on stderr as text (default) or json (one object per line).",
+        valueName: "format"))
+    var format: Format?
 
     @Flag(help: "Print per-subscription and bus counters in the summary.")
     var stats = false
@@ -67,7 +46,9 @@ struct Subscribe: AsyncParsableCommand {
         valueName: "MiB"))
     var maxMemory: Int = 4_096
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("Most headers accepted per notification (0-32).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "Most headers accepted per notification (0-32). NBP/1's other limits: names 255 bytes, header maps 4096 bytes, keys 64 bytes, values 1024 bytes; a message beyond any is dropped and counted by reason.",
+        valueName: "n"))
     var maxHeaders: Int = WireFormat.maximumHeaderCount
 
     @OptionGroup var curve: CurveOptions
@@ -196,43 +177,87 @@ struct Subscribe: AsyncParsableCommand {
         bus.rejectedBatchNotifications == 0 ? "" : " (\(bus.rejectedBatchNotifications) notifications in rejected batches)"
     }
 
+    /// How the summary is written: `--format`, else JSON when the log is JSON.
+    var summaryFormat: CommandSummary.Format {
+        CommandSummary.format(output: format.map { $0 == .json ? .json : .text }, log: logging.logFormat)
+    }
+
+    /// What a subscriber did, once closed: the line and the fields of docs/command-line.md. With
+    /// --stats the JSON object holds the details too; the text has them in lines of their own
+    /// (`statsLines`), written before it.
     /// `tailUnknown`: the subscriber stopped (a signal, --timeout) before --count, so a stream it
     /// still tracks (no end of stream came) may have lost its tail uncounted.
-    func printSummary(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats, tailUnknown: Bool = false) {
+    func summary(
+        printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats, tailUnknown: Bool = false
+    ) -> CommandSummary {
         // Upstream loss from the bus: counted once per lost message, however many patterns match
         // its name (each of their subscriptions sees the gap). Local drops are per buffer.
         let lost = bus.lostUpstream
         let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
-        let logger = CommandLog.logger("subscribe")
-        var summary = "printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
+        var text = "printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
             + "rejected malformed \(bus.rejectedTotal)\(batchNote(bus))\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))"
             + (bus.duplicatesDiscarded > 0 ? ", duplicates discarded \(bus.duplicatesDiscarded)" : "")
         // A bound subscriber's memory guard dropped every connection: what was in flight then is
         // lost (counted as gaps where a later notification shows them).
         if bus.memoryLimitResets > 0 {
-            summary += ", memory resets \(bus.memoryLimitResets) (over --max-memory \(maxMemory) MiB: every connection dropped)"
+            text += ", memory resets \(bus.memoryLimitResets) (over --max-memory \(maxMemory) MiB: every connection dropped)"
         }
         // NBP-1 §8, §15.2: a gap shows only at a stream's next notification or its end-of-stream
         // record. A stream without either (a publisher still running, or one that finished while
         // its broker was frozen or unreachable, or was killed) may have lost its tail uncounted.
-        if tailUnknown && bus.trackedStreams > 0 {
-            summary += "; tail unknown for \(bus.trackedStreams) stream(s): no end of stream came from their publisher "
+        let tailUnknownStreams = tailUnknown ? bus.trackedStreams : 0
+        if tailUnknownStreams > 0 {
+            text += "; tail unknown for \(tailUnknownStreams) stream(s): no end of stream came from their publisher "
                 + "(still running, or it closed while its broker was frozen or unreachable): what it sent after the last "
                 + "notification printed is not counted here"
         }
-        logger.info(
-            "\(summary)",
-            metadata: ["printed": "\(printed)", "lostUpstream": "\(lost)", "droppedLocally": "\(dropped)",
-                "rejected": "\(bus.rejectedTotal)", "memoryResets": "\(bus.memoryLimitResets)",
-                "tailUnknownStreams": "\(tailUnknown ? bus.trackedStreams : 0)",
-                "duplicatesDiscarded": "\(bus.duplicatesDiscarded)"])
-        guard stats else { return }
-        for (pattern, stats) in perPattern { logger.info("\(pattern): \(stats)") }
-        logger.info(
-            "bus: framesReceived=\(bus.framesReceived) notificationsReceived=\(bus.notificationsReceived) unmatched=\(bus.unmatched) lostUpstream=\(bus.lostUpstream) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten) memoryLimitResets=\(bus.memoryLimitResets)")
-        for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
-            logger.info("rejected \(reason): \(count)")
+        var fields: [(String, CommandSummary.Value)] = [
+            ("printed", .integer(Int64(printed))), ("lostUpstream", .unsigned(lost)), ("droppedLocally", .unsigned(dropped)),
+            ("rejectedMalformed", .unsigned(bus.rejectedTotal)),
+            ("rejectedBatchNotifications", .unsigned(bus.rejectedBatchNotifications)),
+            ("handshakesRefused", .unsigned(bus.handshakesRefused)), ("handshakesFailed", .unsigned(bus.handshakesFailed)),
+            ("duplicatesDiscarded", .unsigned(bus.duplicatesDiscarded)), ("memoryResets", .unsigned(bus.memoryLimitResets)),
+            ("tailUnknownStreams", .integer(Int64(tailUnknownStreams))),
+        ]
+        if stats {
+            fields.append(("patterns", .array(perPattern.map { pattern, stats in
+                .object([
+                    ("pattern", .string(pattern)), ("received", .unsigned(stats.received)),
+                    ("delivered", .unsigned(stats.delivered)), ("filteredOut", .unsigned(stats.filteredOut)),
+                    ("lostUpstream", .unsigned(stats.lostUpstream)), ("droppedLocalBuffer", .unsigned(stats.droppedLocalBuffer)),
+                    ("discardedAtEnd", .unsigned(stats.discardedAtEnd)), ("buffered", .unsigned(stats.buffered)),
+                ])
+            })))
+            fields.append(("bus", .object([
+                ("framesReceived", .unsigned(bus.framesReceived)), ("notificationsReceived", .unsigned(bus.notificationsReceived)),
+                ("unmatched", .unsigned(bus.unmatched)), ("trackedStreams", .integer(Int64(bus.trackedStreams))),
+                ("streamsForgotten", .unsigned(bus.streamsForgotten)),
+            ])))
+            fields.append(("rejected", .object(bus.rejected.sorted { $0.key < $1.key }.map { ("\($0.key)", .unsigned($0.value)) })))
         }
+        return CommandSummary(command: "subscribe", text: text, fields: fields)
+    }
+
+    /// With --stats and a text summary: the details, one plain line each (the summary line's
+    /// own numbers not repeated), written before it.
+    func statsLines(perPattern: [(String, SubscriptionStats)], bus: BusStats) -> [String] {
+        guard stats else { return [] }
+        var lines = perPattern.map { pattern, stats in "nbus subscribe: \(pattern): \(stats)" }
+        lines.append(
+            "nbus subscribe: bus: framesReceived=\(bus.framesReceived) notificationsReceived=\(bus.notificationsReceived) unmatched=\(bus.unmatched) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
+        for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
+            lines.append("nbus subscribe: rejected \(reason): \(count)")
+        }
+        return lines
+    }
+
+    /// Writes the summary (and, in text, the --stats lines before it) on stderr.
+    func printSummary(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats, tailUnknown: Bool = false) {
+        let format = summaryFormat
+        if format == .text {
+            for line in statsLines(perPattern: perPattern, bus: bus) { LogSink.standardError.write(line + "\n") }
+        }
+        summary(printed: printed, perPattern: perPattern, bus: bus, tailUnknown: tailUnknown).write(format)
     }
 }
 
@@ -358,16 +383,18 @@ struct SubscribeService: Service {
 
         let perPattern = zip(command.patterns, streams).map { ($0, $1.stats) }
         let busStats = await bus.close()
+        // Why it failed first, the summary last: a script reads the last line of stderr.
+        var failure: ExitCode?
+        if ending == .refused {
+            logLine(.error, "subscribe", refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve, stats: busStats))
+            failure = ExitCode(2)
+        } else if let target = command.count, printer.count < target, ending == .timedOut {
+            CommandLog.logger("subscribe").error("printed \(printer.count) of \(target) before the \(command.timeout ?? 0) s timeout")
+            failure = ExitCode(1)
+        }
         command.printSummary(
             printed: printer.count, perPattern: perPattern, bus: busStats,
             tailUnknown: ending == .signalled || ending == .timedOut)
-        if ending == .refused {
-            logLine(.error, "subscribe", refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve, stats: busStats))
-            throw ExitCode(2)
-        }
-        if let target = command.count, printer.count < target, ending == .timedOut {
-            CommandLog.logger("subscribe").error("printed \(printer.count) of \(target) before the \(command.timeout ?? 0) s timeout")
-            throw ExitCode(1)
-        }
+        if let failure { throw failure }
     }
 }

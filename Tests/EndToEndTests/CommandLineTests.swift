@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import Testing
 
@@ -16,5 +19,179 @@ struct CommandLineTests {
             #expect(output.stderrText.contains("patterns, to subscribe with"), "\(output.stderrText)")
             #expect(!output.stderrText.contains("whole tokens"), "\(output.stderrText)")
         }
+    }
+
+    /// The repository's docs/command-line.md.
+    static let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("docs/command-line.md")
+
+    /// The field names of the table after `<!-- fields: NAME -->` in docs/command-line.md: every
+    /// backquoted name in the first column (a row may list several).
+    static func documentedFields(_ name: String) throws -> Set<String> {
+        let text = try String(contentsOf: document, encoding: .utf8)
+        let marker = try #require(text.range(of: "<!-- fields: \(name) -->"), "no table '\(name)' in docs/command-line.md")
+        var fields = Set<String>()
+        var inTable = false
+        for line in text[marker.upperBound...].split(separator: "\n", omittingEmptySubsequences: false).dropFirst() {
+            guard line.hasPrefix("|") else {
+                if inTable { break } else { continue }
+            }
+            inTable = true
+            let first = line.split(separator: "|", omittingEmptySubsequences: true).first ?? ""
+            for match in first.matches(of: /`([A-Za-z0-9]+)`/) { fields.insert(String(match.output.1)) }
+        }
+        try #require(!fields.isEmpty, "table '\(name)' lists no field")
+        return fields
+    }
+
+    /// The keys of `object`.
+    static func keys(_ object: [String: Any]?) -> Set<String> { Set(object?.keys.map { $0 } ?? []) }
+
+    @Test("JSON lines: time is the RFC 3339 form of timestamp, contentType a name; every field documented")
+    func notificationLines() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("n.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "n.>", "--connect", endpoint, "--count", "2", "--timeout", "30", "--format", "json"])
+        let named = try children.start(
+            "publisher json", ["publish", "n.a", "x", "--content-type", "json", "--bind", endpoint, "--timeout", "30"])
+        expectExit(await named.waitForExit(), 0, named)
+        let coded = try children.start(
+            "publisher 200", ["publish", "n.b", "y", "--content-type", "200", "--bind", endpoint, "--timeout", "30"])
+        expectExit(await coded.waitForExit(), 0, coded)
+        expectExit(await subscriber.waitForExit(), 0, subscriber)
+        let lines = subscriber.output.stdoutLines
+        try #require(lines.count == 2, "\(subscriber.describe())")
+        let documented = try Self.documentedFields("notification")
+        var types: [String] = []
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            #expect(Self.keys(object).isSubset(of: documented), "undocumented: \(Self.keys(object).subtracting(documented))")
+            #expect(documented.subtracting(Self.keys(object)) == ["payloadBase64"], "missing: \(documented.subtracting(Self.keys(object)))")
+            types.append(object["contentType"] as? String ?? "?")
+            // The integer read from the text (a Double would lose its last digits), and its time.
+            let digits = try #require(line.firstMatch(of: /"timestamp":(\d+)/)?.output.1, "\(line)")
+            let timestamp = try #require(UInt64(digits))
+            var seconds = time_t(timestamp / 1_000_000_000)
+            var parts = tm()
+            gmtime_r(&seconds, &parts)
+            let expected = String(
+                format: "%04d-%02d-%02dT%02d:%02d:%02d.%09lluZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                parts.tm_hour, parts.tm_min, parts.tm_sec, timestamp % 1_000_000_000)
+            #expect(object["time"] as? String == expected, "\(line)")
+        }
+        #expect(types.sorted() == ["200", "json"], "\(lines)")
+    }
+
+    @Test("summaries: one JSON object, the last line of stderr, with exactly the documented fields; text without a timestamp")
+    func summaries() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (broker, frontend, backend) = try await children.startBroker(["--format", "json"])
+        let subscriber = try children.start(
+            "subscriber",
+            ["subscribe", "s.>", "--connect", backend, "--count", "3", "--timeout", "30", "--format", "json", "--stats"])
+        let publisher = try children.start(
+            "publisher", ["publish", "s.x", "p{n}", "--count", "3", "--connect", frontend, "--timeout", "30", "--format", "json"])
+        let published = await publisher.waitForExit()
+        expectExit(published, 0, publisher)
+        let subscribed = await subscriber.waitForExit()
+        expectExit(subscribed, 0, subscriber)
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+
+        for (output, command, tables) in [
+            (published, "publish", ["publish"]), (subscribed, "subscribe", ["subscribe", "subscribe-stats"]),
+            (stopped, "broker", ["broker"]),
+        ] {
+            let last = output?.stderrText.split(separator: "\n").last.map(String.init) ?? ""
+            let object = try #require(
+                try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], "not a JSON last line: \(last)")
+            #expect(object["summary"] as? String == command, "\(last)")
+            let documented = try tables.reduce(into: Set<String>()) { $0.formUnion(try Self.documentedFields($1)) }
+            #expect(Self.keys(object) == documented, "\(command): undocumented \(Self.keys(object).subtracting(documented)), missing \(documented.subtracting(Self.keys(object)))")
+            // No number given twice as text: every count is a JSON number.
+            for key in Self.keys(object) where !["summary", "patterns", "bus", "rejected", "publisherAuthentication", "subscriberAuthentication", "curve"].contains(key) {
+                #expect(object[key] is NSNumber, "\(command).\(key) is not a number: \(last)")
+            }
+        }
+        #expect(summaryCounts(published?.stderrText, "publish", "posted", "sent", "unsent") == [3, 3, 0])
+        #expect(summaryCounts(subscribed?.stderrText, "subscribe", "printed", "lostUpstream", "droppedLocally") == [3, 0, 0])
+        let patterns = summaryObject(subscribed?.stderrText, "subscribe")?["patterns"] as? [[String: Any]]
+        #expect(patterns?.first?["pattern"] as? String == "s.>" && (patterns?.first?["delivered"] as? NSNumber)?.intValue == 3)
+        #expect((summaryCounts(stopped?.stderrText, "broker", "notificationsFromPublishers")?.first ?? 0) >= 3)
+
+        // Text: the plain line for people, last, no timestamp or level, each number once.
+        let endpoint = children.folder.ipc("t.sock")
+        let plain = try #require(
+            try await children.run("plain", ["publish", "t.x", "--count", "2", "--no-wait", "--bind", endpoint, "--log-level", "error"]))
+        #expect(plain.stderrText == "nbus publish: posted 2, sent 0, unsent 0, unwanted 2 (no subscriber)\n", "\(plain.stderrText)")
+    }
+
+    @Test("--log-format json: numeric log fields are JSON numbers, and the broker's text lines say each number once")
+    func logFieldNumbers() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (jsonBroker, _, _) = try await children.startBroker(["--log-format", "json"])
+        #expect(await jsonBroker.waitForStderr(containing: "open files limit"), "\(jsonBroker.describe())")
+        let line = jsonBroker.output.stderrText.split(separator: "\n").first { $0.contains("open files limit") } ?? ""
+        let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+        #expect(object?["openFiles"] is NSNumber && !(object?["openFiles"] is String), "\(line)")
+        jsonBroker.signal(SIGTERM)
+        expectExit(await jsonBroker.waitForExit(), 0, jsonBroker)
+
+        let textChildren = try Children()
+        defer { textChildren.killAll() }
+        let (textBroker, _, _) = try await textChildren.startBroker()
+        #expect(await textBroker.waitForStderr(containing: "open files limit"), "\(textBroker.describe())")
+        let text = textBroker.output.stderrText.split(separator: "\n").first { $0.contains("open files limit") } ?? ""
+        #expect(!text.contains("openFiles="), "\(text)")
+        textBroker.signal(SIGTERM)
+        expectExit(await textBroker.waitForExit(), 0, textBroker)
+    }
+
+    @Test("--help of broker, publish and subscribe: the usage within the first lines, options next; -h and -V")
+    func helpLayout() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        for command in ["broker", "publish", "subscribe"] {
+            for flag in ["--help", "-h"] {
+                let output = try #require(try await children.run("help", [command, flag]))
+                #expect(output.status == 0)
+                let lines = output.stdoutLines
+                let usage = lines.firstIndex { $0.hasPrefix("USAGE: nbus \(command)") }
+                #expect(usage != nil && usage! <= 6, "\(command) \(flag): USAGE at line \(usage ?? -1):\n\(output.stdoutText)")
+                #expect(output.stdoutText.contains("docs/command-line.md"), "\(command) \(flag)")
+                #expect(output.stdoutText.contains("--format <format>"), "\(command) \(flag) lacks --format")
+            }
+        }
+        for flag in ["-V", "--version"] {
+            let version = try #require(try await children.run("version", [flag]))
+            #expect(version.status == 0 && version.stdoutLines.count == 1 && version.stdoutText.first?.isNumber == true, "\(version.stdoutText)")
+        }
+        // One spelling for JSON output: the benchmarks' --json is hidden, --format shown.
+        for command in [["bench", "throughput"], ["bench", "overload"], ["bench", "filter"], ["bench", "views"], ["bench", "sweep"]] {
+            let output = try #require(try await children.run("help", command + ["--help"]))
+            #expect(output.stdoutText.contains("--format <format>") && !output.stdoutText.contains("--json"), "\(command)")
+        }
+    }
+
+    @Test("the JSON summary snippet of docs/command-line.md runs as written", .enabled(if: findTool("jq") != nil, "jq is not installed"))
+    func summarySnippet() async throws {
+        let text = try String(contentsOf: Self.document, encoding: .utf8)
+        let start = try #require(text.range(of: "```sh\n"))
+        let end = try #require(text.range(of: "\n```", range: start.upperBound..<text.endIndex))
+        let snippet = String(text[start.upperBound..<end.lowerBound])
+        #expect(snippet.hasPrefix("nbus publish "))
+        let nbus = try NBusBinary.url().path
+        let bash = try #require(findTool("bash"))
+        let children = try Children()
+        defer { children.killAll() }
+        let shell = try children.start("snippet", command: bash, ["-c", "set -o pipefail; " + snippet.replacingOccurrences(of: "nbus ", with: nbus + " ")])
+        let output = await shell.waitForExit()
+        expectExit(output, 0, shell)
+        #expect(output?.stdoutText == "1\n", "\(shell.describe())")
     }
 }

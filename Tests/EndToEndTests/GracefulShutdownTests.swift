@@ -38,7 +38,7 @@ struct GracefulShutdownTests {
         #expect(parsed.other.isEmpty, "gap or unparsable lines: \(parsed.other.prefix(3))")
         expectStream(parsed.notifications, name: "g.tick", count: posted, payloadPrefix: "g", at: "subscriber")
         #expect(
-            subscribed?.stderrText.contains("printed \(posted); lost upstream 0, dropped locally 0") == true,
+            summaryCounts(subscribed?.stderrText, "subscribe", "printed", "lostUpstream", "droppedLocally") == [posted, 0, 0],
             "\(subscriber.describe())")
     }
 
@@ -54,7 +54,7 @@ struct GracefulShutdownTests {
 
         broker.signal(signal)
         expectExit(await broker.waitForExit(), 0, broker)
-        let stopped = broker.output.stderrText.split(separator: "\n").map(String.init).first { $0.contains("broker stopped:") }
+        let stopped = broker.output.stderrText.split(separator: "\n").map(String.init).first { $0.contains("nbus broker: stopped:") }
         let counters = try Regex(#"from publishers \d+ msgs \(\d+ B, (\d+) notifications\)"#)
         let forwarded = try stopped.flatMap { try counters.firstMatch(in: $0) }.flatMap { Int($0.output[1].substring ?? "") }
         #expect((forwarded ?? 0) >= 50, "\(broker.describe())")

@@ -126,11 +126,11 @@ struct HostileInputTests {
                 "--stats must be from 0.1 to 86400 seconds, got \(Double(interval) ?? 0) (or 0: only at exit)")
         }
         let broker = try children.start("broker", ["broker", "--stats", "0.1", "--frontend", frontend, "--backend", backend])
-        #expect(await broker.waitForStderr(containing: "broker stats:"), "\(broker.describe())")
+        #expect(await broker.waitForStderr(containing: "nbus broker: stats:"), "\(broker.describe())")
         broker.signal(SIGTERM)
         let stopped = await broker.waitForExit()
         expectExit(stopped, 0, broker)
-        #expect(stopped?.stderrText.contains("broker stopped:") == true, "\(broker.describe())")
+        #expect(stopped?.stderrText.contains("nbus broker: stopped:") == true, "\(broker.describe())")
     }
 
     // MARK: 11. inproc:// endpoints

@@ -303,7 +303,7 @@ struct HostilePeerTests {
         let stopped = await broker.waitForExit()
         expectExit(stopped, 0, broker)
         let report = try #require(
-            stopped?.stderrText.split(separator: "\n").first { $0.contains("broker stopped:") }, "\(broker.describe())")
+            stopped?.stderrText.split(separator: "\n").first { $0.contains("nbus broker: stopped:") }, "\(broker.describe())")
         // At least the notification (its end-of-stream record follows only while a subscriber
         // is still there: this one leaves after its one notification, and with it the broker's
         // subscription to the record).

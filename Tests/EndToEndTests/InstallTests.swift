@@ -26,7 +26,7 @@ struct InstallTests {
         #expect(help.status == 0 && help.output.contains("--subscriber-budget"), "\(help.output)")
         let bash = (try? String(contentsOfFile: base + "/share/bash-completion/completions/nbus", encoding: .utf8)) ?? ""
         #expect(bash.contains("broker") && bash.contains("subscribe"), "bash completion: \(bash.prefix(200))")
-        for file in ["/share/zsh/site-functions/_nbus", "/share/fish/vendor_completions.d/nbus.fish", "/share/doc/nbus/deployment.md"] {
+        for file in ["/share/zsh/site-functions/_nbus", "/share/fish/vendor_completions.d/nbus.fish", "/share/doc/nbus/deployment.md", "/share/doc/nbus/command-line.md"] {
             let attributes = try? FileManager.default.attributesOfItem(atPath: base + file)
             let size = (attributes?[.size] as? Int) ?? 0
             #expect(size > 0, "\(file) missing or empty")

@@ -214,9 +214,8 @@ struct MultiHostTests {
         #expect(fromAatA != nil && fromAatA == fromAatB, "publisher ids")
         for (subscriber, received) in [(subA, count), (subB, 2 * count)] {
             #expect(
-                subscriber.output.stderrText.contains(
-                    "nbus subscribe: printed \(received); lost upstream 0, dropped locally 0, rejected malformed 0"),
-                "\(subscriber.describe())")
+                summaryCounts(subscriber.output.stderrText, "subscribe", "printed", "lostUpstream", "droppedLocally", "rejectedMalformed")
+                    == [received, 0, 0, 0], "\(subscriber.describe())")
             let stats = try #require(patternStats(subscriber.output.stderrText, "orders.>"), "\(subscriber.describe())")
             #expect(stats["received"] == UInt64(received) && stats["delivered"] == UInt64(received), "\(stats)")
             #expect(stats["lostUpstream"] == 0 && stats["droppedLocalBuffer"] == 0, "\(stats)")
@@ -338,9 +337,8 @@ private struct Star {
         // Accounting: the summary line and the per-pattern counters.
         for (subscriber, received) in [(sub1, 2 * count), (sub2, count)] {
             #expect(
-                subscriber.output.stderrText.contains(
-                    "nbus subscribe: printed \(received); lost upstream 0, dropped locally 0, rejected malformed 0"),
-                "\(subscriber.describe())")
+                summaryCounts(subscriber.output.stderrText, "subscribe", "printed", "lostUpstream", "droppedLocally", "rejectedMalformed")
+                    == [received, 0, 0, 0], "\(subscriber.describe())")
         }
         let stats1 = try #require(patternStats(sub1.output.stderrText, "orders.>"), "\(sub1.describe())")
         let stats2 = try #require(patternStats(sub2.output.stderrText, "orders.*.eu"), "\(sub2.describe())")
@@ -388,32 +386,25 @@ private func startNbus(
     try children.start(label, command: network.ip, network.exec(on: host, [children.executable.path] + arguments))
 }
 
-/// The broker's "broker stopped: from publishers N msgs ... to subscribers M msgs" line, parsed.
+/// The broker's "nbus broker: stopped: from publishers N msgs ... to subscribers M msgs" line, parsed.
 private func stopBroker(_ broker: Child) async throws -> (line: String, fromPublishers: Int, toSubscribers: Int) {
     broker.signal(SIGINT)
     expectExit(await broker.waitForExit(), 0, broker)
     let stopped = try #require(
-        broker.output.stderrText.split(separator: "\n").map(String.init).first { $0.contains("broker stopped:") },
-        "no 'broker stopped:' line:\n\(broker.describe())")
+        broker.output.stderrText.split(separator: "\n").map(String.init).first { $0.contains("nbus broker: stopped:") },
+        "no 'nbus broker: stopped:' line:\n\(broker.describe())")
     // Notifications, not messages: a batch frame is one message (NBP-1 §2.3).
     let counters = try Regex(#"from publishers \d+ msgs \(\d+ B, (\d+) notifications\), to subscribers \d+ msgs \(\d+ B, (\d+) notifications\)"#)
     let match = try #require(try counters.firstMatch(in: stopped), "unexpected counters line: \(stopped)")
     return (stopped, Int(match.output[1].substring ?? "") ?? -1, Int(match.output[2].substring ?? "") ?? -1)
 }
 
-/// The counters `nbus subscribe --stats` prints for `pattern` ("  PATTERN: received=1 delivered=1 ...").
+/// The counters `nbus subscribe --stats --format json` gives `pattern` in its summary's `patterns`.
 private func patternStats(_ stderr: String, _ pattern: String) -> [String: UInt64]? {
-    // A log line: `TIMESTAMP info nbus subscribe: PATTERN: received=...`.
-    let prefix = "nbus subscribe: \(pattern): "
-    guard let found = stderr.split(separator: "\n").first(where: { $0.contains(prefix) }),
-        let start = found.range(of: prefix)
-    else { return nil }
-    let line = prefix + found[start.upperBound...]
+    let patterns = summaryObject(stderr, "subscribe")?["patterns"] as? [[String: Any]] ?? []
+    guard let found = patterns.first(where: { $0["pattern"] as? String == pattern }) else { return nil }
     var counters: [String: UInt64] = [:]
-    for field in line.dropFirst(prefix.count).split(separator: " ") {
-        let parts = field.split(separator: "=")
-        if parts.count == 2, let value = UInt64(parts[1]) { counters[String(parts[0])] = value }
-    }
+    for (key, value) in found { if let number = value as? NSNumber, key != "pattern" { counters[key] = number.uint64Value } }
     return counters
 }
 

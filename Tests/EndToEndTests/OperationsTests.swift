@@ -144,7 +144,7 @@ struct OperationsTests {
         broker.signal(SIGTERM)
         let stopped = await broker.waitForExit()
         #expect(stopped?.status == 0 && stopped?.bySignal == false, "\(broker.describe())")
-        #expect(stopped?.stderrText.contains("broker stopped:") == true)
+        #expect(stopped?.stderrText.contains("nbus broker: stopped:") == true)
     }
 
     @Test("a stopped subscriber's backlog shows on the broker's /metrics by its pid, and drains once it runs again")
@@ -432,23 +432,33 @@ struct OperationsTests {
         for text in [output.stderrText, publisher?.stderrText ?? ""] {
             let lines = text.split(separator: "\n")
             #expect(!lines.isEmpty)
-            for line in lines {
+            // Log lines, then the summary: a JSON object too, the last line, without a timestamp.
+            for line in lines.dropLast() {
                 let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
                 #expect(object?["timestamp"] is String && object?["level"] is String && object?["message"] is String, "\(line)")
             }
+            let last = try lines.last.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(last??["summary"] is String && last??["timestamp"] == nil, "\(text)")
         }
-        #expect(output.stderrText.contains(#""printed":"2""#) || output.stderrText.contains(#""printed":2"#), "\(output.stderrText)")
+        #expect(summaryCounts(output.stderrText, "subscribe", "printed") == [2], "\(output.stderrText)")
+        #expect(summaryCounts(publisher?.stderrText, "publish", "posted", "sent") == [2, 2], "\(publisher?.stderrText ?? "")")
     }
 
-    @Test("--log-level error drops the warnings a publish that reached nobody logs; text lines carry a timestamp and a level")
+    @Test("--log-level error drops the warnings a publish that reached nobody logs; log lines carry a timestamp and a level, the summary not")
     func logLevels() async throws {
         let children = try Children()
         defer { children.killAll() }
         let quiet = try await children.run("quiet", ["publish", "l.x", "--no-wait", "--connect", children.folder.ipc("none.sock"), "--log-level", "error"])
-        #expect(quiet?.status == 0 && quiet?.stderrText == "", "\(quiet?.stderrText ?? "")")
+        // The summary is not a log line: it stays, whatever the level.
+        #expect(
+            quiet?.status == 0 && quiet?.stderrText == "nbus publish: posted 1, sent 0, unsent 0, unwanted 1 (no subscriber)\n",
+            "\(quiet?.stderrText ?? "")")
         let loud = try await children.run("loud", ["publish", "l.x", "--no-wait", "--connect", children.folder.ipc("none.sock")])
-        let line = loud?.stderrText ?? ""
-        #expect(line.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z warning nbus publish: posted 1"#, options: .regularExpression) != nil, "\(line)")
+        let lines = (loud?.stderrText ?? "").split(separator: "\n").map(String.init)
+        #expect(
+            lines.first?.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z warning nbus publish: nothing was sent"#, options: .regularExpression)
+                != nil, "\(lines)")
+        #expect(lines.last == "nbus publish: posted 1, sent 0, unsent 0, unwanted 1 (no subscriber)", "\(lines)")
     }
 
     @Test("nbus --version prints the version; --generate-completion-script makes a bash script")

@@ -380,3 +380,22 @@ func peakMemoryKilobytes(of pid: Int32) -> Int? {
     }
     return nil
 }
+
+/// The summary `nbus COMMAND` wrote as one JSON object (with `--format json` or `--log-format
+/// json`): the last `{"summary":"COMMAND",...}` line of `stderr`, or nil.
+func summaryObject(_ stderr: String?, _ command: String) -> [String: Any]? {
+    for line in (stderr ?? "").split(separator: "\n").reversed() where line.hasPrefix("{\"summary\":") {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+            object["summary"] as? String == command
+        else { continue }
+        return object
+    }
+    return nil
+}
+
+/// The integer fields `keys` of `nbus COMMAND`'s JSON summary, in order (nil when it has none, -1
+/// for a field that is missing or not an integer): `[printed, lostUpstream] == [3, 0]`.
+func summaryCounts(_ stderr: String?, _ command: String, _ keys: String...) -> [Int]? {
+    guard let object = summaryObject(stderr, command) else { return nil }
+    return keys.map { (object[$0] as? NSNumber)?.intValue ?? -1 }
+}

@@ -338,9 +338,14 @@ def main():
         for (label, _, sources), child in zip(SUBSCRIBERS, subscribers):
             status = child.stop()
             text = child.stderr_text()
-            match = re.search(r"printed (\d+); lost upstream (\d+), dropped locally (\d+)", text)
-            received = int(match.group(1)) if match else -1
-            lost = int(match.group(2)) if match else -1
+            # With --format json the summary is the last stderr line, one JSON object.
+            match = None
+            for line in reversed(text.splitlines()):
+                if line.startswith('{"summary":"subscribe"'):
+                    match = json.loads(line)
+                    break
+            received = match["printed"] if match else -1
+            lost = match["lostUpstream"] if match else -1
             expected = sum(posted[source] for source in sources)
             checker = checkers[label]
             entry = {"exit": status, "expected": expected, "received": received, "lostUpstream": lost,
@@ -374,7 +379,7 @@ def main():
                     failures.append("%s: %s came from %s publisher ids" % (child.label, source, seen.get(source, 0)))
         broker_status = broker.stop()
         # The counters are logged (stderr); stdout carries only the endpoints banner.
-        if broker_status != 0 or "broker stopped:" not in broker.stderr_text():
+        if broker_status != 0 or "nbus broker: stopped:" not in broker.stderr_text():
             failures.append("broker: exit %s, %r" % (broker_status, broker.stderr_text()[-400:]))
 
         for child in children:

@@ -254,7 +254,11 @@ class ConformanceCase(unittest.TestCase):
         self.assertEqual(got["sequence"], sent.sequence, ctx)
         self.assertEqual(int(got["publisherID"], 16), sent.publisher_id, ctx)
         self.assertEqual(got["timestamp"], sent.timestamp, ctx)
-        self.assertEqual(got["contentType"], sent.content_type, ctx)
+        # `time` is `timestamp` as RFC 3339 text, every digit kept; contentType by name.
+        seconds, fraction = divmod(sent.timestamp, 10**9)
+        self.assertEqual(got["time"], time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + ".%09dZ" % fraction, ctx)
+        names = {0: "unspecified", 1: "text", 2: "json", 3: "cbor", 4: "msgpack", 5: "protobuf"}
+        self.assertEqual(got["contentType"], names.get(sent.content_type, str(sent.content_type)), ctx)
         self.assert_headers(got["headers"], sent.headers, where, ctx)
         self.assertEqual(payload_of(got), sent.payload, ctx)
 
@@ -271,9 +275,16 @@ class ConformanceCase(unittest.TestCase):
         return [x for x in lines if "gap" not in x], gaps
 
     def summary(self, err, program):
+        if program == "nbus subscribe":
+            # It runs with --format json --stats: its summary is the last line, one JSON object
+            # (docs/command-line.md), the rejections by reason in `rejected`.
+            line = err.rstrip("\n").rsplit("\n", 1)[-1]
+            self.assertTrue(line.startswith('{"summary":"subscribe"'), f"no summary from {program} in:\n{err}")
+            got = json.loads(line)
+            return got["printed"], got["lostUpstream"], collections.Counter(got.get("rejected", {}))
         m = re.search(rf"{re.escape(program)}: (?:printed|received) (\d+); lost upstream (\d+)", err)
         self.assertIsNotNone(m, f"no summary from {program} in:\n{err}")
-        # consumer.py indents its "rejected REASON: N" lines; nbus subscribe logs them, one log line each.
+        # consumer.py indents its "rejected REASON: N" lines.
         rejected = collections.Counter(
             {r: int(n) for r, n in re.findall(r"(?:^\s+|nbus subscribe: )rejected (\w+): (\d+)$", err, re.MULTILINE)})
         return int(m.group(1)), int(m.group(2)), rejected
@@ -383,7 +394,7 @@ class ForeignProducerToSwift(ConformanceCase):
             where = ["--bind", endpoint]
         argv = [*argv_prefix, name]
         argv += ["--payload-hex", "00ff80c0aefe0d0a"] if binary else ['{"order": {n}, "note": "ünïcode"}']
-        argv += ["--count", str(count), "--content-type", "2" if not binary else "200", "--print-frames",
+        argv += ["--count", str(count), "--content-type", "json" if not binary else "200", "--print-frames",  # a name, as nbus takes
                  "--timeout", str(TIMEOUT), *where]
         for key, value in self.HEADERS:
             argv += ["--header", f"{key}={value}"]
@@ -457,7 +468,7 @@ class SwiftProducerToPython(ConformanceCase):
         for number, g in enumerate(got, 1):
             self.assertEqual(g["name"], "reverse.orders.eu")
             self.assertEqual(g["headers"], {"tenant": "acmé", "trace": "t-1", "empty": ""})
-            self.assertEqual(g["contentType"], 2)
+            self.assertEqual(g["contentType"], "json")
             self.assertEqual(payload_of(g), f"order {number} · ünïcode".encode())
             self.assertTrue(before - 10**9 <= g["timestamp"] <= after + 10**9, g["timestamp"])
         self.assertEqual(self.summary(err, "consumer.py"), (count, 0, collections.Counter()))
