@@ -47,7 +47,10 @@ struct SVGBarChart {
         let plotHeight = SVGFrame.height - top - bottom
         let totals = values.flatMap { $0.map { $0.reduce(0, +) } }
         let axis = ChartAxis(values: totals, logScale: logScale)
-        let y: (Double) -> Double = { top + plotHeight * (1 - axis.position($0)) }
+        // Room above the top of the scale for the value over a bar that reaches it: without it
+        // that value was drawn down inside its bar, over its neighbours' (issue 27.13).
+        let headroom = Self.valueHeadroom
+        let y: (Double) -> Double = { top + headroom + (plotHeight - headroom) * (1 - axis.position($0)) }
 
         var out = SVGFrame.open(title: title, unit: unit + (logScale ? " (log scale)" : ""))
         for tick in axis.ticks {
@@ -79,7 +82,7 @@ struct SVGBarChart {
                 let text = format(total)
                 let size = TextWidth.fitting([text], width: barWidth, size: 9)
                 if size >= 6 {
-                    out += ##"<text x="\##(Self.n(x + barWidth / 2))" y="\##(Self.n(max(top + 8, y(total) - 3)))" font-size="\##(Self.n(size))" "##
+                    out += ##"<text class="value" x="\##(Self.n(x + barWidth / 2))" y="\##(Self.n(y(total) - 3))" font-size="\##(Self.n(size))" "##
                     out += ##"text-anchor="middle" fill="#333">\##(Self.escape(text))</text>"##
                 }
             }
@@ -93,6 +96,9 @@ struct SVGBarChart {
         out += "</svg>"
         return out
     }
+
+    /// Pixels kept above the scale's top for the values over the bars (a 9 px label and 3 px gap).
+    static let valueHeadroom = 12.0
 
     static func niceStep(_ raw: Double) -> Double {
         guard raw > 0, raw.isFinite else { return 1 }
@@ -268,7 +274,7 @@ public enum ViewsHTMLReport {
             title: "Subscriber peak memory", unit: "peak resident set (VmHWM), MB", categories: ["peak RSS"], series: memorySeries,
             values: [memoryValues], format: { String(format: "%.3g MB", $0) }, colors: memoryColors))
 
-        var body = header(title: title, subtitle: report.scenario.summary, date: report.date)
+        var body = header(title: title, subtitle: report.runSummary, date: report.date)
         body += debugWarning(report.context)
         body += verdictSection(report.verdict)
         body += contextSection(report.context)

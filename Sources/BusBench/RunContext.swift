@@ -23,6 +23,9 @@ public struct RunContext: Codable, Sendable, Equatable {
     public var gitCommit: String?
     /// The command line, as given.
     public var commandLine: String
+    /// How loaded the machine was during the run (nil when /proc could not be read, or before
+    /// the run ended).
+    public var load: MachineLoad?
 
     /// Whether this is an unoptimised build (SwiftPM defines DEBUG for `-c debug`).
     public static var isDebugBuild: Bool {
@@ -72,6 +75,7 @@ public struct RunContext: Codable, Sendable, Equatable {
         ]
         lines.append(("commit", gitCommit ?? "not in a git checkout"))
         lines.append(("command", commandLine))
+        lines.append(("load", load?.description(cores: cores) ?? "not measured (no /proc/loadavg, /proc/stat)"))
         return lines
     }
 

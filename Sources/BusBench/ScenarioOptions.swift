@@ -217,7 +217,11 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     }
 
     /// One line describing the scenario.
-    public var summary: String {
+    public var summary: String { summary(posted: nil) }
+
+    /// The summary of a run that posted `posted` notifications: it says how many were posted,
+    /// not only the cap (the demo's header said "up to 1,120,000 msgs" where 559,999 were).
+    public func summary(posted: UInt64?) -> String {
         let rateText = rate.map { "\(Format.count($0)) msg/s" } ?? "max rate"
         var text = "\(transport.rawValue), \(rateText), \(size) B, \(names) name(s), selectivity "
             + Self.percent(selectivity) + ", \(views) view(s)"
@@ -227,7 +231,11 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
         case .list: text += " in a lazy list (window \(viewsPerPage) rows)"
         }
         text += hasChurn ? ", churn every \(churnMilliseconds) ms" : ", no churn"
-        text += ", body \(bodyMicroseconds) us, up to \(Format.count(count)) msgs / \(Self.number(seconds)) s"
+        if let posted {
+            text += ", body \(bodyMicroseconds) us, \(Format.count(Int(clamping: posted))) msgs posted (at most \(Format.count(count)) in \(Self.number(seconds)) s)"
+        } else {
+            text += ", body \(bodyMicroseconds) us, up to \(Format.count(count)) msgs / \(Self.number(seconds)) s"
+        }
         if backpressure { text += ", publisher back-pressure" }
         if oneAtATime { text += ", one style at a time" }
         switch subscription {

@@ -55,6 +55,7 @@ public enum ViewsBenchmark {
         return try await withChildren(prefix: "nbus-views") { group, folder in
             let date = Date()
             let started = Timestamps.monotonicNanoseconds()
+            let loadBefore = MachineLoad.Sample.now()
             let baselines = try await ViewsBaselines.run(
                 scenario: scenario, seconds: options.baselineSeconds, baselineExecutable: options.baselineExecutable,
                 group: group, folder: folder, progress: handlers.step)
@@ -69,9 +70,13 @@ public enum ViewsBenchmark {
                 results += hosts.map { (publisher, $0) }
             }
             try Task.checkCancellation()
+            var context = RunContext.current()
+            if let loadBefore, let loadAfter = MachineLoad.Sample.now() {
+                context.load = MachineLoad(before: loadBefore, after: loadAfter)
+            }
             return ViewsReport(
                 scenario: scenario, date: date, wallNanoseconds: Timestamps.monotonicNanoseconds() - started, results: results,
-                baselines: baselines)
+                baselines: baselines, context: context)
         }
     }
 

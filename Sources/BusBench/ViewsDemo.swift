@@ -76,7 +76,7 @@ public enum ViewsDemo {
             try ViewsHTMLReport.page(for: report, title: "nbus demo").write(toFile: path, atomically: true, encoding: .utf8)
             handlers.step("wrote \(path)")
         }
-        output(report.table())
+        output(report.table(command: "nbus demo"))
         return report
     }
 }

@@ -289,11 +289,23 @@ public struct ViewsReport: Codable, Sendable {
         rawRatios = baselines.raw.map { raw in summaries.map { ViewsRawRatio(style: $0, raw: raw) } } ?? []
         targets = Self.evaluateTargets(scenario: scenario, styles: summaries)
         verdict = Self.evaluateVerdict(scenario: scenario, styles: summaries, failures: failures)
+        if let load = context.load, load.loaded(cores: context.cores) {
+            // A loaded machine moves the verdict between runs: say so where it is read.
+            verdict.headline += String(
+                format: " The machine was loaded during the run (load average up to %.2f on %d cores, steal %.1f%%): "
+                    + "run it again on a quiet machine before reading much into a difference.",
+                max(load.loadAverageBefore, load.loadAverageAfter), context.cores, load.stealFraction * 100)
+        }
         let first = publishers.first
         postingSeconds = first.map { Double($0.windowNanoseconds) / 1e9 } ?? 0
         let origin = first?.firstPostWallNanoseconds ?? 0
         visibilityChangeSeconds = (results.first?.1.visibilityChanges ?? []).filter { $0 >= origin }
             .map { Double($0 - origin) / 1e9 }
+    }
+
+    /// What the run did, for headers: the scenario with the notifications actually posted.
+    public var runSummary: String {
+        scenario.summary(posted: publishers.reduce(UInt64(0)) { $0 + $1.posted })
     }
 
     /// The summary of `style`, if it ran.

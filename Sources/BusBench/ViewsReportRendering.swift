@@ -193,9 +193,10 @@ extension ViewsReport {
 
     /// The report as a terminal table: the verdict first, the run context, the figures, the
     /// baselines, the identity per style, the targets and a glossary.
-    public func table() -> String {
+    /// `command` names what made it (`nbus demo`), as the page's title does.
+    public func table(command: String = "nbus bench views") -> String {
         var lines: [String] = []
-        lines.append("nbus bench views: \(scenario.summary)")
+        lines.append("\(command): \(runSummary)")
         if context.buildConfiguration == "debug" {
             lines.append("")
             lines.append("WARNING: " + RunContext.debugWarning)

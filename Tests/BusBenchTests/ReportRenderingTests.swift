@@ -73,6 +73,18 @@ enum Chromium {
               if (x.r.left < box.left - 0.5 || x.r.right > box.right + 0.5 || x.r.top < box.top - 0.5 || x.r.bottom > box.bottom + 0.5)
                 problems.push('text outside chart "' + name + '": ' + x.t);
             }
+            // A bar's value stands over the bars, never on one (it used to sink into the bar at the
+            // top of the scale).
+            const bars = [...svg.querySelectorAll('rect')].filter(r => r.querySelector('title')).map(r => r.getBoundingClientRect());
+            for (const v of svg.querySelectorAll('text.value')) {
+              const a = v.getBoundingClientRect();
+              if (a.width === 0) continue;
+              for (const b of bars) {
+                const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+                const h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+                if (w > 1 && h > 1) { problems.push('value over a bar in "' + name + '": ' + v.textContent); break; }
+              }
+            }
             for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
               const a = texts[i].r, b = texts[j].r;
               const w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
@@ -173,6 +185,8 @@ struct ReportLayoutCheckTests {
             <svg xmlns="http://www.w3.org/2000/svg" class="chart" aria-label="broken" viewBox="0 0 200 100" width="200" height="100">
             <text x="150" y="50" font-size="14">a label far too long for this chart</text>
             <text x="10" y="80" font-size="14">first</text><text x="12" y="80" font-size="14">second</text>
+            <rect x="100" y="10" width="40" height="60"><title>bar</title></rect>
+            <text class="value" x="120" y="30" font-size="9" text-anchor="middle">9k</text>
             <polyline points="0,0 10,10"/></svg>
             <table><tr><td style="max-width:40px;overflow:hidden;white-space:nowrap">averyveryverylongcellvalue</td></tr></table>
             </body></html>
@@ -182,6 +196,7 @@ struct ReportLayoutCheckTests {
         #expect(result.charts.map(\.name) == ["broken"])
         #expect(result.problems.contains { $0.hasPrefix("text outside chart \"broken\"") }, "\(result.problems)")
         #expect(result.problems.contains { $0.hasPrefix("texts overlap in \"broken\"") }, "\(result.problems)")
+        #expect(result.problems.contains { $0.hasPrefix("value over a bar in \"broken\"") }, "\(result.problems)")
         #expect(result.problems.contains { $0.hasPrefix("text wider than its TD") }, "\(result.problems)")
     }
 }

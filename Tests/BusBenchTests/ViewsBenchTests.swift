@@ -87,7 +87,7 @@ struct ViewsScenarioTests {
 }
 
 /// Synthetic results: 2 views on 2 names, 100 posted per name, consistent unless disturbed.
-private func synthetic(
+func synthetic(
     _ style: ViewStyle, hidden: UInt64 = 0, unaccounted: UInt64 = 0, bodies: UInt64? = nil
 ) -> (ScenarioPublisherResult, ScenarioHostResult) {
     let publisher = ScenarioPublisherResult(
