@@ -491,6 +491,8 @@ struct PublishService: Service {
             case .ready, .noRefusal:
                 logLine(.error, "publish", "nbus publish: the wait for subscribers of \(missing.name) ended unexpectedly")
             }
+            // The summary still ends the run (posted 0): a script reading the last line finds it.
+            Publish.summary(stats, skippedLines: command.lines ? 0 : nil).write(command.summaryFormat)
             throw ExitCode(2)
         } catch let error as ExitCode {
             await bus.close()
@@ -522,6 +524,7 @@ struct PublishService: Service {
             // Nothing reached anyone: what the wait would have reported (exit 2), not a "sent"
             // summary that reads like success.
             logLine(.error, "publish", refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
+            Publish.summary(stats, skippedLines: command.lines ? skipped : nil).write(command.summaryFormat)
             throw ExitCode(2)
         }
         // Nothing at all went out because nobody wanted it (--no-wait with no subscriber yet): a

@@ -123,6 +123,13 @@ struct CommandLineTests {
         #expect(patterns?.first?["pattern"] as? String == "s.>" && (patterns?.first?["delivered"] as? NSNumber)?.intValue == 3)
         #expect((summaryCounts(stopped?.stderrText, "broker", "notificationsFromPublishers")?.first ?? 0) >= 3)
 
+        // A publish that found no subscriber: the error, then the summary, still last (posted 0).
+        let lonely = try #require(
+            try await children.run(
+                "lonely", ["publish", "s.y", "--connect", children.folder.ipc("none.sock"), "--timeout", "0.2", "--format", "json"]))
+        #expect(lonely.status == 2, "\(lonely.stderrText)")
+        #expect(lonely.stderrText.split(separator: "\n").last?.hasPrefix(#"{"summary":"publish","posted":0,"#) == true, "\(lonely.stderrText)")
+
         // Text: the plain line for people, last, no timestamp or level, each number once.
         let endpoint = children.folder.ipc("t.sock")
         let plain = try #require(
