@@ -104,9 +104,9 @@ private func bannerEndpoints(_ line: String) -> (frontend: String, backend: Stri
 
 /// The `printed N; lost upstream L` figures of a subscriber's summary.
 private func printedAndLost(_ stderr: String) -> (printed: Int, lost: Int)? {
-    guard let range = stderr.range(of: #"printed (\d+); lost upstream (\d+)"#, options: .regularExpression) else { return nil }
-    let numbers = stderr[range].split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
-    return numbers.count == 2 ? (numbers[0], numbers[1]) : nil
+    // Its subscribers print JSON lines: the summary is one JSON object (docs/command-line.md).
+    guard let counts = summaryCounts(stderr, "subscribe", "printed", "lostUpstream") else { return nil }
+    return (counts[0], counts[1])
 }
 
 @Suite("careless peers and lost tails (real processes)", .serialized, .timeLimit(.minutes(2)))
@@ -178,8 +178,9 @@ struct CarelessPeerTests {
             await subscriber.waitForStderr(containing: "memory passed --max-memory 150 MiB: dropped every connection"),
             "no log line for the reset:\n\(subscriber.describe())")
         let output = try #require(await stopSubscriber(subscriber), "\(subscriber.describe())")
-        #expect(output.stderrText.contains("memory resets "), "\(output.stderrText)")
-        #expect(output.stderrText.range(of: #"memoryLimitResets=[1-9]"#, options: .regularExpression) != nil, "\(output.stderrText)")
+        // In the summary, its last line (the --stats lines before it do not repeat the count).
+        let last = output.stderrText.split(separator: "\n").last.map(String.init) ?? ""
+        #expect(last.range(of: #"^nbus subscribe: printed .*, memory resets [1-9]"#, options: .regularExpression) != nil, "\(output.stderrText)")
     }
 
     /// Endpoints that cannot work, with what each command must say (exit 2, at once).
@@ -244,7 +245,7 @@ struct CarelessPeerTests {
         let figures = try #require(printedAndLost(output.stderrText), "\(output.stderrText)")
         // The scenario: some of the stream never arrived and no gap could show it.
         try #require(figures.printed + figures.lost < count, "everything arrived after all: \(output.stderrText)")
-        #expect(output.stderrText.contains("tail unknown for 1 stream(s)"), "\(subscriber.describe())")
+        #expect(summaryCounts(output.stderrText, "subscribe", "tailUnknownStreams") == [1], "\(subscriber.describe())")
         broker.signal(SIGTERM)
         _ = await broker.waitForExit()
     }

@@ -103,7 +103,7 @@ struct ForgedPublisherTests {
         #expect(received.notifications.contains { $0.payload == "forger-own" }, "the forger's own notification did not pass")
         #expect(received.other.isEmpty, "gap lines: \(received.other.prefix(3))")
         #expect(
-            summary.stderrText.contains("printed \(count + 1); lost upstream 0"),
+            summaryCounts(summary.stderrText, "subscribe", "printed", "lostUpstream") == [count + 1, 0],
             "false losses from a forged record:\n\(subscriber.describe())")
         // The broker said so, once, naming the id.
         let idText = String(format: "%016llx", victimID)
