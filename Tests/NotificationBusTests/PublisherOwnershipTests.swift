@@ -73,6 +73,27 @@ struct PublisherOwnershipTests {
         #expect(table.count <= PublisherOwnership.departedCapacity)
     }
 
+    @Test("a publisher that redialled (its old connection hung up) takes its id over; the old one's rest still passes")
+    func transferAfterHangUp() {
+        var table = PublisherOwnership()
+        let old = Claimant(descriptor: 12, key: nil)
+        let redialled = Claimant(descriptor: 15, key: nil)
+        let forger = Claimant(descriptor: 16, key: nil)
+        #expect(table.check(7, from: old) == .accepted)
+        #expect(table.check(7, from: redialled) == .refused(owner: old))
+        table.transfer(7, to: redialled)
+        #expect(table.check(7, from: redialled) == .accepted)
+        // What libzmq still reads from the old connection is the same publisher's.
+        #expect(table.check(7, from: old) == .accepted)
+        #expect(table.check(7, from: forger) == .refused(owner: redialled))
+        // Once the old connection's close is read, its descriptor (reused by someone else) is no one's.
+        table.connectionClosed(descriptor: 12)
+        #expect(table.check(7, from: old) == .refused(owner: redialled))
+        #expect(table.check(7, from: redialled) == .accepted)
+        table.connectionClosed(descriptor: 15)
+        #expect(table.count == 0)
+    }
+
     @Test("forgetAll (a memory reset ends every connection unreported) frees every plaintext id")
     func forgetAll() {
         var table = PublisherOwnership()

@@ -203,10 +203,11 @@ final class BrokerForwarder {
             // read all it holds).
             readConnectionEvents()
             forgetClosedPublishers()
-            if case .refused(let owner) = ownership.check(id, from: claimant), Self.peerHasHungUp(owner.descriptor) {
-                ownership.connectionClosed(descriptor: owner.descriptor)
-            }
             verdict = ownership.check(id, from: claimant)
+            if case .refused(let owner) = verdict, owner.key == nil, Self.peerHasHungUp(owner.descriptor) {
+                ownership.transfer(id, to: claimant)
+                verdict = .accepted
+            }
         }
         stats.ownedPublisherIDs = ownership.count
         guard case .refused(let owner) = verdict else { return true }

@@ -40,6 +40,9 @@ struct PublisherOwnership {
         var owner: Claimant
         /// False once the owner's connection closed (kept only with a key).
         var connected: Bool
+        /// The connection the owner had before it redialled (`transfer`): what libzmq still
+        /// holds of it is the same publisher's, read after the new connection's first frames.
+        var previous: Int32?
     }
 
     /// A connection may own this many ids (a publisher has one; an `--upstream` link carries the
@@ -70,6 +73,10 @@ struct PublisherOwnership {
             lastAccepted = (id, claimant)
             return .accepted
         }
+        // The rest of what its old connection brought, still being read.
+        if entry.connected, let previous = entry.previous, previous == claimant.descriptor, claimant.key == entry.owner.key {
+            return .accepted
+        }
         if let ownerKey = entry.owner.key {
             // Bound to a key: that key on any connection (a publisher that reconnected), nobody else.
             guard claimant.key == ownerKey else { return .refused(owner: entry.owner) }
@@ -83,12 +90,33 @@ struct PublisherOwnership {
         return .accepted
     }
 
+    /// The owner of `id` hung up (its peer closed the connection) and `claimant` uses the id now:
+    /// the same publisher, redialled (a publisher drops a broker that made no progress for its
+    /// stall limit, and dials again). It owns the id from now on; what its old connection still
+    /// brings is accepted until that connection's close is read.
+    mutating func transfer(_ id: UInt64, to claimant: Claimant) {
+        guard let entry = entries[id], entry.connected else {
+            release(id)
+            bind(id, to: claimant)
+            return
+        }
+        // Stays in the old connection's list, so that its close clears `previous`.
+        entries[id] = Entry(owner: claimant, connected: true, previous: entry.owner.descriptor)
+        list(id, under: claimant.descriptor)
+        lastAccepted = (id, claimant)
+    }
+
     /// The connection on `descriptor` closed: its ids are forgotten, or with a key kept bound to it.
     mutating func connectionClosed(descriptor: Int32) {
         guard let ids = idsByDescriptor.removeValue(forKey: descriptor) else { return }
         if lastAccepted?.claimant.descriptor == descriptor { lastAccepted = nil }
         for id in ids {
             guard let entry = entries[id] else { continue }
+            if entry.owner.descriptor != descriptor {
+                // A connection its owner left (`transfer`), or an id taken over since.
+                if entry.previous == descriptor { entries[id]?.previous = nil }
+                continue
+            }
             if entry.owner.key != nil {
                 entries[id]?.connected = false
                 departed.append(id)
@@ -112,15 +140,24 @@ struct PublisherOwnership {
 
     private mutating func bind(_ id: UInt64, to claimant: Claimant) {
         entries[id] = Entry(owner: claimant, connected: true)
-        var ids = idsByDescriptor[claimant.descriptor, default: []]
+        list(id, under: claimant.descriptor)
+        lastAccepted = (id, claimant)
+    }
+
+    /// Adds `id` to the ids of the connection on `descriptor`, within `idsPerConnection`.
+    private mutating func list(_ id: UInt64, under descriptor: Int32) {
+        var ids = idsByDescriptor[descriptor, default: []]
         ids.append(id)
         if ids.count > Self.idsPerConnection {
             // Forgotten, not refused: this connection's next frame with it binds it again.
             let oldest = ids.removeFirst()
-            if entries[oldest]?.owner.descriptor == claimant.descriptor { entries[oldest] = nil }
+            if entries[oldest]?.owner.descriptor == descriptor {
+                entries[oldest] = nil
+            } else if entries[oldest]?.previous == descriptor {
+                entries[oldest]?.previous = nil
+            }
         }
-        idsByDescriptor[claimant.descriptor] = ids
-        lastAccepted = (id, claimant)
+        idsByDescriptor[descriptor] = ids
     }
 
     /// Takes `id` out of the lists of its current owner (open or departed).
@@ -128,6 +165,7 @@ struct PublisherOwnership {
         guard let entry = entries.removeValue(forKey: id) else { return }
         if entry.connected {
             idsByDescriptor[entry.owner.descriptor]?.removeAll { $0 == id }
+            if let previous = entry.previous { idsByDescriptor[previous]?.removeAll { $0 == id } }
         } else {
             departed.removeAll { $0 == id }
         }
