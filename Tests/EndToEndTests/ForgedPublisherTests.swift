@@ -143,6 +143,51 @@ struct ForgedPublisherTests {
             stopped?.stderrText.contains("refused frames with another connection's publisher id 52") == true, "\(broker.describe())")
     }
 
+    @Test("a publisher that drops a frozen broker and dials again keeps its id: nothing of it is refused")
+    func redialledPublisherIsNotRefused() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        // tcp: a publisher's --stall-limit watches tcp connections only.
+        let broker = try children.start(
+            "broker", ["broker", "--frontend", "tcp://127.0.0.1:*", "--backend", "tcp://127.0.0.1:*", "--stats", "0.5"])
+        let banner = try #require(await broker.waitForStdoutLine(containing: "broker: frontend"), "\(broker.describe())")
+        let words = banner.split(separator: " ").map(String.init)
+        let frontend = try #require(words.firstIndex(of: "frontend").map { words[$0 + 1] }, "\(banner)")
+        let backend = try #require(words.firstIndex(of: "backend").map { words[$0 + 1] }, "\(banner)")
+        let count = 8_000
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "q.>", "--connect", backend, "--format", "json", "--timeout", "90"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "q.x", "q", "--size", "1000", "--count", "\(count)", "--rate", "1000", "--connect", frontend,
+             "--stall-limit", "1", "--timeout", "30", "--http", "127.0.0.1:0", "--metrics-interval", "0.1"])
+        #expect(await subscriber.waitForStdoutLines(100, timeout: .seconds(30)), "\(subscriber.describe())")
+        try #require(await publisher.waitForStderr(containing: "monitoring on http://"), "\(publisher.describe())")
+        let port = try #require(monitoringPort(in: publisher.output.stderrText), "\(publisher.describe())")
+        broker.signal(SIGSTOP)
+        await broker.waitUntilStoppedOrGone()
+        // The publisher drops the broker once its window has been shut for 1 s, and dials again.
+        let dropped = await eventually(timeout: .seconds(30)) { () -> Double? in
+            guard let scrape = try? httpGet(port: port, "/metrics") else { return nil }
+            let value = metricValue(scrape.body, "nbus_bus_unwanted_while_disconnected_total") ?? 0
+            return value > 0 ? value : nil
+        }
+        broker.signal(SIGCONT)
+        try #require(dropped != nil, "the publisher never dropped the frozen broker:\n\(publisher.describe())")
+        expectExit(await publisher.waitForExit(timeout: .seconds(60)), 0, publisher)
+        // The last notification came through the redialled connection, from the same publisher
+        // (the subscriber acknowledged the end of stream, so it holds it; it prints it by its exit).
+        _ = await stopSubscriber(subscriber)
+        let received = parseJSONLines(subscriber.output.stdoutLines).notifications
+        #expect(received.last?.sequence == count, "\(subscriber.describe())")
+        #expect(Set(received.map(\.publisherID)).count == 1, "\(subscriber.describe())")
+        broker.signal(SIGTERM)
+        let stopped = await broker.waitForExit()
+        expectExit(stopped, 0, broker)
+        #expect(
+            stopped?.stderrText.contains("refused frames with another connection's publisher id 0") == true, "\(broker.describe())")
+    }
+
     @Test("CURVE: an id belongs to the key that used it first; another listed key cannot speak for it")
     func forgedFramesAreRefusedWithCurve() async throws {
         let children = try Children()
