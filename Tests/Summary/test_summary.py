@@ -151,9 +151,10 @@ def main(argv):
     print()
     print('=== make test: summary (logs in %s/) ===' % folder)
     broken = False
+    width = max(len(step.title) for step in steps) + 1
     for step in steps:
-        line = '%-28s %5d ran, %5d passed, %3d failed, %3d skipped' % (
-            step.title + ':', step.ran, step.passed_count, step.failed_count, step.skipped_count)
+        line = '%-*s %5d ran, %5d passed, %3d failed, %3d skipped' % (
+            width, step.title + ':', step.ran, step.passed_count, step.failed_count, step.skipped_count)
         if step.status is None:
             line += '  (did not run)'
             broken = True
