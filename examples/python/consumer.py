@@ -102,6 +102,27 @@ class Streams:
         self.lost += missing
         return missing
 
+    def end_of_stream(self, publisher_id: int, payload: bytes):
+        """Apply an end-of-stream record: [(name, lost, last)] for the tracked streams it closes."""
+        gaps, pos = [], 0
+        while pos < len(payload):
+            n = payload[pos]
+            end = pos + 1 + n
+            try:
+                if n == 0 or end + 8 > len(payload):
+                    raise ValueError("entry cut short")
+                name = payload[pos + 1:end].decode("utf-8")
+            except ValueError:   # UnicodeDecodeError too: the entries before apply, the rest cannot
+                self.malformed_end_of_stream += 1
+                break
+            (final,) = struct.unpack_from("!Q", payload, end)
+            pos = end + 8
+            tracked = self.last.pop((publisher_id, name), None)
+            if tracked is not None and final > tracked:
+                self.lost += final - tracked
+                gaps.append((name, final - tracked, tracked + 1, final))
+        return gaps
+
 
 class PathMerge:
     """Several brokers (NBP-1 section 17), one SUB socket each: the first copy of each
@@ -187,27 +208,6 @@ class PathMerge:
         for key, s in self.streams.items():
             self._settle(key, s, now, out)
         return out
-
-    def end_of_stream(self, publisher_id: int, payload: bytes):
-        """Apply an end-of-stream record: [(name, lost, last)] for the tracked streams it closes."""
-        gaps, pos = [], 0
-        while pos < len(payload):
-            n = payload[pos]
-            end = pos + 1 + n
-            try:
-                if n == 0 or end + 8 > len(payload):
-                    raise ValueError("entry cut short")
-                name = payload[pos + 1:end].decode("utf-8")
-            except ValueError:   # UnicodeDecodeError too: the entries before apply, the rest cannot
-                self.malformed_end_of_stream += 1
-                break
-            (final,) = struct.unpack_from("!Q", payload, end)
-            pos = end + 8
-            tracked = self.last.pop((publisher_id, name), None)
-            if tracked is not None and final > tracked:
-                self.lost += final - tracked
-                gaps.append((name, final - tracked, tracked + 1, final))
-        return gaps
 
 
 # Content types by the names `nbus publish --content-type` takes; other codes print as decimal text.
