@@ -1,4 +1,5 @@
 import ArgumentParser
+import BusOperations
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -237,6 +238,11 @@ struct ReplyCommand: AsyncParsableCommand {
 
     @OptionGroup var monitoring: BusHTTPOptions
 
+    @Option(help: ArgumentHelp(
+        "The summary on stderr when it stops: text (one line) or json (one object; the default with --log-format json).",
+        valueName: "format"))
+    var format: CommandSummary.Format?
+
     @OptionGroup var logging: LoggingOptions
 
     func validate() throws {
@@ -382,7 +388,10 @@ struct ReplyService: Service {
                     allowFolders: "--allow-publishers and --allow-subscribers folders (a responder subscribes and posts)"))
             throw ExitCode(2)
         }
-        tally.logSummary(requests.stats)
+        // What went wrong, as a warning in the log; then the summary, not a log line, the last
+        // line on stderr (docs/command-line.md).
+        if let warning = tally.warning(requests.stats) { logLine(.warning, "reply", warning) }
+        tally.summary(requests.stats).write(CommandSummary.format(output: command.format, log: command.logging.logFormat))
     }
 }
 
@@ -515,20 +524,29 @@ private final class ReplyTally: Sendable {
     /// The last line: what came and what became of it, as broker, publish and subscribe end.
     /// Unanswered: requests taken but neither replied to, given up nor ignored (dropped from a
     /// full buffer, or still queued or being answered when the responder stopped).
-    func logSummary(_ stats: SubscriptionStats) {
+    /// Replies not sent or requests unanswered, said as a warning before the summary; nil when
+    /// every request was answered.
+    func warning(_ stats: SubscriptionStats) -> String? {
+        let counts = counts.withLock { $0 }
+        let unanswered = max(0, Int(clamping: stats.received) - counts.handled - counts.ignored)
+        guard counts.notSent > 0 || unanswered > 0 else { return nil }
+        return "\(counts.notSent) reply(ies) not sent (the requester's subscription did not come), "
+            + "\(unanswered) request(s) unanswered (dropped from a full buffer, or still queued at the stop)"
+    }
+
+    func summary(_ stats: SubscriptionStats) -> CommandSummary {
         let counts = counts.withLock { $0 }
         let received = Int(clamping: stats.received)
         let unanswered = max(0, received - counts.handled - counts.ignored)
-        let summary = "received \(received) request(s): replied \(counts.ok + counts.error) (ok \(counts.ok), error \(counts.error)), "
+        let text = "received \(received) request(s): replied \(counts.ok + counts.error) (ok \(counts.ok), error \(counts.error)), "
             + "not sent \(counts.notSent), ignored \(counts.ignored) without a reply-to, unanswered \(unanswered)"
-        CommandLog.logger("reply").log(
-            level: counts.notSent > 0 || unanswered > 0 ? .warning : .info, "\(summary)",
-            metadata: [
-                // Numbers as numbers: a JSON line's fields compare as such in a collector.
-                "received": .stringConvertible(received), "replied": .stringConvertible(counts.ok + counts.error),
-                "ok": .stringConvertible(counts.ok), "error": .stringConvertible(counts.error),
-                "notSent": .stringConvertible(counts.notSent), "ignored": .stringConvertible(counts.ignored),
-                "unanswered": .stringConvertible(unanswered),
+        return CommandSummary(
+            command: "reply", text: text,
+            fields: [
+                ("received", .integer(Int64(received))), ("replied", .integer(Int64(counts.ok + counts.error))),
+                ("ok", .integer(Int64(counts.ok))), ("error", .integer(Int64(counts.error))),
+                ("notSent", .integer(Int64(counts.notSent))), ("ignored", .integer(Int64(counts.ignored))),
+                ("unanswered", .integer(Int64(unanswered))),
             ])
     }
 }

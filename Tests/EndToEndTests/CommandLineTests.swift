@@ -137,6 +137,24 @@ struct CommandLineTests {
         #expect(plain.stderrText == "nbus publish: posted 2, sent 0, unsent 0, unwanted 2 (no subscriber)\n", "\(plain.stderrText)")
     }
 
+    @Test("reply's summary: one JSON object with the documented fields, after --count requests")
+    func replySummary() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let responder = try children.start("reply", ["reply", "echo.>", "--echo", "--count", "1", "--format", "json"] + endpoints)
+        try #require(await responder.waitForStderr(containing: "answering echo.>"), "\(responder.describe())")
+        let answered = try #require(try await children.run("request", ["request", "echo.say", "hi"] + endpoints))
+        #expect(answered.status == 0 && answered.stdoutText == "hi\n", "\(answered.stderrText)")
+        let stopped = await responder.waitForExit()
+        expectExit(stopped, 0, responder)
+        let last = stopped?.stderrText.split(separator: "\n").last.map(String.init) ?? ""
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(last.utf8)) as? [String: Any], "\(last)")
+        #expect(Self.keys(object) == (try Self.documentedFields("reply")), "\(last)")
+        #expect(summaryCounts(stopped?.stderrText, "reply", "received", "replied", "ok", "notSent", "unanswered") == [1, 1, 1, 0, 0])
+    }
+
     @Test("--log-format json: numeric log fields are JSON numbers, and the broker's text lines say each number once")
     func logFieldNumbers() async throws {
         let children = try Children()
