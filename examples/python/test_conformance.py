@@ -683,25 +683,52 @@ class SequenceAcrossRestarts(ConformanceCase):
 
     def test_real_gap_is_reported_control(self):
         """The control: a skipped sequence number is loss (exactly 1), a restart with a new id
-        is not, and a sequence that goes backwards under the same id is not loss either."""
+        is not, and a repeated sequence under the same id is not loss either: it is a duplicate,
+        discarded (NBP-1 section 8), so the repeat is never printed."""
         endpoint = self.endpoint("gap")
         sock = self.xpub(bind=endpoint)
         first, second = 0x1111111111111111, 0x2222222222222222
         plan = [(first, 1), (first, 2), (first, 4), (second, 1), (second, 2), (first, 5), (first, 5)]
-        swift = self.nbus_subscribe(["gap.>"], len(plan), connect=[endpoint])
-        python = self.consumer_py(["gap.>"], len(plan), connect=[endpoint])
+        # The repeat of (first, 5) goes first, so the last one printed shows it was not.
+        delivered = plan[:-2] + [(first, 5), (second, 3)]
+        plan = plan + [(second, 3)]
+        swift = self.nbus_subscribe(["gap.>"], len(delivered), connect=[endpoint])
+        python = self.consumer_py(["gap.>"], len(delivered), connect=[endpoint])
         self.wait_subscriptions(sock, b"gap.", 2)
         for publisher, seq in plan:
             sock.send(nbp.encode("gap.test", b"x", sequence=seq, publisher_id=publisher, timestamp_ns=time.time_ns()))
         for child, program in ((swift, "nbus subscribe"), (python, "consumer.py")):
             out, err = self.finish_ok(child)
             got, gaps = self.notifications(out)
-            self.assertEqual([(int(g["publisherID"], 16), g["sequence"]) for g in got], plan, program)
+            self.assertEqual([(int(g["publisherID"], 16), g["sequence"]) for g in got], delivered, program)
             self.assertEqual(len(gaps), 1, f"{program}: {gaps}")
             self.assertEqual(gaps[0]["count"], 1)
             self.assertEqual((gaps[0]["firstSequence"], gaps[0]["lastSequence"]), (3, 3))
-            self.assertEqual(self.summary(err, program)[:2], (len(plan), 1), err)
+            self.assertEqual(self.summary(err, program)[:2], (len(delivered), 1), err)
         sock.close()
+
+
+class TwoBrokers(ConformanceCase):
+    """Several brokers (NBP-1 section 17): consumer.py connected to two brokers prints the first
+    copy of each notification of a Swift publisher sending through both, once and in order."""
+
+    def test_consumer_py_through_two_brokers(self):
+        brokers = []
+        for label in ("a", "b"):
+            frontend, backend = self.endpoint(f"frontend-{label}"), self.endpoint(f"backend-{label}")
+            self.start(f"nbus-broker-{label}", [NBUS, "broker", "--frontend", frontend, "--backend", backend])
+            brokers.append((frontend, backend))
+        count = 500
+        consumer = self.consumer_py(["ha.>"], count, connect=[b for _, b in brokers])
+        publish = self.start("nbus-publish", [
+            NBUS, "publish", "ha.py", "n {n}", "--count", str(count), "--subscribers", "1", "--timeout", str(TIMEOUT),
+            *[x for f, _ in brokers for x in ("--connect", f)]])
+        self.finish_ok(publish)
+        out, err = self.finish_ok(consumer)
+        got, gaps = self.notifications(out)
+        self.assertEqual([g["sequence"] for g in got], list(range(1, count + 1)), err)
+        self.assertEqual(gaps, [])
+        self.assertEqual(self.summary(err, "consumer.py")[:2], (count, 0), err)
 
 
 class BatchFrames(ConformanceCase):
