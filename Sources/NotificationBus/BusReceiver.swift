@@ -299,14 +299,8 @@ struct BusReceiver {
             let targets = targets(in: matchedFirst...matchedLast, frame: frame, nameBytes: nameBytes, exactIndex: exactIndex)
             return merge(notification, targets: targets)
         }
-        let gap: Gap?
-        switch trackSequence(publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence) {
-        case .inOrder: gap = nil
-        case .gap(let found): gap = found
-        case .duplicate:
-            counters.duplicatesDiscarded += 1
-            return false
-        }
+        let (fresh, gap) = track(notification)
+        guard fresh else { return false }
         if matchedFirst < matchedLast {
             for index in matchedFirst..<matchedLast
             where index == exactIndex || frame.hasPrefix(routes[index].prefix)
@@ -352,14 +346,8 @@ struct BusReceiver {
             return any
         }
         for notification in notifications {
-            let gap: Gap?
-            switch trackSequence(publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence) {
-            case .inOrder: gap = nil
-            case .gap(let found): gap = found
-            case .duplicate:
-                counters.duplicatesDiscarded += 1
-                continue
-            }
+            let (fresh, gap) = track(notification)
+            guard fresh else { continue }
             for index in targets {
                 if let gap { routes[index].batch.append(gap: gap) }
                 routes[index].batch.append(notification: notification)
@@ -378,6 +366,18 @@ struct BusReceiver {
             targets.append(index)
         }
         return targets
+    }
+
+    /// One path: whether `notification` is new (a duplicate is counted and must be dropped),
+    /// and the gap before it, if any.
+    private mutating func track(_ notification: BusNotification) -> (fresh: Bool, gap: Gap?) {
+        switch trackSequence(publisherID: notification.publisherID, name: notification.name, sequence: notification.sequence) {
+        case .inOrder: return (true, nil)
+        case .gap(let gap): return (true, gap)
+        case .duplicate:
+            counters.duplicatesDiscarded += 1
+            return (false, nil)
+        }
     }
 
     /// What one notification's sequence number says about its stream (one path).

@@ -77,6 +77,25 @@ def parse_args(argv):
     return a
 
 
+def end_of_stream_entries(payload: bytes):
+    """An end-of-stream record's (name, last sequence) entries (NBP-1 section 15), and 1 if it
+    broke off at a malformed entry (the entries before it apply, the rest cannot), else 0."""
+    entries, pos = [], 0
+    while pos < len(payload):
+        n = payload[pos]
+        end = pos + 1 + n
+        try:
+            if n == 0 or end + 8 > len(payload):
+                raise ValueError("entry cut short")
+            name = payload[pos + 1:end].decode("utf-8")
+        except ValueError:   # UnicodeDecodeError too
+            return entries, 1
+        (final,) = struct.unpack_from("!Q", payload, end)
+        entries.append((name, final))
+        pos = end + 8
+    return entries, 0
+
+
 class Streams:
     """Last sequence per (publisher id, name): gap detection of NBP-1 section 8, and the first
     copy wins when several brokers bring every notification (section 17)."""
@@ -104,19 +123,10 @@ class Streams:
 
     def end_of_stream(self, publisher_id: int, payload: bytes):
         """Apply an end-of-stream record: [(name, lost, last)] for the tracked streams it closes."""
-        gaps, pos = [], 0
-        while pos < len(payload):
-            n = payload[pos]
-            end = pos + 1 + n
-            try:
-                if n == 0 or end + 8 > len(payload):
-                    raise ValueError("entry cut short")
-                name = payload[pos + 1:end].decode("utf-8")
-            except ValueError:   # UnicodeDecodeError too: the entries before apply, the rest cannot
-                self.malformed_end_of_stream += 1
-                break
-            (final,) = struct.unpack_from("!Q", payload, end)
-            pos = end + 8
+        gaps = []
+        entries, malformed = end_of_stream_entries(payload)
+        self.malformed_end_of_stream += malformed
+        for name, final in entries:
             tracked = self.last.pop((publisher_id, name), None)
             if tracked is not None and final > tracked:
                 self.lost += final - tracked
@@ -180,19 +190,10 @@ class PathMerge:
 
     def end_of_stream(self, path: int, publisher_id: int, payload: bytes, now: float):
         """An end-of-stream record from one broker: that path brings nothing more of its streams."""
-        out, pos = [], 0
-        while pos < len(payload):
-            n = payload[pos]
-            end = pos + 1 + n
-            try:
-                if n == 0 or end + 8 > len(payload):
-                    raise ValueError("entry cut short")
-                name = payload[pos + 1:end].decode("utf-8")
-            except ValueError:
-                self.malformed_end_of_stream += 1
-                break
-            (final,) = struct.unpack_from("!Q", payload, end)
-            pos = end + 8
+        out = []
+        entries, malformed = end_of_stream_entries(payload)
+        self.malformed_end_of_stream += malformed
+        for name, final in entries:
             s = self.streams.get((publisher_id, name))
             if s is None:
                 continue
