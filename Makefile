@@ -96,7 +96,10 @@ test-python:
 # SubscriberChurnTests replaces 500 subscribers a second (pyzmq churners, skipped without pyzmq)
 # for 12 s under a 5,000/s stream: a storm that needs both cores to itself. RequestReplyLoadTests
 # starts 50 requester processes at once, 1,000 requests in flight against one responder.
-LOAD_TESTS ?= BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileHTTPClientTests|SubscriberChurnTests|RequestReplyLoadTests|RedundantBrokersTests
+# RedundantBrokersTests kills and freezes brokers under paced streams; ForgedPublisherTests and
+# RequestReplyLibraryTests time broker round trips: next to 300 tests on two cores they timed
+# the machine (each passed alone, failed once in a loaded fresh-clone run).
+LOAD_TESTS ?= BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileHTTPClientTests|SubscriberChurnTests|RequestReplyLoadTests|RedundantBrokersTests|ForgedPublisherTests|RequestReplyLibraryTests
 # SWIFT_BACKTRACE=enable=no: a test process that crashes (a libzmq assertion once did) must fail
 # at once; Swift's backtracer, suspending the hundreds of threads of a test run, hung it instead.
 # Every test is Swift Testing's: --disable-xctest spares each run XCTest's empty report ("Executed
