@@ -141,6 +141,11 @@ struct BusReceiver {
         connectedPaths = pathCount == 64 ? .max : (1 << UInt64(pathCount)) - 1
     }
 
+    /// Paths that are down until their monitor reports a connection (or they bring something).
+    mutating func startDisconnected(paths: [Int]) {
+        for path in paths where path >= 0 && path < pathCount { connectedPaths &= ~(1 << UInt64(path)) }
+    }
+
     // MARK: Subscriptions
 
     mutating func add(_ storage: SubscriptionStorage) {
@@ -424,6 +429,8 @@ struct BusReceiver {
         let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
         if merged[key] == nil && merged.count >= maximumTrackedStreams { forgetStalestMergedStreams() }
         let heard = counters.framesReceived
+        // A path that brings a notification is connected, whatever its monitor said last.
+        connectedPaths |= 1 << UInt64(currentPath)
         let (pathCount, path, now, connected, gapTimeout) = (self.pathCount, currentPath, self.now, connectedPaths, self.gapTimeout)
         var wasWaiting = false
         var isWaiting = false

@@ -99,10 +99,26 @@ struct PathMergeStateMachineTests {
         #expect(!machine.isWaiting)
     }
 
-    @Test("the first notification of a stream is never a loss, whichever path brings it; an older one after it is a duplicate")
+    @Test("a stream's start waits for the other paths: an older first notification a slower path brings is delivered first, in order")
     func firstNotificationStartsTheStream() {
         var machine = Machine(paths: 2)
-        #expect(feed(&machine, [(1, 40), (0, 39), (0, 40), (0, 41)]) == ["d:40", "dup", "dup", "d:41"])
+        // Path 1 brings 40 first; path 0, a moment behind, still brings 39: both delivered, in order.
+        #expect(feed(&machine, [(1, 40), (0, 39), (0, 40), (0, 41)]) == ["held", "d:39", "d:40", "dup", "d:41"])
+        // A stream whose first notification is 1 starts at once.
+        var fromOne = Machine(paths: 2)
+        #expect(feed(&fromOne, [(1, 1)]) == ["d:1"])
+    }
+
+    @Test("a path that brings nothing of a new stream is waited for at most the start wait, then the stream starts at the oldest held")
+    func startWaitRunsOut() {
+        var machine = Machine(paths: 2, startWait: 1_000 * ms)
+        #expect(feed(&machine, [(1, 40), (1, 41)], now: 0) == ["held", "held"])
+        #expect(machine.deadline(gapTimeout: timeout) == 1_000 * ms)
+        #expect(render(machine.settle(now: 999 * ms, connected: both, gapTimeout: timeout)).isEmpty)
+        #expect(render(machine.settle(now: 1_000 * ms, connected: both, gapTimeout: timeout)) == ["d:40", "d:41"])
+        // Path 0 down: nothing to wait for, it starts at once.
+        var alone = Machine(paths: 2)
+        #expect(feed(&alone, [(1, 40)], connected: 0b10) == ["d:40"])
     }
 
     @Test("held notifications keep their order whatever order the holes fill in")

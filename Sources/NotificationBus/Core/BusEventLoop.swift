@@ -65,6 +65,10 @@ final class BusEventLoop {
             maximumPayload: configuration.maximumPayload, maximumHeaderCount: configuration.maximumHeaderCount,
             maximumTrackedStreams: configuration.maximumTrackedStreams, paths: sockets.subscribers.count,
             gapTimeout: configuration.pathGapTimeout)
+        if sockets.subscribers.count > 1 {
+            // A path whose connection a monitor reports is down until it says it is up.
+            receiver.startDisconnected(paths: sockets.handshakeMonitors.filter { !$0.isPublisher }.map(\.path))
+        }
         publisherSide = PublisherStateMachine(publisherID: configuration.publisherID, paths: sockets.publishers.count)
         if sockets.publishers.count > 1 {
             publisherPaths = PublisherPathsStateMachine(

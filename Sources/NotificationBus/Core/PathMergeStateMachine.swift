@@ -38,6 +38,14 @@ struct PathMergeStateMachine<Item> {
 
     /// The last sequence handed on or declared lost; 0 before the first notification.
     private(set) var delivered: UInt64 = 0
+    /// Whether the stream's first notification to hand on is settled. Until then what arrives is
+    /// held: a path behind may still bring older sequence numbers than the first to arrive (two
+    /// brokers forward a new subscriber's first notifications at slightly different moments),
+    /// and those must not be taken for duplicates. It starts at sequence 1, once every connected
+    /// path brought some of the stream, or after `startWait`, from the oldest held.
+    private(set) var started = false
+    /// How long the start is waited for (ns).
+    let startWait: UInt64
     /// Per path, the highest sequence it brought (0: none yet), or announced as its last by an
     /// end-of-stream record.
     private var seen: [UInt64]
@@ -59,10 +67,11 @@ struct PathMergeStateMachine<Item> {
     let maximumHeld: Int
 
     /// A stream over `paths` paths (at most 64).
-    init(paths: Int, maximumHeld: Int = 65_536) {
+    init(paths: Int, maximumHeld: Int = 65_536, startWait: UInt64 = 1_000_000_000) {
         precondition(paths >= 1 && paths <= 64, "1 to 64 paths, not \(paths)")
         seen = Array(repeating: 0, count: paths)
         self.maximumHeld = max(1, maximumHeld)
+        self.startWait = startWait
     }
 
     /// Whether anything is held or a tail is awaited: `deadline` is then set.
@@ -70,12 +79,12 @@ struct PathMergeStateMachine<Item> {
 
     /// When `settle` must run at the latest (the wait for a hole ends), if one is awaited.
     func deadline(gapTimeout: UInt64) -> UInt64? {
-        waitingSince.map { $0 &+ gapTimeout }
+        waitingSince.map { $0 &+ (started ? gapTimeout : min(gapTimeout, startWait)) }
     }
 
     /// Whether `sequence` has been handed on, declared lost, or is held.
     func isDuplicate(_ sequence: UInt64) -> Bool {
-        guard delivered > 0 else { return false }
+        guard started else { return held.contains { $0.sequence == sequence } }
         return sequence <= delivered || held.contains { $0.sequence == sequence }
     }
 
@@ -97,12 +106,18 @@ struct PathMergeStateMachine<Item> {
         _ item: Item, sequence: UInt64, path: Int, now: UInt64, connected: UInt64, gapTimeout: UInt64
     ) -> Disposition {
         if sequence > seen[path] { seen[path] = sequence }
-        // The first notification of a stream is never a loss (NBP-1 §8), whichever path brings it.
-        if delivered == 0 && held.isEmpty {
-            delivered = sequence
-            return .deliver(item)
-        }
         if isDuplicate(sequence) { return .duplicate }
+        if !started {
+            // The first notification of a stream is never a loss (NBP-1 §8): held until the
+            // start is settled, in order with whatever older one a slower path brings.
+            let index = held.firstIndex { $0.sequence > sequence } ?? held.endIndex
+            held.insert((sequence, item), at: index)
+            if held.count > maximumHeld { held.removeLast(held.count - maximumHeld) }
+            if waitingSince == nil { waitingSince = now }
+            var steps: [Step] = []
+            settle(now: now, connected: connected, gapTimeout: gapTimeout, into: &steps)
+            return steps.isEmpty ? .held : .steps(steps)
+        }
         if sequence == delivered + 1 && waitingSince == nil {
             delivered = sequence
             return .deliver(item)
@@ -144,6 +159,17 @@ struct PathMergeStateMachine<Item> {
     }
 
     private mutating func settle(now: UInt64, connected: UInt64, gapTimeout: UInt64, into steps: inout [Step]) {
+        if !started {
+            guard let first = held.first, let since = waitingSince else { return }
+            let everyPathBrought = !seen.indices.contains { path in
+                connected & (1 << UInt64(path)) != 0 && endedPaths & (1 << UInt64(path)) == 0 && seen[path] == 0
+            }
+            guard first.sequence == 1 || everyPathBrought || now &- since >= min(gapTimeout, startWait) else { return }
+            started = true
+            delivered = first.sequence - 1
+            releaseContiguous(into: &steps)
+            waitingSince = held.isEmpty && !awaitsTail ? nil : now
+        }
         while let since = waitingSince {
             let missing = delivered + 1
             let expired = now &- since >= gapTimeout
