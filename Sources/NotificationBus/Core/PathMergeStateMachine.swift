@@ -11,10 +11,11 @@
 /// beyond the hole is held back (order is kept), for at most `gapTimeout`; then the hole is a
 /// gap like any other, and a late copy of it is discarded as a duplicate.
 ///
-/// A path that never brought this stream is not waited for: a bus connected to several
-/// publishers directly has one path per publisher, and each stream comes over one of them only.
-/// The price: at the very start of a stream, a hole on the first path to bring it is final at
-/// once, even if a slower path would have filled it.
+/// A path that never brought this stream is not waited for once the stream started: a bus
+/// connected to several publishers directly has one path per publisher, and each stream comes
+/// over one of them only. The start itself waits (see `started`) at most `startWait` (1 s) for
+/// paths that brought nothing yet; so a direct subscriber of several publishers sees the first
+/// notification of a stream it joined mid-way up to 1 s late.
 struct PathMergeStateMachine<Item> {
     /// What the receiver does with a notification or a change of paths, in this order.
     enum Step {
