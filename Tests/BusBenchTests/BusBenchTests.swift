@@ -35,7 +35,9 @@ struct ChildProcessTests {
         let child = try await group.start(label: "sleeper", executable: "/bin/sleep", arguments: ["30"], timeout: .milliseconds(300))
         let end = await child.waitForExit()
         #expect(end.timedOut && !end.succeeded)
-        #expect(ContinuousClock.now - start < .seconds(10))
+        // Killed, not run to its end (30 s): the bound says only that. A loaded machine took 12 s
+        // to start, time out and reap it once, past an earlier bound of 10 s.
+        #expect(ContinuousClock.now - start < .seconds(25))
     }
 
     @Test("killAll ends every child; closing stdin ends a child that reads it")
