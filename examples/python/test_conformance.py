@@ -234,16 +234,20 @@ class ConformanceCase(unittest.TestCase):
         return sock
 
     def wait_subscriptions(self, sock, topic, count):
-        """Read subscription messages until `count` subscriptions to exactly `topic` arrived."""
+        """Read subscription messages until `count` subscriptions to exactly `topic` arrived.
+        Every subscription read is remembered per socket, so a wait for one topic never loses
+        another topic's that came first (two subscribers' order is the machine's to choose)."""
+        if not hasattr(self, "_subscriptions_read"):
+            self._subscriptions_read = collections.defaultdict(collections.Counter)
+        read = self._subscriptions_read[id(sock)]
         deadline = time.monotonic() + TIMEOUT
-        seen = 0
-        while seen < count:
+        while read[topic] < count:
             left = deadline - time.monotonic()
             if left <= 0 or not sock.poll(int(left * 1000) + 1, zmq.POLLIN):
-                self.fail(f"only {seen} of {count} subscription(s) to {topic!r} within {TIMEOUT} s")
+                self.fail(f"only {read[topic]} of {count} subscription(s) to {topic!r} within {TIMEOUT} s")
             msg = sock.recv()
-            if msg == b"\x01" + topic:
-                seen += 1
+            if msg[:1] == b"\x01":
+                read[msg[1:]] += 1
 
     # -- assertions ------------------------------------------------------------------------
 
