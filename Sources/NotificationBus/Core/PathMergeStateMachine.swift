@@ -85,8 +85,8 @@ struct PathMergeStateMachine<Item> {
 
     /// Whether `sequence` has been handed on, declared lost, or is held.
     func isDuplicate(_ sequence: UInt64) -> Bool {
-        guard started else { return held.contains { $0.sequence == sequence } }
-        return sequence <= delivered || held.contains { $0.sequence == sequence }
+        guard started else { return isHeld(sequence) }
+        return sequence <= delivered || isHeld(sequence)
     }
 
     /// The stream ended (its record arrived), everything up to its end is settled, and no path
@@ -111,7 +111,7 @@ struct PathMergeStateMachine<Item> {
         if !started {
             // The first notification of a stream is never a loss (NBP-1 §8): held until the
             // start is settled, in order with whatever older one a slower path brings.
-            let index = held.firstIndex { $0.sequence > sequence } ?? held.endIndex
+            let index = heldIndex(after: sequence)
             held.insert((sequence, item), at: index)
             if held.count > maximumHeld { held.removeLast(held.count - maximumHeld) }
             if waitingSince == nil { waitingSince = now }
@@ -130,7 +130,7 @@ struct PathMergeStateMachine<Item> {
             releaseContiguous(into: &steps)
             waitingSince = held.isEmpty && !awaitsTail ? nil : now
         } else {
-            let index = held.firstIndex { $0.sequence > sequence } ?? held.endIndex
+            let index = heldIndex(after: sequence)
             held.insert((sequence, item), at: index)
             if held.count > maximumHeld { held.removeLast(held.count - maximumHeld) }
             if waitingSince == nil { waitingSince = now }
@@ -191,6 +191,26 @@ struct PathMergeStateMachine<Item> {
     private var awaitsTail: Bool {
         if let end = endSequence { return delivered < end }
         return false
+    }
+
+    /// Where `sequence` goes in `held` (ascending): the first index holding a larger one. A binary
+    /// search: during a hole every arriving notification looks here, up to 65,536 held.
+    private func heldIndex(after sequence: UInt64) -> Int {
+        // The common case, a path running ahead: past the last one held.
+        guard let last = held.last, last.sequence > sequence else { return held.endIndex }
+        var low = 0
+        var high = held.count
+        while low < high {
+            let middle = (low + high) / 2
+            if held[middle].sequence > sequence { high = middle } else { low = middle + 1 }
+        }
+        return low
+    }
+
+    /// Whether `sequence` is held.
+    private func isHeld(_ sequence: UInt64) -> Bool {
+        let index = heldIndex(after: sequence)
+        return index > 0 && held[index - 1].sequence == sequence
     }
 
     /// Moves the held notifications that follow `delivered` without a hole into `steps`.
