@@ -116,7 +116,7 @@ public struct BusConfiguration: Sendable {
     /// cannot queue for it (64 MiB, as `BrokerConfiguration.subscriberBudget`). Within it a
     /// subscriber that pauses loses nothing and costs the others nothing; past it, it loses, and
     /// counts the loss as gaps. The publishing socket's mark in messages is then the budget over
-    /// a 2 KiB frame (see `BrokerConfiguration.subscriberBudget` for the bound), instead of
+    /// a 256-byte frame (see `BrokerConfiguration.subscriberBudget` for the bound), instead of
     /// `sendHighWaterMark`; memory: up to the budget per subscriber behind. Zero, or a
     /// `sendHighWaterMark` set explicitly: the mark is `sendHighWaterMark`. A publisher that waits
     /// (connected to brokers) keeps `sendHighWaterMark`.

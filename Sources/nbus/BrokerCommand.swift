@@ -38,7 +38,7 @@ struct BrokerCommand: AsyncParsableCommand {
     var subscriberBudget: Int = BrokerConfiguration.defaultSubscriberBudget >> 20
 
     @Option(name: .customLong("slow-after"), parsing: .unconditional, help: ArgumentHelp(
-        "Seconds a subscriber past its budget may leave its queue full before the broker stops waiting: one that took nothing is disconnected, one that is only slow is sent past (0: never wait). Keep it far below the publishers' --stall-limit (60 s by default): a publisher held back that long drops the broker.",
+        "Seconds of patience with a subscriber: one that takes nothing this long while more than its budget goes by is disconnected (nobody waits for it); when a slow one fills its queue (budget / 384 B messages), the broker waits this long for room (publishers wait too), then disconnects it if it took nothing, or waits for it while it moves, up to 10 s, before sending past it (0: never wait). Keep it far below the publishers' --stall-limit (60 s by default): a publisher held back that long drops the broker.",
         valueName: "seconds"))
     var slowAfter: Double = 0.5
 

@@ -12,12 +12,15 @@ struct BrokerBudgetTests {
     func slowHandlerThrottlesThePublisher() async throws {
         var configuration = BrokerConfiguration(
             frontend: try temporaryIPCEndpoint("f.sock"), backend: try temporaryIPCEndpoint("b.sock"))
-        // A small budget (62 frames of 4 KiB, some 800 notifications of 256 B in batches), so that
-        // 30,000 pass it many times over while the handler (50 us each, 1.5 s in all) lags.
+        // A small budget (a mark of 682 frames), so that 30,000 pass it many times over while the
+        // handler (50 us each, 1.5 s in all) lags; and a subscriber socket that holds only 16
+        // frames, so its backlog waits at the broker rather than in its own 10,000-frame queue.
         configuration.subscriberBudget = 256 << 10
         let broker = try Broker(configuration)
         let publisher = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
-        let subscriberBus = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
+        var subscriberConfiguration = BusConfiguration.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint)
+        subscriberConfiguration.receiveHighWaterMark = 16
+        let subscriberBus = try Bus(subscriberConfiguration)
         let name: NotificationName = "slow.handler"
         let events = try subscriberBus.events(named: "slow.>")
         try await subscriberBus.ready("slow.>")

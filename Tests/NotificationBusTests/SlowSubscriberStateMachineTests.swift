@@ -121,10 +121,12 @@ struct SlowSubscriberStateMachineTests {
 struct SubscriberQueueBudgetTests {
     let overhead = SubscriberQueueBudget.messageOverhead
 
-    @Test("the mark is the budget over a nominal 2 KiB frame (half a batch) and the overhead, set once")
+    @Test("the mark is the budget over a small 256-byte frame and the overhead, set once")
     func markFromTheBudget() {
-        #expect(SubscriberQueueBudget.nominalFrame == WireFormat.defaultMaximumBatchFrame / 2)
-        #expect(SubscriberQueueBudget.mark(budget: 64 << 20, fixedMark: 10_000) == 30_840)
+        #expect(SubscriberQueueBudget.smallFrame == 256)
+        #expect(SubscriberQueueBudget.mark(budget: 64 << 20, fixedMark: 10_000) == 174_762)
+        // A 150,000-notification burst within the budget fits the mark even unbatched.
+        #expect(SubscriberQueueBudget.mark(budget: 64 << 20, fixedMark: 10_000) > 150_000)
         // No budget: the mark in messages.
         #expect(SubscriberQueueBudget.mark(budget: 0, fixedMark: 10_000) == 10_000)
     }
@@ -202,5 +204,74 @@ struct PublisherBackpressureDefaultTests {
         var direct = BusConfiguration.directPublisher(bind: "ipc:///tmp/p")
         direct.publisherBackpressure = true
         #expect(direct.publisherBackpressure)
+    }
+}
+
+// The budget's byte side: which stopped subscribers passed it (socket-free, time as an input).
+@Suite("SubscriberStallWatch (socket-free)")
+struct SubscriberStallWatchTests {
+    let a = ConnectionDescriptor(7)
+    let b = ConnectionDescriptor(9)
+    let patience: UInt64 = 500_000_000
+    let mib: UInt64 = 1 << 20
+
+    func sample(unsent: Int = 4_096, progress: UInt64?) -> ConnectionSample {
+        ConnectionSample(unsentBytes: unsent, progress: progress)
+    }
+
+    @Test("stopped for the patience with more than the budget forwarded since: past it")
+    func stoppedPastBudget() {
+        var watch = SubscriberStallWatch(budget: 64 << 20, patienceNanoseconds: patience)
+        #expect(watch.observe([a: sample(progress: 10)], forwarded: 0, now: 0).isEmpty)
+        // The budget passed before the patience ran out: not yet.
+        #expect(watch.observe([a: sample(progress: 10)], forwarded: 65 * mib, now: 400_000_000).isEmpty)
+        #expect(watch.observe([a: sample(progress: 10)], forwarded: 65 * mib, now: 500_000_000) == [a])
+    }
+
+    @Test("stopped for as long as you like within the budget: never past it")
+    func stoppedWithinBudget() {
+        var watch = SubscriberStallWatch(budget: 64 << 20, patienceNanoseconds: patience)
+        _ = watch.observe([a: sample(progress: 10)], forwarded: 0, now: 0)
+        for second in 1...60 {
+            #expect(watch.observe([a: sample(progress: 10)], forwarded: 64 * mib, now: UInt64(second) * 1_000_000_000).isEmpty)
+        }
+    }
+
+    @Test("any progress starts the count again; so does an empty queue")
+    func progressRestarts() {
+        var watch = SubscriberStallWatch(budget: 64 << 20, patienceNanoseconds: patience)
+        _ = watch.observe([a: sample(progress: 10), b: sample(progress: 5)], forwarded: 0, now: 0)
+        // a moved, b's queue emptied: neither is past, though 100 MiB went by.
+        #expect(watch.observe([a: sample(progress: 11), b: sample(unsent: 0, progress: nil)], forwarded: 100 * mib, now: 1_000_000_000).isEmpty)
+        // Counted from there: 60 more MiB is within the budget.
+        #expect(watch.observe([a: sample(progress: 11), b: sample(progress: 5)], forwarded: 160 * mib, now: 2_000_000_000).isEmpty)
+        // 70 more past a's last move: a is past; b's count started at its last sample (160 MiB).
+        #expect(watch.observe([a: sample(progress: 11), b: sample(progress: 5)], forwarded: 170 * mib + 1, now: 3_000_000_000) == [a])
+    }
+
+    @Test("an unreadable progress counter is never called stopped")
+    func unreadableCounter() {
+        var watch = SubscriberStallWatch(budget: 1 << 20, patienceNanoseconds: patience)
+        _ = watch.observe([a: sample(progress: nil)], forwarded: 0, now: 0)
+        #expect(watch.observe([a: sample(progress: nil)], forwarded: 100 * mib, now: 10_000_000_000).isEmpty)
+    }
+
+    @Test("a connection gone is forgotten, and one taking its number starts afresh")
+    func reusedDescriptor() {
+        var watch = SubscriberStallWatch(budget: 1 << 20, patienceNanoseconds: patience)
+        _ = watch.observe([a: sample(progress: 10)], forwarded: 0, now: 0)
+        _ = watch.observe([:], forwarded: 50 * mib, now: 1_000_000_000)
+        // The new connection under a's number has its own first sample here.
+        #expect(watch.observe([a: sample(progress: 10)], forwarded: 50 * mib, now: 2_000_000_000).isEmpty)
+        #expect(watch.observe([a: sample(progress: 10)], forwarded: 52 * mib, now: 3_000_000_000) == [a])
+        watch.forget(a)
+        #expect(watch.observe([a: sample(progress: 10)], forwarded: 60 * mib, now: 4_000_000_000).isEmpty)
+    }
+
+    @Test("no budget: nobody is ever past it")
+    func noBudget() {
+        var watch = SubscriberStallWatch(budget: 0, patienceNanoseconds: patience)
+        _ = watch.observe([a: sample(progress: 10)], forwarded: 0, now: 0)
+        #expect(watch.observe([a: sample(progress: 10)], forwarded: 1 << 40, now: 100_000_000_000).isEmpty)
     }
 }

@@ -31,23 +31,26 @@ public struct BrokerConfiguration: Sendable {
     /// Bytes a subscriber may fall behind before it costs anybody else anything (64 MiB, NATS's
     /// `max_pending`). Within it, a subscriber that pauses (stopped, starved of CPU, in a long
     /// handler) holds up nobody: publishers and the other subscribers go on at full speed, and it
-    /// loses nothing however long it pauses. Past it, the broker waits `slowSubscriberPatience`
-    /// for room (publishers wait too), then disconnects a subscriber that made no progress at all
-    /// in that time (it reconnects by itself and counts what it missed as a gap), or, when none
-    /// can be named, sends past the full ones as before.
+    /// loses nothing however long it pauses. One that takes nothing for `slowSubscriberPatience`
+    /// while more than its budget is forwarded is disconnected (`SubscriberStallWatch`; it
+    /// reconnects by itself and counts what it missed as a gap), and nobody waits for it.
     ///
-    /// libzmq counts its queues in messages, so the broker turns the budget into a per-subscriber
-    /// high-water mark once, at start: the budget over a 2 KiB frame (half the publishers' 4 KiB
-    /// batch frame) plus libzmq's 128 bytes per message (`SubscriberQueueBudget`, which says why
-    /// the mark never changes on a running socket). Frames averaging 2 KiB keep a subscriber's
-    /// queue within the budget, full 4 KiB batches within twice it; larger frames can take it
-    /// further, up to mark × their size, which `memoryLimit` bounds
-    /// (docs/deployment.md gives the resident-memory formula). Zero: no budget, the queue bounded
-    /// by `highWaterMark` messages as before this setting.
+    /// libzmq counts its queues in messages, so the broker also sets a per-subscriber high-water
+    /// mark once, at start: the budget over a small 256-byte frame plus libzmq's 128 bytes per
+    /// message (`SubscriberQueueBudget`, which says why the mark never changes on a running
+    /// socket), 174,762 messages for 64 MiB: a burst of small notifications within the budget
+    /// never reaches it. A subscriber that keeps taking something but too slowly fills it, and
+    /// then the broker waits `slowSubscriberPatience` for room (publishers wait too: flow
+    /// control), disconnects it if it took nothing meanwhile, and waits for it while it moves, up
+    /// to 10 s, before sending past it. Its queue is then up to mark × its frames (740 MB of full
+    /// 4 KiB batches), which `memoryLimit` bounds (docs/deployment.md gives the resident-memory
+    /// formula). Zero: no budget, the queue bounded by `highWaterMark` messages as before this
+    /// setting, and nobody disconnected.
     public var subscriberBudget: Int = BrokerConfiguration.defaultSubscriberBudget
 
-    /// How long a subscriber past its budget may leave its queue full before the broker stops
-    /// waiting for it (see `subscriberBudget`). Keep it far below the publishers'
+    /// How long a subscriber may take nothing while more than its budget goes by before it is
+    /// disconnected, and how long one whose queue is full may keep it full before the broker
+    /// stops waiting for it (see `subscriberBudget`). Keep it far below the publishers'
     /// `BusConfiguration.sendStallLimit` (60 s): a publisher that the broker holds back that long
     /// drops it and redials. Zero: never wait.
     public var slowSubscriberPatience: Duration = .milliseconds(500)

@@ -21,6 +21,13 @@ final class BrokerForwarder {
     private var machine: SlowSubscriberStateMachine
     /// The subscriber connections' unsent bytes when the current wait began.
     private var stalledFinder = StalledConnectionFinder()
+    /// The budget's byte side: subscribers that stopped while more than the budget went by.
+    private var stallWatch: SubscriberStallWatch
+    /// When the subscriber connections are sampled for `stallWatch` next (monotonic ns).
+    private var nextStallCheck: UInt64 = 0
+    /// How often: 10 times a second, so a stopped subscriber's queue passes its budget by at most
+    /// a tenth of a second of traffic (15 MB at 500,000 notifications of 300 B a second).
+    private static let stallCheckInterval: UInt64 = 100_000_000
     private let onEvent: (@Sendable (BrokerEvent) -> Void)?
     /// Readers of the sides' connection events (empty with CURVE: the ZAP handler reads them).
     private let monitorReaders: [Socket]
@@ -86,6 +93,8 @@ final class BrokerForwarder {
         self.machine = SlowSubscriberStateMachine(
             patienceNanoseconds: patienceNanoseconds, quietNanoseconds: quiet,
             disconnectsStalled: configuration.subscriberBudget > 0, maximumHoldNanoseconds: quiet)
+        self.stallWatch = SubscriberStallWatch(
+            budget: configuration.subscriberBudget, patienceNanoseconds: patienceNanoseconds)
         self.memoryLimit = configuration.memoryLimit
         self.bindsIDsToKeys = configuration.security != nil
         self.boundEndpoints = boundEndpoints
@@ -116,6 +125,7 @@ final class BrokerForwarder {
             readConnectionEvents()
             forgetClosedPublishers()
             checkMemory()
+            disconnectSubscribersPastBudget()
             replayEndOfStreamRecords()
             do {
                 let moved = try forwardSubscriptions() + forwardNotifications()
@@ -400,16 +410,41 @@ final class BrokerForwarder {
         return moved
     }
 
-    /// Every subscriber connection's sample now (those libzmq already closed are left out).
-    private func subscriberSamples() -> [ConnectionDescriptor: ConnectionSample] {
+    /// Every subscriber connection's sample now (those libzmq already closed are left out). With
+    /// `onlyBehind`, the progress counter is read only for connections holding unsent bytes (the
+    /// others have nothing to be behind on; over ipc the counter is a file read).
+    private func subscriberSamples(onlyBehind: Bool = false) -> [ConnectionDescriptor: ConnectionSample] {
         var samples: [ConnectionDescriptor: ConnectionSample] = [:]
         for (descriptor, processID) in connections.descriptors(side: .subscriber) {
             let connection = ConnectionDescriptor(descriptor)
             guard let unsent = connection.unsentBytes() else { continue }
+            if onlyBehind && unsent == 0 {
+                samples[connection] = ConnectionSample(unsentBytes: 0, progress: nil)
+                continue
+            }
             let progress = connection.bytesAcknowledged() ?? processID.flatMap(processCPUTicks)
             samples[connection] = ConnectionSample(unsentBytes: unsent, progress: progress)
         }
         return samples
+    }
+
+    /// Ten times a second with a budget: disconnects the subscribers that took nothing for the
+    /// patience while more than their budget went by (`SubscriberStallWatch`). Nobody waited for
+    /// them meanwhile; they reconnect by themselves and count what they missed as gaps.
+    private func disconnectSubscribersPastBudget() {
+        guard stallWatch.budget > 0 else { return }
+        let now = Timestamps.monotonicNanoseconds()
+        guard now >= nextStallCheck else { return }
+        nextStallCheck = now &+ Self.stallCheckInterval
+        let samples = subscriberSamples(onlyBehind: true)
+        let forwarded = stats.bytesToSubscribers
+        for descriptor in stallWatch.observe(samples, forwarded: forwarded, now: now) where descriptor.shutDown() {
+            stallWatch.forget(descriptor)
+            stats.stalledSubscribersDisconnected &+= 1
+            let connection = connections.connection(side: .subscriber, descriptor: descriptor.rawValue)
+            onEvent?(.stalledSubscriberDisconnected(connection, unsentBytes: samples[descriptor]?.unsentBytes ?? 0))
+            publishStatistics()
+        }
     }
 
     /// A patience ran out: disconnects the subscribers that took nothing since the wait began
