@@ -30,6 +30,8 @@ static inline int czmq_eventfd(void) { return eventfd(0, EFD_NONBLOCK | EFD_CLOE
 static inline int czmq_errno(void) { return errno; }
 /* glibc: give free heap memory back to the system (1 if some was released). */
 static inline int czmq_malloc_trim(void) { return malloc_trim(0); }
+/* glibc: keep up to `bytes` of free heap before giving its top back (M_TRIM_THRESHOLD). */
+static inline int czmq_keep_free_heap(int bytes) { return mallopt(M_TRIM_THRESHOLD, bytes); }
 
 // Names the calling thread (Linux keeps the first 15 bytes); `prctl` is variadic, so Swift needs this.
 static inline int czmq_set_current_thread_name(const char *name) {

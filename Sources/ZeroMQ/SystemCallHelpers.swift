@@ -55,6 +55,15 @@ public func releaseFreeMemory() {
     _ = czmq_malloc_trim()
 }
 
+/// Lets glibc keep up to `bytes` of freed heap for reuse before it gives the heap's top back to
+/// the system (`M_TRIM_THRESHOLD`; glibc's default is 128 KiB, and it then grows and shrinks the
+/// heap with every burst, a page fault per page each time). For a process's start, before
+/// threads allocate. Returns whether glibc took it.
+@discardableResult
+public func keepFreeHeap(upTo bytes: Int32) -> Bool {
+    czmq_keep_free_heap(bytes) == 1
+}
+
 /// Names the calling thread for `top -H`, `ps -L` and `perf` (Linux keeps the first 15 bytes).
 /// Here rather than in the bus because `prctl` is variadic and only this module sees the C shim.
 /// Returns whether the kernel took it.
