@@ -34,14 +34,10 @@ final class BrokerForwarder {
     private let connections: ConnectionTracker
     /// The largest subscription message forwarded to publishers (bytes).
     private let forwardableSubscriptionSize: Int
-    /// The resident-memory limit in bytes (nil: none), the endpoints to re-bind when it is
-    /// passed, and when memory is looked at next (monotonic ns).
-    private let memoryLimit: UInt64?
+    /// The memory guard (nil: no resident-memory limit), and the endpoints it re-binds to drop
+    /// every connection.
+    private var memoryGuard: MemoryGuardStateMachine?
     private let boundEndpoints: [(socket: Socket, endpoint: String)]
-    private var nextMemoryCheck: UInt64 = 0
-    /// After dropping every connection, libzmq frees their queues on its own I/O thread: no
-    /// second drop before this (monotonic ns).
-    private var memoryCooldownUntil: UInt64 = 0
     /// The notification read from the frontend and not yet taken by the backend.
     private var held = MessageBatch(capacity: 4)
     private var heldBytes = 0
@@ -95,7 +91,7 @@ final class BrokerForwarder {
             disconnectsStalled: configuration.subscriberBudget > 0, maximumHoldNanoseconds: quiet)
         self.stallWatch = SubscriberStallWatch(
             budget: configuration.subscriberBudget, patienceNanoseconds: patienceNanoseconds)
-        self.memoryLimit = configuration.memoryLimit
+        self.memoryGuard = configuration.memoryLimit.map { MemoryGuardStateMachine(limitBytes: $0) }
         self.bindsIDsToKeys = configuration.security != nil
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
@@ -147,7 +143,7 @@ final class BrokerForwarder {
                     // Never longer than the heartbeat, so a stuck loop shows (`Broker.forwardingLoopAge`);
                     // the trim is looked at on each of these wake-ups.
                     var timeout = Self.heartbeatInterval
-                    if memoryLimit != nil { timeout = min(timeout, Int(MemoryGuardTiming.checkIntervalMilliseconds)) }
+                    if memoryGuard != nil { timeout = min(timeout, Int(MemoryGuardTiming.checkIntervalMilliseconds)) }
                     if let due = endOfStream.nextReplay {
                         let now = Timestamps.monotonicNanoseconds()
                         let wait = due > now ? Int(min(due - now, 10_000_000_000) / 1_000_000) + 1 : 0
@@ -257,49 +253,25 @@ final class BrokerForwarder {
         }
     }
 
-    /// Every `MemoryGuardTiming.checkInterval` with a memory limit: past it, drop every connection (re-bind each bound
-    /// endpoint; libzmq ends a listener's connections with it) and give the memory back.
+    /// With a memory limit: past it, give freed memory back and, if that is not enough, drop
+    /// every connection (`MemoryGuardStateMachine`; the same guard as a binding bus's).
     private func checkMemory() {
-        guard let memoryLimit else { return }
-        let now = Timestamps.monotonicNanoseconds()
-        guard now >= nextMemoryCheck else { return }
-        nextMemoryCheck = now &+ MemoryGuardTiming.checkInterval
-        guard let resident = residentMemoryBytes(), resident > memoryLimit else { return }
-        // Freed queues may still be on their way back to the allocator: trim first.
-        releaseFreeMemory()
-        guard now >= memoryCooldownUntil, let after = residentMemoryBytes(), after > memoryLimit else { return }
-        memoryCooldownUntil = now &+ MemoryGuardTiming.cooldown
+        guard let limit = memoryGuard?.limitBytes,
+            let resident = memoryGuard?.check(now: Timestamps.monotonicNanoseconds()) ?? nil
+        else { return }
         stats.memoryLimitResets &+= 1
         // libzmq reports none of the connections it ends here: no owner is known to be there.
         ownership.forgetAll()
         for (socket, endpoint) in boundEndpoints {
             do {
-                try socket.unbind(endpoint)
+                try socket.rebind(endpoint) { connections.forgetConnections(acceptedOn: endpoint) }
             } catch {
-                stats.forwardingErrors &+= 1
-                continue
-            }
-            connections.forgetConnections(acceptedOn: endpoint)
-            // libzmq closes the old listener on its own I/O thread, later: until it has, the port
-            // (or the ipc path) may still be taken. Retry for up to 2 s.
-            var bound = false
-            for _ in 0..<200 where !bound {
-                do {
-                    try socket.bind(endpoint)
-                    bound = true
-                } catch where error.kind == .addressInUse {
-                    usleep(10_000)
-                } catch {
-                    break
-                }
-            }
-            if !bound {
                 stats.forwardingErrors &+= 1
                 onEvent?(.rebindFailed(endpoint: endpoint))
             }
         }
         publishStatistics()
-        onEvent?(.memoryLimitReached(residentBytes: after, limitBytes: memoryLimit))
+        onEvent?(.memoryLimitReached(residentBytes: resident, limitBytes: limit))
     }
 
     private func publishStatistics() {

@@ -1,27 +1,20 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import ZeroMQ
 
-/// The memory guard of a bus that binds (`BusConfiguration.maximumResidentMemory`).
+/// The memory guard of a bus that binds (`BusConfiguration.maximumResidentMemory`): the same
+/// machine and re-bind as the broker's (`MemoryGuardStateMachine`, `Socket.rebind`).
 extension BusEventLoop {
     // MARK: Memory guard
 
-    /// Past `maximumResidentMemory`, drops every connection of the bound endpoints by re-binding
-    /// them (libzmq ends a listener's connections with it), then gives the memory back.
+    /// Past `maximumResidentMemory`, gives freed memory back and, if that is not enough, drops
+    /// every connection of the bound endpoints by re-binding them.
     func checkMemory() {
-        guard let limit = configuration.maximumResidentMemory, !sockets.boundEndpoints.isEmpty else { return }
-        let now = Timestamps.monotonicNanoseconds()
-        guard now >= nextMemoryCheck else { return }
-        nextMemoryCheck = now &+ MemoryGuardTiming.checkInterval
-        guard let resident = residentMemoryBytes(), resident > limit else { return }
-        releaseFreeMemory()
-        guard now >= memoryCooldownUntil, let after = residentMemoryBytes(), after > limit else { return }
-        memoryCooldownUntil = now &+ MemoryGuardTiming.cooldown
+        // Optional chaining: without a limit, not even the clock is read.
+        guard !sockets.boundEndpoints.isEmpty, (memoryGuard?.check(now: Timestamps.monotonicNanoseconds()) ?? nil) != nil
+        else { return }
         stats.memoryLimitResets += 1
-        for endpoint in sockets.rebindEndpoints() {
+        for (endpoint, error) in sockets.rebindEndpoints() {
             stats.socketErrors += 1
-            stats.lastSocketError = "re-binding \(endpoint) after the memory limit: it could not be bound again"
+            stats.lastSocketError = "re-binding \(endpoint) after the memory limit: it could not be bound again (\(error))"
         }
         publishStats()
     }

@@ -49,9 +49,8 @@ final class BusEventLoop {
     var publisherPaths = PublisherPathsStateMachine(paths: 0, limit: 0)
     /// With several brokers: whether any path took `pending`'s frame at each index.
     var pendingTaken: [Bool] = []
-    /// When resident memory is looked at next, and no second drop before `memoryCooldownUntil`.
-    var nextMemoryCheck: UInt64 = 0
-    var memoryCooldownUntil: UInt64 = 0
+    /// With `maximumResidentMemory`: the memory guard (BusEventLoop+MemoryGuard.swift).
+    lazy var memoryGuard = configuration.maximumResidentMemory.map { MemoryGuardStateMachine(limitBytes: $0) }
 
     static let batchLimit = 1024
 

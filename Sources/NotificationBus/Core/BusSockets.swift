@@ -299,30 +299,16 @@ final class BusSockets {
         return failures
     }
 
-    /// Drops every connection of the bound endpoints by re-binding them (libzmq ends a listener's
-    /// connections with it): the memory guard's last resort. Returns the endpoints it could not
-    /// re-bind within 2 s.
-    func rebindEndpoints() -> [String] {
-        var failed: [String] = []
+    /// Drops every connection of the bound endpoints by re-binding them (`Socket.rebind`): the
+    /// memory guard's last resort. Returns the endpoints it could not re-bind, with why.
+    func rebindEndpoints() -> [(endpoint: String, error: ZMQError)] {
+        var failed: [(endpoint: String, error: ZMQError)] = []
         for (socket, endpoint) in boundEndpoints {
             do {
-                try socket.unbind(endpoint)
+                try socket.rebind(endpoint)
             } catch {
-                failed.append(endpoint)
-                continue
+                failed.append((endpoint, error))
             }
-            // The old listener closes later, on libzmq's I/O thread: retry the bind for up to 2 s.
-            var bound = false
-            for _ in 0..<200 {
-                do {
-                    try socket.bind(endpoint)
-                    bound = true
-                    break
-                } catch {
-                    usleep(10_000)
-                }
-            }
-            if !bound { failed.append(endpoint) }
         }
         return failed
     }
