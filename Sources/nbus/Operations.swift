@@ -139,6 +139,17 @@ func logLine(_ level: Logger.Level, _ command: String, _ text: String) {
     CommandLog.logger(command).log(level: level, "\(message)")
 }
 
+/// Writes how `command` ended (its log lines, the detail lines of a text summary, the summary,
+/// in that order: the summary is the last line on stderr) and exits with its status.
+func finish(_ command: String, _ outcome: CommandOutcome, format: CommandSummary.Format) throws {
+    for line in outcome.lines { logLine(line.level, command, line.text) }
+    if format == .text {
+        for line in outcome.detailLines { LogSink.standardError.write(line + "\n") }
+    }
+    outcome.summary?.write(format)
+    if outcome.exitCode != 0 { throw ExitCode(outcome.exitCode) }
+}
+
 /// Logs `summary` at `level`: text lines carry its prose alone (each number once), JSON lines the
 /// prose as `message` and every field beside it, numbers as numbers.
 func logSummary(_ summary: CommandSummary, level: Logger.Level, logger: Logger) {

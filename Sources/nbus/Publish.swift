@@ -321,16 +321,8 @@ struct Publish: AsyncParsableCommand {
         }
     }
 
-    enum WaitOutcome: Sendable, Equatable {
-        /// `--subscribers` arrived.
-        case ready
-        /// A CURVE server refused this publisher's key.
-        case refused
-        /// The time ran out with `arrived` of them there.
-        case timedOut(arrived: Int)
-        /// The refusal watch ended without a refusal (internal).
-        case noRefusal
-    }
+    /// How the wait for subscribers ended (`PublishOutcome` decides what each means).
+    typealias WaitOutcome = PublishOutcome.Wait
 
     /// Whether some --connect endpoint may have a listener: an ipc one whose socket file exists,
     /// or any tcp one (only a connection attempt would tell). Without one there is no handshake
@@ -401,41 +393,16 @@ struct Publish: AsyncParsableCommand {
     /// How the summary is written: `--format`, else JSON when the log is JSON.
     var summaryFormat: CommandSummary.Format { CommandSummary.format(output: format, log: logging.logFormat) }
 
-    /// What a publisher did, once closed: the line and the fields of docs/command-line.md.
-    /// `skippedLines` is nil without --lines (the text then leaves it out; JSON says 0).
-    static func summary(_ stats: BusStats, skippedLines: Int?) -> CommandSummary {
-        var text = "posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
-        if let skippedLines { text += ", skipped \(skippedLines) malformed or unsendable line(s)" }
-        // Posts no subscription covered were never sent (filtered at this publisher). Those of a
-        // name sent before were wanted: their subscribers were out of reach (a broker restarting)
-        // or gone, and one still there counts them as lost: said as what happened to them.
-        let neverWanted = stats.unwanted &- stats.unwantedAfterSending
-        let afterLeaving = stats.unwantedAfterSending &- stats.unwantedWhileDisconnected
-        if neverWanted > 0 { text += ", unwanted \(neverWanted) (no subscriber)" }
-        if stats.unwantedWhileDisconnected > 0 {
-            text += ", lost \(stats.unwantedWhileDisconnected) while the broker was unreachable (its subscribers count them as gaps)"
-        }
-        if afterLeaving > 0 {
-            text += ", not sent \(afterLeaving) after their subscribers went (gone, or not back yet after a reconnection: one that returns counts them as gaps)"
-        }
-        if stats.pathsParked > 0 {
-            text += "; a broker refused sends \(stats.pathsParked) time(s): \(stats.pathDrops) notification(s) went through the others only"
-        }
-        if stats.endOfStreamUnacknowledged > 0 {
-            text += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
-        }
-        return CommandSummary(
-            command: "publish", text: text,
-            fields: [
-                ("posted", .unsigned(stats.posted)), ("sent", .unsigned(stats.sent)), ("unsent", .unsigned(stats.unsent)),
-                ("unwanted", .unsigned(stats.unwanted)), ("unwantedAfterSending", .unsigned(stats.unwantedAfterSending)),
-                ("unwantedWhileDisconnected", .unsigned(stats.unwantedWhileDisconnected)),
-                ("skippedLines", .integer(Int64(skippedLines ?? 0))),
-                ("framesSent", .unsigned(stats.framesSent)),
-                ("pathsParked", .unsigned(stats.pathsParked)), ("pathDrops", .unsigned(stats.pathDrops)),
-                ("endOfStreamUnacknowledged", .unsigned(stats.endOfStreamUnacknowledged)),
-                ("handshakesRefused", .unsigned(stats.handshakesRefused)), ("handshakesFailed", .unsigned(stats.handshakesFailed)),
-            ])
+    /// What `PublishOutcome` needs of the options.
+    var outcomeOptions: PublishOutcome.Options {
+        var options = PublishOutcome.Options()
+        options.readsLines = lines
+        options.subscriberCount = subscriberCount
+        options.waitSeconds = waitSeconds
+        options.closeTimeout = closeTimeout
+        options.connectEndpoints = endpoints.connect.isEmpty && endpoints.bind.isEmpty ? [DefaultEndpoints.frontend] : endpoints.connect
+        options.curveSecret = curve.curveSecret
+        return options
     }
 
     /// The longest JSON line read: room for a payload of the maximum size written as JSON escapes.
@@ -470,47 +437,38 @@ struct PublishService: Service {
 
     func run() async throws {
         let (command, bus, name) = (self.command, self.bus, self.name)
-        var skipped = 0
+        let ending: PublishOutcome.Ending
         do {
             let (headers, contentType) = (self.headers, self.contentType)
-            skipped = try await cancelWhenGracefulShutdown {
+            let skipped = try await cancelWhenGracefulShutdown {
                 try await command.post(bus, name, headers, contentType)
             }
+            ending = .finished(name: name, skippedLines: skipped, verdict: await verdictBeforeClosing())
         } catch let missing as Publish.SubscribersMissing {
-            let stats = await bus.close()
-            switch missing.outcome {
-            case .refused:
-                logLine(.error, "publish", refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
-            case .timedOut(let arrived):
-                let who =
-                    command.subscriberCount == 1
-                    ? "no subscriber" : "\(arrived) of \(command.subscriberCount) subscribers"
-                logLine(.error, "publish",
-                    "nbus publish: \(who) for \(missing.name) reached this publisher within \(command.waitSeconds) s "
-                        + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats, usingCurve: command.curve.curveSecret != nil))")
-            case .ready, .noRefusal:
-                logLine(.error, "publish", "nbus publish: the wait for subscribers of \(missing.name) ended unexpectedly")
-            }
-            // The summary still ends the run (posted 0): a script reading the last line finds it.
-            Publish.summary(stats, skippedLines: command.lines ? 0 : nil).write(command.summaryFormat)
-            throw ExitCode(2)
+            ending = .subscribersMissing(missing.outcome, name: missing.name)
         } catch let error as ExitCode {
             await bus.close()
             throw error
         } catch {
-            await bus.close()
-            throw fail("publish", error)
+            ending = .failed(reason: "\(error)")
         }
+        let stats = await bus.close()
+        try finish("publish", PublishOutcome.of(ending, stats: stats, options: command.outcomeOptions), format: command.summaryFormat)
+    }
+
+    /// Posting ended: says so, and looks at the handshakes when nothing else did.
+    ///
+    /// --no-wait waited for nobody, so whether a server would have it at all (an unlisted key,
+    /// CURVE on one side only) has not been looked at yet, and a short run closes within
+    /// milliseconds of connecting, before any verdict. A publisher whose handshake never
+    /// completed has sent nothing: when nothing was sent and no connection is up, wait a
+    /// moment (a handshake takes a round trip or two; libzmq retries every 100 ms) for the
+    /// connection or a refusal. A plain fire-and-forget publish that reached a broker, or found
+    /// nothing listening at all, closes at once.
+    private func verdictBeforeClosing() async -> HandshakeVerdict? {
         if Task.isShuttingDownGracefully {
             logLine(.notice, "publish", "nbus publish: stopping on signal; closing (up to \(command.closeTimeout) s)")
         }
-        // --no-wait waited for nobody, so whether a server would have it at all (an unlisted key,
-        // CURVE on one side only) has not been looked at yet, and a short run closes within
-        // milliseconds of connecting, before any verdict. A publisher whose handshake never
-        // completed has sent nothing: when nothing was sent and no connection is up, wait a
-        // moment (a handshake takes a round trip or two; libzmq retries every 100 ms) for the
-        // connection or a refusal. A plain fire-and-forget publish that reached a broker, or found
-        // nothing listening at all, closes at once.
         var verdict: HandshakeVerdict?
         let sofar = bus.stats
         if command.noWait && !Task.isShuttingDownGracefully && sofar.sent == 0 && sofar.connectedEndpoints == 0
@@ -519,33 +477,6 @@ struct PublishService: Service {
             verdict = await HandshakeVerdict.of(bus, connections: 1, within: min(SecondsOption.duration(command.closeTimeout), Self.refusalGrace))
         }
         logLine(.debug, "publish", "nbus publish: posted all; closing (up to \(command.closeTimeout) s)")
-        let stats = await bus.close()
-        if verdict?.isRefusal == true {
-            // Nothing reached anyone: what the wait would have reported (exit 2), not a "sent"
-            // summary that reads like success.
-            logLine(.error, "publish", refusedKeyMessage("publish", role: "publisher", curve: command.curve, stats: stats))
-            Publish.summary(stats, skippedLines: command.lines ? skipped : nil).write(command.summaryFormat)
-            throw ExitCode(2)
-        }
-        // Nothing at all went out because nobody wanted it (--no-wait with no subscriber yet): a
-        // warning, so a summary of a run that reached nobody does not read like success.
-        let reachedNobody = stats.posted > 0 && stats.sent == 0 && stats.unwanted == stats.posted && stats.unwantedAfterSending == 0
-        if stats.endOfStreamUnacknowledged > 0 {
-            // The end of stream is how a subscriber learns of a lost tail: one that never got it
-            // (its broker dropped or frozen at the end, or it left first) may not know what it missed.
-            logLine(
-                .warning, "publish",
-                "nbus publish: \(stats.endOfStreamUnacknowledged) subscriber(s) did not confirm the end of stream within --close-timeout (\(command.closeTimeout) s): if they missed notifications (a broker lost, frozen or dropped by --stall-limit meanwhile), they may not know it; unless they simply left first")
-        }
-        if reachedNobody {
-            let nobodyThere = verdict == .nothingThere ? "; no broker or peer answered at \(command.endpoints.connect.joined(separator: ", "))" : ""
-            logLine(
-                .warning, "publish",
-                "nbus publish: nothing was sent: no subscriber of \(name) had reached this publisher (--no-wait does not wait for one; without it, publish waits up to --timeout)\(nobodyThere)")
-        }
-        // The summary last, after the warnings: a script reads the last line of stderr.
-        Publish.summary(stats, skippedLines: command.lines ? skipped : nil).write(command.summaryFormat)
-        if stats.unsent > 0 { throw ExitCode(1) }
-        if skipped > 0 { throw ExitCode(2) }
+        return verdict
     }
 }

@@ -153,45 +153,13 @@ struct Request: AsyncParsableCommand {
         if case .failure = outcome, verdict != .connected {
             verdict = await HandshakeVerdict.of(bus, connections: 2, within: Self.refusalGrace)
         }
-        let reached = verdict == .connected
         let stats = await bus.close()
-        if verdict.isRefusal {
-            logLine(
-                .error, "request", refusedKeyMessage(
-                    "request", role: "requester", curve: endpoints.curve, stats: stats,
-                    allowFolders: "--allow-publishers and --allow-subscribers folders (a requester posts and subscribes)"))
-            throw ExitCode(2)
-        }
-        switch outcome {
-        case .success(let reply):
-            if reply.headers[RequestReply.statusHeader] == RequestReply.error {
-                logLine(.error, "request", "the responder failed: \(String(decoding: reply.payload, as: UTF8.self))")
-                throw ExitCode(3)
-            }
-            FileHandle.standardOutput.write(Data(reply.payload))
-            if reply.payload.last != UInt8(ascii: "\n") { FileHandle.standardOutput.write(Data("\n".utf8)) }
-        case .failure(let error) where error.code == .noResponders:
-            if reached {
-                logLine(.error, "request", "no responders: nothing subscribes to \(requestName) at \(endpoints.frontend)")
-            } else {
-                logLine(
-                    .error, "request",
-                    "no responders to \(requestName): no broker reached at \(endpoints.frontend) and "
-                        + "\(endpoints.backend) (is nbus broker running there?)")
-            }
-            throw ExitCode(2)
-        case .failure(let error) where error.code == .timedOut && !reached:
-            logLine(
-                .error, "request",
-                "no broker reached at \(endpoints.frontend) and \(endpoints.backend) within \(timeout) s "
-                    + "(is nbus broker running there?): no reply to \(requestName)")
-            throw ExitCode(2)
-        case .failure(let error) where error.code == .timedOut:
-            logLine(.error, "request", "no reply to \(requestName) within \(timeout) s")
-            throw ExitCode(1)
-        case .failure(let error):
-            throw fail("request", error, code: 2)
-        }
+        var options = RequestOutcome.Options()
+        (options.frontend, options.backend, options.timeout) = (endpoints.frontend, endpoints.backend, timeout)
+        options.curveSecret = endpoints.curve.curveSecret
+        let ending = RequestOutcome.of(outcome, name: requestName, verdict: verdict, stats: stats, options: options)
+        if !ending.standardOutput.isEmpty { FileHandle.standardOutput.write(Data(ending.standardOutput)) }
+        try finish("request", ending, format: .text)
     }
 }
 
@@ -384,7 +352,7 @@ struct ReplyService: Service {
         if ending == .refused {
             logLine(
                 .error, "reply", refusedKeyMessage(
-                    "reply", role: "responder", curve: endpoints.curve, stats: stats,
+                    "reply", role: "responder", curveSecret: endpoints.curve.curveSecret, stats: stats,
                     allowFolders: "--allow-publishers and --allow-subscribers folders (a responder subscribes and posts)"))
             throw ExitCode(2)
         }

@@ -172,92 +172,17 @@ struct Subscribe: AsyncParsableCommand {
         }
     }
 
-    /// A rejected batch frame is one rejection: say how many notifications such frames held.
-    func batchNote(_ bus: BusStats) -> String {
-        bus.rejectedBatchNotifications == 0 ? "" : " (\(bus.rejectedBatchNotifications) notifications in rejected batches)"
-    }
-
     /// How the summary is written: `--format`, else JSON when the log is JSON.
     var summaryFormat: CommandSummary.Format {
         CommandSummary.format(output: format.map { $0 == .json ? .json : .text }, log: logging.logFormat)
     }
 
-    /// What a subscriber did, once closed: the line and the fields of docs/command-line.md. With
-    /// --stats the JSON object holds the details too; the text has them in lines of their own
-    /// (`statsLines`), written before it.
-    /// `tailUnknown`: the subscriber stopped (a signal, --timeout) before --count, so a stream it
-    /// still tracks (no end of stream came) may have lost its tail uncounted.
-    func summary(
-        printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats, tailUnknown: Bool = false
-    ) -> CommandSummary {
-        // Upstream loss from the bus: counted once per lost message, however many patterns match
-        // its name (each of their subscriptions sees the gap). Local drops are per buffer.
-        let lost = bus.lostUpstream
-        let dropped = perPattern.reduce(UInt64(0)) { $0 + $1.1.droppedLocalBuffer }
-        var text = "printed \(printed); lost upstream \(lost), dropped locally \(dropped), "
-            + "rejected malformed \(bus.rejectedTotal)\(batchNote(bus))\(handshakeNote(bus, usingCurve: curve.curveSecret != nil))"
-            + (bus.duplicatesDiscarded > 0 ? ", duplicates discarded \(bus.duplicatesDiscarded)" : "")
-        // A bound subscriber's memory guard dropped every connection: what was in flight then is
-        // lost (counted as gaps where a later notification shows them).
-        if bus.memoryLimitResets > 0 {
-            text += ", memory resets \(bus.memoryLimitResets) (over --max-memory \(maxMemory) MiB: every connection dropped)"
-        }
-        // NBP-1 §8, §15.2: a gap shows only at a stream's next notification or its end-of-stream
-        // record. A stream without either (a publisher still running, or one that finished while
-        // its broker was frozen or unreachable, or was killed) may have lost its tail uncounted.
-        let tailUnknownStreams = tailUnknown ? bus.trackedStreams : 0
-        if tailUnknownStreams > 0 {
-            text += "; tail unknown for \(tailUnknownStreams) stream(s): no end of stream came from their publisher "
-                + "(still running, or it closed while its broker was frozen or unreachable): what it sent after the last "
-                + "notification printed is not counted here"
-        }
-        var fields: [(String, CommandSummary.Value)] = [
-            ("printed", .integer(Int64(printed))), ("lostUpstream", .unsigned(lost)), ("droppedLocally", .unsigned(dropped)),
-            ("rejectedMalformed", .unsigned(bus.rejectedTotal)),
-            ("rejectedBatchNotifications", .unsigned(bus.rejectedBatchNotifications)),
-            ("handshakesRefused", .unsigned(bus.handshakesRefused)), ("handshakesFailed", .unsigned(bus.handshakesFailed)),
-            ("duplicatesDiscarded", .unsigned(bus.duplicatesDiscarded)), ("memoryResets", .unsigned(bus.memoryLimitResets)),
-            ("tailUnknownStreams", .integer(Int64(tailUnknownStreams))),
-        ]
-        if stats {
-            fields.append(("patterns", .array(perPattern.map { pattern, stats in
-                .object([
-                    ("pattern", .string(pattern)), ("received", .unsigned(stats.received)),
-                    ("delivered", .unsigned(stats.delivered)), ("filteredOut", .unsigned(stats.filteredOut)),
-                    ("lostUpstream", .unsigned(stats.lostUpstream)), ("droppedLocalBuffer", .unsigned(stats.droppedLocalBuffer)),
-                    ("discardedAtEnd", .unsigned(stats.discardedAtEnd)), ("buffered", .unsigned(stats.buffered)),
-                ])
-            })))
-            fields.append(("bus", .object([
-                ("framesReceived", .unsigned(bus.framesReceived)), ("notificationsReceived", .unsigned(bus.notificationsReceived)),
-                ("unmatched", .unsigned(bus.unmatched)), ("trackedStreams", .integer(Int64(bus.trackedStreams))),
-                ("streamsForgotten", .unsigned(bus.streamsForgotten)),
-            ])))
-            fields.append(("rejected", .object(bus.rejected.sorted { $0.key < $1.key }.map { ("\($0.key)", .unsigned($0.value)) })))
-        }
-        return CommandSummary(command: "subscribe", text: text, fields: fields)
-    }
-
-    /// With --stats and a text summary: the details, one plain line each (the summary line's
-    /// own numbers not repeated), written before it.
-    func statsLines(perPattern: [(String, SubscriptionStats)], bus: BusStats) -> [String] {
-        guard stats else { return [] }
-        var lines = perPattern.map { pattern, stats in "nbus subscribe: \(pattern): \(stats)" }
-        lines.append(
-            "nbus subscribe: bus: framesReceived=\(bus.framesReceived) notificationsReceived=\(bus.notificationsReceived) unmatched=\(bus.unmatched) trackedStreams=\(bus.trackedStreams) streamsForgotten=\(bus.streamsForgotten)")
-        for (reason, count) in bus.rejected.sorted(by: { $0.key < $1.key }) {
-            lines.append("nbus subscribe: rejected \(reason): \(count)")
-        }
-        return lines
-    }
-
-    /// Writes the summary (and, in text, the --stats lines before it) on stderr.
-    func printSummary(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats, tailUnknown: Bool = false) {
-        let format = summaryFormat
-        if format == .text {
-            for line in statsLines(perPattern: perPattern, bus: bus) { LogSink.standardError.write(line + "\n") }
-        }
-        summary(printed: printed, perPattern: perPattern, bus: bus, tailUnknown: tailUnknown).write(format)
+    /// What `SubscribeOutcome` needs of the options.
+    var outcomeOptions: SubscribeOutcome.Options {
+        var options = SubscribeOutcome.Options()
+        (options.count, options.timeout, options.showsStats) = (count, timeout, stats)
+        (options.maxMemory, options.curveSecret) = (maxMemory, curve.curveSecret)
+        return options
     }
 }
 
@@ -314,9 +239,7 @@ struct SubscribeService: Service {
     /// With --http: the delivery-latency histogram, fed as each notification is printed.
     let latency: DeliveryLatencyMetrics?
 
-    private enum Ending: Sendable {
-        case printingEnded, timedOut, signalled, refused
-    }
+    private typealias Ending = SubscribeOutcome.Ending
 
     func run() async throws {
         let (command, bus, streams) = (self.command, self.bus, self.streams)
@@ -383,18 +306,7 @@ struct SubscribeService: Service {
 
         let perPattern = zip(command.patterns, streams).map { ($0, $1.stats) }
         let busStats = await bus.close()
-        // Why it failed first, the summary last: a script reads the last line of stderr.
-        var failure: ExitCode?
-        if ending == .refused {
-            logLine(.error, "subscribe", refusedKeyMessage("subscribe", role: "subscriber", curve: command.curve, stats: busStats))
-            failure = ExitCode(2)
-        } else if let target = command.count, printer.count < target, ending == .timedOut {
-            CommandLog.logger("subscribe").error("printed \(printer.count) of \(target) before the \(command.timeout ?? 0) s timeout")
-            failure = ExitCode(1)
-        }
-        command.printSummary(
-            printed: printer.count, perPattern: perPattern, bus: busStats,
-            tailUnknown: ending == .signalled || ending == .timedOut)
-        if let failure { throw failure }
+        let counts = SubscribeOutcome.Counts(printed: printer.count, perPattern: perPattern, bus: busStats)
+        try finish("subscribe", SubscribeOutcome.of(ending, counts: counts, options: command.outcomeOptions), format: command.summaryFormat)
     }
 }
