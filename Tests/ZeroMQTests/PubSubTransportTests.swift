@@ -52,14 +52,7 @@ struct PubSubTransportTests {
         try subscriber.subscribe([])
 
         // PUB cannot see subscriptions, so probe until the first probe arrives (bounded: 500 x 10 ms).
-        var poller = Poller()
-        poller.register(subscriber)
-        var arrived = false
-        for _ in 0..<500 where !arrived {
-            try publisher.send("probe")
-            arrived = try poller.poll(timeoutMilliseconds: 10) > 0
-        }
-        #expect(arrived)
+        #expect(try publisher.sendUntilReadable("probe", at: subscriber))
         while (try? subscriber.receive(mode: .dontWait)) != nil {}
 
         try publisher.send("payload")
