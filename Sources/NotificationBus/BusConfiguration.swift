@@ -70,12 +70,8 @@ public struct BusConfiguration: Sendable {
         set { sendHighWaterMarkSetting = newValue }
     }
     private var sendHighWaterMarkSetting: Int32?
-    /// ZeroMQ receive high-water mark (messages: frames, so up to 1,000 × 4 KiB of batch frames).
-    /// Past it the socket stops reading TCP and the backlog waits upstream, at the broker (within
-    /// the subscriber's budget there) or at a publisher that binds. 1,000 rather than 10,000:
-    /// 10,000 batch frames held 87 MB at a subscriber that fell behind (peers kit 1 -> 1: peak RSS
-    /// 125 MB, now 48 MB), and a broker's budget already counts what waits for a subscriber.
-    public var receiveHighWaterMark: Int32 = 1_000
+    /// ZeroMQ receive high-water mark (messages).
+    public var receiveHighWaterMark: Int32 = 10_000
     /// With `true`, a full peer makes the I/O thread wait (`ZMQ_XPUB_NODROP`) instead of dropping,
     /// and `post` waits in turn once `outboundCapacity` is queued: lossless, but one slow peer
     /// slows the publisher.
