@@ -85,7 +85,7 @@ public final class Bus: Sendable {
     public var stats: BusStats {
         var stats = core.statsSnapshot.withLock { $0 }
         // Posts that posting threads sent themselves are counted as they go, not by the loop.
-        let direct = core.mailbox.withLock { (sent: $0.sentDirectly, unsent: $0.unsentDirectly, posted: $0.posted) }
+        let direct = core.mailbox.withLock { (sent: $0.lending.sent, unsent: $0.lending.unsent, posted: $0.posted) }
         stats.sent += direct.sent
         stats.framesSent += direct.sent  // one post, one frame
         stats.unsent += direct.unsent

@@ -131,13 +131,6 @@ final class BusCore: Sendable {
         return accepted
     }
 
-    /// Posts closer together than this (nanoseconds) go through the loop, not a direct send: a
-    /// posting thread sending each of a burst itself would do on one core what the loop does on
-    /// the other in batches (throughput), while a wake-up of the loop (20 to 35 us here) is
-    /// what a sparse post saves (latency). A burst's first post goes directly, the rest wake the
-    /// loop, which holds the socket until the burst is over.
-    static let directSendSpacing: UInt64 = 50_000
-
     /// What `queue` decided under the lock.
     private enum QueueStep: ~Copyable {
         case queued(wake: Bool)
@@ -159,10 +152,7 @@ final class BusCore: Sendable {
             guard var taken = message.take() else { return .queued(wake: false) }
             let sequence = box.sequences.next(for: name)
             box.posted += 1
-            if let directPublisher, box.publisherOwner == .free, box.outbound.isEmpty,
-                now &- box.lastDirectSend > Self.directSendSpacing
-            {
-                box.publisherOwner = .poster
+            if let directPublisher, box.lending.claim(now: now, queueEmpty: box.outbound.isEmpty) == .sendDirectly {
                 taken.withUnsafeMutableBytes { EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: $0) }
                 return .sendDirectly(taken, directPublisher)
             }
@@ -189,17 +179,16 @@ final class BusCore: Sendable {
     }
 
     /// Sends one post on the XPUB from the posting thread, which owns the socket until it gives
-    /// it back here. Refused (back-pressure), the post goes first in the outbound queue and the
-    /// loop takes over; either way the loop is woken if the send left it work (subscription
-    /// messages the send's command processing took the XPUB's signal for).
+    /// it back here (`PublisherLendingStateMachine.release`). Refused (back-pressure), the post
+    /// goes first in the outbound queue and the loop takes over; either way the loop is woken if
+    /// the send left it work.
     private func sendDirectly(_ message: consuming Message, on publisher: DirectPublisher) {
         var message = message
-        var refused = false
-        var rejected = false
+        var outcome = PublisherLendingStateMachine.SendOutcome.sent
         do {
-            refused = try !publisher.socket.sendIfReady(&message)
+            if try !publisher.socket.sendIfReady(&message) { outcome = .refused }
         } catch {
-            rejected = true  // ZeroMQ refuses this frame outright: counted as unsent, like the loop does
+            outcome = .rejected  // ZeroMQ refuses this frame outright: counted as unsent, like the loop does
         }
         // The send may have consumed the socket's signal for incoming subscription messages: a
         // loop asleep on that signal must hear of them from here.
@@ -207,20 +196,23 @@ final class BusCore: Sendable {
         let readable = Int32(PollEvents.readable.rawValue)
         let input = ((try? publisher.socket.get(.events)) ?? readable) & readable != 0
         var unsent: Message? = nil
-        if refused { unsent = consume message }
+        if outcome == .refused { unsent = consume message }
         let wake = mailbox.withLock { box -> Bool in
-            if let taken = unsent.take() {
-                box.outbound.prepend(taken)
-            } else if rejected {
-                box.unsentDirectly += 1
-            } else {
-                box.sentDirectly += 1
+            let action = box.lending.release(
+                outcome, now: Timestamps.monotonicNanoseconds(), inputWaiting: input, queueEmpty: box.outbound.isEmpty,
+                loopSleeping: box.sleeping)
+            let wake: Bool
+            switch action {
+            case .done:
+                return false
+            case .wakeLoop:
+                wake = true
+            case .requeue(let wakeLoop):
+                if let taken = unsent.take() { box.outbound.prepend(taken) }
+                wake = wakeLoop
             }
-            box.publisherOwner = .free
-            box.lastDirectSend = Timestamps.monotonicNanoseconds()
-            guard box.sleeping, refused || input || !box.outbound.isEmpty else { return false }
-            box.sleeping = false
-            return true
+            if wake { box.sleeping = false }
+            return wake
         }
         if wake { self.wake.signal() }
     }
@@ -229,19 +221,14 @@ final class BusCore: Sendable {
     /// (a few microseconds: one `zmq_msg_send`).
     func takePublisherSocket() {
         guard directPublisher != nil else { return }
-        while true {
-            let taken = mailbox.withLock { box -> Bool in
-                switch box.publisherOwner {
-                case .loop: return true
-                case .free:
-                    box.publisherOwner = .loop
-                    return true
-                case .poster: return false
-                }
-            }
-            if taken { return }
-            sched_yield()
-        }
+        while mailbox.withLock({ $0.lending.reclaim() }) == .waitForPoster { sched_yield() }
+    }
+
+    /// The closing event loop takes the XPUB for good before closing it: no post is sent
+    /// directly from then on.
+    func closePublisherSocket() {
+        guard directPublisher != nil else { return }
+        while mailbox.withLock({ $0.lending.close() }) == .waitForPoster { sched_yield() }
     }
 
     /// Whether a post of `name` is wanted (`PublisherInterest.decide`); nil when the bus is closed.

@@ -19,14 +19,8 @@ struct Mailbox: ~Copyable {
     var posted: UInt64 = 0
     /// Posters waiting for room in `outbound`.
     var spaceWaiters: [SpaceWaiter] = []
-    /// Who may use the XPUB now (see `PublisherSocketOwner`).
-    var publisherOwner = PublisherSocketOwner.loop
-    /// Posts posting threads sent on the XPUB themselves, and those ZeroMQ rejected outright.
-    var sentDirectly: UInt64 = 0
-    var unsentDirectly: UInt64 = 0
-    /// When the last direct send ended (monotonic ns): posts closer together than
-    /// `BusCore.directSendSpacing` go through the loop instead.
-    var lastDirectSend: UInt64 = 0
+    /// Who may use the XPUB now, and what posting threads sent on it themselves.
+    var lending = PublisherLendingStateMachine()
 }
 
 /// A poster waiting for room in the outbound queue; `id` lets a cancelled one leave the line.

@@ -9,6 +9,8 @@ extension BusEventLoop {
     func shutDown() {
         // Normally `closing` already; a terminated context ends the loop while `open`.
         core.requestClose()
+        // Posts are refused from now on; the XPUB is the loop's alone until it closes it.
+        core.closePublisherSocket()
         var queued = MessageBatch(capacity: 1)
         var jobs: [UnownedJob] = []
         core.changeInterest { $0.closed = true }

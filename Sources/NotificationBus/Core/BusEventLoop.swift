@@ -151,8 +151,9 @@ final class BusEventLoop {
                     return false
                 }
                 box.sleeping = true
-                // Asleep, the loop lends the XPUB to posting threads (`PublisherSocketOwner`).
-                if publisherSignal != nil { box.publisherOwner = .free }
+                // Asleep, the loop lends the XPUB to posting threads (`PublisherLendingStateMachine`)
+                // when it can watch it through its signal fd meanwhile.
+                if publisherSignal != nil { _ = box.lending.lend() }
                 return true
             }
             if parked {
