@@ -104,24 +104,19 @@ struct BusReceiver {
     let gapTimeout: UInt64
     /// A bit per path whose connection is up (every path until its monitor says otherwise).
     private(set) var connectedPaths: UInt64
-    /// With several paths: every tracked stream, merged over the paths, and when last heard.
-    private var merged: [StreamKey: MergedStream] = [:]
-    /// Streams of `merged` holding notifications back or awaiting a tail (their deadlines matter).
-    private var waitingStreams: Set<StreamKey> = []
-    /// Streams of `merged` whose end-of-stream record came while a path may still bring copies.
-    private var endedStreams: Set<StreamKey> = []
+    /// With several paths: every tracked stream, merged over the paths.
+    private var merged: MergedStreams
     /// The path the frames being read come from, and when the read began (monotonic ns).
     private var currentPath = 0
     private var now: UInt64 = 0
 
-    struct MergedStream {
-        var merge: PathMergeStateMachine<BusNotification>
-        var heard: UInt64
-    }
     /// Readiness tokens echoed by publishers (name bytes), for the I/O thread to resolve.
-    var readyTokens: [[UInt8]] = []
+    private var readyTokens: [[UInt8]] = []
     /// Publishers whose final end-of-stream record arrived and must be acknowledged upstream.
-    var endOfStreamAcknowledgements: [UInt64] = []
+    private var endOfStreamAcknowledgements: [UInt64] = []
+    /// Whether reading stops (a `suspendProducer` subscription is full) until its consumer
+    /// makes room (`resumeReadingUnlessFull`).
+    private(set) var readingPaused = false
     let maximumPayload: Int
     /// This receiver's own header limit (at most NBP/1's 32).
     let maximumHeaderCount: Int
@@ -139,6 +134,7 @@ struct BusReceiver {
         pathCount = min(64, max(1, paths))
         self.gapTimeout = Timestamps.boundedNanoseconds(gapTimeout)
         connectedPaths = pathCount == 64 ? .max : (1 << UInt64(pathCount)) - 1
+        merged = MergedStreams(paths: pathCount, maximumTracked: self.maximumTrackedStreams, gapTimeout: self.gapTimeout)
     }
 
     /// Paths that are down until their monitor reports a connection (or they bring something).
@@ -159,11 +155,7 @@ struct BusReceiver {
         let route = routes.remove(at: index)
         spillCachedStream()
         lastSequence = lastSequence.filter { key, _ in routes.contains { $0.pattern.matches(key.name) } }
-        if !merged.isEmpty {
-            merged = merged.filter { key, _ in routes.contains { $0.pattern.matches(key.name) } }
-            waitingStreams = waitingStreams.filter { merged[$0] != nil }
-            endedStreams = endedStreams.filter { merged[$0] != nil }
-        }
+        merged.forgetStreams(matchedByNoneOf: routes.map(\.pattern))
         return route.storage
     }
 
@@ -176,6 +168,24 @@ struct BusReceiver {
     var subscriptionCount: Int { routes.count }
 
     var wantsProducerPaused: Bool { routes.contains { $0.storage.wantsProducerPaused } }
+
+    /// A consumer made room, or a subscription went: reading resumes unless a `suspendProducer`
+    /// subscription is still full.
+    mutating func resumeReadingUnlessFull() {
+        readingPaused = wantsProducerPaused
+    }
+
+    /// The readiness tokens echoed since the last call, for the loop to resolve.
+    mutating func takeReadyTokens() -> [[UInt8]] {
+        defer { readyTokens = [] }
+        return readyTokens
+    }
+
+    /// The publishers whose final end of stream arrived since the last call, to acknowledge.
+    mutating func takeEndOfStreamAcknowledgements() -> [UInt64] {
+        defer { endOfStreamAcknowledgements = [] }
+        return endOfStreamAcknowledgements
+    }
 
     // MARK: Reading
 
@@ -285,7 +295,7 @@ struct BusReceiver {
                 exactIndex: exactIndex)
         }
         if pathCount > 1, let knownName, let (publisherID, sequence) = EnvelopeCodec.peekStream(frame, nameLength: nameLength),
-            merged[StreamKey(publisherID: publisherID, name: knownName)]?.merge.isDuplicate(sequence) == true
+            merged.isDuplicate(StreamKey(publisherID: publisherID, name: knownName), sequence: sequence)
         {
             // A copy another path brought first: discarded before it costs a decode.
             counters.duplicatesDiscarded += 1
@@ -427,24 +437,11 @@ struct BusReceiver {
     /// out what it says for the routes in `targets`. Returns whether anything was delivered.
     private mutating func merge(_ notification: BusNotification, targets: [Int]) -> Bool {
         let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
-        if merged[key] == nil && merged.count >= maximumTrackedStreams { forgetStalestMergedStreams() }
-        let heard = counters.framesReceived
         // A path that brings a notification is connected, whatever its monitor said last.
         connectedPaths |= 1 << UInt64(currentPath)
-        let (pathCount, path, now, connected, gapTimeout) = (self.pathCount, currentPath, self.now, connectedPaths, self.gapTimeout)
-        var wasWaiting = false
-        var isWaiting = false
-        let disposition = modify(&merged[key, default: MergedStream(merge: PathMergeStateMachine(paths: pathCount), heard: heard)]) { stream in
-            stream.heard = heard
-            wasWaiting = stream.merge.isWaiting
-            let disposition = stream.merge.received(
-                notification, sequence: notification.sequence, path: path, now: now, connected: connected, gapTimeout: gapTimeout)
-            isWaiting = stream.merge.isWaiting
-            return disposition
-        }
-        if wasWaiting != isWaiting {
-            if isWaiting { waitingStreams.insert(key) } else { waitingStreams.remove(key) }
-        }
+        let (disposition, forgotten) = merged.received(
+            notification, key: key, path: currentPath, now: now, connected: connectedPaths, heard: counters.framesReceived)
+        counters.streamsForgotten += UInt64(forgotten)
         switch disposition {
         case .deliver(let notification):
             for index in targets { routes[index].batch.append(notification: notification) }
@@ -459,8 +456,6 @@ struct BusReceiver {
             return true
         }
     }
-
-    private func modify<Value, Result>(_ value: inout Value, _ body: (inout Value) -> Result) -> Result { body(&value) }
 
     /// Delivers a merge's steps to every route matching the stream's name, gaps counted.
     private mutating func apply(_ steps: [PathMergeStateMachine<BusNotification>.Step], key: StreamKey) {
@@ -493,56 +488,20 @@ struct BusReceiver {
 
     /// When the earliest wait for a hole ends (monotonic ns), if any stream is waiting.
     var nextGapDeadline: UInt64? {
-        waitingStreams.compactMap { merged[$0]?.merge.deadline(gapTimeout: gapTimeout) }.min()
+        merged.nextDeadline
     }
 
     /// Declares the holes whose wait ended by `now` (the loop calls it every round while any
     /// stream waits). `all`: every waiting stream is looked at, for a path that went down.
     mutating func settleMergedStreams(now: UInt64, all: Bool = false) {
-        guard !waitingStreams.isEmpty || (all && !endedStreams.isEmpty) else { return }
-        for key in waitingStreams {
-            guard var stream = merged[key] else { continue }
-            if !all, let deadline = stream.merge.deadline(gapTimeout: gapTimeout), deadline > now { continue }
-            let steps = stream.merge.settle(now: now, connected: connectedPaths, gapTimeout: gapTimeout)
-            merged[key] = stream
-            apply(steps, key: key)
-            if !stream.merge.isWaiting { waitingStreams.remove(key) }
-        }
-        for key in endedStreams where merged[key]?.merge.isFinished(connected: connectedPaths) ?? true {
-            merged[key] = nil
-            endedStreams.remove(key)
-            waitingStreams.remove(key)
-        }
+        for (key, steps) in merged.settle(now: now, connected: connectedPaths, all: all) { apply(steps, key: key) }
     }
 
     /// Several paths: an end-of-stream entry for one stream arrived on the current path.
     private mutating func mergeEndOfStream(key: StreamKey, last: UInt64) -> Bool {
-        guard var stream = merged[key] else { return false }
-        let steps = stream.merge.endOfStream(
-            last: last, path: currentPath, now: now, connected: connectedPaths, gapTimeout: gapTimeout)
+        let steps = merged.endOfStream(key, last: last, path: currentPath, now: now, connected: connectedPaths)
         apply(steps, key: key)
-        if stream.merge.isFinished(connected: connectedPaths) {
-            merged[key] = nil
-            waitingStreams.remove(key)
-            endedStreams.remove(key)
-        } else {
-            merged[key] = stream
-            endedStreams.insert(key)
-            if stream.merge.isWaiting { waitingStreams.insert(key) } else { waitingStreams.remove(key) }
-        }
         return steps.contains { if case .gap = $0 { true } else { false } }
-    }
-
-    /// `forgetStalestStreams` for the merged table.
-    private mutating func forgetStalestMergedStreams() {
-        let count = max(1, maximumTrackedStreams / 10)
-        let stalest = merged.sorted { $0.value.heard < $1.value.heard }.prefix(count)
-        for entry in stalest {
-            merged.removeValue(forKey: entry.key)
-            waitingStreams.remove(entry.key)
-            endedStreams.remove(entry.key)
-        }
-        counters.streamsForgotten += UInt64(stalest.count)
     }
 
     /// A publisher closed: every stream of it whose last sequence is beyond what arrived here
@@ -604,18 +563,20 @@ struct BusReceiver {
     /// Streams tracked now, the cached one included.
     /// (Several paths: a stream whose end of stream came is not counted while it waits for the
     /// other paths' copies: its tail is known.)
-    var trackedStreams: Int { lastSequence.count + merged.count - endedStreams.count + (cachedStream == nil ? 0 : 1) }
+    var trackedStreams: Int { lastSequence.count + merged.tracked + (cachedStream == nil ? 0 : 1) }
 
     // MARK: Handing over
 
     /// Hands every subscription its batch (one lock each); returns whether reading must pause
-    /// (a `suspendProducer` subscription is full).
+    /// (a `suspendProducer` subscription is full), and pauses it then.
+    @discardableResult
     mutating func flush() -> Bool {
         var pause = false
         for index in routes.indices where !routes[index].batch.isEmpty {
             if routes[index].storage.append(&routes[index].batch) { pause = true }
             routes[index].batch.reset()
         }
+        if pause { readingPaused = true }
         return pause
     }
 }

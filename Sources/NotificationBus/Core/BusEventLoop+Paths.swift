@@ -2,7 +2,7 @@ import ZeroMQ
 
 /// One publishing path (a broker) of a publisher connected to several (NBP-1 §17).
 struct PublisherPath: Equatable {
-    /// The next frame of `pending` this path has not taken (nor given up on).
+    /// The next frame of the pending posts (`PendingPosts`) this path has not taken (nor given up on).
     var cursor = 0
     /// Since when (monotonic ns) this path has taken nothing while frames waited for it. A
     /// path that takes some (a broker applying flow control for a slow subscriber) is moving,
@@ -80,77 +80,19 @@ struct PublisherPathsStateMachine {
 
 /// Publishing through several brokers: every frame goes to every broker, as a copy (a shared
 /// reference, not a copy of the bytes), each broker at its own pace. The loop takes more posts
-/// only once every path took (or gave up) the whole of `pending`, so one slow broker holds the
+/// only once every path took (or gave up) all it took before, so one slow broker holds the
 /// stream back for at most `pathStallLimit`; then it is parked, and the others go on alone.
 extension BusEventLoop {
-    /// Hands `pending` to every path; returns whether any path took a frame. Counts, once all
-    /// paths are through: `sent` what any path took, `unsent` what none did.
-    func sendPendingToPaths() -> Bool {
+    /// Hands the posts to every path (`PendingPosts.sendToPaths`); returns whether any path took
+    /// a frame.
+    func sendToPaths() -> Bool {
         assertOnLoopThread()
-        let count = pending.count
-        guard pending.sentCount < count else { return false }
-        if pendingTaken.count != count {
-            pendingTaken = Array(repeating: false, count: count)
-        }
-        var progressed = false
-        let now = Timestamps.monotonicNanoseconds()
-        for path in publisherPaths.paths.indices where publisherPaths.paths[path].cursor < count {
-            let socket = sockets.publishers[path]
-            let start = publisherPaths.paths[path].cursor
-            var cursor = start
-            while cursor < count && !contextTerminated {
-                do {
-                    let sent = try socket.sendCopies(of: pending, from: cursor)
-                    for index in cursor..<(cursor + sent) { pendingTaken[index] = true }
-                    cursor += sent
-                    break
-                } catch {
-                    // A frame ZeroMQ rejects outright cannot be retried: this path goes without it.
-                    record(error, "sending a notification")
-                    stats.pathDrops += UInt64(notifications(inPending: cursor..<(cursor + 1)))
-                    cursor += 1
-                }
-            }
-            if cursor > start { progressed = true }
-            let decision = publisherPaths.attempted(
-                path: path, cursor: cursor, count: count, now: now, up: sockets.publisherPathUp,
-                covered: { publisherSide.subscribersCovered(path: $0, by: $1) })
-            if case .drop(let newly, let stalledFor) = decision {
-                // Given up on: what it refuses now is dropped for it alone (the others carry it).
-                if newly {
-                    stats.pathsParked += 1
-                    log.pathParked(endpoint: sockets.resolvedEndpoints[path], stalledFor: stalledFor)
-                }
-                stats.pathDrops += UInt64(notifications(inPending: cursor..<count))
-                progressed = true
-            }
-        }
-        if publisherPaths.done == count && count > pending.sentCount {
-            // Every path is through: count what reached at least one broker.
-            var sent = 0
-            var frames = 0
-            var unsent = 0
-            for index in pending.sentCount..<count {
-                let notifications = notifications(inPending: index..<(index + 1))
-                if pendingTaken[index] {
-                    sent += notifications
-                    frames += 1
-                } else {
-                    unsent += notifications
-                }
-            }
-            stats.sent += UInt64(sent)
-            stats.framesSent += UInt64(frames)
-            stats.unsent += UInt64(unsent)
-            pending.markSent(upTo: count)
-        }
-        return progressed
-    }
-
-    /// `pending` was emptied or replaced: every path starts at its first frame.
-    func resetPathCursors() {
-        guard !publisherPaths.paths.isEmpty else { return }
-        publisherPaths.restart()
-        pendingTaken.removeAll(keepingCapacity: true)
+        // Nothing to send: no clock read.
+        guard posts.hasUnsent else { return false }
+        return posts.sendToPaths(
+            sockets.publishers, now: Timestamps.monotonicNanoseconds(), up: sockets.publisherPathUp,
+            covered: { publisherSide.subscribersCovered(path: $0, by: $1) }, stopped: { contextTerminated },
+            failed: { record($0, "sending a notification") },
+            parked: { path, stalledFor in log.pathParked(endpoint: sockets.resolvedEndpoints[path], stalledFor: stalledFor) })
     }
 }

@@ -39,22 +39,14 @@ extension BusEventLoop {
         let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutInMilliseconds) * 1_000_000
         flushPending(until: deadline)
         // Then what was still in the mailbox, in order after what the loop had taken.
-        if pending.unsentCount == 0 {
-            swap(&pending, &queued)
-            resetPathCursors()
-            // Not merged: what was still in the mailbox at close goes as it was posted.
-            pendingHasBatches = false
-            flushPending(until: deadline)
-        }
-        stats.unsent += UInt64(notifications(inPending: pending.sentCount..<pending.count) + queued.unsentCount)
-        pending.removeAll()
-        queued.removeAll()
+        // Not merged: what was still in the mailbox at close goes as it was posted.
+        if posts.takeLeftovers(&queued) { flushPending(until: deadline) }
+        posts.dropUnsent(with: &queued)
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         do { try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutInMilliseconds) } catch { record(error, "setting linger") }
         receiver.finishAll()
         perform(waiters.close())
-        stats.activeSubscriptions = 0
         publishStats()
         log.flush(now: Timestamps.monotonicNanoseconds())
         sockets.close()
@@ -62,22 +54,22 @@ extension BusEventLoop {
         core.markClosed()
     }
 
-    /// Sends `pending` until it is empty or `deadline` passes, waiting in blocking sends when
+    /// Sends the pending posts until none is left or `deadline` passes, waiting in blocking sends when
     /// ZeroMQ refuses (back-pressure) rather than polling (see `waitForRoomToSend`).
     private func flushPending(until deadline: UInt64) {
         guard let publisher = sockets.publisher else { return }
-        while pending.unsentCount > 0 && Timestamps.monotonicNanoseconds() < deadline && !contextTerminated {
-            if sockets.loopback && readingPaused {
+        while posts.hasUnsent && Timestamps.monotonicNanoseconds() < deadline && !contextTerminated {
+            if sockets.loopback && receiver.readingPaused {
                 // A full local subscription: wait (briefly) for its consumer, then look again.
                 var poller = Poller()
                 poller.register(fileDescriptor: core.wake.fileDescriptor)
                 do { try poller.poll(timeoutMilliseconds: 1) } catch { record(error, "zmq_poll") }
                 core.wake.drain()
-                readingPaused = receiver.wantsProducerPaused
+                receiver.resumeReadingUnlessFull()
                 continue
             }
             if !sendPending() {
-                if !publisherPaths.paths.isEmpty {
+                if posts.hasSeveralPaths {
                     // Several brokers: each path is retried after a short poll (no blocking send
                     // on one socket while another could take its frames).
                     park(timeout: 1, includePublisher: false)
@@ -89,7 +81,7 @@ extension BusEventLoop {
                     record(error, "setting the send timeout")
                     return
                 }
-                send(pending: publisher, mode: .blocking)
+                send(on: publisher, mode: .blocking)
             }
         }
     }

@@ -10,171 +10,31 @@ extension BusEventLoop {
     func sendPending() -> Bool {
         assertOnLoopThread()
         guard let publisher = sockets.publisher else {
-            stats.unsent += UInt64(notifications(inPending: pending.sentCount..<pending.count))
-            pending.removeAll()
+            posts.dropAll()
             return false
         }
-        if !publisherPaths.paths.isEmpty { return sendPendingToPaths() }
-        guard sockets.loopback else { return send(pending: publisher, mode: .dontWait) > 0 }
+        if posts.hasSeveralPaths { return sendToPaths() }
+        guard sockets.loopback else { return send(on: publisher, mode: .dontWait) > 0 }
         var progressed = false
         while true {
             // Route the next run of posts to local subscriptions, unless a full one holds them back.
-            if !readingPaused && loopbackRouted < pending.count {
-                let end = min(pending.count, loopbackRouted + Self.batchLimit)
-                for index in loopbackRouted..<end {
-                    pending.withMessageBytes(at: index) { receiver.deliverLocally($0) }
-                }
-                loopbackRouted = end
-                if receiver.flush() { readingPaused = true }
+            if !receiver.readingPaused && posts.deliverLocally(atMost: Self.batchLimit, to: &receiver) {
+                receiver.flush()
                 progressed = true
             }
             // Then hand the routed ones to ZeroMQ, for subscribers elsewhere.
-            if send(pending: publisher, mode: .dontWait) > 0 { progressed = true }
-            if pending.sentCount < loopbackRouted || readingPaused || loopbackRouted == pending.count { break }
+            if send(on: publisher, mode: .dontWait) > 0 { progressed = true }
+            if !posts.sentWhatWasDeliveredLocally || receiver.readingPaused || posts.deliveredLocally { break }
         }
         return progressed
     }
 
-    /// Sends `pending` in order until ZeroMQ refuses one (it stays queued); returns how many
-    /// frames went. `stats.sent` and `stats.unsent` count notifications (a batch as its records).
+    /// Sends the posts in order until ZeroMQ refuses one (it stays queued); returns how many
+    /// frames went. A frame ZeroMQ rejects outright is recorded and counted unsent.
     @discardableResult
-    func send(pending publisher: Socket, mode: BlockingMode) -> Int {
-        let start = pending.sentCount
-        // Looped back, only what local subscriptions have had may go out.
-        let limit = sockets.loopback ? loopbackRouted : pending.count
-        var skipped = 0
-        var skippedNotifications = 0
-        while pending.sentCount < limit && !contextTerminated {
-            do {
-                _ = try publisher.send(&pending, mode: mode, limit: limit)
-                break  // everything sent, or refused (would block)
-            } catch {
-                // A frame ZeroMQ rejects outright cannot be retried; it is counted as unsent.
-                record(error, "sending a notification")
-                skippedNotifications += notifications(inPendingAt: pending.sentCount)
-                pending.skipNext()
-                skipped += 1
-            }
-        }
-        let frames = pending.sentCount - start - skipped
-        let sent = notifications(inPending: start..<pending.sentCount) - skippedNotifications
-        stats.sent += UInt64(sent)
-        stats.framesSent += UInt64(frames)
-        stats.unsent += UInt64(skippedNotifications)
-        return frames + skipped
-    }
-
-    /// The notifications in `pending`'s frames at `range`: one each, batch frames their count.
-    /// Read from `pendingOffsets`, not the frames: ZeroMQ empties a message it sends.
-    func notifications(inPending range: Range<Int>) -> Int {
-        guard pendingHasBatches else { return range.count }
-        return pendingOffsets[range.upperBound] - pendingOffsets[range.lowerBound]
-    }
-
-    /// The notifications in the frame `pending` holds at `index`.
-    private func notifications(inPendingAt index: Int) -> Int {
-        notifications(inPending: index..<(index + 1))
-    }
-
-    // MARK: Batching
-
-    /// Merges each run of consecutive posts of one name in the freshly taken `pending` into one
-    /// batch frame (NBP-1 §2.3), in place and in order. Only what is queued already is merged,
-    /// so batching adds no wait: a post that arrives alone stays alone. A run ends at another
-    /// name, at 1024 posts, or where the frame would pass `configuration.batching`'s size; a
-    /// post whose frame alone reaches that size goes alone. Control names are never merged.
-    ///
-    /// Costs one copy of the merged posts' bytes into the batch frame, paid back many times
-    /// over by handing ZeroMQ one message instead of many (NBP-1 §10).
-    func coalescePending() {
-        pendingHasBatches = false
-        let maximumBytes = configuration.batching.maximumFrameBytes
-        guard maximumBytes > 0, pending.count >= 2, pending.sentCount == 0 else { return }
-        var merging = false
-        var index = 0
-        while index < pending.count {
-            let run = runOfOneName(from: index, maximumBytes: maximumBytes)
-            if run.end - index >= 2 {
-                if !merging {
-                    // The first run found: what came before it moves over as it is.
-                    pendingOffsets.removeAll(keepingCapacity: true)
-                    pendingOffsets.append(0)
-                    for earlier in 0..<index {
-                        pending.moveMessage(at: earlier, to: &coalesced)
-                        pendingOffsets.append(earlier + 1)
-                    }
-                    merging = true
-                }
-                appendBatch(of: index..<run.end, nameLength: run.nameLength, size: run.size)
-            } else if merging {
-                pending.moveMessage(at: index, to: &coalesced)
-                pendingOffsets.append(pendingOffsets[pendingOffsets.count - 1] + 1)
-            }
-            index = run.end
-        }
-        guard merging else { return }
-        swap(&pending, &coalesced)
-        coalesced.removeAll()  // the originals of merged posts, and the emptied slots of moved ones
-        pendingHasBatches = true
-    }
-
-    /// Where the run of posts of one name that starts at `start` ends, the name's length, and the
-    /// size of its batch frame.
-    private func runOfOneName(from start: Int, maximumBytes: Int) -> (end: Int, nameLength: Int, size: Int) {
-        pending.withMessageBytes(at: start) { first -> (end: Int, nameLength: Int, size: Int) in
-            let alone = (end: start + 1, nameLength: 0, size: 0)
-            let limit = min(first.count, WireFormat.maximumNameLength + 1)
-            var nameLength = 0
-            while nameLength < limit && first[nameLength] != 0 { nameLength += 1 }
-            let headerEnd = nameLength + 1 + WireFormat.fixedHeaderSize
-            guard nameLength < limit, first.count >= headerEnd, first.count < maximumBytes,
-                first[nameLength + 1] == WireFormat.version,
-                !ControlNames.isReserved(nameBytes: UnsafeRawBufferPointer(rebasing: first[0..<nameLength]))
-            else { return alone }
-            // Name, NUL and publisher id: the same in every record of a batch.
-            let publisherOffset = nameLength + 1 + WireFormat.FixedHeaderOffset.publisherID
-            let publisher = UnsafeRawBufferPointer(rebasing: first[publisherOffset..<(publisherOffset + 8)])
-            let name = UnsafeRawBufferPointer(rebasing: first[0...nameLength])
-            var size = nameLength + 1 + WireFormat.batchHeaderSize
-                + EnvelopeCodec.batchedRecordSize(ofFrameCount: first.count, nameLength: nameLength)
-            var end = start + 1
-            while end < pending.count && end - start < WireFormat.maximumBatchRecords {
-                let next = pending.withMessageBytes(at: end) { frame -> Int? in
-                    guard frame.count >= headerEnd, frame.hasPrefix(name), frame[nameLength + 1] == WireFormat.version,
-                        UnsafeRawBufferPointer(rebasing: frame[publisherOffset..<(publisherOffset + 8)])
-                            .elementsEqual(publisher)
-                    else { return nil }
-                    return EnvelopeCodec.batchedRecordSize(ofFrameCount: frame.count, nameLength: nameLength)
-                }
-                guard let next, size + next <= maximumBytes else { break }
-                size += next
-                end += 1
-            }
-            return end - start >= 2 ? (end, nameLength, size) : alone
-        }
-    }
-
-    /// Appends to `coalesced` one batch frame of the posts in `range`; if libzmq cannot allocate
-    /// it, the posts move over one by one instead (nothing is lost to batching).
-    private func appendBatch(of range: Range<Int>, nameLength: Int, size: Int) {
-        do {
-            var message = try Message(size: size)
-            let written = message.withUnsafeMutableBytes { out in
-                EnvelopeCodec.writeBatch(
-                    frameCount: range.count, nameLength: nameLength,
-                    frame: { offset, body in pending.withMessageBytes(at: range.lowerBound + offset) { body($0) } },
-                    into: out)
-            }
-            assert(written == size, "a batch frame's size was miscounted")
-            coalesced.append(message)
-            pendingOffsets.append(pendingOffsets[pendingOffsets.count - 1] + range.count)
-        } catch {
-            record(error, "allocating a batch frame")
-            for index in range {
-                pending.moveMessage(at: index, to: &coalesced)
-                pendingOffsets.append(pendingOffsets[pendingOffsets.count - 1] + 1)
-            }
-        }
+    func send(on publisher: Socket, mode: BlockingMode) -> Int {
+        posts.send(
+            on: publisher, mode: mode, stopped: { contextTerminated }, failed: { record($0, "sending a notification") })
     }
 
     /// The XPUB refused a frame (`publisherBackpressure` and a full subscriber). A publisher-only
@@ -184,10 +44,10 @@ extension BusEventLoop {
     func waitForRoomToSend() {
         guard let publisher = sockets.publisher else { return }
         // Several brokers: each path is retried next round; a short poll keeps this from spinning.
-        guard sockets.subscriber == nil && publisherPaths.paths.isEmpty else { return park(timeout: 1, includePublisher: false) }
+        guard sockets.subscriber == nil && !posts.hasSeveralPaths else { return park(timeout: 1, includePublisher: false) }
         do {
             try publisher.set(.sendTimeout, .milliseconds(1))
-            send(pending: publisher, mode: .blocking)
+            send(on: publisher, mode: .blocking)
             try publisher.set(.sendTimeout, nil)
         } catch {
             record(error, "setting the send timeout")
@@ -225,7 +85,6 @@ extension BusEventLoop {
             return
         }
         receiver.add(storage)
-        stats.activeSubscriptions = receiver.subscriptionCount
         if !perform(topics.add(storage.pattern)) {
             // The SUB socket refused the subscription: end it now (the error is in `stats`)
             // rather than leave a subscription that never receives.
@@ -233,7 +92,6 @@ extension BusEventLoop {
                 perform(topics.remove(failed.pattern))
                 failed.finishFromBus()
             }
-            stats.activeSubscriptions = receiver.subscriptionCount
         }
     }
 
@@ -256,14 +114,12 @@ extension BusEventLoop {
             sockets.subscriberPathChanges.removeAll()
             receiver.settleMergedStreams(now: now)
         }
-        if receiver.flush() { readingPaused = true }
-        for token in receiver.readyTokens { perform(waiters.tokenEchoed(token)) }
-        receiver.readyTokens.removeAll()
-        for publisherID in receiver.endOfStreamAcknowledgements {
+        receiver.flush()
+        for token in receiver.takeReadyTokens() { perform(waiters.tokenEchoed(token)) }
+        for publisherID in receiver.takeEndOfStreamAcknowledgements() {
             // The publisher stays connected until every subscriber has processed its end of stream.
             perform(topics.acknowledgeEndOfStream(publisher: publisherID))
         }
-        receiver.endOfStreamAcknowledgements.removeAll()
         return count > 0
     }
 
@@ -339,6 +195,13 @@ extension BusEventLoop {
     /// Publishes the counters for `Bus.stats` (one lock; after each round of work).
     func publishStats() {
         stats.posted = core.mailbox.withLock { $0.posted }
+        stats.activeSubscriptions = receiver.subscriptionCount
+        let sent = posts.counters
+        stats.sent = sent.sent
+        stats.framesSent = sent.framesSent
+        stats.unsent = sent.unsent
+        stats.pathDrops = sent.pathDrops
+        stats.pathsParked = sent.pathsParked
         let received = receiver.counters
         stats.framesReceived = received.framesReceived
         stats.notificationsReceived = received.notificationsReceived

@@ -24,17 +24,10 @@ final class BusEventLoop {
     var waiters = WaiterStateMachine()
     /// The callers of pending waits, by `WaitRequest.id`.
     var continuations: [UInt64: CheckedContinuation<Result<Void, BusError>, Never>] = [:]
-    /// Posts taken from the mailbox; the batch's unsent ones are not yet accepted by ZeroMQ.
-    var pending = MessageBatch(capacity: 1024)
-    /// Where `coalescePending` builds the batched `pending` (then swapped in), kept for its capacity.
-    var coalesced = MessageBatch(capacity: 1024)
-    /// Whether `pending` holds a batch frame; then `pendingOffsets[i]` is the notifications in
-    /// its frames before index `i` (one more entry than frames), which counting reads.
-    var pendingHasBatches = false
-    var pendingOffsets: [Int] = []
-    /// Looped back: messages of `pending` already routed locally (sent ones are a prefix).
-    var loopbackRouted = 0
-    var readingPaused = false
+    /// The publisher side: posts taken from the mailbox until ZeroMQ has them, and their counts.
+    var posts: PendingPosts
+    /// What the loop counts itself (socket errors, handshakes, the memory guard); the two sides'
+    /// counters join it in `publishStats`.
     var stats = BusStats()
     /// `configuration.logger`'s lines (debug): connections, failed handshakes, rejections.
     var log: BusLog
@@ -45,10 +38,6 @@ final class BusEventLoop {
     /// Busy rounds until the handshake monitors are read again: failures repeat at every
     /// reconnect, so a look every 64th round (and after every sleep) is prompt enough.
     private var roundsUntilHandshakeCheck = 0
-    /// With several brokers: each publishing path's progress through `pending`.
-    var publisherPaths = PublisherPathsStateMachine(paths: 0, limit: 0)
-    /// With several brokers: whether any path took `pending`'s frame at each index.
-    var pendingTaken: [Bool] = []
     /// With `maximumResidentMemory`: the memory guard (BusEventLoop+MemoryGuard.swift).
     lazy var memoryGuard = configuration.maximumResidentMemory.map { MemoryGuardStateMachine(limitBytes: $0) }
 
@@ -69,10 +58,9 @@ final class BusEventLoop {
             receiver.startDisconnected(paths: sockets.handshakeMonitors.filter { !$0.isPublisher }.map(\.path))
         }
         publisherSide = PublisherStateMachine(publisherID: configuration.publisherID, paths: sockets.publishers.count)
-        if sockets.publishers.count > 1 {
-            publisherPaths = PublisherPathsStateMachine(
-                paths: sockets.publishers.count, limit: Timestamps.boundedNanoseconds(configuration.pathStallLimit))
-        }
+        posts = PendingPosts(
+            loopback: sockets.loopback, maximumBatchBytes: configuration.batching.maximumFrameBytes,
+            paths: sockets.publishers.count, pathStallLimit: Timestamps.boundedNanoseconds(configuration.pathStallLimit))
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
         if core.directPublisher != nil, let publisher = sockets.publisher {
             do { publisherSignal = try publisher.get(.fileDescriptor) } catch { record(error, "reading ZMQ_FD") }
@@ -98,29 +86,24 @@ final class BusEventLoop {
             var didWork = runJobs(&jobs)
             // Back-pressure: take more posts only once everything taken so far went to ZeroMQ, so a
             // refusing XPUB leaves them in the bounded mailbox, where `post` waits for room.
-            let takeOutbound = pending.unsentCount == 0
-            if takeOutbound {
-                pending.removeAll()
-                loopbackRouted = 0
-                resetPathCursors()
-            }
+            let takeOutbound = posts.emptyIfAllSent()
             let (open, spaceWaiters) = core.mailbox.withLock { box -> (Bool, [SpaceWaiter]) in
                 box.sleeping = false
                 swap(&box.commands, &commands)
                 guard takeOutbound else { return (box.lifecycle.isOpen, []) }
-                swap(&box.outbound, &pending)
+                posts.take(&box.outbound)
                 defer { box.spaceWaiters.removeAll() }
                 return (box.lifecycle.isOpen, box.spaceWaiters)
             }
             for waiter in spaceWaiters { waiter.resume() }
-            if takeOutbound { coalescePending() }
+            if takeOutbound { posts.coalesce(allocationFailed: { record($0, "allocating a batch frame") }) }
             didWork = didWork || !commands.isEmpty
             for command in commands { handle(command) }
             commands.removeAll(keepingCapacity: true)
             if !open { break }
             didWork = sendPending() || didWork
             didWork = readSubscriptions() || didWork
-            if !readingPaused { didWork = readNotifications() || didWork }
+            if !receiver.readingPaused { didWork = readNotifications() || didWork }
             // A consumer on the bus's executor that this round resumed runs now, not a round later.
             didWork = runJobs(&jobs) || didWork
             roundsUntilHandshakeCheck -= 1
@@ -135,7 +118,7 @@ final class BusEventLoop {
                 if spinNanoseconds > 0 { lastWork = Timestamps.monotonicNanoseconds() }
                 continue
             }
-            if pending.unsentCount > 0 {
+            if posts.hasUnsent {
                 waitForRoomToSend()
                 continue
             }
@@ -207,7 +190,7 @@ final class BusEventLoop {
                 for publisher in sockets.publishers { poller.register(publisher) }
             }
         }
-        if !readingPaused { for subscriber in sockets.subscribers { poller.register(subscriber) } }
+        if !receiver.readingPaused { for subscriber in sockets.subscribers { poller.register(subscriber) } }
         for monitor in sockets.handshakeMonitors { poller.register(monitor.reader) }
         for monitor in sockets.acceptMonitors { poller.register(monitor.reader) }
         do {
@@ -234,15 +217,14 @@ final class BusEventLoop {
         case .removeSubscription(let id):
             guard let storage = receiver.remove(id: id) else { return }
             perform(topics.remove(storage.pattern))
-            readingPaused = receiver.wantsProducerPaused
-            stats.activeSubscriptions = receiver.subscriptionCount
+            receiver.resumeReadingUnlessFull()
         case .addWaiter(let request, let continuation):
             continuations[request.id] = continuation
             perform(waiters.add(request, facts: facts(for: request)))
         case .cancelWaiter(let id):
             perform(waiters.cancel(id: id))
         case .resumeReading:
-            readingPaused = receiver.wantsProducerPaused
+            receiver.resumeReadingUnlessFull()
         }
     }
 

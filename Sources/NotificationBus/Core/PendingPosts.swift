@@ -1,0 +1,325 @@
+import ZeroMQ
+
+/// The publisher side of a bus's event loop: the posts it took from the mailbox, until ZeroMQ
+/// has taken (or given up) every one, and their accounting (compare swift-nio's
+/// `PendingWritesManager`, which owns a channel's write queue and what it counts). It merges runs
+/// of one name into batch frames, hands the posts to local subscriptions first when looped back,
+/// tracks each broker's progress with several (NBP-1 §17), and counts what was sent and lost.
+/// Sockets come in as arguments: the loop decides when to send; this decides what and counts it.
+///
+/// Back-pressure: the loop takes more posts only once every post taken so far went to ZeroMQ
+/// (`emptyIfAllSent`), so a refusing XPUB leaves them in the bounded mailbox.
+struct PendingPosts: ~Copyable {
+    /// Send-side counters (`sent`, `framesSent`, `unsent`, `pathDrops`, `pathsParked`), in
+    /// notifications (a batch frame as its records) except `framesSent` and `pathsParked`; as
+    /// `BusReceiver.counters` for the receive side.
+    private(set) var counters = BusStats()
+    /// Posts taken from the mailbox; the unsent ones are not yet accepted by ZeroMQ.
+    private var posts = MessageBatch(capacity: 1024)
+    /// Where `coalesce` builds the batched `posts` (then swapped in), kept for its capacity.
+    private var coalesced = MessageBatch(capacity: 1024)
+    /// Whether `posts` holds a batch frame; then `offsets[i]` is the notifications in its frames
+    /// before index `i` (one more entry than frames), which counting reads.
+    private var hasBatches = false
+    private var offsets: [Int] = []
+    /// Looped back: posts already handed to local subscriptions (sent ones are a prefix of them).
+    private var routedLocally = 0
+    /// With several brokers: each publishing path's progress through `posts`, and whether any
+    /// path took the frame at each index.
+    private var paths: PublisherPathsStateMachine
+    private var taken: [Bool] = []
+    /// Looped back: only what local subscriptions have had may go out.
+    private let loopback: Bool
+    /// `configuration.batching.maximumFrameBytes` (0: no batching).
+    private let maximumBatchBytes: Int
+
+    init(loopback: Bool, maximumBatchBytes: Int, paths: Int, pathStallLimit: UInt64) {
+        self.loopback = loopback
+        self.maximumBatchBytes = maximumBatchBytes
+        self.paths = PublisherPathsStateMachine(paths: paths > 1 ? paths : 0, limit: paths > 1 ? pathStallLimit : 0)
+    }
+
+    /// Whether posts wait for ZeroMQ to take them.
+    var hasUnsent: Bool { posts.unsentCount > 0 }
+
+    /// Whether every post goes to several publishing paths (brokers).
+    var hasSeveralPaths: Bool { !paths.paths.isEmpty }
+
+    // MARK: Taking posts
+
+    /// Once everything taken went to ZeroMQ: lets go of it and returns true (the loop may take
+    /// more); otherwise keeps it and returns false.
+    mutating func emptyIfAllSent() -> Bool {
+        guard posts.unsentCount == 0 else { return false }
+        posts.removeAll()
+        routedLocally = 0
+        restartPaths()
+        return true
+    }
+
+    /// Takes the mailbox's posts (under its lock), leaving it this side's empty batch. Only
+    /// after `emptyIfAllSent` returned true.
+    mutating func take(_ outbound: inout MessageBatch) {
+        swap(&outbound, &posts)
+    }
+
+    /// Closing: once everything taken went out, takes what the mailbox still held too, as it was
+    /// posted (not merged); returns whether it did. Looped back, what local subscriptions had
+    /// stays counted as theirs (`routedLocally` is kept).
+    mutating func takeLeftovers(_ queued: inout MessageBatch) -> Bool {
+        guard posts.unsentCount == 0 else { return false }
+        swap(&posts, &queued)
+        restartPaths()
+        hasBatches = false
+        return true
+    }
+
+    /// Counts every post still unsent (here and in `queued`) as unsent and lets go of them.
+    mutating func dropUnsent(with queued: inout MessageBatch) {
+        counters.unsent += UInt64(notifications(in: posts.sentCount..<posts.count) + queued.unsentCount)
+        posts.removeAll()
+        queued.removeAll()
+    }
+
+    /// No XPUB: every post taken is unsent.
+    mutating func dropAll() {
+        counters.unsent += UInt64(notifications(in: posts.sentCount..<posts.count))
+        posts.removeAll()
+    }
+
+    // MARK: Loopback
+
+    /// Looped back: hands the next posts (at most `limit`) to local subscriptions, which read
+    /// them in `receiver`; returns whether there were any.
+    mutating func deliverLocally(atMost limit: Int, to receiver: inout BusReceiver) -> Bool {
+        guard routedLocally < posts.count else { return false }
+        let end = min(posts.count, routedLocally + limit)
+        for index in routedLocally..<end {
+            posts.withMessageBytes(at: index) { receiver.deliverLocally($0) }
+        }
+        routedLocally = end
+        return true
+    }
+
+    /// Looped back: whether every post was handed to local subscriptions.
+    var deliveredLocally: Bool { routedLocally == posts.count }
+
+    /// Looped back: whether ZeroMQ took every post local subscriptions had.
+    var sentWhatWasDeliveredLocally: Bool { posts.sentCount >= routedLocally }
+
+    // MARK: Sending
+
+    /// Sends in order until ZeroMQ refuses one (it stays queued) or `stopped` (the context was
+    /// terminated); returns how many frames went (rejected ones included). A frame ZeroMQ
+    /// rejects outright cannot be retried: `failed` is told and the frame counted unsent.
+    mutating func send(
+        on publisher: Socket, mode: BlockingMode, stopped: () -> Bool, failed: (ZMQError) -> Void
+    ) -> Int {
+        let start = posts.sentCount
+        let limit = loopback ? routedLocally : posts.count
+        var skipped = 0
+        var skippedNotifications = 0
+        while posts.sentCount < limit && !stopped() {
+            do {
+                _ = try publisher.send(&posts, mode: mode, limit: limit)
+                break  // everything sent, or refused (would block)
+            } catch {
+                failed(error)
+                skippedNotifications += notifications(in: posts.sentCount..<(posts.sentCount + 1))
+                posts.skipNext()
+                skipped += 1
+            }
+        }
+        let frames = posts.sentCount - start - skipped
+        let sent = notifications(in: start..<posts.sentCount) - skippedNotifications
+        counters.sent += UInt64(sent)
+        counters.framesSent += UInt64(frames)
+        counters.unsent += UInt64(skippedNotifications)
+        return frames + skipped
+    }
+
+    /// Several brokers: hands the posts to every path, each at its own pace, a copy to each (a
+    /// shared reference, not a copy of the bytes); returns whether any path took a frame. A path
+    /// that took nothing for the stall limit while others carry the stream is parked (`parked`
+    /// is told, the first time): what it refuses is dropped for it alone. Once every path is
+    /// through, counts `sent` what any path took and `unsent` what none did. `up[i]`: path `i`
+    /// has a connection; `covered(path, carriers)`: those paths bring every subscriber `path`
+    /// brings; `stopped` and `failed` as for `send` (a rejected frame is dropped for that path).
+    mutating func sendToPaths(
+        _ publishers: [Socket], now: UInt64, up: [Bool], covered: (Int, [Int]) -> Bool, stopped: () -> Bool,
+        failed: (ZMQError) -> Void, parked: (_ path: Int, _ stalledFor: UInt64) -> Void
+    ) -> Bool {
+        let count = posts.count
+        guard posts.sentCount < count else { return false }
+        if taken.count != count {
+            taken = Array(repeating: false, count: count)
+        }
+        var progressed = false
+        for path in paths.paths.indices where paths.paths[path].cursor < count {
+            let socket = publishers[path]
+            let start = paths.paths[path].cursor
+            var cursor = start
+            while cursor < count && !stopped() {
+                do {
+                    let sent = try socket.sendCopies(of: posts, from: cursor)
+                    for index in cursor..<(cursor + sent) { taken[index] = true }
+                    cursor += sent
+                    break
+                } catch {
+                    // This path goes without the frame ZeroMQ rejected outright.
+                    failed(error)
+                    counters.pathDrops += UInt64(notifications(in: cursor..<(cursor + 1)))
+                    cursor += 1
+                }
+            }
+            if cursor > start { progressed = true }
+            let decision = paths.attempted(path: path, cursor: cursor, count: count, now: now, up: up, covered: covered)
+            if case .drop(let newly, let stalledFor) = decision {
+                // Given up on: what it refuses now is dropped for it alone (the others carry it).
+                if newly {
+                    counters.pathsParked += 1
+                    parked(path, stalledFor)
+                }
+                counters.pathDrops += UInt64(notifications(in: cursor..<count))
+                progressed = true
+            }
+        }
+        if paths.done == count && count > posts.sentCount {
+            // Every path is through: count what reached at least one broker.
+            var sent = 0
+            var frames = 0
+            var unsent = 0
+            for index in posts.sentCount..<count {
+                let notifications = notifications(in: index..<(index + 1))
+                if taken[index] {
+                    sent += notifications
+                    frames += 1
+                } else {
+                    unsent += notifications
+                }
+            }
+            counters.sent += UInt64(sent)
+            counters.framesSent += UInt64(frames)
+            counters.unsent += UInt64(unsent)
+            posts.markSent(upTo: count)
+        }
+        return progressed
+    }
+
+    /// The posts were emptied or replaced: every path starts at its first frame.
+    private mutating func restartPaths() {
+        guard !paths.paths.isEmpty else { return }
+        paths.restart()
+        taken.removeAll(keepingCapacity: true)
+    }
+
+    /// The notifications in the frames at `range`: one each, batch frames their count. Read
+    /// from `offsets`, not the frames: ZeroMQ empties a message it sends.
+    private func notifications(in range: Range<Int>) -> Int {
+        guard hasBatches else { return range.count }
+        return offsets[range.upperBound] - offsets[range.lowerBound]
+    }
+
+    // MARK: Batching
+
+    /// Merges each run of consecutive posts of one name in the freshly taken `posts` into one
+    /// batch frame (NBP-1 §2.3), in place and in order. Only what is queued already is merged,
+    /// so batching adds no wait: a post that arrives alone stays alone. A run ends at another
+    /// name, at 1024 posts, or where the frame would pass `configuration.batching`'s size; a
+    /// post whose frame alone reaches that size goes alone. Control names are never merged.
+    ///
+    /// Costs one copy of the merged posts' bytes into the batch frame, paid back many times
+    /// over by handing ZeroMQ one message instead of many (NBP-1 §10).
+    mutating func coalesce(allocationFailed: (ZMQError) -> Void) {
+        hasBatches = false
+        let maximumBytes = maximumBatchBytes
+        guard maximumBytes > 0, posts.count >= 2, posts.sentCount == 0 else { return }
+        var merging = false
+        var index = 0
+        while index < posts.count {
+            let run = runOfOneName(from: index, maximumBytes: maximumBytes)
+            if run.end - index >= 2 {
+                if !merging {
+                    // The first run found: what came before it moves over as it is.
+                    offsets.removeAll(keepingCapacity: true)
+                    offsets.append(0)
+                    for earlier in 0..<index {
+                        posts.moveMessage(at: earlier, to: &coalesced)
+                        offsets.append(earlier + 1)
+                    }
+                    merging = true
+                }
+                appendBatch(of: index..<run.end, nameLength: run.nameLength, size: run.size, allocationFailed: allocationFailed)
+            } else if merging {
+                posts.moveMessage(at: index, to: &coalesced)
+                offsets.append(offsets[offsets.count - 1] + 1)
+            }
+            index = run.end
+        }
+        guard merging else { return }
+        swap(&posts, &coalesced)
+        coalesced.removeAll()  // the originals of merged posts, and the emptied slots of moved ones
+        hasBatches = true
+    }
+
+    /// Where the run of posts of one name that starts at `start` ends, the name's length, and the
+    /// size of its batch frame.
+    private func runOfOneName(from start: Int, maximumBytes: Int) -> (end: Int, nameLength: Int, size: Int) {
+        posts.withMessageBytes(at: start) { first -> (end: Int, nameLength: Int, size: Int) in
+            let alone = (end: start + 1, nameLength: 0, size: 0)
+            let limit = min(first.count, WireFormat.maximumNameLength + 1)
+            var nameLength = 0
+            while nameLength < limit && first[nameLength] != 0 { nameLength += 1 }
+            let headerEnd = nameLength + 1 + WireFormat.fixedHeaderSize
+            guard nameLength < limit, first.count >= headerEnd, first.count < maximumBytes,
+                first[nameLength + 1] == WireFormat.version,
+                !ControlNames.isReserved(nameBytes: UnsafeRawBufferPointer(rebasing: first[0..<nameLength]))
+            else { return alone }
+            // Name, NUL and publisher id: the same in every record of a batch.
+            let publisherOffset = nameLength + 1 + WireFormat.FixedHeaderOffset.publisherID
+            let publisher = UnsafeRawBufferPointer(rebasing: first[publisherOffset..<(publisherOffset + 8)])
+            let name = UnsafeRawBufferPointer(rebasing: first[0...nameLength])
+            var size = nameLength + 1 + WireFormat.batchHeaderSize
+                + EnvelopeCodec.batchedRecordSize(ofFrameCount: first.count, nameLength: nameLength)
+            var end = start + 1
+            while end < posts.count && end - start < WireFormat.maximumBatchRecords {
+                let next = posts.withMessageBytes(at: end) { frame -> Int? in
+                    guard frame.count >= headerEnd, frame.hasPrefix(name), frame[nameLength + 1] == WireFormat.version,
+                        UnsafeRawBufferPointer(rebasing: frame[publisherOffset..<(publisherOffset + 8)])
+                            .elementsEqual(publisher)
+                    else { return nil }
+                    return EnvelopeCodec.batchedRecordSize(ofFrameCount: frame.count, nameLength: nameLength)
+                }
+                guard let next, size + next <= maximumBytes else { break }
+                size += next
+                end += 1
+            }
+            return end - start >= 2 ? (end, nameLength, size) : alone
+        }
+    }
+
+    /// Appends to `coalesced` one batch frame of the posts in `range`; if libzmq cannot allocate
+    /// it, the posts move over one by one instead (nothing is lost to batching).
+    private mutating func appendBatch(
+        of range: Range<Int>, nameLength: Int, size: Int, allocationFailed: (ZMQError) -> Void
+    ) {
+        do {
+            var message = try Message(size: size)
+            let written = message.withUnsafeMutableBytes { out in
+                EnvelopeCodec.writeBatch(
+                    frameCount: range.count, nameLength: nameLength,
+                    frame: { offset, body in posts.withMessageBytes(at: range.lowerBound + offset) { body($0) } },
+                    into: out)
+            }
+            assert(written == size, "a batch frame's size was miscounted")
+            coalesced.append(message)
+            offsets.append(offsets[offsets.count - 1] + range.count)
+        } catch {
+            allocationFailed(error)
+            for index in range {
+                posts.moveMessage(at: index, to: &coalesced)
+                offsets.append(offsets[offsets.count - 1] + 1)
+            }
+        }
+    }
+}

@@ -1,0 +1,133 @@
+/// A subscriber's streams heard over several paths (a bus connected to two or more brokers,
+/// NBP-1 §17): one `PathMergeStateMachine` per (publisher, name), and which of them matter to
+/// the clock. Owns the table and keeps its invariants: a stream is in `waiting` exactly when
+/// its merge holds notifications back or awaits a tail (its deadline counts), and in `ended`
+/// when its end-of-stream record came while a path may still bring copies; both are subsets of
+/// the table, and a stream leaves all three at once. The receiver applies the steps returned.
+struct MergedStreams {
+    typealias Key = BusReceiver.StreamKey
+    typealias Merge = PathMergeStateMachine<BusNotification>
+
+    private struct Stream {
+        var merge: Merge
+        /// When last heard (`BusStats.framesReceived` then), to forget the stalest first.
+        var heard: UInt64
+
+        /// Feeds the merge in place (no copy of its held notifications); returns its disposition
+        /// and whether the stream waited before and waits now.
+        mutating func received(
+            _ notification: BusNotification, path: Int, now: UInt64, connected: UInt64, gapTimeout: UInt64, heard: UInt64
+        ) -> (Merge.Disposition, wasWaiting: Bool, isWaiting: Bool) {
+            self.heard = heard
+            let wasWaiting = merge.isWaiting
+            let disposition = merge.received(
+                notification, sequence: notification.sequence, path: path, now: now, connected: connected,
+                gapTimeout: gapTimeout)
+            return (disposition, wasWaiting, merge.isWaiting)
+        }
+    }
+
+    private var streams: [Key: Stream] = [:]
+    private var waiting: Set<Key> = []
+    private var ended: Set<Key> = []
+    /// Paths per stream.
+    let paths: Int
+    /// `BusConfiguration.maximumTrackedStreams`: past it the least recently heard tenth is forgotten.
+    let maximumTracked: Int
+    /// How long a hole one path left is waited for while another can still fill it (ns).
+    let gapTimeout: UInt64
+
+    init(paths: Int, maximumTracked: Int, gapTimeout: UInt64) {
+        self.paths = paths
+        self.maximumTracked = maximumTracked
+        self.gapTimeout = gapTimeout
+    }
+
+    /// Streams tracked, not counting those whose end of stream came (their tail is known).
+    var tracked: Int { streams.count - ended.count }
+
+    /// When the earliest wait for a hole ends (monotonic ns), if any stream is waiting.
+    var nextDeadline: UInt64? {
+        waiting.compactMap { streams[$0]?.merge.deadline(gapTimeout: gapTimeout) }.min()
+    }
+
+    /// Whether `sequence` of `key` is a copy another path brought first.
+    func isDuplicate(_ key: Key, sequence: UInt64) -> Bool {
+        streams[key]?.merge.isDuplicate(sequence) == true
+    }
+
+    /// One notification of `key` arrived on `path`, `heard` being the frame count now; a new
+    /// stream in a full table first makes room. Returns what became of it and how many streams
+    /// were forgotten to make room.
+    mutating func received(
+        _ notification: BusNotification, key: Key, path: Int, now: UInt64, connected: UInt64, heard: UInt64
+    ) -> (disposition: Merge.Disposition, forgotten: Int) {
+        var forgotten = 0
+        if streams[key] == nil && streams.count >= maximumTracked { forgotten = forgetStalest() }
+        let (pathCount, gapTimeout) = (paths, self.gapTimeout)
+        let (disposition, wasWaiting, isWaiting) = streams[key, default: Stream(merge: Merge(paths: pathCount), heard: heard)]
+            .received(notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard)
+        // Only a change costs a hash of the key (the common case: not waiting before nor after).
+        if wasWaiting != isWaiting { noteWaiting(key, isWaiting) }
+        return (disposition, forgotten)
+    }
+
+    /// An end-of-stream entry for `key` arrived on `path`: the steps it settles (none for a
+    /// stream not tracked). A stream no path can bring more of is forgotten.
+    mutating func endOfStream(_ key: Key, last: UInt64, path: Int, now: UInt64, connected: UInt64) -> [Merge.Step] {
+        guard var stream = streams[key] else { return [] }
+        let steps = stream.merge.endOfStream(last: last, path: path, now: now, connected: connected, gapTimeout: gapTimeout)
+        if stream.merge.isFinished(connected: connected) {
+            forget(key)
+        } else {
+            streams[key] = stream
+            ended.insert(key)
+            noteWaiting(key, stream.merge.isWaiting)
+        }
+        return steps
+    }
+
+    /// Declares the holes whose wait ended by `now`; `all`: every waiting stream is looked at (a
+    /// path went down). Ended streams no path can bring more of are forgotten. Returns each
+    /// settled stream's steps, in the order they were settled.
+    mutating func settle(now: UInt64, connected: UInt64, all: Bool) -> [(key: Key, steps: [Merge.Step])] {
+        guard !waiting.isEmpty || (all && !ended.isEmpty) else { return [] }
+        var settled: [(key: Key, steps: [Merge.Step])] = []
+        for key in waiting {
+            guard var stream = streams[key] else { continue }
+            if !all, let deadline = stream.merge.deadline(gapTimeout: gapTimeout), deadline > now { continue }
+            let steps = stream.merge.settle(now: now, connected: connected, gapTimeout: gapTimeout)
+            streams[key] = stream
+            settled.append((key, steps))
+            if !stream.merge.isWaiting { waiting.remove(key) }
+        }
+        for key in ended where streams[key]?.merge.isFinished(connected: connected) ?? true { forget(key) }
+        return settled
+    }
+
+    /// Forgets every stream whose name none of `patterns` (the remaining subscriptions) matches.
+    mutating func forgetStreams(matchedByNoneOf patterns: [NamePattern]) {
+        guard !streams.isEmpty else { return }
+        streams = streams.filter { key, _ in patterns.contains { $0.matches(key.name) } }
+        waiting = waiting.filter { streams[$0] != nil }
+        ended = ended.filter { streams[$0] != nil }
+    }
+
+    /// Forgets the least recently heard tenth of the table (at least one); returns how many.
+    private mutating func forgetStalest() -> Int {
+        let count = max(1, maximumTracked / 10)
+        let stalest = streams.sorted { $0.value.heard < $1.value.heard }.prefix(count)
+        for entry in stalest { forget(entry.key) }
+        return stalest.count
+    }
+
+    private mutating func forget(_ key: Key) {
+        streams[key] = nil
+        waiting.remove(key)
+        ended.remove(key)
+    }
+
+    private mutating func noteWaiting(_ key: Key, _ isWaiting: Bool) {
+        if isWaiting { waiting.insert(key) } else { waiting.remove(key) }
+    }
+}

@@ -1,0 +1,97 @@
+import Testing
+
+@testable import NotificationBus
+
+// The table of streams a subscriber with several brokers merges, fed by hand (no sockets, the
+// clock a number): the invariants MergedStreams keeps between the table, the waiting streams
+// (whose deadlines the loop sleeps on) and the ended ones.
+@Suite("MergedStreams (socket-free, injected clock)")
+struct MergedStreamsTests {
+    let timeout: UInt64 = 2_000_000_000
+    let both: UInt64 = 0b11
+
+    func key(_ publisher: UInt64, _ name: String) throws -> MergedStreams.Key {
+        MergedStreams.Key(publisherID: publisher, name: try NotificationName(name))
+    }
+
+    /// Feeds one notification of `key`; what became of it, as text (`d:n`, `held`, `dup`, `steps`).
+    func feed(
+        _ table: inout MergedStreams, _ key: MergedStreams.Key, _ sequence: UInt64, path: Int, now: UInt64 = 0,
+        heard: UInt64 = 0
+    ) throws -> String {
+        let notification = try BusNotification(name: key.name, sequence: sequence, publisherID: key.publisherID)
+        switch table.received(notification, key: key, path: path, now: now, connected: both, heard: heard).disposition {
+        case .deliver(let delivered): return "d:\(delivered.sequence)"
+        case .held: return "held"
+        case .duplicate: return "dup"
+        case .steps(let steps): return "steps:\(steps.count)"
+        }
+    }
+
+    @Test("A hole makes its stream waiting (its deadline counts); settling at the deadline declares the gap and ends the wait")
+    func waitingFollowsTheMerge() throws {
+        var table = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)
+        let orders = try key(7, "orders.created")
+        #expect(try feed(&table, orders, 1, path: 0) == "steps:1", "sequence 1 starts the stream at once")
+        #expect(try feed(&table, orders, 1, path: 1) == "dup")
+        #expect(table.nextDeadline == nil)
+        #expect(try feed(&table, orders, 2, path: 0) == "d:2")
+        #expect(try feed(&table, orders, 5, path: 0, now: 10) == "held")
+        #expect(table.nextDeadline == 10 + timeout)
+        #expect(table.settle(now: 10 + timeout - 1, connected: both, all: false).isEmpty, "not yet")
+        let settled = table.settle(now: 10 + timeout, connected: both, all: false)
+        #expect(settled.map(\.key) == [orders])
+        #expect(settled.first?.steps.count == 2, "the gap 3-4, then 5")
+        #expect(table.nextDeadline == nil)
+        #expect(table.tracked == 1)
+        #expect(try feed(&table, orders, 3, path: 1) == "dup", "a late copy of what was declared lost")
+    }
+
+    @Test("An ended stream no longer counts as tracked, and is forgotten once no path can bring more")
+    func endedStreams() throws {
+        var table = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)
+        let orders = try key(7, "orders.created")
+        _ = try feed(&table, orders, 1, path: 0)
+        _ = try feed(&table, orders, 1, path: 1)
+        #expect(table.endOfStream(try key(8, "orders.created"), last: 4, path: 0, now: 0, connected: both).isEmpty,
+            "a stream not tracked settles nothing")
+        _ = table.endOfStream(orders, last: 1, path: 0, now: 0, connected: both)
+        #expect(table.tracked == 0, "its tail is known")
+        // The other path goes down: nothing more can come, the stream is forgotten.
+        _ = table.settle(now: 1, connected: 0b01, all: true)
+        #expect(table.tracked == 0)
+        #expect(try feed(&table, orders, 9, path: 0) == "held", "a new stream starts afresh")
+    }
+
+    @Test("A full table forgets its least recently heard tenth (at least one) to make room, and says how many")
+    func forgetsStalest() throws {
+        var table = MergedStreams(paths: 2, maximumTracked: 3, gapTimeout: timeout)
+        for (index, name) in ["a.one", "a.two", "a.three"].enumerated() {
+            // From sequence 2: each start waits for the other path (held, with a deadline).
+            #expect(try feed(&table, try key(1, name), 2, path: 0, heard: UInt64(index)) == "held")
+        }
+        #expect(table.tracked == 3)
+        #expect(table.nextDeadline != nil)
+        let notification = try BusNotification(name: try NotificationName("a.four"), sequence: 1, publisherID: 1)
+        let result = table.received(notification, key: try key(1, "a.four"), path: 0, now: 0, connected: both, heard: 9)
+        #expect(result.forgotten == 1)
+        #expect(table.tracked == 3)
+        #expect(table.nextDeadline != nil, "the two held starts left still wait")
+        // The forgotten stream (the stalest, a.one) starts afresh; the others are still known.
+        #expect(try feed(&table, try key(1, "a.two"), 2, path: 1) == "dup")
+        #expect(try feed(&table, try key(1, "a.one"), 2, path: 1, heard: 10) != "dup")
+    }
+
+    @Test("Streams no remaining subscription matches are forgotten with their waits")
+    func forgetUnmatched() throws {
+        var table = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)
+        _ = try feed(&table, try key(1, "orders.created"), 1, path: 0)
+        _ = try feed(&table, try key(1, "users.created"), 1, path: 0)
+        #expect(table.tracked == 2)
+        table.forgetStreams(matchedByNoneOf: [try NamePattern("users.>")])
+        #expect(table.tracked == 1)
+        table.forgetStreams(matchedByNoneOf: [])
+        #expect(table.tracked == 0)
+        #expect(table.nextDeadline == nil, "no wait outlives its stream")
+    }
+}
