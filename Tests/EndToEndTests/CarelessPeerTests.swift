@@ -34,8 +34,12 @@ private final class UnfinishedMessageSender {
             }
         }
         guard connected == 0 else {
-            Glibc.close(descriptor)
-            throw TestSetupError("connect \(path): errno \(errno)")
+            let code = errno
+            // deinit runs when an initializer throws after every property is set: close once,
+            // here, and leave nothing to deinit. A second close(2) of the number could close a
+            // descriptor another test's libzmq opened meanwhile (its signaler then aborts).
+            close()
+            throw TestSetupError("connect \(path): errno \(code)")
         }
         // Greeting (signature, 3.0, NULL, as-server 0), then READY as a PUB.
         var greeting: [UInt8] = [0xFF, 0, 0, 0, 0, 0, 0, 0, 0, 0x7F, 3, 0]

@@ -29,7 +29,10 @@ private final class RawTCPClient {
         }
         guard connected == 0 else {
             let code = errno
-            Glibc.close(descriptor)
+            // deinit runs when an initializer throws after every property is set: close once,
+            // here, and leave nothing to deinit. A second close(2) of the number could close a
+            // descriptor another test's libzmq opened meanwhile (its signaler then aborts).
+            close()
             throw TestSetupError("connect to 127.0.0.1:\(port): errno \(code)")
         }
         // After connecting: a connect that waits for the server's backlog to drain (SYNs are
