@@ -114,6 +114,9 @@ struct BusReceiver {
     private var readyTokens: [[UInt8]] = []
     /// Publishers whose final end-of-stream record arrived and must be acknowledged upstream.
     private var endOfStreamAcknowledgements: [UInt64] = []
+    /// Publishers whose end-of-stream record named a stream a subscription here matches, until its
+    /// final part came (a record in several parts is acknowledged at the last).
+    private var endOfStreamMatched: Set<UInt64> = []
     /// Whether reading stops (a `suspendProducer` subscription is full) until its consumer
     /// makes room (`resumeReadingUnlessFull`).
     private(set) var readingPaused = false
@@ -538,7 +541,17 @@ struct BusReceiver {
                 anyGap = true
             }
         }
-        if notification.headers["final"] != nil { endOfStreamAcknowledgements.append(notification.publisherID) }
+        // Acknowledged only by a receiver with a subscription matching a stream the record (or an
+        // earlier part of it) closes: the publisher waits for those alone (NBP-1 §15), and every
+        // acknowledgement travels to every publisher behind a broker.
+        if entries.contains(where: { entry in routes.contains { $0.pattern.matches(entry.0) } }) {
+            // Bounded: records from ids that never send a final part (a hostile peer) must not grow it.
+            if endOfStreamMatched.count >= 4_096 { endOfStreamMatched.removeAll() }
+            endOfStreamMatched.insert(notification.publisherID)
+        }
+        if notification.headers["final"] != nil, endOfStreamMatched.remove(notification.publisherID) != nil {
+            endOfStreamAcknowledgements.append(notification.publisherID)
+        }
         return anyGap
     }
 

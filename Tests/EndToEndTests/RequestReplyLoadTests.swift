@@ -53,7 +53,7 @@ struct RequestReplyLoadTests {
     func sixtyRequestProcesses() async throws {
         let children = try Children()
         defer { children.killAll() }
-        let (_, frontend, backend) = try await children.startBroker()
+        let (broker, frontend, backend) = try await children.startBroker(["--format", "json"])
         let endpoints = ["--frontend", frontend, "--backend", backend]
         let responder = try children.start("reply", ["reply", "echo.>", "--echo"] + endpoints)
         try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
@@ -63,12 +63,14 @@ struct RequestReplyLoadTests {
         // Before the fix, 2 of 3 such rounds failed on a loaded machine (11 replies lost in one,
         // 12 false "no responders" in another); three rounds make a pass by luck unlikely.
         // xargs starts them, all within a few milliseconds (one by one from here they came too
-        // slowly to collide); each writes its output and exit status to files of its own. (Not
-        // `&` and `wait` in sh: this test process's children inherit SIGCHLD blocked, and dash's
-        // `wait` then never returns; xargs reaps with waitpid.)
+        // slowly to collide); each writes its output, exit status and start and end times
+        // (`date +%s.%N`) to files of its own. (Not `&` and `wait` in sh: this test process's
+        // children inherit SIGCHLD blocked, and dash's `wait` then never returns; xargs reaps
+        // with waitpid.)
         let script = #"""
-            seq 0 59 | xargs -P 60 -I @ sh -c '"$1" request echo.x "payload $5" --timeout 60 --frontend "$2" --backend "$3" > "$4/out.$5" 2> "$4/err.$5"; echo $? > "$4/rc.$5"' sh "$1" "$2" "$3" "$4" @
+            seq 0 59 | xargs -P 60 -I @ sh -c 'date +%s.%N > "$4/time.$5"; "$1" request echo.x "payload $5" --timeout 60 --frontend "$2" --backend "$3" > "$4/out.$5" 2> "$4/err.$5"; echo $? > "$4/rc.$5"; date +%s.%N >> "$4/time.$5"' sh "$1" "$2" "$3" "$4" @
             """#
+        var slowest = 0.0
         for round in 0..<3 {
             let folder = children.folder.file("round\(round)")
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
@@ -80,17 +82,35 @@ struct RequestReplyLoadTests {
                 func read(_ name: String) -> String {
                     (try? String(contentsOfFile: "\(folder)/\(name).\(index)", encoding: .utf8)) ?? "(none)"
                 }
+                // How long the process ran, start to exit: a failure says whether it waited out
+                // its 60 s (an overloaded machine) or failed early.
+                let times = read("time").split(separator: "\n").compactMap { Double($0) }
+                let seconds = times.count == 2 ? times[1] - times[0] : -1
+                slowest = max(slowest, seconds)
                 #expect(
                     read("rc") == "0\n" && read("out") == "payload \(index)\n",
-                    "round \(round), request \(index): exit \(read("rc")) stdout \(read("out")) stderr \(read("err"))")
+                    "round \(round), request \(index): exit \(read("rc")) after \(seconds) s, stdout \(read("out")) stderr \(read("err"))")
             }
         }
+        print("60 requesters x 3 rounds: slowest \(slowest) s (load average \(loadAverage()))")
         responder.signal(SIGTERM)
         let stopped = await responder.waitForExit()
         expectExit(stopped, 0, responder)
         #expect(
             stopped?.stderrText.contains("received 180 request(s): replied 180 (ok 180, error 0), not sent 0") == true,
             "\(responder.describe())")
+        // The control traffic stays proportional to the requests. Every closing requester waited
+        // for an end-of-stream acknowledgement from every other one (each subscribes to its own
+        // reply name), re-sending every 20 ms, and each acknowledged every record: 85,000 pairs of
+        // acknowledgements went through the broker to every publisher, and a requester read
+        // 38,000 subscription messages before it saw its own reply subscription (10-28 s late).
+        // Now about 26 per request (its reply subscription, presence, the responder's acknowledgements).
+        broker.signal(SIGTERM)
+        let brokerStopped = await broker.waitForExit()
+        expectExit(brokerStopped, 0, broker)
+        let messages = try #require(summaryCounts(brokerStopped?.stderrText, "broker", "subscriptionMessages")?.first, "\(broker.describe())")
+        print("subscription messages through the broker: \(messages)")
+        #expect(messages > 0 && messages < 180 * 60, "subscription messages through the broker: \(messages)")
     }
 
     @Test(
@@ -163,4 +183,9 @@ private func requesterResult(
     #expect(output.status == 0 || (allowFailureExit && output.status == 1), "\(requester.describe())", sourceLocation: sourceLocation)
     let line = try #require(output.stdoutLines.last, "\(requester.describe())", sourceLocation: sourceLocation)
     return try JSONDecoder().decode(RequesterResult.self, from: Data(line.utf8))
+}
+
+/// The machine's 1-minute load average (from /proc/loadavg), for what a load test prints.
+private func loadAverage() -> String {
+    (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").first.map(String.init) ?? "unknown"
 }

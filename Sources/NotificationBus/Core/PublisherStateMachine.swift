@@ -238,8 +238,13 @@ struct PublisherStateMachine {
         return view.prefixes.contains(topic) || view.localPrefixes[topic] != nil
     }
 
+    /// The names this publisher's end of stream closes, once `endOfStreamFrames` made it: from
+    /// then on only subscribers with a pattern matching one of them are waited for.
+    private var closingNames: [NotificationName]?
+
     /// The end-of-stream records for `sequences` (last sequence per name), ready to send.
     mutating func endOfStreamFrames(sequences: [NotificationName: UInt64], wallClock: UInt64) -> [[UInt8]] {
+        closingNames = Array(sequences.keys)
         guard !sequences.isEmpty,
             let name = try? NotificationName(ControlNames.endOfStreamName(publisher: publisherID))
         else { return [] }  // a hex id always makes a valid name: the `try?` cannot fail
@@ -256,9 +261,21 @@ struct PublisherStateMachine {
         return frames
     }
 
-    /// NotificationBus subscribers (other than this bus itself) that have not acknowledged the end of stream.
+    /// NotificationBus subscribers (other than this bus itself) that have not acknowledged the end
+    /// of stream; once it is made, only those with a pattern matching a name it closes (NBP-1 §15).
+    /// A subscriber no stream of this publisher reaches has nothing queued to lose, and does not
+    /// acknowledge: waiting for every present subscriber kept 60 closing requesters re-sending
+    /// every 20 ms to each other, and the acknowledgements of all to all (each forwarded by the
+    /// broker to every publisher) buried the reply subscriptions behind tens of thousands of
+    /// messages (issue 29, item 4).
     var awaitingAcknowledgement: Set<UInt64> {
-        Set(view.presence.keys).subtracting(view.endOfStreamAcknowledged).subtracting([publisherID])
+        var buses = Set(view.presence.keys).subtracting(view.endOfStreamAcknowledged).subtracting([publisherID])
+        if let closingNames {
+            buses = buses.filter { bus in
+                view.presence[bus]?.keys.contains { pattern in closingNames.contains { pattern.matches($0) } } ?? false
+            }
+        }
+        return buses
     }
 
     /// Subscribers to wait for at close: those present and those a lost connection took away,
