@@ -121,15 +121,36 @@ struct SubscriberChurnTests {
         let lines = steadyOutput?.stdoutLines ?? []
         // Known hole (issue 29, item 1, left open): in 2 runs of 5 the steady subscriber ended with
         // notifications neither delivered nor in a gap line (17,220 once, 112 once: ranges between
-        // two gaps missing some), though the last one arrived. Recorded, not hidden.
+        // two gaps missing some), though the last one arrived. Not seen since in 9 runs (3 of this
+        // test, 6 of the same scenario from a script, at load 3-28), after the end-of-stream
+        // acknowledgement storm was removed (BusReceiver, PublisherStateMachine); cause not found
+        // (the commit that wrote this says what was ruled out). Recorded, not hidden: when it happens,
+        // the missing ranges and the steady subscriber's own counters are printed below.
+        let notifications = parseJSONLines(lines).notifications
+        let gapLines = parseGapLines(lines)
         var accounted = (delivered: 0, lost: 0)
         withKnownIssue("churn storm: the steady subscriber sometimes misses notifications it never counts", isIntermittent: true) {
-            accounted = expectExactAccounting(
-                notifications: parseJSONLines(lines).notifications, gaps: parseGapLines(lines), published: total, at: "steady")
+            accounted = expectExactAccounting(notifications: notifications, gaps: gapLines, published: total, at: "steady")
         }
         let (delivered, lost) = accounted
-        let gaps = parseGapLines(lines).map { "\($0.cause) \($0.sequences)" }
+        let gaps = gapLines.map { "\($0.cause) \($0.sequences)" }
         print("churn storm: \(delivered) delivered, \(lost) counted lost, broker restarts \(restarts); gaps \(gaps.prefix(40))")
+        if delivered + lost != total {
+            var covered = Set(notifications.map(\.sequence))
+            for gap in gapLines { covered.formUnion(gap.sequences) }
+            var missing: [ClosedRange<Int>] = []
+            for sequence in 1...total where !covered.contains(sequence) {
+                if let last = missing.last, last.upperBound == sequence - 1 {
+                    missing[missing.count - 1] = last.lowerBound...sequence
+                } else {
+                    missing.append(sequence...sequence)
+                }
+            }
+            print(
+                "churn storm, missing (neither delivered nor in a gap): \(missing.prefix(20)); steady's summary: "
+                    + "\(steadyOutput?.stderrText.split(separator: "\n").last ?? "none"); publisher: "
+                    + "\(publisher.output.stderrText.split(separator: "\n").suffix(2).joined(separator: " | "))")
+        }
         for churner in churners { _ = await churner.waitForExit(timeout: .seconds(30)) }
         // The last broker stops in order.
         broker.signal(SIGTERM)
