@@ -104,13 +104,16 @@ struct RequestReplyLoadTests {
         // reply name), re-sending every 20 ms, and each acknowledged every record: 85,000 pairs of
         // acknowledgements went through the broker to every publisher, and a requester read
         // 38,000 subscription messages before it saw its own reply subscription (10-28 s late).
-        // Now about 26 per request (its reply subscription, presence, the responder's acknowledgements).
+        // Now 26 to 33 per request (its reply subscription and presence, the responder's
+        // acknowledgements of its record, repeats and the broker's replays); the bound leaves room
+        // for more repeats on a slower machine (one per 20 ms until acknowledged), far below the
+        // old all-to-all (each record acknowledged by all 60: 120 messages a record, 800 a request).
         broker.signal(SIGTERM)
         let brokerStopped = await broker.waitForExit()
         expectExit(brokerStopped, 0, broker)
         let messages = try #require(summaryCounts(brokerStopped?.stderrText, "broker", "subscriptionMessages")?.first, "\(broker.describe())")
         print("subscription messages through the broker: \(messages)")
-        #expect(messages > 0 && messages < 180 * 60, "subscription messages through the broker: \(messages)")
+        #expect(messages > 0 && messages < 180 * 200, "subscription messages through the broker: \(messages)")
     }
 
     @Test(
