@@ -410,11 +410,9 @@ final class BrokerForwarder {
         nextStallCheck = now &+ Self.stallCheckInterval
         let samples = subscriberSamples(onlyBehind: true)
         let forwarded = stats.bytesToSubscribers
-        for descriptor in stallWatch.observe(samples, forwarded: forwarded, now: now) where descriptor.shutDown() {
+        for descriptor in stallWatch.observe(samples, forwarded: forwarded, now: now)
+        where disconnectStalled(descriptor, unsentBytes: samples[descriptor]?.unsentBytes ?? 0) {
             stallWatch.forget(descriptor)
-            stats.stalledSubscribersDisconnected &+= 1
-            let connection = connections.connection(side: .subscriber, descriptor: descriptor.rawValue)
-            onEvent?(.stalledSubscriberDisconnected(connection, unsentBytes: samples[descriptor]?.unsentBytes ?? 0))
             publishStatistics()
         }
     }
@@ -434,13 +432,20 @@ final class BrokerForwarder {
         var disconnected = 0
         let samples = subscriberSamples()
         let stalled = stalledFinder.stalled(samples)
-        for descriptor in stalled where descriptor.shutDown() {
+        for descriptor in stalled where disconnectStalled(descriptor, unsentBytes: samples[descriptor]?.unsentBytes ?? 0) {
             disconnected += 1
-            stats.stalledSubscribersDisconnected &+= 1
-            let connection = connections.connection(side: .subscriber, descriptor: descriptor.rawValue)
-            onEvent?(.stalledSubscriberDisconnected(connection, unsentBytes: samples[descriptor]?.unsentBytes ?? 0))
         }
         return (disconnected, stalledFinder.moving(samples).count)
+    }
+
+    /// Shuts a stalled subscriber's connection down (libzmq then drops its queue; it reconnects
+    /// and counts the gap), counts and reports it. False when the descriptor was already gone.
+    private func disconnectStalled(_ descriptor: ConnectionDescriptor, unsentBytes: Int) -> Bool {
+        guard descriptor.shutDown() else { return false }
+        stats.stalledSubscribersDisconnected &+= 1
+        let connection = connections.connection(side: .subscriber, descriptor: descriptor.rawValue)
+        onEvent?(.stalledSubscriberDisconnected(connection, unsentBytes: unsentBytes))
+        return true
     }
 
     /// Counts the held notification as sent and lets it go.

@@ -72,9 +72,4 @@ struct SubscriberStallWatch {
     mutating func forget(_ descriptor: ConnectionDescriptor) {
         entries[descriptor] = nil
     }
-
-    /// The bytes forwarded since `descriptor` last moved (0: unknown or moving), for reports.
-    func bytesBehind(_ descriptor: ConnectionDescriptor, forwarded: UInt64) -> UInt64 {
-        entries[descriptor].map { forwarded &- $0.forwardedSince } ?? 0
-    }
 }
