@@ -202,7 +202,7 @@ let package = Package(
         // Real processes: builds nbus and drives it (broker, publish, subscribe) over ipc.
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "TestSupport"],
+            dependencies: ["nbus", "NotificationBus", "ZeroMQ", "TestSupport", "ToolSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(
@@ -231,7 +231,7 @@ let package = Package(
         ),
         .testTarget(
             name: "BusBenchTests",
-            dependencies: ["BusBench", "NotificationBus", "TestSupport"],
+            dependencies: ["BusBench", "NotificationBus", "TestSupport", "ToolSupport"],
             swiftSettings: strictSettings
         ),
         .testTarget(

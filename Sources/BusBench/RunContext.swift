@@ -1,4 +1,5 @@
 import Foundation
+import ToolSupport
 import ZeroMQ
 
 #if canImport(Glibc)
@@ -108,18 +109,9 @@ public struct RunContext: Codable, Sendable, Equatable {
     }
 
     private static func run(_ arguments: [String]) -> String? {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["git"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return nil }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { return nil }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        // Not Foundation's `Process`: see `SpawnedProcess`.
+        guard let (status, output) = try? SpawnedProcess.run("/usr/bin/env", ["git"] + arguments), status == 0 else { return nil }
+        return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     private static func shellQuoted(_ argument: String) -> String {

@@ -1,4 +1,5 @@
 import Foundation
+import ToolSupport
 import Synchronization
 import TestSupport
 import Testing
@@ -15,16 +16,10 @@ struct BenchWorkerCommandTests {
     func badOptions() async throws {
         let executables = try #require(builtExecutables, "needs nbus built")
         let (status, errors) = try await runBlocking { () -> (Int32, String) in
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executables.nbus)
-            process.arguments = BenchWorkerCommand.nbusSubcommand + ["throughput", #"{"role":"publisher"}"#]
-            let stderr = Pipe()
-            process.standardError = stderr
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            let data = stderr.fileHandleForReading.readDataToEndOfFile()
-            process.waitUntilExit()
-            return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+            // Its standard output is empty: merged, it leaves the errors alone.
+            try SpawnedProcess.run(
+                executables.nbus, BenchWorkerCommand.nbusSubcommand + ["throughput", #"{"role":"publisher"}"#],
+                mergingStandardError: true)
         }
         #expect(status == BenchWorkerCommand.usageStatus)
         #expect(errors.contains("missing required key(s) 'endpoint', 'count'"), "\(errors)")

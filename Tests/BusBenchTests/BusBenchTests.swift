@@ -1,4 +1,5 @@
 import Foundation
+import ToolSupport
 import Synchronization
 import Testing
 
@@ -178,14 +179,8 @@ let builtExecutables: (nbus: String, baseline: String)? = {
         let nbus = directory.appendingPathComponent("nbus").path
         let baseline = directory.appendingPathComponent("nbus-baseline").path
         if FileManager.default.isExecutableFile(atPath: nbus), FileManager.default.isExecutableFile(atPath: baseline) {
-            let probe = Process()
-            probe.executableURL = URL(fileURLWithPath: nbus)
-            probe.arguments = ["bench", "worker", "--help"]
-            probe.standardOutput = FileHandle.nullDevice
-            probe.standardError = FileHandle.nullDevice
-            guard (try? probe.run()) != nil else { return nil }
-            probe.waitUntilExit()
-            return probe.terminationStatus == 0 ? (nbus, baseline) : nil
+            guard let probe = try? SpawnedProcess.run(nbus, ["bench", "worker", "--help"]) else { return nil }
+            return probe.status == 0 ? (nbus, baseline) : nil
         }
         directory.deleteLastPathComponent()
     }

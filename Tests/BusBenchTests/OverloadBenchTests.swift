@@ -1,4 +1,5 @@
 import Foundation
+import ToolSupport
 import NotificationBus
 import Testing
 
@@ -113,14 +114,8 @@ private let builtOverloadExecutable: String? = {
     for _ in 0..<4 {
         let nbus = directory.appendingPathComponent("nbus").path
         if FileManager.default.isExecutableFile(atPath: nbus) {
-            let probe = Process()
-            probe.executableURL = URL(fileURLWithPath: nbus)
-            probe.arguments = ["bench", "worker", "--help"]
-            probe.standardOutput = FileHandle.nullDevice
-            probe.standardError = FileHandle.nullDevice
-            guard (try? probe.run()) != nil else { return nil }
-            probe.waitUntilExit()
-            return probe.terminationStatus == 0 ? nbus : nil
+            guard let probe = try? SpawnedProcess.run(nbus, ["bench", "worker", "--help"]) else { return nil }
+            return probe.status == 0 ? nbus : nil
         }
         directory.deleteLastPathComponent()
     }

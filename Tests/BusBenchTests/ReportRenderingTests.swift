@@ -1,4 +1,5 @@
 import Foundation
+import ToolSupport
 import Testing
 import TestSupport
 
@@ -25,27 +26,32 @@ enum Chromium {
         // The check runs after layout: appended at the end of the body, in the page as rendered.
         let withCheck = html.replacingOccurrences(of: "</body>", with: "<script>\n\(script)\n</script>\n</body>")
         try withCheck.write(to: page, atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=\(width),1000",
-            "--user-data-dir=\(folder.path)/profile", "--virtual-time-budget=3000", "--dump-dom", page.absoluteString,
-        ]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let output = try Pipe2()
+        let process: SpawnedProcess
+        do {
+            process = try SpawnedProcess.spawn(
+                path,
+                [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=\(width),1000",
+                    "--user-data-dir=\(folder.path)/profile", "--virtual-time-budget=3000", "--dump-dom", page.absoluteString,
+                ], standardOutput: .descriptor(output.writing), standardError: .null)
+        } catch {
+            output.closeBoth()
+            throw error
+        }
+        close(output.writing)
         let killer = Task.detached {
             try? await Task.sleep(for: timeout)
-            if process.isRunning { process.terminate() }
+            process.send(SIGTERM)
         }
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = SpawnedProcess.readToEnd(output.reading)
+        close(output.reading)
+        let ended = process.waitUntilExit()
         killer.cancel()
         let dom = String(decoding: data, as: UTF8.self)
         guard let start = dom.range(of: "<pre id=\"nbus-check\">"),
             let end = dom.range(of: "</pre>", range: start.upperBound..<dom.endIndex)
-        else { throw CheckError("chromium exited \(process.terminationStatus) without the check's result (\(dom.count) bytes of DOM)") }
+        else { throw CheckError("chromium exited \(ended.status) without the check's result (\(dom.count) bytes of DOM)") }
         return String(dom[start.upperBound..<end.lowerBound])
             .replacingOccurrences(of: "&lt;", with: "<").replacingOccurrences(of: "&gt;", with: ">")
             .replacingOccurrences(of: "&quot;", with: "\"").replacingOccurrences(of: "&amp;", with: "&")

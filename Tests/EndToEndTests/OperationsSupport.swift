@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import ToolSupport
 import Testing
 import TestSupport
 
@@ -80,20 +81,7 @@ func runTool(_ tool: URL, _ arguments: [String], input: String = "") async throw
 }
 
 private func runToolBlocking(_ tool: URL, _ arguments: [String], input: String) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = tool
-    process.arguments = arguments
-    let stdin = Pipe()
-    let output = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    try stdin.fileHandleForWriting.write(contentsOf: Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    try SpawnedProcess.run(tool.path, arguments, input: input, mergingStandardError: true)
 }
 
 /// The value of the sample `name` (with its labels, as written) in a Prometheus exposition.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import ToolSupport
 import Testing
 import TestSupport
 
@@ -258,22 +259,21 @@ struct OperationsTests {
         let folder = try TempFolder()
         defer { folder.remove() }
         let backendPath = folder.path + "/b.sock"
-        let process = Process()
-        process.executableURL = try NBusBinary.url()
-        process.arguments = [
-            "broker", "--frontend", folder.ipc("f.sock"), "--backend", "ipc://" + backendPath,
-            "--http", "127.0.0.1:0", "--log-level", "debug",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        let stderr = Pipe()
-        process.standardError = stderr
-        try process.run()
+        let stderr = try Pipe2()
+        let process = try SpawnedProcess.spawn(
+            try NBusBinary.url().path,
+            [
+                "broker", "--frontend", folder.ipc("f.sock"), "--backend", "ipc://" + backendPath,
+                "--http", "127.0.0.1:0", "--log-level", "debug",
+            ], standardOutput: .null, standardError: .descriptor(stderr.writing))
+        close(stderr.writing)
         defer {
-            kill(process.processIdentifier, SIGKILL)
+            process.send(SIGKILL)
             process.waitUntilExit()
+            close(stderr.reading)
         }
         // Read stderr up to the monitoring line, then stop reading it.
-        let reader = stderr.fileHandleForReading.fileDescriptor
+        let reader = stderr.reading
         let (port, seen) = try await runBlocking { () -> (Int?, String) in
             var seen = ""
             var port: Int?

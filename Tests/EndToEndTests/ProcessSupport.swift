@@ -5,6 +5,7 @@ import Foundation
 import Synchronization
 import TestSupport
 import Testing
+import ToolSupport
 
 // Support for driving real `nbus` processes: finding the binary, a fresh temp folder for ipc
 // endpoints, and `Child`, a spawned process whose stdout/stderr are read continuously by their own
@@ -105,11 +106,14 @@ final class Child: @unchecked Sendable {
     let arguments: [String]
     /// The executable's file name, for messages.
     let command: String
-    // Touched only by `launch` (before any other thread sees the child) and `signal`.
-    private let process = Process()
-    private let stdoutPipe = Pipe()
-    private let stderrPipe = Pipe()
-    private let stdinPipe: Pipe?
+    private let executable: URL
+    private let directory: String
+    private let environment: [String: String]
+    private let withStdin: Bool
+    /// Set once by `launch`, before any other thread sees the child.
+    private let process = Mutex<SpawnedProcess?>(nil)
+    /// The write end of the child's standard input, when it has one (closed by `writeStdinAndClose`).
+    private let stdinWriter = Mutex<Int32?>(nil)
 
     /// What the child has shown so far, awaitable with a bound.
     private let state = Watched(ChildOutput())
@@ -121,55 +125,75 @@ final class Child: @unchecked Sendable {
         self.label = label
         self.arguments = arguments
         self.command = executable.lastPathComponent
-        process.executableURL = executable
-        process.arguments = arguments
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        process.standardOutput = stdoutPipe
-        process.standardError = stderrPipe
-        if withStdin {
-            let pipe = Pipe()
-            stdinPipe = pipe
-            process.standardInput = pipe
-        } else {
-            stdinPipe = nil
-            process.standardInput = FileHandle.nullDevice
-        }
+        self.executable = executable
+        self.directory = directory
+        self.environment = environment
+        self.withStdin = withStdin
     }
 
+    /// Starts the child (posix_spawn, not Foundation's `Process`: see `SpawnedProcess`), its
+    /// standard output and error read by threads of their own.
     func launch() throws {
-        process.terminationHandler = { [self] process in
-            let status = process.terminationStatus
-            let bySignal = process.terminationReason == .uncaughtSignal
-            update {
-                $0.terminated = true
-                $0.status = status
-                $0.bySignal = bySignal
+        let stdout = try Pipe2()
+        let stderr = try Pipe2()
+        let stdin = withStdin ? try Pipe2() : nil
+        let spawned: SpawnedProcess
+        do {
+            spawned = try SpawnedProcess.spawn(
+                executable.path, arguments, directory: directory,
+                environment: environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                standardInput: stdin.map { .descriptor($0.reading) } ?? .null,
+                standardOutput: .descriptor(stdout.writing), standardError: .descriptor(stderr.writing)
+            ) { [self] ended in
+                update {
+                    $0.terminated = true
+                    $0.status = ended.status
+                    $0.bySignal = ended.bySignal
+                }
             }
+        } catch {
+            for pipe in [stdout, stderr] + (stdin.map { [$0] } ?? []) { pipe.closeBoth() }
+            throw error
         }
-        try process.run()
-        startReader(stdoutPipe.fileHandleForReading.fileDescriptor, isStdout: true)
-        startReader(stderrPipe.fileHandleForReading.fileDescriptor, isStdout: false)
+        // The child has its copies; the parent keeps only its own ends.
+        close(stdout.writing)
+        close(stderr.writing)
+        if let stdin {
+            close(stdin.reading)
+            stdinWriter.withLock { $0 = stdin.writing }
+        }
+        process.withLock { $0 = spawned }
+        startReader(stdout.reading, isStdout: true)
+        startReader(stderr.reading, isStdout: false)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.withLock { $0?.pid } ?? -1 }
 
     /// What the child has shown so far.
     var output: ChildOutput { state.value }
 
     /// Writes `text` to the child's standard input and closes it.
     func writeStdinAndClose(_ text: String) throws {
-        guard let stdinPipe else { throw TestSetupError("\(label) was started without a stdin pipe") }
-        try stdinPipe.fileHandleForWriting.write(contentsOf: Data(text.utf8))
-        try stdinPipe.fileHandleForWriting.close()
+        guard let writer = stdinWriter.withLock({ writer in defer { writer = nil }; return writer }) else {
+            throw TestSetupError("\(label) was started without a stdin pipe, or it was closed")
+        }
+        defer { close(writer) }
+        var failure: Int32 = 0
+        Array(text.utf8).withUnsafeBytes { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(writer, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
+                if written < 0 && errno == EINTR { continue }
+                if written <= 0 { failure = errno; break }
+                offset += written
+            }
+        }
+        if failure != 0 { throw TestSetupError("writing to \(label)'s stdin: \(String(cString: strerror(failure)))") }
     }
 
     /// Sends `signal` unless the child has already been reaped.
     func signal(_ signal: Int32) {
-        let alive = !state.value.terminated
-        if alive { kill(process.processIdentifier, signal) }
+        process.withLock { $0 }?.send(signal)
     }
 
     /// Suspends until the kernel reports the child stopped (after SIGSTOP) or gone: `waitid` with

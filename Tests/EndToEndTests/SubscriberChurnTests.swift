@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import ToolSupport
 import Testing
 
 // Subscriber churn against `nbus broker` (issue 29, item 1): two pyzmq processes keep 500 SUB
@@ -15,14 +16,8 @@ import Testing
 
 /// A python3 that imports zmq, or nil (the test is then skipped).
 private let pythonWithZMQ: URL? = {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", "import zmq"]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return nil }
-    process.waitUntilExit()
-    return process.terminationStatus == 0 ? URL(fileURLWithPath: "/usr/bin/env") : nil
+    guard let probe = try? SpawnedProcess.run("/usr/bin/env", ["python3", "-c", "import zmq"]) else { return nil }
+    return probe.status == 0 ? URL(fileURLWithPath: "/usr/bin/env") : nil
 }()
 
 /// The churner: N SUB sockets (receive mark 100, linger 0) subscribed to `NAME\0` and a presence

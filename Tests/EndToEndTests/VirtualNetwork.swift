@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import Foundation
+import ToolSupport
 import Synchronization
 import TestSupport
 
@@ -213,16 +214,12 @@ final class VirtualNetwork: Sendable {
 
     /// Runs a tool, output discarded, waiting at most 5 s: usable where nothing may be awaited.
     private static func runQuietly(_ tool: URL, _ arguments: [String]) {
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         let done = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in done.signal() }
-        guard (try? process.run()) != nil else { return }
-        if done.wait(timeout: .now() + 5) == .timedOut { kill(process.processIdentifier, SIGKILL) }
+        guard
+            let process = try? SpawnedProcess.spawn(
+                tool.path, arguments, standardOutput: .null, standardError: .null, onExit: { _ in done.signal() })
+        else { return }
+        if done.wait(timeout: .now() + 5) == .timedOut { process.send(SIGKILL) }
     }
 
     static func findTool(_ name: String) -> URL? {
