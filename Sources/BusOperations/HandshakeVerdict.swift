@@ -22,26 +22,19 @@ public enum HandshakeVerdict: Sendable, Equatable {
     /// Waits up to `limit` for `connections` connected endpoints (`BusStats.connectedEndpoints`)
     /// or a refusal; at the limit, `.failed` when handshakes failed meanwhile, else `.nothingThere`.
     public static func of(_ bus: Bus, connections: Int, within limit: Duration) async -> HandshakeVerdict {
-        await withTaskGroup(of: HandshakeVerdict?.self) { group in
-            group.addTask { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : nil }
-            group.addTask {
-                let deadline = ContinuousClock.now + limit
-                while ContinuousClock.now < deadline {
-                    if bus.stats.connectedEndpoints >= connections { return .connected }
-                    do { try await Task.sleep(for: .milliseconds(10)) } catch { return nil }
-                }
-                let stats = bus.stats
-                if stats.connectedEndpoints >= connections { return .connected }
-                return stats.handshakesFailed + stats.handshakesRefused > 0 ? .failed : .nothingThere
-            }
-            var verdict = HandshakeVerdict.nothingThere
-            while let next = await group.next() {
-                guard let next else { continue }
-                verdict = next
-                break
-            }
-            group.cancelAll()
-            return verdict
-        }
+        await firstResult(
+            of: [
+                { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : nil },
+                {
+                    let deadline = ContinuousClock.now + limit
+                    while ContinuousClock.now < deadline {
+                        if bus.stats.connectedEndpoints >= connections { return .connected }
+                        do { try await Task.sleep(for: .milliseconds(10)) } catch { return nil }
+                    }
+                    let stats = bus.stats
+                    if stats.connectedEndpoints >= connections { return .connected }
+                    return stats.handshakesFailed + stats.handshakesRefused > 0 ? .failed : .nothingThere
+                },
+            ], otherwise: .nothingThere)
     }
 }

@@ -301,25 +301,18 @@ struct ReplyService: Service {
         @Sendable func refusal() async -> Ending? {
             (try? await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))) != nil ? .refused : nil
         }
-        let first = await withTaskGroup(of: Ending?.self) { group -> Ending in
-            group.addTask {
-                do {
-                    try await bus.ready(requestPattern, timeout: .seconds(10))
-                    return .confirmed
-                } catch {
-                    return Task.isCancelled ? nil : .unconfirmed
-                }
-            }
-            group.addTask { await refusal() }
-            var ending = Ending.unconfirmed
-            while let next = await group.next() {
-                guard let next else { continue }
-                ending = next
-                break
-            }
-            group.cancelAll()
-            return ending
-        }
+        let first = await firstResult(
+            of: [
+                { () async -> Ending? in
+                    do {
+                        try await bus.ready(requestPattern, timeout: .seconds(10))
+                        return .confirmed
+                    } catch {
+                        return Task.isCancelled ? nil : .unconfirmed
+                    }
+                },
+                refusal,
+            ], otherwise: Ending.unconfirmed)
         var ending = first
         if ending != .refused {
             if ending == .unconfirmed {
@@ -328,22 +321,15 @@ struct ReplyService: Service {
                     "no broker confirmed the subscription at \(endpoints.backend) within 10 s (is `nbus broker` running?); answering once one does")
             }
             logLine(.info, "reply", "answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
-            ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
-                group.addTask { (try? await gracefulShutdown()).map { .stopped } }
-                group.addTask {
-                    await tally.waitForLimit()
-                    return Task.isCancelled ? nil : .stopped
-                }
-                group.addTask { await refusal() }
-                var ending = Ending.stopped
-                while let next = await group.next() {
-                    guard let next else { continue }
-                    ending = next
-                    break
-                }
-                group.cancelAll()
-                return ending
-            }
+            ending = await firstResult(
+                of: [
+                    { () async -> Ending? in (try? await gracefulShutdown()).map { .stopped } },
+                    { () async -> Ending? in
+                        await tally.waitForLimit()
+                        return Task.isCancelled ? nil : .stopped
+                    },
+                    refusal,
+                ], otherwise: Ending.stopped)
         }
         requests.cancel()
         handling.cancel()
