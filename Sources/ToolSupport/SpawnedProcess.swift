@@ -115,12 +115,16 @@ package final class SpawnedProcess: Sendable {
         let childPID = pid
         let reaper = Thread {
             var status: Int32 = 0
-            while waitpid(childPID, &status, 0) == -1 && errno == EINTR {}
-            // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import (macros).
+            var reaped: pid_t
+            repeat { reaped = waitpid(childPID, &status, 0) } while reaped == -1 && errno == EINTR
+            // WIFSIGNALED / WTERMSIG / WEXITSTATUS, which Swift does not import (macros). A child
+            // something else reaped (ECHILD) ended with a status nobody can know: -1, not 0.
             let signal = status & 0x7f
             let ended =
-                signal != 0 && signal != 0x7f
-                ? Termination(status: signal, bySignal: true) : Termination(status: (status >> 8) & 0xff, bySignal: false)
+                reaped == -1
+                ? Termination(status: -1, bySignal: false)
+                : signal != 0 && signal != 0x7f
+                    ? Termination(status: signal, bySignal: true) : Termination(status: (status >> 8) & 0xff, bySignal: false)
             process.termination.withLock { $0 = ended }
             onExit?(ended)
             process.exited.signal()
