@@ -101,6 +101,13 @@ public enum SubscribeOutcome {
                 + "(still running, or it closed while its broker was frozen or unreachable): what it sent after the last "
                 + "notification printed is not counted here"
         }
+        // NBP-1 §8: a stream first seen past sequence 1 is no loss (a late join looks the same), so
+        // its head is in no gap; said here, so a head that never arrived is not silent.
+        if bus.streamsJoinedLate > 0 {
+            text += "; joined \(bus.streamsJoinedLate) stream(s) after their start: the \(bus.notificationsBeforeJoining) "
+                + "notification(s) before the first printed of each are not counted here (sent before this subscriber "
+                + "joined, or lost before it heard of the stream, e.g. while its broker restarted)"
+        }
         var fields: [(String, CommandSummary.Value)] = [
             ("printed", .integer(Int64(printed))), ("lostUpstream", .unsigned(lost)), ("droppedLocally", .unsigned(dropped)),
             ("rejectedMalformed", .unsigned(bus.rejectedTotal)),
@@ -108,6 +115,8 @@ public enum SubscribeOutcome {
             ("handshakesRefused", .unsigned(bus.handshakesRefused)), ("handshakesFailed", .unsigned(bus.handshakesFailed)),
             ("duplicatesDiscarded", .unsigned(bus.duplicatesDiscarded)), ("memoryResets", .unsigned(bus.memoryLimitResets)),
             ("tailUnknownStreams", .integer(Int64(tailUnknownStreams))),
+            ("joinedLateStreams", .unsigned(bus.streamsJoinedLate)),
+            ("beforeJoining", .unsigned(bus.notificationsBeforeJoining)),
         ]
         if options.showsStats {
             fields.append(("patterns", .array(perPattern.map { pattern, stats in

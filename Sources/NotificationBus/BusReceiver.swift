@@ -418,6 +418,11 @@ struct BusReceiver {
             let key = StreamKey(publisherID: publisherID, name: name)
             guard let tracked = lastSequence.removeValue(forKey: key) else {
                 cachedStream = (key, sequence)
+                // Not a loss (NBP-1 §8: a late join looks the same), but not silent either.
+                if sequence > 1 {
+                    counters.streamsJoinedLate += 1
+                    counters.notificationsBeforeJoining += sequence - 1
+                }
                 return .inOrder
             }
             cachedStream = (key, tracked.last)

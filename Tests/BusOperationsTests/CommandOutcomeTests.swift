@@ -159,6 +159,25 @@ struct CommandOutcomeTests {
         #expect(json.contains(#""patterns":[{"pattern":"a.>""#) && json.contains(#""bus":{"framesReceived":0"#), "\(json)")
     }
 
+    @Test("subscribe: streams joined after their start are said, with the notifications before the first seen of each")
+    func subscribeJoinedLate() {
+        let quiet = SubscribeOutcome.of(
+            .printingEnded, counts: SubscribeOutcome.Counts(printed: 3, perPattern: [("a.>", SubscriptionStats())], bus: BusStats()),
+            options: SubscribeOutcome.Options())
+        #expect(quiet.summary?.text.contains("joined") == false, "nothing to say when every stream was seen from its start")
+        let bus = Self.stats {
+            $0.streamsJoinedLate = 2
+            $0.notificationsBeforeJoining = 17_220
+        }
+        let outcome = SubscribeOutcome.of(
+            .printingEnded, counts: SubscribeOutcome.Counts(printed: 3, perPattern: [("a.>", SubscriptionStats())], bus: bus),
+            options: SubscribeOutcome.Options())
+        let text = outcome.summary?.text ?? ""
+        #expect(text.contains("joined 2 stream(s) after their start: the 17220 notification(s) before the first printed"), "\(text)")
+        let json = outcome.summary?.line(.json) ?? ""
+        #expect(json.contains(#""joinedLateStreams":2,"beforeJoining":17220"#), "\(json)")
+    }
+
     // MARK: request
 
     static let requestOptions = {

@@ -212,6 +212,8 @@ extension BusEventLoop {
         stats.malformedEndOfStreamRecords = received.malformedEndOfStreamRecords
         stats.connectedEndpoints = sockets.connectedEndpointCount
         stats.streamsForgotten = received.streamsForgotten
+        stats.streamsJoinedLate = received.streamsJoinedLate
+        stats.notificationsBeforeJoining = received.notificationsBeforeJoining
         stats.duplicatesDiscarded = received.duplicatesDiscarded
         stats.trackedStreams = receiver.trackedStreams
         stats.rejected = received.rejected
