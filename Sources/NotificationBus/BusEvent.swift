@@ -154,14 +154,16 @@ public struct BusStats: Hashable, Sendable {
     /// cannot be detected.
     public var streamsForgotten: UInt64 = 0
     /// Streams whose tracking began past sequence 1 (one broker or a direct connection; with
-    /// several brokers not counted yet), and the notifications before each one's first: sent
-    /// before this bus subscribed (it joined late), or lost before it ever heard of the stream
-    /// (a broker that restarted before its first notification reached this bus, a subscription
-    /// that reached the restarted broker after the stream began), or, for a stream it had
-    /// forgotten (`streamsForgotten`), sent before it was forgotten. NBP-1 §8 counts none of them
-    /// as lost (nothing tells a late join from a lost head), so they are counted here instead of
-    /// going unsaid: nothing a subscriber was sent disappears without a number.
+    /// several brokers not counted yet). Their first notifications were sent before this bus
+    /// subscribed (it joined late), or were lost before it ever heard of the stream (a broker that
+    /// restarted before its first notification reached this bus, or a subscription that reached
+    /// the restarted broker after the stream began), or, for a stream it had forgotten
+    /// (`streamsForgotten`), came before it was forgotten. NBP-1 §8 counts none of them as lost
+    /// (nothing tells a late join from a lost head), so they are counted here, not left unsaid.
+    /// (A stream none of whose notifications arrived still goes unsaid: NBP-1 §8.)
     public var streamsJoinedLate: UInt64 = 0
+    /// The notifications before the first one seen of each stream in `streamsJoinedLate`
+    /// (its first sequence minus one, summed): in no gap and not in `lostUpstream`.
     public var notificationsBeforeJoining: UInt64 = 0
     /// At close: NotificationBus subscribers that did not acknowledge this publisher's end-of-stream
     /// record before the close timeout (their lost tail, if any, may go uncounted).
