@@ -76,6 +76,14 @@ struct SubscriberChurnTests {
         let total = 50_000
         let steady = try children.start(
             "steady", ["subscribe", "p11.x", "--connect", backend, "--format", "json", "--timeout", "200"])
+        // The steady subscriber is in place at the broker before the storm (else the stream's head
+        // would be a late join of its own making): a probe, a stream of its own left out of the
+        // accounting, reaches it.
+        let probe = try children.start("probe", ["publish", "p11.x", "probe", "--connect", frontend, "--timeout", "60"])
+        let probeLine = try #require(
+            await steady.waitForStdoutLine(containing: "\"payload\":\"probe\"", timeout: .seconds(60)), "\(steady.describe())")
+        let probeID = try #require(parseJSONLines([probeLine]).notifications.first?.publisherID, "\(probeLine)")
+        expectExit(await probe.waitForExit(timeout: .seconds(60)), 0, probe)
         let churners = try (1...2).map { index in
             try children.start(
                 "churner\(index)", command: python, ["python3", script, backend, "p11.x", "500", "25", "0.1", "12"])
@@ -128,27 +136,30 @@ struct SubscriberChurnTests {
         // hold that head: the subscriber's summary counts it (`beforeJoining`, reproduced
         // deterministically by StreamHeadTests). Exact: each of 1...total delivered, in one gap
         // line, or before the first one seen, and nothing else.
-        let notifications = parseJSONLines(lines).notifications
-        let gapLines = parseGapLines(lines)
+        let notifications = parseJSONLines(lines).notifications.filter { $0.publisherID != probeID }
+        let gapLines = parseGapLines(lines).filter { $0.publisherID != probeID }
         let firstSequence = notifications.first?.sequence ?? 1
         #expect(
             summaryCounts(steadyOutput?.stderrText, "subscribe", "joinedLateStreams", "beforeJoining")
                 == (firstSequence > 1 ? [1, firstSequence - 1] : [0, 0]),
             "first sequence \(firstSequence): \(steady.describe())")
         // The head, checked like a gap: a range no notification or gap line may overlap.
-        let head = notifications.first.map { first in
-            ReceivedGap(
-                cause: "lostUpstream", count: first.sequence - 1, name: first.name, publisherID: first.publisherID,
-                sequences: 1...(first.sequence - 1))
+        let head = notifications.first.flatMap { first in
+            first.sequence > 1
+                ? ReceivedGap(
+                    cause: "lostUpstream", count: first.sequence - 1, name: first.name, publisherID: first.publisherID,
+                    sequences: 1...(first.sequence - 1)) : nil
         }
         let counted = expectExactAccounting(
-            notifications: notifications, gaps: gapLines + (firstSequence > 1 ? head.map { [$0] } ?? [] : []), published: total,
-            at: "steady")
+            notifications: notifications, gaps: gapLines + (head.map { [$0] } ?? []), published: total, at: "steady")
         let (delivered, lost) = (counted.delivered, counted.lost - (firstSequence - 1))
         let gaps = gapLines.map { "\($0.cause) \($0.sequences)" }
         // When the steady subscriber's first line came (ms after the publisher started), against the
         // brokers' stuck exits: a head before the first exit is what died with the first broker.
-        let firstArrival = steadyOutput?.stdoutLineArrivals.first.map { Int(($0 &- publisherStart) / 1_000_000) }
+        let firstIndex = lines.firstIndex { $0.contains("\"sequence\":\(firstSequence),") && !$0.contains(probeID) }
+        let firstArrival = firstIndex.flatMap { index in
+            steadyOutput?.stdoutLineArrivals.dropFirst(index).first.map { Int(($0 &- publisherStart) / 1_000_000) }
+        }
         print(
             "churn storm: \(delivered) delivered, \(lost) counted lost, \(firstSequence - 1) before joining (first "
                 + "sequence \(firstSequence) at \(firstArrival ?? -1) ms), broker restarts \(restarts) (stuck exits at "
@@ -214,6 +225,7 @@ struct StreamHeadTests {
         let notifications = parseJSONLines(lines).notifications
         let gaps = parseGapLines(lines)
         let firstSequence = try #require(notifications.first?.sequence, "\(steady.describe())")
+        try #require(firstSequence > 1, "the steady subscriber saw the stream begin: \(steady.describe())")
         #expect(firstSequence > 200, "the steady subscriber was away for the first 200")
         // Before the fix the head was in no gap and no counter: nothing said 1...firstSequence-1 was never seen.
         #expect(
