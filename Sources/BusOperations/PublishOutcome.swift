@@ -130,6 +130,13 @@ public enum PublishOutcome {
         if afterLeaving > 0 {
             text += ", not sent \(afterLeaving) after their subscribers went (gone, or not back yet after a reconnection: one that returns counts them as gaps)"
         }
+        // A binding publisher keeping its subscribers' budget: who was cut off, or sent past.
+        if stats.stalledSubscribersDisconnected > 0 {
+            text += "; disconnected \(stats.stalledSubscribersDisconnected) stalled subscriber(s) past their budget (they reconnect and count what they missed as gaps)"
+        }
+        if stats.sentPastSlowSubscribers > 0 {
+            text += "; sent \(stats.sentPastSlowSubscribers) notification(s) past slow subscribers in \(stats.slowSubscriberEpisodes) episode(s) (they count them as gaps)"
+        }
         if stats.pathsParked > 0 {
             text += "; a broker refused sends \(stats.pathsParked) time(s): \(stats.pathDrops) notification(s) went through the others only"
         }
@@ -145,6 +152,10 @@ public enum PublishOutcome {
                 ("skippedLines", .integer(Int64(skippedLines ?? 0))),
                 ("framesSent", .unsigned(stats.framesSent)),
                 ("pathsParked", .unsigned(stats.pathsParked)), ("pathDrops", .unsigned(stats.pathDrops)),
+                ("stalledSubscribersDisconnected", .unsigned(stats.stalledSubscribersDisconnected)),
+                ("subscriberWaits", .unsigned(stats.subscriberWaits)),
+                ("slowSubscriberEpisodes", .unsigned(stats.slowSubscriberEpisodes)),
+                ("sentPastSlowSubscribers", .unsigned(stats.sentPastSlowSubscribers)),
                 ("endOfStreamUnacknowledged", .unsigned(stats.endOfStreamUnacknowledged)),
                 ("handshakesRefused", .unsigned(stats.handshakesRefused)), ("handshakesFailed", .unsigned(stats.handshakesFailed)),
             ])

@@ -111,20 +111,44 @@ public struct BusConfiguration: Sendable {
     public static let defaultSendStallLimit: Duration = .seconds(60)
     /// The longest `sendStallLimit` (TCP_USER_TIMEOUT counts milliseconds in an int).
     public static let maximumSendStallLimit: Duration = .seconds(86_400)
-    /// For a publisher that binds and does not wait (`publisherBackpressure` off, the direct
-    /// topology): the bytes one subscriber may fall behind before this publisher drops what it
-    /// cannot queue for it (64 MiB, as `BrokerConfiguration.subscriberBudget`). Within it a
-    /// subscriber that pauses loses nothing and costs the others nothing; past it, it loses, and
-    /// counts the loss as gaps. The publishing socket's mark in messages is then the budget over
-    /// a 256-byte frame (see `BrokerConfiguration.subscriberBudget` for the bound), instead of
-    /// `sendHighWaterMark`; memory: up to the budget per subscriber behind. Zero, or a
-    /// `sendHighWaterMark` set explicitly: the mark is `sendHighWaterMark`. A publisher that waits
-    /// (connected to brokers) keeps `sendHighWaterMark`.
+    /// For a publisher that binds and does not wait for ever (`publisherBackpressure` off, the
+    /// direct topology): the bytes one subscriber may fall behind before it costs anybody else
+    /// anything (64 MiB, as `BrokerConfiguration.subscriberBudget`, and kept the same way). The
+    /// publishing socket's mark in messages is the budget over a 256-byte frame plus libzmq's
+    /// 128 bytes per message (174,762 for 64 MiB), instead of `sendHighWaterMark`.
+    ///
+    /// Over ipc and tcp, where the publisher sees each subscriber's connection: within its budget
+    /// a subscriber that pauses loses nothing and nobody waits for it. One that takes nothing for
+    /// `subscriberPatience` (0.5 s) while more than its budget is sent is disconnected (counted in
+    /// `BusStats.stalledSubscribersDisconnected`, logged as a warning); it reconnects by itself
+    /// and counts what it missed as a gap, and this publisher's close waits for it to come back
+    /// (up to `closeTimeout`) to tell it its tail. One that is slow but moving fills its queue to
+    /// the mark and then the publisher waits for it (`post` suspends once `outboundCapacity` is
+    /// queued: flow control, it loses nothing), up to 10 s in a row; only then do frames go past
+    /// it (`BusStats.sentPastSlowSubscribers`). Memory: up to the budget per stopped subscriber,
+    /// and mark × frame size per one that is slow but moving.
+    ///
+    /// Over inproc alone (no connection to watch) the mark is applied and the publisher drops for
+    /// a full subscriber at it. Zero, or a `sendHighWaterMark` set explicitly: the mark is
+    /// `sendHighWaterMark` and a full subscriber loses what does not fit (unless
+    /// `publisherBackpressure`). A publisher that waits (connected to brokers) keeps
+    /// `sendHighWaterMark`.
     public var subscriberBudget = BrokerConfiguration.defaultSubscriberBudget
     /// Whether `subscriberBudget` sets the publishing socket's mark.
     var publisherUsesBudget: Bool {
         sendHighWaterMarkSetting == nil && subscriberBudget > 0 && !publisherBackpressure && publish.contains { $0.isBind }
     }
+    /// Whether the publisher keeps `subscriberBudget` as the broker does (`SubscriberBudgetPolicy`):
+    /// it uses the budget, only binds, some of it over ipc or tcp (connections it can see), and
+    /// does not deliver to itself. Its socket then sends with `ZMQ_XPUB_NODROP`.
+    var publisherWatchesSubscribers: Bool {
+        publisherUsesBudget && publish.allSatisfy(\.isBind) && !deliversToItself
+            && publish.contains { !$0.endpoint.lowercased().hasPrefix("inproc://") }
+    }
+    /// How long a subscriber past its budget may take nothing before a binding publisher
+    /// disconnects it, and how long one at its mark is waited for before the publisher looks at
+    /// who took nothing (`BrokerConfiguration.slowSubscriberPatience`'s default).
+    public static let subscriberPatience: Duration = .milliseconds(500)
     /// Posts queued for the I/O thread before `post` suspends (async) or throws (sync).
     public var outboundCapacity = 16_384
     /// Whether posts of one name queued one after the other go out as one batch frame (NBP-1

@@ -184,6 +184,7 @@ final class BusCore: Sendable {
     /// the send left it work.
     private func sendDirectly(_ message: consuming Message, on publisher: DirectPublisher) {
         var message = message
+        let bytes = message.count
         var outcome = PublisherLendingStateMachine.SendOutcome.sent
         do {
             if try !publisher.socket.sendIfReady(&message) { outcome = .refused }
@@ -200,7 +201,7 @@ final class BusCore: Sendable {
         let wake = mailbox.withLock { box -> Bool in
             let action = box.lending.release(
                 outcome, now: Timestamps.monotonicNanoseconds(), inputWaiting: input, queueEmpty: box.outbound.isEmpty,
-                loopSleeping: box.sleeping)
+                loopSleeping: box.sleeping, bytes: bytes)
             let wake: Bool
             switch action {
             case .done:

@@ -124,6 +124,18 @@ public struct BusStats: Hashable, Sendable {
     /// Times this bus passed `BusConfiguration.maximumResidentMemory` and dropped the
     /// connections of its bound endpoints.
     public var memoryLimitResets: UInt64 = 0
+    /// A publisher that binds and keeps `BusConfiguration.subscriberBudget`: subscribers that took
+    /// nothing for `BusConfiguration.subscriberPatience` past their budget (or while their queue
+    /// was full), disconnected. Each reconnects by itself and counts what it missed as a gap.
+    public var stalledSubscribersDisconnected: UInt64 = 0
+    /// The same publisher: times it waited for a subscriber whose queue was full (flow control:
+    /// its posts waited meanwhile).
+    public var subscriberWaits: UInt64 = 0
+    /// The same publisher: slow-subscriber episodes (a full queue that stayed full for 10 s while
+    /// its subscriber moved, or whose progress could not be read), and the notifications sent
+    /// past the full queues in them (those subscribers count them as gaps).
+    public var slowSubscriberEpisodes: UInt64 = 0
+    public var sentPastSlowSubscribers: UInt64 = 0
     /// Control messages (names whose first token is `_nbus`) this version does not know: dropped,
     /// never delivered to a subscription (NBP-1 §13, §15).
     public var unknownControlMessages: UInt64 = 0

@@ -81,6 +81,13 @@ struct Publish: AsyncParsableCommand {
     var hwm: Int32?
 
     @Option(
+        name: .customLong("subscriber-budget"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "With --bind: MiB a subscriber may fall behind before it costs anyone else anything (default 64, as nbus broker's); one that takes nothing for 0.5 s past it is disconnected (it reconnects and counts the gap), one slow but moving makes this publisher wait (0: --hwm messages per subscriber instead, and no disconnection).",
+            valueName: "MiB"))
+    var subscriberBudget: Int?
+
+    @Option(
         name: .customLong("close-timeout"),
         parsing: .unconditional, help: ArgumentHelp(
             "Seconds closing may take: sending what is queued and waiting for subscribers to acknowledge the end of stream.",
@@ -152,6 +159,18 @@ struct Publish: AsyncParsableCommand {
         if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
         try SecondsOption.check(closeTimeout, "--close-timeout", in: 0...3_600)
         if let hwm, hwm < 0 { throw ValidationError("--hwm must be 0 (no limit) or more, not \(hwm)") }
+        if let subscriberBudget {
+            // Up to 1 TiB, as nbus broker: a budget is a bound on memory.
+            guard (0...1_048_576).contains(subscriberBudget) else {
+                throw ValidationError("--subscriber-budget must be 0 (none: --hwm messages) to 1048576 MiB, not \(subscriberBudget)")
+            }
+            guard !endpoints.bind.isEmpty else {
+                throw ValidationError("--subscriber-budget applies to a publisher that binds (--bind): through a broker, the broker keeps it (nbus broker --subscriber-budget)")
+            }
+            guard hwm == nil else {
+                throw ValidationError("--subscriber-budget and --hwm both set the mark per subscriber: give one of them")
+            }
+        }
         if let stallLimit, stallLimit != 0 {
             do { try SecondsOption.check(stallLimit, "--stall-limit", in: 0.001...86_400) } catch {
                 throw ValidationError("--stall-limit must be 0 (no limit) or from 0.001 to 86400 seconds, got \(stallLimit)")
@@ -216,6 +235,7 @@ struct Publish: AsyncParsableCommand {
         try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             if let hwm { configuration.sendHighWaterMark = hwm }
+            if let subscriberBudget { configuration.subscriberBudget = subscriberBudget << 20 }
             if noBatch { configuration.batching = .off }
             configuration.closeTimeout = .milliseconds(SecondsOption.milliseconds(closeTimeout))
             if let stallLimit { configuration.sendStallLimit = SecondsOption.duration(stallLimit) }

@@ -382,22 +382,9 @@ final class BrokerForwarder {
         return moved
     }
 
-    /// Every subscriber connection's sample now (those libzmq already closed are left out). With
-    /// `onlyBehind`, the progress counter is read only for connections holding unsent bytes (the
-    /// others have nothing to be behind on; over ipc the counter is a file read).
+    /// Every subscriber connection's sample now (see `ConnectionTracker.samples`).
     private func subscriberSamples(onlyBehind: Bool = false) -> [ConnectionDescriptor: ConnectionSample] {
-        var samples: [ConnectionDescriptor: ConnectionSample] = [:]
-        for (descriptor, processID) in connections.descriptors(side: .subscriber) {
-            let connection = ConnectionDescriptor(descriptor)
-            guard let unsent = connection.unsentBytes() else { continue }
-            if onlyBehind && unsent == 0 {
-                samples[connection] = ConnectionSample(unsentBytes: 0, progress: nil)
-                continue
-            }
-            let progress = connection.bytesAcknowledged() ?? processID.flatMap(processCPUTicks)
-            samples[connection] = ConnectionSample(unsentBytes: unsent, progress: progress)
-        }
-        return samples
+        connections.samples(side: .subscriber, onlyBehind: onlyBehind)
     }
 
     /// Ten times a second with a budget: disconnects the subscribers that took nothing for the

@@ -124,6 +124,26 @@ final class ConnectionTracker: Sendable {
         }
     }
 
+    /// Every open connection's sample of `side` now (those libzmq already closed are left out):
+    /// its unsent bytes and its progress counter (TCP bytes acknowledged, else over ipc its peer
+    /// process's CPU time). With `onlyBehind`, the counter is read only for connections holding
+    /// unsent bytes (the others have nothing to be behind on; over ipc the counter is a file
+    /// read). Shared by the broker's forwarder and a binding bus (`SubscriberBudgetPolicy`).
+    func samples(side: BrokerConnection.Side, onlyBehind: Bool = false) -> [ConnectionDescriptor: ConnectionSample] {
+        var samples: [ConnectionDescriptor: ConnectionSample] = [:]
+        for (descriptor, processID) in descriptors(side: side) {
+            let connection = ConnectionDescriptor(descriptor)
+            guard let unsent = connection.unsentBytes() else { continue }
+            if onlyBehind && unsent == 0 {
+                samples[connection] = ConnectionSample(unsentBytes: 0, progress: nil)
+                continue
+            }
+            let progress = connection.bytesAcknowledged() ?? processID.flatMap(processCPUTicks)
+            samples[connection] = ConnectionSample(unsentBytes: unsent, progress: progress)
+        }
+        return samples
+    }
+
     /// The record of one open connection, if it is known.
     func connection(side: BrokerConnection.Side, descriptor: Int32) -> BrokerConnection? {
         table.withLock { $0.connections[Key(side: side, descriptor: descriptor)] }

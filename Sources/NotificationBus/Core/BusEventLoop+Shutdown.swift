@@ -68,6 +68,9 @@ extension BusEventLoop {
                 receiver.resumeReadingUnlessFull()
                 continue
             }
+            // A kept budget goes on while closing: a stopped subscriber is disconnected, not
+            // waited for until the close timeout.
+            disconnectSubscribersPastBudget()
             if !sendPending() {
                 if posts.hasSeveralPaths {
                     // Several brokers: each path is retried after a short poll (no blocking send
@@ -75,13 +78,16 @@ extension BusEventLoop {
                     park(timeout: 1, includePublisher: false)
                     continue
                 }
+                // With a kept budget, short waits: the policy decides between them (its patience).
+                var wait = Timestamps.milliseconds(until: deadline)
+                if budgetPolicy != nil { wait = min(wait, 10) }
                 do {
-                    try publisher.set(.sendTimeout, .milliseconds(Int32(clamping: Timestamps.milliseconds(until: deadline))))
+                    try publisher.set(.sendTimeout, .milliseconds(Int32(clamping: wait)))
                 } catch {
                     record(error, "setting the send timeout")
                     return
                 }
-                send(on: publisher, mode: .blocking)
+                if send(on: publisher, mode: .blocking) > 0 { framesAccepted() }
             }
         }
     }
@@ -104,6 +110,12 @@ extension BusEventLoop {
         guard !frames.isEmpty else { return }
         // A lost connection read now still makes its subscribers `vanished`.
         _ = readHandshakeFailures()
+        // With a kept budget the XPUB refuses a frame while any matching queue is full: the end of
+        // stream goes past full queues instead (it is re-sent every 20 ms until acknowledged), so
+        // one stopped subscriber never keeps it from the others.
+        if budgetPolicy != nil, let publisher = sockets.publisher {
+            do { try publisher.set(.xpubNoDrop, false) } catch { record(error, "switching ZMQ_XPUB_NODROP") }
+        }
         // Unsubscriptions may be read a moment before the monitor's disconnect that explains
         // them: a departure in the last 100 ms is given that moment before the close gives up.
         func waiting() -> Bool {

@@ -14,7 +14,9 @@ extension BusEventLoop {
             return false
         }
         if posts.hasSeveralPaths { return sendToPaths() }
-        guard sockets.loopback else { return send(on: publisher, mode: .dontWait) > 0 }
+        guard sockets.loopback else {
+            return budgetPolicy != nil ? sendKeepingBudget(on: publisher) : send(on: publisher, mode: .dontWait) > 0
+        }
         var progressed = false
         while true {
             // Route the next run of posts to local subscriptions, unless a full one holds them back.
@@ -47,7 +49,7 @@ extension BusEventLoop {
         guard sockets.subscriber == nil && !posts.hasSeveralPaths else { return park(timeout: 1, includePublisher: false) }
         do {
             try publisher.set(.sendTimeout, .milliseconds(1))
-            send(on: publisher, mode: .blocking)
+            if send(on: publisher, mode: .blocking) > 0 { framesAccepted() }
             try publisher.set(.sendTimeout, nil)
         } catch {
             record(error, "setting the send timeout")

@@ -40,6 +40,8 @@ final class BusEventLoop {
     private var roundsUntilHandshakeCheck = 0
     /// With `maximumResidentMemory`: the memory guard (BusEventLoop+MemoryGuard.swift).
     lazy var memoryGuard = configuration.maximumResidentMemory.map { MemoryGuardStateMachine(limitBytes: $0) }
+    /// A binding publisher that keeps its subscribers' budget (BusEventLoop+SubscriberBudget.swift).
+    var budgetPolicy: SubscriberBudgetPolicy?
 
     static let batchLimit = 1024
 
@@ -60,7 +62,13 @@ final class BusEventLoop {
         publisherSide = PublisherStateMachine(publisherID: configuration.publisherID, paths: sockets.publishers.count)
         posts = PendingPosts(
             loopback: sockets.loopback, maximumBatchBytes: configuration.batching.maximumFrameBytes,
-            paths: sockets.publishers.count, pathStallLimit: Timestamps.boundedNanoseconds(configuration.pathStallLimit))
+            paths: sockets.publishers.count, pathStallLimit: Timestamps.boundedNanoseconds(configuration.pathStallLimit),
+            countsBytes: sockets.subscriberConnections != nil)
+        if sockets.subscriberConnections != nil {
+            budgetPolicy = SubscriberBudgetPolicy(
+                budget: configuration.subscriberBudget,
+                patienceNanoseconds: Timestamps.boundedNanoseconds(BusConfiguration.subscriberPatience))
+        }
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
         if core.directPublisher != nil, let publisher = sockets.publisher {
             do { publisherSignal = try publisher.get(.fileDescriptor) } catch { record(error, "reading ZMQ_FD") }
@@ -113,6 +121,7 @@ final class BusEventLoop {
             }
             perform(waiters.tick(now: Timestamps.monotonicNanoseconds()))
             checkMemory()
+            disconnectSubscribersPastBudget()
             if didWork {
                 publishStats()
                 if spinNanoseconds > 0 { lastWork = Timestamps.monotonicNanoseconds() }
@@ -162,13 +171,16 @@ final class BusEventLoop {
         return true
     }
 
-    /// How long the loop may sleep: until the next wait's deadline, and at most 25 ms while a
-    /// memory limit is kept (a message a peer never finishes grows inside libzmq, unseen here).
+    /// How long the loop may sleep: until the next wait's deadline, at most 25 ms while a
+    /// memory limit is kept (a message a peer never finishes grows inside libzmq, unseen here),
+    /// and at most 100 ms while a kept budget has subscribers to watch (posting threads send
+    /// while it sleeps).
     private func parkTimeout() -> Int {
         var timeout = -1
         if configuration.maximumResidentMemory != nil && !sockets.boundEndpoints.isEmpty {
             timeout = Int(MemoryGuardTiming.checkIntervalMilliseconds)
         }
+        if let watch = budgetWatchTimeout { timeout = timeout < 0 ? watch : min(timeout, watch) }
         for deadline in [waiters.nextDeadline, receiver.nextGapDeadline].compactMap({ $0 }) {
             let untilDeadline = Timestamps.milliseconds(until: deadline)
             timeout = timeout < 0 ? untilDeadline : min(timeout, untilDeadline)

@@ -55,12 +55,17 @@ final class BusSockets {
     private(set) var boundEndpoints: [(socket: Socket, endpoint: String)] = []
     /// CURVE server: the thread answering ZAP requests for this bus's context.
     private(set) var authentication: ZAPHandler?
+    /// A publisher that keeps its subscribers' budget (`BusConfiguration.publisherWatchesSubscribers`):
+    /// the connections its socket accepted, by descriptor (with the peer's process over ipc), fed by
+    /// its accept monitor (by the ZAP handler's thread with CURVE, which owns that monitor).
+    let subscriberConnections: ConnectionTracker?
     private let configuration: BusConfiguration
 
     /// Creates the context and every socket, applies the options, CURVE and monitors, then binds
     /// and connects. On failure everything made so far is closed before the error is thrown.
     init(_ configuration: BusConfiguration) throws(BusError) {
         self.configuration = configuration
+        subscriberConnections = configuration.publisherWatchesSubscribers ? ConnectionTracker(fileLimit: nil, onEvent: nil) : nil
         do {
             // Blocky: close() sets the publisher's linger so queued frames (and the end-of-stream
             // record) still reach subscribers; every socket starts with linger 0 so nothing else waits.
@@ -83,9 +88,16 @@ final class BusSockets {
         {
             // Bound before any CURVE socket binds, so no handshake ever finds no handler.
             let allowed = server.allowedClients
+            // The publisher's connections come through the ZAP handler's monitor of its socket.
+            var onConnectionEvent: (@Sendable (SocketEvent, AuthenticationDomain) -> Void)?
+            if let tracker = subscriberConnections {
+                onConnectionEvent = { event, domain in
+                    if domain == .subscribers { tracker.record(event, side: .subscriber) }
+                }
+            }
             authentication = try ZAPHandler(
                 context: context, allowLists: [.subscribers: allowed, .publishers: allowed],
-                onEvent: server.onAuthentication)
+                onEvent: server.onAuthentication, onConnectionEvent: onConnectionEvent)
         }
         if !configuration.publish.isEmpty {
             let paths = configuration.publisherPaths
@@ -121,7 +133,9 @@ final class BusSockets {
             // A little slack over the broker's own limit: a subscription it forwards may arrive
             // here as a ZMTP command a few bytes longer (a replay after a reconnection).
             try socket.set(.maximumMessageSize, Int64(WireFormat.maximumSubscriptionLength + 64))
-            try socket.set(.xpubNoDrop, configuration.publisherBackpressure)
+            // Keeping the budget needs the refusals too: the loop decides who is waited for
+            // (`SubscriberBudgetPolicy`), never libzmq's silent drop at the mark.
+            try socket.set(.xpubNoDrop, configuration.publisherBackpressure || configuration.publisherWatchesSubscribers)
             try socket.set(.linger, .zero)
             // A connected publisher (brokered) must forget a lost broker's subscriptions: with
             // the default, libzmq keeps the pipe across the outage, so the stale subscriptions
@@ -139,6 +153,7 @@ final class BusSockets {
         try secure(socket, attachments, clients: .subscribers, path: path)
         try monitorAccepted(of: socket, attachments, isPublisher: true)
         for attachment in attachments { try transport { () throws(ZMQError) in try attach(socket, attachment) } }
+        subscriberConnections?.setListening(boundEndpoints.map(\.endpoint))
     }
 
     private func openSubscriber(_ attachments: [Attachment], path: Int) throws(BusError) {
@@ -206,8 +221,10 @@ final class BusSockets {
                 "a socket that both binds and connects cannot use CURVE (\(attachments.map(\.description).joined(separator: ", ")))")
         }
         if binds, let server = configuration.curveServer, let authentication {
+            let watched = clients == .subscribers && subscriberConnections != nil
             try transport { () throws(ZMQError) in
-                try authentication.guardSocket(socket, as: clients, keyPair: server.keyPair)
+                try authentication.guardSocket(
+                    socket, as: clients, keyPair: server.keyPair, alsoMonitoring: watched ? ConnectionTracker.events : [])
             }
         } else if connects, let client = configuration.curve {
             try transport { () throws(ZMQError) in
@@ -226,12 +243,14 @@ final class BusSockets {
         handshakeMonitors.append((try context.monitorReader(for: socket, events: events), isPublisher, path))
     }
 
-    /// Connections a binding socket accepts and loses, for the logger alone (debug level), over
-    /// ipc and tcp (inproc has no connection events). libzmq keeps one monitor per socket, and a
-    /// second one stops the first: so not for a socket that also connects (it has its handshake
-    /// monitor), nor for a CURVE server's (the ZAP handler monitors it, counting failed handshakes).
+    /// Connections a binding socket accepts and loses, for the logger (debug level) and, on a
+    /// publisher that keeps its subscribers' budget, for `subscriberConnections`, over ipc and tcp
+    /// (inproc has no connection events). libzmq keeps one monitor per socket, and a second one
+    /// stops the first: so not for a socket that also connects (it has its handshake monitor),
+    /// nor for a CURVE server's (the ZAP handler monitors it, counting failed handshakes).
     private func monitorAccepted(of socket: Socket, _ attachments: [Attachment], isPublisher: Bool) throws(BusError) {
-        guard BusLog(configuration.logger).enabled, configuration.curveServer == nil, attachments.allSatisfy(\.isBind),
+        let needed = BusLog(configuration.logger).enabled || (isPublisher && subscriberConnections != nil)
+        guard needed, configuration.curveServer == nil, attachments.allSatisfy(\.isBind),
             attachments.contains(where: { if case .bind(let endpoint) = $0 { !endpoint.hasPrefix("inproc://") } else { false } })
         else { return }
         try transport { () throws(ZMQError) in
@@ -281,9 +300,18 @@ final class BusSockets {
                 }
             }
         }
+        try readAcceptEvents()
+        return failures
+    }
+
+    /// Reads the binding sockets' accept monitors: connections made and lost, for the logger and
+    /// `subscriberConnections` (never blocks; libzmq's monitor queue is unbounded, so a reader
+    /// that falls behind costs memory, not its I/O thread).
+    func readAcceptEvents() throws(ZMQError) {
         for (index, (reader, isPublisher)) in acceptMonitors.enumerated() {
             while let frames = try reader.receiveMultipartIfReady() {
                 guard let event = SocketEvent(frames: frames) else { continue }
+                if isPublisher { subscriberConnections?.record(event, side: .subscriber) }
                 // A disconnection of a connection this side did not accept (none on a binding
                 // socket, but the pairing keeps the count honest) is not logged.
                 let accepted = event.event.contains(.accepted) && acceptedConnections[index].insert(event.value).inserted
@@ -296,7 +324,6 @@ final class BusSockets {
                 }
             }
         }
-        return failures
     }
 
     /// Drops every connection of the bound endpoints by re-binding them (`Socket.rebind`): the
@@ -305,7 +332,8 @@ final class BusSockets {
         var failed: [(endpoint: String, error: ZMQError)] = []
         for (socket, endpoint) in boundEndpoints {
             do {
-                try socket.rebind(endpoint)
+                // libzmq reports none of the connections the unbind ends.
+                try socket.rebind(endpoint) { subscriberConnections?.forgetConnections(acceptedOn: endpoint) }
             } catch {
                 failed.append((endpoint, error))
             }

@@ -32,8 +32,16 @@ struct PendingPosts: ~Copyable {
     private let loopback: Bool
     /// `configuration.batching.maximumFrameBytes` (0: no batching).
     private let maximumBatchBytes: Int
+    /// Bytes of the frames ZeroMQ took, in all: what a binding publisher's subscriber budget
+    /// counts (`SubscriberBudgetPolicy`). Kept only when `countsBytes`.
+    private(set) var bytesSent: UInt64 = 0
+    private let countsBytes: Bool
+    /// With `countsBytes`: the bytes of `posts`' frames before each index (one more entry than
+    /// frames), made at the first send of what was taken (ZeroMQ empties a frame it sends).
+    private var byteOffsets: [Int] = []
 
-    init(loopback: Bool, maximumBatchBytes: Int, paths: Int, pathStallLimit: UInt64) {
+    init(loopback: Bool, maximumBatchBytes: Int, paths: Int, pathStallLimit: UInt64, countsBytes: Bool = false) {
+        self.countsBytes = countsBytes
         self.loopback = loopback
         self.maximumBatchBytes = maximumBatchBytes
         self.paths = PublisherPathsStateMachine(paths: paths > 1 ? paths : 0, limit: paths > 1 ? pathStallLimit : 0)
@@ -52,6 +60,7 @@ struct PendingPosts: ~Copyable {
     mutating func emptyIfAllSent() -> Bool {
         guard posts.unsentCount == 0 else { return false }
         posts.removeAll()
+        byteOffsets.removeAll(keepingCapacity: true)
         routedLocally = 0
         restartPaths()
         return true
@@ -69,6 +78,7 @@ struct PendingPosts: ~Copyable {
     mutating func takeLeftovers(_ queued: inout MessageBatch) -> Bool {
         guard posts.unsentCount == 0 else { return false }
         swap(&posts, &queued)
+        byteOffsets.removeAll(keepingCapacity: true)
         restartPaths()
         hasBatches = false
         return true
@@ -110,13 +120,21 @@ struct PendingPosts: ~Copyable {
     // MARK: Sending
 
     /// Sends in order until ZeroMQ refuses one (it stays queued) or `stopped` (the context was
-    /// terminated); returns how many frames went (rejected ones included). A frame ZeroMQ
-    /// rejects outright cannot be retried: `failed` is told and the frame counted unsent.
+    /// terminated), `maximumFrames` at most; returns how many frames went (rejected ones
+    /// included). A frame ZeroMQ rejects outright cannot be retried: `failed` is told and the
+    /// frame counted unsent.
     mutating func send(
-        on publisher: Socket, mode: BlockingMode, stopped: () -> Bool, failed: (ZMQError) -> Void
+        on publisher: Socket, mode: BlockingMode, maximumFrames: Int = .max, stopped: () -> Bool, failed: (ZMQError) -> Void
     ) -> Int {
         let start = posts.sentCount
-        let limit = loopback ? routedLocally : posts.count
+        let limit = min(loopback ? routedLocally : posts.count, start + max(0, min(maximumFrames, posts.count)))
+        if countsBytes && byteOffsets.count != posts.count + 1 {
+            byteOffsets.removeAll(keepingCapacity: true)
+            byteOffsets.append(0)
+            for index in 0..<posts.count {
+                byteOffsets.append(byteOffsets[index] + posts.withMessageBytes(at: index) { $0.count })
+            }
+        }
         var skipped = 0
         var skippedNotifications = 0
         while posts.sentCount < limit && !stopped() {
@@ -135,6 +153,7 @@ struct PendingPosts: ~Copyable {
         counters.sent += UInt64(sent)
         counters.framesSent += UInt64(frames)
         counters.unsent += UInt64(skippedNotifications)
+        if countsBytes { bytesSent &+= UInt64(byteOffsets[posts.sentCount] - byteOffsets[start]) }
         return frames + skipped
     }
 

@@ -39,6 +39,9 @@ struct PublisherLendingStateMachine {
     /// `BusStats.sent` and `unsent` with the loop's own).
     private(set) var sent: UInt64 = 0
     private(set) var unsent: UInt64 = 0
+    /// The bytes of the posts posting threads sent themselves (a binding publisher's subscriber
+    /// budget counts every byte sent, `SubscriberBudgetPolicy`).
+    private(set) var sentBytes: UInt64 = 0
 
     /// Posts closer together than this (nanoseconds) go through the loop, not a direct send: a
     /// posting thread sending each of a burst itself would do on one core what the loop does on
@@ -97,9 +100,10 @@ struct PublisherLendingStateMachine {
 
     /// The posting thread's send ended at `now` with `outcome`: it gives the socket back.
     /// `inputWaiting`: the socket reports input (`ZMQ_EVENTS`) after the send; `queueEmpty`:
-    /// nothing is queued for the loop; `loopSleeping`: the loop is parked (`Mailbox.sleeping`).
+    /// nothing is queued for the loop; `loopSleeping`: the loop is parked (`Mailbox.sleeping`);
+    /// `bytes`: the post's frame size.
     mutating func release(
-        _ outcome: SendOutcome, now: UInt64, inputWaiting: Bool, queueEmpty: Bool, loopSleeping: Bool
+        _ outcome: SendOutcome, now: UInt64, inputWaiting: Bool, queueEmpty: Bool, loopSleeping: Bool, bytes: Int = 0
     ) -> ReleaseAction {
         // Only a poster releases; the state check keeps a stray release from lending a socket
         // the loop holds.
@@ -108,6 +112,7 @@ struct PublisherLendingStateMachine {
         switch outcome {
         case .sent:
             sent += 1
+            sentBytes &+= UInt64(max(0, bytes))
         case .rejected:
             unsent += 1
         case .refused:
