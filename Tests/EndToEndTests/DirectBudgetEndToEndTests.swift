@@ -1,0 +1,63 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+
+// The direct topology (`nbus publish --bind`), real processes over ipc: the publisher keeps each
+// subscriber's budget as the broker does. A subscriber stopped past its budget is disconnected
+// (counted, logged, in the publisher's summary) so the healthy one goes on and loses nothing; the
+// stopped one, resumed, reconnects and counts its loss exactly.
+@Suite("direct topology: a binding publisher's per-subscriber budget (real processes)", .serialized, .timeLimit(.minutes(4)))
+struct DirectBudgetEndToEndTests {
+    @Test("past its budget, a binding publisher's stopped subscriber is disconnected and counts its loss exactly; the other loses nothing")
+    func stoppedSubscriberPastBudget() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = "ipc://\(children.folder.path)/direct.sock"
+        // 8 MiB: a 150,000 x 256 B burst (some 45 MB) is several budgets, and the test stays short.
+        let total = 150_000
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "feed.x", "--count", "\(total)", "--size", "256", "--bind", endpoint, "--subscriber-budget", "8",
+             "--subscribers", "2", "--timeout", "30", "--close-timeout", "60"])
+        let healthy = try children.start(
+            "healthy", ["subscribe", "feed.x", "--connect", endpoint, "--count", "\(total)", "--timeout", "90"])
+        let stopped = try children.start(
+            "stopped", ["subscribe", "feed.x", "--connect", endpoint, "--timeout", "90", "--format", "json"])
+        #expect(await healthy.waitForStdoutLines(1), "\(healthy.describe())")
+        stopped.signal(SIGSTOP)
+        // The publisher says so where a person reads it (a warning on its standard error).
+        #expect(
+            await publisher.waitForStderr(containing: "slow subscriber: disconnected subscriber", timeout: .seconds(60)),
+            "\(publisher.describe())")
+        // The healthy one gets everything while the other is still stopped: nobody waits for it.
+        #expect(
+            await healthy.waitForStdoutLines(total, timeout: .seconds(90)), "\(healthy.describe())\n\(publisher.describe())")
+        stopped.signal(SIGCONT)
+        let healthyOutput = await healthy.waitForExit(timeout: .seconds(60))
+        expectExit(healthyOutput, 0, healthy)
+        #expect(healthy.output.completeStdoutLineCount == total, "\(healthy.describe())")
+        #expect(healthyOutput?.stderrText.contains("printed \(total); lost upstream 0,") == true, "\(healthy.describe())")
+        // The publisher's close waits for the disconnected one to come back for the end of
+        // stream, which tells it its tail: it reaches the last sequence, as a notification or a gap.
+        #expect(
+            await stopped.wait(timeout: .seconds(60)) { output in
+                let tail = output.stdoutTailLines()
+                return tail.contains { $0.contains("\"sequence\":\(total),") }
+                    || parseGapLines(tail).contains { $0.sequences.upperBound == total }
+            }, "\(stopped.describe())\n\(publisher.describe())")
+        let published = await publisher.waitForExit(timeout: .seconds(60))
+        expectExit(published, 0, publisher)
+        let summary = published?.stderrText ?? ""
+        #expect(summary.contains("posted \(total), sent \(total), unsent 0"), "\(publisher.describe())")
+        #expect(summary.contains("disconnected 1 stalled subscriber(s) past their budget"), "\(publisher.describe())")
+        // Nothing went past the healthy one: it never made the publisher wait for 10 s.
+        #expect(!summary.contains("past slow subscribers"), "\(publisher.describe())")
+        let stoppedOutput = await stopSubscriber(stopped)
+        let lines = stoppedOutput?.stdoutLines ?? []
+        let (_, lost) = expectExactAccounting(
+            notifications: parseJSONLines(lines).notifications, gaps: parseGapLines(lines), published: total, at: "stopped")
+        #expect(lost > 0, "the stopped subscriber lost nothing: it was not disconnected")
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+import TestSupport
+
+@testable import NotificationBus
+
+// A binding publisher (direct topology) keeps each subscriber's budget as the broker does: a
+// subscriber persistently slower than the publisher, past its budget, throttles the publisher
+// (flow control) and loses nothing: it is moving, so it is neither disconnected nor sent past.
+@Suite("A binding publisher's subscriber budget: a slow but moving subscriber", .timeLimit(.minutes(3)))
+struct DirectBudgetTests {
+    @Test("a 50 us-per-notification handler past a 256 KiB budget loses nothing; the publisher waits for it, disconnects nobody")
+    func slowHandlerThrottlesTheBindingPublisher() async throws {
+        let endpoint = try temporaryIPCEndpoint("direct.sock")
+        var configuration = BusConfiguration.directPublisher(bind: endpoint)
+        // A mark of 682 frames: 30,000 notifications pass it many times over while the handler
+        // (50 us each, 1.5 s in all) lags.
+        configuration.subscriberBudget = 256 << 10
+        let publisher = try Bus(configuration)
+        var subscriberConfiguration = BusConfiguration.directSubscriber(connect: [endpoint])
+        // A small socket queue at the subscriber, so that its backlog reaches the publisher's mark.
+        subscriberConfiguration.receiveHighWaterMark = 1_000
+        let subscriberBus = try Bus(subscriberConfiguration)
+        let name: NotificationName = "slow.handler"
+        let events = try subscriberBus.events(named: "slow.>", buffering: .suspendProducer(capacity: 256))
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(30))
+        let published = 30_000
+        let progress = Watched((received: 0, lost: UInt64(0)))
+        let consumer = Task {
+            for await event in events {
+                switch event {
+                case .notification:
+                    // The handler: 50 us of work per notification, far slower than posting.
+                    let until = ContinuousClock.now + .microseconds(50)
+                    while ContinuousClock.now < until {}
+                    progress.update { $0.received += 1 }
+                case .gap(let gap):
+                    progress.update { $0.lost += gap.count }
+                }
+            }
+        }
+        let payload = [UInt8](repeating: 1, count: 256)
+        for _ in 0..<published { try await publisher.post(name: name, payload: payload) }
+        // A lost tail would show only at the publisher's close: a bounded wait fails instead.
+        let done = await progress.wait(timeout: .seconds(120)) { $0.received + Int($0.lost) >= published }
+        consumer.cancel()
+        let (received, lost) = progress.value
+        #expect(done && received == published && lost == 0, "received \(received), lost \(lost) of \(published)")
+        let stats = await publisher.close()
+        // The scenario's precondition: the publisher did wait for the subscriber (flow control).
+        withKnownIssue("a loaded machine can leave the budget unreached", isIntermittent: true) {
+            #expect(stats.subscriberWaits > 0, "the publisher never waited: the budget was not reached")
+        }
+        #expect(stats.stalledSubscribersDisconnected == 0 && stats.slowSubscriberEpisodes == 0, "\(stats)")
+        #expect(stats.sent == UInt64(published) && stats.unsent == 0, "\(stats)")
+        _ = await subscriberBus.close()
+    }
+}
