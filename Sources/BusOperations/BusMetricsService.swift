@@ -77,6 +77,11 @@ extension BusMetricsService {
         "nbus_bus_unknown_control_messages_total": "Control messages (_nbus.) this bus does not know.",
         "nbus_bus_malformed_end_of_stream_records_total": "End-of-stream records whose payload was malformed.",
         "nbus_bus_memory_limit_resets_total": "Times a binding bus passed its memory limit and dropped every connection.",
+        "nbus_bus_stalled_subscribers_disconnected_total":
+            "A binding publisher's subscribers that took nothing past their budget (or with a full queue), disconnected.",
+        "nbus_bus_subscriber_waits_total": "Times a binding publisher waited for a subscriber whose queue was full (flow control).",
+        "nbus_bus_slow_subscriber_episodes_total": "Times a binding publisher sent past a full subscriber that moved too slowly for 10 s.",
+        "nbus_bus_sent_past_slow_subscribers_total": "Notifications a binding publisher sent past full subscribers.",
         "nbus_bus_handshakes_refused_total": "CURVE handshakes this bus refused.",
         "nbus_bus_handshakes_failed_total": "CURVE handshakes that failed.",
         "nbus_bus_rejected_total": "Received frames rejected as malformed, by reason.",
@@ -146,6 +151,10 @@ final class BusMetricsSampler: Sendable {
             (counter("unknown_control_messages"), { @Sendable s in s.unknownControlMessages }),
             (counter("malformed_end_of_stream_records"), { @Sendable s in s.malformedEndOfStreamRecords }),
             (counter("memory_limit_resets"), { @Sendable s in s.memoryLimitResets }),
+            (counter("stalled_subscribers_disconnected"), { @Sendable s in s.stalledSubscribersDisconnected }),
+            (counter("subscriber_waits"), { @Sendable s in s.subscriberWaits }),
+            (counter("slow_subscriber_episodes"), { @Sendable s in s.slowSubscriberEpisodes }),
+            (counter("sent_past_slow_subscribers"), { @Sendable s in s.sentPastSlowSubscribers }),
             (counter("handshakes_refused"), { @Sendable s in s.handshakesRefused }),
             (counter("handshakes_failed"), { @Sendable s in s.handshakesFailed }),
         ]
