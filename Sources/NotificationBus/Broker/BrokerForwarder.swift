@@ -18,16 +18,11 @@ final class BrokerForwarder {
     private let frontend: Socket
     private let backend: Socket
     private let shared: BrokerShared
-    private var machine: SlowSubscriberStateMachine
-    /// The subscriber connections' unsent bytes when the current wait began.
-    private var stalledFinder = StalledConnectionFinder()
-    /// The budget's byte side: subscribers that stopped while more than the budget went by.
-    private var stallWatch: SubscriberStallWatch
-    /// When the subscriber connections are sampled for `stallWatch` next (monotonic ns).
-    private var nextStallCheck: UInt64 = 0
-    /// How often: 10 times a second, so a stopped subscriber's queue passes its budget by at most
-    /// a tenth of a second of traffic (15 MB at 500,000 notifications of 300 B a second).
-    private static let stallCheckInterval: UInt64 = 100_000_000
+    /// The budget's two sides (`SubscriberBudgetPolicy`, shared with a binding bus): the stall
+    /// watch ten times a second (a stopped subscriber's queue passes its budget by at most a
+    /// tenth of a second of traffic, 15 MB at 500,000 notifications of 300 B a second), and the
+    /// slow-subscriber decisions when the backend refuses.
+    private var budget: SubscriberBudgetPolicy
     private let onEvent: (@Sendable (BrokerEvent) -> Void)?
     /// Readers of the sides' connection events (empty with CURVE: the ZAP handler reads them).
     private let monitorReaders: [Socket]
@@ -43,8 +38,6 @@ final class BrokerForwarder {
     private var heldBytes = 0
     /// The notifications the held message carries (a batch frame's declared count, else 1).
     private var heldNotifications = 1
-    /// When the held notification was refused in a wait that is still going on (nil: not waiting).
-    private var retryDeadline: UInt64?
     private var subscription = MessageBatch(capacity: 2)
     private var stats = BrokerStatistics()
     /// Recent end-of-stream records, replayed for subscribers that were stopped when they passed.
@@ -80,17 +73,11 @@ final class BrokerForwarder {
         self.frontend = frontend
         self.backend = backend
         self.shared = shared
-        // The quiet spell that ends an episode: at least 10 s, and 20 patiences.
-        let quiet = max(10_000_000_000, patienceNanoseconds.multipliedReportingOverflow(by: 20).partialValue)
-        // A subscriber past its budget that is slow but moving holds the publishers this long at
-        // most before it is sent past: the same spell.
-        // Stalled subscribers are named only when a budget says who is past it: without one a full
-        // queue is just --hwm messages, which a healthy subscriber reaches too.
-        self.machine = SlowSubscriberStateMachine(
-            patienceNanoseconds: patienceNanoseconds, quietNanoseconds: quiet,
-            disconnectsStalled: configuration.subscriberBudget > 0, maximumHoldNanoseconds: quiet)
-        self.stallWatch = SubscriberStallWatch(
-            budget: configuration.subscriberBudget, patienceNanoseconds: patienceNanoseconds)
+        // The quiet spell that ends an episode, and the longest hold of a subscriber past its
+        // budget that is slow but moving: at least 10 s, and 20 patiences. Stalled subscribers are
+        // named only when a budget says who is past it: without one a full queue is just --hwm
+        // messages, which a healthy subscriber reaches too.
+        self.budget = SubscriberBudgetPolicy(budget: configuration.subscriberBudget, patienceNanoseconds: patienceNanoseconds)
         self.memoryGuard = configuration.memoryLimit.map { MemoryGuardStateMachine(limitBytes: $0) }
         self.bindsIDsToKeys = configuration.security != nil
         self.boundEndpoints = boundEndpoints
@@ -330,8 +317,8 @@ final class BrokerForwarder {
                 }
             }
             // A held notification was refused before: this try waits up to 1 ms for room.
-            if try backend.sendParts(&held, mode: retryDeadline == nil ? .dontWait : .blocking) {
-                if case .episodeEnded(let duration, let sentPast) = machine.accepted(now: Timestamps.monotonicNanoseconds()) {
+            if try backend.sendParts(&held, mode: budget.waiting ? .blocking : .dontWait) {
+                if case .episodeEnded(let duration, let sentPast) = budget.accepted(now: Timestamps.monotonicNanoseconds()) {
                     onEvent?(.slowSubscriberEnded(after: .nanoseconds(Int64(clamping: duration)), sentPast: sentPast))
                 }
                 delivered()
@@ -339,28 +326,23 @@ final class BrokerForwarder {
                 continue
             }
             let now = Timestamps.monotonicNanoseconds()
-            var action = machine.refused(now: now)
-            var waitRestarted = false
-            if case .findStalled = action {
-                let (disconnected, moving) = disconnectStalledSubscribers()
-                action = machine.stalledFound(disconnected: disconnected, moving: moving, now: Timestamps.monotonicNanoseconds())
-                waitRestarted = true
-            }
-            switch action {
-            case .retry(let deadline):
-                if retryDeadline == nil {
+            // A patience run out disconnects the subscribers that took nothing since the wait
+            // began (see `StalledConnectionFinder`); libzmq sees each connection end, drops its
+            // queue and takes it out of the backend, so the held notification goes to everyone
+            // else, and the subscriber reconnects and counts what it missed as a gap. libzmq owns
+            // the descriptors: one reused by a new connection since the wait began has another
+            // progress (a new TCP connection's count starts again; over ipc its peer is another
+            // process), so it is not taken for a stalled one.
+            let (decision, _) = budget.refused(
+                now: now, samples: { subscriberSamples() },
+                disconnect: { disconnectStalled($0, unsentBytes: $1) })
+            switch decision {
+            case .retry(let waitBegan):
+                if waitBegan {
                     stats.backpressureWaits &+= 1
                     publishStatistics()  // --stats shows a wait while it lasts
                 }
-                // A wait begins (or begins again without the ones just disconnected): what each
-                // subscriber holds unsent now is what it must have moved from by the deadline.
-                if machine.disconnectsStalled && (retryDeadline == nil || waitRestarted) {
-                    stalledFinder.begin(subscriberSamples())
-                }
-                retryDeadline = deadline
-                return moved
-            case .findStalled:
-                // Answered above, and an answer is never a question.
+                // The next try of the held notification waits up to 1 ms for room (`budget.waiting`).
                 return moved
             case .sendPast(let episodeStarted, let since):
                 if episodeStarted {
@@ -391,38 +373,13 @@ final class BrokerForwarder {
     /// patience while more than their budget went by (`SubscriberStallWatch`). Nobody waited for
     /// them meanwhile; they reconnect by themselves and count what they missed as gaps.
     private func disconnectSubscribersPastBudget() {
-        guard stallWatch.budget > 0 else { return }
         let now = Timestamps.monotonicNanoseconds()
-        guard now >= nextStallCheck else { return }
-        nextStallCheck = now &+ Self.stallCheckInterval
+        guard budget.watchIsDue(now: now) else { return }
         let samples = subscriberSamples(onlyBehind: true)
-        let forwarded = stats.bytesToSubscribers
-        for descriptor in stallWatch.observe(samples, forwarded: forwarded, now: now)
-        where disconnectStalled(descriptor, unsentBytes: samples[descriptor]?.unsentBytes ?? 0) {
-            stallWatch.forget(descriptor)
-            publishStatistics()
+        let disconnected = budget.disconnectPastBudget(samples, sent: stats.bytesToSubscribers, now: now) {
+            disconnectStalled($0, unsentBytes: $1)
         }
-    }
-
-    /// A patience ran out: disconnects the subscribers that took nothing since the wait began
-    /// (see `StalledConnectionFinder`) and returns how many, and how many others hold unsent
-    /// bytes but took some (slow but moving: the publishers go on waiting for them). libzmq
-    /// sees each connection end, drops its queue and takes it out of the backend, so the held
-    /// notification goes to everyone else; the subscriber reconnects by itself and counts what it
-    /// missed as a gap.
-    ///
-    /// libzmq owns the descriptors: one it closed since its monitor event was read may have been
-    /// reused by a new connection. Such a one was not in the wait's first sample under that
-    /// number with the same progress (a new TCP connection's count starts again; over ipc a new
-    /// peer is another process), so it is not taken for a stalled one.
-    private func disconnectStalledSubscribers() -> (disconnected: Int, moving: Int) {
-        var disconnected = 0
-        let samples = subscriberSamples()
-        let stalled = stalledFinder.stalled(samples)
-        for descriptor in stalled where disconnectStalled(descriptor, unsentBytes: samples[descriptor]?.unsentBytes ?? 0) {
-            disconnected += 1
-        }
-        return (disconnected, stalledFinder.moving(samples).count)
+        if disconnected > 0 { publishStatistics() }
     }
 
     /// Shuts a stalled subscriber's connection down (libzmq then drops its queue; it reconnects
@@ -442,7 +399,6 @@ final class BrokerForwarder {
         stats.notificationsToSubscribers &+= UInt64(heldNotifications)
         held.removeAll()
         heldBytes = 0
-        retryDeadline = nil
     }
 
     /// Reads every part of the next message (none: nil), returning its size in bytes. The parts
