@@ -79,7 +79,9 @@ public struct BusConfiguration: Sendable {
     /// Unless set, it is on when every `publish` attachment connects (the brokered topology: the
     /// publisher's only peers are brokers, which never make it wait for a slow subscriber, so
     /// waiting for them costs nobody else) and off when the publisher binds (its peers are the
-    /// subscribers themselves, and one slow subscriber must not slow the others). A publisher that
+    /// subscribers themselves, and one slow subscriber must not slow the others: it keeps each
+    /// one's `subscriberBudget` instead, as the broker does, waiting only for one past its budget
+    /// that is slow but moving). A publisher that
     /// connects to subscribers that bind (collectors, fan-in) waits for the slowest of them too:
     /// set it to `false` there.
     public var publisherBackpressure: Bool {

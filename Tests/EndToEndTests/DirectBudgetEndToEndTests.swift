@@ -60,4 +60,22 @@ struct DirectBudgetEndToEndTests {
             notifications: parseJSONLines(lines).notifications, gaps: parseGapLines(lines), published: total, at: "stopped")
         #expect(lost > 0, "the stopped subscriber lost nothing: it was not disconnected")
     }
+
+    @Test("--subscriber-budget: only with --bind, not with --hwm, 0 to 1048576 MiB; a clear error (exit 64) otherwise")
+    func subscriberBudgetOptionIsChecked() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = "ipc://\(children.folder.path)/checked.sock"
+        let cases: [(arguments: [String], says: String)] = [
+            (["--connect", endpoint, "--subscriber-budget", "8"], "applies to a publisher that binds"),
+            (["--bind", endpoint, "--subscriber-budget", "8", "--hwm", "100"], "give one of them"),
+            (["--bind", endpoint, "--subscriber-budget", "-1"], "must be 0"),
+            (["--bind", endpoint, "--subscriber-budget", "1048577"], "must be 0"),
+        ]
+        for (index, item) in cases.enumerated() {
+            let output = try await children.run("case \(index)", ["publish", "x.y", "--no-wait"] + item.arguments)
+            #expect(output?.status == 64, "\(item.arguments): \(output?.stderrText ?? "")")
+            #expect(output?.stderrText.contains(item.says) == true, "\(item.arguments): \(output?.stderrText ?? "")")
+        }
+    }
 }
