@@ -14,17 +14,34 @@ struct DirectBudgetEndToEndTests {
     func stoppedSubscriberPastBudget() async throws {
         let children = try Children()
         defer { children.killAll() }
-        let endpoint = "ipc://\(children.folder.path)/direct.sock"
+        try await stoppedSubscriberPastBudget(children, endpoint: "ipc://\(children.folder.path)/direct.sock")
+    }
+
+    @Test("the same over tcp with CURVE: the connections come through the ZAP handler's monitor")
+    func stoppedSubscriberPastBudgetWithCurve() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        _ = try await TestKeys(children)
+        // The publisher is the CURVE server (broker.key), admitting the listed subscriber key.
+        try await stoppedSubscriberPastBudget(
+            children, endpoint: "tcp://127.0.0.1:\(try DeploymentDocTests.freePort())",
+            publisherArguments: ["--curve-secret", "broker.key", "--allow-subscribers", "subs"],
+            subscriberArguments: TestKeys.client("subs/bob"))
+    }
+
+    private func stoppedSubscriberPastBudget(
+        _ children: Children, endpoint: String, publisherArguments: [String] = [], subscriberArguments: [String] = []
+    ) async throws {
         // 8 MiB: a 150,000 x 256 B burst (some 45 MB) is several budgets, and the test stays short.
         let total = 150_000
         let publisher = try children.start(
             "publisher",
             ["publish", "feed.x", "--count", "\(total)", "--size", "256", "--bind", endpoint, "--subscriber-budget", "8",
-             "--subscribers", "2", "--timeout", "30", "--close-timeout", "60"])
+             "--subscribers", "2", "--timeout", "30", "--close-timeout", "60"] + publisherArguments)
         let healthy = try children.start(
-            "healthy", ["subscribe", "feed.x", "--connect", endpoint, "--count", "\(total)", "--timeout", "90"])
+            "healthy", ["subscribe", "feed.x", "--connect", endpoint, "--count", "\(total)", "--timeout", "90"] + subscriberArguments)
         let stopped = try children.start(
-            "stopped", ["subscribe", "feed.x", "--connect", endpoint, "--timeout", "90", "--format", "json"])
+            "stopped", ["subscribe", "feed.x", "--connect", endpoint, "--timeout", "90", "--format", "json"] + subscriberArguments)
         #expect(await healthy.waitForStdoutLines(1), "\(healthy.describe())")
         stopped.signal(SIGSTOP)
         // The publisher says so where a person reads it (a warning on its standard error).
