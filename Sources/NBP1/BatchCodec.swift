@@ -164,6 +164,107 @@ extension EnvelopeCodec {
         _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
         maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount
     ) throws(RejectionReason) -> [BusNotification] {
+        typealias Record = WireFormat.BatchRecordOffset
+        func u64(_ offset: Int) -> UInt64 {
+            UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+        }
+        let name = knownName ?? NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
+        var notifications: [BusNotification] = []
+        _ = try walkBatch(
+            frame, validatedNameLength: nameCount, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount
+        ) { record in
+            if record.index == 0 { notifications.reserveCapacity(record.recordCount) }
+            let position = record.start
+            // The map was checked by the walk: its wire form is copied as it is.
+            let headers =
+                record.headerCount == 0
+                ? NotificationHeaders()
+                : NotificationHeaders(
+                    validatedWire: [UInt8](UnsafeRawBufferPointer(rebasing: frame[record.mapStart..<record.mapEnd])),
+                    count: record.headerCount)
+            let payload =
+                record.payloadEnd == record.mapEnd
+                ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[record.mapEnd..<record.payloadEnd]))
+            notifications.append(
+                BusNotification(
+                    name: name, payload: payload, headers: headers,
+                    contentType: ContentType(rawValue: frame[position + Record.contentType]),
+                    sequence: u64(position + Record.sequence), publisherID: record.publisherID,
+                    timestamp: u64(position + Record.timestamp), flags: frame[position + Record.flags]))
+        }
+        return notifications
+    }
+
+    /// A batch frame's publisher id, record count and the range of its records' sequence numbers,
+    /// when `decodeBatch` would accept the frame (name vouched for as for it); nil when it would
+    /// reject it. The same walk and checks, copying nothing: a receiver can tell a batch another
+    /// path brought first (NBP-1 §17) without decoding it, and a malformed batch is never taken
+    /// for a duplicate (a nil sends it to `decodeBatch`, which rejects and names the fault).
+    package static func peekBatch(
+        _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, maximumPayload: Int,
+        maximumHeaderCount: Int = WireFormat.maximumHeaderCount
+    ) -> BatchPeek? {
+        var lowest = UInt64.max
+        var highest: UInt64 = 0
+        do {
+            let (publisherID, recordCount) = try walkBatch(
+                frame, validatedNameLength: nameCount, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount
+            ) { record in
+                let sequence = UInt64(
+                    bigEndian: frame.loadUnaligned(
+                        fromByteOffset: record.start + WireFormat.BatchRecordOffset.sequence, as: UInt64.self))
+                lowest = min(lowest, sequence)
+                highest = max(highest, sequence)
+            }
+            return BatchPeek(
+                publisherID: publisherID, recordCount: recordCount, lowestSequence: lowest, highestSequence: highest)
+        } catch {
+            return nil
+        }
+    }
+
+    /// A batch frame's publisher id and its first record's sequence number, read from where they
+    /// sit without checking anything else; nil for any other frame or one too short to hold them.
+    /// The cheap first look (as `peekStream` for a version 1 frame): only when it names a copy is
+    /// the whole frame walked (`peekBatch`).
+    package static func peekBatchStart(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> (publisherID: UInt64, sequence: UInt64)? {
+        let start = nameLength + 1
+        let firstRecord = start + WireFormat.batchHeaderSize
+        guard nameLength >= 0, frame.count >= firstRecord + WireFormat.batchRecordHeaderSize,
+            frame[start + WireFormat.BatchHeaderOffset.version] == WireFormat.batchVersion
+        else { return nil }
+        let publisherID = UInt64(
+            bigEndian: frame.loadUnaligned(fromByteOffset: start + WireFormat.BatchHeaderOffset.publisherID, as: UInt64.self))
+        let sequence = UInt64(
+            bigEndian: frame.loadUnaligned(fromByteOffset: firstRecord + WireFormat.BatchRecordOffset.sequence, as: UInt64.self))
+        return (publisherID, sequence)
+    }
+
+    /// One record of a batch frame as `walkBatch` checked it: where its parts lie.
+    struct BatchRecordLayout {
+        /// The publisher id of the batch, and the record count it declares.
+        let publisherID: UInt64
+        let recordCount: Int
+        /// This record's place among them (0 first).
+        let index: Int
+        /// Its first byte (the fixed part), its header map, and the end of its payload (which
+        /// begins at `mapEnd`).
+        let start: Int
+        let mapStart: Int
+        let mapEnd: Int
+        let payloadEnd: Int
+        let headerCount: Int
+    }
+
+    /// Checks a batch frame in NBP-1 §7.1's order (B1 to B3, then R1 to R6 per record, then B4),
+    /// handing each record to `record` once it is checked; returns the publisher id and record
+    /// count. What `decodeBatch` and `peekBatch` share, so they accept exactly the same frames.
+    /// (`decodeBatch` may have appended records before a later one throws: it discards them.)
+    @inline(__always)
+    static func walkBatch(
+        _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, maximumPayload: Int, maximumHeaderCount: Int,
+        record: (BatchRecordLayout) -> Void
+    ) throws(RejectionReason) -> (publisherID: UInt64, recordCount: Int) {
         let start = nameCount + 1
         guard frame.count > start else { throw .truncatedHeader }
         guard frame[start] == WireFormat.batchVersion else { throw .unsupportedVersion }
@@ -175,22 +276,16 @@ extension EnvelopeCodec {
         func u32(_ offset: Int) -> Int {
             Int(UInt32(bigEndian: frame.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
         }
-        func u64(_ offset: Int) -> UInt64 {
-            UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-        }
         // B1-B3: the batch header.
         guard frame.count - start >= WireFormat.batchHeaderSize else { throw .truncatedHeader }
         guard Int(frame[start + Batch.nameLength]) == nameCount else { throw .nameLengthMismatch }
         let recordCount = u16(start + Batch.recordCount)
         guard recordCount >= 1, recordCount <= WireFormat.maximumBatchRecords else { throw .batchInvalid }
-        let publisherID = u64(start + Batch.publisherID)
-        let name = knownName ?? NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
+        let publisherID = UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: start + Batch.publisherID, as: UInt64.self))
         let headerLimit = min(maximumHeaderCount, WireFormat.maximumHeaderCount)
 
-        var notifications: [BusNotification] = []
-        notifications.reserveCapacity(recordCount)
         var position = start + WireFormat.batchHeaderSize
-        for _ in 0..<recordCount {
+        for index in 0..<recordCount {
             // R1-R6: one record.
             guard frame.count - position >= WireFormat.batchRecordHeaderSize else { throw .truncatedHeader }
             let headerCount = Int(frame[position + Record.headerCount])
@@ -201,24 +296,20 @@ extension EnvelopeCodec {
             let mapStart = position + WireFormat.batchRecordHeaderSize
             guard frame.count - mapStart >= headersLength else { throw .truncatedHeader }
             let mapEnd = mapStart + headersLength
-            let headers = try decodeHeaders(frame, from: mapStart, to: mapEnd, count: headerCount)
+            try validateHeaders(frame, from: mapStart, to: mapEnd, count: headerCount)
             let payloadCount = u32(position + Record.payloadLength)
             guard payloadCount <= maximumPayload else { throw .payloadTooLarge }
             guard frame.count - mapEnd >= payloadCount else { throw .truncatedHeader }
             let payloadEnd = mapEnd + payloadCount
-            let payload =
-                payloadCount == 0 ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[mapEnd..<payloadEnd]))
-            notifications.append(
-                BusNotification(
-                    name: name, payload: payload, headers: headers,
-                    contentType: ContentType(rawValue: frame[position + Record.contentType]),
-                    sequence: u64(position + Record.sequence), publisherID: publisherID,
-                    timestamp: u64(position + Record.timestamp), flags: frame[position + Record.flags]))
+            record(
+                BatchRecordLayout(
+                    publisherID: publisherID, recordCount: recordCount, index: index, start: position,
+                    mapStart: mapStart, mapEnd: mapEnd, payloadEnd: payloadEnd, headerCount: headerCount))
             position = payloadEnd
         }
         // B4: the records fill the frame exactly.
         guard position == frame.count else { throw .batchInvalid }
-        return notifications
+        return (publisherID, recordCount)
     }
 
     // MARK: Encoding

@@ -326,23 +326,68 @@ public enum EnvelopeCodec {
         _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
         maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount
     ) throws(RejectionReason) -> BusNotification {
+        let layout = try checkFrame(
+            frame, validatedNameLength: nameCount, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
+        typealias Offset = WireFormat.FixedHeaderOffset
+        let headerStart = nameCount + 1
+        func u64(_ offset: Int) -> UInt64 {
+            UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: headerStart + offset, as: UInt64.self))
+        }
+        // The map was checked with the rest: its wire form is copied as it is.
+        let headers =
+            layout.headerCount == 0
+            ? NotificationHeaders()
+            : NotificationHeaders(
+                validatedWire: [UInt8](UnsafeRawBufferPointer(rebasing: frame[layout.mapStart..<layout.mapEnd])),
+                count: layout.headerCount)
+        let name = knownName ?? NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
+        let payload = layout.mapEnd == frame.count ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[layout.mapEnd...]))
+        return BusNotification(
+            name: name, payload: payload, headers: headers,
+            contentType: ContentType(rawValue: frame[headerStart + Offset.contentType]),
+            sequence: u64(Offset.sequence), publisherID: u64(Offset.publisherID), timestamp: u64(Offset.timestamp),
+            flags: frame[headerStart + Offset.flags])
+    }
+
+    /// Whether `decode` would accept this version 1 frame (name vouched for as for `decode`),
+    /// found by the same checks without copying anything. A receiver discards a copy another path
+    /// brought first (NBP-1 §17) only when this holds: a malformed one goes to `decode`, which
+    /// rejects and counts it under its reason, and is never taken for a duplicate.
+    package static func isAcceptable(
+        _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, maximumPayload: Int,
+        maximumHeaderCount: Int = WireFormat.maximumHeaderCount
+    ) -> Bool {
+        do {
+            _ = try checkFrame(
+                frame, validatedNameLength: nameCount, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Where a checked version 1 frame's header map lies, and its entries.
+    struct FrameLayout {
+        let mapStart: Int
+        let mapEnd: Int
+        let headerCount: Int
+    }
+
+    /// Every check of NBP-1 §7.1 on a version 1 frame after its name, in that order (what `decode`
+    /// and `isAcceptable` share, so they accept exactly the same frames); copies nothing.
+    @inline(__always)
+    static func checkFrame(
+        _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, maximumPayload: Int, maximumHeaderCount: Int
+    ) throws(RejectionReason) -> FrameLayout {
         let headerStart = nameCount + 1
         let afterNul = frame.count - headerStart
         guard afterNul >= 1 else { throw .truncatedHeader }
         typealias Offset = WireFormat.FixedHeaderOffset
         guard frame[headerStart + Offset.version] == WireFormat.version else { throw .unsupportedVersion }
         guard afterNul >= WireFormat.fixedHeaderSize else { throw .truncatedHeader }
-
-        func u16(_ offset: Int) -> Int {
-            Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: headerStart + offset, as: UInt16.self)))
-        }
-        func u64(_ offset: Int) -> UInt64 {
-            UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: headerStart + offset, as: UInt64.self))
-        }
-        let flags = frame[headerStart + Offset.flags]
-        let contentType = frame[headerStart + Offset.contentType]
         guard Int(frame[headerStart + Offset.nameLength]) == nameCount else { throw .nameLengthMismatch }
-        let headersLength = u16(Offset.headersLength)
+        let headersLength = Int(
+            UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: headerStart + Offset.headersLength, as: UInt16.self)))
         let headerCount = Int(frame[headerStart + Offset.headerCount])
         guard headerCount <= min(maximumHeaderCount, WireFormat.maximumHeaderCount),
             headersLength <= WireFormat.maximumHeadersLength
@@ -350,29 +395,31 @@ public enum EnvelopeCodec {
             throw .headerLimitExceeded
         }
         guard WireFormat.fixedHeaderSize + headersLength <= afterNul else { throw .truncatedHeader }
-
         let mapStart = headerStart + WireFormat.fixedHeaderSize
         let mapEnd = mapStart + headersLength
-        let headers = try decodeHeaders(frame, from: mapStart, to: mapEnd, count: headerCount)
-
-        let payloadCount = frame.count - mapEnd
-        guard payloadCount <= maximumPayload else { throw .payloadTooLarge }
-
-        let name = knownName ?? NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
-        let payload = payloadCount == 0 ? [] : [UInt8](UnsafeRawBufferPointer(rebasing: frame[mapEnd...]))
-        return BusNotification(
-            name: name, payload: payload, headers: headers, contentType: ContentType(rawValue: contentType),
-            sequence: u64(Offset.sequence), publisherID: u64(Offset.publisherID), timestamp: u64(Offset.timestamp),
-            flags: flags)
+        try validateHeaders(frame, from: mapStart, to: mapEnd, count: headerCount)
+        guard frame.count - mapEnd <= maximumPayload else { throw .payloadTooLarge }
+        return FrameLayout(mapStart: mapStart, mapEnd: mapEnd, headerCount: headerCount)
     }
 
     /// Validates the header map in place, then copies it once (its wire form is the storage).
     static func decodeHeaders(
         _ frame: UnsafeRawBufferPointer, from start: Int, to end: Int, count: Int
     ) throws(RejectionReason) -> NotificationHeaders {
+        try validateHeaders(frame, from: start, to: end, count: count)
+        guard count > 0 else { return NotificationHeaders() }
+        return NotificationHeaders(
+            validatedWire: [UInt8](UnsafeRawBufferPointer(rebasing: frame[start..<end])), count: count)
+    }
+
+    /// The header map's checks (NBP-1 §7.1) without copying anything: what `decodeHeaders`
+    /// checks, for a peek that must reject exactly what a decode rejects.
+    static func validateHeaders(
+        _ frame: UnsafeRawBufferPointer, from start: Int, to end: Int, count: Int
+    ) throws(RejectionReason) {
         guard count > 0 else {
             guard start == end else { throw .headerMapInvalid }
-            return NotificationHeaders()
+            return
         }
         var position = start
         for entryIndex in 0..<count {
@@ -401,8 +448,6 @@ public enum EnvelopeCodec {
             }
         }
         guard position == end else { throw .headerMapInvalid }
-        return NotificationHeaders(
-            validatedWire: [UInt8](UnsafeRawBufferPointer(rebasing: frame[start..<end])), count: count)
     }
 
     /// Whether one of the first `entries` (already validated) entries from `start` has `key`.

@@ -15,6 +15,10 @@
 //     against the reference's batch decoder: the same notifications or the same reason, the
 //     declared count the same as the reference's, and an accepted batch re-encodes byte for byte
 //     (reserved fields zeroed). On a version 1 frame decodeAll agrees with decode.
+//  5. The peeks a receiver with several paths uses to discard a copy undecoded (NBP-1 §17):
+//     `peekBatch` and `isAcceptable` pass exactly the frames decodeAll accepts, and peekBatch's
+//     publisher, count and sequence range are the decoded ones, so a malformed frame is never
+//     discarded as a duplicate.
 // Any failure traps, so libFuzzer saves the input as a crash artifact.
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -32,6 +36,7 @@ private func checkAll(_ frame: [UInt8], maximumPayload: Int) {
     let actual: Result<[BusNotification], RejectionReason> = frame.withUnsafeBytes { bytes in
         Result { () throws(RejectionReason) in try EnvelopeCodec.decodeAll(bytes, maximumPayload: maximumPayload) }
     }
+    checkPeeks(frame, maximumPayload: maximumPayload, decoded: try? actual.get())
     switch (actual, expected) {
     case (.failure(let reason), .failure(let want)):
         guard reason.rawValue == want.reason else {
@@ -53,6 +58,30 @@ private func checkAll(_ frame: [UInt8], maximumPayload: Int) {
         fatalError("decodeAll accepted, reference rejects with \(want.reason): \(hex(frame))")
     case (.failure(let reason), .success):
         fatalError("decodeAll rejected with \(reason.rawValue), reference accepts: \(hex(frame))")
+    }
+}
+
+/// Oracle 5: the copy peeks agree with decodeAll (`decoded`: its notifications, nil if it rejected).
+private func checkPeeks(_ frame: [UInt8], maximumPayload: Int, decoded: [BusNotification]?) {
+    frame.withUnsafeBytes { bytes in
+        guard let nameLength = try? EnvelopeCodec.nameLength(in: bytes), nameLength + 1 < bytes.count else { return }
+        if bytes[nameLength + 1] == WireFormat.batchVersion {
+            let peeked = EnvelopeCodec.peekBatch(bytes, validatedNameLength: nameLength, maximumPayload: maximumPayload)
+            guard let decoded, let first = decoded.first else {
+                guard peeked == nil else { fatalError("peekBatch passed a batch decodeAll rejects: \(hex(frame))") }
+                return
+            }
+            let sequences = decoded.map(\.sequence)
+            let want = BatchPeek(
+                publisherID: first.publisherID, recordCount: decoded.count, lowestSequence: sequences.min() ?? 0,
+                highestSequence: sequences.max() ?? 0)
+            guard peeked == want else { fatalError("peekBatch \(String(describing: peeked)), decoded \(want): \(hex(frame))") }
+        } else {
+            let acceptable = EnvelopeCodec.isAcceptable(bytes, validatedNameLength: nameLength, maximumPayload: maximumPayload)
+            guard acceptable == (decoded != nil) else {
+                fatalError("isAcceptable \(acceptable), decodeAll \(decoded != nil ? "accepts" : "rejects"): \(hex(frame))")
+            }
+        }
     }
 }
 
