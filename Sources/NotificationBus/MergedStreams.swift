@@ -56,20 +56,61 @@ struct MergedStreams {
         streams[key]?.merge.isDuplicate(sequence) == true
     }
 
+    /// A copy of `key` holding sequence numbers `lowest` to `highest` arrived on `path`, not
+    /// decoded: whether it brings nothing new, to be discarded unread (then the path is noted as
+    /// having passed `highest`, and the stream as heard: `PathMergeStateMachine.discardCopy`).
+    mutating func discardCopy(_ key: Key, lowest: UInt64, highest: UInt64, path: Int, heard: UInt64) -> Bool {
+        guard let index = streams.index(forKey: key),
+            streams.values[index].merge.discardCopy(lowest: lowest, highest: highest, path: path)
+        else { return false }
+        streams.values[index].heard = heard
+        return true
+    }
+
     /// One notification of `key` arrived on `path`, `heard` being the frame count now; a new
     /// stream in a full table first makes room. Returns what became of it and how many streams
     /// were forgotten to make room.
     mutating func received(
         _ notification: BusNotification, key: Key, path: Int, now: UInt64, connected: UInt64, heard: UInt64
     ) -> (disposition: Merge.Disposition, forgotten: Int) {
-        var forgotten = 0
-        if streams[key] == nil && streams.count >= maximumTracked { forgotten = forgetStalest() }
-        let (pathCount, gapTimeout) = (paths, self.gapTimeout)
-        let (disposition, wasWaiting, isWaiting) = streams[key, default: Stream(merge: Merge(paths: pathCount), heard: heard)]
-            .received(notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard)
+        let (index, forgotten) = streamIndex(key, heard: heard)
+        let (disposition, wasWaiting, isWaiting) = streams.values[index].received(
+            notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard)
         // Only a change costs a hash of the key (the common case: not waiting before nor after).
         if wasWaiting != isWaiting { noteWaiting(key, isWaiting) }
         return (disposition, forgotten)
+    }
+
+    /// The notifications of one batch frame (all of `key`, in order) arrived on `path`: appends
+    /// each one's disposition to `dispositions`, in order, as `received` one by one would give
+    /// them, for one lookup of the stream instead of one per notification. Returns how many
+    /// streams were forgotten to make room.
+    mutating func received(
+        _ notifications: [BusNotification], key: Key, path: Int, now: UInt64, connected: UInt64, heard: UInt64,
+        into dispositions: inout [Merge.Disposition]
+    ) -> Int {
+        guard !notifications.isEmpty else { return 0 }
+        let (index, forgotten) = streamIndex(key, heard: heard)
+        let wasWaiting = streams.values[index].merge.isWaiting
+        for notification in notifications {
+            dispositions.append(
+                streams.values[index].received(
+                    notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard
+                ).0)
+        }
+        let isWaiting = streams.values[index].merge.isWaiting
+        if wasWaiting != isWaiting { noteWaiting(key, isWaiting) }
+        return forgotten
+    }
+
+    /// Where `key`'s stream is in the table, added if new (a full table first forgets its stalest
+    /// tenth, whose count is returned). One hash of the key for a known stream.
+    private mutating func streamIndex(_ key: Key, heard: UInt64) -> (index: [Key: Stream].Index, forgotten: Int) {
+        if let index = streams.index(forKey: key) { return (index, 0) }
+        let forgotten = streams.count >= maximumTracked ? forgetStalest() : 0
+        streams[key] = Stream(merge: Merge(paths: paths), heard: heard)
+        guard let index = streams.index(forKey: key) else { preconditionFailure("a stream just added is in the table") }
+        return (index, forgotten)
     }
 
     /// An end-of-stream entry for `key` arrived on `path`: the steps it settles (none for a

@@ -89,6 +89,18 @@ struct PathMergeStateMachine<Item> {
         return sequence <= delivered || isHeld(sequence)
     }
 
+    /// A copy holding sequence numbers from `lowest` to `highest` arrived on `path`, not decoded:
+    /// whether it brings nothing new (every one of them handed on or declared lost, or, for a
+    /// single one, held), so it can be discarded unread. If so, `path` is noted as having passed
+    /// `highest`, as feeding the copies to `received` one by one would note it: a path whose
+    /// copies are all discarded this way still counts as carrying the stream, and a hole the
+    /// other path leaves is waited for while this one can still fill it.
+    mutating func discardCopy(lowest: UInt64, highest: UInt64, path: Int) -> Bool {
+        let duplicate = lowest == highest ? isDuplicate(highest) : started && highest <= delivered
+        if duplicate && highest > seen[path] { seen[path] = highest }
+        return duplicate
+    }
+
     /// The stream ended (its record arrived), everything up to its end is settled, and no path
     /// that carried it can still bring a copy: it can be forgotten. A path that is down counts
     /// too: a subscriber a broker disconnected (stalled) reconnects and may be sent the rest of
