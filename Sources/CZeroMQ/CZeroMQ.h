@@ -41,6 +41,8 @@ static inline int czmq_keep_free_heap(int bytes) { return mallopt(M_TRIM_THRESHO
 static inline void czmq_prefetch(const void *start, size_t count) {
     const char *bytes = (const char *)start;
     for (size_t offset = 0; offset < count; offset += 64) __builtin_prefetch(bytes + offset, 0, 3);
+    // The last byte's line too, when the range ends in the next one.
+    if (count > 0) __builtin_prefetch(bytes + count - 1, 0, 3);
 }
 
 // Names the calling thread (Linux keeps the first 15 bytes); `prctl` is variadic, so Swift needs this.

@@ -381,6 +381,17 @@ struct BusReceiver {
             // One stream (a batch is one publisher's, of one name): one lookup for the whole batch.
             let key = StreamKey(publisherID: first.publisherID, name: first.name)
             connectedPaths |= 1 << UInt64(currentPath)
+            if let last = notifications.last, Self.areConsecutive(notifications),
+                merged.receivedInOrder(
+                    key, first: first.sequence, last: last.sequence, path: currentPath, heard: counters.framesReceived)
+            {
+                // The common case: the next ones of a stream that waits for nothing, handed on as
+                // with one path.
+                for notification in notifications {
+                    for index in targets { routes[index].batch.append(notification: notification) }
+                }
+                return true
+            }
             var dispositions: [PathMergeStateMachine<BusNotification>.Disposition] = []
             swap(&dispositions, &mergeDispositions)
             let forgotten = merged.received(
@@ -400,6 +411,16 @@ struct BusReceiver {
                 if let gap { routes[index].batch.append(gap: gap) }
                 routes[index].batch.append(notification: notification)
             }
+        }
+        return true
+    }
+
+    /// Whether the notifications' sequence numbers run up by one each.
+    private static func areConsecutive(_ notifications: [BusNotification]) -> Bool {
+        guard var previous = notifications.first?.sequence else { return false }
+        for notification in notifications.dropFirst() {
+            guard notification.sequence == previous &+ 1 else { return false }
+            previous = notification.sequence
         }
         return true
     }
@@ -530,8 +551,18 @@ struct BusReceiver {
         let key = StreamKey(publisherID: publisherID, name: name)
         guard merged.isDuplicate(key, sequence: first) else { return false }
         // The walk reads each record's lengths to find the next: without this, it waits for
-        // each record's cache line in turn (91% of the walk's time in the profile).
-        if let base = frame.baseAddress { czmq_prefetch(base, frame.count) }
+        // each record's cache line in turn (91% of the walk's time in the profile). Prefetched:
+        // where the records' fixed parts lie if they are all of one size (a publisher's batch of
+        // like notifications), those lines only; a wrong guess costs a few useless hints.
+        if let base = frame.baseAddress, let count = EnvelopeCodec.declaredRecordCount(in: frame, nameLength: nameLength) {
+            let firstRecord = nameLength + 1 + WireFormat.batchHeaderSize
+            let size = (frame.count - firstRecord) / count
+            var position = firstRecord
+            for _ in 0..<count where position < frame.count {
+                czmq_prefetch(base + position, WireFormat.batchRecordHeaderSize)
+                position += size
+            }
+        }
         guard let batch = EnvelopeCodec.peekBatch(
                 frame, validatedNameLength: nameLength, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount),
             merged.discardCopy(

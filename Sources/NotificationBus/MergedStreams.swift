@@ -81,6 +81,17 @@ struct MergedStreams {
         return (disposition, forgotten)
     }
 
+    /// A batch's notifications numbered `first` to `last`, each once and in order, arrived on
+    /// `path`: true when the stream is known and they are simply its next ones, then taken as
+    /// handed on (`PathMergeStateMachine.receivedInOrder`); false changes nothing.
+    mutating func receivedInOrder(_ key: Key, first: UInt64, last: UInt64, path: Int, heard: UInt64) -> Bool {
+        guard let index = streams.index(forKey: key),
+            streams.values[index].merge.receivedInOrder(first: first, last: last, path: path)
+        else { return false }
+        streams.values[index].heard = heard
+        return true
+    }
+
     /// The notifications of one batch frame (all of `key`, in order) arrived on `path`: appends
     /// each one's disposition to `dispositions`, in order, as `received` one by one would give
     /// them, for one lookup of the stream instead of one per notification. Returns how many

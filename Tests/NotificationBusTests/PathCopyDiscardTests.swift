@@ -62,6 +62,21 @@ struct PathCopyDiscardTests {
         #expect(receiver.counters.duplicatesDiscarded == 9)
     }
 
+    @Test("A batch past a hole is held, not handed on ahead of it; the other path's batch fills the hole, in order")
+    mutating func batchPastAHole() throws {
+        feed(try batch(1...5), path: 0)
+        feed(try batch(1...5), path: 1)
+        feed(try batch(7...9), path: 0)  // path 0 lost 6
+        #expect(delivered() == [1, 2, 3, 4, 5])
+        feed(try batch(6...9), path: 1)
+        #expect(delivered() == [6, 7, 8, 9])
+        #expect(receiver.counters.duplicatesDiscarded == 5 + 3)
+        #expect(receiver.counters.lostUpstream == 0)
+        feed(try batch(10...12), path: 1)
+        feed(try batch(10...12), path: 0)
+        #expect(delivered() == [10, 11, 12])
+    }
+
     @Test("A batch that overlaps what came: the new part delivered, the rest counted as copies", arguments: ["copy.a", "copy.>"])
     func partialOverlap(pattern: String) throws {
         var test = try PathCopyDiscardTests(pattern: pattern)

@@ -101,6 +101,18 @@ struct PathMergeStateMachine<Item> {
         return duplicate
     }
 
+    /// A run of notifications numbered `first` to `last`, every one in between once and in
+    /// order, arrived on `path`: when they are simply the next ones (the stream started, nothing
+    /// held nor awaited, `first` follows what was handed on), they are taken as handed on, as
+    /// `received` one by one would hand each on, and true is returned; otherwise nothing changes.
+    /// A batch frame's first copy, in the common case, without a disposition per notification.
+    mutating func receivedInOrder(first: UInt64, last: UInt64, path: Int) -> Bool {
+        guard started, waitingSince == nil, first == delivered &+ 1, last >= first else { return false }
+        delivered = last
+        if last > seen[path] { seen[path] = last }
+        return true
+    }
+
     /// The stream ended (its record arrived), everything up to its end is settled, and no path
     /// that carried it can still bring a copy: it can be forgotten. A path that is down counts
     /// too: a subscriber a broker disconnected (stalled) reconnects and may be sent the rest of
