@@ -5,10 +5,16 @@
 # ("two": a second `nbus broker` on 15570/15571, the kit's client given both brokers), in
 # alternating pairs so the machine's noise falls on both. Targets: subscriber rate two/one
 # >= 0.8, round trip p50 two <= one.
+#
+# With NBUS_BEFORE set to another build (e.g. the tree before a change), each round measures
+# that build's pair, then NBUS's (before, after, before, after, ...): both in the same run, each
+# against its own one-broker figures.
+#
 # Usage (from the repository root, after `swift build -c release --product nbus` and the kit's
-# setup.sh):   sh Benchmarks/redundant-cost.sh [PAIRS (3)] [PEERS (../shared/peers)]
+# setup.sh):   [NBUS_BEFORE=path/to/old/nbus] sh Benchmarks/redundant-cost.sh [PAIRS (3)] [PEERS (../shared/peers)]
 set -eu
 NBUS=${NBUS:-.build/release/nbus}
+NBUS_BEFORE=${NBUS_BEFORE:-}
 PAIRS=${1:-3}
 PEERS=${2:-../shared/peers}
 WORK=${PEERS_WORK:-/tmp/nbus-peers-redundant}
@@ -17,33 +23,79 @@ mkdir -p "$WORK"
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
 SECOND_F=tcp://127.0.0.1:15570
 SECOND_B=tcp://127.0.0.1:15571
-CLIENT_TWO="$NBUS bench peer-client --frontend=tcp://127.0.0.1:15550,$SECOND_F --backend=tcp://127.0.0.1:15551,$SECOND_B"
-i=1
-while [ "$i" -le "$PAIRS" ]; do
-  python3 "$PEERS/run.py" --nbus "$NBUS" --systems nbus --tests throughput,latency --runs 1 --label one --work "$WORK" >/dev/null
-  "$NBUS" broker --frontend "$SECOND_F" --backend "$SECOND_B" >"$WORK/second-broker.log" 2>&1 &
+
+TICKS=$(getconf CLK_TCK)
+# User and system CPU of process $1 so far, in clock ticks.
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
+# One pair with build $1, labelled $2one and $2two.
+pair() {
+  python3 "$PEERS/run.py" --nbus "$1" --systems nbus --tests throughput,latency --runs 1 --label "${2}one" --work "$WORK" >/dev/null
+  "$1" broker --frontend "$SECOND_F" --backend "$SECOND_B" >"$WORK/second-broker.log" 2>&1 &
   second=$!
   while ! grep -q "broker: frontend" "$WORK/second-broker.log" 2>/dev/null; do sleep 0.02; done
-  python3 "$PEERS/run.py" --nbus "$NBUS" --nbus-client "$CLIENT_TWO" --systems nbus --tests throughput,latency --runs 1 \
-    --label two --work "$WORK" >/dev/null
+  client="$1 bench peer-client --frontend=tcp://127.0.0.1:15550,$SECOND_F --backend=tcp://127.0.0.1:15551,$SECOND_B"
+  before=$(cpu_ticks "$second")
+  python3 "$PEERS/run.py" --nbus "$1" --nbus-client "$client" --systems nbus --tests throughput --runs 1 --label "${2}two" \
+    --work "$WORK" >/dev/null
+  # The second broker's CPU during the throughput test (the kit records its own broker's, and the clients').
+  echo "{\"label\": \"${2}two\", \"test\": \"second-broker\", \"throughput_cpu_s\": $(( $(cpu_ticks "$second") - before )).0, \"ticks_per_s\": $TICKS, \"loadavg_before\": [\"0\"]}" \
+    >>"$WORK/results/raw.jsonl"
+  python3 "$PEERS/run.py" --nbus "$1" --nbus-client "$client" --systems nbus --tests latency --runs 1 --label "${2}two" \
+    --work "$WORK" >/dev/null
   kill "$second"
   wait "$second" || true
+}
+
+i=1
+while [ "$i" -le "$PAIRS" ]; do
+  if [ -n "$NBUS_BEFORE" ]; then pair "$NBUS_BEFORE" before-; fi
+  pair "$NBUS" ""
   i=$((i + 1))
 done
-python3 - "$WORK/results/raw.jsonl" <<'EOF'
+python3 - "$WORK/results/raw.jsonl" "$NBUS_BEFORE" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
 def values(label, test, get):
     return [get(r) for r in rows if r.get("label") == label and r.get("test") == test and "error" not in r]
-for label in ("one", "two"):
-    rate = values(label, "throughput", lambda r: r["sub"]["rate"])
-    lost = values(label, "throughput", lambda r: r["n"] - r["sub"]["received"])
-    p50 = values(label, "latency", lambda r: r["ping"]["p50_us"])
-    print(f"{label}: sub rate {[round(x) for x in rate]} (median {statistics.median(rate):,.0f}), "
-          f"lost {lost}, rtt p50 us {[round(x) for x in p50]} (median {statistics.median(p50):.0f})")
-one_rate = statistics.median(values("one", "throughput", lambda r: r["sub"]["rate"]))
-two_rate = statistics.median(values("two", "throughput", lambda r: r["sub"]["rate"]))
-one_p50 = statistics.median(values("one", "latency", lambda r: r["ping"]["p50_us"]))
-two_p50 = statistics.median(values("two", "latency", lambda r: r["ping"]["p50_us"]))
-print(f"two/one: sub rate {two_rate / one_rate:.2f}x (target >= 0.8), rtt p50 {two_p50 / one_p50:.2f}x (target <= 1.0)")
+def rate(r): return r["sub"]["rate"]
+def p50(r): return r["ping"]["p50_us"]
+loads = [float(r["loadavg_before"][0]) for r in rows if r.get("test") != "second-broker"]
+print(f"load average (1 min) before each test: min {min(loads):.1f}, median {statistics.median(loads):.1f}, max {max(loads):.1f}")
+for prefix in (["before-"] if sys.argv[2] else []) + [""]:
+    name = "before" if prefix else "this build"
+    for label in ("one", "two"):
+        rates = values(prefix + label, "throughput", rate)
+        lost = values(prefix + label, "throughput", lambda r: r["n"] - r["sub"]["received"])
+        p50s = values(prefix + label, "latency", p50)
+        print(f"{name} {label}: sub rate {[round(x) for x in rates]} (median {statistics.median(rates):,.0f}), "
+              f"lost {lost}, rtt p50 us {[round(x) for x in p50s]} (median {statistics.median(p50s):.0f})")
+    one_rates, two_rates = values(prefix + "one", "throughput", rate), values(prefix + "two", "throughput", rate)
+    one_p50s, two_p50s = values(prefix + "one", "latency", p50), values(prefix + "two", "latency", p50)
+    # Each pair's own ratio too: one and two of a pair ran back to back, under about the same load.
+    rate_ratios = [two / one for one, two in zip(one_rates, two_rates)]
+    p50_ratios = [two / one for one, two in zip(one_p50s, two_p50s)]
+    print(f"{name} two/one: sub rate {statistics.median(two_rates) / statistics.median(one_rates):.2f}x (target >= 0.8), "
+          f"rtt p50 {statistics.median(two_p50s) / statistics.median(one_p50s):.2f}x (target <= 1.0); "
+          f"per pair: rate {[round(x, 2) for x in rate_ratios]} (median {statistics.median(rate_ratios):.2f}), "
+          f"rtt p50 {[round(x, 2) for x in p50_ratios]} (median {statistics.median(p50_ratios):.2f})")
+# Where the CPU goes in the throughput test, per notification (median over the pairs).
+for prefix in (["before-"] if sys.argv[2] else []) + [""]:
+    name = "before" if prefix else "this build"
+    for label in ("one", "two"):
+        parts = {
+            "publisher": values(prefix + label, "throughput", lambda r: r["pub_proc"]["cpu_s"]),
+            "subscriber": values(prefix + label, "throughput", lambda r: r["sub_proc"]["cpu_s"]),
+            "broker": values(prefix + label, "throughput", lambda r: r["server_cpu_s"]),
+        }
+        if label == "two":
+            parts["second broker"] = values(prefix + label, "second-broker", lambda r: r["throughput_cpu_s"] / r["ticks_per_s"])
+        n = statistics.median(values(prefix + label, "throughput", lambda r: r["n"]))
+        cpu = ", ".join(f"{part} {statistics.median(v) / n * 1e6:.2f}" for part, v in parts.items() if v)
+        print(f"{name} {label}: CPU per notification, us: {cpu}")
+if sys.argv[2]:
+    for label in ("one", "two"):
+        after = statistics.median(values(label, "throughput", rate)) / statistics.median(values("before-" + label, "throughput", rate))
+        p50_after = statistics.median(values(label, "latency", p50)) / statistics.median(values("before-" + label, "latency", p50))
+        print(f"this build against before, {label}: sub rate {after:.2f}x, rtt p50 {p50_after:.2f}x")
 EOF
