@@ -470,9 +470,12 @@ struct BusReceiver {
             guard let tracked = lastSequence.removeValue(forKey: key) else {
                 cachedStream = (key, sequence)
                 // Not a loss (NBP-1 §8: a late join looks the same), but not silent either.
+                // Saturating: a peer's sequence may be anything up to 2^64 - 1 (a conformance
+                // vector's two such streams overflowed the sum and trapped the process).
                 if sequence > 1 {
-                    counters.streamsJoinedLate += 1
-                    counters.notificationsBeforeJoining += sequence - 1
+                    counters.streamsJoinedLate &+= 1
+                    let (sum, overflow) = counters.notificationsBeforeJoining.addingReportingOverflow(sequence - 1)
+                    counters.notificationsBeforeJoining = overflow ? .max : sum
                 }
                 return .inOrder
             }

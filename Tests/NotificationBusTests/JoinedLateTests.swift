@@ -37,4 +37,14 @@ struct JoinedLateTests {
         // Only the jump inside a tracked stream is a loss.
         #expect(receiver.counters.lostUpstream == 2)
     }
+
+    @Test("Streams first seen at the largest sequence saturate the count instead of trapping the process")
+    func saturates() throws {
+        var receiver = try receiver()
+        // A conformance vector's two streams at 2^64 - 1 overflowed the sum: nbus subscribe trapped.
+        try deliver(&receiver, publisher: 7, sequence: .max)
+        try deliver(&receiver, publisher: 8, sequence: .max)
+        #expect(receiver.counters.streamsJoinedLate == 2)
+        #expect(receiver.counters.notificationsBeforeJoining == .max)
+    }
 }
