@@ -43,8 +43,9 @@ struct PeerCloseWhileFullTests {
         try subscriber.connect(endpoint)
         try subscriber.subscribe([])
         try publisher.awaitSubscription([])
-        // 1,000 x 32 B: less than the kernel's socket buffers, so every send completes while the
-        // SUB reads nothing (its queue holds 100; 2,000 did not fit over ipc).
+        // 500 x 32 B: less than the kernel's socket buffers, so every send completes while the
+        // SUB reads nothing (its queue holds 100). 2,000 did not fit over ipc, and 1,000 once did
+        // not among 500 parallel tests.
         for index in 0..<count {
             var frame = [UInt8](repeating: 0x2e, count: 32)
             withUnsafeBytes(of: UInt32(index).bigEndian) { frame.replaceSubrange(0..<4, with: $0) }
@@ -68,13 +69,13 @@ struct PeerCloseWhileFullTests {
 
     @Test("over tcp everything sent before the close arrives")
     func tcpDeliversTheTail() throws {
-        let count = 1_000
+        let count = 500
         #expect(try deliveredAfterClose(.tcp, count: count) == count)
     }
 
     @Test("over ipc libzmq drops what the kernel still held (a known upstream limit: the bus counts it where it can)")
     func ipcDropsTheTail() throws {
-        let count = 1_000
+        let count = 500
         let delivered = try deliveredAfterClose(.ipc, count: count)
         // Recorded, not hidden: if a libzmq release reads the rest, this known issue stops
         // showing and the test says so (then NBP-1 §13 and docs/deployment.md can drop the note).
