@@ -60,11 +60,7 @@ struct MergedStreams {
     /// decoded: whether it brings nothing new, to be discarded unread (then the path is noted as
     /// having passed `highest`, and the stream as heard: `PathMergeStateMachine.discardCopy`).
     mutating func discardCopy(_ key: Key, lowest: UInt64, highest: UInt64, path: Int, heard: UInt64) -> Bool {
-        guard let index = streams.index(forKey: key),
-            streams.values[index].merge.discardCopy(lowest: lowest, highest: highest, path: path)
-        else { return false }
-        streams.values[index].heard = heard
-        return true
+        ifKnown(key, heard: heard) { $0.discardCopy(lowest: lowest, highest: highest, path: path) }
     }
 
     /// One notification of `key` arrived on `path`, `heard` being the frame count now; a new
@@ -85,9 +81,13 @@ struct MergedStreams {
     /// `path`: true when the stream is known and they are simply its next ones, then taken as
     /// handed on (`PathMergeStateMachine.receivedInOrder`); false changes nothing.
     mutating func receivedInOrder(_ key: Key, first: UInt64, last: UInt64, path: Int, heard: UInt64) -> Bool {
-        guard let index = streams.index(forKey: key),
-            streams.values[index].merge.receivedInOrder(first: first, last: last, path: path)
-        else { return false }
+        ifKnown(key, heard: heard) { $0.receivedInOrder(first: first, last: last, path: path) }
+    }
+
+    /// Runs `body` on a known stream's merge (one lookup); when it says yes, the stream was heard
+    /// now. An unknown stream: false, nothing changes.
+    private mutating func ifKnown(_ key: Key, heard: UInt64, _ body: (inout Merge) -> Bool) -> Bool {
+        guard let index = streams.index(forKey: key), body(&streams.values[index].merge) else { return false }
         streams.values[index].heard = heard
         return true
     }
