@@ -25,20 +25,8 @@ struct DirectBudgetTests {
         let events = try subscriberBus.events(named: "slow.>", buffering: .suspendProducer(capacity: 256))
         try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(30))
         let published = 30_000
-        let progress = Watched((received: 0, lost: UInt64(0)))
-        let consumer = Task {
-            for await event in events {
-                switch event {
-                case .notification:
-                    // The handler: 50 us of work per notification, far slower than posting.
-                    let until = ContinuousClock.now + .microseconds(50)
-                    while ContinuousClock.now < until {}
-                    progress.update { $0.received += 1 }
-                case .gap(let gap):
-                    progress.update { $0.lost += gap.count }
-                }
-            }
-        }
+        // The handler: 50 us of work per notification, far slower than posting.
+        let (consumer, progress) = startSlowHandler(events, perNotification: .microseconds(50))
         let payload = [UInt8](repeating: 1, count: 256)
         for _ in 0..<published { try await publisher.post(name: name, payload: payload) }
         // A lost tail would show only at the publisher's close: a bounded wait fails instead.
