@@ -141,6 +141,8 @@ extension SocketOption where Value == Int32 {
     public static var sendHighWaterMark: Self { .init(rawValue: ZMQ_SNDHWM, name: "ZMQ_SNDHWM") }
     /// `ZMQ_RCVHWM`: messages queued on receive per peer.
     public static var receiveHighWaterMark: Self { .init(rawValue: ZMQ_RCVHWM, name: "ZMQ_RCVHWM") }
+    /// `ZMQ_RCVBUF`: the kernel's receive buffer of each connection, in bytes (-1: the system's).
+    public static var receiveBuffer: Self { .init(rawValue: ZMQ_RCVBUF, name: "ZMQ_RCVBUF") }
     /// `ZMQ_TCP_KEEPALIVE`: -1 OS default, 0 off, 1 on.
     public static var tcpKeepalive: Self { .init(rawValue: ZMQ_TCP_KEEPALIVE, name: "ZMQ_TCP_KEEPALIVE") }
     /// `ZMQ_TCP_KEEPALIVE_IDLE`: seconds idle before keepalive probes.

@@ -263,6 +263,7 @@ struct BrokerCommand: AsyncParsableCommand {
             + "subscription messages \(stats.subscriptionMessages), waits for room \(stats.backpressureWaits), "
             + "slow subscribers \(stats.slowSubscriberEpisodes) (sent past them \(stats.sentPastSlowSubscribers)), "
             + "stalled subscribers disconnected \(stats.stalledSubscribersDisconnected), "
+            + "slow subscribers disconnected \(stats.slowSubscribersDisconnected), "
             + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
             + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures), "
             + "refused frames with another connection's publisher id \(stats.foreignPublisherIDFrames)"
@@ -292,6 +293,7 @@ struct BrokerCommand: AsyncParsableCommand {
                 ("slowSubscriberEpisodes", .unsigned(stats.slowSubscriberEpisodes)),
                 ("sentPastSlowSubscribers", .unsigned(stats.sentPastSlowSubscribers)),
                 ("stalledSubscribersDisconnected", .unsigned(stats.stalledSubscribersDisconnected)),
+                ("slowSubscribersDisconnected", .unsigned(stats.slowSubscribersDisconnected)),
                 ("memoryLimitResets", .unsigned(stats.memoryLimitResets)), ("endOfStreamReplays", .unsigned(stats.endOfStreamReplays)),
                 ("connections", .integer(Int64(stats.connections))), ("peakConnections", .integer(Int64(stats.peakConnections))),
                 ("acceptFailures", .unsigned(stats.acceptFailures)), ("forwardingErrors", .unsigned(stats.forwardingErrors)),

@@ -58,8 +58,10 @@ struct SubscriberBudgetPolicyTests {
             case .accepted:
                 _ = policy.accepted(now: now)
             case .watch(let sent):
-                if policy.watchIsDue(now: now) {
-                    _ = policy.disconnectPastBudget(samples, sent: sent * Self.mib, now: now, disconnect: disconnect)
+                if policy.lookIsDue(now: now, wireSent: sent * Self.mib) {
+                    _ = policy.look(samples, sent: sent * Self.mib, wireSent: sent * Self.mib, now: now) { descriptor, unsent, _ in
+                        disconnect(descriptor, unsent)
+                    }
                 }
             }
             #expect(outcome == step.expected, "step \(index) at \(step.at) ms", sourceLocation: sourceLocation)
@@ -133,13 +135,18 @@ struct SubscriberBudgetPolicyTests {
         #expect(second == .sendPast(episodeStarted: true, since: 0))
     }
 
-    @Test("the watch looks ten times a second, not more")
+    @Test("the watches look ten times a second, not more, while nothing can be past its budget")
     func watchCadence() {
         var policy = SubscriberBudgetPolicy(budget: 8 << 20, patienceNanoseconds: 500 * Self.ms)
-        let looks = [1_000, 1_050, 1_100].map { policy.watchIsDue(now: $0 * Self.ms) }
+        var looks: [Bool] = []
+        for at in [1_000, 1_050, 1_100] as [UInt64] {
+            let due = policy.lookIsDue(now: at * Self.ms, wireSent: 0)
+            looks.append(due)
+            if due { _ = policy.look([:], sent: 0, wireSent: 0, now: at * Self.ms) { _, _, _ in true } }
+        }
         #expect(looks == [true, false, true])
-        var none = SubscriberBudgetPolicy(budget: 0, patienceNanoseconds: 500 * Self.ms)
-        let noLook = none.watchIsDue(now: 1_000 * Self.ms)
-        #expect(!noLook)
+        let none = SubscriberBudgetPolicy(budget: 0, patienceNanoseconds: 500 * Self.ms)
+        #expect(!none.lookIsDue(now: 1_000 * Self.ms, wireSent: 0))
+        #expect(!none.mustHold(wireSent: 1 << 40))
     }
 }

@@ -23,7 +23,8 @@ public struct BrokerStatistics: Hashable, Sendable {
     public var bytesToSubscribers: UInt64 = 0
     /// Subscription messages received from subscribers (backend).
     public var subscriptionMessages: UInt64 = 0
-    /// Times a notification was held because a subscriber had no room (publishers waited).
+    /// Times the broker held notifications back for a subscriber (publishers waited): its queue
+    /// was at its mark, or it was past its byte budget while moving.
     public var backpressureWaits: UInt64 = 0
     /// Slow-subscriber episodes: a subscriber past its budget made no room for the broker's
     /// patience, and none of the full ones could be named as stalled.
@@ -36,6 +37,10 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// for the broker's patience (stopped, frozen): each reconnects by itself and counts what it
     /// missed as a gap; nobody else lost anything.
     public var stalledSubscribersDisconnected: UInt64 = 0
+    /// Subscribers disconnected because they stayed past their budget, although taking
+    /// something, for the longest hold (10 s) while the broker held everybody back for them
+    /// (`BrokerEvent.slowSubscriberDisconnected`).
+    public var slowSubscribersDisconnected: UInt64 = 0
     /// End-of-stream records sent again for subscribers that may have missed them (stopped
     /// while their publisher closed); see `EndOfStreamReplay`.
     public var endOfStreamReplays: UInt64 = 0

@@ -26,6 +26,11 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     /// was disconnected so the others go on. It reconnects by itself and counts what it missed as
     /// a gap. `connection` is nil when the broker's records do not know it (an accept not yet read).
     case stalledSubscriberDisconnected(BrokerConnection?, unsentBytes: Int)
+    /// A subscriber past its budget kept taking something but stayed past it while the broker
+    /// held everybody back for it (flow control) for its longest hold (10 s): it was disconnected,
+    /// as NATS disconnects a slow consumer. It reconnects by itself and counts what it missed as
+    /// a gap. `connection` is nil when the broker's records do not know it.
+    case slowSubscriberDisconnected(BrokerConnection?, unsentBytes: Int)
     /// A peer connected (before any CURVE handshake: its key is not known yet).
     case connectionAccepted(BrokerConnection)
     /// A peer's connection ended (it left, was dropped by TCP keepalive, or failed its handshake).
@@ -59,6 +64,10 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
             let who = connection.map { "subscriber on \($0.endpoint)\(Self.peer($0))" } ?? "a subscriber"
             return "slow subscriber: disconnected \(who), past its budget and taking nothing (\(unsent) bytes unsent); "
                 + "the others go on, it reconnects and counts what it missed"
+        case .slowSubscriberDisconnected(let connection, let unsent):
+            let who = connection.map { "subscriber on \($0.endpoint)\(Self.peer($0))" } ?? "a subscriber"
+            return "slow subscriber: disconnected \(who), past its budget for 10 s although taking something, "
+                + "everybody held back for it meanwhile (\(unsent) bytes unsent); it reconnects and counts what it missed"
         case .connectionAccepted(let connection):
             return "\(connection.side) connected on \(connection.endpoint)\(Self.peer(connection))"
         case .connectionClosed(let connection):

@@ -38,6 +38,11 @@ final class BrokerForwarder {
     private var heldBytes = 0
     /// The notifications the held message carries (a batch frame's declared count, else 1).
     private var heldNotifications = 1
+    /// Bytes sent to subscribers as their connections carry them (ZMTP's framing, and CURVE's
+    /// box), for `SubscriberBacklogWatch`: exact, since over TCP what a peer acknowledged is
+    /// subtracted from it, and an error per frame would add up between two empty queues.
+    private var wireBytesToSubscribers: UInt64 = 0
+    private let curve: Bool
     private var subscription = MessageBatch(capacity: 2)
     private var stats = BrokerStatistics()
     /// Recent end-of-stream records, replayed for subscribers that were stopped when they passed.
@@ -80,6 +85,7 @@ final class BrokerForwarder {
         self.budget = SubscriberBudgetPolicy(budget: configuration.subscriberBudget, patienceNanoseconds: patienceNanoseconds)
         self.memoryGuard = configuration.memoryLimit.map { MemoryGuardStateMachine(limitBytes: $0) }
         self.bindsIDsToKeys = configuration.security != nil
+        self.curve = configuration.security != nil
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
         try backend.set(.xpubNoDrop, true)
@@ -108,7 +114,7 @@ final class BrokerForwarder {
             readConnectionEvents()
             forgetClosedPublishers()
             checkMemory()
-            disconnectSubscribersPastBudget()
+            watchSubscribers()
             replayEndOfStreamRecords()
             do {
                 let moved = try forwardSubscriptions() + forwardNotifications()
@@ -118,6 +124,11 @@ final class BrokerForwarder {
                     publishStatistics()
                 } else if !held.isEmpty {
                     try holding.poll(timeoutMilliseconds: 0)
+                    if holding.ready(at: holdingWake).contains(.readable) { shared.wake.drain() }
+                } else if budget.mustHold(wireSent: wireBytesToSubscribers) {
+                    // Holding back for a subscriber past its budget: the publishers are not read
+                    // until the next look (2 ms) finds it within.
+                    try holding.poll(timeoutMilliseconds: Int(SubscriberBudgetPolicy.holdCheckInterval / 1_000_000))
                     if holding.ready(at: holdingWake).contains(.readable) { shared.wake.drain() }
                 } else if spinNanoseconds > 0, Timestamps.monotonicNanoseconds() &- idleSince < spinNanoseconds {
                     // Just after traffic, with the low-latency setting: look again at once.
@@ -294,6 +305,12 @@ final class BrokerForwarder {
     private func forwardNotifications() throws(ZMQError) -> Int {
         var moved = 0
         while moved < Self.roundLimit {
+            if held.isEmpty, budget.mustHold(wireSent: wireBytesToSubscribers) {
+                // A subscriber may be past its budget: look (if not looked at just now); while one
+                // is past it and moving, nothing new is read from the publishers (flow control).
+                watchSubscribers()
+                if budget.mustHold(wireSent: wireBytesToSubscribers) { break }
+            }
             if held.isEmpty {
                 guard let bytes = try receiveWholeMessage(from: frontend, into: &held) else { break }
                 heldBytes = bytes
@@ -335,7 +352,7 @@ final class BrokerForwarder {
             // process), so it is not taken for a stalled one.
             let (decision, _) = budget.refused(
                 now: now, samples: { subscriberSamples() },
-                disconnect: { disconnectStalled($0, unsentBytes: $1) })
+                disconnect: { disconnect($0, unsentBytes: $1, .stalled) })
             switch decision {
             case .retry(let waitBegan):
                 if waitBegan {
@@ -369,33 +386,53 @@ final class BrokerForwarder {
         connections.samples(side: .subscriber, onlyBehind: onlyBehind)
     }
 
-    /// Ten times a second with a budget: disconnects the subscribers that took nothing for the
-    /// patience while more than their budget went by (`SubscriberStallWatch`). Nobody waited for
-    /// them meanwhile; they reconnect by themselves and count what they missed as gaps.
-    private func disconnectSubscribersPastBudget() {
+    /// With a budget, ten times a second and sooner while holding back (`SubscriberBudgetPolicy`):
+    /// disconnects the subscribers past their budget that take nothing (nobody waited for them)
+    /// or that stayed past it for the longest hold; while one past it moves, the forwarder holds
+    /// back. Those disconnected reconnect by themselves and count what they missed as gaps.
+    private func watchSubscribers() {
         let now = Timestamps.monotonicNanoseconds()
-        guard budget.watchIsDue(now: now) else { return }
+        guard budget.lookIsDue(now: now, wireSent: wireBytesToSubscribers) else { return }
         let samples = subscriberSamples(onlyBehind: true)
-        let disconnected = budget.disconnectPastBudget(samples, sent: stats.bytesToSubscribers, now: now) {
-            disconnectStalled($0, unsentBytes: $1)
+        let outcome = budget.look(samples, sent: stats.bytesToSubscribers, wireSent: wireBytesToSubscribers, now: now) {
+            disconnect($0, unsentBytes: $1, $2)
         }
-        if disconnected > 0 { publishStatistics() }
+        if outcome.holdBegan { stats.backpressureWaits &+= 1 }
+        if outcome != SubscriberBudgetPolicy.LookOutcome() { publishStatistics() }
     }
 
-    /// Shuts a stalled subscriber's connection down (libzmq then drops its queue; it reconnects
-    /// and counts the gap), counts and reports it. False when the descriptor was already gone.
-    private func disconnectStalled(_ descriptor: ConnectionDescriptor, unsentBytes: Int) -> Bool {
+    /// Shuts a subscriber's connection down (libzmq then drops its queue; it reconnects and counts
+    /// the gap), counts and reports it. False when the descriptor was already gone.
+    private func disconnect(
+        _ descriptor: ConnectionDescriptor, unsentBytes: Int, _ reason: SubscriberBudgetPolicy.DisconnectReason
+    ) -> Bool {
         guard descriptor.shutDown() else { return false }
-        stats.stalledSubscribersDisconnected &+= 1
         let connection = connections.connection(side: .subscriber, descriptor: descriptor.rawValue)
-        onEvent?(.stalledSubscriberDisconnected(connection, unsentBytes: unsentBytes))
+        switch reason {
+        case .stalled:
+            stats.stalledSubscribersDisconnected &+= 1
+            onEvent?(.stalledSubscriberDisconnected(connection, unsentBytes: unsentBytes))
+        case .slow:
+            stats.slowSubscribersDisconnected &+= 1
+            onEvent?(.slowSubscriberDisconnected(connection, unsentBytes: unsentBytes))
+        }
         return true
+    }
+
+    /// What `bytes` in `parts` parts take on a connection (ZMTP 3): each part a flags byte and a
+    /// size of 1 byte (up to 255) or 8; with CURVE each part is a MESSAGE command whose body adds
+    /// 33 bytes (name, nonce, box, flags). Several parts: each counted as long (an upper bound).
+    static func wireBytes(_ bytes: Int, parts: Int, curve: Bool) -> UInt64 {
+        let extra = curve ? 33 : 0
+        let framing = parts == 1 && bytes + extra <= 255 ? 2 : 9
+        return UInt64(bytes) &+ UInt64(parts) &* UInt64(framing + extra)
     }
 
     /// Counts the held notification as sent and lets it go.
     private func delivered() {
         stats.toSubscribers &+= 1
         stats.bytesToSubscribers &+= UInt64(heldBytes)
+        wireBytesToSubscribers &+= Self.wireBytes(heldBytes, parts: held.count, curve: curve)
         stats.notificationsToSubscribers &+= UInt64(heldNotifications)
         held.removeAll()
         heldBytes = 0

@@ -138,8 +138,10 @@ final class ConnectionTracker: Sendable {
                 samples[connection] = ConnectionSample(unsentBytes: 0, progress: nil)
                 continue
             }
-            let progress = connection.bytesAcknowledged() ?? processID.flatMap(processCPUTicks)
-            samples[connection] = ConnectionSample(unsentBytes: unsent, progress: progress)
+            let acknowledged = connection.bytesAcknowledged()
+            let progress = acknowledged ?? processID.flatMap(processCPUTicks)
+            samples[connection] = ConnectionSample(
+                unsentBytes: unsent, progress: progress, acknowledged: acknowledged)
         }
         return samples
     }

@@ -48,6 +48,8 @@ enum SubscriberQueueBudget {
 struct ConnectionSample: Hashable {
     var unsentBytes: Int
     var progress: UInt64?
+    /// Over TCP, the bytes its peer acknowledged (the same counter as `progress`); nil over ipc.
+    var acknowledged: UInt64? = nil
 }
 
 /// Which subscriber connections made no progress at all while the broker waited for room.

@@ -68,22 +68,24 @@ extension BusEventLoop {
             metadata: ["side": "publisher"])
     }
 
-    /// Ten times a second: disconnects the subscribers that took nothing for the patience while
-    /// more than their budget was sent (`SubscriberStallWatch`). Nobody waited for them.
+    /// Ten times a second: disconnects the subscribers past their budget that take nothing
+    /// (`SubscriberStallWatch`, and `SubscriberBacklogWatch`'s estimate of what is held for each).
+    /// Nobody waited for them. (A binding publisher does not hold back for one past its budget
+    /// that moves: its queue is bounded by the mark, as before.)
     func disconnectSubscribersPastBudget() {
         guard budgetPolicy != nil, let connections = sockets.subscriberConnections else { return }
         let now = Timestamps.monotonicNanoseconds()
-        guard budgetPolicy?.watchIsDue(now: now) == true else { return }
-        do { try sockets.readAcceptEvents() } catch { record(error, "reading connection events") }
-        let samples = connections.samples(side: .subscriber, onlyBehind: true)
         // Every byte sent: the loop's, and the posts posting threads sent themselves.
         let sent = posts.bytesSent &+ core.mailbox.withLock { $0.lending.sentBytes }
+        guard budgetPolicy?.lookIsDue(now: now, wireSent: sent) == true else { return }
+        do { try sockets.readAcceptEvents() } catch { record(error, "reading connection events") }
+        let samples = connections.samples(side: .subscriber, onlyBehind: true)
         guard var policy = budgetPolicy else { return }
-        let disconnected = policy.disconnectPastBudget(samples, sent: sent, now: now) {
-            disconnectStalledSubscriber($0, unsentBytes: $1)
+        let outcome = policy.look(samples, sent: sent, wireSent: sent, now: now) { descriptor, unsent, _ in
+            disconnectStalledSubscriber(descriptor, unsentBytes: unsent)
         }
         budgetPolicy = policy
-        if disconnected > 0 { publishStats() }
+        if outcome.stalledDisconnected > 0 { publishStats() }
     }
 
     /// Ends a subscriber's connection (libzmq drops its queue; it reconnects and counts the gap),

@@ -67,7 +67,8 @@ final class BusEventLoop {
         if sockets.subscriberConnections != nil {
             budgetPolicy = SubscriberBudgetPolicy(
                 budget: configuration.subscriberBudget,
-                patienceNanoseconds: Timestamps.boundedNanoseconds(BusConfiguration.subscriberPatience))
+                patienceNanoseconds: Timestamps.boundedNanoseconds(BusConfiguration.subscriberPatience),
+                holdsForBacklog: false)
         }
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
         if core.directPublisher != nil, let publisher = sockets.publisher {

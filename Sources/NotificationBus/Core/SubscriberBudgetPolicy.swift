@@ -1,10 +1,10 @@
 import ZeroMQ
 
 /// A per-subscriber byte budget kept by a sender whose peers are the subscribers themselves, and
-/// which sends with `ZMQ_XPUB_NODROP`: a publisher that binds (direct topology). The same three
-/// parts as the broker's forwarder (`BrokerForwarder`), put together once:
+/// which sends with `ZMQ_XPUB_NODROP`: the broker's forwarder (`BrokerForwarder`) and a publisher
+/// that binds (direct topology). Four parts, put together once:
 ///
-/// - `SubscriberStallWatch` (the budget's byte side): looked at ten times a second, it names the
+/// - `SubscriberStallWatch` (the budget's byte side for one that stops): looked at ten times a second, it names the
 ///   connections that took nothing for the patience while more than the budget was sent. They are
 ///   disconnected; nobody waited for them.
 /// - `SlowSubscriberStateMachine` with `disconnectsStalled` (the mark's side): when the socket
@@ -12,6 +12,11 @@ import ZeroMQ
 ///   control) up to the patience; then the connections that took nothing since the wait began
 ///   (`StalledConnectionFinder`) are disconnected and the wait begins again for the rest; one
 ///   that is slow but moving is waited for, up to the longest hold, before frames go past it.
+/// - `SubscriberBacklogWatch` (the budget's byte side for one that moves): the bytes held for each
+///   connection, estimated at each look; while one past its budget is moving, nothing new is sent
+///   (the posters wait) until it is back within it, looked at every 2 ms, and at once when the
+///   bytes sent since the last look could have put one past it; one past it for the longest hold
+///   is disconnected (slow).
 ///
 /// Socket-free, clock as input: the caller gives the connections' samples and a way to end one
 /// (`disconnect` says whether it did: libzmq may have closed the descriptor already), and does
@@ -22,22 +27,45 @@ struct SubscriberBudgetPolicy {
     private var watch: SubscriberStallWatch
     /// A refused frame is being held (since the last `accepted`).
     private(set) var waiting = false
-    /// When the connections are sampled for the watch next (monotonic ns).
+    /// The moving side of the budget: holds for a subscriber past it while it moves.
+    private var backlog: SubscriberBacklogWatch
+    /// A subscriber past its budget is moving: the sender sends nothing new until it is within.
+    private(set) var holdingForBacklog = false
+    /// Holding because a subscriber past its budget moves (a wait, counted), not only to confirm
+    /// that an estimate past it is stale.
+    private var waitingForBacklog = false
+    /// When the connections are sampled for the watches next (monotonic ns), when they were last,
+    /// the wire bytes sent by then, and how many more could be sent before one passed its budget.
     private var nextCheck: UInt64 = 0
+    private var lastLook: UInt64 = 0
+    private var sentAtLook: UInt64 = 0
+    private var headroom: UInt64
 
     /// How often the watch looks: 10 times a second, so a stopped subscriber's queue passes its
     /// budget by at most a tenth of a second of traffic (the broker's `stallCheckInterval`).
     static let checkInterval: UInt64 = 100_000_000
+    /// While holding for a subscriber past its budget (or its headroom used up), the watches look
+    /// this often: 2 ms, so it is let go soon after it is back within its budget.
+    static let holdCheckInterval: UInt64 = 2_000_000
 
     /// A budget of `budget` bytes per subscriber and a patience of `patienceNanoseconds`; the
     /// quiet spell that ends a slow episode and the longest hold for a moving subscriber are the
     /// broker's: 20 patiences, at least 10 s.
-    init(budget: Int, patienceNanoseconds: UInt64) {
+    /// Whether the sender holds back for a subscriber past its budget that moves (the broker);
+    /// otherwise (a binding publisher) such a one is bounded by the mark, and only those that
+    /// stop are disconnected.
+    let holdsForBacklog: Bool
+
+    init(budget: Int, patienceNanoseconds: UInt64, holdsForBacklog: Bool = true) {
+        self.holdsForBacklog = holdsForBacklog
         let quiet = max(10_000_000_000, patienceNanoseconds.multipliedReportingOverflow(by: 20).partialValue)
         machine = SlowSubscriberStateMachine(
             patienceNanoseconds: patienceNanoseconds, quietNanoseconds: quiet, disconnectsStalled: budget > 0,
             maximumHoldNanoseconds: quiet)
         watch = SubscriberStallWatch(budget: budget, patienceNanoseconds: patienceNanoseconds)
+        backlog = SubscriberBacklogWatch(
+            budget: budget, patienceNanoseconds: patienceNanoseconds, maximumHoldNanoseconds: quiet)
+        headroom = UInt64(max(0, budget))
     }
 
     /// What to do with the refused frame.
@@ -62,7 +90,7 @@ struct SubscriberBudgetPolicy {
         if case .findStalled = action {
             let current = samples()
             for descriptor in finder.stalled(current) where disconnect(descriptor, current[descriptor]?.unsentBytes ?? 0) {
-                watch.forget(descriptor)
+                forget(descriptor)
                 disconnected += 1
             }
             action = machine.stalledFound(disconnected: disconnected, moving: finder.moving(current).count, now: now)
@@ -92,25 +120,74 @@ struct SubscriberBudgetPolicy {
         return machine.accepted(now: now)
     }
 
-    /// Whether the watch is due at `now` (then it is not due again for `checkInterval`).
-    mutating func watchIsDue(now: UInt64) -> Bool {
-        guard watch.budget > 0, now >= nextCheck else { return false }
-        nextCheck = now &+ Self.checkInterval
-        return true
+    /// Whether the watches should look at `now`, `wireSent` wire bytes sent so far: ten times a
+    /// second, and sooner (at most every `holdCheckInterval`) while holding for a backlog or once
+    /// the bytes sent since the last look used up its headroom.
+    func lookIsDue(now: UInt64, wireSent: UInt64) -> Bool {
+        guard watch.budget > 0 else { return false }
+        if now >= nextCheck { return true }
+        return mustHold(wireSent: wireSent) && now &- lastLook >= Self.holdCheckInterval
     }
 
-    /// The watch's look at `now`, `sent` bytes sent in all so far: disconnects (through
-    /// `disconnect`) the connections past their budget; returns how many it did.
-    mutating func disconnectPastBudget(
-        _ samples: [ConnectionDescriptor: ConnectionSample], sent: UInt64, now: UInt64,
-        disconnect: (ConnectionDescriptor, _ unsentBytes: Int) -> Bool
-    ) -> Int {
-        var disconnected = 0
-        for descriptor in watch.observe(samples, forwarded: sent, now: now)
-        where disconnect(descriptor, samples[descriptor]?.unsentBytes ?? 0) {
-            watch.forget(descriptor)
-            disconnected += 1
+    /// Whether the next frame must wait: a subscriber past its budget is moving (flow control),
+    /// or the bytes sent since the last look could have put one past it.
+    func mustHold(wireSent: UInt64) -> Bool {
+        holdsForBacklog && watch.budget > 0 && (holdingForBacklog || wireSent &- sentAtLook >= headroom)
+    }
+
+    /// Why a connection is disconnected.
+    enum DisconnectReason: Equatable {
+        /// Past its budget, it took nothing for the patience.
+        case stalled
+        /// Past its budget and moving, but not back within it for the longest hold.
+        case slow
+    }
+
+    /// What a look did.
+    struct LookOutcome: Equatable {
+        var stalledDisconnected = 0
+        var slowDisconnected = 0
+        /// A hold for a moving subscriber past its budget began with this look.
+        var holdBegan = false
+    }
+
+    /// The watches' look at `now`, `sent` bytes (messages) and `wireSent` bytes (with ZMTP's
+    /// framing) sent in all so far: disconnects (through `disconnect`) the connections past their
+    /// budget that take nothing (`SubscriberStallWatch`, `SubscriberBacklogWatch`) or that stayed
+    /// past it for the longest hold while moving, and holds for the others past it
+    /// (`holdingForBacklog`).
+    mutating func look(
+        _ samples: [ConnectionDescriptor: ConnectionSample], sent: UInt64, wireSent: UInt64, now: UInt64,
+        disconnect: (ConnectionDescriptor, _ unsentBytes: Int, DisconnectReason) -> Bool
+    ) -> LookOutcome {
+        var outcome = LookOutcome()
+        let found = backlog.look(samples, sent: wireSent, now: now)
+        var stalled = Set(watch.observe(samples, forwarded: sent, now: now))
+        stalled.formUnion(found.stalled)
+        for descriptor in stalled.sorted(by: { $0.rawValue < $1.rawValue })
+        where disconnect(descriptor, samples[descriptor]?.unsentBytes ?? 0, .stalled) {
+            forget(descriptor)
+            outcome.stalledDisconnected += 1
         }
-        return disconnected
+        for descriptor in found.slow where holdsForBacklog && !stalled.contains(descriptor) {
+            if disconnect(descriptor, samples[descriptor]?.unsentBytes ?? 0, .slow) {
+                forget(descriptor)
+                outcome.slowDisconnected += 1
+            }
+        }
+        let holding = holdsForBacklog && !found.holdFor.isEmpty
+        outcome.holdBegan = holding && !waitingForBacklog
+        waitingForBacklog = holding
+        holdingForBacklog = holding || (holdsForBacklog && !found.confirm.isEmpty)
+        headroom = found.headroom
+        sentAtLook = wireSent
+        lastLook = now
+        nextCheck = now &+ Self.checkInterval
+        return outcome
+    }
+
+    private mutating func forget(_ descriptor: ConnectionDescriptor) {
+        watch.forget(descriptor)
+        backlog.forget(descriptor)
     }
 }
