@@ -94,6 +94,15 @@ public struct ConnectionDescriptor: Hashable, Sendable {
         return bytes < 0 ? nil : Int(bytes)
     }
 
+    /// The kernel's send buffer size of the connection (`SO_SNDBUF`: over TCP it grows with the
+    /// connection), or nil when it cannot be read.
+    public func sendBufferSize() -> Int? {
+        var size: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(rawValue, SOL_SOCKET, SO_SNDBUF, &size, &length) == 0 else { return nil }
+        return Int(size)
+    }
+
     /// Over TCP, the bytes the peer has acknowledged since the connection began: a counter that
     /// grows whenever the peer's application reads (its window opens) and stands still while it
     /// reads nothing. nil for other sockets (ipc) and kernels before Linux 4.1.

@@ -141,7 +141,8 @@ final class ConnectionTracker: Sendable {
             let acknowledged = connection.bytesAcknowledged()
             let progress = acknowledged ?? processID.flatMap(processCPUTicks)
             samples[connection] = ConnectionSample(
-                unsentBytes: unsent, progress: progress, acknowledged: acknowledged)
+                unsentBytes: unsent, progress: progress, acknowledged: acknowledged,
+                sendBuffer: acknowledged == nil ? nil : connection.sendBufferSize())
         }
         return samples
     }

@@ -50,6 +50,16 @@ struct ConnectionSample: Hashable {
     var progress: UInt64?
     /// Over TCP, the bytes its peer acknowledged (the same counter as `progress`); nil over ipc.
     var acknowledged: UInt64? = nil
+    /// The connection's kernel send buffer (`SO_SNDBUF`), when read.
+    var sendBuffer: Int? = nil
+
+    /// Whether its kernel queue is drained: empty, or over TCP at most a quarter of its buffer
+    /// (the kernel takes more then, so libzmq is writing out what it holds). Over ipc only empty
+    /// counts: a unix socket's queue is counted with the kernel's overhead and drains in a few
+    /// large steps.
+    var drained: Bool {
+        unsentBytes == 0 || (acknowledged != nil && sendBuffer.map { unsentBytes <= $0 / 4 } ?? false)
+    }
 }
 
 /// Which subscriber connections made no progress at all while the broker waited for room.
