@@ -9,8 +9,10 @@
 # disconnections and slow episodes, and its peak RSS.
 # Usage (from the repository root, after `swift build -c release --product nbus`):
 #   sh Benchmarks/stalled-subscriber.sh [COUNT (150000)] [PAIRS (3)] [STOP seconds (5)]
+# TRANSPORT=ipc runs the broker on ipc endpoints in a temporary folder instead of tcp.
 set -eu
 NBUS=${NBUS:-.build/release/nbus}
+TRANSPORT=${TRANSPORT:-tcp}
 COUNT=${1:-150000}
 PAIRS=${2:-3}
 STOP=${3:-5}
@@ -20,6 +22,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$D"' EXIT
 run() {  # $1: stop | none
   port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000))
   F="tcp://127.0.0.1:$port"; B="tcp://127.0.0.1:$((port + 1))"
+  if [ "$TRANSPORT" = ipc ]; then F="ipc://$D/f.$port"; B="ipc://$D/b.$port"; fi
   "$NBUS" broker --frontend "$F" --backend "$B" >/dev/null 2>"$D/broker.err" &
   broker=$!
   while ! grep -q "broker: frontend" "$D/broker.err" 2>/dev/null; do
@@ -72,7 +75,7 @@ print("%-4s healthy %8.0f/s received %7d lost %d | other printed %s lost %s | br
 EOF
 }
 
-echo "stalled-subscriber: $COUNT x 256 B, stop $STOP s, $PAIRS pairs, $NBUS"
+echo "stalled-subscriber: $COUNT x 256 B, stop $STOP s, $PAIRS pairs, $TRANSPORT, $NBUS"
 for _ in $(seq 1 "$PAIRS"); do
   run none
   run stop
