@@ -11,9 +11,9 @@ import ZeroMQ
 /// back everybody's next frames (flow control: its publishers wait) until it is back within it.
 ///
 /// The estimate, per connection, from the last moment its queue is taken to have been empty (a
-/// *reset*: its kernel queue drained at two looks in a row, empty over ipc, at most a quarter of
-/// its buffer over TCP, so libzmq, which writes whenever the kernel takes more, had nothing left
-/// for it at the first of them):
+/// *reset*: over TCP its kernel queue at most a quarter of its buffer at two looks in a row, over
+/// ipc empty for `ipcEmptySpan` with nothing sent; libzmq, which writes whenever the kernel takes
+/// more, then had nothing left for it):
 ///
 ///     held = kernel bytes at the reset + wire bytes sent since the look before − bytes drained since
 ///
@@ -46,6 +46,9 @@ struct SubscriberBacklogWatch {
         /// The bytes sent in all at the last look, and whether its kernel queue was drained then.
         var lastSent: UInt64
         var lastDrained: Bool
+        /// Over ipc: since when (and at which bytes sent) its kernel queue has been empty at
+        /// every look with nothing sent.
+        var emptySince: (at: UInt64, sent: UInt64)? = nil
         var progress: UInt64?
         var lastMoved: UInt64
         /// When it was first seen past its budget and moving, in a row.
@@ -74,6 +77,11 @@ struct SubscriberBacklogWatch {
     /// A connection whose progress moved this recently is moving (a tenth of a second: over ipc
     /// the counter is CPU time, in 10 ms ticks).
     static let movingWindow: UInt64 = 100_000_000
+    /// Over ipc a queue is taken as empty once its kernel queue stayed empty, with nothing sent,
+    /// for this long: libzmq's I/O thread, starved of CPU, can leave it empty with its own queue
+    /// full for a few milliseconds (two looks 2 ms apart were fooled now and then beside two
+    /// builds: peaks of 17-18 MB for a 4 MiB budget).
+    static let ipcEmptySpan: UInt64 = 10_000_000
     private var entries: [ConnectionDescriptor: Entry] = [:]
 
     init(budget: Int, patienceNanoseconds: UInt64, maximumHoldNanoseconds: UInt64) {
@@ -134,7 +142,17 @@ struct SubscriberBacklogWatch {
             // kept the peak at 4.8-5.3 MB, and a subscriber of a part needs them (its estimate
             // counts the others' bytes until a reset): with the ipc rule the peers kit's filtered
             // subscriber ran at 0.83x, held back by its own over-count.
-            let emptied = sample.drained && entry.lastDrained && (sample.acknowledged != nil || sent == entry.lastSent)
+            if queued == 0 {
+                if entry.emptySince?.sent != sent { entry.emptySince = (now, sent) }
+            } else {
+                entry.emptySince = nil
+            }
+            let emptied: Bool
+            if sample.acknowledged != nil {
+                emptied = sample.drained && entry.lastDrained
+            } else {
+                emptied = entry.emptySince.map { now &- $0.at >= Self.ipcEmptySpan } ?? false
+            }
             let sentBefore = entry.lastSent
             entry.lastSent = sent
             entry.lastDrained = sample.drained
@@ -153,13 +171,21 @@ struct SubscriberBacklogWatch {
             entry.lastQueued = queued
             let held = Self.held(entry, sample: sample, sent: sent)
             look.headroom = min(look.headroom, budget > held ? budget - held : 0)
-            if held <= budget {
-                entry.pastSince = nil
-            } else if queued == 0 {
+            // Over ipc, where what a subscriber takes is mostly unseen, the estimate of one that
+            // keeps up climbs with the traffic: past half its budget with its kernel queue empty,
+            // the sender pauses until the reset (`ipcEmptySpan`), before the headroom shrinks
+            // towards nothing (then a look every 2 ms with little sent between).
+            let confirmAt = sample.acknowledged == nil ? budget / 2 : budget
+            if queued == 0, held > confirmAt {
                 // Past by the estimate, its kernel queue empty: truly drained (over ipc, or a
                 // subscriber of a part whose estimate counts the others' bytes), or libzmq's I/O
                 // thread late. Hold one look with nothing sent: a second empty look resets it.
                 look.confirm.append(descriptor)
+            }
+            if held <= budget {
+                entry.pastSince = nil
+            } else if queued == 0 {
+                // Confirmed above.
             } else if now &- entry.lastMoved < Self.movingWindow {
                 let since = entry.pastSince ?? now
                 entry.pastSince = since
