@@ -79,7 +79,10 @@ extension BusMetricsService {
         "nbus_bus_memory_limit_resets_total": "Times a binding bus passed its memory limit and dropped every connection.",
         "nbus_bus_stalled_subscribers_disconnected_total":
             "A binding publisher's subscribers that took nothing past their budget (or with a full queue), disconnected.",
-        "nbus_bus_subscriber_waits_total": "Times a binding publisher waited for a subscriber whose queue was full (flow control).",
+        "nbus_bus_slow_subscribers_disconnected_total":
+            "A binding publisher's subscribers that stayed past their budget for 10 s while it waited for them, disconnected.",
+        "nbus_bus_subscriber_waits_total":
+            "Times a binding publisher waited for a subscriber whose queue was full or past its budget (flow control).",
         "nbus_bus_slow_subscriber_episodes_total": "Times a binding publisher sent past a full subscriber that moved too slowly for 10 s.",
         "nbus_bus_sent_past_slow_subscribers_total": "Notifications a binding publisher sent past full subscribers.",
         "nbus_bus_handshakes_refused_total": "CURVE handshakes this bus refused.",
@@ -152,6 +155,7 @@ final class BusMetricsSampler: Sendable {
             (counter("malformed_end_of_stream_records"), { @Sendable s in s.malformedEndOfStreamRecords }),
             (counter("memory_limit_resets"), { @Sendable s in s.memoryLimitResets }),
             (counter("stalled_subscribers_disconnected"), { @Sendable s in s.stalledSubscribersDisconnected }),
+            (counter("slow_subscribers_disconnected"), { @Sendable s in s.slowSubscribersDisconnected }),
             (counter("subscriber_waits"), { @Sendable s in s.subscriberWaits }),
             (counter("slow_subscriber_episodes"), { @Sendable s in s.slowSubscriberEpisodes }),
             (counter("sent_past_slow_subscribers"), { @Sendable s in s.sentPastSlowSubscribers }),

@@ -134,6 +134,9 @@ public enum PublishOutcome {
         if stats.stalledSubscribersDisconnected > 0 {
             text += "; disconnected \(stats.stalledSubscribersDisconnected) stalled subscriber(s) past their budget (they reconnect and count what they missed as gaps)"
         }
+        if stats.slowSubscribersDisconnected > 0 {
+            text += "; disconnected \(stats.slowSubscribersDisconnected) slow subscriber(s) past their budget for 10 s (they reconnect and count what they missed as gaps)"
+        }
         if stats.sentPastSlowSubscribers > 0 {
             text += "; sent \(stats.sentPastSlowSubscribers) notification(s) past slow subscribers in \(stats.slowSubscriberEpisodes) episode(s) (they count them as gaps)"
         }
@@ -153,6 +156,7 @@ public enum PublishOutcome {
                 ("framesSent", .unsigned(stats.framesSent)),
                 ("pathsParked", .unsigned(stats.pathsParked)), ("pathDrops", .unsigned(stats.pathDrops)),
                 ("stalledSubscribersDisconnected", .unsigned(stats.stalledSubscribersDisconnected)),
+                ("slowSubscribersDisconnected", .unsigned(stats.slowSubscribersDisconnected)),
                 ("subscriberWaits", .unsigned(stats.subscriberWaits)),
                 ("slowSubscriberEpisodes", .unsigned(stats.slowSubscriberEpisodes)),
                 ("sentPastSlowSubscribers", .unsigned(stats.sentPastSlowSubscribers)),

@@ -52,7 +52,10 @@ public final class Bus: Sendable {
         // Posting threads send themselves while the loop sleeps, except looped back: local
         // subscriptions get their posts from the loop.
         // Not with several brokers: the loop sends every post to each of them (NBP-1 §17).
-        let direct = sockets.loopback || sockets.publishers.count != 1 ? nil : sockets.publisher.map(DirectPublisher.init)
+        // Its sends' wire bytes count for a binding publisher's budget: CURVE's are the server's then.
+        let direct =
+            sockets.loopback || sockets.publishers.count != 1
+            ? nil : sockets.publisher.map { DirectPublisher($0, curve: configuration.curveServer != nil) }
         let core = BusCore(
             wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
             idleSpinNanoseconds: configuration.idleSpinInNanoseconds, directPublisher: direct)

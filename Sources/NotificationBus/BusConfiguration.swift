@@ -124,11 +124,14 @@ public struct BusConfiguration: Sendable {
     /// `subscriberPatience` (0.5 s) while more than its budget is sent is disconnected (counted in
     /// `BusStats.stalledSubscribersDisconnected`, logged as a warning); it reconnects by itself
     /// and counts what it missed as a gap, and this publisher's close waits for it to come back
-    /// (up to `closeTimeout`) to tell it its tail. One that is slow but moving fills its queue to
-    /// the mark and then the publisher waits for it (`post` suspends once `outboundCapacity` is
-    /// queued: flow control, it loses nothing), up to 10 s in a row; only then do frames go past
-    /// it (`BusStats.sentPastSlowSubscribers`). Memory: up to the budget per stopped subscriber,
-    /// and mark × frame size per one that is slow but moving.
+    /// (up to `closeTimeout`) to tell it its tail. One that is slow but moving falls behind until
+    /// the publisher holds its budget in bytes for it (or its queue reaches the mark), and then
+    /// the publisher waits for it, sending nothing new until it is back within (`post` suspends
+    /// once `outboundCapacity` is queued: flow control, it loses nothing; counted in
+    /// `BusStats.subscriberWaits`); past its budget for 10 s in a row it is disconnected
+    /// (`BusStats.slowSubscribersDisconnected`), and at the mark for 10 s frames go past it
+    /// (`BusStats.sentPastSlowSubscribers`). Memory: about the budget per subscriber, stopped or
+    /// moving.
     ///
     /// Over inproc alone (no connection to watch) the mark is applied and the publisher drops for
     /// a full subscriber at it. Zero, or a `sendHighWaterMark` set explicitly: the mark is

@@ -184,7 +184,8 @@ final class BusCore: Sendable {
     /// the send left it work.
     private func sendDirectly(_ message: consuming Message, on publisher: DirectPublisher) {
         var message = message
-        let bytes = message.count
+        // What the frame takes on the wire: a binding publisher's budget counts that.
+        let bytes = SubscriberBacklogWatch.wireBytes(message.count, parts: 1, curve: publisher.curve)
         var outcome = PublisherLendingStateMachine.SendOutcome.sent
         do {
             if try !publisher.socket.sendIfReady(&message) { outcome = .refused }

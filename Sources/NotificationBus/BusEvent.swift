@@ -128,8 +128,12 @@ public struct BusStats: Hashable, Sendable {
     /// nothing for `BusConfiguration.subscriberPatience` past their budget (or while their queue
     /// was full), disconnected. Each reconnects by itself and counts what it missed as a gap.
     public var stalledSubscribersDisconnected: UInt64 = 0
-    /// The same publisher: times it waited for a subscriber whose queue was full (flow control:
-    /// its posts waited meanwhile).
+    /// The same publisher: subscribers that kept taking something but stayed past their budget
+    /// in bytes for 10 s in a row while it held everything back for them, disconnected (as NATS
+    /// disconnects a slow consumer). Each reconnects by itself and counts what it missed as a gap.
+    public var slowSubscribersDisconnected: UInt64 = 0
+    /// The same publisher: times it waited for a subscriber (flow control: its posts waited
+    /// meanwhile), whose queue was full or which was past its budget in bytes and moving.
     public var subscriberWaits: UInt64 = 0
     /// The same publisher: slow-subscriber episodes (a full queue that stayed full for 10 s while
     /// its subscriber moved, or whose progress could not be read), and the notifications sent

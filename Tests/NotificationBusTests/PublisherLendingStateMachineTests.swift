@@ -217,6 +217,32 @@ struct PublisherLendingStateMachineTests {
         #expect(machine.unsent == 1)
     }
 
+    @Test("Lent with an allowance (a binding publisher's headroom): direct sends go until their wire bytes reach it")
+    func allowance() {
+        var machine = Lending()
+        #expect(machine.lend(allowance: 10_000) == .lent)
+        var now = start
+        var sentDirectly = 0
+        for _ in 0..<5 {
+            now += 2 * Lending.directSendSpacing
+            guard machine.claim(now: now, queueEmpty: true) == .sendDirectly else { break }
+            _ = machine.release(.sent, now: now, inputWaiting: false, queueEmpty: true, loopSleeping: true, bytes: 4_009)
+            sentDirectly += 1
+        }
+        // 0, 4,009 and 8,018 bytes sent before each of the first three, under 10,000: they go (the
+        // third past the allowance, as the broker's last frame before a look); the fourth queues.
+        #expect(sentDirectly == 3 && machine.sentBytes == 3 * 4_009)
+        #expect(machine.reclaim() == .taken)
+        // Lent again with none left (the loop holds back for a subscriber past its budget it does
+        // not lend; lent with 0 it would queue every post too).
+        #expect(machine.lend(allowance: 0) == .lent)
+        #expect(machine.claim(now: now + 2 * Lending.directSendSpacing, queueEmpty: true) == .queue)
+        #expect(machine.reclaim() == .taken)
+        // Without an allowance, no limit.
+        #expect(machine.lend() == .lent)
+        #expect(machine.claim(now: now + 4 * Lending.directSendSpacing, queueEmpty: true) == .sendDirectly)
+    }
+
     @Test("A whole cycle: lend, one direct send, a second post queued meanwhile, reclaim, close")
     func cycle() {
         var machine = Lending()

@@ -159,10 +159,43 @@ struct SubscriberBacklogWatchTests {
         // It drained 3 MiB: 7 MiB held, within; let go.
         outcome = policy.look(moving(3 * Self.mib), sent: 6 * Self.mib, wireSent: 6 * Self.mib, now: 4 * Self.ms) { _, _, _ in true }
         #expect(!outcome.holdBegan && !policy.holdingForBacklog && !policy.mustHold(wireSent: 6 * Self.mib + 1))
-        // A binding publisher does not hold for it.
+        // A sender that holds nothing back (`holdsForBacklog` false) does not hold for it.
         var publisher = SubscriberBudgetPolicy(budget: Self.budget, patienceNanoseconds: 500 * Self.ms, holdsForBacklog: false)
         _ = publisher.look(moving(0), sent: 0, wireSent: 0, now: 0) { _, _, _ in true }
         _ = publisher.look(moving(1), sent: 20 * Self.mib, wireSent: 20 * Self.mib, now: 2 * Self.ms) { _, _, _ in true }
         #expect(!publisher.holdingForBacklog && !publisher.mustHold(wireSent: 40 * Self.mib))
+        #expect(publisher.allowance(wireSent: 40 * Self.mib) == .max)
+    }
+
+    @Test("the allowance: the headroom less what was sent since the look, 0 exactly when the sender must hold")
+    func allowance() {
+        var policy = SubscriberBudgetPolicy(budget: Self.budget, patienceNanoseconds: 500 * Self.ms)
+        let moving = { (acked: UInt64) in [Self.tcp: self.tcp(unsent: 4 << 20, acked: acked)] }
+        _ = policy.look([:], sent: 0, wireSent: 8 * Self.mib, now: 0) { _, _, _ in true }
+        _ = policy.look(moving(0), sent: 0, wireSent: 10 * Self.mib, now: 1 * Self.ms) { _, _, _ in true }
+        // First seen with 4 MiB in its kernel queue (more than the 2 MiB sent since the last look):
+        // 4 MiB held, 4 MiB of headroom from 10 MiB sent.
+        for (sent, expected) in [(10 * Self.mib, 4 * Self.mib), (13 * Self.mib, Self.mib), (14 * Self.mib, 0), (20 * Self.mib, 0)] {
+            #expect(policy.allowance(wireSent: sent) == expected, "after \(sent) bytes")
+            #expect(policy.mustHold(wireSent: sent) == (expected == 0), "after \(sent) bytes")
+        }
+        // Holding for it: nothing, whatever was sent.
+        _ = policy.look(moving(1), sent: 0, wireSent: 16 * Self.mib, now: 2 * Self.ms) { _, _, _ in true }
+        #expect(policy.holdingForBacklog && policy.allowance(wireSent: 16 * Self.mib) == 0)
+        let none = SubscriberBudgetPolicy(budget: 0, patienceNanoseconds: 500 * Self.ms)
+        #expect(none.allowance(wireSent: 1 << 40) == .max)
+    }
+
+    @Test("wire bytes: ZMTP's 2 or 9 bytes of framing a part, CURVE's 33 more, its 255-byte limit counted with them")
+    func wireBytes() {
+        let rows: [(bytes: Int, parts: Int, curve: Bool, wire: UInt64)] = [
+            (0, 1, false, 2), (255, 1, false, 257), (256, 1, false, 265), (4_000, 1, false, 4_009),
+            (222, 1, true, 222 + 2 + 33), (223, 1, true, 223 + 9 + 33), (4_000, 1, true, 4_000 + 9 + 33),
+            // Several parts: each counted long (an upper bound).
+            (10, 2, false, 10 + 18), (10, 2, true, 10 + 2 * 42),
+        ]
+        for row in rows {
+            #expect(SubscriberBacklogWatch.wireBytes(row.bytes, parts: row.parts, curve: row.curve) == row.wire, "\(row)")
+        }
     }
 }

@@ -419,20 +419,11 @@ final class BrokerForwarder {
         return true
     }
 
-    /// What `bytes` in `parts` parts take on a connection (ZMTP 3): each part a flags byte and a
-    /// size of 1 byte (up to 255) or 8; with CURVE each part is a MESSAGE command whose body adds
-    /// 33 bytes (name, nonce, box, flags). Several parts: each counted as long (an upper bound).
-    static func wireBytes(_ bytes: Int, parts: Int, curve: Bool) -> UInt64 {
-        let extra = curve ? 33 : 0
-        let framing = parts == 1 && bytes + extra <= 255 ? 2 : 9
-        return UInt64(bytes) &+ UInt64(parts) &* UInt64(framing + extra)
-    }
-
     /// Counts the held notification as sent and lets it go.
     private func delivered() {
         stats.toSubscribers &+= 1
         stats.bytesToSubscribers &+= UInt64(heldBytes)
-        wireBytesToSubscribers &+= Self.wireBytes(heldBytes, parts: held.count, curve: curve)
+        wireBytesToSubscribers &+= SubscriberBacklogWatch.wireBytes(heldBytes, parts: held.count, curve: curve)
         stats.notificationsToSubscribers &+= UInt64(heldNotifications)
         held.removeAll()
         heldBytes = 0

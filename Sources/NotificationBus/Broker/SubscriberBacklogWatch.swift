@@ -211,4 +211,16 @@ struct SubscriberBacklogWatch {
     mutating func forget(_ descriptor: ConnectionDescriptor) {
         entries[descriptor] = nil
     }
+
+    /// What `bytes` in `parts` parts take on a connection (ZMTP 3): each part a flags byte and a
+    /// size of 1 byte (up to 255) or 8; with CURVE each part is a MESSAGE command whose body adds
+    /// 33 bytes (name, nonce, box, flags). Several parts: each counted as long (an upper bound).
+    /// Every sender whose bytes this watch estimates counts them so (the broker's forwarder, a
+    /// binding publisher's loop and its posting threads): over TCP what a peer acknowledged is
+    /// subtracted from them, and an error per frame would add up between two empty queues.
+    static func wireBytes(_ bytes: Int, parts: Int, curve: Bool) -> UInt64 {
+        let extra = curve ? 33 : 0
+        let framing = parts == 1 && bytes + extra <= 255 ? 2 : 9
+        return UInt64(max(0, bytes)) &+ UInt64(max(0, parts)) &* UInt64(framing + extra)
+    }
 }

@@ -78,6 +78,12 @@ extension BusEventLoop {
                     park(timeout: 1, includePublisher: false)
                     continue
                 }
+                // Held back for a subscriber past its budget: nothing goes until the next look
+                // (2 ms); the close timeout bounds the wait as it bounds a full queue's.
+                if holdsForSubscriberBudget {
+                    parkWhileHoldingForBudget()
+                    continue
+                }
                 // With a kept budget, short waits: the policy decides between them (its patience).
                 var wait = Timestamps.milliseconds(until: deadline)
                 if budgetPolicy != nil { wait = min(wait, 10) }

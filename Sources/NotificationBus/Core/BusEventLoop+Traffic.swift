@@ -31,12 +31,15 @@ extension BusEventLoop {
         return progressed
     }
 
-    /// Sends the posts in order until ZeroMQ refuses one (it stays queued); returns how many
-    /// frames went. A frame ZeroMQ rejects outright is recorded and counted unsent.
+    /// Sends the posts in order until ZeroMQ refuses one (it stays queued), or, with a kept
+    /// budget, until the bytes sent could put a subscriber past it (`budgetAllowance`: the next
+    /// round looks first); returns how many frames went. A frame ZeroMQ rejects outright is
+    /// recorded and counted unsent.
     @discardableResult
     func send(on publisher: Socket, mode: BlockingMode) -> Int {
         posts.send(
-            on: publisher, mode: mode, stopped: { contextTerminated }, failed: { record($0, "sending a notification") })
+            on: publisher, mode: mode, maximumWireBytes: budgetAllowance, stopped: { contextTerminated },
+            failed: { record($0, "sending a notification") })
     }
 
     /// The XPUB refused a frame (`publisherBackpressure` and a full subscriber). A publisher-only

@@ -63,12 +63,13 @@ final class BusEventLoop {
         posts = PendingPosts(
             loopback: sockets.loopback, maximumBatchBytes: configuration.batching.maximumFrameBytes,
             paths: sockets.publishers.count, pathStallLimit: Timestamps.boundedNanoseconds(configuration.pathStallLimit),
-            countsBytes: sockets.subscriberConnections != nil)
+            countsBytes: sockets.subscriberConnections != nil, curve: configuration.curveServer != nil)
         if sockets.subscriberConnections != nil {
+            // As the broker: a subscriber past its budget that moves holds everything new back.
             budgetPolicy = SubscriberBudgetPolicy(
                 budget: configuration.subscriberBudget,
                 patienceNanoseconds: Timestamps.boundedNanoseconds(BusConfiguration.subscriberPatience),
-                holdsForBacklog: false)
+                holdsForBacklog: true)
         }
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
         if core.directPublisher != nil, let publisher = sockets.publisher {
@@ -129,7 +130,8 @@ final class BusEventLoop {
                 continue
             }
             if posts.hasUnsent {
-                waitForRoomToSend()
+                // Held back for a subscriber past its budget, nothing may go: sleep until the next look.
+                if holdsForSubscriberBudget { parkWhileHoldingForBudget() } else { waitForRoomToSend() }
                 continue
             }
             // Idle strategy: within `idleSpin` of the last work, yield the core and
@@ -145,8 +147,13 @@ final class BusEventLoop {
                 }
                 box.sleeping = true
                 // Asleep, the loop lends the XPUB to posting threads (`PublisherLendingStateMachine`)
-                // when it can watch it through its signal fd meanwhile.
-                if publisherSignal != nil { _ = box.lending.lend() }
+                // when it can watch it through its signal fd meanwhile; with a kept budget, only
+                // for the bytes its headroom allows, and not at all while it holds back for a
+                // subscriber past it (posts then queue, and wait: flow control).
+                if publisherSignal != nil {
+                    let allowance = budgetPolicy?.allowance(wireSent: posts.bytesSent &+ box.lending.sentBytes) ?? .max
+                    if allowance > 0 { _ = box.lending.lend(allowance: allowance) }
+                }
                 return true
             }
             if parked {
@@ -174,8 +181,8 @@ final class BusEventLoop {
 
     /// How long the loop may sleep: until the next wait's deadline, at most 25 ms while a
     /// memory limit is kept (a message a peer never finishes grows inside libzmq, unseen here),
-    /// and at most 100 ms while a kept budget has subscribers to watch (posting threads send
-    /// while it sleeps).
+    /// at most 100 ms while a kept budget has subscribers to watch (posting threads send
+    /// while it sleeps), and 2 ms while it holds back for one past its budget.
     private func parkTimeout() -> Int {
         var timeout = -1
         if configuration.maximumResidentMemory != nil && !sockets.boundEndpoints.isEmpty {
@@ -283,7 +290,12 @@ final class BusEventLoop {
                 // A token's echo the XPUB cannot take now is lost like any message at a full
                 // subscriber; the subscriber's `ready` then times out and says so.
                 for publisher in sockets.publishers {
-                    do { _ = try publisher.sendIfReady(frame) } catch { record(error, "echoing a readiness token") }
+                    do {
+                        // A binding publisher's budget counts every byte its XPUB sends.
+                        if try publisher.sendIfReady(frame) { posts.countSentBeside(frameBytes: frame.count) }
+                    } catch {
+                        record(error, "echoing a readiness token")
+                    }
                 }
             case .subscribersChanged:
                 perform(

@@ -32,16 +32,23 @@ struct PendingPosts: ~Copyable {
     private let loopback: Bool
     /// `configuration.batching.maximumFrameBytes` (0: no batching).
     private let maximumBatchBytes: Int
-    /// Bytes of the frames ZeroMQ took, in all: what a binding publisher's subscriber budget
-    /// counts (`SubscriberBudgetPolicy`). Kept only when `countsBytes`.
+    /// Wire bytes of the frames ZeroMQ took, in all (each frame with its ZMTP framing, and
+    /// CURVE's box when `curve`: `SubscriberBacklogWatch.wireBytes`): what a binding publisher's
+    /// subscriber budget counts (`SubscriberBudgetPolicy`), exact because over TCP the bytes a
+    /// subscriber acknowledged are subtracted from it. Kept only when `countsBytes`.
     private(set) var bytesSent: UInt64 = 0
     private let countsBytes: Bool
-    /// With `countsBytes`: the bytes of `posts`' frames before each index (one more entry than
-    /// frames), made at the first send of what was taken (ZeroMQ empties a frame it sends).
-    private var byteOffsets: [Int] = []
+    private let curve: Bool
+    /// With `countsBytes`: the wire bytes of `posts`' frames before each index (one more entry
+    /// than frames), made at the first send of what was taken (ZeroMQ empties a frame it sends).
+    private var byteOffsets: [UInt64] = []
 
-    init(loopback: Bool, maximumBatchBytes: Int, paths: Int, pathStallLimit: UInt64, countsBytes: Bool = false) {
+    init(
+        loopback: Bool, maximumBatchBytes: Int, paths: Int, pathStallLimit: UInt64, countsBytes: Bool = false,
+        curve: Bool = false
+    ) {
         self.countsBytes = countsBytes
+        self.curve = curve
         self.loopback = loopback
         self.maximumBatchBytes = maximumBatchBytes
         self.paths = PublisherPathsStateMachine(paths: paths > 1 ? paths : 0, limit: paths > 1 ? pathStallLimit : 0)
@@ -122,18 +129,34 @@ struct PendingPosts: ~Copyable {
     /// Sends in order until ZeroMQ refuses one (it stays queued) or `stopped` (the context was
     /// terminated), `maximumFrames` at most; returns how many frames went (rejected ones
     /// included). A frame ZeroMQ rejects outright cannot be retried: `failed` is told and the
-    /// frame counted unsent.
+    /// frame counted unsent. With `countsBytes`, `maximumWireBytes` stops it too: a frame goes
+    /// only while the wire bytes of those before it in this call are fewer (the last one may pass
+    /// it, as the broker's last message before a look does).
     mutating func send(
-        on publisher: Socket, mode: BlockingMode, maximumFrames: Int = .max, stopped: () -> Bool, failed: (ZMQError) -> Void
+        on publisher: Socket, mode: BlockingMode, maximumFrames: Int = .max, maximumWireBytes: UInt64 = .max,
+        stopped: () -> Bool, failed: (ZMQError) -> Void
     ) -> Int {
         let start = posts.sentCount
-        let limit = min(loopback ? routedLocally : posts.count, start + max(0, min(maximumFrames, posts.count)))
+        var limit = min(loopback ? routedLocally : posts.count, start + max(0, min(maximumFrames, posts.count)))
         if countsBytes && byteOffsets.count != posts.count + 1 {
             byteOffsets.removeAll(keepingCapacity: true)
             byteOffsets.append(0)
             for index in 0..<posts.count {
-                byteOffsets.append(byteOffsets[index] + posts.withMessageBytes(at: index) { $0.count })
+                let bytes = posts.withMessageBytes(at: index) { $0.count }
+                byteOffsets.append(byteOffsets[index] &+ SubscriberBacklogWatch.wireBytes(bytes, parts: 1, curve: curve))
             }
+        }
+        if countsBytes && maximumWireBytes != .max && limit > start {
+            // The first frame whose predecessors here reach the allowance is not sent (offsets
+            // grow: a binary search).
+            let base = byteOffsets[start]
+            var low = start + 1
+            var high = limit
+            while low < high {
+                let middle = (low + high) / 2
+                if byteOffsets[middle] &- base >= maximumWireBytes { high = middle } else { low = middle + 1 }
+            }
+            limit = maximumWireBytes == 0 ? start : low
         }
         var skipped = 0
         var skippedNotifications = 0
@@ -153,8 +176,14 @@ struct PendingPosts: ~Copyable {
         counters.sent += UInt64(sent)
         counters.framesSent += UInt64(frames)
         counters.unsent += UInt64(skippedNotifications)
-        if countsBytes { bytesSent &+= UInt64(byteOffsets[posts.sentCount] - byteOffsets[start]) }
+        if countsBytes { bytesSent &+= byteOffsets[posts.sentCount] &- byteOffsets[start] }
         return frames + skipped
+    }
+
+    /// A frame the loop sent on the XPUB beside the posts (a readiness token's echo): its wire
+    /// bytes count in `bytesSent` too.
+    mutating func countSentBeside(frameBytes: Int) {
+        if countsBytes { bytesSent &+= SubscriberBacklogWatch.wireBytes(frameBytes, parts: 1, curve: curve) }
     }
 
     /// Several brokers: hands the posts to every path, each at its own pace, a copy to each (a

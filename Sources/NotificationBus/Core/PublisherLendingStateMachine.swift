@@ -39,9 +39,14 @@ struct PublisherLendingStateMachine {
     /// `BusStats.sent` and `unsent` with the loop's own).
     private(set) var sent: UInt64 = 0
     private(set) var unsent: UInt64 = 0
-    /// The bytes of the posts posting threads sent themselves (a binding publisher's subscriber
-    /// budget counts every byte sent, `SubscriberBudgetPolicy`).
+    /// The wire bytes of the posts posting threads sent themselves, ZMTP's framing included
+    /// (`SubscriberBacklogWatch.wireBytes`): a binding publisher's subscriber budget counts every
+    /// byte sent (`SubscriberBudgetPolicy`).
     private(set) var sentBytes: UInt64 = 0
+    /// While lent: direct sends may go on until `sentBytes` reaches this; past it posts queue
+    /// for the loop (which it wakes), so a binding publisher's posting threads never send past the
+    /// headroom its subscriber budget left at its last look.
+    private(set) var sentBytesLimit: UInt64 = .max
 
     /// Posts closer together than this (nanoseconds) go through the loop, not a direct send: a
     /// posting thread sending each of a burst itself would do on one core what the loop does on
@@ -57,10 +62,13 @@ struct PublisherLendingStateMachine {
         case notHeld
     }
 
-    /// The loop is about to sleep (it holds the socket).
-    mutating func lend() -> LendAction {
+    /// The loop is about to sleep (it holds the socket). Posting threads may send directly until
+    /// their sends' wire bytes reach `allowance` (a binding publisher's budget headroom; by
+    /// default no limit); the post that reaches it is the last.
+    mutating func lend(allowance: UInt64 = .max) -> LendAction {
         guard state == .loop else { return .notHeld }
         state = .lent
+        sentBytesLimit = allowance == .max ? .max : sentBytes &+ allowance
         return .lent
     }
 
@@ -72,9 +80,11 @@ struct PublisherLendingStateMachine {
     }
 
     /// A posting thread has a post to send at `now`; `queueEmpty` says nothing waits in the
-    /// outbound queue (a post sent directly must not overtake one queued before it).
+    /// outbound queue (a post sent directly must not overtake one queued before it). Once the
+    /// lent allowance is used up, posts queue (the loop, woken, looks at its subscribers first).
     mutating func claim(now: UInt64, queueEmpty: Bool) -> ClaimAction {
-        guard state == .lent, queueEmpty, now &- lastRelease > Self.directSendSpacing else { return .queue }
+        guard state == .lent, queueEmpty, now &- lastRelease > Self.directSendSpacing, sentBytes < sentBytesLimit
+        else { return .queue }
         state = .poster
         return .sendDirectly
     }
@@ -101,9 +111,9 @@ struct PublisherLendingStateMachine {
     /// The posting thread's send ended at `now` with `outcome`: it gives the socket back.
     /// `inputWaiting`: the socket reports input (`ZMQ_EVENTS`) after the send; `queueEmpty`:
     /// nothing is queued for the loop; `loopSleeping`: the loop is parked (`Mailbox.sleeping`);
-    /// `bytes`: the post's frame size.
+    /// `bytes`: the post's wire bytes (`SubscriberBacklogWatch.wireBytes` of its frame).
     mutating func release(
-        _ outcome: SendOutcome, now: UInt64, inputWaiting: Bool, queueEmpty: Bool, loopSleeping: Bool, bytes: Int = 0
+        _ outcome: SendOutcome, now: UInt64, inputWaiting: Bool, queueEmpty: Bool, loopSleeping: Bool, bytes: UInt64 = 0
     ) -> ReleaseAction {
         // Only a poster releases; the state check keeps a stray release from lending a socket
         // the loop holds.
@@ -112,7 +122,7 @@ struct PublisherLendingStateMachine {
         switch outcome {
         case .sent:
             sent += 1
-            sentBytes &+= UInt64(max(0, bytes))
+            sentBytes &+= bytes
         case .rejected:
             unsent += 1
         case .refused:
@@ -164,8 +174,12 @@ struct PublisherLendingStateMachine {
 /// libzmq requires of a socket used by more than one thread: never at once, a barrier between.
 final class DirectPublisher: @unchecked Sendable {
     let socket: Socket
+    /// The socket's connections are CURVE's (a binding publisher with `curveServer`): each frame
+    /// takes 33 more bytes on the wire (`SubscriberBacklogWatch.wireBytes`).
+    let curve: Bool
 
-    init(_ socket: Socket) {
+    init(_ socket: Socket, curve: Bool = false) {
         self.socket = socket
+        self.curve = curve
     }
 }

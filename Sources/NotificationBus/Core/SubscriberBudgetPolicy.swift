@@ -48,14 +48,14 @@ struct SubscriberBudgetPolicy {
     /// this often: 2 ms, so it is let go soon after it is back within its budget.
     static let holdCheckInterval: UInt64 = 2_000_000
 
+    /// Whether the sender holds back for a subscriber past its budget that moves (the broker and
+    /// a binding publisher); otherwise such a one is bounded only by the mark (budget ÷ 384 B
+    /// messages, 11 times the budget in 4 KB frames), and only those that stop are disconnected.
+    let holdsForBacklog: Bool
+
     /// A budget of `budget` bytes per subscriber and a patience of `patienceNanoseconds`; the
     /// quiet spell that ends a slow episode and the longest hold for a moving subscriber are the
     /// broker's: 20 patiences, at least 10 s.
-    /// Whether the sender holds back for a subscriber past its budget that moves (the broker);
-    /// otherwise (a binding publisher) such a one is bounded by the mark, and only those that
-    /// stop are disconnected.
-    let holdsForBacklog: Bool
-
     init(budget: Int, patienceNanoseconds: UInt64, holdsForBacklog: Bool = true) {
         self.holdsForBacklog = holdsForBacklog
         let quiet = max(10_000_000_000, patienceNanoseconds.multipliedReportingOverflow(by: 20).partialValue)
@@ -133,6 +133,16 @@ struct SubscriberBudgetPolicy {
     /// or the bytes sent since the last look could have put one past it.
     func mustHold(wireSent: UInt64) -> Bool {
         holdsForBacklog && watch.budget > 0 && (holdingForBacklog || wireSent &- sentAtLook >= headroom)
+    }
+
+    /// How many more wire bytes may be sent before the next frame must wait (`mustHold`): 0 while
+    /// it must, `UInt64.max` when the sender never holds. A sender that sends many frames at once
+    /// (a binding publisher's loop, or its posting threads while the loop sleeps) stops at it.
+    func allowance(wireSent: UInt64) -> UInt64 {
+        guard holdsForBacklog && watch.budget > 0 else { return .max }
+        guard !holdingForBacklog else { return 0 }
+        let since = wireSent &- sentAtLook
+        return since >= headroom ? 0 : headroom - since
     }
 
     /// Why a connection is disconnected.
