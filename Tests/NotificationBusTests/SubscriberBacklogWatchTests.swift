@@ -136,6 +136,20 @@ struct SubscriberBacklogWatchTests {
         #expect(watch.estimate(Self.tcp, sample: tcp(unsent: 4 << 20, acked: 10), sent: 30 * Self.mib) == 4 << 20)
     }
 
+    @Test("first seen: it may hold all that was sent since the last look, and at least its kernel queue")
+    func firstSeen() {
+        var watch = watch()
+        _ = watch.look([:], sent: 1 * Self.mib, now: 0)
+        // Accepted since, then sent 6 MiB before this look: 6 MiB may be held for it.
+        var look = watch.look([Self.tcp: tcp(unsent: 1 << 20, acked: 0)], sent: 7 * Self.mib, now: 100 * Self.ms)
+        #expect(look.headroom == UInt64(Self.budget) - 6 * Self.mib)
+        // Another, its kernel queue (3 MiB) more than the 1 MiB sent since the last look.
+        look = watch.look(
+            [Self.tcp: tcp(unsent: 1 << 20, acked: 6 << 20), Self.ipc: ipc(unsent: 3 << 20, cpu: 1)], sent: 8 * Self.mib,
+            now: 200 * Self.ms)
+        #expect(look.headroom == UInt64(Self.budget) - 3 * Self.mib)
+    }
+
     @Test("no budget: nothing is ever held for or cut")
     func noBudget() {
         var watch = SubscriberBacklogWatch(budget: 0, patienceNanoseconds: 500 * Self.ms, maximumHoldNanoseconds: 10_000 * Self.ms)

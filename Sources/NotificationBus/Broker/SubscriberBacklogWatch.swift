@@ -83,6 +83,9 @@ struct SubscriberBacklogWatch {
     /// builds: peaks of 17-18 MB for a 4 MiB budget).
     static let ipcEmptySpan: UInt64 = 10_000_000
     private var entries: [ConnectionDescriptor: Entry] = [:]
+    /// The bytes sent in all at the last look: a connection first seen now may hold any of those
+    /// sent since.
+    private var sentAtLastLook: UInt64 = 0
 
     init(budget: Int, patienceNanoseconds: UInt64, maximumHoldNanoseconds: UInt64) {
         self.budget = UInt64(max(0, budget))
@@ -119,10 +122,13 @@ struct SubscriberBacklogWatch {
                 sentAtReset: sent, acknowledgedAtReset: sample.acknowledged, queuedAtReset: queued, lastQueued: queued,
                 lastSent: sent, lastDrained: sample.drained, progress: sample.progress, lastMoved: now)
             guard var entry = entries[descriptor] else {
-                // First seen: its queue is taken as empty then (a connection is seen from the
-                // first look after it was accepted, before it can fall behind).
-                seen[descriptor] = fresh
-                look.headroom = min(look.headroom, budget > queued ? budget - queued : 0)
+                // First seen: it may hold anything sent since the last look (it was accepted
+                // since, maybe right before a burst: a binding publisher sent it 4 MiB before its
+                // first look, and held 8 MB for it), and at least its kernel queue.
+                var first = fresh
+                first.queuedAtReset = max(queued, sent &- sentAtLastLook)
+                seen[descriptor] = first
+                look.headroom = min(look.headroom, budget > first.queuedAtReset ? budget - first.queuedAtReset : 0)
                 continue
             }
             // A descriptor reused by a new TCP connection: its counter starts again.
@@ -200,6 +206,7 @@ struct SubscriberBacklogWatch {
             seen[descriptor] = entry
         }
         entries = seen
+        sentAtLastLook = sent
         look.holdFor.sort { $0.rawValue < $1.rawValue }
         look.confirm.sort { $0.rawValue < $1.rawValue }
         look.slow.sort { $0.rawValue < $1.rawValue }
