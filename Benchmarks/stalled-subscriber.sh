@@ -10,19 +10,75 @@
 # Usage (from the repository root, after `swift build -c release --product nbus`):
 #   sh Benchmarks/stalled-subscriber.sh [COUNT (150000)] [PAIRS (3)] [STOP seconds (5)]
 # TRANSPORT=ipc runs the broker on ipc endpoints in a temporary folder instead of tcp.
+# TOPOLOGY=direct runs no broker: the publisher binds (`nbus publish --bind`, its default
+# per-subscriber budget) and both subscribers connect to it. There the other one is stopped as
+# soon as its connection's handshake passed (its debug log says "bus connected"), which can be a
+# little after the burst began; the publisher's --close-timeout is STOP + 30 s (it holds the
+# stopped one's backlog only while it runs); the peak RSS is the publisher's, and its summary
+# says what it disconnected.
 set -eu
 NBUS=${NBUS:-.build/release/nbus}
 TRANSPORT=${TRANSPORT:-tcp}
+TOPOLOGY=${TOPOLOGY:-broker}
 COUNT=${1:-150000}
 PAIRS=${2:-3}
 STOP=${3:-5}
 D=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$D"' EXIT
 
+run_direct() {  # $1: stop | none; F as run set it
+  rm -f "$D/ready"
+  "$NBUS" bench peer-client --mode=sub --subject=feed.x --ready="$D/ready" --backend="$F" >"$D/healthy.out" 2>/dev/null &
+  healthy=$!
+  "$NBUS" subscribe feed.x --connect "$F" --count "$COUNT" --timeout 300 --log-level debug >/dev/null 2>"$D/other.err" &
+  other=$!
+  while [ ! -e "$D/ready" ]; do sleep 0.05; done
+  # --close-timeout: a binding publisher holds the stopped one's backlog only while it runs; with
+  # the default 2 s it would exit before the resume and the stopped one would report its tail
+  # unknown (both sides say so). The healthy one's rate does not depend on it.
+  "$NBUS" publish feed.x --count "$COUNT" --size 256 --bind "$F" --subscribers 2 --timeout 120 \
+    --close-timeout $((STOP + 30)) >/dev/null 2>"$D/publisher.err" &
+  publisher=$!
+  if [ "$1" = stop ]; then
+    while ! grep -q "bus connected" "$D/other.err" 2>/dev/null; do sleep 0.005; done
+    kill -STOP "$other"
+    sleep "$STOP"
+    rss=$(awk '/VmHWM/ {print $2}' /proc/$publisher/status 2>/dev/null || echo 0)
+    kill -CONT "$other"
+  fi
+  wait "$publisher" || true
+  wait "$healthy" || true
+  for _ in $(seq 1 150); do
+    kill -0 "$other" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -TERM "$other" 2>/dev/null || true
+  wait "$other" 2>/dev/null || true
+  python3 - "$1" "$D/healthy.out" "$D/other.err" "$D/publisher.err" "${rss:-0}" <<'EOF'
+import json, re, sys
+mode, healthy, other, publisher, rss = sys.argv[1:]
+h = json.loads(open(healthy).read().strip().splitlines()[-1])
+o = open(other).read()
+m = re.search(r"printed (\d+); lost upstream (\d+)", o)
+p = open(publisher).read()
+st = re.search(r"disconnected (\d+) stalled", p)
+sl = re.search(r"disconnected (\d+) slow", p)
+print("%-4s healthy %8.0f/s received %7d lost %d | other printed %s lost %s | publisher disconnected stalled %s, slow %s%s" % (
+    mode, h["rate"], h["received"], h.get("lost_upstream", -1),
+    m.group(1) if m else "?", m.group(2) if m else "?",
+    st.group(1) if st else 0, sl.group(1) if sl else 0,
+    ", publisher peak RSS %d MB at the resume" % (int(rss) // 1024) if mode == "stop" else ""))
+EOF
+}
+
 run() {  # $1: stop | none
   port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000))
   F="tcp://127.0.0.1:$port"; B="tcp://127.0.0.1:$((port + 1))"
   if [ "$TRANSPORT" = ipc ]; then F="ipc://$D/f.$port"; B="ipc://$D/b.$port"; fi
+  if [ "$TOPOLOGY" = direct ]; then
+    run_direct "$1"
+    return
+  fi
   "$NBUS" broker --frontend "$F" --backend "$B" >/dev/null 2>"$D/broker.err" &
   broker=$!
   while ! grep -q "broker: frontend" "$D/broker.err" 2>/dev/null; do
@@ -75,7 +131,7 @@ print("%-4s healthy %8.0f/s received %7d lost %d | other printed %s lost %s | br
 EOF
 }
 
-echo "stalled-subscriber: $COUNT x 256 B, stop $STOP s, $PAIRS pairs, $TRANSPORT, $NBUS"
+echo "stalled-subscriber: $COUNT x 256 B, stop $STOP s, $PAIRS pairs, $TRANSPORT, $TOPOLOGY, $NBUS"
 for _ in $(seq 1 "$PAIRS"); do
   run none
   run stop
