@@ -36,6 +36,9 @@ public struct PeerClientOptions: Sendable {
     /// `BusConfiguration.idleSpin` (microseconds) of every bus the client opens: 0 (the default) is
     /// the bus's default; ping/pong with 200 measure the documented low-latency setting.
     public var idleSpinMicroseconds = 0
+    /// sub: busy work per notification (a handler's time), nanoseconds; 0: none. With work the
+    /// loop runs on the global pool, as a user's `for await` would, not on the bus's thread.
+    public var workNanoseconds = 0
 
     public init(mode: Mode) {
         self.mode = mode
@@ -49,6 +52,7 @@ public struct PeerClientOptions: Sendable {
         }
         guard warmup >= 0 else { throw .invalidOptions("--warmup must be 0 or more") }
         guard (0...1_000_000).contains(idleSpinMicroseconds) else { throw .invalidOptions("--spin must be from 0 to 1 second") }
+        guard (0...1_000_000_000).contains(workNanoseconds) else { throw .invalidOptions("--work must be from 0 to 1 second") }
         let subjects = subject.split(separator: ",").map(String.init)
         guard !subjects.isEmpty else { throw .invalidOptions("--subject is empty") }
         for name in subjects + [endSubject].compactMap({ $0 }) {
@@ -111,8 +115,12 @@ public enum PeerClient {
         try markReady(options.readyFile)
         let lastArrival = LastArrival()
         // Tasks an nbus command starts itself run on the bus's own thread (`bus.executor`): each
-        // batch reaches the loop without a thread wake-up, as raw ZeroMQ's reader has none.
-        let consumer = Task(executorPreference: bus.executor) { () -> (received: UInt64, first: UInt64, last: UInt64, end: Bool) in
+        // batch reaches the loop without a thread wake-up, as raw ZeroMQ's reader has none. A
+        // handler with work runs where a user's would, on the global pool: busy on the bus's
+        // thread, it would also stop the bus reading its socket.
+        let work = Duration.nanoseconds(options.workNanoseconds)
+        let executor: (any TaskExecutor)? = options.workNanoseconds > 0 ? nil : bus.executor
+        let consumer = Task(executorPreference: executor) { () -> (received: UInt64, first: UInt64, last: UInt64, end: Bool) in
             var received: UInt64 = 0
             var first: UInt64 = 0
             var last: UInt64 = 0
@@ -123,6 +131,10 @@ public enum PeerClient {
                 if received == 1 { first = now }
                 last = now
                 lastArrival.set(now)
+                if work > .zero {
+                    let until = ContinuousClock.now + work
+                    while ContinuousClock.now < until {}
+                }
             }
             return (received, first, last, false)
         }

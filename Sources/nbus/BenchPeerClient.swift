@@ -53,6 +53,11 @@ struct BenchPeerClient: AsyncParsableCommand {
         valueName: "seconds"))
     var spin: Double?
 
+    @Option(name: .customLong("work"), parsing: .unconditional, help: ArgumentHelp(
+        "sub: busy work per notification, seconds (a handler's time; 0.000005 is 5 us), in a task of its own as a user's for-await loop would be: a subscriber persistently slower than its publisher. Default 0.",
+        valueName: "seconds"))
+    var work: Double?
+
     var options: PeerClientOptions {
         var options = PeerClientOptions(mode: mode)
         options.subject = subject
@@ -67,6 +72,7 @@ struct BenchPeerClient: AsyncParsableCommand {
         // Checked in validate(): a value that got here converts.
         options.idleSpinMicroseconds =
             (try? SecondsOption.span(spin, "--spin", perSecond: 1e6, default: 0, in: 0...1)) ?? 0
+        options.workNanoseconds = (try? SecondsOption.span(work, "--work", perSecond: 1e9, default: 0, in: 0...1)) ?? 0
         return options
     }
 
@@ -75,6 +81,8 @@ struct BenchPeerClient: AsyncParsableCommand {
         for endpoint in frontend.split(separator: ",") { try validateEndpoint(String(endpoint), option: "--frontend", connecting: true) }
         for endpoint in backend.split(separator: ",") { try validateEndpoint(String(endpoint), option: "--backend", connecting: true) }
         _ = try SecondsOption.span(spin, "--spin", perSecond: 1e6, default: 0, in: 0...1)
+        _ = try SecondsOption.span(work, "--work", perSecond: 1e9, default: 0, in: 0...1)
+        if work != nil && mode != .sub { throw ValidationError("--work is the subscriber's per-notification time: only with --mode sub") }
         do { try options.validate() } catch { throw ValidationError("\(error)") }
     }
 

@@ -213,6 +213,10 @@ struct BrokeredLosslessTests {
             "sub", ["bench", "peer-client", "--mode=sub", "--subject=bench.3", "--ready=\(ready)"] + endpoints)
         #expect(await subscriber.waitForStderr(containing: "peer-client: subscribed"), "\(subscriber.describe())")
         #expect(FileManager.default.fileExists(atPath: ready))
+        // A second subscriber whose handler takes 50 us a notification (--work).
+        let worker = try children.start(
+            "sub --work", ["bench", "peer-client", "--mode=sub", "--subject=bench.3", "--work=0.00005"] + endpoints)
+        #expect(await worker.waitForStderr(containing: "peer-client: subscribed"), "\(worker.describe())")
         let publisher = try children.start(
             "pub",
             ["bench", "peer-client", "--mode=pub", "--n=20000", "--size=256", "--subject=bench.0,bench.1,bench.2,bench.3",
@@ -232,6 +236,12 @@ struct BrokeredLosslessTests {
         #expect((sub["received"] as? NSNumber)?.intValue == 5_000, "\(sub)")
         #expect(sub["end_marker"] as? Bool == true, "\(sub)")
         #expect((sub["lost_upstream"] as? NSNumber)?.intValue == 0, "\(sub)")
+        // The worker gets the same, no faster than its handler allows (one per 50 us).
+        let worked = lastJSON(await worker.waitForExit(timeout: .seconds(60)))
+        #expect((worked["received"] as? NSNumber)?.intValue == 5_000, "\(worked)")
+        #expect(worked["end_marker"] as? Bool == true && (worked["lost_upstream"] as? NSNumber)?.intValue == 0, "\(worked)")
+        let workedRate = (worked["rate"] as? NSNumber)?.doubleValue ?? 0
+        #expect(workedRate > 0 && workedRate <= 20_100, "--work=0.00005 allows 20,000 a second at most: \(worked)")
         let pub = lastJSON(published)
         #expect(pub["role"] as? String == "pub")
         #expect((pub["n"] as? NSNumber)?.intValue == 20_000, "\(pub)")
@@ -259,6 +269,9 @@ struct BrokeredLosslessTests {
         // A bad flag is a usage error.
         let bad = try await children.run("bad", ["bench", "peer-client", "--mode=sub", "--n=0"])
         #expect(bad?.status == 64, "\(String(describing: bad?.stderrText))")
+        let workingPublisher = try await children.run("bad --work", ["bench", "peer-client", "--mode=pub", "--work=0.001"])
+        #expect(workingPublisher?.status == 64, "\(String(describing: workingPublisher?.stderrText))")
+        #expect(workingPublisher?.stderrText.contains("only with --mode sub") == true, "\(String(describing: workingPublisher?.stderrText))")
     }
 }
 

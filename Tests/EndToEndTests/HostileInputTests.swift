@@ -67,6 +67,7 @@ struct HostileInputTests {
         (["bench", "views", "--churn-interval", "inf"], "--churn-interval must be from 0 to 3600 seconds"),
         (["bench", "filter", "--body-time", "1e300"], "--body-time must be from 0 to 1 seconds"),
         (["bench", "peer-client", "--mode", "sub", "--spin=-1"], "--spin must be from 0 to 1 seconds"),
+        (["bench", "peer-client", "--mode", "sub", "--work=2"], "--work must be from 0 to 1 seconds"),
         // A negative value reaches the range check (it used to read as a missing value).
         (["publish", "s.x", "--rate", "-5", "--no-wait"], "--rate must be from 0.0001 to 1000000000 notifications per second"),
         (["subscribe", "s.x", "--timeout", "-1"], "--timeout must be from 0.001 to 31536000 seconds"),
