@@ -108,7 +108,7 @@ test-python:
 # burst written out within 5 s of its close: once, among them, it was not within 10.
 # MonitoringServerTests bounds a graceful shutdown at 1 s (the issue's SIGTERM bound): beside
 # stress-ng and 500 tests it took 1.14 s once, and twice at load 10-25.
-LOAD_TESTS ?= MonitoringServerTests|BrokerMovingBudgetTests|DirectMovingBudgetTests|PeerCloseWhileFullTests|BrokerBudgetTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileHTTPClientTests|SubscriberChurnTests|RequestReplyLoadTests|RedundantBrokersTests|ForgedPublisherTests|RequestReplyLibraryTests|ReceiveLimitsTests
+LOAD_TESTS ?= MonitoringServerTests|BrokerMovingBudgetTests|DirectMovingBudgetTests|PeerCloseWhileFullTests|BrokerBudgetTests|DirectBudgetTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileHTTPClientTests|SubscriberChurnTests|RequestReplyLoadTests|RedundantBrokersTests|ForgedPublisherTests|RequestReplyLibraryTests|ReceiveLimitsTests
 # SWIFT_BACKTRACE=enable=no: a test process that crashes (a libzmq assertion once did) must fail
 # at once; Swift's backtracer, suspending the hundreds of threads of a test run, hung it instead.
 # Every test is Swift Testing's: --disable-xctest spares each run XCTest's empty report ("Executed

@@ -15,6 +15,14 @@ struct DirectBudgetTests {
         var configuration = BusConfiguration.directPublisher(bind: endpoint)
         // A mark of 682 frames: 30,000 notifications pass it many times over while the handler
         // (50 us each, 1.5 s in all) lags.
+        //
+        // Run alone (Makefile LOAD_TESTS), as BrokerBudgetTests: in the parallel phase, beside a
+        // second suite's load, it once stopped at 27,908 of 30,000 (lost 0) for 120 s. Most
+        // likely (not yet confirmed: a failure now prints the publisher's counters at the wait):
+        // the consumer, a task on the cooperative pool, which 500 tests on two cores have left
+        // unscheduled for over 10 s before, kept the subscriber past its budget that long; it was
+        // then disconnected as slow (by design), the rest went out while it reconnected, and it
+        // would learn the gap only at the next notification or the end of stream, after this wait.
         configuration.subscriberBudget = 256 << 10
         let publisher = try Bus(configuration)
         var subscriberConfiguration = BusConfiguration.directSubscriber(connect: [endpoint])
@@ -33,13 +41,19 @@ struct DirectBudgetTests {
         let done = await progress.wait(timeout: .seconds(120)) { $0.received + Int($0.lost) >= published }
         consumer.cancel()
         let (received, lost) = progress.value
-        #expect(done && received == published && lost == 0, "received \(received), lost \(lost) of \(published)")
+        // What the publisher had done by then says where the rest was (held, or sent to nobody).
+        let statsAtTheWait = publisher.stats
+        #expect(
+            done && received == published && lost == 0,
+            "received \(received), lost \(lost) of \(published); publisher then: \(statsAtTheWait); subscriber: \(subscriberBus.stats)")
         let stats = await publisher.close()
         // The scenario's precondition: the publisher did wait for the subscriber (flow control).
         withKnownIssue("a loaded machine can leave the budget unreached", isIntermittent: true) {
             #expect(stats.subscriberWaits > 0, "the publisher never waited: the budget was not reached")
         }
-        #expect(stats.stalledSubscribersDisconnected == 0 && stats.slowSubscriberEpisodes == 0, "\(stats)")
+        #expect(
+            stats.stalledSubscribersDisconnected == 0 && stats.slowSubscribersDisconnected == 0 && stats.slowSubscriberEpisodes == 0,
+            "\(stats)")
         #expect(stats.sent == UInt64(published) && stats.unsent == 0, "\(stats)")
         _ = await subscriberBus.close()
     }
