@@ -74,6 +74,10 @@ extension PeerClientOptions {
 public enum PeerClient {
     /// How long the subscriber waits after its last notification before it stops without END.
     static let idleStop: Duration = .seconds(3)
+    /// How long it waits for a first notification: the kit's rule is "3 s after its last
+    /// message"; counting 3 s from the start instead made a subscriber leave before a publisher
+    /// started on a loaded machine (the publisher then waited 30 s for nobody).
+    static let firstArrivalLimit: Duration = .seconds(60)
 
     /// Runs the mode and returns its JSON line.
     public static func run(_ options: PeerClientOptions) async throws -> String {
@@ -138,13 +142,15 @@ public enum PeerClient {
             }
             return (received, first, last, false)
         }
-        // The idle stop: a watcher that ends the loop 3 s after the last arrival (or the start).
+        // The idle stop: a watcher that ends the loop 3 s after the last arrival, or 60 s after
+        // the start when nothing came.
         let started = wallClockNanoseconds()
         let watcher = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(100))
-                let last = max(lastArrival.get(), started)
-                if wallClockNanoseconds() &- last > UInt64(idleStop.components.seconds) * 1_000_000_000 {
+                let last = lastArrival.get()
+                let (since, limit) = last == 0 ? (started, firstArrivalLimit) : (last, idleStop)
+                if wallClockNanoseconds() &- since > UInt64(limit.components.seconds) * 1_000_000_000 {
                     consumer.cancel()
                     return
                 }

@@ -10,7 +10,7 @@ struct BenchPeerClient: AsyncParsableCommand {
         abstract: "The peers kit's benchmark client on the bus, through nbus broker (run.py starts it).",
         discussion: """
             The same workload NATS, Redis and bare ZeroMQ run in ../shared/peers, with the bus's \
-            defaults: sub counts one name until END or 3 s of silence; pub waits for a subscriber, \
+            defaults: sub counts one name until END or 3 s after its last notification (60 s when none comes); pub waits for a subscriber, \
             posts --n notifications cycling --subject, then END, then closes; ping/pong measure \
             round trips on `ping` and `pong`. Flags are --name=value; the last line of stdout is one \
             JSON object (sub and pub add the bus's loss counters). Exit status: 0 done, 1 failed, \
