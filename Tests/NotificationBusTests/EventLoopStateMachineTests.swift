@@ -127,6 +127,24 @@ struct WaiterStateMachineTests {
         #expect(machine.handshakesCannotSucceed() == [.resume(id: 1, error: nil)])
         #expect(machine.pending.map(\.id) == [2])
     }
+    @Test("Several brokers: a wait for at least some counts the joined subscribers, a wait for at most some every one")
+    func waitsCountJoined() {
+        var waiters = WaiterStateMachine()
+        let name = name("a.b")
+        let atLeast = WaitRequest(
+            id: 1, kind: .subscribers(count: 1, name: name, atMost: false), deadline: 9, what: "", timeoutMilliseconds: 0)
+        let atMost = WaitRequest(
+            id: 2, kind: .subscribers(count: 0, name: name, atMost: true), deadline: 9, what: "", timeoutMilliseconds: 0)
+        var publisher = WaitFacts()
+        publisher.isPublisher = true
+        _ = waiters.add(atLeast, facts: publisher)
+        publisher.subscriberCount = 1
+        _ = waiters.add(atMost, facts: publisher)
+        // One subscriber there but still joining: neither wait is over.
+        #expect(waiters.subscribersChanged(count: { _ in 1 }, joinedCount: { _ in 0 }) == [])
+        #expect(waiters.subscribersChanged(count: { _ in 1 }, joinedCount: { _ in 1 }) == [.resume(id: 1, error: nil)])
+        #expect(waiters.subscribersChanged(count: { _ in 0 }, joinedCount: { _ in 0 }) == [.resume(id: 2, error: nil)])
+    }
 }
 
 @Suite("PublisherStateMachine: what the XPUB reads becomes interest, echoes and counts")

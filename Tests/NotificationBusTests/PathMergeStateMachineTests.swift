@@ -236,6 +236,54 @@ struct PublisherPathsTests {
         #expect(actions.contains(.changeInterest([.init(prefix: prefix, subscribed: false)])))
     }
 
+    @Test("a wait for subscribers counts one once it came through every broker, or 1 s after the first")
+    func joinedThroughEveryPath() throws {
+        let second: UInt64 = 1_000_000_000
+        var machine = PublisherStateMachine(publisherID: id, paths: 2)
+        let name = try NotificationName("ha.x")
+        let pattern = try NamePattern("ha.x")
+        let prefix = pattern.subscriptionPrefix
+        // Bus 7 through broker 0 only: there, but not yet for a wait (broker 1 would drop the
+        // first notifications: nothing subscribes there yet).
+        _ = machine.received(subscribe(prefix), path: 0, wallClock: 0)
+        _ = machine.received(subscribe(ControlNames.presenceTopic(bus: 7, pattern: pattern)), path: 0, wallClock: 0)
+        _ = machine.endOfRead()
+        #expect(machine.subscriberCount(matching: name) == 1)
+        #expect(machine.subscriberCount(matching: name, joinedOnly: true) == 0)
+        #expect(machine.nextJoinDeadline == second)
+        #expect(machine.joinTick(wallClock: second - 1) == [])
+        // Through broker 1 too: counted at once, and the waits look again.
+        _ = machine.received(subscribe(prefix), path: 1, wallClock: second / 2)
+        _ = machine.received(subscribe(ControlNames.presenceTopic(bus: 7, pattern: pattern)), path: 1, wallClock: second / 2)
+        #expect(machine.endOfRead() == [.subscribersChanged])
+        #expect(machine.subscriberCount(matching: name, joinedOnly: true) == 1)
+        #expect(machine.nextJoinDeadline == nil)
+
+        // Bus 8 through broker 1 only (connected to that one, or broker 0 slow to bring it):
+        // counted 1 s later, when the tick tells the waits to look again.
+        _ = machine.received(subscribe(ControlNames.presenceTopic(bus: 8, pattern: pattern)), path: 1, wallClock: 2 * second)
+        _ = machine.endOfRead()
+        #expect(machine.subscriberCount(matching: name, joinedOnly: true) == 1)
+        #expect(machine.nextJoinDeadline == 3 * second)
+        #expect(machine.joinTick(wallClock: 3 * second) == [.subscribersChanged])
+        #expect(machine.subscriberCount(matching: name, joinedOnly: true) == 2)
+        #expect(machine.nextJoinDeadline == nil && machine.joinTick(wallClock: 4 * second) == [])
+
+        // Broker 0 dies: bus 7 stays counted through broker 1 (it joined; it is not joining again).
+        _ = machine.received(unsubscribe(ControlNames.presenceTopic(bus: 7, pattern: pattern)), path: 0, wallClock: 5 * second)
+        _ = machine.received(unsubscribe(prefix), path: 0, wallClock: 5 * second)
+        _ = machine.endOfRead()
+        #expect(machine.subscriberCount(matching: name, joinedOnly: true) == 2)
+        #expect(machine.nextJoinDeadline == nil)
+
+        // One path: nobody is ever joining.
+        var single = PublisherStateMachine(publisherID: id)
+        _ = single.received(subscribe(prefix), wallClock: 0)
+        _ = single.received(subscribe(ControlNames.presenceTopic(bus: 7, pattern: pattern)), wallClock: 0)
+        #expect(single.subscriberCount(matching: name, joinedOnly: true) == 1)
+        #expect(single.nextJoinDeadline == nil)
+    }
+
     @Test("a readiness token that reaches the publisher through both brokers is echoed once")
     func tokenEchoedOnce() {
         var machine = PublisherStateMachine(publisherID: id, paths: 2)

@@ -173,8 +173,8 @@ extension BusEventLoop {
             facts.readyPatternCovered = receiver.routes.contains { route in
                 route.prefix.count <= prefix.count ? prefix.starts(with: route.prefix) : route.prefix.starts(with: prefix)
             }
-        case .subscribers(_, let name, _):
-            facts.subscriberCount = publisherSide.subscriberCount(matching: name)
+        case .subscribers(_, let name, let atMost):
+            facts.subscriberCount = publisherSide.subscriberCount(matching: name, joinedOnly: !atMost)
         case .exactSubscription(let name):
             facts.exactlySubscribed = publisherSide.isSubscribed(exactly: name)
         case .handshakeRefused:

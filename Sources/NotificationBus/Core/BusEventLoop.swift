@@ -122,6 +122,7 @@ final class BusEventLoop {
                 didWork = readHandshakeFailures() || didWork
             }
             perform(waiters.tick(now: Timestamps.monotonicNanoseconds()))
+            if publisherSide.nextJoinDeadline != nil { perform(publisherSide.joinTick(wallClock: Timestamps.wallClockNanoseconds())) }
             checkMemory()
             disconnectSubscribersPastBudget()
             if didWork {
@@ -192,6 +193,12 @@ final class BusEventLoop {
         for deadline in [waiters.nextDeadline, receiver.nextGapDeadline].compactMap({ $0 }) {
             let untilDeadline = Timestamps.milliseconds(until: deadline)
             timeout = timeout < 0 ? untilDeadline : min(timeout, untilDeadline)
+        }
+        if let joined = publisherSide.nextJoinDeadline {
+            // Wall clock, as the presence times: rounded up, so the look comes after it.
+            let now = Timestamps.wallClockNanoseconds()
+            let untilJoined = joined > now ? Int(clamping: (joined - now + 999_999) / 1_000_000) : 0
+            timeout = timeout < 0 ? untilJoined : min(timeout, untilJoined)
         }
         return timeout
     }
@@ -301,7 +308,8 @@ final class BusEventLoop {
                 perform(
                     waiters.subscribersChanged(
                         count: { publisherSide.subscriberCount(matching: $0) },
-                        exactlySubscribed: { publisherSide.isSubscribed(exactly: $0) }))
+                        exactlySubscribed: { publisherSide.isSubscribed(exactly: $0) },
+                        joinedCount: { self.publisherSide.subscriberCount(matching: $0, joinedOnly: true) }))
             }
         }
     }

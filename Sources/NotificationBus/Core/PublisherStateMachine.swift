@@ -27,12 +27,16 @@ struct PublisherView {
     /// it counts only while a data prefix that covers `name` is subscribed too: announcements
     /// without one never make a publisher send into nothing. Fake announcements beside a real
     /// subscriber can still inflate the count; with CURVE only admitted keys can make them.
-    func subscriberCount(matching name: NotificationName) -> Int {
+    ///
+    /// `counting` picks the announced buses that count (all by default; see
+    /// `PublisherStateMachine.subscriberCount(matching:joinedOnly:)`); one it leaves out is not
+    /// taken for a foreign subscriber either.
+    func subscriberCount(matching name: NotificationName, counting: (UInt64) -> Bool = { _ in true }) -> Int {
         let frameStart = Array(name.rawValue.utf8) + [0]
         guard prefixes.contains(where: { frameStart.starts(with: $0) })
             || localPrefixes.keys.contains(where: { frameStart.starts(with: $0) })
         else { return 0 }
-        let announced = presence.values.filter { patterns in patterns.keys.contains { $0.matches(name) } }.count
+        let announced = presence.filter { bus, patterns in counting(bus) && patterns.keys.contains { $0.matches(name) } }.count
         if announced > 0 { return announced }
         let announcedPrefixes = Set(presence.values.flatMap { $0.keys.map(\.subscriptionPrefix) })
         return prefixes.contains { !announcedPrefixes.contains($0) && frameStart.starts(with: $0) } ? 1 : 0
@@ -111,6 +115,19 @@ struct PublisherStateMachine {
     /// brings, with how many presence topics each.
     private var pathBuses: [[UInt64: Int]]
 
+    /// With several paths: subscribers whose presence arrived through some paths but not yet
+    /// through all, with when it arrived through the first (wall clock ns). A wait for
+    /// subscribers (`subscriberCount(matching:joinedOnly:)`) does not count them yet: a publisher
+    /// that started on the first broker's word would send its first notifications through that
+    /// broker alone (the others drop what no subscription asks for), and that broker's death
+    /// would lose them, although the subscriber is connected to another (NBP-1 §17). Each is
+    /// counted once it arrived through every path, or `joinWait` after the first (a subscriber
+    /// connected to some brokers only, or a broker down, delays a start by that much at most).
+    private var joining: [UInt64: UInt64] = [:]
+    /// How long a subscriber present through some paths only is waited for on the others: 1 s,
+    /// as a subscriber waits for the start of a stream on its paths (NBP-1 §17).
+    static let joinWait: UInt64 = 1_000_000_000
+
     init(publisherID: UInt64, paths: Int = 1) {
         view = PublisherView(publisherID: publisherID)
         pathTopics = paths > 1 ? Array(repeating: [], count: paths) : []
@@ -129,6 +146,30 @@ struct PublisherStateMachine {
 
     var publisherID: UInt64 { view.publisherID }
 
+    /// `bus`'s presence changed on a path (`arrivedHere`: it came through one more): it joins
+    /// (through its first path), has joined (every path: the waits look again), or is gone from
+    /// every path. One that joined and then lost a path (a broker died) is not joining again:
+    /// it was counted, and stays so while any path brings it.
+    private mutating func noteJoining(_ bus: UInt64, arrivedHere: Bool, wallClock: UInt64) {
+        let paths = pathBuses.count { $0[bus] != nil }
+        if paths == 0 || paths == pathBuses.count {
+            if joining.removeValue(forKey: bus) != nil && paths > 0 { viewChanged = true }
+        } else if arrivedHere && paths == 1 {
+            joining[bus] = wallClock
+        }
+    }
+
+    /// When the earliest `joinWait` ends (wall clock ns), if a subscriber is joining.
+    var nextJoinDeadline: UInt64? { joining.values.min().map { $0 &+ Self.joinWait } }
+
+    /// The clock reads `wallClock`: subscribers joining for `joinWait` count from now on (the
+    /// waits look again).
+    mutating func joinTick(wallClock: UInt64) -> [Action] {
+        guard let deadline = nextJoinDeadline, deadline <= wallClock else { return [] }
+        joining = joining.filter { wallClock &- $0.value < Self.joinWait }
+        return [.subscribersChanged]
+    }
+
     /// One message read from the XPUB (its first byte 1 subscribes, 0 unsubscribes); `wallClock`
     /// stamps an echo. Prefix changes wait for `endOfRead`, except before an echo: posting
     /// threads must know every subscription that came before the token first.
@@ -139,8 +180,10 @@ struct PublisherStateMachine {
             let elsewhere = pathTopics.indices.contains { $0 != path && pathTopics[$0].contains(topic) }
             let changed = first == 1 ? pathTopics[path].insert(topic).inserted : pathTopics[path].remove(topic) != nil
             if changed, case .presence(let bus, _) = ControlTopic(topic[...]) {
-                let count = (pathBuses[path][bus] ?? 0) + (first == 1 ? 1 : -1)
+                let before = pathBuses[path][bus]
+                let count = (before ?? 0) + (first == 1 ? 1 : -1)
                 pathBuses[path][bus] = count > 0 ? count : nil
+                noteJoining(bus, arrivedHere: before == nil && count > 0, wallClock: wallClock)
             }
             // Another path holds it: for the view, nothing came or went.
             guard changed, !elsewhere else { return [] }
@@ -226,9 +269,11 @@ struct PublisherStateMachine {
         return [.subscribersChanged]
     }
 
-    /// Distinct subscribers that will receive `name` (see `PublisherView.subscriberCount`).
-    func subscriberCount(matching name: NotificationName) -> Int {
-        view.subscriberCount(matching: name)
+    /// Distinct subscribers that will receive `name` (see `PublisherView.subscriberCount`);
+    /// `joinedOnly`: without those still joining (see `joining`), for a wait for at least some.
+    func subscriberCount(matching name: NotificationName, joinedOnly: Bool = false) -> Int {
+        guard joinedOnly && !joining.isEmpty else { return view.subscriberCount(matching: name) }
+        return view.subscriberCount(matching: name) { joining[$0] == nil }
     }
 
     /// Whether the topic of exactly `name` (its bytes and NUL) is subscribed here, at the XPUB or

@@ -123,14 +123,18 @@ struct WaiterStateMachine {
 
     /// The publisher's view of its subscribers changed: `count(name)` is the count now, and
     /// `exactlySubscribed(name)` whether the name's exact topic is subscribed.
+    /// A wait for at least some counts with `joinedCount` when given (subscribers that reached
+    /// every path of a publisher with several brokers, or long enough ago: `PublisherStateMachine`).
     mutating func subscribersChanged(
-        count: (NotificationName) -> Int, exactlySubscribed: (NotificationName) -> Bool = { _ in false }
+        count: (NotificationName) -> Int, exactlySubscribed: (NotificationName) -> Bool = { _ in false },
+        joinedCount: ((NotificationName) -> Int)? = nil
     ) -> [Action] {
         var actions: [Action] = []
         pending.removeAll { request in
             switch request.kind {
             case .subscribers(let wanted, let name, let atMost):
-                guard Self.satisfied(count: wanted, atMost: atMost, current: count(name)) else { return false }
+                let current = !atMost ? joinedCount?(name) ?? count(name) : count(name)
+                guard Self.satisfied(count: wanted, atMost: atMost, current: current) else { return false }
             case .exactSubscription(let name):
                 guard exactlySubscribed(name) else { return false }
             case .ready, .handshakeRefused:
