@@ -319,6 +319,15 @@ public final class Bus: Sendable {
             timeout: timeout)
     }
 
+    /// Returns once at least `count` subscribers for `name` have reached this publisher through any
+    /// broker: with several, one still joining counts too (`waitForSubscribers` waits for it to
+    /// come through every broker, or 1 s). Request/reply asks this: is anyone there now.
+    func waitForSubscribersOnAnyPath(count: Int = 1, matching name: NotificationName, timeout: Duration) async throws(BusError) {
+        try await wait(
+            .subscribers(count: count, name: name, atMost: false, joinedOnly: false), what: "\(count) subscriber(s) of \(name)",
+            timeout: timeout)
+    }
+
     /// Returns once this publisher has seen a subscription to exactly `name` (not merely one that
     /// covers it, like `>`): request/reply uses it to learn that a subscription of its own came
     /// back through the broker.

@@ -73,7 +73,7 @@ extension Bus {
         let throughBroker = configuration.publish.allSatisfy { !$0.isBind }
         if !throughBroker {
             do {
-                try await waitForSubscribers(count: 1, matching: name, timeout: min(timeout, Self.noResponderGrace))
+                try await waitForSubscribersOnAnyPath(count: 1, matching: name, timeout: min(timeout, Self.noResponderGrace))
             } catch {
                 guard error.code == .timedOut else { throw error }
                 throw .noResponders(name)
@@ -159,7 +159,7 @@ extension Bus {
     /// Whether something subscribes to `name` at this publisher now.
     private func hasSubscriber(_ name: NotificationName) async throws(BusError) -> Bool {
         do {
-            try await waitForSubscribers(count: 1, matching: name, timeout: .zero)
+            try await waitForSubscribersOnAnyPath(count: 1, matching: name, timeout: .zero)
             return true
         } catch {
             guard error.code == .timedOut else { throw error }
@@ -211,7 +211,7 @@ extension Bus {
             throw .notARequest(request.name)
         }
         do {
-            try await waitForSubscribers(count: 1, matching: replyName, timeout: requesterWait)
+            try await waitForSubscribersOnAnyPath(count: 1, matching: replyName, timeout: requesterWait)
         } catch {
             guard error.code == .timedOut else { throw error }
             throw .timedOut(what: "the requester's subscription to \(replyName)", after: requesterWait)

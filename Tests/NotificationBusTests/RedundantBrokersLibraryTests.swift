@@ -81,4 +81,28 @@ struct RedundantBrokersLibraryTests {
         #expect(requesterStats.lostUpstream == 0, "\(requesterStats)")
         await brokers[1].stop()
     }
+
+    @Test("a requester started while one of two brokers is down reaches the responder: one broker is enough to answer")
+    func requestWithOneBrokerDown() async throws {
+        let brokers = try twoBrokers()
+        let responder = try bus(through: brokers)
+        let service = NotificationName("ha.down")
+        let token = try responder.respond(to: NamePattern(exactly: service)) { (request: BusNotification) async -> [UInt8] in
+            request.payload
+        }
+        try await responder.ready(NamePattern(exactly: service))
+        await brokers[0].stop()
+        // A new requester hears of the responder through the live broker only. A wait that counts a
+        // subscriber once it came through every broker (as a stream's start does) made every
+        // request fail at once with "no responders" here.
+        let requester = try bus(through: brokers)
+        for index in 0..<5 {
+            let reply = try await requester.request(service, payload: Array("d\(index)".utf8), timeout: .seconds(10))
+            #expect(reply.payload == Array("d\(index)".utf8))
+        }
+        token.cancel()
+        _ = await requester.close()
+        _ = await responder.close()
+        await brokers[1].stop()
+    }
 }

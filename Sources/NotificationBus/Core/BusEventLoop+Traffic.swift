@@ -173,8 +173,8 @@ extension BusEventLoop {
             facts.readyPatternCovered = receiver.routes.contains { route in
                 route.prefix.count <= prefix.count ? prefix.starts(with: route.prefix) : route.prefix.starts(with: prefix)
             }
-        case .subscribers(_, let name, let atMost):
-            facts.subscriberCount = publisherSide.subscriberCount(matching: name, joinedOnly: !atMost)
+        case .subscribers(_, let name, let atMost, let joinedOnly):
+            facts.subscriberCount = publisherSide.subscriberCount(matching: name, joinedOnly: !atMost && joinedOnly)
         case .exactSubscription(let name):
             facts.exactlySubscribed = publisherSide.isSubscribed(exactly: name)
         case .handshakeRefused:

@@ -7,7 +7,11 @@ struct WaitRequest: Sendable, Equatable {
         /// echo arrives from a publisher.
         case ready(token: NotificationName, pattern: NamePattern)
         /// At least (or, with `atMost`, at most) `count` subscribers match `name` at this publisher.
-        case subscribers(count: Int, name: NotificationName, atMost: Bool)
+        /// `joinedOnly` (a wait for at least some that starts a stream): with several brokers, a
+        /// subscriber counts once it came through every one, or 1 s after the first
+        /// (`PublisherStateMachine.joining`); request/reply asks whether anyone is there now, on
+        /// any path, and sets it false (a broker down must not make responders look absent).
+        case subscribers(count: Int, name: NotificationName, atMost: Bool, joinedOnly: Bool = true)
         /// This publisher has seen a subscription to exactly `name` (its topic: the name's bytes and
         /// NUL), not merely one that covers it: `request` learns so that a subscription of its own
         /// came back through the broker (BusRequestReply.swift says why that matters).
@@ -79,7 +83,7 @@ struct WaiterStateMachine {
             if facts.loopback { return [.resume(id: request.id, error: nil)] }
             pending.append(request)
             return request.tokenTopic.map { [.subscribeToken($0)] } ?? []
-        case .subscribers(let count, _, let atMost):
+        case .subscribers(let count, _, let atMost, _):
             guard facts.isPublisher else { return [.resume(id: request.id, error: .notAPublisher)] }
             if Self.satisfied(count: count, atMost: atMost, current: facts.subscriberCount) {
                 return [.resume(id: request.id, error: nil)]
@@ -132,8 +136,8 @@ struct WaiterStateMachine {
         var actions: [Action] = []
         pending.removeAll { request in
             switch request.kind {
-            case .subscribers(let wanted, let name, let atMost):
-                let current = !atMost ? joinedCount?(name) ?? count(name) : count(name)
+            case .subscribers(let wanted, let name, let atMost, let joinedOnly):
+                let current = !atMost && joinedOnly ? joinedCount?(name) ?? count(name) : count(name)
                 guard Self.satisfied(count: wanted, atMost: atMost, current: current) else { return false }
             case .exactSubscription(let name):
                 guard exactlySubscribed(name) else { return false }
