@@ -24,23 +24,37 @@ COUNT=${1:-150000}
 PAIRS=${2:-3}
 STOP=${3:-5}
 D=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$D"' EXIT
+# The processes started, for the exit trap: dash's `jobs -p` is empty inside a trap; one kill
+# each under set +e, so that one already gone stops nothing; SIGCONT first, as a subscriber left
+# stopped would not act on SIGTERM until continued.
+PIDS=""
+trap 'set +e; for p in $PIDS; do kill -CONT "$p"; kill "$p"; done 2>/dev/null; rm -rf "$D"' EXIT
+# Waits for file $1 to exist while process $2 lives (its stderr, $3, shown if it died).
+await_file() {
+  while [ ! -e "$1" ]; do
+    kill -0 "$2" 2>/dev/null || { echo "process $2 ended before $1 appeared" >&2; cat "$3" >&2 2>/dev/null; exit 1; }
+    sleep 0.05
+  done
+}
 
 run_direct() {  # $1: stop | none; F as run set it
   rm -f "$D/ready"
   "$NBUS" bench peer-client --mode=sub --subject=feed.x --ready="$D/ready" --backend="$F" >"$D/healthy.out" 2>/dev/null &
-  healthy=$!
+  healthy=$!; PIDS="$PIDS $healthy"
   "$NBUS" subscribe feed.x --connect "$F" --count "$COUNT" --timeout 300 --log-level debug >/dev/null 2>"$D/other.err" &
-  other=$!
-  while [ ! -e "$D/ready" ]; do sleep 0.05; done
+  other=$!; PIDS="$PIDS $other"
+  await_file "$D/ready" "$healthy" /dev/null
   # --close-timeout: a binding publisher holds the stopped one's backlog only while it runs; with
   # the default 2 s it would exit before the resume and the stopped one would report its tail
   # unknown (both sides say so). The healthy one's rate does not depend on it.
   "$NBUS" publish feed.x --count "$COUNT" --size 256 --bind "$F" --subscribers 2 --timeout 120 \
     --close-timeout $((STOP + 30)) >/dev/null 2>"$D/publisher.err" &
-  publisher=$!
+  publisher=$!; PIDS="$PIDS $publisher"
   if [ "$1" = stop ]; then
-    while ! grep -q "bus connected" "$D/other.err" 2>/dev/null; do sleep 0.005; done
+    while ! grep -q "bus connected" "$D/other.err" 2>/dev/null; do
+      kill -0 "$publisher" 2>/dev/null && kill -0 "$other" 2>/dev/null || { cat "$D/publisher.err" "$D/other.err" >&2; exit 1; }
+      sleep 0.005
+    done
     kill -STOP "$other"
     sleep "$STOP"
     rss=$(awk '/VmHWM/ {print $2}' /proc/$publisher/status 2>/dev/null || echo 0)
@@ -80,22 +94,22 @@ run() {  # $1: stop | none
     return
   fi
   "$NBUS" broker --frontend "$F" --backend "$B" >/dev/null 2>"$D/broker.err" &
-  broker=$!
+  broker=$!; PIDS="$PIDS $broker"
   while ! grep -q "broker: frontend" "$D/broker.err" 2>/dev/null; do
     kill -0 "$broker" 2>/dev/null || { cat "$D/broker.err"; exit 1; }
     sleep 0.05
   done
   rm -f "$D/ready"
   "$NBUS" bench peer-client --mode=sub --subject=feed.x --ready="$D/ready" --frontend="$F" --backend="$B" >"$D/healthy.out" 2>/dev/null &
-  healthy=$!
+  healthy=$!; PIDS="$PIDS $healthy"
   "$NBUS" subscribe feed.x --connect "$B" --count "$COUNT" --timeout 300 >/dev/null 2>"$D/other.err" &
-  other=$!
-  while [ ! -e "$D/ready" ]; do sleep 0.05; done
+  other=$!; PIDS="$PIDS $other"
+  await_file "$D/ready" "$healthy" /dev/null
   # The publisher waits until both subscribers reach it (the stopped one's subscription is at the
   # broker already), so stopping the other now stops it from the burst's start.
   "$NBUS" publish feed.x --count "$COUNT" --size 256 --connect "$F" --subscribers 2 --timeout 120 \
     >/dev/null 2>"$D/publisher.err" &
-  publisher=$!
+  publisher=$!; PIDS="$PIDS $publisher"
   if [ "$1" = stop ]; then
     kill -STOP "$other"
     sleep "$STOP"
