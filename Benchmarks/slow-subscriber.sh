@@ -14,35 +14,17 @@ NBUS=${NBUS:-.build/release/nbus}
 COUNT=${1:-1000000}
 PAIRS=${2:-2}
 WORK=${3:-0.000005}
-D=$(mktemp -d)
-# The processes started, for the exit trap: dash's `jobs -p` is empty inside a trap; one kill
-# each under set +e, so that one already gone stops nothing; SIGCONT first, as a subscriber left
-# stopped would not act on SIGTERM until continued.
-PIDS=""
-trap 'set +e; for p in $PIDS; do kill -CONT "$p"; kill "$p"; done 2>/dev/null; rm -rf "$D"' EXIT
-# Waits for file $1 to exist while process $2 lives (its stderr, $3, shown if it died).
-await_file() {
-  while [ ! -e "$1" ]; do
-    kill -0 "$2" 2>/dev/null || { echo "process $2 ended before $1 appeared" >&2; cat "$3" >&2 2>/dev/null; exit 1; }
-    sleep 0.05
-  done
-}
+. "$(dirname "$0")/subscriber-runs.sh"
 
 run() {  # $1: slow | fast
-  port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000))
-  F="tcp://127.0.0.1:$port"; B="tcp://127.0.0.1:$((port + 1))"
-  "$NBUS" broker --frontend "$F" --backend "$B" >/dev/null 2>"$D/broker.err" &
-  broker=$!; PIDS="$PIDS $broker"
-  while ! grep -q "broker: frontend" "$D/broker.err" 2>/dev/null; do
-    kill -0 "$broker" 2>/dev/null || { cat "$D/broker.err"; exit 1; }
-    sleep 0.05
-  done
+  pick_endpoints
+  start_broker "$F" "$B"
   rm -f "$D/ready"
   work=0
   [ "$1" = slow ] && work=$WORK
   "$NBUS" bench peer-client --mode=sub --subject=feed.x --ready="$D/ready" --frontend="$F" --backend="$B" \
     --work="$work" >"$D/sub.out" 2>"$D/sub.err" &
-  sub=$!; PIDS="$PIDS $sub"
+  sub=$!; started "$sub"
   await_file "$D/ready" "$sub" "$D/sub.err"
   start=$(date +%s.%N)
   # Its close waits for the end-of-stream acknowledgement: the slow subscriber is seconds behind.

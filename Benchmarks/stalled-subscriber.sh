@@ -23,33 +23,21 @@ TOPOLOGY=${TOPOLOGY:-broker}
 COUNT=${1:-150000}
 PAIRS=${2:-3}
 STOP=${3:-5}
-D=$(mktemp -d)
-# The processes started, for the exit trap: dash's `jobs -p` is empty inside a trap; one kill
-# each under set +e, so that one already gone stops nothing; SIGCONT first, as a subscriber left
-# stopped would not act on SIGTERM until continued.
-PIDS=""
-trap 'set +e; for p in $PIDS; do kill -CONT "$p"; kill "$p"; done 2>/dev/null; rm -rf "$D"' EXIT
-# Waits for file $1 to exist while process $2 lives (its stderr, $3, shown if it died).
-await_file() {
-  while [ ! -e "$1" ]; do
-    kill -0 "$2" 2>/dev/null || { echo "process $2 ended before $1 appeared" >&2; cat "$3" >&2 2>/dev/null; exit 1; }
-    sleep 0.05
-  done
-}
+. "$(dirname "$0")/subscriber-runs.sh"
 
 run_direct() {  # $1: stop | none; F as run set it
   rm -f "$D/ready"
   "$NBUS" bench peer-client --mode=sub --subject=feed.x --ready="$D/ready" --backend="$F" >"$D/healthy.out" 2>/dev/null &
-  healthy=$!; PIDS="$PIDS $healthy"
+  healthy=$!; started "$healthy"
   "$NBUS" subscribe feed.x --connect "$F" --count "$COUNT" --timeout 300 --log-level debug >/dev/null 2>"$D/other.err" &
-  other=$!; PIDS="$PIDS $other"
+  other=$!; started "$other"
   await_file "$D/ready" "$healthy" /dev/null
   # --close-timeout: a binding publisher holds the stopped one's backlog only while it runs; with
   # the default 2 s it would exit before the resume and the stopped one would report its tail
   # unknown (both sides say so). The healthy one's rate does not depend on it.
   "$NBUS" publish feed.x --count "$COUNT" --size 256 --bind "$F" --subscribers 2 --timeout 120 \
     --close-timeout $((STOP + 30)) >/dev/null 2>"$D/publisher.err" &
-  publisher=$!; PIDS="$PIDS $publisher"
+  publisher=$!; started "$publisher"
   if [ "$1" = stop ]; then
     while ! grep -q "bus connected" "$D/other.err" 2>/dev/null; do
       kill -0 "$publisher" 2>/dev/null && kill -0 "$other" 2>/dev/null || { cat "$D/publisher.err" "$D/other.err" >&2; exit 1; }
@@ -62,12 +50,7 @@ run_direct() {  # $1: stop | none; F as run set it
   fi
   wait "$publisher" || true
   wait "$healthy" || true
-  for _ in $(seq 1 150); do
-    kill -0 "$other" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -TERM "$other" 2>/dev/null || true
-  wait "$other" 2>/dev/null || true
+  finish_subscriber "$other"
   python3 - "$1" "$D/healthy.out" "$D/other.err" "$D/publisher.err" "${rss:-0}" <<'EOF'
 import json, re, sys
 mode, healthy, other, publisher, rss = sys.argv[1:]
@@ -86,30 +69,24 @@ EOF
 }
 
 run() {  # $1: stop | none
-  port=$((20000 + $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 20000))
-  F="tcp://127.0.0.1:$port"; B="tcp://127.0.0.1:$((port + 1))"
+  pick_endpoints
   if [ "$TRANSPORT" = ipc ]; then F="ipc://$D/f.$port"; B="ipc://$D/b.$port"; fi
   if [ "$TOPOLOGY" = direct ]; then
     run_direct "$1"
     return
   fi
-  "$NBUS" broker --frontend "$F" --backend "$B" >/dev/null 2>"$D/broker.err" &
-  broker=$!; PIDS="$PIDS $broker"
-  while ! grep -q "broker: frontend" "$D/broker.err" 2>/dev/null; do
-    kill -0 "$broker" 2>/dev/null || { cat "$D/broker.err"; exit 1; }
-    sleep 0.05
-  done
+  start_broker "$F" "$B"
   rm -f "$D/ready"
   "$NBUS" bench peer-client --mode=sub --subject=feed.x --ready="$D/ready" --frontend="$F" --backend="$B" >"$D/healthy.out" 2>/dev/null &
-  healthy=$!; PIDS="$PIDS $healthy"
+  healthy=$!; started "$healthy"
   "$NBUS" subscribe feed.x --connect "$B" --count "$COUNT" --timeout 300 >/dev/null 2>"$D/other.err" &
-  other=$!; PIDS="$PIDS $other"
+  other=$!; started "$other"
   await_file "$D/ready" "$healthy" /dev/null
   # The publisher waits until both subscribers reach it (the stopped one's subscription is at the
   # broker already), so stopping the other now stops it from the burst's start.
   "$NBUS" publish feed.x --count "$COUNT" --size 256 --connect "$F" --subscribers 2 --timeout 120 \
     >/dev/null 2>"$D/publisher.err" &
-  publisher=$!; PIDS="$PIDS $publisher"
+  publisher=$!; started "$publisher"
   if [ "$1" = stop ]; then
     kill -STOP "$other"
     sleep "$STOP"
@@ -118,14 +95,7 @@ run() {  # $1: stop | none
   fi
   wait "$publisher" || true
   wait "$healthy" || true
-  # The other one ends at --count when it lost nothing; one that lost some gets 15 s more to learn
-  # its tail (the broker replays end-of-stream records 1, 3 and 10 s after they pass), then SIGTERM.
-  for _ in $(seq 1 150); do
-    kill -0 "$other" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -TERM "$other" 2>/dev/null || true
-  wait "$other" 2>/dev/null || true
+  finish_subscriber "$other"
   [ "$1" = stop ] || rss=$(awk '/VmHWM/ {print $2}' /proc/$broker/status)
   kill -TERM "$broker"; wait "$broker" || true
   python3 - "$1" "$D/healthy.out" "$D/other.err" "$D/broker.err" "$COUNT" "$rss" <<'EOF'
