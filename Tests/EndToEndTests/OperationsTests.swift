@@ -60,7 +60,7 @@ struct OperationsTests {
         #expect(metricValue(body, "nbus_broker_connections_peak") == 2)
         #expect(metricValue(body, "nbus_broker_slow_subscriber_episodes_total") == 0)
         #expect((metricValue(body, "nbus_broker_uptime_seconds") ?? 0) > 0)
-        #expect(body.contains("nbus_build_info{version=\""))
+        #expect(body.contains("nbus_build_info{version=\"\(try Self.releasedVersion())\"} 1"), "\(body)")
         // The process's own figures, as every Prometheus client library names them.
         Self.expectProcessMetrics(body, pid: broker.pid)
         #expect(metricValue(body, "nbus_broker_memory_limit_bytes") == Double(4_096 << 20), "\(body)")
@@ -73,6 +73,7 @@ struct OperationsTests {
         #expect(counters?["notificationsFromPublishers"] as? Double == fromPublishers)
         #expect(counters?["fromPublishers"] as? Double == messages)
         #expect(varz?["backend"] as? String == backend)
+        #expect(varz?["version"] as? String == (try Self.releasedVersion()), "\(varz ?? [:])")
         // Settings and counters are JSON numbers, not strings.
         let settings = varz?["settings"] as? [String: Any] ?? [:]
         #expect(settings["hwm"] as? Int == 10_000, "\(settings)")
@@ -461,13 +462,25 @@ struct OperationsTests {
         #expect(lines.last == "nbus publish: posted 1, sent 0, unsent 0, unwanted 1 (no subscriber)", "\(lines)")
     }
 
+    /// The newest version `CHANGELOG.md` gives a heading to (`## 0.1.0 (2026-12-06)`), skipping
+    /// `## Unreleased`.
+    static func releasedVersion() throws -> String {
+        let changelog = try String(contentsOf: DocSnippetTests.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let heading = try #require(changelog.firstMatch(of: /\n## (\d+\.\d+\.\d+)/), "no release heading in CHANGELOG.md")
+        return String(heading.output.1)
+    }
+
     @Test("nbus --version prints the version; --generate-completion-script makes a bash script")
     func versionAndCompletions() async throws {
         let children = try Children()
         defer { children.killAll() }
         let version = try #require(await children.run("version", ["--version"]))
         #expect(version.status == 0)
-        #expect(version.stdoutText.range(of: #"^\d+\.\d+\.\d+\n$"#, options: .regularExpression) != nil, "\(version.stdoutText)")
+        // One number everywhere: the binary, CHANGELOG's newest release and README's dependency line.
+        let released = try Self.releasedVersion()
+        #expect(version.stdoutText == released + "\n", "nbus --version says \(version.stdoutText), CHANGELOG \(released)")
+        let readme = try String(contentsOf: DocSnippetTests.root.appendingPathComponent("README.md"), encoding: .utf8)
+        #expect(readme.contains(#"from: "\#(released)")"#), "README's dependency line does not name \(released)")
         let completion = try #require(await children.run("completion", ["--generate-completion-script", "bash"]))
         #expect(completion.status == 0)
         #expect(completion.stdoutText.contains("complete") && completion.stdoutText.contains("_nbus"))
