@@ -119,14 +119,6 @@ struct ViewsOutputArguments: ParsableArguments {
         valueName: "format"))
     var format: BenchFormat?
 
-    /// `--json` and `--csv`, the old spellings of `--format json|csv`, kept hidden for the commands
-    /// in BENCHMARKS.md's dated entries: one spelling in help and docs, old scripts still run.
-    @Flag(name: .customLong("json"), help: .hidden)
-    var jsonAlias = false
-
-    @Flag(name: .customLong("csv"), help: .hidden)
-    var csvAlias = false
-
     @Option(help: ArgumentHelp("Also write a self-contained HTML report with SVG charts here.", valueName: "path"))
     var html: String?
 
@@ -141,13 +133,8 @@ struct ViewsOutputArguments: ParsableArguments {
     @Flag(help: "Nothing on stderr but errors: no step lines, no progress.")
     var quiet = false
 
-    func validate() throws {
-        let given = [format, jsonAlias ? .json : nil, csvAlias ? .csv : nil].compactMap { $0 }
-        if Set(given).count > 1 { throw ValidationError("give one output format (--format text, json or csv)") }
-    }
-
-    /// The format asked for, by `--format` or an old flag.
-    var outputFormat: BenchFormat { format ?? (jsonAlias ? .json : csvAlias ? .csv : .text) }
+    /// The format asked for (the table by default).
+    var outputFormat: BenchFormat { format ?? .text }
     var json: Bool { outputFormat == .json }
     var csv: Bool { outputFormat == .csv }
 
@@ -162,21 +149,16 @@ enum BenchFormat: String, ExpressibleByArgument, CaseIterable {
     case text, json, csv
 }
 
-/// `--format text|json` of the benchmarks that print a table or one JSON object, with `--json`
-/// as a hidden alias (BENCHMARKS.md's dated entries use it).
+/// `--format text|json` of the benchmarks that print a table or one JSON object.
 struct BenchJSONOption: ParsableArguments {
     @Option(help: ArgumentHelp("text (the table, default) or json (one object), on stdout.", valueName: "format"))
     var format: BenchFormat?
 
-    @Flag(name: .customLong("json"), help: .hidden)
-    var jsonAlias = false
-
     func validate() throws {
         if format == .csv { throw ValidationError("--format csv is for bench views and bench sweep; here: text or json") }
-        if jsonAlias && format == .text { throw ValidationError("--json and --format text contradict each other") }
     }
 
-    var json: Bool { format == .json || jsonAlias }
+    var json: Bool { format == .json }
 }
 
 /// The baseline option `bench views`, `bench sweep` and `demo` share.

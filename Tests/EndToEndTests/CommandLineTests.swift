@@ -196,10 +196,16 @@ struct CommandLineTests {
             let version = try #require(try await children.run("version", [flag]))
             #expect(version.status == 0 && version.stdoutLines.count == 1 && version.stdoutText.first?.isNumber == true, "\(version.stdoutText)")
         }
-        // One spelling for JSON output: the benchmarks' --json is hidden, --format shown.
+        // One spelling for JSON output: --format; the benchmarks' old --json and --csv are usage errors.
         for command in [["bench", "throughput"], ["bench", "overload"], ["bench", "filter"], ["bench", "views"], ["bench", "sweep"]] {
             let output = try #require(try await children.run("help", command + ["--help"]))
             #expect(output.stdoutText.contains("--format <format>") && !output.stdoutText.contains("--json"), "\(command)")
+            for old in ["--json", "--csv"] {
+                // `bench sweep` first asks for its required options.
+                let required = command.last == "sweep" ? ["--param", "rate", "--values", "100"] : []
+                let refused = try #require(try await children.run("old-flag", command + required + [old]))
+                #expect(refused.status == 64 && refused.stderrText.contains(old), "\(command) \(old): \(refused.status) \(refused.stderrText)")
+            }
         }
     }
 
