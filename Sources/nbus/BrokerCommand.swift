@@ -91,27 +91,23 @@ struct BrokerCommand: AsyncParsableCommand {
     /// The --stats intervals accepted besides 0.
     static let statsRange: ClosedRange<Double> = 0.1...86_400
 
+    /// Checks what only the command knows (endpoint syntax, `--stats`, `--stuck-exit`, the three
+    /// CURVE flags, numbers that convert to the configuration's units), then maps the flags into
+    /// `BrokerConfiguration` and lets it validate itself: its rules are written once, there, and a
+    /// value it refuses is reported under the flag that set it (as nats-server maps flags into its
+    /// `Options`). `run()` checks again once CURVE's keys are loaded, with the same rules.
     func validate() throws {
         try validateEndpoint(frontend, option: "--frontend")
         try validateEndpoint(backend, option: "--backend")
         for endpoint in upstream { try validateEndpoint(endpoint, option: "--upstream", connecting: true) }
-        // Two `tcp://host:*` wildcards are fine: each bind picks its own free port.
-        guard frontend != backend || frontend.hasSuffix(":*") else {
-            throw ValidationError("--frontend and --backend must differ (both are \(frontend))")
-        }
-        guard hwm >= 0 else { throw ValidationError("--hwm must be 0 (no limit) or more") }
-        // Up to 1 TiB: a budget is a bound on memory, and past the machine's it bounds nothing.
-        guard (0...(1 << 20)).contains(subscriberBudget) else {
-            throw ValidationError("--subscriber-budget must be 0 (none: --hwm messages) to 1048576 MiB, not \(subscriberBudget)")
-        }
-        if let heartbeat, heartbeat != 0 {
-            // The range ZMTP heartbeats took (they are TCP keepalive now, in whole seconds rounded
-            // up), kept so that no setting that worked is refused.
-            do { try SecondsOption.check(heartbeat, "--heartbeat", in: 0.001...2_184) } catch {
-                throw ValidationError("--heartbeat must be 0 (off) or from 0.001 to 2184 seconds, got \(heartbeat)")
+        // Numbers the configuration could not even hold: NaN, infinities, spans past a year, a
+        // negative size. Ranges are the configuration's to judge.
+        for (value, flag) in [(heartbeat ?? 5, "--heartbeat"), (slowAfter, "--slow-after"), (idleSpin, "--idle-spin")] {
+            guard value.isFinite, abs(value) <= SecondsOption.maximumTimeout else {
+                throw ValidationError("\(flag) must be a number of seconds, got \(value)")
             }
         }
-        try SecondsOption.check(idleSpin, "--idle-spin", in: 0...10)
+        guard maxMemory >= 0 else { throw ValidationError("--max-memory must be 0 (no limit) or a size in MiB, got \(maxMemory)") }
         // 0 means only at exit. Below 0.1 s the reports flood standard output (--stats 1e-9 wrote
         // 13,000 lines a second) and tell nothing a slower interval would not.
         if stats != 0 {
@@ -121,29 +117,42 @@ struct BrokerCommand: AsyncParsableCommand {
                 throw ValidationError("\(error) (or 0: only at exit)")
             }
         }
-        // Below 64 MiB the process itself (some 30 MiB idle) would pass the limit and reset every connection, over and over.
-        guard maxMemory == 0 || (64...(1 << 30)).contains(maxMemory) else {
-            throw ValidationError("--max-memory must be 0 (no limit) or 64 to 1073741824 MiB (the process alone takes some 30), not \(maxMemory)")
-        }
-        try SecondsOption.check(slowAfter, "--slow-after", in: 0...3_600)
         // Below 1 s a healthy loop, which starts a round at least every second, would trip it.
         if stuckExit != 0 {
             do { try SecondsOption.check(stuckExit, "--stuck-exit", in: 1...3_600) } catch {
                 throw ValidationError("\(error) (or 0: never)")
             }
         }
-        for endpoint in upstream where endpoint == frontend || endpoint == backend {
-            throw ValidationError("--upstream \(endpoint) is this broker's own endpoint (a cycle)")
-        }
         let curveFlags = [curveSecret, allowPublishers, allowSubscribers].compactMap { $0 }.count
         guard curveFlags == 0 || curveFlags == 3 else {
             throw ValidationError("CURVE needs all three of --curve-secret, --allow-publishers and --allow-subscribers")
         }
-        if curveFlags > 0 && !upstream.isEmpty {
-            throw ValidationError(
-                "--upstream does not combine with CURVE yet: the frontend would be a CURVE server for its publishers "
-                    + "and a CURVE client of the upstream broker at once (see docs/deployment.md)")
+        // CURVE's keys are read when the broker starts; whether it combines with --upstream is the
+        // configuration's rule, judged here on its own terms with no key yet.
+        if curveFlags > 0 && !upstream.isEmpty { try Self.checked(configuration(security: nil, logger: nil), curve: true) }
+        try Self.checked(configuration(security: nil, logger: nil))
+    }
+
+    /// The flag that sets each of `BrokerConfiguration`'s settings, to name it in errors.
+    static let flags: [BrokerConfiguration.Setting: String] = [
+        .frontend: "--frontend", .backend: "--backend", .upstream: "--upstream", .highWaterMark: "--hwm",
+        .subscriberBudget: "--subscriber-budget", .slowSubscriberPatience: "--slow-after", .heartbeat: "--heartbeat",
+        .memoryLimit: "--max-memory", .idleSpin: "--idle-spin", .security: "--curve-secret",
+    ]
+
+    /// Throws a usage error (exit 64) naming the flag behind the configuration's first invalid
+    /// setting, with the configuration's reason (`--max-memory must be 64 MiB to 1 PiB or no limit
+    /// ..., not 1 MiB`). `curve`: judge it as if CURVE were on (its keys
+    /// are not loaded yet).
+    static func checked(_ configuration: BrokerConfiguration, curve: Bool = false) throws {
+        let invalid: (setting: BrokerConfiguration.Setting, reason: String)?
+        if curve && !configuration.upstream.isEmpty {
+            invalid = (.upstream, BrokerConfiguration.curveWithUpstreamReason)
+        } else {
+            invalid = configuration.invalidSetting()
         }
+        guard let (setting, reason) = invalid else { return }
+        throw ValidationError("\(flags[setting] ?? setting.name) \(reason)")
     }
 
     /// The CURVE settings from the key file and allow-list folders, or nil without CURVE. Throws
@@ -158,18 +167,27 @@ struct BrokerCommand: AsyncParsableCommand {
             allowedSubscribers: try CurveAllowList(directory: allowSubscribers))
     }
 
-    /// The broker's configuration from the flags (checked by `validate()`; the broker checks it
-    /// again, in its own terms).
-    func configuration(security: BrokerSecurity?, logger: Logger) -> BrokerConfiguration {
+    /// The broker's configuration from the flags, in its units (MiB to bytes, seconds to
+    /// `Duration`s), saturating rather than trapping on a number too large for them: the
+    /// configuration then refuses it as out of range (`validate()` runs it past its rules).
+    func configuration(security: BrokerSecurity?, logger: Logger?) -> BrokerConfiguration {
+        func span(_ seconds: Double) -> Duration {
+            // Finite and within a year (validate()): the conversion cannot trap.
+            .nanoseconds(Int64((seconds * 1e9).rounded()))
+        }
+        func mebibytes(_ count: Int) -> Int {
+            let (bytes, overflow) = count.multipliedReportingOverflow(by: 1 << 20)
+            return overflow ? (count < 0 ? .min : .max) : bytes
+        }
         var configuration = BrokerConfiguration(frontend: frontend, backend: backend)
         configuration.upstream = upstream
         configuration.highWaterMark = hwm
-        configuration.subscriberBudget = subscriberBudget << 20
-        configuration.heartbeat = .milliseconds(heartbeatMilliseconds)
-        configuration.slowSubscriberPatience = .milliseconds(Int64((slowAfter * 1_000).rounded()))
+        configuration.subscriberBudget = mebibytes(subscriberBudget)
+        configuration.heartbeat = span(heartbeat ?? 5)
+        configuration.slowSubscriberPatience = span(slowAfter)
         configuration.security = security
-        configuration.memoryLimit = maxMemory == 0 ? nil : UInt64(maxMemory) << 20
-        configuration.idleSpin = SecondsOption.duration(idleSpin)
+        configuration.memoryLimit = maxMemory <= 0 ? nil : UInt64(mebibytes(maxMemory))
+        configuration.idleSpin = span(idleSpin)
         configuration.logger = logger
         return configuration
     }
@@ -187,7 +205,13 @@ struct BrokerCommand: AsyncParsableCommand {
             let security: BrokerSecurity?
             do {
                 security = try loadSecurity()
-                broker = try Broker(configuration(security: security, logger: logger))
+            } catch {
+                throw fail("broker", error, code: 2)
+            }
+            let brokerConfiguration = configuration(security: security, logger: logger)
+            try Self.checked(brokerConfiguration)
+            do {
+                broker = try Broker(brokerConfiguration)
             } catch {
                 throw fail("broker", error, code: 2)
             }
@@ -324,6 +348,8 @@ struct BrokerCommandService: Service {
 
     func run() async throws {
         let (broker, interval, secured, logger) = (self.broker, statsInterval, self.secured, self.logger)
+        // Both waits throw only CancellationError, when the service group itself is cancelled
+        // (a second signal): then the broker stops exactly as on a graceful shutdown, below.
         if interval > 0 {
             try? await cancelWhenGracefulShutdown {
                 while true {
@@ -375,6 +401,7 @@ struct StuckForwardingWatchdog: Service {
     func run() async throws {
         // Checked four times per heartbeat: the exit comes within a quarter second of the limit.
         let interval = Broker.forwardingHeartbeat / 4
+        // Throws only CancellationError (the group is stopping): the watch simply ends.
         try? await cancelWhenGracefulShutdown {
             while true {
                 try await Task.sleep(for: interval)

@@ -1,4 +1,5 @@
 import Testing
+import ZeroMQ
 
 @testable import NotificationBus
 
@@ -17,16 +18,18 @@ struct BrokerConfigurationTests {
     }
 
     static let refused: [(String, @Sendable (inout BrokerConfiguration) -> Void)] = [
-        ("frontend and backend must differ", { $0.frontend = "ipc:///tmp/x"; $0.backend = "ipc:///tmp/x" }),
-        ("frontend and backend must be endpoints", { $0.frontend = "" }),
+        ("backend must differ from frontend", { $0.frontend = "ipc:///tmp/x"; $0.backend = "ipc:///tmp/x" }),
+        ("frontend must be an endpoint", { $0.frontend = "" }),
         ("upstream ipc:///tmp/b is this broker's own endpoint", { $0.backend = "ipc:///tmp/b"; $0.upstream = ["ipc:///tmp/b"] }),
         ("highWaterMark must be 0", { $0.highWaterMark = -1 }),
         ("subscriberBudget must be 0", { $0.subscriberBudget = -1 }),
         ("slowSubscriberPatience must be zero to", { $0.slowSubscriberPatience = .milliseconds(-1) }),
         ("slowSubscriberPatience must be zero to", { $0.slowSubscriberPatience = .seconds(3_601) }),
+        ("subscriberBudget must be 0 (none: highWaterMark messages) to 1 TiB, not 1048577 MiB", { $0.subscriberBudget = (1 << 40) + (1 << 20) }),
+        ("memoryLimit must be 64 MiB to 1 PiB or no limit", { $0.memoryLimit = 63 << 20 }),
         ("idleSpin must be zero to 10 seconds", { $0.idleSpin = .seconds(11) }),
-        ("heartbeat must be zero (off) or 1 ms to", { $0.heartbeat = .seconds(2_185) }),
-        ("heartbeat must be zero (off) or 1 ms to", { $0.heartbeat = .microseconds(10) }),
+        ("heartbeat must be zero (off) or 0.001 to 2184 seconds", { $0.heartbeat = .seconds(2_185) }),
+        ("heartbeat must be zero (off) or 0.001 to 2184 seconds", { $0.heartbeat = .microseconds(10) }),
         ("maximumSubscriptionSize must be 512...1024", { $0.maximumSubscriptionSize = 511 }),
         ("maximumSubscriptionSize must be 512...1024", { $0.maximumSubscriptionSize = 1_025 }),
         ("maximumFrameSize must be at least 512", { $0.maximumFrameSize = 511 }),
@@ -51,5 +54,19 @@ struct BrokerConfigurationTests {
         configuration.heartbeat = BrokerConfiguration.maximumHeartbeat
         try configuration.validate()
         #expect(BrokerConfiguration.maximumHeartbeat * 3 <= BusConfiguration.maximumHeartbeat)
+    }
+
+    @Test("CURVE with an upstream broker is a security error naming the upstream")
+    func curveWithUpstream() throws {
+        var configuration = Self.base
+        configuration.upstream = ["tcp://127.0.0.1:5999"]
+        configuration.security = BrokerSecurity(
+            keyPair: try CurveKeyPair.generate(), allowedPublishers: try CurveAllowList(keys: [:]), allowedSubscribers: try CurveAllowList(keys: [:]))
+        #expect(configuration.invalidSetting()?.setting == .upstream)
+        #expect {
+            try configuration.validate()
+        } throws: { error in
+            (error as? BusError)?.code == .security
+        }
     }
 }

@@ -133,41 +133,106 @@ public struct BrokerConfiguration: Sendable {
     public static let maximumSlowSubscriberPatience: Duration = .seconds(3_600)
     public static let maximumIdleSpin: Duration = .seconds(10)
 
-    /// Throws `.invalidConfiguration` (or `.security`) naming the first value out of range
-    /// (`Broker.init` calls it).
-    public func validate() throws(BusError) {
-        func check(_ ok: Bool, _ text: @autoclosure () -> String) throws(BusError) {
-            if !ok { throw .invalidConfiguration(text()) }
+    /// The largest `subscriberBudget`: 1 TiB. A budget bounds memory, and past any machine's it
+    /// bounds nothing.
+    public static let maximumSubscriberBudget = 1 << 40
+
+    /// The smallest `memoryLimit`: 64 MiB. Below it the broker alone (some 30 MiB idle) would
+    /// pass the limit and reset every connection, over and over.
+    public static let minimumMemoryLimit: UInt64 = 64 << 20
+    /// The largest `memoryLimit` accepted: 1 PiB.
+    public static let maximumMemoryLimit: UInt64 = 1 << 50
+
+    /// Why `upstream` and `security` do not combine (`invalidSetting()`'s reason).
+    public static let curveWithUpstreamReason =
+        "does not combine with CURVE yet: the frontend would be a CURVE server for its publishers "
+        + "and a CURVE client of the upstream broker at once (see docs/deployment.md)"
+
+    /// One of the settings, as `invalidSetting()` names it. A struct with static members, so a
+    /// setting added later breaks no caller that maps them (as `nbus broker` maps each to its flag).
+    public struct Setting: Hashable, Sendable, CustomStringConvertible {
+        /// The property's name.
+        public let name: String
+        public var description: String { name }
+
+        public static let frontend = Setting(name: "frontend")
+        public static let backend = Setting(name: "backend")
+        public static let upstream = Setting(name: "upstream")
+        public static let highWaterMark = Setting(name: "highWaterMark")
+        public static let subscriberBudget = Setting(name: "subscriberBudget")
+        public static let slowSubscriberPatience = Setting(name: "slowSubscriberPatience")
+        public static let heartbeat = Setting(name: "heartbeat")
+        public static let maximumSubscriptionSize = Setting(name: "maximumSubscriptionSize")
+        public static let maximumFrameSize = Setting(name: "maximumFrameSize")
+        public static let memoryLimit = Setting(name: "memoryLimit")
+        public static let idleSpin = Setting(name: "idleSpin")
+        public static let security = Setting(name: "security")
+    }
+
+    /// The first setting out of range and why (the words that follow its name: "must be ...,
+    /// not ..."), or nil when every value is valid. The one place the broker's rules are written:
+    /// `validate()` throws it, and `nbus broker` reports it under the flag that set the value.
+    public func invalidSetting() -> (setting: Setting, reason: String)? {
+        if frontend.isEmpty { return (.frontend, "must be an endpoint, not empty") }
+        if backend.isEmpty { return (.backend, "must be an endpoint, not empty") }
+        // Two `tcp://host:*` wildcards are fine: each bind picks its own free port.
+        if frontend == backend && !frontend.hasSuffix(":*") { return (.backend, "must differ from frontend (both are \(frontend))") }
+        for endpoint in upstream where endpoint == frontend || endpoint == backend {
+            return (.upstream, "\(endpoint) is this broker's own endpoint (a cycle)")
         }
-        try check(!frontend.isEmpty && !backend.isEmpty, "frontend and backend must be endpoints, not empty")
-        try check(frontend != backend || frontend.hasSuffix(":*"), "frontend and backend must differ (both are \(frontend))")
-        for endpoint in upstream {
-            try check(endpoint != frontend && endpoint != backend, "upstream \(endpoint) is this broker's own endpoint (a cycle)")
+        if security != nil && !upstream.isEmpty { return (.upstream, Self.curveWithUpstreamReason) }
+        if highWaterMark < 0 { return (.highWaterMark, "must be 0 (no limit) or more, not \(highWaterMark)") }
+        if !(0...Self.maximumSubscriberBudget).contains(subscriberBudget) {
+            return (.subscriberBudget, "must be 0 (none: highWaterMark messages) to 1 TiB, not \(Self.bytes(subscriberBudget))")
         }
-        try check(highWaterMark >= 0, "highWaterMark must be 0 (no limit) or more, not \(highWaterMark)")
-        try check(subscriberBudget >= 0, "subscriberBudget must be 0 (none) or more bytes, not \(subscriberBudget)")
-        try check(
-            slowSubscriberPatience >= .zero && slowSubscriberPatience <= Self.maximumSlowSubscriberPatience,
-            "slowSubscriberPatience must be zero to \(Self.maximumSlowSubscriberPatience), not \(slowSubscriberPatience)")
-        try check(idleSpin >= .zero && idleSpin <= Self.maximumIdleSpin, "idleSpin must be zero to 10 seconds, not \(idleSpin)")
+        if !(.zero...Self.maximumSlowSubscriberPatience).contains(slowSubscriberPatience) {
+            return (.slowSubscriberPatience, "must be zero to 3600 seconds, not \(Self.seconds(slowSubscriberPatience))")
+        }
         // Three intervals make the keepalive timeout, held to the bus's one range (the one ZMTP
         // heartbeats took, kept when TCP keepalive replaced them so that no setting that worked
         // is refused now).
-        try check(
-            heartbeat == .zero || (heartbeat >= .milliseconds(1) && heartbeat * 3 <= BusConfiguration.maximumHeartbeat),
-            "heartbeat must be zero (off) or 1 ms to \(Self.maximumHeartbeat), not \(heartbeat)")
+        if !(heartbeat == .zero || (heartbeat >= .milliseconds(1) && heartbeat <= Self.maximumHeartbeat)) {
+            return (.heartbeat, "must be zero (off) or 0.001 to 2184 seconds, not \(Self.seconds(heartbeat))")
+        }
         // ZMQ_MAXMSGSIZE applies to ZMTP handshake commands too (a CURVE INITIATE is about 300
         // bytes): below 512 every peer would be refused. Above 1,024 a forwarded subscription
         // would exceed what publishers accept (WireFormat.maximumSubscriptionLength).
-        try check(
-            (512...WireFormat.maximumSubscriptionLength).contains(maximumSubscriptionSize),
-            "maximumSubscriptionSize must be 512...\(WireFormat.maximumSubscriptionLength) bytes, not \(maximumSubscriptionSize)")
-        try check(maximumFrameSize >= 512, "maximumFrameSize must be at least 512 bytes, not \(maximumFrameSize)")
-        if security != nil && !upstream.isEmpty {
-            throw .security(
-                "a CURVE broker cannot chain to an upstream broker yet: its frontend would be a CURVE server "
-                    + "and a CURVE client at once")
+        if !(512...WireFormat.maximumSubscriptionLength).contains(maximumSubscriptionSize) {
+            return (
+                .maximumSubscriptionSize,
+                "must be 512...\(WireFormat.maximumSubscriptionLength) bytes, not \(maximumSubscriptionSize)"
+            )
         }
+        if maximumFrameSize < 512 { return (.maximumFrameSize, "must be at least 512 bytes, not \(maximumFrameSize)") }
+        if let memoryLimit, !(Self.minimumMemoryLimit...Self.maximumMemoryLimit).contains(memoryLimit) {
+            return (
+                .memoryLimit,
+                "must be 64 MiB to 1 PiB or no limit (the process alone takes some 30 MiB), not \(Self.bytes(Int(clamping: memoryLimit)))"
+            )
+        }
+        if !(.zero...Self.maximumIdleSpin).contains(idleSpin) {
+            return (.idleSpin, "must be zero to 10 seconds, not \(Self.seconds(idleSpin))")
+        }
+        return nil
+    }
+
+    /// Throws `.invalidConfiguration` (or `.security`) naming the first value out of range
+    /// (`Broker.init` calls it): `invalidSetting()` as an error.
+    public func validate() throws(BusError) {
+        guard let (setting, reason) = invalidSetting() else { return }
+        let text = "\(setting) \(reason)"
+        throw setting == .upstream && security != nil && !upstream.isEmpty ? .security(text) : .invalidConfiguration(text)
+    }
+
+    /// A byte count as people read it in the messages above: whole MiB when it is one.
+    private static func bytes(_ count: Int) -> String {
+        count % (1 << 20) == 0 ? "\(count >> 20) MiB" : "\(count) bytes"
+    }
+
+    /// A span in seconds, as the messages above and `nbus broker`'s flags give it.
+    private static func seconds(_ span: Duration) -> String {
+        let (whole, fraction) = span.components
+        return "\(Double(whole) + Double(fraction) / 1e18) seconds"
     }
 
     /// `onEvent` after logging to `logger`, as the forwarding thread calls it.
