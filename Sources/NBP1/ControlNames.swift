@@ -31,6 +31,11 @@ package enum ControlNames {
         return rest.isEmpty || rest.first == UInt8(ascii: ".")
     }
 
+    /// `_nbus.ready.<bus hex>.<token>`: the name of a subscriber's readiness token.
+    package static func readyName(bus: UInt64, token: UInt64) -> String {
+        String(decoding: readyPrefix, as: UTF8.self) + hex(bus) + "." + String(token)
+    }
+
     /// `_nbus.eos.<publisher hex>`: the name of `publisher`'s end-of-stream record.
     package static func endOfStreamName(publisher: UInt64) -> String {
         String(decoding: endOfStreamPrefix, as: UTF8.self) + hex(publisher)

@@ -48,6 +48,21 @@ internal func systemCall(_ operation: StaticString, _ body: () -> Int32) throws(
     }
 }
 
+/// Hints the processor to bring `count` bytes from `start` into its cache, for reading soon: for a
+/// walk whose every step would otherwise wait for the memory of the next (a batch frame's records).
+/// Inlined: one call per record on the receiving hot path.
+@inlinable @inline(__always)
+public func prefetchForReading(_ start: UnsafeRawPointer, count: Int) {
+    czmq_prefetch(start, count)
+}
+
+/// Whether the peer of a connected socket descriptor (one libzmq holds, from the socket monitor)
+/// has closed its end, or the descriptor is no longer open: a look at its state with a poll that
+/// does not wait, never a read.
+public func peerHasHungUp(descriptor: Int32) -> Bool {
+    czmq_peer_hung_up(descriptor) == 1
+}
+
 /// Gives memory the process freed back to the system (glibc's `malloc_trim`): after a burst or a
 /// flood of connections, glibc keeps the freed heap for reuse and the resident size stays high.
 /// Takes a few milliseconds with a large heap; call it when idle.

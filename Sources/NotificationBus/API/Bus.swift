@@ -301,7 +301,7 @@ public final class Bus: Sendable {
     public func ready(_ pattern: NamePattern, timeout: Duration = .seconds(10)) async throws(BusError) {
         let token: NotificationName
         do {
-            token = try NotificationName("_nbus.ready.\(ControlNames.hex(publisherID)).\(core.makeID())")
+            token = try NotificationName(ControlNames.readyName(bus: publisherID, token: core.makeID()))
         } catch {
             throw .invalidName(error)
         }

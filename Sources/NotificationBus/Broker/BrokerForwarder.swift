@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CZeroMQ
 import Synchronization
 import ZeroMQ
 
@@ -233,7 +232,7 @@ final class BrokerForwarder {
     /// Whether the peer of a connection libzmq holds has closed its end (or the descriptor is no
     /// longer open): a look at the socket's state, without reading from it.
     private static func peerHasHungUp(_ descriptor: Int32) -> Bool {
-        czmq_peer_hung_up(descriptor) == 1
+        ZeroMQ.peerHasHungUp(descriptor: descriptor)
     }
 
     /// Sends the end-of-stream records due for a replay, past any full subscriber (never waiting).

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CZeroMQ
 import ZeroMQ
 
 /// What one subscription gets from one round of reading: its events in stream order, with the
@@ -562,7 +561,7 @@ struct BusReceiver {
             let size = (frame.count - firstRecord) / count
             var position = firstRecord
             for _ in 0..<count where position < frame.count {
-                czmq_prefetch(base + position, WireFormat.batchRecordHeaderSize)
+                prefetchForReading(base + position, count: WireFormat.batchRecordHeaderSize)
                 position += size
             }
         }
