@@ -43,6 +43,8 @@ public final class Context: Sendable {
             state = .shutDown
             return true
         }
+        // zmq_ctx_shutdown fails only with EFAULT (not a context), impossible for a handle this
+        // type made and has not yet terminated (the state above makes the call once).
         if shouldCall { _ = try? zmqCall("zmq_ctx_shutdown") { zmq_ctx_shutdown(handle) } }
     }
 
@@ -56,6 +58,8 @@ public final class Context: Sendable {
             state = .terminated
             return true
         }
+        // zmq_ctx_term fails with EFAULT (impossible, as above) or EINTR, which zmqCall retries:
+        // nothing is left to report, and a caller terminating has no way to act on it.
         if shouldCall { _ = try? zmqCall("zmq_ctx_term") { zmq_ctx_term(handle) } }
     }
 

@@ -44,6 +44,7 @@ enum IPCEndpoint {
         /// The Unix socket file at `path` now, or nil (missing, or not a socket).
         init?(atPath path: String) {
             var status = stat()
+            // A failing lstat (ENOENT above all) means there is no socket file to speak of: nil.
             guard (try? systemCall("lstat", { lstat(path, &status) })) != nil,
                 status.st_mode & S_IFMT == S_IFSOCK
             else { return nil }
@@ -56,6 +57,8 @@ enum IPCEndpoint {
         /// of closed ipc listeners behind (on close, on unbind and on context termination).
         func removeIfUnchanged() {
             guard SocketFile(atPath: path) == self else { return }
+            // Tidying after libzmq: a file that another process removed or that cannot be removed
+            // (EACCES) costs nothing but a stale name, and a later bind replaces it anyway.
             _ = try? systemCall("unlink", { unlink(path) })
         }
     }

@@ -106,6 +106,9 @@ extension Socket {
 
     /// Stops a monitor started with `monitor(_:events:)` (harmless when none runs).
     public func stopMonitoring() {
+        // A closed socket has no monitor left to stop, and stopping (a nil endpoint) fails only on
+        // a socket that is not one (ENOTSOCK) or a terminated context (ETERM): in each case no
+        // monitor runs any more, which is what the call is for.
         guard (try? checkOpen("zmq_socket_monitor")) != nil else { return }
         _ = try? zmqCall("zmq_socket_monitor") { zmq_socket_monitor(handle, nil, 0) }
     }

@@ -70,6 +70,8 @@ extension CurveOptions {
     /// and no `secret-key` line (what `nbus keygen` writes to NAME.pub). A file holding just a bare
     /// key could be either, so it is not one.
     static func isPublicKeyFile(_ path: String) -> Bool {
+        // A question, not a check: a file that is unreadable or holds no public key is simply not
+        // a public key file, and the secret key's own loading reports what is wrong with it.
         guard (try? CurveKeyFile.readPublicKey(at: path)) != nil,
             let text = try? String(contentsOfFile: path, encoding: .utf8)
         else { return false }

@@ -398,6 +398,8 @@ struct Publish: AsyncParsableCommand {
                 return .ready
             }
             // A refused key, or a server with another security mechanism (CURVE against plaintext).
+            // The wait throws when no refusal came within the limit or the bus closed: both are
+            // "no refusal", the outcome this task stands for.
             group.addTask { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : .noRefusal }
             var outcome = WaitOutcome.timedOut(arrived: 0)
             while let next = await group.next() {

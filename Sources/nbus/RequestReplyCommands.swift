@@ -298,6 +298,8 @@ struct ReplyService: Service {
         enum Ending: Sendable { case confirmed, unconfirmed, stopped, refused }
         // Bounded by a year: for as long as the responder runs. A refusal already seen is
         // reported at once, so each group below has its own wait.
+        // A throw (no refusal within the wait, or the bus closed) is no refusal: nil, and the
+        // other ending wins.
         @Sendable func refusal() async -> Ending? {
             (try? await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))) != nil ? .refused : nil
         }
@@ -323,6 +325,7 @@ struct ReplyService: Service {
             logLine(.info, "reply", "answering \(requestPattern) (frontend \(endpoints.frontend), backend \(endpoints.backend))")
             ending = await firstResult(
                 of: [
+                    // gracefulShutdown throws only when cancelled: the group is over, nil is not read.
                     { () async -> Ending? in (try? await gracefulShutdown()).map { .stopped } },
                     { () async -> Ending? in
                         await tally.waitForLimit()
