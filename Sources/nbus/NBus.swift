@@ -1,6 +1,7 @@
 import ArgumentParser
 import BusOperations
 import Foundation
+import ToolSupport
 import ZeroMQ
 
 @main
@@ -47,7 +48,7 @@ struct NBus: AsyncParsableCommand {
         // notifications at a subscriber). Keep up to 64 MiB free instead; the broker gives memory
         // back itself when idle (`releaseFreeMemory`).
         keepFreeHeap(upTo: 64 << 20)
-        await main(nil)
+        await main(Subscribe.joiningPatterns(Array(CommandLine.arguments.dropFirst())))
     }
 
     /// The message for the first of `argv[1..<count]` that is not valid UTF-8, or nil when all are.

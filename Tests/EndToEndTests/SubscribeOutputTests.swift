@@ -42,4 +42,28 @@ struct SubscribeOutputTests {
             #expect(!line.unicodeScalars.contains { $0.value < 0x20 }, "\(line)")
         }
     }
+
+    @Test("10,000 patterns, options among them and after --: each is subscribed, the last one receives")
+    func tenThousandPatterns() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("many.sock")
+        // ArgumentParser parses a long positional list in quadratic time (70 s for these in a
+        // debug build); nbus joins the patterns before parsing (PositionalJoin). Their times:
+        // BENCHMARKS.md. Here: every one is taken, in order, whatever lies between them.
+        let patterns = (0..<10_000).map { "p\($0).x" }
+        let arguments =
+            ["subscribe"] + patterns[..<5_000] + ["--stats", "--connect", endpoint] + patterns[5_000...]
+            + ["--count", "2", "--timeout", "90", "--", "last.x"]
+        let subscriber = try children.start("subscriber", arguments)
+        let publisher = try children.start(
+            "publisher", ["publish", "last.x", "p{n}", "--count", "2", "--bind", endpoint, "--timeout", "90"])
+        expectExit(await publisher.waitForExit(timeout: .seconds(100)), 0, publisher)
+        expectExit(await subscriber.waitForExit(timeout: .seconds(30)), 0, subscriber)
+        #expect(subscriber.output.stdoutLines.count == 2, "\(subscriber.describe())")
+        // --stats lists every subscription by its pattern, in command-line order.
+        let stderr = subscriber.output.stderrText
+        let listed = ["p0.x", "p4999.x", "p5000.x", "p9999.x", "last.x"].map { stderr.range(of: "subscribe: \($0): ")?.lowerBound }
+        #expect(listed.allSatisfy { $0 != nil } && listed.compactMap { $0 } == listed.compactMap { $0 }.sorted(), "\(stderr.suffix(800))")
+    }
 }

@@ -123,3 +123,37 @@ struct OneShotTests {
         #expect(await stubborn.value(within: standardWait, "the uncancellable wait") == "exited")
     }
 }
+
+@Suite("PositionalJoin: many positional arguments parsed in linear time")
+struct PositionalJoinTests {
+    static let flags: Set<String> = ["--stats", "-h", "--help"]
+
+    @Test(
+        "positionals are joined at the first one's place; options keep their values",
+        arguments: [
+            (["a.one"], ["a.one"]),
+            (["a.one", "b.two", "--timeout", "3"], ["a.one\u{0}b.two", "--timeout", "3"]),
+            (["--count", "5", "a.one", "--stats", "b.two"], ["--count", "5", "a.one\u{0}b.two", "--stats"]),
+            (["a.one", "--format=json", "b.two"], ["a.one\u{0}b.two", "--format=json"]),
+            // An option whose value is missing (the next argument is an option): the parser says so.
+            (["--timeout", "--stats", "a.one"], ["--timeout", "--stats", "a.one"]),
+            // An unlisted flag takes the next argument as its value: it stays apart, never lost.
+            (["a.one", "--quiet", "b.two", "c.three"], ["a.one\u{0}c.three", "--quiet", "b.two"]),
+            // After --, everything is positional, dashes included.
+            (["a.one", "--", "--odd", "b"], ["a.one\u{0}--odd\u{0}b"]),
+            (["--stats"], ["--stats"]),
+            (["", "a.one"], ["\u{0}a.one"]),
+        ] as [([String], [String])])
+    func join(arguments: [String], expected: [String]) {
+        #expect(PositionalJoin.join(arguments, flags: Self.flags) == expected)
+    }
+
+    @Test("split gives back every value, empty ones included, and leaves unjoined ones alone")
+    func split() {
+        #expect(PositionalJoin.split(["a.one\u{0}\u{0}b.two", "c.three"]) == ["a.one", "", "b.two", "c.three"])
+        let many = (0..<10_000).map { "p\($0).x.>" }
+        let joined = PositionalJoin.join(many + ["--timeout", "1"], flags: Self.flags)
+        #expect(joined.count == 3)
+        #expect(PositionalJoin.split([joined[0]]) == many)
+    }
+}
