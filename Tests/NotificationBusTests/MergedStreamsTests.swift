@@ -88,9 +88,10 @@ struct MergedStreamsTests {
         _ = try feed(&table, try key(1, "orders.created"), 1, path: 0)
         _ = try feed(&table, try key(1, "users.created"), 1, path: 0)
         #expect(table.tracked == 2)
-        table.forgetStreams(matchedByNoneOf: [try NamePattern("users.>")])
+        let users = try NamePattern("users.>")
+        table.forgetStreams { !users.matches($0.name) }
         #expect(table.tracked == 1)
-        table.forgetStreams(matchedByNoneOf: [])
+        table.forgetStreams { _ in true }
         #expect(table.tracked == 0)
         #expect(table.nextDeadline == nil, "no wait outlives its stream")
     }

@@ -157,10 +157,11 @@ struct MergedStreams {
         return settled
     }
 
-    /// Forgets every stream whose name none of `patterns` (the remaining subscriptions) matches.
-    mutating func forgetStreams(matchedByNoneOf patterns: [NamePattern]) {
+    /// Forgets every stream `isOrphaned` names (those no remaining subscription matches), with
+    /// their waits.
+    mutating func forgetStreams(where isOrphaned: (Key) -> Bool) {
         guard !streams.isEmpty else { return }
-        streams = streams.filter { key, _ in patterns.contains { $0.matches(key.name) } }
+        streams = streams.filter { key, _ in !isOrphaned(key) }
         waiting = waiting.filter { streams[$0] != nil }
         ended = ended.filter { streams[$0] != nil }
     }
