@@ -1,5 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
+import NotificationBus
 import Testing
+import TestSupport
+import ZeroMQ
 
 /// What `nbus subscribe` prints: once per notification, exactly `--count`, one line each.
 @Suite("nbus subscribe output", .timeLimit(.minutes(2)))
@@ -42,4 +48,46 @@ struct SubscribeOutputTests {
             #expect(!line.unicodeScalars.contains { $0.value < 0x20 }, "\(line)")
         }
     }
+
+    @Test("Per-record flags are printed: a number in every JSON line, flags=0x.. in text when not 0")
+    func flagsArePrinted() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let context = try Context()
+        defer { context.terminate() }
+        // A foreign producer (a raw XPUB) that sets flags NotificationBus never sets.
+        let raw = try context.socket(.xpub)
+        defer { raw.close() }
+        try raw.set(.linger, .milliseconds(2_000))
+        try raw.set(.receiveTimeout, .milliseconds(30_000))
+        // Each subscriber's own f.x subscription, not only the first one of that prefix.
+        try raw.set(.xpubVerbose, true)
+        let endpoint = children.folder.ipc("flags.sock")
+        try raw.bind(endpoint)
+        let json = try children.start(
+            "json", ["subscribe", "f.x", "--connect", endpoint, "--count", "3", "--timeout", "30", "--format", "json"])
+        try raw.awaitSubscription(Array("f.x".utf8) + [0])
+        let text = try children.start("text", ["subscribe", "f.x", "--connect", endpoint, "--count", "3", "--timeout", "30"])
+        try raw.awaitSubscription(Array("f.x".utf8) + [0])
+        let name = try NotificationName("f.x")
+        func notification(_ sequence: UInt64, flags: UInt8) -> BusNotification {
+            BusNotification(name: name, payload: Array("p\(sequence)".utf8), sequence: sequence, publisherID: 9, timestamp: 1, flags: flags)
+        }
+        // One version 1 frame with flags 0xa5, then a batch whose records carry 0 and 0x01.
+        try raw.send(try EnvelopeCodec.encode(notification(1, flags: 0xA5)))
+        try raw.send(try EnvelopeCodec.encodeBatch([notification(2, flags: 0), notification(3, flags: 0x01)]))
+        expectExit(await json.waitForExit(), 0, json)
+        expectExit(await text.waitForExit(), 0, text)
+        let flags = try json.output.stdoutLines.map { line in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            return (object["flags"] as? NSNumber)?.intValue
+        }
+        #expect(flags == [0xA5, 0, 1], "\(json.describe())")
+        let lines = text.output.stdoutLines
+        try #require(lines.count == 3, "\(text.describe())")
+        #expect(lines[0].hasSuffix(" flags=0xa5 payload=p1"), "\(lines[0])")
+        #expect(!lines[1].contains("flags="), "\(lines[1])")
+        #expect(lines[2].hasSuffix(" flags=0x01 payload=p3"), "\(lines[2])")
+    }
+
 }
