@@ -90,4 +90,36 @@ struct SubscribeOutputTests {
         #expect(lines[2].hasSuffix(" flags=0x01 payload=p3"), "\(lines[2])")
     }
 
+    @Test("subscribe --http ends quietly, its summary last: exit 1 at --timeout before --count, 0 on SIGTERM")
+    func httpShutdownIsQuiet() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("http.sock")
+        // Every way it ends, the summary is stderr's last line and nothing of the --http server's
+        // threads follows it. The timeout path (the command's exit status thrown) used to cancel
+        // the server: "Waiting on child channel: CancellationError()" and SwiftNIO's "Cannot
+        // schedule tasks on an EventLoop that has already shut down", after the summary, every run.
+        func expectQuietEnd(_ output: ChildOutput?, _ child: Child) {
+            let lines = output?.stderrText.split(separator: "\n") ?? []
+            #expect(lines.last?.hasPrefix("nbus subscribe: printed 0;") == true, "\(child.describe())")
+            #expect(output?.stderrText.contains("EventLoop") == false, "\(child.describe())")
+            #expect(output?.stderrText.contains("CancellationError") == false, "\(child.describe())")
+        }
+        for run in 1...3 {
+            let timedOut = try children.start(
+                "timed out \(run)",
+                ["subscribe", "h.x", "--connect", endpoint, "--http", "127.0.0.1:0", "--count", "5", "--timeout", "0.5"])
+            let output = await timedOut.waitForExit()
+            expectExit(output, 1, timedOut)
+            expectQuietEnd(output, timedOut)
+
+            let signalled = try children.start(
+                "signalled \(run)", ["subscribe", "h.x", "--connect", endpoint, "--http", "127.0.0.1:0", "--timeout", "60"])
+            #expect(await signalled.waitForStderr(containing: "monitoring on http://"), "\(signalled.describe())")
+            signalled.signal(SIGTERM)
+            let stopped = await signalled.waitForExit()
+            expectExit(stopped, 0, signalled)
+            expectQuietEnd(stopped, signalled)
+        }
+    }
 }
