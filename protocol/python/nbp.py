@@ -22,6 +22,10 @@ Public API
                           ``unsupportedVersion`` to it, as to receivers
                           written before batches)
 ``encode_batch(...)``     build a batch frame from encoded version 1 frames
+                          (refuses control names and frames over MAX_BATCH_FRAME)
+``declared_record_count(frame)`` / ``unmatched_notification_count(frame)``
+                          what a batch counts as when rejected / skipped by name
+``batch_frame_limit(max_payload)`` the largest batch frame a receiver accepts
 ``validate_name(name)``   check a concrete notification name (ValueError)
 ``Pattern.compile(p)``    subscription pattern -> ``.prefix`` (bytes for
                           ZMQ_SUBSCRIBE) and ``.matches(name)``
