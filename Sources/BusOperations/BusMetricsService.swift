@@ -76,6 +76,8 @@ extension BusMetricsService {
         "nbus_bus_end_of_stream_records_total": "End-of-stream records received from closing publishers.",
         "nbus_bus_unknown_control_messages_total": "Control messages (_nbus.) this bus does not know.",
         "nbus_bus_malformed_end_of_stream_records_total": "End-of-stream records whose payload was malformed.",
+        "nbus_bus_streams_joined_late_total": "Streams first seen past sequence 1 (joined late, or their head lost unseen).",
+        "nbus_bus_notifications_before_joining_total": "Notifications before the first one seen of each stream joined late.",
         "nbus_bus_memory_limit_resets_total": "Times a binding bus passed its memory limit and dropped every connection.",
         "nbus_bus_stalled_subscribers_disconnected_total":
             "A binding publisher's subscribers that took nothing past their budget (or with a full queue), disconnected.",
@@ -153,6 +155,8 @@ final class BusMetricsSampler: Sendable {
             (counter("end_of_stream_records"), { @Sendable s in s.endOfStreamRecords }),
             (counter("unknown_control_messages"), { @Sendable s in s.unknownControlMessages }),
             (counter("malformed_end_of_stream_records"), { @Sendable s in s.malformedEndOfStreamRecords }),
+            (counter("streams_joined_late"), { @Sendable s in s.streamsJoinedLate }),
+            (counter("notifications_before_joining"), { @Sendable s in s.notificationsBeforeJoining }),
             (counter("memory_limit_resets"), { @Sendable s in s.memoryLimitResets }),
             (counter("stalled_subscribers_disconnected"), { @Sendable s in s.stalledSubscribersDisconnected }),
             (counter("slow_subscribers_disconnected"), { @Sendable s in s.slowSubscribersDisconnected }),

@@ -157,9 +157,15 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
                 }
             }
         } catch {
+            try? await server.shutdownGracefully()
             try? await threads.shutdownGracefully()
             throw MonitoringServerError(address: address, reason: Self.reason(error))
         }
+        // A run ended by task cancellation (not by a graceful shutdown) leaves Hummingbird's server
+        // holding its listening channel: released after the threads were gone, the channel asked the
+        // dead event loop to close it, and NIO printed "Cannot schedule tasks on an EventLoop that
+        // has already shut down" at exit. Shut down first (it returns at once if it was already).
+        try? await server.shutdownGracefully()
         try? await threads.shutdownGracefully()
         // Hummingbird returns when its listening socket fails (after logging why at error level):
         // a command whose --http stopped answering ends with the reason, not as if asked to stop.

@@ -108,6 +108,14 @@ public enum SubscribeOutcome {
                 + "notification(s) before the first printed of each are not counted here (sent before this subscriber "
                 + "joined, or lost before it heard of the stream, e.g. while its broker restarted)"
         }
+        // NBP-1 §12.1's SHOULD counters, said when not 0 (a peer sent what this version does not
+        // act on: never delivered, not silent either).
+        if bus.unknownControlMessages > 0 {
+            text += "; unknown control messages \(bus.unknownControlMessages) (names under _nbus this version does not know: not printed)"
+        }
+        if bus.malformedEndOfStreamRecords > 0 {
+            text += "; malformed end-of-stream records \(bus.malformedEndOfStreamRecords) (a tail they would have reported may be uncounted)"
+        }
         var fields: [(String, CommandSummary.Value)] = [
             ("printed", .integer(Int64(printed))), ("lostUpstream", .unsigned(lost)), ("droppedLocally", .unsigned(dropped)),
             ("rejectedMalformed", .unsigned(bus.rejectedTotal)),
@@ -115,8 +123,11 @@ public enum SubscribeOutcome {
             ("handshakesRefused", .unsigned(bus.handshakesRefused)), ("handshakesFailed", .unsigned(bus.handshakesFailed)),
             ("duplicatesDiscarded", .unsigned(bus.duplicatesDiscarded)), ("memoryResets", .unsigned(bus.memoryLimitResets)),
             ("tailUnknownStreams", .integer(Int64(tailUnknownStreams))),
-            ("joinedLateStreams", .unsigned(bus.streamsJoinedLate)),
-            ("beforeJoining", .unsigned(bus.notificationsBeforeJoining)),
+            // The names of `BusStats` and NBP-1 §12.1, one set everywhere (here, the text, /metrics).
+            ("streamsJoinedLate", .unsigned(bus.streamsJoinedLate)),
+            ("notificationsBeforeJoining", .unsigned(bus.notificationsBeforeJoining)),
+            ("unknownControlMessages", .unsigned(bus.unknownControlMessages)),
+            ("malformedEndOfStreamRecords", .unsigned(bus.malformedEndOfStreamRecords)),
         ]
         if options.showsStats {
             fields.append(("patterns", .array(perPattern.map { pattern, stats in

@@ -21,6 +21,18 @@ extension WireFormat {
     /// 4 KiB is about 13 notifications of 256 bytes: most of the gain per message (NBP-1 §10).
     public static let defaultMaximumBatchFrame = 4 * 1024
 
+    /// The largest batch frame a producer may send (NBP-1 §2.3): the largest version 1 frame at
+    /// the default maximum payload, 4384 + 1048576 = 1,052,960 bytes. Fixed, because a producer
+    /// cannot know its receivers' maximum payloads; every receiver accepts a batch this large.
+    public static let maximumBatchFrame = largestFrame(maximumPayload: defaultMaximumPayload)
+
+    /// The largest batch frame a receiver whose maximum payload is `maximumPayload` accepts
+    /// (NBP-1 §7.5, step B4): `maximumBatchFrame`, or the largest version 1 frame for its own
+    /// maximum when that is larger. A larger one is `payloadTooLarge`, counted like any rejection.
+    public static func batchFrameLimit(maximumPayload: Int) -> Int {
+        max(maximumBatchFrame, largestFrame(maximumPayload: maximumPayload))
+    }
+
     /// Where each field of the batch header sits, counted from the byte after the name's NUL.
     public enum BatchHeaderOffset {
         /// The version byte (2).
@@ -157,8 +169,8 @@ extension EnvelopeCodec {
     }
 
     /// Decodes a batch frame whose name `nameLength(in:)` (or an exact subscription prefix) has
-    /// vouched for, checking in NBP-1 §7.1's order (steps B1 to B3, then R1 to R6 per record, then
-    /// B4). All or nothing: a fault in any record rejects the whole frame, so a receiver never
+    /// vouched for, checking in NBP-1 §7.5's order (steps B0 to B4, then R1 to R6 per record, then
+    /// B5). All or nothing: a fault in any record rejects the whole frame, so a receiver never
     /// delivers part of a batch and its sequence tracking sees the whole batch as lost.
     package static func decodeBatch(
         _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
@@ -256,7 +268,7 @@ extension EnvelopeCodec {
         let headerCount: Int
     }
 
-    /// Checks a batch frame in NBP-1 §7.1's order (B1 to B3, then R1 to R6 per record, then B4),
+    /// Checks a batch frame in NBP-1 §7.5's order (B0 to B4, then R1 to R6 per record, then B5),
     /// handing each record to `record` once it is checked; returns the publisher id and record
     /// count. What `decodeBatch` and `peekBatch` share, so they accept exactly the same frames.
     /// (`decodeBatch` may have appended records before a later one throws: it discards them.)
@@ -276,11 +288,20 @@ extension EnvelopeCodec {
         func u32(_ offset: Int) -> Int {
             Int(UInt32(bigEndian: frame.loadUnaligned(fromByteOffset: offset, as: UInt32.self)))
         }
+        // B0: control messages are never batched (NBP-1 §2.3), so a batch carrying a control name
+        // is no readiness echo or end-of-stream record: malformed, acted on by nothing.
+        if frame[0] == UInt8(ascii: "_"),
+            ControlNames.isReserved(nameBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameCount]))
+        {
+            throw .batchInvalid
+        }
         // B1-B3: the batch header.
         guard frame.count - start >= WireFormat.batchHeaderSize else { throw .truncatedHeader }
         guard Int(frame[start + Batch.nameLength]) == nameCount else { throw .nameLengthMismatch }
         let recordCount = u16(start + Batch.recordCount)
         guard recordCount >= 1, recordCount <= WireFormat.maximumBatchRecords else { throw .batchInvalid }
+        // B4: no larger than a producer may send (or than this receiver's largest single frame).
+        guard frame.count <= WireFormat.batchFrameLimit(maximumPayload: maximumPayload) else { throw .payloadTooLarge }
         let publisherID = UInt64(bigEndian: frame.loadUnaligned(fromByteOffset: start + Batch.publisherID, as: UInt64.self))
         let headerLimit = min(maximumHeaderCount, WireFormat.maximumHeaderCount)
 
@@ -307,7 +328,7 @@ extension EnvelopeCodec {
                     mapStart: mapStart, mapEnd: mapEnd, payloadEnd: payloadEnd, headerCount: headerCount))
             position = payloadEnd
         }
-        // B4: the records fill the frame exactly.
+        // B5: the records fill the frame exactly.
         guard position == frame.count else { throw .batchInvalid }
         return (publisherID, recordCount)
     }
@@ -316,11 +337,13 @@ extension EnvelopeCodec {
 
     /// Encodes `notifications` (1 to 1024, one name and one publisher id) as one batch frame.
     /// For tests and foreign producers; a NotificationBus publisher batches encoded frames
-    /// (`batchedSize(ofFrames:nameLength:)`, `writeBatch`).
+    /// (`batchedSize(ofFrames:nameLength:)`, `writeBatch`). Refuses what NBP-1 §2.3 forbids a
+    /// producer: a control name, and a frame over `WireFormat.maximumBatchFrame`.
     public static func encodeBatch(_ notifications: [BusNotification]) throws(EncodeError) -> [UInt8] {
         guard let first = notifications.first, notifications.count <= WireFormat.maximumBatchRecords else {
             throw .batchRecordCount(notifications.count)
         }
+        guard !ControlNames.isReserved(first.name) else { throw .batchOfControlName(first.name.rawValue) }
         var frames: [[UInt8]] = []
         frames.reserveCapacity(notifications.count)
         for notification in notifications {
@@ -333,6 +356,7 @@ extension EnvelopeCodec {
         let size = frames.reduce(nameLength + 1 + WireFormat.batchHeaderSize) {
             $0 + batchedRecordSize(ofFrameCount: $1.count, nameLength: nameLength)
         }
+        guard size <= WireFormat.maximumBatchFrame else { throw .batchTooLarge(byteCount: size) }
         return [UInt8](unsafeUninitializedCapacity: size) { buffer, initialized in
             initialized = writeBatch(
                 frameCount: frames.count, nameLength: nameLength,

@@ -18,10 +18,12 @@ public enum RejectionReason: String, Error, CaseIterable, Sendable, Comparable, 
     case headerLimitExceeded
     /// The header map's structure is wrong (empty or duplicate key, NUL in a key, length mismatch).
     case headerMapInvalid
-    /// The payload is larger than this receiver's maximum.
+    /// The payload is larger than this receiver's maximum, or a batch frame is larger than the
+    /// largest batch it accepts (`WireFormat.batchFrameLimit(maximumPayload:)`).
     case payloadTooLarge
-    /// A batch frame's structure is wrong: a record count of 0 or over 1024, or bytes left after
-    /// the last record (NBP-1 §2.3).
+    /// A batch frame breaks the rules of batches (NBP-1 §2.3, §7.5): it carries a control name
+    /// (control messages are never batched), declares a record count of 0 or over 1024, or has
+    /// bytes left after the last record.
     case batchInvalid
 
     public var description: String { rawValue }
@@ -111,6 +113,10 @@ public enum EncodeError: Error, Equatable, Sendable, CustomStringConvertible {
     case batchRecordCount(Int)
     /// A batch's notifications differ in name or publisher id (a batch is one stream's).
     case batchMixesStreams
+    /// A batch of control messages (first token `_nbus`): they are never batched (NBP-1 §2.3).
+    case batchOfControlName(String)
+    /// A batch frame over `WireFormat.maximumBatchFrame` bytes (NBP-1 §2.3).
+    case batchTooLarge(byteCount: Int)
 
     public var description: String {
         switch self {
@@ -121,6 +127,9 @@ public enum EncodeError: Error, Equatable, Sendable, CustomStringConvertible {
         case .headersTooLarge(let count): return "headers encode to \(count) bytes; the limit is 4096"
         case .batchRecordCount(let count): return "a batch holds 1 to 1024 notifications, got \(count)"
         case .batchMixesStreams: return "a batch's notifications must share one name and one publisher id"
+        case .batchOfControlName(let name): return "control messages are never batched: \(name)"
+        case .batchTooLarge(let count):
+            return "a batch frame of \(count) bytes is over \(WireFormat.maximumBatchFrame): send fewer per batch"
         }
     }
 }

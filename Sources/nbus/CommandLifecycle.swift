@@ -50,8 +50,14 @@ enum CommandLifecycle {
                     .init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
                         failureTerminationBehavior: .gracefullyShutdownGroup)
                 } + [
-                    // A command that finishes by itself (its --count reached) ends the group normally.
-                    .init(service: service, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: name)
+                    // A command that finishes by itself (its --count reached) ends the group normally;
+                    // one that ends with an exit status (an `ExitCode` thrown after its report) too, so
+                    // the helpers stop in order, not cancelled: a cancelled --http server logged
+                    // "Waiting on child channel: CancellationError()" after the summary, which must be
+                    // the last line. The group rethrows the command's error once they have stopped.
+                    .init(
+                        service: service, successTerminationBehavior: .gracefullyShutdownGroup,
+                        failureTerminationBehavior: .gracefullyShutdownGroup, serviceName: name)
                 ], logger: logger))
         let watcher = Task {
             if await TerminationSignals.wait() != nil { await group.triggerGracefulShutdown() }

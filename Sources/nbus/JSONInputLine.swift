@@ -15,7 +15,8 @@ import ToolSupport
 ///   a payload that is not UTF-8). Not together with `payload`.
 /// - `contentType` (optional): a name as in `--content-type` (what `subscribe` prints) or a code
 ///   0-255, as a number or a string; it wins over `--content-type`.
-/// - `publisherID`, `sequence`, `time`, `timestamp`: accepted and ignored (this publisher stamps its own).
+/// - `flags`, `publisherID`, `sequence`, `time`, `timestamp`: accepted and ignored (this publisher
+///   stamps its own; NBP/1's flags are reserved and written 0).
 ///
 /// Any other key makes the line invalid, as does a value of the wrong type.
 struct JSONInputLine {
@@ -31,7 +32,7 @@ struct JSONInputLine {
     /// Keys a line may have, and what is done with them.
     static let usedKeys: Set<String> = ["name", "headers", "payload", "payloadBase64", "contentType"]
     /// Keys `nbus subscribe --format json` prints that a publisher cannot set.
-    static let ignoredKeys: Set<String> = ["publisherID", "sequence", "time", "timestamp"]
+    static let ignoredKeys: Set<String> = ["flags", "publisherID", "sequence", "time", "timestamp"]
 
     /// Why a line cannot be published; `description` is the reason printed on stderr.
     struct Invalid: Error, CustomStringConvertible {

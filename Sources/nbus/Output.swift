@@ -26,6 +26,9 @@ enum OutputFormat: String, CaseIterable, Sendable {
             var line = "\(n.name) seq=\(n.sequence) publisher=\(ControlNames.hex(n.publisherID))"
             if !headers.isEmpty { line += " headers=[\(headers)]" }
             if n.contentType != .unspecified { line += " type=\(n.contentType)" }
+            // NBP/1's flags are reserved and written 0: shown only when a producer set some, so
+            // its author can see them (NBP-1 §12: receivers ignore them, nobody else would tell).
+            if n.flags != 0 { line += " flags=\(Self.hexByte(n.flags))" }
             return line + " payload=\(payload)"
         case (.text, .gap(let gap)):
             return "! \(gap)"
@@ -36,6 +39,8 @@ enum OutputFormat: String, CaseIterable, Sendable {
             // as RFC 3339 text, every digit kept where a tool reads numbers as doubles.
             var fields: [(String, String)] = [
                 ("contentType", JSONString.quoted(n.contentType.name)),
+                // Always, as a number: the byte as received (a conforming producer writes 0).
+                ("flags", String(n.flags)),
                 ("headers", "{" + n.headers.map { JSONString.quoted($0.key) + ":" + JSONString.quoted($0.value) }.joined(separator: ",") + "}"),
                 ("name", JSONString.quoted(n.name.rawValue)),
             ]
@@ -69,6 +74,12 @@ enum OutputFormat: String, CaseIterable, Sendable {
     static func textField(_ text: String) -> String {
         let needsQuoting = text.hasPrefix("\"") || text.unicodeScalars.contains(where: JSONString.isControl)
         return needsQuoting ? JSONString.quoted(text) : text
+    }
+
+    /// A byte as `0x` and two lowercase hex digits (`0xa5`).
+    static func hexByte(_ byte: UInt8) -> String {
+        let digits = String(byte, radix: 16)
+        return "0x" + (digits.count == 1 ? "0" + digits : digits)
     }
 
     static func json(_ object: [String: Any]) -> String {

@@ -126,6 +126,11 @@ struct Publish: AsyncParsableCommand {
     func validate() throws {
         let notificationName: NotificationName
         do { notificationName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(displayed(name))': \(error)") }
+        // Refused up front as a usage error (64), not by the bus at the first post (which exited 1).
+        guard !ControlNames.isReserved(notificationName) else {
+            throw ValidationError(
+                "invalid name '\(displayed(name))': names whose first token is _nbus are the bus's own control messages (NBP-1 §15); use another first token")
+        }
         if lines {
             if payload != nil {
                 throw ValidationError("a PAYLOAD argument is not used with --lines: each line of standard input is a payload")

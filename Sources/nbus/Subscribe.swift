@@ -93,6 +93,11 @@ struct Subscribe: AsyncParsableCommand {
         guard !patterns.isEmpty else { throw ValidationError("give at least one pattern") }
         for pattern in patterns {
             do { _ = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(displayed(pattern))': \(error)") }
+            // It would subscribe and wait for ever: a receiver never hands control messages on.
+            guard !ControlNames.isReserved(nameBytes: Array(pattern.utf8)) else {
+                throw ValidationError(
+                    "invalid pattern '\(displayed(pattern))': names whose first token is _nbus are the bus's own control messages (NBP-1 §15), never delivered to a subscriber")
+            }
         }
         if let count { guard count >= 1 else { throw ValidationError("--count must be at least 1") } }
         if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }

@@ -175,7 +175,27 @@ struct CommandOutcomeTests {
         let text = outcome.summary?.text ?? ""
         #expect(text.contains("joined 2 stream(s) after their start: the 17220 notification(s) before the first printed"), "\(text)")
         let json = outcome.summary?.line(.json) ?? ""
-        #expect(json.contains(#""joinedLateStreams":2,"beforeJoining":17220"#), "\(json)")
+        #expect(json.contains(#""streamsJoinedLate":2,"notificationsBeforeJoining":17220"#), "\(json)")
+    }
+
+    @Test("subscribe: the SHOULD counters of NBP-1 §12.1 are in the summary, under BusStats's names")
+    func subscribeShouldCounters() {
+        let counts = { (bus: BusStats) in
+            SubscribeOutcome.Counts(printed: 0, perPattern: [("a.>", SubscriptionStats())], bus: bus)
+        }
+        let quiet = SubscribeOutcome.of(.printingEnded, counts: counts(BusStats()), options: SubscribeOutcome.Options())
+        #expect(quiet.summary?.text.contains("control") == false)
+        #expect(quiet.summary?.line(.json).contains(#""unknownControlMessages":0,"malformedEndOfStreamRecords":0"#) == true)
+        let bus = Self.stats {
+            $0.unknownControlMessages = 4
+            $0.malformedEndOfStreamRecords = 1
+        }
+        let outcome = SubscribeOutcome.of(.printingEnded, counts: counts(bus), options: SubscribeOutcome.Options())
+        let text = outcome.summary?.text ?? ""
+        #expect(text.contains("unknown control messages 4"), "\(text)")
+        #expect(text.contains("malformed end-of-stream records 1"), "\(text)")
+        let json = outcome.summary?.line(.json) ?? ""
+        #expect(json.contains(#""unknownControlMessages":4,"malformedEndOfStreamRecords":1"#), "\(json)")
     }
 
     // MARK: request

@@ -14,6 +14,8 @@ struct MetricsHelpTextTests {
         let registry = PrometheusCollectorRegistry()
         var stats = BusStats()
         stats.posted = 3
+        stats.streamsJoinedLate = 2
+        stats.notificationsBeforeJoining = 41
         let frozen = stats
         let sampler = BusMetricsSampler(
             busStats: { frozen }, subscriptions: [(pattern: "orders.>", stats: { SubscriptionStats() })],
@@ -30,6 +32,9 @@ struct MetricsHelpTextTests {
             #expect(BusMetricsService.helpTexts[String(name)] != nil, "\(name) has no text in helpTexts")
         }
         #expect(text.contains("nbus_bus_posted_total 3"), "\(text)")
+        // NBP-1 §12.1's counters under the names of BusStats and `nbus subscribe`'s summary.
+        #expect(text.contains("nbus_bus_streams_joined_late_total 2"), "\(text)")
+        #expect(text.contains("nbus_bus_notifications_before_joining_total 41"), "\(text)")
         #expect(text.contains("nbus_bus_memory_limit_bytes 536870912.0"), "\(text)")
     }
 }

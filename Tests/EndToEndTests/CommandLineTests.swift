@@ -21,6 +21,26 @@ struct CommandLineTests {
         }
     }
 
+    @Test("publish _nbus.x and subscribe '_nbus.>' are usage errors naming the reserved first token, exit 64")
+    func reservedNamesAreUsageErrors() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("reserved.sock")
+        for arguments in [
+            ["publish", "_nbus.x", "hi"], ["publish", "_nbus", "hi", "--no-wait"],
+            ["subscribe", "_nbus.>", "--connect", endpoint], ["subscribe", "a.b", "_nbus.eos.*", "--connect", endpoint],
+            ["subscribe", "_nbus", "--connect", endpoint],
+        ] {
+            let output = try #require(try await children.run(arguments[0], arguments, timeout: .seconds(20)))
+            #expect(output.status == 64 && !output.bySignal, "\(arguments): \(output.status): \(output.stderrText)")
+            #expect(output.stderrText.contains("first token is _nbus"), "\(arguments): \(output.stderrText)")
+        }
+        // Not reserved: _nbus as a later token, or a first token that only begins with it.
+        let fine = try #require(
+            try await children.run("subscribe", ["subscribe", "_nbusx.>", "a._nbus", "--connect", endpoint, "--timeout", "0.2"]))
+        #expect(fine.status == 0, "\(fine.stderrText)")
+    }
+
     /// The repository's docs/command-line.md.
     static let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("docs/command-line.md")

@@ -1,5 +1,11 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
+import NotificationBus
 import Testing
+import TestSupport
+import ZeroMQ
 
 /// What `nbus subscribe` prints: once per notification, exactly `--count`, one line each.
 @Suite("nbus subscribe output", .timeLimit(.minutes(2)))
@@ -65,5 +71,79 @@ struct SubscribeOutputTests {
         let stderr = subscriber.output.stderrText
         let listed = ["p0.x", "p4999.x", "p5000.x", "p9999.x", "last.x"].map { stderr.range(of: "subscribe: \($0): ")?.lowerBound }
         #expect(listed.allSatisfy { $0 != nil } && listed.compactMap { $0 } == listed.compactMap { $0 }.sorted(), "\(stderr.suffix(800))")
+    }
+
+    @Test("Per-record flags are printed: a number in every JSON line, flags=0x.. in text when not 0")
+    func flagsArePrinted() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let context = try Context()
+        defer { context.terminate() }
+        // A foreign producer (a raw XPUB) that sets flags NotificationBus never sets.
+        let raw = try context.socket(.xpub)
+        defer { raw.close() }
+        try raw.set(.linger, .milliseconds(2_000))
+        try raw.set(.receiveTimeout, .milliseconds(30_000))
+        // Each subscriber's own f.x subscription, not only the first one of that prefix.
+        try raw.set(.xpubVerbose, true)
+        let endpoint = children.folder.ipc("flags.sock")
+        try raw.bind(endpoint)
+        let json = try children.start(
+            "json", ["subscribe", "f.x", "--connect", endpoint, "--count", "3", "--timeout", "30", "--format", "json"])
+        try raw.awaitSubscription(Array("f.x".utf8) + [0])
+        let text = try children.start("text", ["subscribe", "f.x", "--connect", endpoint, "--count", "3", "--timeout", "30"])
+        try raw.awaitSubscription(Array("f.x".utf8) + [0])
+        let name = try NotificationName("f.x")
+        func notification(_ sequence: UInt64, flags: UInt8) -> BusNotification {
+            BusNotification(name: name, payload: Array("p\(sequence)".utf8), sequence: sequence, publisherID: 9, timestamp: 1, flags: flags)
+        }
+        // One version 1 frame with flags 0xa5, then a batch whose records carry 0 and 0x01.
+        try raw.send(try EnvelopeCodec.encode(notification(1, flags: 0xA5)))
+        try raw.send(try EnvelopeCodec.encodeBatch([notification(2, flags: 0), notification(3, flags: 0x01)]))
+        expectExit(await json.waitForExit(), 0, json)
+        expectExit(await text.waitForExit(), 0, text)
+        let flags = try json.output.stdoutLines.map { line in
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+            return (object["flags"] as? NSNumber)?.intValue
+        }
+        #expect(flags == [0xA5, 0, 1], "\(json.describe())")
+        let lines = text.output.stdoutLines
+        try #require(lines.count == 3, "\(text.describe())")
+        #expect(lines[0].hasSuffix(" flags=0xa5 payload=p1"), "\(lines[0])")
+        #expect(!lines[1].contains("flags="), "\(lines[1])")
+        #expect(lines[2].hasSuffix(" flags=0x01 payload=p3"), "\(lines[2])")
+    }
+
+    @Test("subscribe --http ends quietly, its summary last: exit 1 at --timeout before --count, 0 on SIGTERM")
+    func httpShutdownIsQuiet() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("http.sock")
+        // Every way it ends, the summary is stderr's last line and nothing of the --http server's
+        // threads follows it. The timeout path (the command's exit status thrown) used to cancel
+        // the server: "Waiting on child channel: CancellationError()" and SwiftNIO's "Cannot
+        // schedule tasks on an EventLoop that has already shut down", after the summary, every run.
+        func expectQuietEnd(_ output: ChildOutput?, _ child: Child) {
+            let lines = output?.stderrText.split(separator: "\n") ?? []
+            #expect(lines.last?.hasPrefix("nbus subscribe: printed 0;") == true, "\(child.describe())")
+            #expect(output?.stderrText.contains("EventLoop") == false, "\(child.describe())")
+            #expect(output?.stderrText.contains("CancellationError") == false, "\(child.describe())")
+        }
+        for run in 1...3 {
+            let timedOut = try children.start(
+                "timed out \(run)",
+                ["subscribe", "h.x", "--connect", endpoint, "--http", "127.0.0.1:0", "--count", "5", "--timeout", "0.5"])
+            let output = await timedOut.waitForExit()
+            expectExit(output, 1, timedOut)
+            expectQuietEnd(output, timedOut)
+
+            let signalled = try children.start(
+                "signalled \(run)", ["subscribe", "h.x", "--connect", endpoint, "--http", "127.0.0.1:0", "--timeout", "60"])
+            #expect(await signalled.waitForStderr(containing: "monitoring on http://"), "\(signalled.describe())")
+            signalled.signal(SIGTERM)
+            let stopped = await signalled.waitForExit()
+            expectExit(stopped, 0, signalled)
+            expectQuietEnd(stopped, signalled)
+        }
     }
 }

@@ -13,7 +13,7 @@ import Testing
 // subscriber got a fraction of the stream with "lost upstream 0". Now the broker exits (status
 // 70) when its loop is stuck, a supervisor (this test) restarts it, and the steady subscriber
 // accounts for every notification: delivered, counted lost, or, for the head of the stream before
-// the first one it saw, counted in its summary (`beforeJoining`). Real processes on 127.0.0.1.
+// the first one it saw, counted in its summary (`notificationsBeforeJoining`). Real processes on 127.0.0.1.
 
 /// A python3 that imports zmq, or nil (the test is then skipped).
 private let pythonWithZMQ: URL? = {
@@ -134,7 +134,7 @@ struct SubscriberChurnTests {
         // of --stuck-exit and the restart); or a churner's subscription reached a restarted broker
         // before the steady one's and started the publisher (112). By NBP-1 §8 the first
         // notification seen starts a stream (a late join looks the same), so no gap line can
-        // hold that head: the subscriber's summary counts it (`beforeJoining`, reproduced
+        // hold that head: the subscriber's summary counts it (`notificationsBeforeJoining`, reproduced
         // deterministically by StreamHeadTests). Seen in 8 of 22 runs on a loaded machine (4 of 15
         // with the probe above), 3 to 37,943 long, its first notification always right after a
         // broker's stuck exit; in none was anything else missing. Exact: each of 1...total
@@ -143,7 +143,7 @@ struct SubscriberChurnTests {
         let gapLines = parseGapLines(lines).filter { $0.publisherID != probeID }
         let firstSequence = notifications.first?.sequence ?? 1
         #expect(
-            summaryCounts(steadyOutput?.stderrText, "subscribe", "joinedLateStreams", "beforeJoining")
+            summaryCounts(steadyOutput?.stderrText, "subscribe", "streamsJoinedLate", "notificationsBeforeJoining")
                 == (firstSequence > 1 ? [1, firstSequence - 1] : [0, 0]),
             "first sequence \(firstSequence): \(steady.describe())")
         // The head, checked like a gap: a range no notification or gap line may overlap.
@@ -232,7 +232,7 @@ struct StreamHeadTests {
         #expect(firstSequence > 200, "the steady subscriber was away for the first 200")
         // Before the fix the head was in no gap and no counter: nothing said 1...firstSequence-1 was never seen.
         #expect(
-            summaryCounts(steadyOutput?.stderrText, "subscribe", "joinedLateStreams", "beforeJoining", "lostUpstream")
+            summaryCounts(steadyOutput?.stderrText, "subscribe", "streamsJoinedLate", "notificationsBeforeJoining", "lostUpstream")
                 == [1, firstSequence - 1, gaps.reduce(0) { $0 + $1.count }], "\(steady.describe())")
         // Every notification of the stream: delivered, in a gap line, or before the first seen.
         let head = ReceivedGap(
@@ -243,7 +243,7 @@ struct StreamHeadTests {
         let otherLines = otherOutput?.stdoutLines ?? []
         expectExactAccounting(
             notifications: parseJSONLines(otherLines).notifications, gaps: parseGapLines(otherLines), published: total, at: "other")
-        #expect(summaryCounts(otherOutput?.stderrText, "subscribe", "joinedLateStreams", "beforeJoining") == [0, 0])
+        #expect(summaryCounts(otherOutput?.stderrText, "subscribe", "streamsJoinedLate", "notificationsBeforeJoining") == [0, 0])
         second.signal(SIGTERM)
         expectExit(await second.waitForExit(), 0, second)
     }

@@ -157,6 +157,15 @@ struct APIMisuseTests {
         configuration = .embedded()
         configuration.outboundCapacity = 0
         #expect(throws: BusError.self) { try Bus(configuration) }
+        // NBP-1 §2.3: batches no larger than every receiver accepts, whatever its maximum payload.
+        configuration = .embedded()
+        configuration.batching = Batching(maximumFrameBytes: WireFormat.maximumBatchFrame + 1)
+        #expect(
+            throws: BusError.invalidConfiguration(
+                "batching.maximumFrameBytes must be at most 1052960 (NBP-1's largest batch frame), not 1052961")
+        ) { try Bus(configuration) }
+        configuration.batching = Batching(maximumFrameBytes: WireFormat.maximumBatchFrame)
+        try configuration.validate()
         // Heartbeat settings outside the range they have always had: under a millisecond, or past
         // 6,553 s (the range ZMTP heartbeats took, kept when TCP keepalive replaced them).
         for (interval, timeout) in [(Duration.microseconds(500), Duration.seconds(15)), (.seconds(5), .seconds(7_000))] {

@@ -129,6 +129,62 @@ struct BatchCodecTests {
         #expect(throws: EncodeError.batchMixesStreams) { _ = try EnvelopeCodec.encodeBatch(publishers) }
     }
 
+    /// A well-formed batch frame named a.b of exactly `length` bytes, no record's payload over
+    /// `maximumPayload`; built by hand, since encodeBatch refuses frames over the producers' bound.
+    static func batchFrame(ofLength length: Int, maximumPayload: Int) -> [UInt8] {
+        var records: [[UInt8]] = []
+        var left = length - 4 - WireFormat.batchHeaderSize
+        while left > 0 {
+            let payload = min(maximumPayload, left - WireFormat.batchRecordHeaderSize)
+            var record: [UInt8] = [0, 0, 0, 0, 0, 0]
+            record += withUnsafeBytes(of: UInt32(payload).bigEndian, Array.init)
+            record += withUnsafeBytes(of: UInt64(records.count + 1).bigEndian, Array.init)
+            record += [UInt8](repeating: 0, count: 8) + [UInt8](repeating: 0x78, count: payload)
+            records.append(record)
+            left -= record.count
+        }
+        var frame = Array("a.b".utf8) + [0, WireFormat.batchVersion, 0, 3, 0]
+        frame += withUnsafeBytes(of: UInt16(records.count).bigEndian, Array.init) + [0, 0]
+        frame += withUnsafeBytes(of: UInt64(7).bigEndian, Array.init)
+        return frame + records.joined()
+    }
+
+    @Test("A batch frame over 4384 + max(maxPayload, 1 MiB) bytes is payloadTooLarge (B4); the producers' bound is accepted")
+    func batchFrameBound() throws {
+        #expect(WireFormat.maximumBatchFrame == 4384 + 1_048_576)
+        #expect(WireFormat.batchFrameLimit(maximumPayload: 16) == WireFormat.maximumBatchFrame)
+        #expect(WireFormat.batchFrameLimit(maximumPayload: 2 << 20) == 4384 + (2 << 20))
+        for maximumPayload in [WireFormat.defaultMaximumPayload, 4_000] {
+            let atBound = Self.batchFrame(ofLength: WireFormat.maximumBatchFrame, maximumPayload: maximumPayload)
+            #expect(atBound.count == WireFormat.maximumBatchFrame)
+            #expect(try !EnvelopeCodec.decodeAll(frames: [atBound], maximumPayload: maximumPayload).isEmpty)
+            let over = Self.batchFrame(ofLength: WireFormat.maximumBatchFrame + 1, maximumPayload: maximumPayload)
+            #expect(throws: RejectionReason.payloadTooLarge) {
+                _ = try EnvelopeCodec.decodeAll(frames: [over], maximumPayload: maximumPayload)
+            }
+            // The copy check accepts exactly what the decode accepts.
+            over.withUnsafeBytes { bytes in
+                #expect(EnvelopeCodec.peekBatch(bytes, validatedNameLength: 3, maximumPayload: maximumPayload) == nil)
+            }
+        }
+        // A receiver configured for larger payloads accepts larger batches.
+        let over = Self.batchFrame(ofLength: WireFormat.maximumBatchFrame + 1, maximumPayload: WireFormat.defaultMaximumPayload)
+        #expect(try EnvelopeCodec.decodeAll(frames: [over], maximumPayload: 2 << 20).count == 2)
+    }
+
+    @Test("encodeBatch refuses what a producer must not send: control names, frames over the bound")
+    func encoderKeepsProducerRules() throws {
+        let endOfStream = BusNotification(
+            name: try NotificationName(ControlNames.endOfStreamName(publisher: 0xFEED)), sequence: 1, publisherID: 0xFEED,
+            timestamp: 1)
+        #expect(throws: EncodeError.batchOfControlName(endOfStream.name.rawValue)) {
+            _ = try EnvelopeCodec.encodeBatch([endOfStream])
+        }
+        let large = try Self.notifications(2, payload: 600_000)
+        #expect(throws: EncodeError.self) { _ = try EnvelopeCodec.encodeBatch(large) }
+        #expect(try EnvelopeCodec.decodeAll(frames: [try EnvelopeCodec.encodeBatch([large[0]])]).count == 1)
+    }
+
     @Test("The payload limit applies per record")
     func payloadLimitPerRecord() throws {
         let frame = try EnvelopeCodec.encodeBatch(try Self.notifications(4, payload: 16))

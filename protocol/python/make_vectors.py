@@ -355,6 +355,8 @@ def batch_valid_vectors() -> list:
     add("batch-sequence-gap", "Sequences 5 and 7: a gap inside a batch is not a reason to reject; a receiver that "
         "tracks the stream counts 1 notification lost between them.",
         "x.y", [(b"a", [], 0, 5, TS), (b"b", [], 0, 7, TS)])
+    add("batch-name-like-control", "First token _nbusx, not _nbus: an ordinary name, so an ordinary batch (B0 "
+        "compares the whole first token).", "_nbusx.y", [(b"1", [], 0, 1, TS), (b"2", [], 0, 2, TS)])
     add("batch-payload-at-max-per-record", "maxPayload 16 applies to each record: two 16-byte payloads (32 in all) pass.",
         "limits.payload", [(b"0123456789abcdef", [], 0, 1, TS), (b"fedcba9876543210", [], 0, 2, TS)], max_payload=16)
     # Non-canonical: batch flags and reserved bytes set, record flags and reserved set; receivers ignore them.
@@ -389,8 +391,25 @@ def batch_invalid_vectors() -> list:
     add("batch-version-only", "Version byte 2 and nothing else.", [b"a.b\x00\x02"], R.TRUNCATED_HEADER)
     add("batch-header-15-bytes", "Only 15 of the 16 batch-header bytes.",
         [raw_batch(b"a.b", [])[:-1]], R.TRUNCATED_HEADER)
-    add("batch-name-length-mismatch", "nameLength says 4, the name has 3 bytes.",
+    add("batch-name-length-mismatch", "nameLength says 4, the name has 3 bytes. The header holds a valid "
+        "recordCount (1), so the count is reported although step B2 rejected the frame before B3 ran.",
         [raw_batch(b"a.b", [rec], name_len=4)], R.NAME_LENGTH_MISMATCH, records=1)
+    add("batch-name-length-mismatch-zero-records", "nameLength says 4 AND recordCount is 0: B2 runs first, so "
+        "nameLengthMismatch; the count is not valid, so none is reported.",
+        [raw_batch(b"a.b", [], name_len=4)], R.NAME_LENGTH_MISMATCH)
+    add("batch-control-name-eos", "An end-of-stream name in a batch (step B0): control messages are never batched, "
+        "so this is no end-of-stream record; a receiver acts on nothing in it and counts it batchInvalid.",
+        [raw_batch(b"_nbus.eos.00000000000000ff", [raw_record(payload=b"\x03a.b" + struct.pack("!Q", 9))])],
+        R.BATCH_INVALID, records=1)
+    add("batch-control-name-unknown", "A control name this receiver does not know, in a batch: batchInvalid (B0), "
+        "not dropped uncounted.", [raw_batch(b"_nbus.foo", [rec, rec])], R.BATCH_INVALID, records=2)
+    add("batch-control-name-bare", "The bare name _nbus is a control name too (B0).",
+        [raw_batch(b"_nbus", [rec])], R.BATCH_INVALID, records=1)
+    add("batch-control-name-before-header", "B0 runs before B1: a control name with a batch header cut short is "
+        "batchInvalid, and no count is reported.", [b"_nbus.x\x00\x02\x00"], R.BATCH_INVALID)
+    add("batch-nbus-not-first-token", "_nbus as a later token is an ordinary name: B0 passes, and the wrong "
+        "nameLength is what rejects this batch (B2).", [raw_batch(b"a._nbus", [rec], name_len=9)],
+        R.NAME_LENGTH_MISMATCH, records=1)
     add("batch-zero-records", "recordCount 0.", [raw_batch(b"a.b", [])], R.BATCH_INVALID)
     add("batch-1025-records", "recordCount 1025 (the records are there): over the limit of 1024.",
         [raw_batch(b"a.b", [raw_record(sequence=i + 1) for i in range(1025)])], R.BATCH_INVALID)
@@ -418,7 +437,7 @@ def batch_invalid_vectors() -> list:
         R.PAYLOAD_TOO_LARGE, records=1)
     add("batch-record-payload-past-frame", "payloadLength 5 with 1 byte left in the frame.",
         [raw_batch(b"a.b", [raw_record(payload_len=5, payload=b"p")])], R.TRUNCATED_HEADER, records=1)
-    add("batch-trailing-bytes", "Two bytes after the last record.",
+    add("batch-trailing-bytes", "Two bytes after the last record (B5).",
         [raw_batch(b"a.b", [rec], trailing=b"\x00\x00")], R.BATCH_INVALID, records=1)
     add("batch-more-records-than-count", "recordCount 1, two records: the second is trailing bytes.",
         [raw_batch(b"a.b", [rec, rec], count=1)], R.BATCH_INVALID, records=1)

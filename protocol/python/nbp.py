@@ -22,6 +22,10 @@ Public API
                           ``unsupportedVersion`` to it, as to receivers
                           written before batches)
 ``encode_batch(...)``     build a batch frame from encoded version 1 frames
+                          (refuses control names and frames over MAX_BATCH_FRAME)
+``declared_record_count(frame)`` / ``unmatched_notification_count(frame)``
+                          what a batch counts as when rejected / skipped by name
+``batch_frame_limit(max_payload)`` the largest batch frame a receiver accepts
 ``validate_name(name)``   check a concrete notification name (ValueError)
 ``Pattern.compile(p)``    subscription pattern -> ``.prefix`` (bytes for
                           ZMQ_SUBSCRIBE) and ``.matches(name)``
@@ -43,7 +47,8 @@ __all__ = [
     "CONTENT_TYPES", "REASONS",
     "BATCH_VERSION", "BATCH_HEADER_SIZE", "BATCH_RECORD_HEADER_SIZE", "MAX_BATCH_RECORDS",
     "Notification", "Rejected", "encode", "decode", "decode_all", "encode_batch",
-    "declared_record_count", "validate_name", "Pattern",
+    "declared_record_count", "unmatched_notification_count", "batch_frame_limit", "MAX_BATCH_FRAME",
+    "CONTROL_TOKEN", "validate_name", "Pattern",
     "PublisherState", "SequenceTracker",
 ]
 
@@ -60,6 +65,12 @@ BATCH_VERSION = 2
 BATCH_HEADER_SIZE = 16
 BATCH_RECORD_HEADER_SIZE = 26
 MAX_BATCH_RECORDS = 1024
+#: The first token of control names (section 15); a batch never carries one.
+CONTROL_TOKEN = "_nbus"
+#: The largest batch frame a producer sends (section 2.3): 4384 + 1048576 bytes,
+#: the largest version 1 frame at the default maxPayload.  Every receiver
+#: accepts a batch frame this large, whatever its own maxPayload.
+MAX_BATCH_FRAME = 255 + 1 + 32 + 4096 + DEFAULT_MAX_PAYLOAD
 U64_MAX = (1 << 64) - 1
 
 #: Registered content-type codes (6..127 reserved, 128..255 application-defined).
@@ -373,12 +384,16 @@ def encode_batch(frames: Sequence[BytesLike]) -> bytes:
 
     Each record keeps its frame's flags, content type, sequence, timestamp,
     headers and payload; the name and publisher id are written once.  Raises
-    ValueError if the frames are not valid, or differ in name or publisher.
+    ValueError if the frames are not valid, differ in name or publisher, carry
+    a control name (first token ``_nbus``: never batched), or would make a
+    frame larger than ``MAX_BATCH_FRAME`` (section 2.3).
     """
     frames = [bytes(f) for f in frames]
     if not 1 <= len(frames) <= MAX_BATCH_RECORDS:
         raise ValueError(f"a batch holds 1..{MAX_BATCH_RECORDS} notifications, got {len(frames)}")
     first = decode([frames[0]], max_payload=1 << 32)
+    if first.name.split(".", 1)[0] == CONTROL_TOKEN:
+        raise ValueError(f"control messages are never batched: {first.name}")
     name_b = first.name.encode("utf-8")
     out = bytearray(name_b + b"\x00")
     out += _BATCH.pack(BATCH_VERSION, 0, len(name_b), 0, len(frames), 0, first.publisher_id)
@@ -390,6 +405,8 @@ def encode_batch(frames: Sequence[BytesLike]) -> bytes:
         out += _RECORD.pack(n.flags, n.content_type, count, 0, len(hmap), len(n.payload),
                             n.sequence, n.timestamp)
         out += hmap + n.payload
+    if len(out) > MAX_BATCH_FRAME:
+        raise ValueError(f"a batch frame of {len(out)} bytes is over {MAX_BATCH_FRAME}: send fewer per batch")
     return bytes(out)
 
 
@@ -416,7 +433,8 @@ def decode_all(frames: Sequence[BytesLike], max_payload: int = DEFAULT_MAX_PAYLO
     A version 1 frame gives one notification, a batch frame (version 2) its
     records, all of one name and one publisher.  Every NBP/1 receiver must
     accept both; a batch is all or nothing (any fault rejects the whole
-    frame, and ``Rejected.records`` says how many notifications it declared).
+    frame, and ``Rejected.records`` says how many notifications it declared,
+    where its header says: section 7.5).
     """
     name, name_b, rest = _name_and_rest(frames)
     # 6
@@ -424,71 +442,105 @@ def decode_all(frames: Sequence[BytesLike], max_payload: int = DEFAULT_MAX_PAYLO
         return (_decode_single(name, name_b, rest, max_payload),)
     if rest[0] != BATCH_VERSION:
         raise Rejected(UNSUPPORTED_VERSION, f"version {rest[0]}")
+    try:
+        return _decode_batch(name, name_b, rest, max_payload)
+    except Rejected as e:
+        # Whatever step rejected it, the count is reported when the header holds a valid one.
+        e.records = _declared_count(rest)
+        raise
+
+
+def _decode_batch(name: str, name_b: bytes, rest: bytes, max_payload: int) -> Tuple[Notification, ...]:
+    """Steps B0-B5 and R1-R6 of a batch frame (section 7.5)."""
+    # B0
+    if name.split(".", 1)[0] == CONTROL_TOKEN:
+        raise Rejected(BATCH_INVALID, "a control message (first token _nbus) is never batched")
     # B1
     if len(rest) < BATCH_HEADER_SIZE:
         raise Rejected(TRUNCATED_HEADER, f"{len(rest)} of {BATCH_HEADER_SIZE} batch-header bytes")
     _, _, name_len, _, count, _, publisher_id = _BATCH.unpack_from(rest, 0)
-    # B3 (checked after B2, but it decides whether the count can be reported)
+    # B2
+    if name_len != len(name_b):
+        raise Rejected(NAME_LENGTH_MISMATCH, f"nameLength {name_len}, actual {len(name_b)}")
+    # B3
     if not 1 <= count <= MAX_BATCH_RECORDS:
-        if name_len != len(name_b):
-            raise Rejected(NAME_LENGTH_MISMATCH, f"nameLength {name_len}, actual {len(name_b)}")
         raise Rejected(BATCH_INVALID, f"recordCount {count}")
+    # B4
+    frame_len = len(name_b) + 1 + len(rest)
+    bound = batch_frame_limit(max_payload)
+    if frame_len > bound:
+        raise Rejected(PAYLOAD_TOO_LARGE, f"batch frame of {frame_len} bytes > {bound}")
     out = []
     pos = BATCH_HEADER_SIZE
-    try:
-        # B2
-        if name_len != len(name_b):
-            raise Rejected(NAME_LENGTH_MISMATCH, f"nameLength {name_len}, actual {len(name_b)}")
-        for i in range(count):
-            # R1
-            if len(rest) - pos < BATCH_RECORD_HEADER_SIZE:
-                raise Rejected(TRUNCATED_HEADER, f"record {i}: fixed part cut short")
-            (flags, content_type, header_count, reserved, headers_len, payload_len,
-             sequence, timestamp) = _RECORD.unpack_from(rest, pos)
-            # R2
-            if header_count > MAX_HEADER_COUNT or headers_len > MAX_HEADERS_LENGTH:
-                raise Rejected(HEADER_LIMIT_EXCEEDED,
-                               f"record {i}: headerCount {header_count}, headersLength {headers_len}")
-            pos += BATCH_RECORD_HEADER_SIZE
-            # R3
-            if len(rest) - pos < headers_len:
-                raise Rejected(TRUNCATED_HEADER, f"record {i}: headersLength {headers_len} runs past the frame")
-            # R4
-            headers = _decode_headers(rest[pos:pos + headers_len], header_count)
-            pos += headers_len
-            # R5
-            if payload_len > max_payload:
-                raise Rejected(PAYLOAD_TOO_LARGE, f"record {i}: {payload_len} > {max_payload}")
-            # R6
-            if len(rest) - pos < payload_len:
-                raise Rejected(TRUNCATED_HEADER, f"record {i}: payloadLength {payload_len} runs past the frame")
-            payload = rest[pos:pos + payload_len]
-            pos += payload_len
-            out.append(Notification(
-                name=name, payload=payload, headers=headers, content_type=content_type,
-                sequence=sequence, publisher_id=publisher_id, timestamp=timestamp,
-                version=BATCH_VERSION, flags=flags, reserved=reserved,
-            ))
-        # B4
-        if pos != len(rest):
-            raise Rejected(BATCH_INVALID, f"{len(rest) - pos} bytes after the last record")
-    except Rejected as e:
-        e.records = count
-        raise
+    for i in range(count):
+        # R1
+        if len(rest) - pos < BATCH_RECORD_HEADER_SIZE:
+            raise Rejected(TRUNCATED_HEADER, f"record {i}: fixed part cut short")
+        (flags, content_type, header_count, reserved, headers_len, payload_len,
+         sequence, timestamp) = _RECORD.unpack_from(rest, pos)
+        # R2
+        if header_count > MAX_HEADER_COUNT or headers_len > MAX_HEADERS_LENGTH:
+            raise Rejected(HEADER_LIMIT_EXCEEDED,
+                           f"record {i}: headerCount {header_count}, headersLength {headers_len}")
+        pos += BATCH_RECORD_HEADER_SIZE
+        # R3
+        if len(rest) - pos < headers_len:
+            raise Rejected(TRUNCATED_HEADER, f"record {i}: headersLength {headers_len} runs past the frame")
+        # R4
+        headers = _decode_headers(rest[pos:pos + headers_len], header_count)
+        pos += headers_len
+        # R5
+        if payload_len > max_payload:
+            raise Rejected(PAYLOAD_TOO_LARGE, f"record {i}: {payload_len} > {max_payload}")
+        # R6
+        if len(rest) - pos < payload_len:
+            raise Rejected(TRUNCATED_HEADER, f"record {i}: payloadLength {payload_len} runs past the frame")
+        payload = rest[pos:pos + payload_len]
+        pos += payload_len
+        out.append(Notification(
+            name=name, payload=payload, headers=headers, content_type=content_type,
+            sequence=sequence, publisher_id=publisher_id, timestamp=timestamp,
+            version=BATCH_VERSION, flags=flags, reserved=reserved,
+        ))
+    # B5
+    if pos != len(rest):
+        raise Rejected(BATCH_INVALID, f"{len(rest) - pos} bytes after the last record")
     return tuple(out)
 
 
-def declared_record_count(frame: BytesLike) -> Optional[int]:
-    """The record count a batch frame declares (1..1024), without validating
-    the records; ``None`` for anything else.  For counting a batch a receiver
-    filters out by name without decoding it."""
-    frame = bytes(frame)
-    nul = frame.find(b"\x00", 0, MAX_NAME_BYTES + 1)
-    rest = frame[nul + 1:] if nul >= 0 else b""
+def batch_frame_limit(max_payload: int = DEFAULT_MAX_PAYLOAD) -> int:
+    """The largest batch frame a receiver whose payload limit is ``max_payload``
+    accepts (step B4): ``4384 + max(max_payload, 1048576)``.  A producer keeps
+    every batch within ``MAX_BATCH_FRAME`` (``batch_frame_limit()``), which
+    every receiver accepts whatever its own limit."""
+    return MAX_NAME_BYTES + 1 + FIXED_HEADER_SIZE + MAX_HEADERS_LENGTH + max(max_payload, DEFAULT_MAX_PAYLOAD)
+
+
+def _declared_count(rest: bytes) -> Optional[int]:
+    """The batch header's recordCount when the header is there and the count is 1..1024."""
     if len(rest) < BATCH_HEADER_SIZE or rest[0] != BATCH_VERSION:
         return None
     count = _BATCH.unpack_from(rest, 0)[4]
     return count if 1 <= count <= MAX_BATCH_RECORDS else None
+
+
+def declared_record_count(frame: BytesLike) -> Optional[int]:
+    """The record count a batch frame declares (1..1024), without validating
+    the records; ``None`` for anything else (a version 1 frame, a batch
+    header cut short, a count of 0 or over 1024).  What a rejected batch
+    reports (``Rejected.records``)."""
+    frame = bytes(frame)
+    nul = frame.find(b"\x00", 0, MAX_NAME_BYTES + 1)
+    return _declared_count(frame[nul + 1:]) if nul >= 0 else None
+
+
+def unmatched_notification_count(frame: BytesLike) -> int:
+    """How many notifications a frame counts as when a receiver discards it
+    by its name without decoding it (section 7.1, "MAY skip"): a batch's
+    declared count when ``declared_record_count`` gives one, else 1 (a
+    version 1 frame, and a batch whose header is cut short or whose count
+    is 0 or over 1024: the frame itself)."""
+    return declared_record_count(frame) or 1
 
 
 def _name_and_rest(frames: Sequence[BytesLike]) -> Tuple[str, bytes, bytes]:

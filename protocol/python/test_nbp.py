@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import struct
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -203,6 +204,61 @@ class BatchVectorTests(unittest.TestCase):
         frame = bytes.fromhex(load("batch-valid.json")["vectors"][0]["frames"][0])
         self.assertEqual(nbp.declared_record_count(frame), 2)
         self.assertIsNone(nbp.declared_record_count(nbp.encode("a", b"", sequence=1, publisher_id=7, timestamp_ns=0)))
+
+    def test_unmatched_notification_count(self):
+        """Section 7.1, "MAY skip": a batch counts as its declared count when readable and valid, else 1."""
+        frame = bytes.fromhex(load("batch-valid.json")["vectors"][0]["frames"][0])
+        self.assertEqual(nbp.unmatched_notification_count(frame), 2)
+        self.assertEqual(nbp.unmatched_notification_count(
+            nbp.encode("a", b"", sequence=1, publisher_id=7, timestamp_ns=0)), 1)
+        name_end = frame.index(b"\x00") + 1
+        for count in (0, 1025, 0xFFFF):
+            bad = frame[:name_end + 4] + count.to_bytes(2, "big") + frame[name_end + 6:]
+            self.assertEqual(nbp.unmatched_notification_count(bad), 1, count)
+        self.assertEqual(nbp.unmatched_notification_count(frame[:name_end + 15]), 1)
+
+    def _batch_of_length(self, length, max_payload=nbp.DEFAULT_MAX_PAYLOAD):
+        """A well-formed batch frame named a.b of exactly `length` bytes, records within max_payload."""
+        header = 4 + nbp.BATCH_HEADER_SIZE
+        records, left, seq = [], length - header, 1
+        while left > 0:
+            payload = min(max_payload, left - nbp.BATCH_RECORD_HEADER_SIZE)
+            records.append(struct.pack("!BBBBHIQQ", 0, 0, 0, 0, 0, payload, seq, 0) + b"x" * payload)
+            left -= nbp.BATCH_RECORD_HEADER_SIZE + payload
+            seq += 1
+        self.assertEqual(left, 0)
+        frame = b"a.b\x00" + struct.pack("!BBBBHHQ", 2, 0, 3, 0, len(records), 0, 7) + b"".join(records)
+        self.assertEqual(len(frame), length)
+        return frame
+
+    def test_batch_frame_bound(self):
+        """B4: a batch frame over 4384 + max(maxPayload, 1 MiB) bytes is payloadTooLarge, its count reported."""
+        self.assertEqual(nbp.MAX_BATCH_FRAME, 4384 + 1048576)
+        self.assertEqual(nbp.batch_frame_limit(16), nbp.MAX_BATCH_FRAME)
+        self.assertEqual(nbp.batch_frame_limit(2 << 20), 4384 + (2 << 20))
+        for max_payload in (nbp.DEFAULT_MAX_PAYLOAD, 4000):
+            at = self._batch_of_length(nbp.MAX_BATCH_FRAME, max_payload)
+            self.assertEqual(sum(len(n.payload) for n in nbp.decode_all([at], max_payload)),
+                             nbp.MAX_BATCH_FRAME - 20 - 26 * nbp.declared_record_count(at))
+            over = self._batch_of_length(nbp.MAX_BATCH_FRAME + 1, max_payload)
+            with self.assertRaises(nbp.Rejected) as cm:
+                nbp.decode_all([over], max_payload)
+            self.assertEqual(cm.exception.reason, nbp.PAYLOAD_TOO_LARGE)
+            self.assertEqual(cm.exception.records, nbp.declared_record_count(over))
+        # A receiver configured for larger payloads accepts larger batches.
+        over = self._batch_of_length(nbp.MAX_BATCH_FRAME + 1)
+        self.assertEqual(len(nbp.decode_all([over], 2 << 20)), nbp.declared_record_count(over))
+
+    def test_encoder_keeps_producer_rules(self):
+        """encode_batch refuses what 2.3 forbids a producer: control names, frames over MAX_BATCH_FRAME."""
+        eos = nbp.encode("_nbus.eos.00000000000000ff", b"", sequence=1, publisher_id=7, timestamp_ns=0)
+        with self.assertRaisesRegex(ValueError, "never batched"):
+            nbp.encode_batch([eos])
+        big = [nbp.encode("a.b", b"x" * 600_000, sequence=i + 1, publisher_id=7, timestamp_ns=0, max_payload=None)
+               for i in range(2)]
+        with self.assertRaisesRegex(ValueError, "over 1052960"):
+            nbp.encode_batch(big)
+        self.assertEqual(len(nbp.decode_all([nbp.encode_batch(big[:1])])), 1)
 
 
 class HandCheckedFrames(unittest.TestCase):

@@ -267,6 +267,11 @@ public struct BusConfiguration: Sendable {
             (0...WireFormat.maximumHeaderCount).contains(maximumHeaderCount),
             "maximumHeaderCount must be 0...\(WireFormat.maximumHeaderCount) (NBP/1's limit), not \(maximumHeaderCount)")
         try check(maximumTrackedStreams >= 2, "maximumTrackedStreams must be at least 2, not \(maximumTrackedStreams)")
+        // NBP-1 §2.3: a producer cannot know its receivers' maximum payloads, so its batches stay
+        // within the one bound every receiver accepts.
+        try check(
+            batching.maximumFrameBytes <= WireFormat.maximumBatchFrame,
+            "batching.maximumFrameBytes must be at most \(WireFormat.maximumBatchFrame) (NBP-1's largest batch frame), not \(batching.maximumFrameBytes)")
         try check(closeTimeout >= .zero, "closeTimeout must not be negative, not \(closeTimeout)")
         try check(idleSpin >= .zero && idleSpin <= .seconds(10), "idleSpin must be zero to 10 seconds, not \(idleSpin)")
         // The range ZMTP heartbeats took (whole milliseconds, a 16-bit TTL in tenths of a second),

@@ -287,6 +287,15 @@ struct BusReceiver {
         }
         let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
         if nameBytes.first == UInt8(ascii: "_"), ControlNames.isReserved(nameBytes: nameBytes) {
+            if EnvelopeCodec.isBatch(frame, nameLength: nameLength) {
+                // Control messages are never batched (NBP-1 §2.3): this is no readiness echo or
+                // end of stream, and acting on it would let a peer forge one; a malformed batch
+                // (§7.5, step B0), rejected and counted like any other.
+                counters.rejected[.batchInvalid, default: 0] += 1
+                counters.rejectedBatchNotifications += UInt64(
+                    EnvelopeCodec.declaredRecordCount(in: frame, nameLength: nameLength) ?? 0)
+                return false
+            }
             if nameBytes.starts(with: ControlNames.readyPrefix) {
                 readyTokens.append(Array(nameBytes))
                 return false
