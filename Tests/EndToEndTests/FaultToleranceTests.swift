@@ -65,7 +65,9 @@ func expectExactAccounting(
     return (sequences.count, lost)
 }
 
-@Suite("nbus faults survived (real processes)", .serialized, .timeLimit(.minutes(1)))
+// Three minutes: a hang guard, not a speed target; two heavy jobs beside the suite once made a
+// 60,000-post close outlast one minute (issue 38 item 11).
+@Suite("nbus faults survived (real processes)", .serialized, .timeLimit(.minutes(3)))
 struct FaultToleranceTests {
     enum Transport: String, CaseIterable, Sendable {
         case ipc, tcp
@@ -162,7 +164,10 @@ struct FaultToleranceTests {
         // Stopped, it reads nothing: the rest waits in the broker, and the publisher, done
         // posting, waits for its acknowledgement.
         subscriber.signal(SIGSTOP)
-        try #require(await publisher.waitForStderr(containing: "posted all; closing"), "\(publisher.describe())")
+        // 60,000 posts of 1 KiB: beside two heavy jobs (load 12-22 on two cores) posting took
+        // longer than the standard 30 s wait (issue 38 item 11); the wait is no speed target.
+        try #require(
+            await publisher.waitForStderr(containing: "posted all; closing", timeout: .seconds(150)), "\(publisher.describe())")
         first.signal(SIGKILL)
         _ = try #require(await first.waitForExit(), "\(first.describe())")
         let second = try children.start("broker 2", ["broker", "--frontend", frontend, "--backend", backend])

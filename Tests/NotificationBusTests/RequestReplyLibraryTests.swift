@@ -22,12 +22,13 @@ struct RequestReplyLibraryTests {
             return reply
         }
         try await bus.ready(NamePattern("math.>"))
-        let doubled = try await bus.request(NotificationName("math.double"), payload: Array("21".utf8), headers: ["tenant": "acme"])
+        let doubled = try await bus.request(
+            NotificationName("math.double"), payload: Array("21".utf8), headers: ["tenant": "acme"], timeout: standardWait)
         #expect(String(decoding: doubled.payload, as: UTF8.self) == "42")
         #expect(doubled.headers[RequestReply.statusHeader] == RequestReply.ok)
         #expect(doubled.headers["tenant"] == "acme")
         #expect(doubled.name.rawValue.hasPrefix("_inbox."))
-        let failed = try await bus.request(NotificationName("math.double"), payload: Array("x".utf8))
+        let failed = try await bus.request(NotificationName("math.double"), payload: Array("x".utf8), timeout: standardWait)
         #expect(failed.headers[RequestReply.statusHeader] == RequestReply.error)
         #expect(String(decoding: failed.payload, as: UTF8.self) == "not a number")
         responder.cancel()
