@@ -30,6 +30,7 @@ package enum EmbeddedBusBenchmark {
             return (delivered, bytes, Timestamps.monotonicNanoseconds())
         }
         let watchdog = Task {
+            // Cancelled when the run finishes first: the check below then does nothing.
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled { sequence.cancel() }
         }

@@ -25,6 +25,7 @@ package struct MachineLoad: Codable, Sendable, Equatable {
 
         /// Reads /proc/loadavg and /proc/stat; nil where they cannot be read (not Linux).
         package static func now() -> Sample? {
+            // Unreadable /proc files mean no sample (nil), as documented: the report says "not measured".
             guard let loadavg = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8),
                 let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8)
             else { return nil }

@@ -78,6 +78,8 @@ package enum OverloadBenchmark {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer {
             group.killAll()
+            // Cleanup of a scratch folder under the temp dir: a leftover costs nothing and must not hide
+            // the result or the error on its way out.
             try? FileManager.default.removeItem(at: folder)
         }
         return try await withTaskCancellationHandler {
@@ -146,6 +148,7 @@ package enum OverloadBenchmark {
         let ticker = Task {
             var elapsed = 0
             while !Task.isCancelled {
+                // Printing pace only; cancelled when the pair ends, which the check below sees.
                 try? await Task.sleep(for: .seconds(10))
                 if Task.isCancelled { return }
                 elapsed += 10

@@ -147,6 +147,7 @@ package enum PeerClient {
         let started = wallClockNanoseconds()
         let watcher = Task {
             while !Task.isCancelled {
+                // The idle check's tick; cancelled when the consumer ends, which ends the loop.
                 try? await Task.sleep(for: .milliseconds(100))
                 let last = lastArrival.get()
                 let (since, limit) = last == 0 ? (started, firstArrivalLimit) : (last, idleStop)

@@ -92,6 +92,7 @@ package struct RunContext: Codable, Sendable, Equatable {
             parts.append(text(names.nodename))
             parts.append("\(text(names.sysname)) \(text(names.release)) \(text(names.machine))")
         }
+        // The CPU model is a nicety of the report's header: without /proc/cpuinfo it is left out.
         if let cpuinfo = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
             let line = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
             let model = line.split(separator: ":", maxSplits: 1).last
@@ -110,6 +111,7 @@ package struct RunContext: Codable, Sendable, Equatable {
 
     private static func run(_ arguments: [String]) -> String? {
         // Not Foundation's `Process`: see `SpawnedProcess`.
+        // No git, or not a checkout: the report says "not in a git checkout" rather than failing a run.
         guard let (status, output) = try? SpawnedProcess.run("/usr/bin/env", ["git"] + arguments), status == 0 else { return nil }
         return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }

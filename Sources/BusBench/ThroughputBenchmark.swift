@@ -69,6 +69,7 @@ package struct ThroughputOptions: Sendable {
 
     /// This process's executable (`/proc/self/exe` resolved; `CommandLine.arguments[0]` as a fallback).
     package static func currentExecutable() -> String {
+        // No /proc (not Linux, or a chroot without it): argument 0 below is the fallback.
         if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             return resolved
         }
@@ -114,6 +115,8 @@ package enum ThroughputBenchmark {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer {
             group.killAll()
+            // Cleanup of a scratch folder under the temp dir: a leftover costs nothing and must not hide
+            // the result or the error on its way out.
             try? FileManager.default.removeItem(at: folder)
         }
         let runner = Runner(options: options, group: group, folder: folder.path)

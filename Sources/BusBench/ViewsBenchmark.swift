@@ -96,10 +96,13 @@ package enum ViewsBenchmark {
                 group.killAll()
             }
             await group.stopAll()
+            // Cleanup of a scratch folder under the temp dir: a leftover costs nothing and must not hide
+            // the result.
             try? FileManager.default.removeItem(at: folder)
             return result
         } catch {
             await group.stopAll()
+            // As above: cleanup must not replace the error being reported.
             try? FileManager.default.removeItem(at: folder)
             throw error
         }
@@ -205,6 +208,7 @@ struct ScenarioRunner: Sendable {
             let clock = ContinuousClock()
             let start = clock.now
             while !Task.isCancelled {
+                // Printing pace only; cancelled when the run ends, which the check below sees.
                 try? await Task.sleep(for: .milliseconds(250))
                 if Task.isCancelled { return }
                 let elapsed = clock.now - start
@@ -254,7 +258,10 @@ struct ScenarioRunner: Sendable {
         if !child.isStdoutEnded { child.kill() }
         let end = await child.waitForExit()
         // Give the watchers a moment to record a failure that caused this one (pacing only).
-        for _ in 0..<20 where failures.first == nil { try? await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<20 where failures.first == nil {
+            // At most 200 ms, and only a pause: cancelled, it ends at once and the failure is reported as is.
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         if let first = failures.first { return first }
         let status = end.description + (what.map { ", " + $0 } ?? "")
         return .childFailed(label: child.label, status: status, stderr: child.stderrText)

@@ -53,6 +53,7 @@ package enum BenchWorkerCommand {
     /// `json` over the defaults (`template`): every key of `T` that `json` does not give keeps its
     /// default, and a required key missing is an error that names it.
     static func decode<T: BenchWorkerOptions>(_ type: T.Type, _ json: String) throws(WorkerOptionsError) -> T {
+        // Not JSON, or not an object: one clear error below, whatever the parser's complaint was.
         guard let given = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
             throw WorkerOptionsError(message: "the options must be one JSON object, e.g. \(T.example)")
         }
@@ -104,6 +105,8 @@ protocol BenchWorkerOptions: Codable {
 extension BenchWorkerOptions {
     /// The options as a JSON object's keys and values.
     var keys: [String: Any] {
+        // Encoding these plain option structs cannot fail; an empty template would make every key
+        // "unknown", which the decode below reports loudly rather than silently.
         guard let data = try? JSONEncoder().encode(self),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return [:] }

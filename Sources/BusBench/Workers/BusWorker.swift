@@ -248,6 +248,7 @@ package enum BusWorker {
             var lastCount = 0
             var lastChange = Timestamps.monotonicNanoseconds()
             while !Task.isCancelled {
+                // The watchdog's tick; cancelled when the run ends, which ends the loop.
                 try? await Task.sleep(for: .milliseconds(100))
                 let now = Timestamps.monotonicNanoseconds()
                 let count = progress.count.load(ordering: .relaxed)

@@ -31,6 +31,7 @@ extension RequestWorkerOptions: BenchWorkerOptions {
     var outOfRange: String? {
         typealias C = BenchWorkerCommand
         guard timeoutSeconds.isFinite else { return "timeoutSeconds must be a number, got \(timeoutSeconds)" }
+        // Only validity matters here; the message below says what is wrong in the options' terms.
         if (try? NotificationName(name)) == nil { return "name must be a valid notification name, got '\(name)'" }
         return C.range("count", count, 1...100_000) ?? C.range("timeoutSeconds", timeoutSeconds, 0.001...3_600)
             ?? C.range("hardDeadlineSeconds", hardDeadlineSeconds, 1...86_400)

@@ -280,11 +280,15 @@ package enum ViewsWorker {
             exitWhenRunnerGone: options.exitOnStandardInputEOF,
             onControlLine: { line in
                 if line == goLine { go.finish() }
-                if line.hasPrefix(publishedPrefix),
-                    let result = try? JSONDecoder().decode(
+                guard line.hasPrefix(publishedPrefix) else { return }
+                do {
+                    let result = try JSONDecoder().decode(
                         ScenarioPublisherResult.self, from: Data(line.dropFirst(publishedPrefix.count).utf8))
-                {
                     published.finish(result)
+                } catch {
+                    // The runner wrote a line this worker cannot read (two builds mixed): say so
+                    // on stderr rather than wait in silence; the worker ends at its hard deadline.
+                    WorkerProcess.writeStandardError("cannot read the runner's published line: \(error)\n")
                 }
             }
         ) {
