@@ -51,7 +51,10 @@ internal func systemCall(_ operation: StaticString, _ body: () -> Int32) throws(
 /// Gives memory the process freed back to the system (glibc's `malloc_trim`): after a burst or a
 /// flood of connections, glibc keeps the freed heap for reuse and the resident size stays high.
 /// Takes a few milliseconds with a large heap; call it when idle.
-public func releaseFreeMemory() {
+///
+/// `package`: tuning the process's heap is the program's decision (the broker's memory guard, nbus),
+/// not part of a socket library's API.
+package func releaseFreeMemory() {
     _ = czmq_malloc_trim()
 }
 
@@ -59,8 +62,10 @@ public func releaseFreeMemory() {
 /// the system (`M_TRIM_THRESHOLD`; glibc's default is 128 KiB, and it then grows and shrinks the
 /// heap with every burst, a page fault per page each time). For a process's start, before
 /// threads allocate. Returns whether glibc took it.
+///
+/// `package`, as `releaseFreeMemory`: the program's decision, not the socket library's API.
 @discardableResult
-public func keepFreeHeap(upTo bytes: Int32) -> Bool {
+package func keepFreeHeap(upTo bytes: Int32) -> Bool {
     czmq_keep_free_heap(bytes) == 1
 }
 
