@@ -7,6 +7,7 @@ SWIFT_BUILD_FLAGS ?=
 
 .PHONY: help deps build demo test test-swift test-python test-netns bench-micro clean install install-files uninstall
 .PHONY: examples-c test-conformance fuzz fuzz-build test-asan soak test-adversarial docs built-by-test-swift
+.PHONY: api api-check
 
 help:
 	@echo "make demo         build nbus and run the demo"
@@ -22,6 +23,8 @@ help:
 	@echo "make test-asan    the codec tests under AddressSanitizer (scratch path .build-asan)"
 	@echo "make docs         the DocC catalogs of NBP1, NotificationBus and BusViews, warnings as errors (.build/plugins/Swift-DocC/outputs)"
 	@echo "make soak         broker + 3 publishers + 3 subscribers for SOAK_SECONDS (default 600): exact accounting, flat RSS and fds"
+	@echo "make api          regenerate docs/public-api.txt, the public API of every library product (after a deliberate change)"
+	@echo "make api-check    fail when the public API differs from docs/public-api.txt (CI runs it)"
 
 # Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
 # and, as root, iproute2 (ip, tc) for the multi-host test, prometheus (promtool checks /metrics),
@@ -51,6 +54,16 @@ deps:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
+# The public API of every library product, one declaration a line (docs/public-api.txt), from the
+# compiler's symbol graphs (`swift package dump-symbol-graph`: a debug build in .build, reused).
+# `make api` rewrites the file after a deliberate change; `make api-check` fails, showing the
+# difference, when the tree's API is not the recorded one, so a change to it is a visible decision.
+api: deps
+	SWIFT=$(SWIFT) $(PYTHON) Tests/API/public_api.py --write docs/public-api.txt
+
+api-check: deps
+	SWIFT=$(SWIFT) $(PYTHON) Tests/API/public_api.py --check docs/public-api.txt
+
 # nbus-baseline (C, libzmq only) is the raw-libzmq baseline `nbus demo` and `nbus bench views` run first.
 build: deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --product nbus
@@ -78,7 +91,7 @@ test: deps
 	    | tee $(TEST_LOGS)/$$step.log; \
 	done; \
 	$(PYTHON) Tests/Summary/test_summary.py $(TEST_LOGS) \
-	  "test-python=Python tests (protocol, summary)" "test-swift=Swift tests" "test-conformance=conformance tests"
+	  "test-python=Python tests (protocol, summary, public API)" "test-swift=Swift tests" "test-conformance=conformance tests"
 # test-swift's `swift build --build-tests` has built nbus and nbus-baseline already: a second
 # `swift build --product` would only plan the build anew (and print the dependencies' warnings again).
 CONFORMANCE_BUILD_IN_TEST ?= built-by-test-swift
@@ -87,6 +100,7 @@ CONFORMANCE_BUILD_IN_TEST ?= built-by-test-swift
 test-python:
 	$(PYTHON) -m unittest discover -s protocol/python -t protocol/python -v
 	$(PYTHON) -m unittest discover -s Tests/Summary -t Tests/Summary -v
+	$(PYTHON) -m unittest discover -s Tests/API -t Tests/API -v
 
 # The load tests (a 200,000-message burst through real processes, a subscriber stopped under a
 # 50,000/s stream) run alone after the rest: on two cores, next to 300 tests running in parallel,

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Why a benchmark failed: a child process misbehaved, or the accounting does not add up.
-public enum BenchError: Error, CustomStringConvertible, Sendable {
+package enum BenchError: Error, CustomStringConvertible, Sendable {
     /// The executable to start is missing.
     case executableNotFound(String)
     /// A child could not be started.
@@ -17,7 +17,7 @@ public enum BenchError: Error, CustomStringConvertible, Sendable {
     /// The scenario could not be set up (its subscriptions failed, a view is missing).
     case setupFailed(String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .executableNotFound(let path):
             return "\(path) not found (build it: swift build -c release --product nbus-baseline)"

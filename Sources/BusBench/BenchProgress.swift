@@ -2,18 +2,18 @@ import Foundation
 
 /// Where a long benchmark run is while its publisher posts, for a progress display. BusBench
 /// only reports it (about every 250 ms); the command line decides how to show it.
-public struct PostingProgress: Sendable, Equatable {
+package struct PostingProgress: Sendable, Equatable {
     /// Which run: `views`, `sweep 2/3: rate = 20k`, `filter`.
-    public var run: String
+    package var run: String
     /// Seconds since the first post, and the scenario's bound.
-    public var elapsedSeconds: Double
-    public var plannedSeconds: Double
+    package var elapsedSeconds: Double
+    package var plannedSeconds: Double
     /// Notifications posted so far (as the publisher last reported), and the scenario's bound.
-    public var posted: Int
-    public var plannedCount: Int
+    package var posted: Int
+    package var plannedCount: Int
 
     /// A progress report.
-    public init(run: String, elapsedSeconds: Double, plannedSeconds: Double, posted: Int, plannedCount: Int) {
+    package init(run: String, elapsedSeconds: Double, plannedSeconds: Double, posted: Int, plannedCount: Int) {
         self.run = run
         self.elapsedSeconds = elapsedSeconds
         self.plannedSeconds = plannedSeconds
@@ -22,7 +22,7 @@ public struct PostingProgress: Sendable, Equatable {
     }
 
     /// How far posting is, 0...1: whichever bound (time or count) is nearer.
-    public var fraction: Double {
+    package var fraction: Double {
         let byTime = plannedSeconds > 0 ? elapsedSeconds / plannedSeconds : 0
         let byCount = plannedCount > 0 ? Double(posted) / Double(plannedCount) : 0
         return min(1, max(0, max(byTime, byCount)))
@@ -30,14 +30,14 @@ public struct PostingProgress: Sendable, Equatable {
 }
 
 /// The callbacks of a long run: `step` gets one line per step, `posting` the posting progress.
-public struct BenchProgressHandlers: Sendable {
+package struct BenchProgressHandlers: Sendable {
     /// One line per step (baselines started, hosts ready, publisher done...).
-    public var step: @Sendable (String) -> Void
+    package var step: @Sendable (String) -> Void
     /// The posting progress, about every 250 ms while a publisher posts.
-    public var posting: @Sendable (PostingProgress) -> Void
+    package var posting: @Sendable (PostingProgress) -> Void
 
     /// Handlers that ignore what they are not given.
-    public init(
+    package init(
         step: @escaping @Sendable (String) -> Void = { _ in }, posting: @escaping @Sendable (PostingProgress) -> Void = { _ in }
     ) {
         self.step = step
@@ -45,5 +45,5 @@ public struct BenchProgressHandlers: Sendable {
     }
 
     /// Nothing reported.
-    public static let silent = BenchProgressHandlers()
+    package static let silent = BenchProgressHandlers()
 }

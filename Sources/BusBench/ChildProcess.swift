@@ -140,6 +140,7 @@ final class ChildProcess: Sendable {
             throw error
         }
         let watchdog = Task.detached { [self] in
+            // Cancelled when the child exits first: the check below then does nothing.
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled && !isFinished { kill(timedOut: true) }
         }

@@ -2,11 +2,11 @@ import NotificationBus
 
 /// The embedded bus in one process: `Bus(.embedded())` (inproc://), one task posting, one
 /// `for await` consumer task: the bus's answer to Foundation's in-process `NotificationCenter`.
-public enum EmbeddedBusBenchmark {
+package enum EmbeddedBusBenchmark {
     /// Posts `count` notifications of `size` payload bytes from one task to a `for await` loop in
     /// another; back-pressure on (`ZMQ_XPUB_NODROP`) and `.suspendProducer`, so nothing is lost.
     /// Returns the sample and the subscription's counters (received must equal `count`).
-    public static func run(
+    package static func run(
         count: Int, size: Int, highWaterMark: Int32, timeout: Duration
     ) async throws -> (InProcessSample, SubscriptionCounters) {
         var configuration = BusConfiguration.embedded()
@@ -30,6 +30,7 @@ public enum EmbeddedBusBenchmark {
             return (delivered, bytes, Timestamps.monotonicNanoseconds())
         }
         let watchdog = Task {
+            // Cancelled when the run finishes first: the check below then does nothing.
             try? await Task.sleep(for: timeout)
             if !Task.isCancelled { sequence.cancel() }
         }

@@ -2,9 +2,9 @@ import NotificationBus
 
 /// The small demo: one process, an embedded (`inproc://`) bus, a `for await` subscriber that
 /// prints what it receives decoded. It awaits readiness instead of sleeping past the slow joiner.
-public enum EmbeddedDemo {
+package enum EmbeddedDemo {
     /// Posts `count` notifications (`demo.orders.created`/`shipped`) and calls `print` for each line.
-    public static func run(count: Int = 5, print: @Sendable (String) -> Void) async throws {
+    package static func run(count: Int = 5, print: @Sendable (String) -> Void) async throws {
         let bus = try Bus(.embedded(name: "nbus-demo"))
         let pattern = NamePattern("demo.orders.>")
         let orders = try bus.events(named: pattern)

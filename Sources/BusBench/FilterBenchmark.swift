@@ -3,9 +3,9 @@ import NotificationBus
 
 /// What `nbus bench filter` runs: one publisher over many names, and two subscriber hosts with the
 /// same views in the same style, one subscribed to the first name only, one to every name.
-public struct FilterBenchOptions: Sendable {
+package struct FilterBenchOptions: Sendable {
     /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
-    public func validate() throws(BenchError) {
+    package func validate() throws(BenchError) {
         _ = try validatedScenario()
     }
 
@@ -22,18 +22,18 @@ public struct FilterBenchOptions: Sendable {
     }
 
     /// The scenario both hosts run (its `subscription` and `styles` are set per host).
-    public var scenario: ViewsScenario
+    package var scenario: ViewsScenario
     /// The consumer style of both hosts' views.
-    public var style: ViewStyle
+    package var style: ViewStyle
     /// The target: the one-name host's CPU at most this fraction of the all-names host's.
-    public var targetRatio = 0.05
+    package var targetRatio = 0.05
     /// The `nbus` executable and the arguments of its hidden views worker command.
-    public var nbusExecutable: String
-    public var workerCommand: [String]
+    package var nbusExecutable: String
+    package var workerCommand: [String]
 
     /// The comparison: 100 names at 20k msg/s for 10 s, one view per host in a stack (always
     /// visible), the off-main `task` style, 10% selectivity, 20 us body.
-    public init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
+    package init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
         scenario = Self.defaultScenario()
         style = .taskOffMain
         nbusExecutable = ThroughputOptions.currentExecutable()
@@ -41,7 +41,7 @@ public struct FilterBenchOptions: Sendable {
     }
 
     /// The default scenario of the comparison.
-    public static func defaultScenario() -> ViewsScenario {
+    package static func defaultScenario() -> ViewsScenario {
         var scenario = ViewsScenario()
         scenario.names = 100
         scenario.views = 1
@@ -61,9 +61,9 @@ public struct FilterBenchOptions: Sendable {
 /// the other names at the publisher, so they never reach A), B's to every name (`bench.views.>`).
 /// Each host measures its own CPU time over its window (getrusage); the report gives A / B against
 /// the target, and checks the accounting identity of both.
-public enum FilterBenchmark {
+package enum FilterBenchmark {
     /// Runs the comparison; `handlers` get the steps and the posting progress (labelled `filter`).
-    public static func run(_ options: FilterBenchOptions, handlers: BenchProgressHandlers = .silent) async throws -> FilterReport {
+    package static func run(_ options: FilterBenchOptions, handlers: BenchProgressHandlers = .silent) async throws -> FilterReport {
         let scenario = try options.validatedScenario()
         var bench = ViewsBenchOptions(scenario: scenario, workerCommand: options.workerCommand)
         bench.nbusExecutable = options.nbusExecutable

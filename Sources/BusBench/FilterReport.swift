@@ -1,33 +1,33 @@
 import Foundation
 
 /// What `nbus bench filter` measured: per host, the figures and the identity; the CPU ratio.
-public struct FilterReport: Codable, Sendable {
+package struct FilterReport: Codable, Sendable {
     /// The scenario both hosts ran (names, rate, views, style...).
-    public var scenario: ViewsScenario
+    package var scenario: ViewsScenario
     /// The consumer style of both hosts' views.
-    public var style: ViewStyle
+    package var style: ViewStyle
     /// The target: `cpuRatio` at most this.
-    public var targetRatio: Double
+    package var targetRatio: Double
     /// When the run started, and how long it took in all, ns.
-    public var date: Date
-    public var wallNanoseconds: UInt64
+    package var date: Date
+    package var wallNanoseconds: UInt64
     /// What the publisher posted, per name.
-    public var publisher: ScenarioPublisherResult
+    package var publisher: ScenarioPublisherResult
     /// Host A: views on the first name only. Host B: views on every name.
-    public var one: ViewsStyleSummary
-    public var all: ViewsStyleSummary
+    package var one: ViewsStyleSummary
+    package var all: ViewsStyleSummary
     /// The hosts' own results.
-    public var hosts: [ScenarioHostResult]
+    package var hosts: [ScenarioHostResult]
     /// A's CPU time over its window / B's (user + system, getrusage in each host).
-    public var cpuRatio: Double
+    package var cpuRatio: Double
     /// The same over each host's whole life (startup included, which both pay alike).
-    public var lifetimeCPURatio: Double
+    package var lifetimeCPURatio: Double
     /// A's frames received / B's: what ZeroMQ filtered at the publisher.
-    public var framesRatio: Double
+    package var framesRatio: Double
     /// Whether `cpuRatio <= targetRatio`.
-    public var met: Bool
+    package var met: Bool
     /// Accounting problems (either identity failing): each makes the command exit non-zero.
-    public var failures: [String]
+    package var failures: [String]
 
     init(
         scenario: ViewsScenario, style: ViewStyle, targetRatio: Double, date: Date, wallNanoseconds: UInt64,
@@ -66,18 +66,18 @@ public struct FilterReport: Codable, Sendable {
     }
 
     /// The requirement, as the issue states it.
-    public var requirement: String {
+    package var requirement: String {
         "with \(scenario.names) names and views subscribed to 1 of them, the subscriber's CPU time is at most "
             + ViewsScenario.percent(targetRatio) + " of the same run subscribed to all names"
     }
 
     /// The report as one JSON object (sorted keys).
-    public func json() throws -> String {
+    package func json() throws -> String {
         try ReportJSON.encode(self)
     }
 
     /// The report as a terminal table: one column per host, the ratio and the verdict.
-    public func table() -> String {
+    package func table() -> String {
         func count(_ value: UInt64) -> String { Format.count(Int(value)) }
         func seconds(_ ns: UInt64) -> String { String(format: "%.3f s", Double(ns) / 1e9) }
         let hostsByColumn = [(one, hosts[0]), (all, hosts[1])]

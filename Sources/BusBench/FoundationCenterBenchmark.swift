@@ -2,29 +2,29 @@ import Foundation
 import Synchronization
 
 /// One in-process measurement: `count` notifications, how long they took, what arrived.
-public struct InProcessSample: Codable, Sendable, Equatable {
+package struct InProcessSample: Codable, Sendable, Equatable {
     /// Notifications posted.
-    public var posted: Int
+    package var posted: Int
     /// Notifications the consumer saw.
-    public var delivered: Int
+    package var delivered: Int
     /// First post to last delivery, ns.
-    public var elapsedNanoseconds: UInt64
+    package var elapsedNanoseconds: UInt64
     /// delivered / elapsed, per second.
-    public var rate: Double
+    package var rate: Double
     /// Payload bytes the consumer read (proves it touched every payload).
-    public var payloadBytes: Int
+    package var payloadBytes: Int
 }
 
 /// Foundation's `NotificationCenter` in one process, the row the embedded bus is compared with.
 ///
 /// On Linux there is no `notifications(named:)` or Combine `publisher(for:)`: a consumer gets a
 /// block observer (`addObserver(forName:object:queue:using:)`), called synchronously by `post`.
-public enum FoundationCenterBenchmark {
+package enum FoundationCenterBenchmark {
     static let name = Foundation.Notification.Name("bench.data")
 
     /// `post(name:object:userInfo:)` with a 1-entry `userInfo` holding the payload (`[UInt8]`) to
     /// one block observer (`queue: nil`: runs inside `post`), which reads the payload back.
-    public static func blockObserver(count: Int, size: Int) -> InProcessSample {
+    package static func blockObserver(count: Int, size: Int) -> InProcessSample {
         let center = NotificationCenter()
         let sink = Sink()
         let token = center.addObserver(forName: name, object: nil, queue: nil) { notification in
@@ -44,7 +44,7 @@ public enum FoundationCenterBenchmark {
 
     /// The same posts bridged into an `AsyncStream` (unbounded) for a `for await` consumer task:
     /// what a Linux developer writes for want of `notifications(named:)`. For information.
-    public static func asyncStreamBridge(count: Int, size: Int) async -> InProcessSample {
+    package static func asyncStreamBridge(count: Int, size: Int) async -> InProcessSample {
         let center = NotificationCenter()
         let (stream, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .unbounded)
         let token = center.addObserver(forName: name, object: nil, queue: nil) { notification in

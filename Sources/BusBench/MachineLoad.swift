@@ -6,25 +6,26 @@ import Foundation
 /// Why in every report: on a shared machine the verdict can change from one run to the next
 /// (onReceive lost nothing in one demo and 22% upstream in the next); these figures say whether
 /// the machine, rather than the bus, changed.
-public struct MachineLoad: Codable, Sendable, Equatable {
+package struct MachineLoad: Codable, Sendable, Equatable {
     /// /proc/loadavg's 1-minute average at the start and at the end.
-    public var loadAverageBefore: Double
-    public var loadAverageAfter: Double
+    package var loadAverageBefore: Double
+    package var loadAverageAfter: Double
     /// Of every CPU's time over the run: busy (not idle, not waiting for I/O), and stolen by the
     /// hypervisor (the `steal` column of /proc/stat), each 0...1.
-    public var busyFraction: Double
-    public var stealFraction: Double
+    package var busyFraction: Double
+    package var stealFraction: Double
 
     /// One reading of /proc: the 1-minute load average and the cumulative CPU counters.
-    public struct Sample: Sendable, Equatable {
-        public var loadAverage: Double
+    package struct Sample: Sendable, Equatable {
+        package var loadAverage: Double
         /// Jiffies of all CPUs: every column, idle (idle + iowait), steal.
-        public var total: UInt64
-        public var idle: UInt64
-        public var steal: UInt64
+        package var total: UInt64
+        package var idle: UInt64
+        package var steal: UInt64
 
         /// Reads /proc/loadavg and /proc/stat; nil where they cannot be read (not Linux).
-        public static func now() -> Sample? {
+        package static func now() -> Sample? {
+            // Unreadable /proc files mean no sample (nil), as documented: the report says "not measured".
             guard let loadavg = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8),
                 let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8)
             else { return nil }
@@ -32,7 +33,7 @@ public struct MachineLoad: Codable, Sendable, Equatable {
         }
 
         /// The sample in the texts of /proc/loadavg and /proc/stat.
-        public static func parse(loadavg: String, stat: String) -> Sample? {
+        package static func parse(loadavg: String, stat: String) -> Sample? {
             guard let first = loadavg.split(separator: " ").first, let load = Double(first),
                 let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
             else { return nil }
@@ -48,7 +49,7 @@ public struct MachineLoad: Codable, Sendable, Equatable {
     }
 
     /// The load between two samples.
-    public init(before: Sample, after: Sample) {
+    package init(before: Sample, after: Sample) {
         loadAverageBefore = before.loadAverage
         loadAverageAfter = after.loadAverage
         let total = Double(after.total &- before.total)
@@ -58,13 +59,13 @@ public struct MachineLoad: Codable, Sendable, Equatable {
 
     /// Whether the run shared the machine enough to move its figures: a load average above the
     /// cores at either end, or more than 5% of the CPU time stolen.
-    public func loaded(cores: Int) -> Bool {
+    package func loaded(cores: Int) -> Bool {
         max(loadAverageBefore, loadAverageAfter) > Double(max(1, cores)) || stealFraction > 0.05
     }
 
     /// `0.52 before, 2.10 after (1-minute average, 2 cores); CPU busy 87%, steal 0.4% during the run`,
     /// for the report's `load` line.
-    public func description(cores: Int) -> String {
+    package func description(cores: Int) -> String {
         String(
             format: "%.2f before, %.2f after (1-minute average, %d cores); CPU busy %.0f%%, steal %.1f%% during the run",
             loadAverageBefore, loadAverageAfter, cores, busyFraction * 100, stealFraction * 100)

@@ -2,24 +2,24 @@ import Histogram
 import NotificationBus
 
 /// Latency percentiles in nanoseconds, summarised from an HdrHistogram (3 significant digits).
-public struct LatencySummary: Codable, Sendable, Equatable {
+package struct LatencySummary: Codable, Sendable, Equatable {
     /// Samples recorded.
-    public var count: UInt64
+    package var count: UInt64
     /// Median.
-    public var p50: UInt64
+    package var p50: UInt64
     /// 90th percentile.
-    public var p90: UInt64
+    package var p90: UInt64
     /// 99th percentile.
-    public var p99: UInt64
+    package var p99: UInt64
     /// 99.9th percentile.
-    public var p999: UInt64
+    package var p999: UInt64
     /// Largest sample.
-    public var max: UInt64
+    package var max: UInt64
     /// Mean.
-    public var mean: Double
+    package var mean: Double
 
     /// Summarises `histogram`.
-    public init(_ histogram: Histogram<UInt64>) {
+    package init(_ histogram: Histogram<UInt64>) {
         count = histogram.totalCount
         p50 = histogram.valueAtPercentile(50)
         p90 = histogram.valueAtPercentile(90)
@@ -30,7 +30,7 @@ public struct LatencySummary: Codable, Sendable, Equatable {
     }
 
     /// A summary from known percentiles (the raw baseline's sorted samples).
-    public init(count: UInt64, p50: UInt64, p90: UInt64 = 0, p99: UInt64, p999: UInt64 = 0, max: UInt64, mean: Double) {
+    package init(count: UInt64, p50: UInt64, p90: UInt64 = 0, p99: UInt64, p999: UInt64 = 0, max: UInt64, mean: Double) {
         self.count = count
         self.p50 = p50
         self.p90 = p90
@@ -56,23 +56,23 @@ struct LatencyRecorder {
 }
 
 /// A subscription's counters, as the bus subscriber worker reports them (the bus's own type).
-public typealias SubscriptionCounters = SubscriptionStats
+package typealias SubscriptionCounters = SubscriptionStats
 
 /// A bus's counters, as the workers report them.
-public struct BusCounters: Codable, Sendable, Equatable {
-    public var posted: UInt64
-    public var sent: UInt64
+package struct BusCounters: Codable, Sendable, Equatable {
+    package var posted: UInt64
+    package var sent: UInt64
     /// Frames the notifications in `sent` went in (fewer when batched).
-    public var framesSent: UInt64
-    public var unsent: UInt64
-    public var framesReceived: UInt64
-    public var unmatched: UInt64
-    public var lostUpstream: UInt64
-    public var endOfStreamRecords: UInt64
-    public var rejected: UInt64
+    package var framesSent: UInt64
+    package var unsent: UInt64
+    package var framesReceived: UInt64
+    package var unmatched: UInt64
+    package var lostUpstream: UInt64
+    package var endOfStreamRecords: UInt64
+    package var rejected: UInt64
 
     /// Copies `stats`.
-    public init(_ stats: BusStats) {
+    package init(_ stats: BusStats) {
         posted = stats.posted
         sent = stats.sent
         framesSent = stats.framesSent
@@ -86,49 +86,49 @@ public struct BusCounters: Codable, Sendable, Equatable {
 }
 
 /// What the bus subscriber worker measured (its `result` line).
-public struct BusSubscriberResult: Codable, Sendable {
-    public var event = "result"
+package struct BusSubscriberResult: Codable, Sendable {
+    package var event = "result"
     /// Notifications the run should deliver.
-    public var expected: Int
+    package var expected: Int
     /// Notifications the `for await` loop consumed.
-    public var count: Int
+    package var count: Int
     /// First to last consumed notification, ns (wall clock at the consumer).
-    public var elapsedNanoseconds: UInt64
+    package var elapsedNanoseconds: UInt64
     /// (count - 1) / elapsed, notifications per second.
-    public var rate: Double
+    package var rate: Double
     /// The first notification's publish timestamp to the last delivery, ns.
-    public var endToEndNanoseconds: UInt64
+    package var endToEndNanoseconds: UInt64
     /// Publish (`notification.timestamp`) to delivery in the loop, per notification.
-    public var latency: LatencySummary
+    package var latency: LatencySummary
     /// The subscription's counters at the end.
-    public var subscription: SubscriptionCounters
+    package var subscription: SubscriptionCounters
     /// The subscriber bus's counters after close.
-    public var bus: BusCounters
+    package var bus: BusCounters
     /// Payload bytes consumed (checks the loop really read every payload).
-    public var payloadBytes: Int
+    package var payloadBytes: Int
     /// Why the loop ended: `count` (all arrived), `timeout`, `idle` or `ended`.
-    public var endedBy: String
+    package var endedBy: String
 
     /// Whether every expected notification arrived and nothing was lost.
-    public var complete: Bool {
+    package var complete: Bool {
         count == expected && subscription.lostUpstream == 0 && subscription.droppedLocalBuffer == 0
             && bus.rejected == 0
     }
 }
 
 /// What the bus publisher worker measured (its `done` line).
-public struct BusPublisherResult: Codable, Sendable {
-    public var event = "done"
+package struct BusPublisherResult: Codable, Sendable {
+    package var event = "done"
     /// Notifications posted.
-    public var count: Int
+    package var count: Int
     /// Time spent in the posting loop, ns.
-    public var postNanoseconds: UInt64
+    package var postNanoseconds: UInt64
     /// Time `close()` took to flush, ns.
-    public var closeNanoseconds: UInt64
+    package var closeNanoseconds: UInt64
     /// The pacing rate asked for (0: as fast as possible).
-    public var requestedRate: Int
+    package var requestedRate: Int
     /// The publisher bus's counters after close.
-    public var bus: BusCounters
+    package var bus: BusCounters
 }
 
 /// The raw C subscriber's `result` line.

@@ -3,41 +3,41 @@ import NotificationBus
 
 /// What `nbus bench overload` runs: a publisher posting as fast as it can with the bus's default
 /// configuration, against a subscriber whose handler is deliberately slow.
-public struct OverloadOptions: Sendable {
+package struct OverloadOptions: Sendable {
     /// The notification name the publisher posts.
-    public static let notificationName = "bench.overload"
+    package static let notificationName = "bench.overload"
 
     /// Seconds of posting.
-    public var seconds: Double = 60
+    package var seconds: Double = 60
     /// Payload bytes per notification.
-    public var size = 4_096
+    package var size = 4_096
     /// The subscriber's busy work per notification, microseconds.
-    public var handlerMicroseconds = 100
+    package var handlerMicroseconds = 100
     /// The subscriber's buffering policy and capacity.
-    public var policy = OverloadPolicy.dropOldest
-    public var buffer = 8_192
+    package var policy = OverloadPolicy.dropOldest
+    package var buffer = 8_192
     /// ZeroMQ HWMs, both processes: the bus's default unless changed.
-    public var highWaterMark: Int32 = BusConfiguration().sendHighWaterMark
+    package var highWaterMark: Int32 = BusConfiguration().sendHighWaterMark
     /// The publisher's close timeout (flush and end-of-stream acknowledgement): the bus's default unless changed.
-    public var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutInMilliseconds
+    package var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutInMilliseconds
     /// The subscriber's peak RSS must stay below this, bytes (200 MB, decimal).
-    public var rssLimitBytes: UInt64 = 200_000_000
+    package var rssLimitBytes: UInt64 = 200_000_000
     /// RSS sampling interval (subscriber itself, and the runner reading /proc/<pid>/status).
-    public var sampleIntervalMilliseconds = 250
+    package var sampleIntervalMilliseconds = 250
     /// Seconds each child may take beyond `seconds` before it is killed (the command then fails).
-    public var timeoutSeconds = 120
+    package var timeoutSeconds = 120
     /// The `nbus` executable to start workers from (normally this process's own executable).
-    public var nbusExecutable: String
+    package var nbusExecutable: String
     /// The arguments that select the hidden worker command of `nbusExecutable`.
-    public var workerCommand: [String]
+    package var workerCommand: [String]
 
-    public init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
+    package init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
         nbusExecutable = ThroughputOptions.currentExecutable()
         self.workerCommand = workerCommand
     }
 
     /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
-    public func validate() throws(BenchError) {
+    package func validate() throws(BenchError) {
         guard seconds > 0 else { throw .invalidOptions("--seconds must be positive") }
         guard (0...WireFormat.defaultMaximumPayload).contains(size) else {
             throw .invalidOptions("--size must be 0...\(WireFormat.defaultMaximumPayload)")
@@ -63,12 +63,12 @@ public struct OverloadOptions: Sendable {
 /// `for await` loop that busy-waits `handlerMicroseconds` per notification, and samples its own
 /// RSS. The runner samples both children's `/proc/<pid>/status` too. Every child is bounded by a
 /// timeout and killed on every exit path.
-public enum OverloadBenchmark {
+package enum OverloadBenchmark {
     /// Runs the benchmark; `progress` receives one line per step (for stderr).
     ///
     /// Throws `BenchError` when a child fails, times out or reports nothing. An identity that does
     /// not hold or an RSS over the limit do not throw: they are in `report.failures`.
-    public static func run(
+    package static func run(
         _ options: OverloadOptions, progress: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> OverloadReport {
         try options.validate()
@@ -78,6 +78,8 @@ public enum OverloadBenchmark {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer {
             group.killAll()
+            // Cleanup of a scratch folder under the temp dir: a leftover costs nothing and must not hide
+            // the result or the error on its way out.
             try? FileManager.default.removeItem(at: folder)
         }
         return try await withTaskCancellationHandler {
@@ -146,6 +148,7 @@ public enum OverloadBenchmark {
         let ticker = Task {
             var elapsed = 0
             while !Task.isCancelled {
+                // Printing pace only; cancelled when the pair ends, which the check below sees.
                 try? await Task.sleep(for: .seconds(10))
                 if Task.isCancelled { return }
                 elapsed += 10

@@ -2,30 +2,30 @@ import Foundation
 
 /// Everything one `nbus bench overload` invocation measured, the accounting identity and the
 /// memory target of issue 3.
-public struct OverloadReport: Codable, Sendable {
-    public var seconds: Double
-    public var size: Int
-    public var handlerMicroseconds: Int
-    public var policy: OverloadPolicy
-    public var buffer: Int
-    public var highWaterMark: Int32
-    public var closeTimeoutMilliseconds: Int32
-    public var rssLimitBytes: UInt64
-    public var date: String
-    public var host: String
-    public var processors: Int
+package struct OverloadReport: Codable, Sendable {
+    package var seconds: Double
+    package var size: Int
+    package var handlerMicroseconds: Int
+    package var policy: OverloadPolicy
+    package var buffer: Int
+    package var highWaterMark: Int32
+    package var closeTimeoutMilliseconds: Int32
+    package var rssLimitBytes: UInt64
+    package var date: String
+    package var host: String
+    package var processors: Int
 
     /// The publisher's `done` line.
-    public var publisher: OverloadPublisherResult
+    package var publisher: OverloadPublisherResult
     /// The subscriber's `result` line.
-    public var subscriber: OverloadSubscriberResult
+    package var subscriber: OverloadSubscriberResult
     /// The subscriber's and the publisher's `/proc/<pid>/status`, as the runner sampled them.
-    public var subscriberSeenByRunner: MemorySamples
-    public var publisherSeenByRunner: MemorySamples
+    package var subscriberSeenByRunner: MemorySamples
+    package var publisherSeenByRunner: MemorySamples
     /// Start of the publisher to the end of the subscriber, ns.
-    public var wallNanoseconds: UInt64
+    package var wallNanoseconds: UInt64
 
-    public init(
+    package init(
         options: OverloadOptions, publisher: OverloadPublisherResult, subscriber: OverloadSubscriberResult,
         subscriberSeenByRunner: MemorySamples, publisherSeenByRunner: MemorySamples, wallNanoseconds: UInt64
     ) {
@@ -50,25 +50,25 @@ public struct OverloadReport: Codable, Sendable {
     // MARK: The identity
 
     /// Sequence numbers 1...published exist: the publisher's `BusStats.posted`.
-    public var published: UInt64 { publisher.posted }
+    package var published: UInt64 { publisher.posted }
 
     /// delivered + lostUpstream + droppedLocalBuffer + discardedAtEnd + buffered, for the stream.
-    public var accounted: UInt64 {
+    package var accounted: UInt64 {
         let s = subscriber.subscription
         return s.delivered + s.lostUpstream + s.droppedLocalBuffer + s.discardedAtEnd + s.buffered
     }
 
     /// published - accounted (positive: notifications counted nowhere; negative: counted twice).
-    public var difference: Int64 { Int64(bitPattern: published &- accounted) }
+    package var difference: Int64 { Int64(bitPattern: published &- accounted) }
 
     /// Whether published == accounted, exactly.
-    public var identityHolds: Bool { published == accounted }
+    package var identityHolds: Bool { published == accounted }
 
     // MARK: Memory
 
     /// The subscriber's peak resident memory, bytes: the largest of its own `VmHWM` (the kernel's
     /// peak, which no sampling interval can miss), its sampled `VmRSS`, and what the runner read.
-    public var subscriberPeakBytes: UInt64 {
+    package var subscriberPeakBytes: UInt64 {
         let kib = max(
             subscriber.memory.peakResidentKiB, subscriber.memory.maximumResidentKiB,
             subscriberSeenByRunner.peakResidentKiB, subscriberSeenByRunner.maximumResidentKiB)
@@ -76,15 +76,15 @@ public struct OverloadReport: Codable, Sendable {
     }
 
     /// Whether the subscriber stayed below the limit.
-    public var memoryWithinLimit: Bool { subscriberPeakBytes < rssLimitBytes }
+    package var memoryWithinLimit: Bool { subscriberPeakBytes < rssLimitBytes }
 
     // MARK: Load
 
     /// Notifications the handler can take per second at most (1 / handler time).
-    public var handlerCapacity: Double { handlerMicroseconds > 0 ? 1e6 / Double(handlerMicroseconds) : .infinity }
+    package var handlerCapacity: Double { handlerMicroseconds > 0 ? 1e6 / Double(handlerMicroseconds) : .infinity }
 
     /// Publisher rate over the handler's capacity: the brief wants at least 10.
-    public var overloadFactor: Double { handlerCapacity.isFinite ? publisher.postRate / handlerCapacity : 0 }
+    package var overloadFactor: Double { handlerCapacity.isFinite ? publisher.postRate / handlerCapacity : 0 }
 
     // MARK: Checks
 
@@ -92,7 +92,7 @@ public struct OverloadReport: Codable, Sendable {
     ///
     /// The first two are the targets (the identity, peak RSS); the others check that the counters
     /// agree with one another and with what the loop saw in-band.
-    public var failures: [String] {
+    package var failures: [String] {
         var failures: [String] = []
         let s = subscriber.subscription
         let c = subscriber.consumed
@@ -139,7 +139,7 @@ public struct OverloadReport: Codable, Sendable {
     }
 
     /// Why the identity does not hold, as far as the counters tell.
-    public var diagnosis: [String] {
+    package var diagnosis: [String] {
         guard !identityHolds else { return [] }
         var lines: [String] = []
         let c = subscriber.consumed
@@ -173,7 +173,7 @@ public struct OverloadReport: Codable, Sendable {
     // MARK: Rendering
 
     /// The report as one JSON object (sorted keys), with the derived figures under `summary`.
-    public func json() throws -> String {
+    package func json() throws -> String {
         struct Envelope: Encodable {
             let report: OverloadReport
             let summary: Summary
@@ -200,7 +200,7 @@ public struct OverloadReport: Codable, Sendable {
     }
 
     /// The report as a terminal table.
-    public func table() -> String {
+    package func table() -> String {
         var lines: [String] = []
         func row(_ label: String, _ value: String, _ note: String = "") {
             lines.append(Format.row(label, value, note, labelWidth: 50))

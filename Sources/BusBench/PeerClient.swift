@@ -5,47 +5,47 @@ import NotificationBus
 /// What `nbus bench peer-client` is asked to do: the client interface of the peers kit
 /// (`../shared/peers/README.md`), so the bus is measured through `nbus broker` exactly as NATS,
 /// Redis and bare ZeroMQ are, with the bus's defaults.
-public struct PeerClientOptions: Sendable {
+package struct PeerClientOptions: Sendable {
     /// The role.
-    public enum Mode: String, Sendable, CaseIterable {
+    package enum Mode: String, Sendable, CaseIterable {
         case sub, pub, ping, pong
     }
 
-    public var mode: Mode
+    package var mode: Mode
     /// sub: the name to subscribe; pub: a comma list of names, cycled.
-    public var subject = "bench.a"
+    package var subject = "bench.a"
     /// pub: the name of the END message (default: the first subject).
-    public var endSubject: String?
+    package var endSubject: String?
     /// pub: notifications; ping: measured round trips.
-    public var count = 1_000_000
+    package var count = 1_000_000
     /// Payload bytes.
-    public var size = 256
+    package var size = 256
     /// ping: unmeasured round trips first.
-    public var warmup = 1_000
+    package var warmup = 1_000
     /// sub, pong: a file created once the subscription is made.
-    public var readyFile: String?
+    package var readyFile: String?
     /// ping: a file for the raw round trips, ns, one per line.
-    public var dumpFile: String?
+    package var dumpFile: String?
     /// The broker's frontend (publishers) and backend (subscribers).
-    public var frontend = "tcp://127.0.0.1:15550"
-    public var backend = "tcp://127.0.0.1:15551"
+    package var frontend = "tcp://127.0.0.1:15550"
+    package var backend = "tcp://127.0.0.1:15551"
     /// `frontend` and `backend` may list several brokers, comma-separated: the bus then goes
     /// through all of them (NBP-1 §17), for measuring what a second broker costs.
     var frontends: [String] { frontend.split(separator: ",").map(String.init) }
     var backends: [String] { backend.split(separator: ",").map(String.init) }
     /// `BusConfiguration.idleSpin` (microseconds) of every bus the client opens: 0 (the default) is
     /// the bus's default; ping/pong with 200 measure the documented low-latency setting.
-    public var idleSpinMicroseconds = 0
+    package var idleSpinMicroseconds = 0
     /// sub: busy work per notification (a handler's time), nanoseconds; 0: none. With work the
     /// loop runs on the global pool, as a user's `for await` would, not on the bus's thread.
-    public var workNanoseconds = 0
+    package var workNanoseconds = 0
 
-    public init(mode: Mode) {
+    package init(mode: Mode) {
         self.mode = mode
     }
 
     /// Throws `.invalidOptions` naming the first value out of range.
-    public func validate() throws(BenchError) {
+    package func validate() throws(BenchError) {
         guard count >= 1 else { throw .invalidOptions("--n must be at least 1") }
         guard size >= 1, size <= WireFormat.defaultMaximumPayload else {
             throw .invalidOptions("--size must be 1...\(WireFormat.defaultMaximumPayload) (the first byte marks END and Q)")
@@ -71,7 +71,7 @@ extension PeerClientOptions {
 }
 
 /// The peers kit's client on the bus: each mode prints one JSON object as its last line.
-public enum PeerClient {
+package enum PeerClient {
     /// How long the subscriber waits after its last notification before it stops without END.
     static let idleStop: Duration = .seconds(3)
     /// How long it waits for a first notification: the kit's rule is "3 s after its last
@@ -80,7 +80,7 @@ public enum PeerClient {
     static let firstArrivalLimit: Duration = .seconds(60)
 
     /// Runs the mode and returns its JSON line.
-    public static func run(_ options: PeerClientOptions) async throws -> String {
+    package static func run(_ options: PeerClientOptions) async throws -> String {
         try options.validate()
         switch options.mode {
         case .sub: return try await subscribe(options)
@@ -147,6 +147,7 @@ public enum PeerClient {
         let started = wallClockNanoseconds()
         let watcher = Task {
             while !Task.isCancelled {
+                // The idle check's tick; cancelled when the consumer ends, which ends the loop.
                 try? await Task.sleep(for: .milliseconds(100))
                 let last = lastArrival.get()
                 let (since, limit) = last == 0 ? (started, firstArrivalLimit) : (last, idleStop)

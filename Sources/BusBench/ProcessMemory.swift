@@ -7,20 +7,20 @@ import Glibc
 #endif
 
 /// A process's resident memory as Linux reports it in `/proc/<pid>/status`, in KiB.
-public struct ProcessMemory: Codable, Sendable, Equatable {
+package struct ProcessMemory: Codable, Sendable, Equatable {
     /// `VmRSS`: resident set size now.
-    public var residentKiB: UInt64
+    package var residentKiB: UInt64
     /// `VmHWM`: the peak resident set size since the process started (the kernel's high-water mark).
-    public var peakResidentKiB: UInt64
+    package var peakResidentKiB: UInt64
 
-    public init(residentKiB: UInt64, peakResidentKiB: UInt64) {
+    package init(residentKiB: UInt64, peakResidentKiB: UInt64) {
         self.residentKiB = residentKiB
         self.peakResidentKiB = peakResidentKiB
     }
 
     /// Parses the `VmRSS:` and `VmHWM:` lines of a `/proc/<pid>/status` text (values in kB, which
     /// the kernel means as KiB). Nil when either is missing: a zombie, or not Linux.
-    public static func parse(status text: String) -> ProcessMemory? {
+    package static func parse(status text: String) -> ProcessMemory? {
         var resident: UInt64?
         var peak: UInt64?
         for line in text.split(separator: "\n") {
@@ -42,7 +42,7 @@ public struct ProcessMemory: Codable, Sendable, Equatable {
     }
 
     /// Reads `/proc/self/status` (pid nil) or `/proc/<pid>/status`; nil when it cannot be read.
-    public static func read(pid: pid_t? = nil) -> ProcessMemory? {
+    package static func read(pid: pid_t? = nil) -> ProcessMemory? {
         let path = pid.map { "/proc/\($0)/status" } ?? "/proc/self/status"
         // procfs files report size 0: read until end of file.
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -61,19 +61,19 @@ public struct ProcessMemory: Codable, Sendable, Equatable {
 }
 
 /// What a memory sampler saw: every `VmRSS` sample, the largest, and the last `VmHWM`.
-public struct MemorySamples: Codable, Sendable, Equatable {
+package struct MemorySamples: Codable, Sendable, Equatable {
     /// Milliseconds between samples.
-    public var intervalMilliseconds: Int
+    package var intervalMilliseconds: Int
     /// `VmRSS` at each sample, KiB, in order.
-    public var residentKiB: [UInt64] = []
+    package var residentKiB: [UInt64] = []
     /// The largest `VmRSS` sampled, KiB.
-    public var maximumResidentKiB: UInt64 = 0
+    package var maximumResidentKiB: UInt64 = 0
     /// The last `VmHWM` read, KiB: the kernel's peak, which no sampling interval can miss.
-    public var peakResidentKiB: UInt64 = 0
+    package var peakResidentKiB: UInt64 = 0
     /// The last `VmRSS` read, KiB.
-    public var lastResidentKiB: UInt64 = 0
+    package var lastResidentKiB: UInt64 = 0
 
-    public init(intervalMilliseconds: Int) {
+    package init(intervalMilliseconds: Int) {
         self.intervalMilliseconds = intervalMilliseconds
     }
 

@@ -1,16 +1,16 @@
 import Foundation
 
 /// Number formatting shared by the reports and the CLI's progress display.
-public enum Format {
+package enum Format {
     /// A rate with k/M suffixes: `1.28M`, `939k`.
-    public static func rate(_ value: Double) -> String {
+    package static func rate(_ value: Double) -> String {
         if value >= 1_000_000 { return String(format: "%.2fM", value / 1_000_000) }
         if value >= 1_000 { return String(format: "%.0fk", value / 1_000) }
         return String(format: "%.0f", value)
     }
 
     /// An integer with thousands separators: `1,000,000`.
-    public static func count(_ value: Int) -> String {
+    package static func count(_ value: Int) -> String {
         let digits = Array(String(value))
         var out = ""
         for (index, digit) in digits.enumerated() {
@@ -29,7 +29,7 @@ public enum Format {
     }
 
     /// A duration (given in ns) in the unit a person reads: `38 µs`, `1.4 ms`, `250 ms`, `12.1 s`.
-    public static func duration(_ nanoseconds: Double) -> String {
+    package static func duration(_ nanoseconds: Double) -> String {
         let value = max(0, nanoseconds)
         if value >= 1e9 { return String(format: value >= 1e11 ? "%.0f s" : "%.1f s", value / 1e9) }
         if value >= 1e6 { return String(format: value >= 1e7 ? "%.0f ms" : "%.1f ms", value / 1e6) }

@@ -137,10 +137,10 @@ struct SVGBarChart {
 }
 
 /// The self-contained HTML page of `nbus demo`, `nbus bench views --html` and `nbus bench sweep --html`.
-public enum ViewsHTMLReport {
+package enum ViewsHTMLReport {
     /// The page for one scenario: verdict, run context, time series, summary charts, tables,
     /// targets and glossary. `title` names the command that made it.
-    public static func page(for report: ViewsReport, title: String = "nbus bench views") -> String {
+    package static func page(for report: ViewsReport, title: String = "nbus bench views") -> String {
         let styles = report.styles
         let names = styles.map(\.style.title)
         let colors = styles.map { ReportColors.color(of: $0.style) }
@@ -295,7 +295,7 @@ public enum ViewsHTMLReport {
         return document(title: title, body: body)
     }
     /// The page for a sweep: a chart per figure against the swept parameter, bars per style.
-    public static func page(for sweep: ViewsSweepReport) -> String {
+    package static func page(for sweep: ViewsSweepReport) -> String {
         let styles = sweep.styles
         let names = styles.map(\.title)
         let colors = styles.map(ReportColors.color(of:))

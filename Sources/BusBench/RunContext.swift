@@ -8,28 +8,28 @@ import Glibc
 
 /// Where and how a benchmark ran: printed at the top of every report, so a figure is never read
 /// without the build, the machine and the code that produced it.
-public struct RunContext: Codable, Sendable, Equatable {
+package struct RunContext: Codable, Sendable, Equatable {
     /// `debug` or `release`: the configuration this binary (and so every worker process) was built in.
-    public var buildConfiguration: String
+    package var buildConfiguration: String
     /// Host name, OS and kernel, CPU architecture and model.
-    public var machine: String
+    package var machine: String
     /// Cores this process may use.
-    public var cores: Int
+    package var cores: Int
     /// Physical memory, bytes (0 when unknown).
-    public var memoryBytes: UInt64
+    package var memoryBytes: UInt64
     /// The libzmq this process is linked against (`zmq_version`).
-    public var libzmqVersion: String
+    package var libzmqVersion: String
     /// The git commit of the working directory's checkout (with `-dirty` when it has changes), nil
     /// outside a checkout or without git.
-    public var gitCommit: String?
+    package var gitCommit: String?
     /// The command line, as given.
-    public var commandLine: String
+    package var commandLine: String
     /// How loaded the machine was during the run (nil when /proc could not be read, or before
     /// the run ended).
-    public var load: MachineLoad?
+    package var load: MachineLoad?
 
     /// Whether this is an unoptimised build (SwiftPM defines DEBUG for `-c debug`).
-    public static var isDebugBuild: Bool {
+    package static var isDebugBuild: Bool {
         #if DEBUG
         return true
         #else
@@ -38,12 +38,12 @@ public struct RunContext: Codable, Sendable, Equatable {
     }
 
     /// The warning a debug build prints before its figures.
-    public static let debugWarning =
+    package static let debugWarning =
         "DEBUG BUILD: these figures come from an unoptimised build (swift build without -c release), "
         + "several times slower than a release build; a target missed here may be met by a release build "
         + "(swift build -c release, then .build/release/nbus ...)."
 
-    public init(
+    package init(
         buildConfiguration: String, machine: String, cores: Int, memoryBytes: UInt64, libzmqVersion: String,
         gitCommit: String?, commandLine: String
     ) {
@@ -57,7 +57,7 @@ public struct RunContext: Codable, Sendable, Equatable {
     }
 
     /// This process's context now.
-    public static func current(arguments: [String] = CommandLine.arguments) -> RunContext {
+    package static func current(arguments: [String] = CommandLine.arguments) -> RunContext {
         let version = LibZMQ.version
         return RunContext(
             buildConfiguration: isDebugBuild ? "debug" : "release", machine: machineDescription(),
@@ -67,7 +67,7 @@ public struct RunContext: Codable, Sendable, Equatable {
     }
 
     /// One line per fact, for the terminal and the page.
-    public var lines: [(String, String)] {
+    package var lines: [(String, String)] {
         var lines: [(String, String)] = [
             ("build", buildConfiguration + (buildConfiguration == "debug" ? " (unoptimised: see the warning)" : "")),
             ("machine", machine),
@@ -92,6 +92,7 @@ public struct RunContext: Codable, Sendable, Equatable {
             parts.append(text(names.nodename))
             parts.append("\(text(names.sysname)) \(text(names.release)) \(text(names.machine))")
         }
+        // The CPU model is a nicety of the report's header: without /proc/cpuinfo it is left out.
         if let cpuinfo = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8),
             let line = cpuinfo.split(separator: "\n").first(where: { $0.hasPrefix("model name") }),
             let model = line.split(separator: ":", maxSplits: 1).last
@@ -110,6 +111,7 @@ public struct RunContext: Codable, Sendable, Equatable {
 
     private static func run(_ arguments: [String]) -> String? {
         // Not Foundation's `Process`: see `SpawnedProcess`.
+        // No git, or not a checkout: the report says "not in a git checkout" rather than failing a run.
         guard let (status, output) = try? SpawnedProcess.run("/usr/bin/env", ["git"] + arguments), status == 0 else { return nil }
         return output.trimmingCharacters(in: .whitespacesAndNewlines)
     }

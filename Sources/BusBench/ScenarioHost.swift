@@ -282,6 +282,7 @@ enum ScenarioHost {
             ? Task { @MainActor in
                 var page = 0
                 while !Task.isCancelled {
+                    // Pacing; cancelled when the run ends, which the check below sees.
                     try? await Task.sleep(for: .milliseconds(scenario.churnMilliseconds))
                     if Task.isCancelled { break }
                     page = (page + 1) % scenario.pageCount
@@ -416,6 +417,8 @@ enum ScenarioHost {
             } else if now - lastChange >= stall {
                 return false
             }
+            // A poll of counters with no signal to await; a cancelled sleep returns at once and the
+            // deadline above still ends the loop.
             try? await Task.sleep(for: .milliseconds(5))
         }
     }
@@ -466,6 +469,7 @@ final class HostSampler: Sendable {
         take()
         let task = Task.detached { [self] in
             while !Task.isCancelled {
+                // The sampling interval; cancelled on stop, which the check below sees.
                 try? await Task.sleep(for: .milliseconds(Self.intervalMilliseconds))
                 if Task.isCancelled { break }
                 take()
@@ -519,6 +523,7 @@ final class MainActorPinger: Sendable {
                 let sent = Timestamps.monotonicNanoseconds()
                 let ran = await MainActor.run { Timestamps.monotonicNanoseconds() }
                 histogram.withLock { _ = $0.record(max(1, min(ran &- sent, 600_000_000_000))) }
+                // The probe's interval; cancelled on stop, which ends the loop.
                 try? await Task.sleep(for: .milliseconds(20))
             }
         }

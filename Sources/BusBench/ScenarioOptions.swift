@@ -2,7 +2,7 @@ import Foundation
 import NotificationBus
 
 /// One consumer style of the views benchmark: how a view consumes the scenario's notifications.
-public enum ViewStyle: String, Codable, Sendable, CaseIterable {
+package enum ViewStyle: String, Codable, Sendable, CaseIterable {
     /// `.onReceive(pattern) { n in if match { state = ... } }`: subscribed while the view exists,
     /// every notification runs the action on the main actor and re-evaluates `body`.
     case onReceive = "onReceive"
@@ -17,7 +17,7 @@ public enum ViewStyle: String, Codable, Sendable, CaseIterable {
     case taskReplay = "task-replay"
 
     /// A short column title.
-    public var title: String {
+    package var title: String {
         switch self {
         case .onReceive: return "onReceive"
         case .taskMain: return "task (main)"
@@ -27,14 +27,14 @@ public enum ViewStyle: String, Codable, Sendable, CaseIterable {
     }
 
     /// Whether the style is a task-style (visibility-bound) consumer.
-    public var isTask: Bool { self != .onReceive }
+    package var isTask: Bool { self != .onReceive }
 
     /// Plain `task` styles: SwiftUI's behaviour, nothing kept while hidden.
-    public var isPlainTask: Bool { self == .taskMain || self == .taskOffMain }
+    package var isPlainTask: Bool { self == .taskMain || self == .taskOffMain }
 }
 
 /// What holds the scenario's views, and so what moves their visibility.
-public enum ViewContainer: String, Codable, Sendable, CaseIterable {
+package enum ViewContainer: String, Codable, Sendable, CaseIterable {
     /// A stack: every view visible the whole time (churn does nothing).
     case none
     /// A `TabView` of `tabs` tabs, the views split across them; churn switches tab.
@@ -44,7 +44,7 @@ public enum ViewContainer: String, Codable, Sendable, CaseIterable {
 }
 
 /// Which names a host's views subscribe to.
-public enum ViewSubscription: String, Codable, Sendable, CaseIterable {
+package enum ViewSubscription: String, Codable, Sendable, CaseIterable {
     /// View `i` subscribes to name `i % names` (one exact name each): the views scenario.
     case spread
     /// Every view subscribes to the first name only (exact): ZeroMQ filters every other name at
@@ -63,77 +63,77 @@ public enum ViewSubscription: String, Codable, Sendable, CaseIterable {
 /// its first payload byte is 1; the publisher sets it for exactly `selectivity` of each name's
 /// notifications (deterministically: the `j`-th notification of a name matches when
 /// `floor((j+1)s) > floor(js)`).
-public struct ViewsScenario: Codable, Sendable, Equatable {
+package struct ViewsScenario: Codable, Sendable, Equatable {
     /// ipc (a fresh temp folder) or tcp (127.0.0.1, a free port).
-    public var transport = ThroughputOptions.Transport.ipc
+    package var transport = ThroughputOptions.Transport.ipc
     /// Notifications per second over all names; nil posts as fast as `post` returns.
-    public var rate: Int? = 20_000
+    package var rate: Int? = 20_000
     /// Payload bytes (at least 1: the first byte says whether the notification matches).
-    public var size = 64
+    package var size = 64
     /// Names the publisher posts round-robin to.
-    public var names = 30
+    package var names = 30
     /// The fraction of each name's notifications that pass the views' condition, 0...1.
-    public var selectivity = 0.1
+    package var selectivity = 0.1
     /// Views per subscriber host.
-    public var views = 30
+    package var views = 30
     /// Which names the views subscribe to (`nbus bench filter` runs `one` against `all`).
-    public var subscription = ViewSubscription.spread
+    package var subscription = ViewSubscription.spread
     /// What holds the views.
-    public var container = ViewContainer.tabs
+    package var container = ViewContainer.tabs
     /// Tabs (or list pages: the list window is `views / tabs` rows).
-    public var tabs = 3
+    package var tabs = 3
     /// Visibility churn: a tab switch or a scroll every this many ms; 0: none.
-    public var churnMilliseconds = 250
+    package var churnMilliseconds = 250
     /// The busy work of each `body` evaluation, microseconds.
-    public var bodyMicroseconds = 20
+    package var bodyMicroseconds = 20
     /// The run ends after this many notifications ...
-    public var count = 1_000_000
+    package var count = 1_000_000
     /// ... or this many seconds of posting, whichever comes first.
-    public var seconds = 10.0
+    package var seconds = 10.0
     /// The bound of the replay style's `replay: .all(max:)`.
-    public var replayMax = 4_096
+    package var replayMax = 4_096
     /// Each view's subscription buffer (`.suspendProducer(capacity:)`), notifications.
-    public var buffer = 8_192
+    package var buffer = 8_192
     /// ZeroMQ send and receive high-water marks, every process.
-    public var highWaterMark: Int32 = 10_000
+    package var highWaterMark: Int32 = 10_000
     /// Publisher back-pressure (`ZMQ_XPUB_NODROP`): lossless, but the slowest host paces everyone.
     /// Off by default: the publisher's XPUB drops for a host that falls behind, which that host
     /// reports as upstream loss.
-    public var backpressure = false
+    package var backpressure = false
     /// The styles to run, one subscriber-host process each.
-    public var styles: [ViewStyle] = ViewStyle.allCases
+    package var styles: [ViewStyle] = ViewStyle.allCases
     /// Run one style at a time (its own publisher run each) instead of all side by side on one
     /// stream: less CPU contention on a small machine, at the price of different streams.
-    public var oneAtATime = false
+    package var oneAtATime = false
     /// Seconds the hosts may take to drain after the publisher is done, before they report anyway.
-    public var drainSeconds = 60
+    package var drainSeconds = 60
     /// Seconds without any counter moving, while draining, after which a host reports anyway.
-    public var stallSeconds = 5
+    package var stallSeconds = 5
     /// Seconds the children may take to start and subscribe.
-    public var startupSeconds = 30
+    package var startupSeconds = 30
     /// Each host samples its main actor's responsiveness (a job every 20 ms). `nbus bench filter`
     /// turns it off: it reports no responsiveness, and the sampler's own wake-ups would count in
     /// the CPU time it compares.
-    public var pingMainActor = true
+    package var pingMainActor = true
 
     /// The default scenario (the demo's, 10 s long).
-    public init() {}
+    package init() {}
 
     /// The name prefix every notification of the benchmark has.
-    public static let namePrefix = "bench.views.n"
+    package static let namePrefix = "bench.views.n"
 
     /// The `index`-th name, zero-padded so that no name is a prefix of another.
-    public func notificationName(_ index: Int) -> String {
+    package func notificationName(_ index: Int) -> String {
         let width = max(3, String(max(0, names - 1)).count)
         let digits = String(index)
         return Self.namePrefix + String(repeating: "0", count: max(0, width - digits.count)) + digits
     }
 
     /// The name index view `view` subscribes to (the first one, for `.all`).
-    public func nameIndex(ofView view: Int) -> Int { subscription == .spread ? view % max(1, names) : 0 }
+    package func nameIndex(ofView view: Int) -> Int { subscription == .spread ? view % max(1, names) : 0 }
 
     /// The name indexes view `view` subscribes to, ascending.
-    public func nameIndexes(ofView view: Int) -> [Int] {
+    package func nameIndexes(ofView view: Int) -> [Int] {
         switch subscription {
         case .spread: return [view % max(1, names)]
         case .one: return [0]
@@ -142,16 +142,16 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     }
 
     /// The pattern view `view` subscribes with: its name exactly, or `bench.views.>` for `.all`.
-    public func pattern(ofView view: Int) throws -> NamePattern {
+    package func pattern(ofView view: Int) throws -> NamePattern {
         if subscription == .all { return try NamePattern(Self.allNamesPattern) }
         return NamePattern(exactly: try NotificationName(notificationName(nameIndex(ofView: view))))
     }
 
     /// The pattern that covers every name of the benchmark.
-    public static let allNamesPattern = "bench.views.>"
+    package static let allNamesPattern = "bench.views.>"
 
     /// Name indexes some view subscribes to, ascending.
-    public var subscribedNameIndexes: [Int] {
+    package var subscribedNameIndexes: [Int] {
         switch subscription {
         case .spread: return Array(Set((0..<views).map(nameIndex(ofView:)))).sorted()
         case .one: return [0]
@@ -163,13 +163,13 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     var selectivityPPM: Int { Int((min(1, max(0, selectivity)) * 1_000_000).rounded()) }
 
     /// Whether the `perName`-th (0-based) notification of a name matches.
-    public func matches(perNameIndex index: Int) -> Bool {
+    package func matches(perNameIndex index: Int) -> Bool {
         let ppm = selectivityPPM
         return ((index + 1) * ppm) / 1_000_000 > (index * ppm) / 1_000_000
     }
 
     /// Pages: the tabs, or the list's windows; one page for `none`.
-    public var pageCount: Int {
+    package var pageCount: Int {
         switch container {
         case .none: return 1
         case .tabs, .list: return max(1, min(tabs, views))
@@ -177,23 +177,23 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     }
 
     /// Views per page (the last page may have fewer).
-    public var viewsPerPage: Int { (views + pageCount - 1) / max(1, pageCount) }
+    package var viewsPerPage: Int { (views + pageCount - 1) / max(1, pageCount) }
 
     /// The page view `view` is on.
-    public func page(ofView view: Int) -> Int { container == .none ? 0 : view / max(1, viewsPerPage) }
+    package func page(ofView view: Int) -> Int { container == .none ? 0 : view / max(1, viewsPerPage) }
 
     /// The views on `page`.
-    public func views(onPage page: Int) -> Range<Int> {
+    package func views(onPage page: Int) -> Range<Int> {
         guard container != .none else { return 0..<views }
         let start = min(views, page * viewsPerPage)
         return start..<min(views, start + viewsPerPage)
     }
 
     /// Whether visibility moves during the run.
-    public var hasChurn: Bool { container != .none && churnMilliseconds > 0 && pageCount > 1 }
+    package var hasChurn: Bool { container != .none && churnMilliseconds > 0 && pageCount > 1 }
 
     /// Checks the values; throws `.invalidOptions` with what is wrong.
-    public func validate() throws(BenchError) {
+    package func validate() throws(BenchError) {
         if let rate, rate < 1 { throw .invalidOptions("--rate must be at least 1 (or max)") }
         guard (1...WireFormat.defaultMaximumPayload).contains(size) else {
             throw .invalidOptions("--size must be 1...\(WireFormat.defaultMaximumPayload) (the first byte says whether it matches)")
@@ -217,11 +217,11 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
     }
 
     /// One line describing the scenario.
-    public var summary: String { summary(posted: nil) }
+    package var summary: String { summary(posted: nil) }
 
     /// The summary of a run that posted `posted` notifications: it says how many were posted,
     /// not only the cap (the demo's header said "up to 1,120,000 msgs" where 559,999 were).
-    public func summary(posted: UInt64?) -> String {
+    package func summary(posted: UInt64?) -> String {
         let rateText = rate.map { "\(Format.count($0)) msg/s" } ?? "max rate"
         var text = "\(transport.rawValue), \(rateText), \(size) B, \(names) name(s), selectivity "
             + Self.percent(selectivity) + ", \(views) view(s)"
@@ -257,11 +257,11 @@ public struct ViewsScenario: Codable, Sendable, Equatable {
 }
 
 /// A parameter `nbus bench sweep` varies.
-public enum SweepParameter: String, Codable, Sendable, CaseIterable {
+package enum SweepParameter: String, Codable, Sendable, CaseIterable {
     case selectivity, rate, views, churn
 
     /// The axis title.
-    public var title: String {
+    package var title: String {
         switch self {
         case .selectivity: return "selectivity"
         case .rate: return "rate (msg/s)"
@@ -271,7 +271,7 @@ public enum SweepParameter: String, Codable, Sendable, CaseIterable {
     }
 
     /// `scenario` with this parameter set to `value` (text as given on the command line).
-    public func apply(_ value: String, to scenario: ViewsScenario) throws(BenchError) -> ViewsScenario {
+    package func apply(_ value: String, to scenario: ViewsScenario) throws(BenchError) -> ViewsScenario {
         var changed = scenario
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         switch self {
@@ -310,7 +310,7 @@ public enum SweepParameter: String, Codable, Sendable, CaseIterable {
     }
 
     /// The parameter's value in `scenario`, as a number for charts (max rate: 0).
-    public func value(in scenario: ViewsScenario) -> Double {
+    package func value(in scenario: ViewsScenario) -> Double {
         switch self {
         case .selectivity: return scenario.selectivity
         case .rate: return Double(scenario.rate ?? 0)
@@ -320,7 +320,7 @@ public enum SweepParameter: String, Codable, Sendable, CaseIterable {
     }
 
     /// The parameter's value in `scenario`, as a label.
-    public func label(in scenario: ViewsScenario) -> String {
+    package func label(in scenario: ViewsScenario) -> String {
         switch self {
         case .selectivity: return ViewsScenario.percent(scenario.selectivity)
         case .rate: return scenario.rate.map { Format.count($0) } ?? "max"

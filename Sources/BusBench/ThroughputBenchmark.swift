@@ -2,12 +2,12 @@ import Foundation
 import NotificationBus
 
 /// What `nbus bench throughput` measures and how.
-public struct ThroughputOptions: Sendable {
+package struct ThroughputOptions: Sendable {
     /// The notification name every scenario posts.
-    public static let notificationName = "bench.data"
+    package static let notificationName = "bench.data"
 
     /// The transport between the two processes.
-    public enum Transport: String, Sendable, CaseIterable, Codable {
+    package enum Transport: String, Sendable, CaseIterable, Codable {
         /// `ipc://<fresh temp folder>/<scenario>.sock`.
         case ipc
         /// `tcp://127.0.0.1:*` (the binder reports the port it got).
@@ -15,7 +15,7 @@ public struct ThroughputOptions: Sendable {
     }
 
     /// How the two processes meet.
-    public enum Topology: String, Sendable, CaseIterable, Codable {
+    package enum Topology: String, Sendable, CaseIterable, Codable {
         /// The publisher binds, the subscriber connects (raw: C XPUB -> SUB).
         case direct
         /// Both connect to a broker child: `nbus broker` with its defaults for the bus, a bare
@@ -25,42 +25,42 @@ public struct ThroughputOptions: Sendable {
     }
 
     /// Direct or through a broker.
-    public var topology = Topology.direct
+    package var topology = Topology.direct
     /// The bus publisher's `BusConfiguration.batching`: its largest batch frame in bytes, 0 off.
-    public var batchBytes = Batching.on.maximumFrameBytes
+    package var batchBytes = Batching.on.maximumFrameBytes
     /// Notifications per throughput run (and per in-process run).
-    public var count = 1_000_000
+    package var count = 1_000_000
     /// Payload bytes per notification.
-    public var size = 256
+    package var size = 256
     /// ZeroMQ send and receive high-water marks, both processes, baseline and bus alike.
-    public var highWaterMark: Int32 = 10_000
+    package var highWaterMark: Int32 = 10_000
     /// ipc or tcp.
-    public var transport = Transport.ipc
+    package var transport = Transport.ipc
     /// Per child process: killed after this many seconds (the command then fails).
-    public var timeoutSeconds = 120
+    package var timeoutSeconds = 120
     /// Throughput runs per side (raw and bus alternate); the median is reported.
-    public var runs = 5
+    package var runs = 5
     /// The paced latency run: notifications per second ...
-    public var latencyRate = 10_000
+    package var latencyRate = 10_000
     /// ... for this many seconds.
-    public var latencySeconds = 2.0
+    package var latencySeconds = 2.0
     /// A paced run in the low-latency setting: the consumer on `bus.executor` and
     /// `BusConfiguration.idleSpin` set to this on both buses; 0 skips it. (A paced
     /// publisher always posts from a pacing thread of its own, as the C baseline does.)
-    public var latencySpinMicroseconds = 200
+    package var latencySpinMicroseconds = 200
     /// Measured REQ/REP round trips of the raw baseline.
-    public var roundTrips = 20_000
+    package var roundTrips = 20_000
     /// Skip the in-process rows (Foundation vs embedded bus).
-    public var skipInProcess = false
+    package var skipInProcess = false
     /// The `nbus` executable to start workers from (normally this process's own executable).
-    public var nbusExecutable: String
+    package var nbusExecutable: String
     /// The `nbus-baseline` executable.
-    public var baselineExecutable: String
+    package var baselineExecutable: String
     /// The arguments that select the hidden worker command of `nbusExecutable`, `BenchWorkerCommand.nbusSubcommand` unless told otherwise.
-    public var workerCommand: [String]
+    package var workerCommand: [String]
 
     /// Options with default sizes, executables found next to this process's executable.
-    public init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
+    package init(workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
         let directory = Self.executableDirectory()
         nbusExecutable = Self.currentExecutable()
         baselineExecutable = (directory as NSString).appendingPathComponent("nbus-baseline")
@@ -68,7 +68,8 @@ public struct ThroughputOptions: Sendable {
     }
 
     /// This process's executable (`/proc/self/exe` resolved; `CommandLine.arguments[0]` as a fallback).
-    public static func currentExecutable() -> String {
+    package static func currentExecutable() -> String {
+        // No /proc (not Linux, or a chroot without it): argument 0 below is the fallback.
         if let resolved = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             return resolved
         }
@@ -78,12 +79,12 @@ public struct ThroughputOptions: Sendable {
 
     /// The folder holding this process's executable (or `executable`): where SwiftPM puts
     /// `nbus-baseline` too.
-    public static func executableDirectory(of executable: String? = nil) -> String {
+    package static func executableDirectory(of executable: String? = nil) -> String {
         ((executable ?? currentExecutable()) as NSString).deletingLastPathComponent
     }
 
     /// Checks the values; throws `.invalidOptions` with what is wrong (before anything starts).
-    public func validate() throws(BenchError) {
+    package func validate() throws(BenchError) {
         guard count >= 2 else { throw .invalidOptions("--count must be at least 2") }
         guard (0...WireFormat.defaultMaximumPayload).contains(size) else {
             throw .invalidOptions("--size must be 0...\(WireFormat.defaultMaximumPayload)")
@@ -99,12 +100,12 @@ public struct ThroughputOptions: Sendable {
 /// `nbus bench throughput`: the bus across two processes against raw libzmq across two processes,
 /// in one invocation, plus latency and the in-process rows. Every child is bounded by a timeout
 /// and killed on every exit path; a failing child fails the run with its stderr.
-public enum ThroughputBenchmark {
+package enum ThroughputBenchmark {
     /// Runs every scenario; `progress` receives one line per step (for stderr).
     ///
     /// Throws `BenchError` when a child fails or times out. Lost or malformed messages do not
     /// throw: they are listed in `report.accountingErrors` (the command exits non-zero on them).
-    public static func run(
+    package static func run(
         _ options: ThroughputOptions, progress: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> ThroughputReport {
         try options.validate()
@@ -114,6 +115,8 @@ public enum ThroughputBenchmark {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer {
             group.killAll()
+            // Cleanup of a scratch folder under the temp dir: a leftover costs nothing and must not hide
+            // the result or the error on its way out.
             try? FileManager.default.removeItem(at: folder)
         }
         let runner = Runner(options: options, group: group, folder: folder.path)

@@ -1,109 +1,109 @@
 import Foundation
 
 /// One raw-libzmq throughput run (C, XPUB/SUB, two processes).
-public struct RawThroughputRun: Codable, Sendable {
+package struct RawThroughputRun: Codable, Sendable {
     /// Messages the subscriber received.
-    public var count: Int
+    package var count: Int
     /// First to last message at the subscriber, ns.
-    public var elapsedNanoseconds: UInt64
+    package var elapsedNanoseconds: UInt64
     /// (count - 1) / elapsed, messages per second.
-    public var rate: Double
+    package var rate: Double
     /// Sequence numbers missing at the subscriber (must be 0 with NODROP).
-    public var gaps: UInt64
+    package var gaps: UInt64
     /// Messages of an unexpected size (must be 0).
-    public var badSize: Int
+    package var badSize: Int
     /// Bytes per ZeroMQ frame.
-    public var frameBytes: Int
+    package var frameBytes: Int
 }
 
 /// The raw PUB/SUB one-way latency at the paced rate (C publisher stamps, C subscriber measures).
-public struct RawPacedLatency: Codable, Sendable {
+package struct RawPacedLatency: Codable, Sendable {
     /// Messages received.
-    public var count: Int
+    package var count: Int
     /// Sequence gaps (must be 0).
-    public var gaps: UInt64
+    package var gaps: UInt64
     /// Send stamp to receipt, ns.
-    public var latency: LatencySummary
+    package var latency: LatencySummary
 }
 
 /// One bus throughput (or paced latency) run across two processes.
-public struct BusThroughputRun: Codable, Sendable {
+package struct BusThroughputRun: Codable, Sendable {
     /// What the subscriber's `for await` loop measured.
-    public var subscriber: BusSubscriberResult
+    package var subscriber: BusSubscriberResult
     /// What the publisher reported (nil when it was stopped before it could).
-    public var publisher: BusPublisherResult?
+    package var publisher: BusPublisherResult?
     /// The subscriber's diagnostics, kept for a failed run.
-    public var subscriberStderr: String
+    package var subscriberStderr: String
 }
 
 /// The raw REQ/REP round trip (C, two processes), whose half is the one-way baseline latency.
-public struct RawRoundTrip: Codable, Sendable {
+package struct RawRoundTrip: Codable, Sendable {
     /// Round-trip times, ns.
-    public var roundTrip: LatencySummary
+    package var roundTrip: LatencySummary
     /// Bytes per frame each way.
-    public var frameBytes: Int
+    package var frameBytes: Int
 
     /// Half the round trip's p50, ns.
-    public var halfP50: Double { Double(roundTrip.p50) / 2 }
+    package var halfP50: Double { Double(roundTrip.p50) / 2 }
     /// Half the round trip's p99, ns.
-    public var halfP99: Double { Double(roundTrip.p99) / 2 }
+    package var halfP99: Double { Double(roundTrip.p99) / 2 }
 }
 
 /// Everything one `nbus bench throughput` invocation measured, with the targets of issue 3.
-public struct ThroughputReport: Codable, Sendable {
+package struct ThroughputReport: Codable, Sendable {
     /// Bus/raw throughput target: at least this.
-    public static let throughputRatioTarget = 0.7
+    package static let throughputRatioTarget = 0.7
     /// Bus p50 latency over raw libzmq PUB/SUB's one way at the same pace, defaults: at most this.
-    public static let latencyRatioTarget = 1.3
+    package static let latencyRatioTarget = 1.3
     /// Bus p99 latency over raw libzmq PUB/SUB's one-way p99 at the same pace: at most this.
-    public static let latencyTailRatioTarget = 2.0
+    package static let latencyTailRatioTarget = 2.0
     /// Embedded bus over Foundation `NotificationCenter`, in one process: at least this.
-    public static let inProcessRatioTarget = 1.0
+    package static let inProcessRatioTarget = 1.0
 
-    public var count: Int
-    public var size: Int
-    public var highWaterMark: Int32
-    public var transport: ThroughputOptions.Transport
+    package var count: Int
+    package var size: Int
+    package var highWaterMark: Int32
+    package var transport: ThroughputOptions.Transport
     /// Direct, or through a broker.
-    public var topology: ThroughputOptions.Topology
+    package var topology: ThroughputOptions.Topology
     /// The bus publisher's largest batch frame, bytes (`BusConfiguration.batching`; 0: off).
-    public var batchBytes: Int
-    public var runs: Int
-    public var latencyRate: Int
-    public var date: String
-    public var host: String
-    public var processors: Int
+    package var batchBytes: Int
+    package var runs: Int
+    package var latencyRate: Int
+    package var date: String
+    package var host: String
+    package var processors: Int
 
     /// Raw libzmq runs, in order.
-    public var raw: [RawThroughputRun] = []
+    package var raw: [RawThroughputRun] = []
     /// Bus runs, in order (alternating with the raw ones).
-    public var bus: [BusThroughputRun] = []
+    package var bus: [BusThroughputRun] = []
     /// Raw REQ/REP round trip.
-    public var rawRoundTrip: RawRoundTrip?
+    package var rawRoundTrip: RawRoundTrip?
     /// The bus at a moderate fixed rate, defaults (the worker, an nbus command, consumes on
     /// `bus.executor`; posts made while the loop sleeps are sent by the posting thread): the
     /// headline latency.
-    public var pacedLatency: BusThroughputRun?
+    package var pacedLatency: BusThroughputRun?
     /// The same paced run with the consumer in a plain task, as application code that asks for
     /// no executor: one hand-off more (information).
-    public var pacedLatencyPlainTask: BusThroughputRun?
+    package var pacedLatencyPlainTask: BusThroughputRun?
     /// The same paced run in the low-latency setting: the idle spin on (`latencySpinMicroseconds`)
     /// on both buses.
-    public var pacedLatencyIdleSpin: BusThroughputRun?
+    package var pacedLatencyIdleSpin: BusThroughputRun?
     /// The idle spin of that run, microseconds.
-    public var latencySpinMicroseconds: Int
+    package var latencySpinMicroseconds: Int
     /// Raw libzmq PUB/SUB at the same rate, one way: the latency targets' baseline.
-    public var rawPacedLatency: RawPacedLatency?
+    package var rawPacedLatency: RawPacedLatency?
     /// Foundation `NotificationCenter`, block observer, in this process.
-    public var foundation: [InProcessSample] = []
+    package var foundation: [InProcessSample] = []
     /// Foundation bridged into an `AsyncStream` (information only).
-    public var foundationAsyncStream: InProcessSample?
+    package var foundationAsyncStream: InProcessSample?
     /// The embedded bus, `for await` consumer, in this process.
-    public var embedded: [InProcessSample] = []
+    package var embedded: [InProcessSample] = []
     /// The embedded runs' subscription counters.
-    public var embeddedCounters: [SubscriptionCounters] = []
+    package var embeddedCounters: [SubscriptionCounters] = []
     /// Every accounting failure (lost, malformed or missing messages); empty when all is well.
-    public var accountingErrors: [String] = []
+    package var accountingErrors: [String] = []
 
     init(options: ThroughputOptions) {
         count = options.count
@@ -122,7 +122,7 @@ public struct ThroughputReport: Codable, Sendable {
 
     /// Batching on or off, and with it on, how many notifications a frame carried on average
     /// in the throughput runs (from the publishers' `sent` and `framesSent`).
-    public var batchingSummary: String {
+    package var batchingSummary: String {
         guard batchBytes > 0 else { return "off (one frame per notification)" }
         let publishers = bus.compactMap(\.publisher)
         let sent = publishers.reduce(UInt64(0)) { $0 + $1.bus.sent }
@@ -135,11 +135,11 @@ public struct ThroughputReport: Codable, Sendable {
     // MARK: Derived figures
 
     /// Median raw rate, messages per second.
-    public var rawRate: Double { median(raw.map(\.rate)) }
+    package var rawRate: Double { median(raw.map(\.rate)) }
     /// Median bus rate, notifications per second.
-    public var busRate: Double { median(bus.map(\.subscriber.rate)) }
+    package var busRate: Double { median(bus.map(\.subscriber.rate)) }
     /// Median bus rate over median raw rate.
-    public var throughputRatio: Double { rawRate > 0 ? busRate / rawRate : 0 }
+    package var throughputRatio: Double { rawRate > 0 ? busRate / rawRate : 0 }
     /// `run`'s p50 (or p99) over raw PUB/SUB's one way at the same pace.
     private func ratioToRawOneWay(_ run: BusThroughputRun?, tail: Bool = false) -> Double? {
         guard let run, let raw = rawPacedLatency else { return nil }
@@ -148,22 +148,22 @@ public struct ThroughputReport: Codable, Sendable {
         return Double(tail ? run.subscriber.latency.p99 : run.subscriber.latency.p50) / base
     }
     /// The paced run's p50 over raw PUB/SUB's one-way p50 (target `latencyRatioTarget`).
-    public var latencyRatio: Double? { ratioToRawOneWay(pacedLatency) }
+    package var latencyRatio: Double? { ratioToRawOneWay(pacedLatency) }
     /// The paced run's p99 over raw PUB/SUB's one-way p99 (target `latencyTailRatioTarget`).
-    public var latencyTailRatio: Double? { ratioToRawOneWay(pacedLatency, tail: true) }
+    package var latencyTailRatio: Double? { ratioToRawOneWay(pacedLatency, tail: true) }
     /// The plain-task paced run's p50 over raw PUB/SUB's one-way p50 (information).
-    public var latencyRatioPlainTask: Double? { ratioToRawOneWay(pacedLatencyPlainTask) }
+    package var latencyRatioPlainTask: Double? { ratioToRawOneWay(pacedLatencyPlainTask) }
     /// The idle-spin paced run's p50 over raw PUB/SUB's one-way p50 (information).
-    public var latencyRatioIdleSpin: Double? { ratioToRawOneWay(pacedLatencyIdleSpin) }
+    package var latencyRatioIdleSpin: Double? { ratioToRawOneWay(pacedLatencyIdleSpin) }
     /// Median Foundation rate.
-    public var foundationRate: Double { median(foundation.map(\.rate)) }
+    package var foundationRate: Double { median(foundation.map(\.rate)) }
     /// Median embedded-bus rate.
-    public var embeddedRate: Double { median(embedded.map(\.rate)) }
+    package var embeddedRate: Double { median(embedded.map(\.rate)) }
     /// Embedded bus over Foundation.
-    public var inProcessRatio: Double? { foundationRate > 0 && !embedded.isEmpty ? embeddedRate / foundationRate : nil }
+    package var inProcessRatio: Double? { foundationRate > 0 && !embedded.isEmpty ? embeddedRate / foundationRate : nil }
 
     /// Whether each target is met (nil: not measured).
-    public var targets: [String: Bool] {
+    package var targets: [String: Bool] {
         // The bus/raw target is for the direct topology; through a broker the bar is NATS.
         var targets = topology == .direct ? ["throughputRatio": throughputRatio >= Self.throughputRatioTarget] : [:]
         if let latencyRatio { targets["latencyRatio"] = latencyRatio <= Self.latencyRatioTarget }
@@ -173,7 +173,7 @@ public struct ThroughputReport: Codable, Sendable {
     }
 
     /// The frame size on the wire.
-    public var frameBytes: Int { raw.first?.frameBytes ?? (ThroughputOptions.notificationName.utf8.count + 1 + 32 + size) }
+    package var frameBytes: Int { raw.first?.frameBytes ?? (ThroughputOptions.notificationName.utf8.count + 1 + 32 + size) }
 
     // MARK: Accounting
 
@@ -218,7 +218,7 @@ public struct ThroughputReport: Codable, Sendable {
     // MARK: Rendering
 
     /// The report as one JSON object (sorted keys), with the derived figures under `summary`.
-    public func json() throws -> String {
+    package func json() throws -> String {
         struct Envelope: Encodable {
             let report: ThroughputReport
             let summary: Summary
@@ -258,7 +258,7 @@ public struct ThroughputReport: Codable, Sendable {
     }
 
     /// The report as a terminal table.
-    public func table() -> String {
+    package func table() -> String {
         var lines: [String] = []
         func row(_ label: String, _ value: String, _ note: String = "") {
             lines.append(Format.row(label, value, note, labelWidth: 52))

@@ -7,82 +7,82 @@ import Glibc
 /// Raw libzmq PUB/SUB in two processes (`nbus-baseline`, C), run in the same invocation as a views
 /// scenario with the scenario's transport, rate, payload size and high-water mark: what each
 /// style's figures are read against.
-public struct RawBaselineRow: Codable, Sendable, Equatable {
+package struct RawBaselineRow: Codable, Sendable, Equatable {
     /// How the row is labelled in every output.
-    public static let label = "raw libzmq PUB/SUB (nbus-baseline, C)"
+    package static let label = "raw libzmq PUB/SUB (nbus-baseline, C)"
     /// The CSV/JSON key of the row.
-    public static let key = "raw-libzmq"
+    package static let key = "raw-libzmq"
 
     /// The scenario's transport (ipc or tcp).
-    public var transport: ThroughputOptions.Transport
+    package var transport: ThroughputOptions.Transport
     /// Frames per second the publisher was paced to (nil: as fast as ZeroMQ takes them).
-    public var requestedRate: Int?
+    package var requestedRate: Int?
     /// Payload bytes, and bytes per frame (name, NUL, NBP/1 header, payload).
-    public var size: Int
-    public var frameBytes: Int
+    package var size: Int
+    package var frameBytes: Int
     /// Frames sent, and received by the subscriber (equal: XPUB with NODROP loses none).
-    public var published: Int
-    public var delivered: Int
+    package var published: Int
+    package var delivered: Int
     /// Sequence gaps and frames of the wrong size the subscriber saw (both must be 0).
-    public var gaps: UInt64
-    public var badSize: Int
+    package var gaps: UInt64
+    package var badSize: Int
     /// First to last frame at the subscriber, ns, and frames per second over it.
-    public var elapsedNanoseconds: UInt64
-    public var deliveredPerSecond: Double
+    package var elapsedNanoseconds: UInt64
+    package var deliveredPerSecond: Double
     /// Send stamp to receipt, ns (paced runs only: unpaced frames carry one stamp for all).
-    public var latency: LatencySummary?
+    package var latency: LatencySummary?
     /// The subscriber process's CPU time (getrusage, its whole life) and peak RSS (VmHWM).
-    public var cpuNanoseconds: UInt64
-    public var peakResidentKiB: UInt64
+    package var cpuNanoseconds: UInt64
+    package var peakResidentKiB: UInt64
 
     /// Subscriber CPU per frame, ns.
-    public var cpuPerFrameNanoseconds: Double { delivered == 0 ? 0 : Double(cpuNanoseconds) / Double(delivered) }
+    package var cpuPerFrameNanoseconds: Double { delivered == 0 ? 0 : Double(cpuNanoseconds) / Double(delivered) }
 }
 
 /// Foundation's `NotificationCenter` in this process, one block observer, the same payload, as
 /// fast as `post` returns: the in-process row of a views run.
-public struct FoundationBaselineRow: Codable, Sendable, Equatable {
+package struct FoundationBaselineRow: Codable, Sendable, Equatable {
     /// How the row is labelled in every output.
-    public static let label = "Foundation NotificationCenter (in-process, block observer)"
+    package static let label = "Foundation NotificationCenter (in-process, block observer)"
     /// The CSV/JSON key of the row.
-    public static let key = "foundation-notificationcenter"
+    package static let key = "foundation-notificationcenter"
 
     /// Payload bytes (a `[UInt8]` in `userInfo`).
-    public var size: Int
+    package var size: Int
     /// Posts made, and observer calls that read the payload back.
-    public var posted: Int
-    public var delivered: Int
+    package var posted: Int
+    package var delivered: Int
     /// First post to last delivery, ns, and deliveries per second over it.
-    public var elapsedNanoseconds: UInt64
-    public var deliveredPerSecond: Double
+    package var elapsedNanoseconds: UInt64
+    package var deliveredPerSecond: Double
     /// CPU time of the posting thread (the observer runs inside `post`), ns.
-    public var cpuNanoseconds: UInt64
+    package var cpuNanoseconds: UInt64
 
     /// CPU per notification (post plus the observer), ns.
-    public var cpuPerNotificationNanoseconds: Double { delivered == 0 ? 0 : Double(cpuNanoseconds) / Double(delivered) }
+    package var cpuPerNotificationNanoseconds: Double { delivered == 0 ? 0 : Double(cpuNanoseconds) / Double(delivered) }
 }
 
 /// The baseline rows of one views run (nil when skipped; `skipped` says why).
-public struct ViewsBaselines: Codable, Sendable, Equatable {
-    public var raw: RawBaselineRow?
-    public var foundation: FoundationBaselineRow?
+package struct ViewsBaselines: Codable, Sendable, Equatable {
+    package var raw: RawBaselineRow?
+    package var foundation: FoundationBaselineRow?
     /// Why a row is missing (`--baseline-seconds 0`, `nbus-baseline` not built...).
-    public var skipped: [String]
+    package var skipped: [String]
 
     /// The rows measured, and why any is missing.
-    public init(raw: RawBaselineRow? = nil, foundation: FoundationBaselineRow? = nil, skipped: [String] = []) {
+    package init(raw: RawBaselineRow? = nil, foundation: FoundationBaselineRow? = nil, skipped: [String] = []) {
         self.raw = raw
         self.foundation = foundation
         self.skipped = skipped
     }
 
     /// No rows, with the reason.
-    public static func none(_ reason: String) -> ViewsBaselines { ViewsBaselines(skipped: [reason]) }
+    package static func none(_ reason: String) -> ViewsBaselines { ViewsBaselines(skipped: [reason]) }
 
     /// How many notifications the baselines send for `scenario` in `seconds`: the scenario's rate
     /// for that long (and no more than its count); unpaced, up to 1,000,000 (about a second of raw
     /// libzmq on a small machine).
-    public static func count(for scenario: ViewsScenario, seconds: Double) -> Int {
+    package static func count(for scenario: ViewsScenario, seconds: Double) -> Int {
         let bound = scenario.rate.map { max(2, Int(Double($0) * seconds)) } ?? 1_000_000
         return max(2, min(scenario.count, bound))
     }
@@ -141,19 +141,19 @@ public struct ViewsBaselines: Codable, Sendable, Equatable {
 }
 
 /// One style's figures as multiples of raw libzmq's, measured in the same invocation.
-public struct ViewsRawRatio: Codable, Sendable, Equatable {
+package struct ViewsRawRatio: Codable, Sendable, Equatable {
     /// The style the ratios are of.
-    public var style: ViewStyle
+    package var style: ViewStyle
     /// Host CPU per frame that reached it / raw subscriber CPU per frame.
-    public var cpuPerFrame: Double?
+    package var cpuPerFrame: Double?
     /// Style latency p50 / raw latency p50 (publish to state update against send to receipt).
-    public var latencyP50: Double?
+    package var latencyP50: Double?
     /// Style latency p99 / raw latency p99.
-    public var latencyP99: Double?
+    package var latencyP99: Double?
     /// Delivered per second / raw delivered per second.
-    public var deliveredPerSecond: Double?
+    package var deliveredPerSecond: Double?
     /// Host peak RSS / raw subscriber peak RSS.
-    public var peakResident: Double?
+    package var peakResident: Double?
 
     init(style: ViewsStyleSummary, raw: RawBaselineRow) {
         func ratio(_ a: Double, _ b: Double) -> Double? { a > 0 && b > 0 ? a / b : nil }

@@ -4,20 +4,20 @@ import Synchronization
 
 /// How `nbus bench views` runs its scenario: which binary and command start the workers, and
 /// the baselines measured alongside.
-public struct ViewsBenchOptions: Sendable {
+package struct ViewsBenchOptions: Sendable {
     /// The scenario every style runs.
-    public var scenario: ViewsScenario
+    package var scenario: ViewsScenario
     /// The `nbus` executable to start workers from (normally this process's own executable).
-    public var nbusExecutable: String
+    package var nbusExecutable: String
     /// The arguments that select the hidden worker command, `BenchWorkerCommand.nbusSubcommand` unless told otherwise.
-    public var workerCommand: [String]
+    package var workerCommand: [String]
     /// The `nbus-baseline` executable (next to `nbus`, where SwiftPM builds it).
-    public var baselineExecutable: String
+    package var baselineExecutable: String
     /// Seconds of each baseline (raw libzmq at the scenario's rate; Foundation as many posts);
     /// 0 skips them.
-    public var baselineSeconds = 2.0
+    package var baselineSeconds = 2.0
 
-    public init(scenario: ViewsScenario = ViewsScenario(), workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
+    package init(scenario: ViewsScenario = ViewsScenario(), workerCommand: [String] = BenchWorkerCommand.nbusSubcommand) {
         self.scenario = scenario
         self.nbusExecutable = ThroughputOptions.currentExecutable()
         self.workerCommand = workerCommand
@@ -35,9 +35,9 @@ public struct ViewsBenchOptions: Sendable {
 /// cancelling the calling task stops them all and waits until they are gone). The publisher
 /// starts posting only once every host's subscriptions reached it; when it is done, the runner
 /// hands each host the publisher's counts on stdin, and each host drains, then reports one JSON line.
-public enum ViewsBenchmark {
+package enum ViewsBenchmark {
     /// Runs the scenario; `progress` receives one line per step (for stderr).
-    public static func run(
+    package static func run(
         _ options: ViewsBenchOptions, progress: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> ViewsReport {
         try await run(options, handlers: BenchProgressHandlers(step: progress))
@@ -47,7 +47,7 @@ public enum ViewsBenchmark {
     ///
     /// Throws `BenchError` when a child fails, times out or reports nothing. An accounting
     /// identity that does not hold does not throw: it is in `report.failures`.
-    public static func run(
+    package static func run(
         _ options: ViewsBenchOptions, handlers: BenchProgressHandlers, label: String = "views"
     ) async throws -> ViewsReport {
         try options.scenario.validate()
@@ -96,10 +96,13 @@ public enum ViewsBenchmark {
                 group.killAll()
             }
             await group.stopAll()
+            // Cleanup of a scratch folder under the temp dir: a leftover costs nothing and must not hide
+            // the result.
             try? FileManager.default.removeItem(at: folder)
             return result
         } catch {
             await group.stopAll()
+            // As above: cleanup must not replace the error being reported.
             try? FileManager.default.removeItem(at: folder)
             throw error
         }
@@ -205,6 +208,7 @@ struct ScenarioRunner: Sendable {
             let clock = ContinuousClock()
             let start = clock.now
             while !Task.isCancelled {
+                // Printing pace only; cancelled when the run ends, which the check below sees.
                 try? await Task.sleep(for: .milliseconds(250))
                 if Task.isCancelled { return }
                 let elapsed = clock.now - start
@@ -254,7 +258,10 @@ struct ScenarioRunner: Sendable {
         if !child.isStdoutEnded { child.kill() }
         let end = await child.waitForExit()
         // Give the watchers a moment to record a failure that caused this one (pacing only).
-        for _ in 0..<20 where failures.first == nil { try? await Task.sleep(for: .milliseconds(10)) }
+        for _ in 0..<20 where failures.first == nil {
+            // At most 200 ms, and only a pause: cancelled, it ends at once and the failure is reported as is.
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         if let first = failures.first { return first }
         let status = end.description + (what.map { ", " + $0 } ?? "")
         return .childFailed(label: child.label, status: status, stderr: child.stderrText)

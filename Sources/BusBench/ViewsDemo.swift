@@ -1,21 +1,21 @@
 import Foundation
 
 /// What `nbus demo` runs: the default views scenario for about 30 s, a table, and `report.html`.
-public struct ViewsDemoOptions: Sendable {
+package struct ViewsDemoOptions: Sendable {
     /// The scenario: 3 tabs, 30 views, 20k msg/s, 10% selectivity, a tab switch every 250 ms,
     /// 20 us body cost, every style, for `seconds`.
-    public var scenario: ViewsScenario
+    package var scenario: ViewsScenario
     /// Where the HTML report goes (nil: none).
-    public var htmlPath: String?
+    package var htmlPath: String?
     /// The `nbus` executable and the arguments of its hidden views worker command.
-    public var nbusExecutable: String
-    public var workerCommand: [String]
+    package var nbusExecutable: String
+    package var workerCommand: [String]
     /// Seconds of each baseline (raw libzmq, Foundation), taken out of `seconds`.
-    public var baselineSeconds: Double
+    package var baselineSeconds: Double
 
     /// `seconds` is the whole run: the baselines (2 s) and then the scenario for the rest, so the
     /// default demo stays about 30 s.
-    public init(
+    package init(
         seconds: Double = 30, htmlPath: String? = "report.html", workerCommand: [String] = BenchWorkerCommand.nbusSubcommand,
         baselineSeconds: Double = 2
     ) {
@@ -29,10 +29,10 @@ public struct ViewsDemoOptions: Sendable {
 }
 
 /// The demo entry point: runs the default scenario, prints the table, writes the HTML report.
-public enum ViewsDemo {
+package enum ViewsDemo {
     /// The default scenario: 3 tabs, 30 views, 20k msg/s, 10% selectivity, tab switch
     /// every 250 ms, 20 us body cost, ipc, all four styles side by side.
-    public static func defaultScenario(seconds: Double = 30) -> ViewsScenario {
+    package static func defaultScenario(seconds: Double = 30) -> ViewsScenario {
         var scenario = ViewsScenario()
         scenario.transport = .ipc
         scenario.rate = 20_000
@@ -53,7 +53,7 @@ public enum ViewsDemo {
     /// (stdout), the page to `options.htmlPath`. Returns the report; its `failures` are
     /// non-empty when the accounting identity failed (the caller should then exit non-zero).
     /// Throws `BenchError` when a child process fails.
-    public static func run(
+    package static func run(
         _ options: ViewsDemoOptions = ViewsDemoOptions(),
         output: @escaping @Sendable (String) -> Void = { FileHandle.standardOutput.write(Data(($0 + "\n").utf8)) },
         progress: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
@@ -62,7 +62,7 @@ public enum ViewsDemo {
     }
 
     /// The same, with the posting progress reported to `handlers.posting` (labelled `demo`).
-    public static func run(
+    package static func run(
         _ options: ViewsDemoOptions, output: @escaping @Sendable (String) -> Void, handlers: BenchProgressHandlers
     ) async throws -> ViewsReport {
         var bench = ViewsBenchOptions(scenario: options.scenario, workerCommand: options.workerCommand)

@@ -1,81 +1,81 @@
 import Foundation
 
 /// One style's figures, summed over its views, with the accounting identity checked per view.
-public struct ViewsStyleSummary: Codable, Sendable {
-    public var style: ViewStyle
-    public var views: Int
+package struct ViewsStyleSummary: Codable, Sendable {
+    package var style: ViewStyle
+    package var views: Int
     /// Notifications posted to the names the views subscribe to, summed over views.
-    public var published: UInt64
+    package var published: UInt64
     /// Of those, the ones that match the condition.
-    public var publishedMatching: UInt64
+    package var publishedMatching: UInt64
     /// Reached the views' subscriptions in the host process.
-    public var received: UInt64
+    package var received: UInt64
     /// Handed to the views' code (the `onReceive` action, or a loop iteration), live or replayed.
-    public var delivered: UInt64
+    package var delivered: UInt64
     /// Delivered and passing the condition: the code wrote state.
-    public var handled: UInt64
+    package var handled: UInt64
     /// State writes, as the runtime counted them.
-    public var stateUpdates: UInt64
+    package var stateUpdates: UInt64
     /// `body` evaluations of the views after they were ready.
-    public var bodyEvaluations: UInt64
+    package var bodyEvaluations: UInt64
     /// Main-actor busy time as the runtime accounts it (bodies, `onReceive` actions, a
     /// main-actor loop's handling), ns, and as a share of the host's window.
-    public var mainActorBusyNanoseconds: UInt64
-    public var mainActorBusyPercent: Double
+    package var mainActorBusyNanoseconds: UInt64
+    package var mainActorBusyPercent: Double
     /// How long a job enqueued on the main actor waited to run (sampled every 20 ms), ns.
-    public var mainActorPing: LatencySummary
+    package var mainActorPing: LatencySummary
     /// Publish to state update (onReceive: to the end of its action, every notification), ns.
-    public var latency: LatencySummary
+    package var latency: LatencySummary
     // Losses by cause:
-    public var lostUpstream: UInt64
-    public var droppedLocalBuffer: UInt64
-    public var missedWhileHidden: UInt64
-    public var discardedAtEnd: UInt64
+    package var lostUpstream: UInt64
+    package var droppedLocalBuffer: UInt64
+    package var missedWhileHidden: UInt64
+    package var discardedAtEnd: UInt64
     /// Kept while hidden and delivered on reappear.
-    public var replayed: UInt64
+    package var replayed: UInt64
     /// Sequence numbers of the views' names never delivered to the views' code (counted from the
     /// sequence numbers the code saw, independently of the loss counters).
-    public var unseenBySequence: UInt64
+    package var unseenBySequence: UInt64
     /// Gap events the task loops were handed for misses while hidden, and for upstream loss.
-    public var inBandHidden: UInt64
-    public var inBandUpstream: UInt64
+    package var inBandHidden: UInt64
+    package var inBandUpstream: UInt64
     /// Notifications delivered out of order or twice (none expected).
-    public var outOfOrder: UInt64
+    package var outOfOrder: UInt64
     /// Expected misses from time alone: each view's published notifications times the share of
     /// the publishing window it was hidden.
-    public var expectedHiddenByTime: Double
+    package var expectedHiddenByTime: Double
     /// Visibility changes while the publisher posted.
-    public var churnTransitions: Int
+    package var churnTransitions: Int
     /// The host's CPU time (user + system) over its window, and its peak RSS.
-    public var cpuNanoseconds: UInt64
-    public var peakResidentKiB: UInt64
+    package var cpuNanoseconds: UInt64
+    package var peakResidentKiB: UInt64
     /// Which names the views subscribed to, and the notification frames that reached the host's
     /// socket (what ZeroMQ did not filter out at the publisher).
-    public var subscription: ViewSubscription
-    public var framesReceived: UInt64
+    package var subscription: ViewSubscription
+    package var framesReceived: UInt64
     /// The host's CPU time per frame that reached it, ns: the figure to hold against raw libzmq's
     /// subscriber CPU per message.
-    public var cpuPerFrameNanoseconds: Double
+    package var cpuPerFrameNanoseconds: Double
     /// Delivered per second of the publishing window.
-    public var deliveredPerSecond: Double
+    package var deliveredPerSecond: Double
     /// The host's window (ready to drained) and drain, ns.
-    public var windowNanoseconds: UInt64
-    public var drainNanoseconds: UInt64
-    public var drainIncomplete: Bool
+    package var windowNanoseconds: UInt64
+    package var drainNanoseconds: UInt64
+    package var drainIncomplete: Bool
     /// published == delivered + lostUpstream + droppedLocalBuffer + missedWhileHidden + discardedAtEnd,
     /// for every view.
-    public var identityHolds: Bool
+    package var identityHolds: Bool
     /// The views for which it does not, described.
-    public var identityFailures: [String]
+    package var identityFailures: [String]
     /// The publisher's posting loop, seconds (the denominator of the per-second figures).
-    public var publishingSeconds: Double
+    package var publishingSeconds: Double
     /// The run over time: one point per sampling interval (about 250 ms) after the first post.
-    public var timeline: [TimelinePoint]
+    package var timeline: [TimelinePoint]
     /// What the time series says: peak backlog, when losses started, peak main-actor share.
-    public var timelineFindings: TimelineFindings
+    package var timelineFindings: TimelineFindings
 
     /// The right-hand side of the identity, summed.
-    public var accounted: UInt64 { delivered + lostUpstream + droppedLocalBuffer + missedWhileHidden + discardedAtEnd }
+    package var accounted: UInt64 { delivered + lostUpstream + droppedLocalBuffer + missedWhileHidden + discardedAtEnd }
 
     init(publisher: ScenarioPublisherResult, host: ScenarioHostResult, scenario: ViewsScenario) {
         style = host.style
@@ -157,11 +157,11 @@ public struct ViewsStyleSummary: Codable, Sendable {
     }
 
     /// Notifications posted to these views per second of the publishing window.
-    public var publishedPerSecond: Double { publishingSeconds > 0 ? Double(published) / publishingSeconds : 0 }
+    package var publishedPerSecond: Double { publishingSeconds > 0 ? Double(published) / publishingSeconds : 0 }
 
     /// Losses no design of this runtime accepts: upstream gaps and local-buffer drops (every style),
     /// and a replay style's misses (beyond its bound).
-    public var unexpectedLosses: UInt64 {
+    package var unexpectedLosses: UInt64 {
         lostUpstream + droppedLocalBuffer + (style == .taskReplay ? missedWhileHidden : 0)
     }
 
@@ -169,26 +169,26 @@ public struct ViewsStyleSummary: Codable, Sendable {
     /// post (or never done), or a latency a user would see as lag, over 250 ms at the median or 1 s
     /// at p99 (not for replay: a replayed notification's latency includes the time its view was
     /// hidden, by design).
-    public var fellBehind: Bool {
+    package var fellBehind: Bool {
         if drainIncomplete || drainNanoseconds > 1_000_000_000 { return true }
         return style != .taskReplay && (latency.p50 > 250_000_000 || latency.p99 > 1_000_000_000)
     }
 }
 
 /// One of the issue's targets, evaluated on this run.
-public struct ViewsTarget: Codable, Sendable {
+package struct ViewsTarget: Codable, Sendable {
     /// The target as the issue states it.
-    public var requirement: String
+    package var requirement: String
     /// The scenario the target is defined for.
-    public var scenario: String
+    package var scenario: String
     /// Whether this run is that scenario: when not, the target is not judged ("not this scenario").
-    public var applies: Bool
+    package var applies: Bool
     /// What this run measured (shown even when the target does not apply, for information).
-    public var measured: String
+    package var measured: String
     /// Met or not, judged only when `applies`; nil when the run cannot tell (a style missing...).
-    public var met: Bool?
+    package var met: Bool?
 
-    public init(requirement: String, scenario: String, applies: Bool, measured: String, met: Bool?) {
+    package init(requirement: String, scenario: String, applies: Bool, measured: String, met: Bool?) {
         self.requirement = requirement
         self.scenario = scenario
         self.applies = applies
@@ -196,7 +196,7 @@ public struct ViewsTarget: Codable, Sendable {
         self.met = applies ? met : nil
     }
 
-    public var verdict: String {
+    package var verdict: String {
         guard applies else { return "not this scenario" }
         switch met {
         case true?: return "met"
@@ -207,48 +207,48 @@ public struct ViewsTarget: Codable, Sendable {
 }
 
 /// The answer a run gives, in words: which style kept up, which lost what and why, what each cost.
-public struct ViewsVerdict: Codable, Sendable {
+package struct ViewsVerdict: Codable, Sendable {
     /// One style's verdict.
-    public struct Style: Codable, Sendable {
-        public var style: ViewStyle
+    package struct Style: Codable, Sendable {
+        package var style: ViewStyle
         /// Kept up with the publisher and lost nothing its design does not accept.
-        public var ok: Bool
+        package var ok: Bool
         /// The sentence: kept up or fell behind, losses by cause and why, the main-actor cost.
-        public var text: String
+        package var text: String
     }
 
     /// The answer in one or two sentences.
-    public var headline: String
+    package var headline: String
     /// Per style, in the report's order.
-    public var styles: [Style]
+    package var styles: [Style]
 }
 
 /// What `nbus bench views` measured: per style, the figures and the identity; the targets.
-public struct ViewsReport: Codable, Sendable {
-    public var scenario: ViewsScenario
-    public var date: Date
-    public var wallNanoseconds: UInt64
+package struct ViewsReport: Codable, Sendable {
+    package var scenario: ViewsScenario
+    package var date: Date
+    package var wallNanoseconds: UInt64
     /// The publisher's result (the first run's, when styles ran one at a time).
-    public var publisher: ScenarioPublisherResult
-    public var publishers: [ScenarioPublisherResult]
-    public var styles: [ViewsStyleSummary]
+    package var publisher: ScenarioPublisherResult
+    package var publishers: [ScenarioPublisherResult]
+    package var styles: [ViewsStyleSummary]
     /// The hosts' raw results, per style.
-    public var hosts: [ScenarioHostResult]
-    public var targets: [ViewsTarget]
+    package var hosts: [ScenarioHostResult]
+    package var targets: [ViewsTarget]
     /// Raw libzmq and Foundation `NotificationCenter`, measured in the same invocation.
-    public var baselines: ViewsBaselines
+    package var baselines: ViewsBaselines
     /// Each style's figures as multiples of raw libzmq's (empty without the raw row).
-    public var rawRatios: [ViewsRawRatio]
+    package var rawRatios: [ViewsRawRatio]
     /// Accounting problems: each makes the command exit non-zero.
-    public var failures: [String]
+    package var failures: [String]
     /// The build, machine, libzmq, commit and command line of this run.
-    public var context: RunContext
+    package var context: RunContext
     /// The answer, computed from the figures above.
-    public var verdict: ViewsVerdict
+    package var verdict: ViewsVerdict
     /// The publishing window (first to last post of the first publisher), seconds.
-    public var postingSeconds: Double
+    package var postingSeconds: Double
     /// Visibility changes (tab switches, scrolls) of the first host, seconds since the first post.
-    public var visibilityChangeSeconds: [Double]
+    package var visibilityChangeSeconds: [Double]
 
     init(
         scenario: ViewsScenario, date: Date, wallNanoseconds: UInt64,
@@ -304,12 +304,12 @@ public struct ViewsReport: Codable, Sendable {
     }
 
     /// What the run did, for headers: the scenario with the notifications actually posted.
-    public var runSummary: String {
+    package var runSummary: String {
         scenario.summary(posted: publishers.reduce(UInt64(0)) { $0 + $1.posted })
     }
 
     /// The summary of `style`, if it ran.
-    public func summary(_ style: ViewStyle) -> ViewsStyleSummary? { styles.first { $0.style == style } }
+    package func summary(_ style: ViewStyle) -> ViewsStyleSummary? { styles.first { $0.style == style } }
 
     // MARK: Targets
 

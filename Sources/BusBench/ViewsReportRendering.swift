@@ -4,13 +4,13 @@ import Foundation
 /// terminal table (styles as columns, then the baselines and each style as a multiple of raw libzmq).
 extension ViewsReport {
     /// The report as one JSON object (sorted keys).
-    public func json() throws -> String {
+    package func json() throws -> String {
         try ReportJSON.encode(self)
     }
 
     /// The CSV header line. `kind` is `style` or `baseline`; a baseline row leaves the figures it
     /// has no counterpart for empty.
-    public static let csvHeader = [
+    package static let csvHeader = [
         "parameter", "value", "kind", "style", "views", "published", "published_matching", "received", "delivered", "handled",
         "state_updates", "body_evaluations", "main_actor_busy_ms", "main_actor_busy_pct", "main_actor_ping_p50_us",
         "main_actor_ping_p99_us", "latency_p50_us", "latency_p99_us", "latency_p999_us", "lost_upstream", "lost_local_buffer",
@@ -19,7 +19,7 @@ extension ViewsReport {
     ].joined(separator: ",")
 
     /// One CSV line per style, then one per baseline (with the sweep parameter and value when given).
-    public func csvRows(parameter: String = "", value: String = "") -> [String] {
+    package func csvRows(parameter: String = "", value: String = "") -> [String] {
         func us(_ ns: UInt64) -> String { String(format: "%.1f", Double(ns) / 1e3) }
         func ratio(_ value: Double?) -> String { value.map { String(format: "%.3f", $0) } ?? "" }
         let styleRows = styles.map { s in
@@ -62,7 +62,7 @@ extension ViewsReport {
     }
 
     /// The report as CSV: a header and one line per style and per baseline.
-    public func csv() -> String {
+    package func csv() -> String {
         ([Self.csvHeader] + csvRows()).joined(separator: "\n") + "\n"
     }
 
@@ -170,7 +170,7 @@ extension ViewsReport {
     }
 
     /// What each term of the report means, for the terminal and the page.
-    public static let glossary: [(String, String)] = [
+    package static let glossary: [(String, String)] = [
         ("onReceive", "an always-on handler: subscribed while its view exists, visible or not; every notification runs its action on the main actor and re-evaluates body."),
         ("task (main)", "a for-await loop that runs while its view is visible, written in body, so it runs on the main actor; it writes state (and renders) only for matching notifications."),
         ("task (off-main)", "the same loop in a nonisolated function declared outside body: it runs off the main actor and hops to it only to write state for a match."),
@@ -194,7 +194,7 @@ extension ViewsReport {
     /// The report as a terminal table: the verdict first, the run context, the figures, the
     /// baselines, the identity per style, the targets and a glossary.
     /// `command` names what made it (`nbus demo`), as the page's title does.
-    public func table(command: String = "nbus bench views") -> String {
+    package func table(command: String = "nbus bench views") -> String {
         var lines: [String] = []
         lines.append("\(command): \(runSummary)")
         if context.buildConfiguration == "debug" {

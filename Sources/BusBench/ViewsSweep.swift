@@ -1,34 +1,34 @@
 import Foundation
 
 /// `nbus bench sweep`: the views scenario for each value of one parameter.
-public struct ViewsSweepReport: Codable, Sendable {
+package struct ViewsSweepReport: Codable, Sendable {
     /// The parameter varied.
-    public var parameter: SweepParameter
+    package var parameter: SweepParameter
     /// The values as given, and one report per value, in order.
-    public var values: [String]
-    public var runs: [ViewsReport]
+    package var values: [String]
+    package var runs: [ViewsReport]
 
     /// Every run's failures, prefixed with its value.
-    public var failures: [String] {
+    package var failures: [String] {
         zip(values, runs).flatMap { value, run in run.failures.map { "\(parameter.rawValue)=\(value): \($0)" } }
     }
 
     /// The value labels of the runs (as the charts show them).
-    public var labels: [String] { runs.map { parameter.label(in: $0.scenario) } }
+    package var labels: [String] { runs.map { parameter.label(in: $0.scenario) } }
 
     /// The styles that ran in every run, in order.
-    public var styles: [ViewStyle] {
+    package var styles: [ViewStyle] {
         guard let first = runs.first else { return [] }
         return first.styles.map(\.style).filter { style in runs.allSatisfy { $0.summary(style) != nil } }
     }
 
     /// One JSON object (sorted keys).
-    public func json() throws -> String {
+    package func json() throws -> String {
         try ReportJSON.encode(self)
     }
 
     /// CSV: a header, then one line per value and style.
-    public func csv() -> String {
+    package func csv() -> String {
         var lines = [ViewsReport.csvHeader]
         for (value, run) in zip(values, runs) {
             lines += run.csvRows(parameter: parameter.rawValue, value: value.trimmingCharacters(in: .whitespaces))
@@ -37,7 +37,7 @@ public struct ViewsSweepReport: Codable, Sendable {
     }
 
     /// A compact grid (one line per value and style), then each run's targets.
-    public func table() -> String {
+    package func table() -> String {
         var lines: [String] = []
         let base = runs.first?.scenario.summary ?? ""
         lines.append("nbus bench sweep \(parameter.rawValue): \(labels.joined(separator: ", ")) (first run: \(base))")
@@ -105,10 +105,10 @@ public struct ViewsSweepReport: Codable, Sendable {
 }
 
 /// Runs the grid of a sweep.
-public enum ViewsSweep {
+package enum ViewsSweep {
     /// Runs `options.scenario` once per value of `parameter` (each value validated first), each
     /// run with its own baselines (the rate or the payload may differ).
-    public static func run(
+    package static func run(
         parameter: SweepParameter, values: [String], options: ViewsBenchOptions,
         progress: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> ViewsSweepReport {
@@ -116,7 +116,7 @@ public enum ViewsSweep {
     }
 
     /// The same, with the posting progress of each run labelled `sweep i/n: parameter = value`.
-    public static func run(
+    package static func run(
         parameter: SweepParameter, values: [String], options: ViewsBenchOptions, handlers: BenchProgressHandlers
     ) async throws -> ViewsSweepReport {
         guard !values.isEmpty else { throw BenchError.invalidOptions("--values needs at least one value") }

@@ -1,39 +1,39 @@
 import Foundation
 
 /// One interval (about 250 ms) of a style's run, from its host's samples and the publisher's.
-public struct TimelinePoint: Codable, Sendable, Equatable {
+package struct TimelinePoint: Codable, Sendable, Equatable {
     /// End of the interval, seconds since the publisher's first post.
-    public var seconds: Double
+    package var seconds: Double
     /// Notifications posted to this style's views per second in the interval.
-    public var publishedPerSecond: Double
+    package var publishedPerSecond: Double
     /// Notifications handed to the views' code per second.
-    public var deliveredPerSecond: Double
+    package var deliveredPerSecond: Double
     /// Published to the views so far, minus delivered and every loss counted so far: what is
     /// still queued somewhere (sockets, buffers, the main actor's queue) at the interval's end.
-    public var backlog: Double
+    package var backlog: Double
     /// Publish-to-state-update latency of the updates made in the interval (nil: none), ns.
-    public var latencyP50: UInt64?
-    public var latencyP99: UInt64?
+    package var latencyP50: UInt64?
+    package var latencyP99: UInt64?
     /// Losses per second in the interval, by cause, and replays on reappear per second.
-    public var lostUpstreamPerSecond: Double
-    public var droppedLocalBufferPerSecond: Double
-    public var missedWhileHiddenPerSecond: Double
-    public var replayedPerSecond: Double
+    package var lostUpstreamPerSecond: Double
+    package var droppedLocalBufferPerSecond: Double
+    package var missedWhileHiddenPerSecond: Double
+    package var replayedPerSecond: Double
     /// Share of the interval the main actor spent on these views' work (runtime accounting), %.
-    public var mainActorBusyPercent: Double
+    package var mainActorBusyPercent: Double
 }
 
 /// What a style's time series says, in numbers the verdict uses.
-public struct TimelineFindings: Codable, Sendable, Equatable {
+package struct TimelineFindings: Codable, Sendable, Equatable {
     /// The largest backlog seen, and when (seconds since the first post).
-    public var peakBacklog: Double = 0
-    public var peakBacklogSeconds: Double = 0
+    package var peakBacklog: Double = 0
+    package var peakBacklogSeconds: Double = 0
     /// Backlog when the publisher stopped posting.
-    public var backlogAtLastPost: Double = 0
+    package var backlogAtLastPost: Double = 0
     /// When losses upstream (or at the local buffer) first appeared, seconds since the first post.
-    public var firstUpstreamLossSeconds: Double?
+    package var firstUpstreamLossSeconds: Double?
     /// The highest main-actor busy share of any interval, %.
-    public var peakMainActorBusyPercent: Double = 0
+    package var peakMainActorBusyPercent: Double = 0
 }
 
 enum ViewsTimeline {

@@ -6,41 +6,44 @@ import Logging
 ///
 /// The command writes them in this order, the summary last: a script reads the last line of
 /// standard error (docs/command-line.md, "Summaries").
-public struct CommandOutcome: Sendable {
+///
+/// `package`, as are the `...Outcome` tables, `CommandSummary` and `HandshakeVerdict`: they are
+/// how `nbus` words its own endings, here to be table-tested, not an API for an embedding user.
+package struct CommandOutcome: Sendable {
     /// A log line (`nbus COMMAND: ` is added by the log, not here).
-    public struct Line: Sendable, Equatable, CustomStringConvertible {
-        public let level: Logger.Level
-        public let text: String
+    package struct Line: Sendable, Equatable, CustomStringConvertible {
+        package let level: Logger.Level
+        package let text: String
 
-        public init(_ level: Logger.Level, _ text: String) {
+        package init(_ level: Logger.Level, _ text: String) {
             self.level = level
             self.text = text
         }
 
-        public var description: String { "\(level): \(text)" }
+        package var description: String { "\(level): \(text)" }
     }
 
     /// Log lines, in order, before everything else.
-    public var lines: [Line] = []
+    package var lines: [Line] = []
     /// Plain lines written right before a text summary (never with a JSON one, whose object
     /// holds the same details): `subscribe --stats`.
-    public var detailLines: [String] = []
+    package var detailLines: [String] = []
     /// The summary, or nil when the command has none (`request`, or a failure that stops a
     /// command before it could count anything).
-    public var summary: CommandSummary?
+    package var summary: CommandSummary?
     /// What the process exits with; 0 is success.
-    public var exitCode: Int32 = 0
+    package var exitCode: Int32 = 0
     /// Bytes for standard output, written first (`request`'s reply).
-    public var standardOutput: [UInt8] = []
+    package var standardOutput: [UInt8] = []
 
     /// An outcome with `lines`, then `summary`, exiting with `exitCode` (detail lines and
     /// standard output, when a command has them, are set afterwards).
-    public init(lines: [Line] = [], summary: CommandSummary? = nil, exitCode: Int32 = 0) {
+    package init(lines: [Line] = [], summary: CommandSummary? = nil, exitCode: Int32 = 0) {
         self.lines = lines
         self.summary = summary
         self.exitCode = exitCode
     }
 
     /// The lines' texts at `level`, for tests and messages.
-    public func texts(at level: Logger.Level) -> [String] { lines.filter { $0.level == level }.map(\.text) }
+    package func texts(at level: Logger.Level) -> [String] { lines.filter { $0.level == level }.map(\.text) }
 }

@@ -5,9 +5,9 @@
 /// timestamp and a level in front, nor each number twice (once in the prose, once as a field).
 /// It goes to standard error, through the log's sink so it never splits another line, and it is
 /// the last line there.
-public struct CommandSummary: Sendable {
+package struct CommandSummary: Sendable {
     /// A field's value: JSON's types, numbers as numbers.
-    public indirect enum Value: Sendable, Equatable {
+    package indirect enum Value: Sendable, Equatable {
         case integer(Int64)
         case unsigned(UInt64)
         case number(Double)
@@ -16,10 +16,10 @@ public struct CommandSummary: Sendable {
         case object([(String, Value)])
         case array([Value])
 
-        public static func == (lhs: Value, rhs: Value) -> Bool { lhs.json == rhs.json }
+        package static func == (lhs: Value, rhs: Value) -> Bool { lhs.json == rhs.json }
 
         /// The value as JSON text.
-        public var json: String {
+        package var json: String {
             switch self {
             case .integer(let value): return String(value)
             case .unsigned(let value): return String(value)
@@ -34,7 +34,7 @@ public struct CommandSummary: Sendable {
     }
 
     /// How the summary is written.
-    public enum Format: String, Sendable, CaseIterable {
+    package enum Format: String, Sendable, CaseIterable {
         /// `nbus COMMAND: ...`, the prose line.
         case text
         /// `{"summary":"COMMAND",...fields}`.
@@ -42,20 +42,20 @@ public struct CommandSummary: Sendable {
     }
 
     /// The command (`publish`), the JSON object's `summary` field and the text line's prefix.
-    public let command: String
+    package let command: String
     /// The plain line for people, without the `nbus COMMAND: ` in front.
-    public let text: String
+    package let text: String
     /// The fields of the JSON object, in the order written (after `summary`).
-    public let fields: [(String, Value)]
+    package let fields: [(String, Value)]
 
-    public init(command: String, text: String, fields: [(String, Value)]) {
+    package init(command: String, text: String, fields: [(String, Value)]) {
         self.command = command
         self.text = text
         self.fields = fields
     }
 
     /// The summary as one line in `format`, without its newline.
-    public func line(_ format: Format) -> String {
+    package func line(_ format: Format) -> String {
         switch format {
         case .text: "nbus \(command): \(text)"
         case .json: Value.object([("summary", .string(command))] + fields).json
@@ -63,18 +63,18 @@ public struct CommandSummary: Sendable {
     }
 
     /// Writes the line to `sink` (standard error by default).
-    public func write(_ format: Format, to sink: LogSink = .standardError) {
+    package func write(_ format: Format, to sink: LogSink = .standardError) {
         sink.write(line(format) + "\n")
     }
 
     /// The format a command's summary takes: JSON when its output (`--format`) or its log
     /// (`--log-format`) is JSON, so a stream of JSON lines stays one; text otherwise.
-    public static func format(output: Format?, log: LogFormat) -> Format {
+    package static func format(output: Format?, log: LogFormat) -> Format {
         output ?? (log == .json ? .json : .text)
     }
 }
 
 extension CommandSummary.Value: ExpressibleByIntegerLiteral, ExpressibleByStringLiteral {
-    public init(integerLiteral value: Int64) { self = .integer(value) }
-    public init(stringLiteral value: String) { self = .string(value) }
+    package init(integerLiteral value: Int64) { self = .integer(value) }
+    package init(stringLiteral value: String) { self = .string(value) }
 }

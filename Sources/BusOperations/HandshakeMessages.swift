@@ -4,7 +4,7 @@ import NotificationBus
 /// it; `curveSecret` is its `--curve-secret`, if any.
 /// `allowFolders` names where the key must be listed (default: the role's own `--allow-ROLEs`
 /// folder, which a binding peer has too).
-public func refusedKeyMessage(
+package func refusedKeyMessage(
     _ command: String, role: String, curveSecret: String?, stats: BusStats, allowFolders: String? = nil
 ) -> String {
     if stats.handshakeMechanismMismatches > 0 {
@@ -31,7 +31,7 @@ public func refusedKeyMessage(
 }
 
 /// A note on failed CURVE handshakes for a summary or timeout message; empty when none failed.
-public func handshakeNote(_ stats: BusStats, usingCurve: Bool = true) -> String {
+package func handshakeNote(_ stats: BusStats, usingCurve: Bool = true) -> String {
     guard stats.handshakesRefused + stats.handshakesFailed > 0 else { return "" }
     guard usingCurve else {
         // Plaintext: a failed handshake is almost always a CURVE server at the other end.

@@ -4,7 +4,7 @@ import NotificationBus
 /// something it waited for did not come: whether it reached anything at all, and whether a server
 /// refused it. `BusStats` has the counters; the bus signals a refusal (`waitForHandshakeRefusal`)
 /// but no connection made, so that one is its counter, looked at every 10 ms.
-public enum HandshakeVerdict: Sendable, Equatable {
+package enum HandshakeVerdict: Sendable, Equatable {
     /// The connections passed their handshakes.
     case connected
     /// A server refused this command's key, or met it with another mechanism (CURVE against
@@ -17,11 +17,11 @@ public enum HandshakeVerdict: Sendable, Equatable {
     case nothingThere
 
     /// Whether the server would not have this command: say so, exit 2.
-    public var isRefusal: Bool { self == .refused || self == .failed }
+    package var isRefusal: Bool { self == .refused || self == .failed }
 
     /// Waits up to `limit` for `connections` connected endpoints (`BusStats.connectedEndpoints`)
     /// or a refusal; at the limit, `.failed` when handshakes failed meanwhile, else `.nothingThere`.
-    public static func of(_ bus: Bus, connections: Int, within limit: Duration) async -> HandshakeVerdict {
+    package static func of(_ bus: Bus, connections: Int, within limit: Duration) async -> HandshakeVerdict {
         await firstResult(
             of: [
                 { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : nil },

@@ -5,15 +5,15 @@
 /// C0, DEL (U+007F) and C1 (U+0080 to U+009F). All three are valid JSON either way, but the output
 /// also reaches terminals, where U+009B is an 8-bit CSI (the start of an escape sequence) and U+0085
 /// a line break, so a name or payload a peer chose must not carry them through unescaped.
-public enum JSONString {
+package enum JSONString {
     /// Whether `scalar` is a control character: C0, DEL or C1.
-    public static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+    package static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
     }
 
     /// `text` as a JSON string literal: quotes, backslashes and control characters escaped
     /// (`\n`, `\r`, `\t`, else `\u00XX`), every other character as UTF-8.
-    public static func quoted(_ text: String) -> String {
+    package static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

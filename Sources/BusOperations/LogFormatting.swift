@@ -56,7 +56,7 @@ public struct BusLogHandler: LogHandler {
     }
 
     /// One line, without its newline.
-    public static func render(
+    package static func render(
         format: LogFormat, timestamp: String, level: Logger.Level, label: String, message: String,
         fields: Logger.Metadata
     ) -> String {
@@ -77,7 +77,7 @@ public struct BusLogHandler: LogHandler {
     }
 
     /// Now, UTC, to the millisecond: `2026-11-25T10:38:11.123Z`.
-    public static func timestamp() -> String {
+    package static func timestamp() -> String {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         var seconds = spec.tv_sec
@@ -161,5 +161,5 @@ public final class LogSink: Sendable {
 
 extension Logger.Level {
     /// The levels as `--log-level` spells them.
-    public static let names = Logger.Level.allCases.map(\.rawValue)
+    package static let names = Logger.Level.allCases.map(\.rawValue)
 }

@@ -10,27 +10,27 @@ import NotificationBus
 /// - 2: no subscriber in time, a key the server refused, a handshake that never completed (with
 ///   `--no-wait` too), or skipped input lines. (An unusable endpoint or key file is 2 as well, and
 ///   bad arguments 64, before any of this: the command never starts.)
-public enum PublishOutcome {
+package enum PublishOutcome {
     /// What the publisher was asked, as far as its ending depends on it; set the fields that apply.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// `--lines`: the summary counts skipped lines (without it, the text leaves them out).
-        public var readsLines = false
+        package var readsLines = false
         /// `--subscribers`, and `--timeout` in seconds: what the wait was for.
-        public var subscriberCount = 1
-        public var waitSeconds = 10.0
+        package var subscriberCount = 1
+        package var waitSeconds = 10.0
         /// `--close-timeout` in seconds.
-        public var closeTimeout = 5.0
+        package var closeTimeout = 5.0
         /// The endpoints it connects to (the default one when none is given), for "no broker
         /// answered at ...".
-        public var connectEndpoints: [String] = []
+        package var connectEndpoints: [String] = []
         /// `--curve-secret`, if any.
-        public var curveSecret: String?
+        package var curveSecret: String?
 
-        public init() {}
+        package init() {}
     }
 
     /// How the wait for subscribers ended.
-    public enum Wait: Sendable, Equatable {
+    package enum Wait: Sendable, Equatable {
         /// `--subscribers` arrived.
         case ready
         /// A CURVE server refused this publisher's key (or met it with another mechanism).
@@ -42,7 +42,7 @@ public enum PublishOutcome {
     }
 
     /// What happened to the run, the bus closed since.
-    public enum Ending: Sendable, Equatable {
+    package enum Ending: Sendable, Equatable {
         /// The wait for subscribers of `name` ended with `wait` (not `.ready`): nothing was posted.
         case subscribersMissing(Wait, name: NotificationName)
         /// Posting ended (everything posted, or a signal stopped it) with `skippedLines` input
@@ -54,7 +54,7 @@ public enum PublishOutcome {
     }
 
     /// The lines and the exit status for `ending`, given the closed bus's `stats`.
-    public static func of(_ ending: Ending, stats: BusStats, options: Options) -> CommandOutcome {
+    package static func of(_ ending: Ending, stats: BusStats, options: Options) -> CommandOutcome {
         switch ending {
         case .failed(let reason):
             // Nothing counted is worth a summary: the reason is the last line.
@@ -115,7 +115,7 @@ public enum PublishOutcome {
 
     /// What a publisher did, once closed: the line and the fields of docs/command-line.md.
     /// `skippedLines` is nil without --lines (the text then leaves it out; JSON says 0).
-    public static func summary(_ stats: BusStats, skippedLines: Int?) -> CommandSummary {
+    package static func summary(_ stats: BusStats, skippedLines: Int?) -> CommandSummary {
         var text = "posted \(stats.posted), sent \(stats.sent), unsent \(stats.unsent)"
         if let skippedLines { text += ", skipped \(skippedLines) malformed or unsendable line(s)" }
         // Posts no subscription covered were never sent (filtered at this publisher). Those of a

@@ -7,10 +7,10 @@ import Glibc
 /// Why beside the nanosecond integers: a JSON number past 2^53 loses digits in tools that read
 /// numbers as doubles (jq 1.6 prints `1795782534105558000` for `1795782534105557967`); the text
 /// keeps every digit and reads as a date.
-public enum RFC3339 {
+package enum RFC3339 {
     /// `nanoseconds` since the Unix epoch as `2026-11-25T10:38:11.123456789Z`: always nine
     /// fractional digits, so the text sorts as the time does.
-    public static func string(nanosecondsSinceEpoch nanoseconds: UInt64) -> String {
+    package static func string(nanosecondsSinceEpoch nanoseconds: UInt64) -> String {
         var seconds = time_t(nanoseconds / 1_000_000_000)
         let fraction = nanoseconds % 1_000_000_000
         var parts = tm()

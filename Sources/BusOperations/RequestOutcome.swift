@@ -10,25 +10,25 @@ import NotificationBus
 ///   before any of this, too);
 /// - 3: the responder replied with status error (its reason on standard error).
 /// (Bad arguments are 64: the command never starts.)
-public enum RequestOutcome {
+package enum RequestOutcome {
     /// What the requester was asked besides NAME, as far as its ending depends on it; set the
     /// fields that apply.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// `--frontend` and `--backend` (or the defaults), for the messages.
-        public var frontend = ""
-        public var backend = ""
+        package var frontend = ""
+        package var backend = ""
         /// `--timeout`, seconds.
-        public var timeout = 0.0
+        package var timeout = 0.0
         /// `--curve-secret`, if any.
-        public var curveSecret: String?
+        package var curveSecret: String?
 
-        public init() {}
+        package init() {}
     }
 
     /// The lines and the exit status for `result` (of a request to `name`), given `verdict` (`.connected`: both sides
     /// reached the broker, so "no responders" means nobody answers, not an unreachable broker)
     /// and the closed bus's `stats`.
-    public static func of(
+    package static func of(
         _ result: Result<BusNotification, BusError>, name: NotificationName, verdict: HandshakeVerdict, stats: BusStats,
         options: Options
     ) -> CommandOutcome {

@@ -8,25 +8,25 @@ import NotificationBus
 /// - 1: `--count` not reached before `--timeout`;
 /// - 2: a key the server refused. (An unusable endpoint or key file is 2 as well, and bad
 ///   arguments 64, before any of this: the command never starts.)
-public enum SubscribeOutcome {
+package enum SubscribeOutcome {
     /// What the subscriber was asked, as far as its ending and summary depend on it; set the
     /// fields that apply.
-    public struct Options: Sendable {
+    package struct Options: Sendable {
         /// `--count` and `--timeout` (seconds).
-        public var count: Int?
-        public var timeout: Double?
+        package var count: Int?
+        package var timeout: Double?
         /// `--stats`: the per-pattern and bus details too.
-        public var showsStats = false
+        package var showsStats = false
         /// `--max-memory` in MiB, for the summary's memory resets.
-        public var maxMemory = 0
+        package var maxMemory = 0
         /// `--curve-secret`, if any.
-        public var curveSecret: String?
+        package var curveSecret: String?
 
-        public init() {}
+        package init() {}
     }
 
     /// What ended the subscriber first.
-    public enum Ending: Sendable, Equatable {
+    package enum Ending: Sendable, Equatable {
         /// The printing ended: `--count` reached, or every stream ended.
         case printingEnded
         /// `--timeout` passed.
@@ -39,12 +39,12 @@ public enum SubscribeOutcome {
 
     /// What the subscriber did: notifications printed, each pattern's counters (command-line
     /// order) and the closed bus's.
-    public struct Counts: Sendable {
-        public var printed: Int
-        public var perPattern: [(String, SubscriptionStats)]
-        public var bus: BusStats
+    package struct Counts: Sendable {
+        package var printed: Int
+        package var perPattern: [(String, SubscriptionStats)]
+        package var bus: BusStats
 
-        public init(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
+        package init(printed: Int, perPattern: [(String, SubscriptionStats)], bus: BusStats) {
             self.printed = printed
             self.perPattern = perPattern
             self.bus = bus
@@ -52,7 +52,7 @@ public enum SubscribeOutcome {
     }
 
     /// The lines and the exit status for `ending`.
-    public static func of(_ ending: Ending, counts: Counts, options: Options) -> CommandOutcome {
+    package static func of(_ ending: Ending, counts: Counts, options: Options) -> CommandOutcome {
         var outcome = CommandOutcome()
         if ending == .refused {
             outcome.lines.append(.init(.error,
@@ -78,7 +78,7 @@ public enum SubscribeOutcome {
     /// (`statsLines`), written before it.
     /// `tailUnknown`: the subscriber stopped (a signal, --timeout) before --count, so a stream it
     /// still tracks (no end of stream came) may have lost its tail uncounted.
-    public static func summary(_ counts: Counts, options: Options, tailUnknown: Bool = false) -> CommandSummary {
+    package static func summary(_ counts: Counts, options: Options, tailUnknown: Bool = false) -> CommandSummary {
         let (printed, perPattern, bus) = (counts.printed, counts.perPattern, counts.bus)
         // Upstream loss from the bus: counted once per lost message, however many patterns match
         // its name (each of their subscriptions sees the gap). Local drops are per buffer.
@@ -150,7 +150,7 @@ public enum SubscribeOutcome {
 
     /// With --stats and a text summary: the details, one plain line each (the summary line's
     /// own numbers not repeated), written before it.
-    public static func statsLines(_ counts: Counts, options: Options) -> [String] {
+    package static func statsLines(_ counts: Counts, options: Options) -> [String] {
         guard options.showsStats else { return [] }
         let bus = counts.bus
         var lines = counts.perPattern.map { pattern, stats in "nbus subscribe: \(pattern): \(stats)" }

@@ -1,4 +1,13 @@
 /// Why a received message was dropped, named exactly as in `protocol/NBP-1.md`.
+///
+/// An enum, not a struct with static members like `BusError`, decided before 0.1.0: it is the
+/// wire protocol's own list. NBP/1 §7.4 gives exactly these names (the raw values, used for
+/// counters, logs and `/metrics` labels) and §7.1 the order the checks run in; every receiver,
+/// in any language, reports the same reason for the same bytes. `CaseIterable` is what lets a
+/// receiver keep one counter per reason and show every reason, zero or not. A reason is added
+/// only with the spec's text (before 0.1.0, while NBP/1 is settled; after it, as a protocol
+/// change in a breaking version), and a caller's exhaustive `switch` breaking then is the point:
+/// there is one more reason to count.
 public enum RejectionReason: String, Error, CaseIterable, Sendable, Comparable, CustomStringConvertible {
     /// The message had more or fewer than one ZeroMQ frame.
     case wrongFrameCount
@@ -100,6 +109,11 @@ public enum WireFormat {
 }
 
 /// Why a notification cannot be encoded: its headers break NBP/1's limits.
+///
+/// An enum, not a struct with static members like `BusError`, decided before 0.1.0: each case is
+/// one of NBP/1's limits on what a frame may carry (`protocol/NBP-1.md` §6, and §2.3 for
+/// batches), which are frozen with the protocol (a receiver drops a frame that breaks them). A
+/// new case would come only with a new limit, a protocol change released as a breaking version.
 public enum EncodeError: Error, Equatable, Sendable, CustomStringConvertible {
     /// More than 32 headers.
     case tooManyHeaders(count: Int)

@@ -5,6 +5,13 @@ import Darwin
 #endif
 
 /// Why a string is not a valid notification name or pattern.
+///
+/// An enum, not a struct with static members like `BusError`, decided before 0.1.0: each case is
+/// one rule of NBP/1's name and pattern grammar (`protocol/NBP-1.md` §4 and §5), and that grammar
+/// is frozen with the protocol: every implementation, in any language, accepts exactly the same
+/// names. A new case would come only with a new rule, which is a protocol change released as a
+/// breaking version; a caller's exhaustive `switch` breaking then is the point (one more rule to
+/// explain to its users). Telling the same rules apart more finely is not done by adding cases.
 public enum NameError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The name has no bytes.
     case empty

@@ -52,21 +52,24 @@ internal func systemCall(_ operation: StaticString, _ body: () -> Int32) throws(
 /// walk whose every step would otherwise wait for the memory of the next (a batch frame's records).
 /// Inlined: one call per record on the receiving hot path.
 @inlinable @inline(__always)
-public func prefetchForReading(_ start: UnsafeRawPointer, count: Int) {
+package func prefetchForReading(_ start: UnsafeRawPointer, count: Int) {
     czmq_prefetch(start, count)
 }
 
 /// Whether the peer of a connected socket descriptor (one libzmq holds, from the socket monitor)
 /// has closed its end, or the descriptor is no longer open: a look at its state with a poll that
 /// does not wait, never a read.
-public func peerHasHungUp(descriptor: Int32) -> Bool {
+package func peerHasHungUp(descriptor: Int32) -> Bool {
     czmq_peer_hung_up(descriptor) == 1
 }
 
 /// Gives memory the process freed back to the system (glibc's `malloc_trim`): after a burst or a
 /// flood of connections, glibc keeps the freed heap for reuse and the resident size stays high.
 /// Takes a few milliseconds with a large heap; call it when idle.
-public func releaseFreeMemory() {
+///
+/// `package`: tuning the process's heap is the program's decision (the broker's memory guard, nbus),
+/// not part of a socket library's API.
+package func releaseFreeMemory() {
     _ = czmq_malloc_trim()
 }
 
@@ -74,8 +77,10 @@ public func releaseFreeMemory() {
 /// the system (`M_TRIM_THRESHOLD`; glibc's default is 128 KiB, and it then grows and shrinks the
 /// heap with every burst, a page fault per page each time). For a process's start, before
 /// threads allocate. Returns whether glibc took it.
+///
+/// `package`, as `releaseFreeMemory`: the program's decision, not the socket library's API.
 @discardableResult
-public func keepFreeHeap(upTo bytes: Int32) -> Bool {
+package func keepFreeHeap(upTo bytes: Int32) -> Bool {
     czmq_keep_free_heap(bytes) == 1
 }
 

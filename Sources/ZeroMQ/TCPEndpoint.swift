@@ -5,10 +5,13 @@ import CZeroMQ
 
 /// Checks for `tcp://` endpoints. libzmq 4.3 parses the port with `strtoul` and keeps its low 16
 /// bits: `tcp://127.0.0.1:99999` binds port 34463 without a word. `Socket.bind`/`connect` refuse.
-public enum TCPEndpoint {
+///
+/// `package`: `Socket.bind`/`connect` apply these checks for every user; nbus calls them early
+/// to word a bad option in its own terms.
+package enum TCPEndpoint {
     /// The port of a `tcp://` endpoint that is a number above 65535 (of any `;`-separated address:
     /// a connect may name its source), or nil. `*` and other forms are libzmq's to judge.
-    public static func outOfRangePort(in endpoint: String) -> String? {
+    package static func outOfRangePort(in endpoint: String) -> String? {
         guard endpoint.hasPrefix("tcp://") else { return nil }
         for address in endpoint.dropFirst("tcp://".count).split(separator: ";") {
             guard let colon = address.lastIndex(of: ":") else { continue }
@@ -36,7 +39,7 @@ extension TCPEndpoint {
     /// labels no host name has (RFC 1123: letters, digits and `-` in labels of 1 to 63, 253 in
     /// all; `_` is let through, as resolvers do). `*` (any interface, for binding) and interface
     /// names are names too.
-    public static func hostProblem(in endpoint: String) -> String? {
+    package static func hostProblem(in endpoint: String) -> String? {
         guard endpoint.hasPrefix("tcp://") else { return nil }
         let destination = endpoint.dropFirst("tcp://".count).split(separator: ";", omittingEmptySubsequences: false).last ?? ""
         guard let colon = destination.lastIndex(of: ":") else { return nil }

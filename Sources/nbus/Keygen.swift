@@ -62,7 +62,7 @@ struct Keygen: ParsableCommand {
             do {
                 paths = try CurveKeyFile.write(pair, basePath: basePath, replacing: force)
             } catch {
-                guard case .alreadyExists(let path) = error else { throw error }
+                guard error.code == .alreadyExists, let path = error.path else { throw error }
                 throw KeygenError(
                     message: "\(path) already exists: --force replaces the pair (clients that trust the old public key are then refused)")
             }

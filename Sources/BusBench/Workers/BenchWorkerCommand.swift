@@ -4,12 +4,12 @@ import Foundation
 /// `nbus bench worker KIND OPTIONS`, OPTIONS being the worker's options as one JSON argument.
 /// Built (`arguments`) and read back (`run`) here alone, so a runner and its worker cannot
 /// disagree about a flag; `nbus` only hands the two arguments over.
-public enum BenchWorkerCommand {
+package enum BenchWorkerCommand {
     /// The arguments that select the hidden command in `nbus`.
-    public static let nbusSubcommand = ["bench", "worker"]
+    package static let nbusSubcommand = ["bench", "worker"]
 
     /// The benchmark a worker belongs to.
-    public enum Kind: String, Sendable, CaseIterable {
+    package enum Kind: String, Sendable, CaseIterable {
         /// `nbus bench throughput`: a bus publisher or subscriber (`BusWorkerOptions`).
         case throughput
         /// `nbus bench overload`: the fast publisher or the slow subscriber (`OverloadWorkerOptions`).
@@ -21,7 +21,7 @@ public enum BenchWorkerCommand {
     }
 
     /// The exit status for options that do not decode (a runner and a worker of different builds).
-    public static let usageStatus: Int32 = 64
+    package static let usageStatus: Int32 = 64
 
     /// The command line that runs a worker: `command` (the hidden command's path in the
     /// executable), the kind, the options as JSON.
@@ -36,7 +36,7 @@ public enum BenchWorkerCommand {
 
     /// Runs the worker `kind` with `options` (a JSON object, as `arguments` wrote it, or by hand:
     /// keys left out keep their defaults, except the required ones); the process's exit status.
-    public static func run(kind: Kind, options: String) async -> Int32 {
+    package static func run(kind: Kind, options: String) async -> Int32 {
         do throws(WorkerOptionsError) {
             switch kind {
             case .throughput: return await BusWorker.run(try decode(BusWorkerOptions.self, options))
@@ -53,6 +53,7 @@ public enum BenchWorkerCommand {
     /// `json` over the defaults (`template`): every key of `T` that `json` does not give keeps its
     /// default, and a required key missing is an error that names it.
     static func decode<T: BenchWorkerOptions>(_ type: T.Type, _ json: String) throws(WorkerOptionsError) -> T {
+        // Not JSON, or not an object: one clear error below, whatever the parser's complaint was.
         guard let given = try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any] else {
             throw WorkerOptionsError(message: "the options must be one JSON object, e.g. \(T.example)")
         }
@@ -104,6 +105,8 @@ protocol BenchWorkerOptions: Codable {
 extension BenchWorkerOptions {
     /// The options as a JSON object's keys and values.
     var keys: [String: Any] {
+        // Encoding these plain option structs cannot fail; an empty template would make every key
+        // "unknown", which the decode below reports loudly rather than silently.
         guard let data = try? JSONEncoder().encode(self),
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return [:] }

@@ -7,53 +7,53 @@ import Glibc
 #endif
 
 /// What one bus worker process of `nbus bench throughput` does (`nbus bench worker throughput`).
-public struct BusWorkerOptions: Sendable, Codable {
+package struct BusWorkerOptions: Sendable, Codable {
     /// Which side of the pair this process is.
-    public enum Role: String, Sendable, CaseIterable, Codable {
+    package enum Role: String, Sendable, CaseIterable, Codable {
         /// `Bus(.directPublisher(bind:))`, back-pressure on; waits for the subscriber, posts, closes.
         case publisher
         /// `Bus(.directSubscriber(connect:))`; one `for await` loop until `count` notifications.
         case subscriber
     }
 
-    public var role: Role
+    package var role: Role
     /// Where the publisher binds (`ipc://...`, `tcp://127.0.0.1:*`) or the subscriber connects.
-    public var endpoint: String
+    package var endpoint: String
     /// Notifications to post / to consume.
-    public var count: Int
+    package var count: Int
     /// Payload bytes per notification.
-    public var size: Int = 256
+    package var size: Int = 256
     /// ZeroMQ send and receive high-water marks.
-    public var highWaterMark: Int32 = 10_000
+    package var highWaterMark: Int32 = 10_000
     /// Publisher pacing, notifications per second; nil posts as fast as `post` returns.
-    public var rate: Int?
+    package var rate: Int?
     /// The notification name.
-    public var name: String = ThroughputOptions.notificationName
+    package var name: String = ThroughputOptions.notificationName
     /// Seconds until the worker gives up (the subscriber reports what it got; both then exit).
-    public var timeoutSeconds: Int = 120
+    package var timeoutSeconds: Int = 120
     /// Seconds without a notification (after the first) before the subscriber gives up.
-    public var idleTimeoutSeconds: Int = 15
+    package var idleTimeoutSeconds: Int = 15
     /// Exit as soon as stdin reaches end of file: the parent benchmark holds the pipe's write end.
-    public var exitOnStandardInputEOF = false
+    package var exitOnStandardInputEOF = false
     /// `BusConfiguration.idleSpin` (microseconds) for the worker's bus (0: sleep when idle).
-    public var idleSpinMicroseconds = 0
+    package var idleSpinMicroseconds = 0
     /// Publisher: run the unpaced posting loop on the bus's own thread (`bus.executor`).
-    public var onBusExecutor = false
+    package var onBusExecutor = false
     /// Subscriber: consume in a plain task, as application code that asks for no executor,
     /// instead of on `bus.executor` (where an nbus command consumes by default: no hand-off).
-    public var plainTask = false
+    package var plainTask = false
     /// Publisher: connect to `endpoint` (a broker's frontend) with the bus's brokered defaults,
     /// instead of binding it with back-pressure forced on.
-    public var connectPublisher = false
+    package var connectPublisher = false
     /// Subscriber: read the clock for every n-th notification's latency (1: every one). The C
     /// baseline reads no clock per message in a throughput run; sampling keeps the bus's consumer
     /// comparable (the clock was ~2% of its CPU), and the first and the last are always timed.
-    public var latencySampleEvery = 1
+    package var latencySampleEvery = 1
     /// Publisher: `BusConfiguration.batching`'s largest frame in bytes (0: off).
-    public var batchBytes = Batching.on.maximumFrameBytes
+    package var batchBytes = Batching.on.maximumFrameBytes
 
     /// Options with the required values; the rest keep their defaults.
-    public init(role: Role, endpoint: String, count: Int) {
+    package init(role: Role, endpoint: String, count: Int) {
         self.role = role
         self.endpoint = endpoint
         self.count = count
@@ -86,9 +86,9 @@ extension BusWorkerOptions: BenchWorkerOptions {
 /// the publisher prints `{"event":"bound","endpoint":...}` then `{"event":"done",...}`
 /// (`BusPublisherResult`); the subscriber prints `{"event":"subscribed"}` then
 /// `{"event":"result",...}` (`BusSubscriberResult`). Diagnostics go to stderr.
-public enum BusWorker {
+package enum BusWorker {
     /// Runs the worker; returns the process exit status (0: success, 1: incomplete or failed).
-    public static func run(_ options: BusWorkerOptions) async -> Int32 {
+    package static func run(_ options: BusWorkerOptions) async -> Int32 {
         // The hard deadline comes a little after the soft one (`timeoutSeconds`).
         await WorkerProcess.run(
             kind: .throughput, role: options.role.rawValue, hardDeadlineSeconds: min(options.timeoutSeconds, 31_536_000) + 5,
@@ -248,6 +248,7 @@ public enum BusWorker {
             var lastCount = 0
             var lastChange = Timestamps.monotonicNanoseconds()
             while !Task.isCancelled {
+                // The watchdog's tick; cancelled when the run ends, which ends the loop.
                 try? await Task.sleep(for: .milliseconds(100))
                 let now = Timestamps.monotonicNanoseconds()
                 let count = progress.count.load(ordering: .relaxed)

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// The subscriber's buffering policy in the overload benchmark (`--policy`).
-public enum OverloadPolicy: String, Sendable, CaseIterable, Codable {
+package enum OverloadPolicy: String, Sendable, CaseIterable, Codable {
     /// `.dropOldest(capacity:)`: the I/O thread keeps reading; the buffer discards its oldest.
     case dropOldest = "drop-oldest"
     /// `.dropNewest(capacity:)`: the I/O thread keeps reading; the buffer refuses the arriving one.
@@ -18,7 +18,7 @@ public enum OverloadPolicy: String, Sendable, CaseIterable, Codable {
     case suspend
 
     /// The bus's `BufferingPolicy` for this choice.
-    public func buffering(capacity: Int) -> BufferingPolicy {
+    package func buffering(capacity: Int) -> BufferingPolicy {
         switch self {
         case .dropOldest: return .dropOldest(capacity: capacity)
         case .dropNewest: return .dropNewest(capacity: capacity)
@@ -28,9 +28,9 @@ public enum OverloadPolicy: String, Sendable, CaseIterable, Codable {
 }
 
 /// What one overload worker process does (`nbus bench worker overload`).
-public struct OverloadWorkerOptions: Sendable, Codable {
+package struct OverloadWorkerOptions: Sendable, Codable {
     /// Which side of the pair this process is.
-    public enum Role: String, Sendable, CaseIterable, Codable {
+    package enum Role: String, Sendable, CaseIterable, Codable {
         /// `Bus(.directPublisher(bind:))` with the default configuration (no back-pressure: the
         /// XPUB drops at its HWM); posts as fast as it can for `seconds`, then closes.
         case publisher
@@ -39,32 +39,32 @@ public struct OverloadWorkerOptions: Sendable, Codable {
         case subscriber
     }
 
-    public var role: Role
+    package var role: Role
     /// Where the publisher binds / the subscriber connects.
-    public var endpoint: String
+    package var endpoint: String
     /// Publisher: seconds of posting.
-    public var seconds: Double = 60
+    package var seconds: Double = 60
     /// Payload bytes per notification.
-    public var size: Int = 4_096
+    package var size: Int = 4_096
     /// Subscriber: busy work per notification, microseconds (monotonic clock).
-    public var handlerMicroseconds: Int = 100
+    package var handlerMicroseconds: Int = 100
     /// Subscriber: buffering policy and capacity.
-    public var policy: OverloadPolicy = .dropOldest
-    public var buffer: Int = 8_192
+    package var policy: OverloadPolicy = .dropOldest
+    package var buffer: Int = 8_192
     /// ZeroMQ send and receive HWMs, both sides (the bus's default unless set).
-    public var highWaterMark: Int32 = BusConfiguration().sendHighWaterMark
+    package var highWaterMark: Int32 = BusConfiguration().sendHighWaterMark
     /// Publisher: `closeTimeoutMilliseconds` (the bus's default unless set).
-    public var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutInMilliseconds
+    package var closeTimeoutMilliseconds: Int32 = BusConfiguration().closeTimeoutInMilliseconds
     /// Subscriber: `VmRSS` sampling interval, milliseconds.
-    public var sampleIntervalMilliseconds: Int = 250
+    package var sampleIntervalMilliseconds: Int = 250
     /// The notification name.
-    public var name: String = OverloadOptions.notificationName
+    package var name: String = OverloadOptions.notificationName
     /// Seconds until the worker gives up (a subscriber still reports what it saw).
-    public var timeoutSeconds: Int = 180
+    package var timeoutSeconds: Int = 180
     /// Exit as soon as stdin reaches end of file (the parent holds the pipe's write end).
-    public var exitOnStandardInputEOF = false
+    package var exitOnStandardInputEOF = false
 
-    public init(role: Role, endpoint: String) {
+    package init(role: Role, endpoint: String) {
         self.role = role
         self.endpoint = endpoint
     }
@@ -94,109 +94,109 @@ extension OverloadWorkerOptions: BenchWorkerOptions {
 }
 
 /// What the overload publisher reports (its `done` line).
-public struct OverloadPublisherResult: Codable, Sendable {
-    public var event = "done"
+package struct OverloadPublisherResult: Codable, Sendable {
+    package var event = "done"
     /// `post` calls that returned (the loop's own count).
-    public var posts: UInt64
+    package var posts: UInt64
     /// Time in the posting loop, ns.
-    public var postNanoseconds: UInt64
+    package var postNanoseconds: UInt64
     /// Time `close()` took (flush, end-of-stream record and its acknowledgement), ns.
-    public var closeNanoseconds: UInt64
+    package var closeNanoseconds: UInt64
     /// `BusStats.posted`: notifications accepted by `post`, i.e. sequence numbers 1...posted.
-    public var posted: UInt64
+    package var posted: UInt64
     /// `BusStats.sent`: frames handed to ZeroMQ (the XPUB may still drop them at its HWM).
-    public var sent: UInt64
+    package var sent: UInt64
     /// `BusStats.unsent`: posts never handed to ZeroMQ.
-    public var unsent: UInt64
+    package var unsent: UInt64
     /// `BusStats.endOfStreamUnacknowledged`: subscribers that did not acknowledge the end of stream.
-    public var endOfStreamUnacknowledged: UInt64
+    package var endOfStreamUnacknowledged: UInt64
     /// The configuration used.
-    public var highWaterMark: Int32
-    public var closeTimeoutMilliseconds: Int32
-    public var publisherBackpressure: Bool
+    package var highWaterMark: Int32
+    package var closeTimeoutMilliseconds: Int32
+    package var publisherBackpressure: Bool
     /// The publisher's own memory at the end.
-    public var memory: ProcessMemory?
+    package var memory: ProcessMemory?
 
     /// posted / posting time, per second.
-    public var postRate: Double { ratePerSecond(Int(posted), postNanoseconds) }
+    package var postRate: Double { ratePerSecond(Int(posted), postNanoseconds) }
 }
 
 /// The subscription's counters at the end, including what is still buffered (the bus's own type).
-public typealias OverloadSubscriptionCounters = SubscriptionStats
+package typealias OverloadSubscriptionCounters = SubscriptionStats
 
 /// The subscriber bus's counters after close (the workers' common type).
-public typealias OverloadBusCounters = BusCounters
+package typealias OverloadBusCounters = BusCounters
 
 /// What the `for await` loop itself saw, in-band.
-public struct OverloadConsumed: Codable, Sendable, Equatable {
+package struct OverloadConsumed: Codable, Sendable, Equatable {
     /// Notifications handled.
-    public var notifications: UInt64 = 0
+    package var notifications: UInt64 = 0
     /// Payload bytes handled, and notifications whose payload had the wrong size.
-    public var payloadBytes: UInt64 = 0
-    public var badSize: UInt64 = 0
+    package var payloadBytes: UInt64 = 0
+    package var badSize: UInt64 = 0
     /// Notifications whose sequence was not above the previous one's.
-    public var outOfOrder: UInt64 = 0
+    package var outOfOrder: UInt64 = 0
     /// The first notification's sequence (1 when nothing was lost before it).
-    public var firstSequence: UInt64 = 0
+    package var firstSequence: UInt64 = 0
     /// The highest sequence accounted for in-band: a notification's, or the end of a gap's range.
-    public var highestSequence: UInt64 = 0
+    package var highestSequence: UInt64 = 0
     /// `.gap(.lostUpstream)` events and the notifications they report.
-    public var upstreamGapEvents: UInt64 = 0
-    public var upstreamLost: UInt64 = 0
+    package var upstreamGapEvents: UInt64 = 0
+    package var upstreamLost: UInt64 = 0
     /// `.gap(.droppedLocalBuffer)` events and the notifications they report.
-    public var localGapEvents: UInt64 = 0
-    public var localDropped: UInt64 = 0
+    package var localGapEvents: UInt64 = 0
+    package var localDropped: UInt64 = 0
     /// Gaps of any other cause (none expected).
-    public var otherLost: UInt64 = 0
+    package var otherLost: UInt64 = 0
     /// Monotonic times of the first and the last event handled, ns.
-    public var firstAt: UInt64 = 0
-    public var lastAt: UInt64 = 0
+    package var firstAt: UInt64 = 0
+    package var lastAt: UInt64 = 0
     /// Handler checksum (keeps the payload reads from being optimised away).
-    public var checksum: UInt64 = 0
+    package var checksum: UInt64 = 0
 
-    public init() {}
+    package init() {}
 }
 
 /// What the overload subscriber reports (its `result` line).
-public struct OverloadSubscriberResult: Codable, Sendable {
-    public var event = "result"
-    public var policy: OverloadPolicy
-    public var capacity: Int
-    public var handlerMicroseconds: Int
-    public var highWaterMark: Int32
+package struct OverloadSubscriberResult: Codable, Sendable {
+    package var event = "result"
+    package var policy: OverloadPolicy
+    package var capacity: Int
+    package var handlerMicroseconds: Int
+    package var highWaterMark: Int32
     /// The loop's own in-band view.
-    public var consumed: OverloadConsumed
+    package var consumed: OverloadConsumed
     /// The subscription's counters once the loop ended (its iterator gone).
-    public var subscription: OverloadSubscriptionCounters
+    package var subscription: OverloadSubscriptionCounters
     /// The bus's counters after close.
-    public var bus: OverloadBusCounters
+    package var bus: OverloadBusCounters
     /// How the loop ended: `endOfStream` (the publisher's end-of-stream record was processed and
     /// every event before it consumed), `publisherExited` (no end-of-stream record; the runner said
     /// the publisher had exited, and nothing arrived for a second once drained), or `timeout`.
-    public var endedBy: String
+    package var endedBy: String
     /// Subscribed (bus and subscription created) to the first notification handled, ns.
-    public var subscribedToFirstNanoseconds: UInt64
+    package var subscribedToFirstNanoseconds: UInt64
     /// First to last event handled, ns.
-    public var consumingNanoseconds: UInt64
+    package var consumingNanoseconds: UInt64
     /// The end-of-stream record seen (bus counter) to the loop's end, ns (0 when never seen).
-    public var drainAfterEndOfStreamNanoseconds: UInt64
+    package var drainAfterEndOfStreamNanoseconds: UInt64
     /// This process's `VmRSS` every `intervalMilliseconds`, and its `VmHWM`.
-    public var memory: MemorySamples
+    package var memory: MemorySamples
 
     /// Notifications handled per second while consuming.
-    public var consumeRate: Double { ratePerSecond(Int(consumed.notifications), consumingNanoseconds) }
+    package var consumeRate: Double { ratePerSecond(Int(consumed.notifications), consumingNanoseconds) }
 }
 
 /// One side of the overload benchmark. JSON lines on stdout, like `BusWorker`: the publisher
 /// prints `bound` then `done` (`OverloadPublisherResult`); the subscriber prints `subscribed`
 /// then `result` (`OverloadSubscriberResult`). Diagnostics go to stderr. The subscriber reads
 /// stdin: a line `publisher-exited` from the runner, end of file when the runner is gone.
-public enum OverloadWorker {
+package enum OverloadWorker {
     /// The stdin line by which the runner tells the subscriber that the publisher process has ended.
-    public static let publisherExitedLine = "publisher-exited"
+    package static let publisherExitedLine = "publisher-exited"
 
     /// Runs the worker; returns the process exit status (0: reported, 1: failed).
-    public static func run(_ options: OverloadWorkerOptions) async -> Int32 {
+    package static func run(_ options: OverloadWorkerOptions) async -> Int32 {
         let control = Control()
         // The subscriber hears `publisher-exited` on stdin; a line sets the flag.
         var onControlLine: (@Sendable (String) -> Void)?

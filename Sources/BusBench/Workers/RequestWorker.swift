@@ -2,20 +2,20 @@ import Foundation
 import NotificationBus
 
 /// Options of a requester worker: `count` requests at once from one bus, through a broker.
-public struct RequestWorkerOptions: Sendable, Codable {
+package struct RequestWorkerOptions: Sendable, Codable {
     /// The broker's frontend (publishers) and backend (subscribers).
-    public var frontend: String
-    public var backend: String
+    package var frontend: String
+    package var backend: String
     /// The requests' name.
-    public var name: String
+    package var name: String
     /// Requests sent at once from this process's one bus.
-    public var count: Int = 20
+    package var count: Int = 20
     /// Each request's timeout, seconds.
-    public var timeoutSeconds: Double = 30
+    package var timeoutSeconds: Double = 30
     /// Seconds until the worker gives up altogether (exit 4).
-    public var hardDeadlineSeconds: Int = 300
+    package var hardDeadlineSeconds: Int = 300
 
-    public init(frontend: String, backend: String, name: String) {
+    package init(frontend: String, backend: String, name: String) {
         self.frontend = frontend
         self.backend = backend
         self.name = name
@@ -31,6 +31,7 @@ extension RequestWorkerOptions: BenchWorkerOptions {
     var outOfRange: String? {
         typealias C = BenchWorkerCommand
         guard timeoutSeconds.isFinite else { return "timeoutSeconds must be a number, got \(timeoutSeconds)" }
+        // Only validity matters here; the message below says what is wrong in the options' terms.
         if (try? NotificationName(name)) == nil { return "name must be a valid notification name, got '\(name)'" }
         return C.range("count", count, 1...100_000) ?? C.range("timeoutSeconds", timeoutSeconds, 0.001...3_600)
             ?? C.range("hardDeadlineSeconds", hardDeadlineSeconds, 1...86_400)
@@ -38,17 +39,17 @@ extension RequestWorkerOptions: BenchWorkerOptions {
 }
 
 /// What became of a requester worker's requests: its one JSON line on stdout.
-public struct RequestWorkerResult: Sendable, Codable, Equatable {
+package struct RequestWorkerResult: Sendable, Codable, Equatable {
     /// Replies whose payload was the request's own (an echo responder's answer).
-    public var answered = 0
+    package var answered = 0
     /// Replies with another payload (another request's reply: they must never cross).
-    public var wrongPayload = 0
-    public var noResponders = 0
-    public var timedOut = 0
+    package var wrongPayload = 0
+    package var noResponders = 0
+    package var timedOut = 0
     /// Other errors, by their text.
-    public var otherErrors: [String] = []
+    package var otherErrors: [String] = []
     /// The slowest request's outcome, seconds from its start.
-    public var slowestSeconds = 0.0
+    package var slowestSeconds = 0.0
 }
 
 /// `nbus bench worker requests`: sends `count` requests at once on one brokered bus, each with a

@@ -53,8 +53,13 @@ enum WorkerProcess {
 
     /// Writes `value` as one JSON line to stdout (the runner's `ChildProcess.decode` reads it).
     static func emitJSON(_ value: some Encodable) {
-        guard let line = try? ReportJSON.encode(value) else { return }
-        emitLine(line)
+        // A result that cannot be encoded is said on stderr, which the runner shows with its
+        // `badOutput` (no result line): never a worker that ends silently without one.
+        do {
+            emitLine(try ReportJSON.encode(value))
+        } catch {
+            writeStandardError("cannot encode the result as JSON: \(error)\n")
+        }
     }
 
     /// Writes diagnostics to stderr.
