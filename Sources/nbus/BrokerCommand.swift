@@ -62,6 +62,11 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "seconds"))
     var idleSpin: Double = 0
 
+    @Option(parsing: .unconditional, help: ArgumentHelp(
+        "On SIGTERM or SIGINT, seconds to keep handing what the broker already took to its subscribers before it closes (0 to 3600; 0: close at once, dropping what is queued). Nothing more is read from publishers meanwhile.",
+        valueName: "seconds"))
+    var drain: Double = 5
+
     /// `--heartbeat` in milliseconds (5 s when not given).
     var heartbeatMilliseconds: Int32 {
         SecondsOption.milliseconds(heartbeat ?? 5)
@@ -102,7 +107,7 @@ struct BrokerCommand: AsyncParsableCommand {
         for endpoint in upstream { try validateEndpoint(endpoint, option: "--upstream", connecting: true) }
         // Numbers the configuration could not even hold: NaN, infinities, spans past a year, a
         // negative size. Ranges are the configuration's to judge.
-        for (value, flag) in [(heartbeat ?? 5, "--heartbeat"), (slowAfter, "--slow-after"), (idleSpin, "--idle-spin")] {
+        for (value, flag) in [(heartbeat ?? 5, "--heartbeat"), (slowAfter, "--slow-after"), (idleSpin, "--idle-spin"), (drain, "--drain")] {
             guard value.isFinite, abs(value) <= SecondsOption.maximumTimeout else {
                 throw ValidationError("\(flag) must be a number of seconds, got \(value)")
             }
@@ -137,7 +142,7 @@ struct BrokerCommand: AsyncParsableCommand {
     static let flags: [BrokerConfiguration.Setting: String] = [
         .frontend: "--frontend", .backend: "--backend", .upstream: "--upstream", .highWaterMark: "--hwm",
         .subscriberBudget: "--subscriber-budget", .slowSubscriberPatience: "--slow-after", .heartbeat: "--heartbeat",
-        .memoryLimit: "--max-memory", .idleSpin: "--idle-spin", .security: "--curve-secret",
+        .memoryLimit: "--max-memory", .idleSpin: "--idle-spin", .security: "--curve-secret", .drainTimeout: "--drain",
     ]
 
     /// Throws a usage error (exit 64) naming the flag behind the configuration's first invalid
@@ -188,6 +193,7 @@ struct BrokerCommand: AsyncParsableCommand {
         configuration.security = security
         configuration.memoryLimit = maxMemory <= 0 ? nil : UInt64(mebibytes(maxMemory))
         configuration.idleSpin = span(idleSpin)
+        configuration.drainTimeout = span(drain)
         configuration.logger = logger
         return configuration
     }
@@ -257,7 +263,7 @@ struct BrokerCommand: AsyncParsableCommand {
             }
             return (
                 BrokerCommandService(
-                    broker: broker, statsInterval: stats,
+                    broker: broker, statsInterval: stats, drain: SecondsOption.duration(drain),
                     summaryFormat: CommandSummary.format(output: format, log: logging.logFormat), secured: security != nil,
                     logger: logger), helpers
             )
@@ -270,7 +276,7 @@ struct BrokerCommand: AsyncParsableCommand {
             "hwm": Double(hwm), "subscriberBudgetMiB": Double(subscriberBudget), "slowAfterSeconds": slowAfter,
             "maxMemoryMiB": Double(maxMemory),
             "keepaliveSeconds": Double(ConnectionKeepalive.options(interval: .milliseconds(heartbeatMilliseconds), timeout: .zero)?.idle ?? 0),
-            "idleSpinSeconds": idleSpin, "statsSeconds": stats, "stuckExitSeconds": stuckExit,
+            "idleSpinSeconds": idleSpin, "statsSeconds": stats, "stuckExitSeconds": stuckExit, "drainSeconds": drain,
         ]
         if let openFiles { settings["openFilesLimit"] = Double(openFiles) }
         return settings
@@ -291,6 +297,13 @@ struct BrokerCommand: AsyncParsableCommand {
             + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
             + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures), "
             + "refused frames with another connection's publisher id \(stats.foreignPublisherIDFrames)"
+        if stats.stopDrain > .zero {
+            let seconds = (Timestamps.seconds(stats.stopDrain) * 1_000).rounded() / 1_000
+            text +=
+                stats.stopDrainTimedOut
+                ? ", stop drain \(seconds) s: ran out with notifications queued (\(stats.undeliveredAtStop) held); subscribers behind count them as a gap"
+                : ", stop drain \(seconds) s: everything held was handed on"
+        }
         func counts(_ role: String, _ counts: AuthenticationCounts) -> String {
             "\(role) admitted \(counts.admitted), refused keys \(counts.refusedKeys), "
                 + "failed handshakes \(counts.failedHandshakes)"
@@ -322,6 +335,9 @@ struct BrokerCommand: AsyncParsableCommand {
                 ("connections", .integer(Int64(stats.connections))), ("peakConnections", .integer(Int64(stats.peakConnections))),
                 ("acceptFailures", .unsigned(stats.acceptFailures)), ("forwardingErrors", .unsigned(stats.forwardingErrors)),
                 ("foreignPublisherIDFrames", .unsigned(stats.foreignPublisherIDFrames)),
+                ("stopDrainSeconds", .number(Timestamps.seconds(stats.stopDrain))),
+                ("stopDrainTimedOut", .bool(stats.stopDrainTimedOut)),
+                ("undeliveredAtStop", .unsigned(stats.undeliveredAtStop)),
                 ("curve", .bool(secured)),
                 ("publisherAuthentication", authentication(stats.publisherAuthentication)),
                 ("subscriberAuthentication", authentication(stats.subscriberAuthentication)),
@@ -340,6 +356,8 @@ struct BrokerCommand: AsyncParsableCommand {
 struct BrokerCommandService: Service {
     let broker: Broker
     let statsInterval: Double
+    /// `--drain`: how long the stop may hand on what the broker holds.
+    let drain: Duration
     /// How the final summary is written (`--format`, else as the log).
     let summaryFormat: CommandSummary.Format
     /// Whether CURVE is on (the reports then include the authentication counters).
@@ -362,10 +380,11 @@ struct BrokerCommandService: Service {
         }
         // A loop that is well stops within its heartbeat (1 s). One stuck inside libzmq never
         // answers (a SIGTERM was once ignored for 13 minutes): past the grace, exit anyway.
+        let stopGrace = drain + Self.stopGrace
         let grace = Task {
-            do { try await Task.sleep(for: Self.stopGrace) } catch { return }
+            do { try await Task.sleep(for: stopGrace) } catch { return }
             await StuckForwardingWatchdog.exitStuck(
-                broker, why: "did not stop within \(Self.stopGrace) of the shutdown request", secured: secured, logger: logger)
+                broker, why: "did not stop within \(stopGrace) of the shutdown request", secured: secured, logger: logger)
         }
         let final = await broker.stop()
         grace.cancel()
@@ -373,7 +392,8 @@ struct BrokerCommandService: Service {
         BrokerCommand.summary("stopped", final, secured: secured).write(summaryFormat)
     }
 
-    /// How long an orderly stop may take before the broker exits without it (status 70).
+    /// How long an orderly stop may take, past `--drain`, before the broker exits without it
+    /// (status 70).
     static let stopGrace: Duration = .seconds(5)
 }
 

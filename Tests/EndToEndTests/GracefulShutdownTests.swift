@@ -8,7 +8,7 @@ import Testing
 // report, exit 0), a second one during a slow shutdown exits at once. `subscribe` is covered by
 // EndToEndTests.signalledSubscriber and the fault tests, which stop their subscribers this way.
 
-@Suite("nbus graceful shutdown (real processes)", .serialized, .timeLimit(.minutes(1)))
+@Suite("nbus graceful shutdown (real processes)", .serialized, .timeLimit(.minutes(3)))
 struct GracefulShutdownTests {
     @Test("SIGTERM or SIGINT mid-stream: the publisher stops posting, flushes, reports and exits 0; nothing it posted is lost", arguments: [SIGTERM, SIGINT])
     func signalledPublisher(signal: Int32) async throws {
@@ -60,6 +60,38 @@ struct GracefulShutdownTests {
         #expect((forwarded ?? 0) >= 50, "\(broker.describe())")
         publisher.signal(SIGKILL)
         subscriber.signal(SIGKILL)
+    }
+
+    @Test("SIGTERM while a stopped subscriber is behind: the broker hands on what it held before it closes (--drain)")
+    func brokerDrainsOnStop() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        // Reports its counters every 0.2 s, so the test sees when it has read every post.
+        let (broker, frontend, backend) = try await children.startBroker(["--drain", "60", "--stats", "0.2"])
+        let published = 20_000
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "d.>", "--connect", backend, "--count", "\(published)", "--timeout", "90"])
+        let publisher = try children.start(
+            "publisher",
+            ["publish", "d.tick", "d-{n}", "--count", "\(published)", "--size", "1024", "--connect", frontend,
+             "--timeout", "30", "--close-timeout", "1"])
+        try #require(await subscriber.waitForStdoutLines(1), "\(subscriber.describe())")
+        // Stopped, it reads nothing: what it has not taken waits in the broker (20 MB, within
+        // its 64 MiB budget, so nobody is disconnected).
+        subscriber.signal(SIGSTOP)
+        let readAll = await broker.wait(timeout: .seconds(120)) { output in
+            output.stderrText.matches(of: /stats: from publishers \d+ msgs \(\d+ B, (\d+) notifications\)/)
+                .contains { Int($0.output.1) ?? 0 >= published }
+        }
+        try #require(readAll, "\(broker.describe())")
+        broker.signal(SIGTERM)
+        subscriber.signal(SIGCONT)
+        expectExit(await broker.waitForExit(timeout: .seconds(90)), 0, broker)
+        #expect(broker.output.stderrText.contains("everything held was handed on"), "\(broker.describe())")
+        // Every notification reached it, through the broker that was stopping.
+        expectExit(await subscriber.waitForExit(timeout: .seconds(90)), 0, subscriber)
+        #expect(subscriber.output.stdoutLines.count == published, "\(subscriber.describe())")
+        publisher.signal(SIGKILL)
     }
 
     @Test("A second signal during a slow shutdown exits at once (status 128 + signal)", arguments: [SIGTERM, SIGINT])

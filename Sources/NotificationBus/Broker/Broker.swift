@@ -49,6 +49,15 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// end-of-stream record or sequence; see `PublisherOwnership`). Counted in
     /// `fromPublishers` too, never in `toSubscribers`.
     public var foreignPublisherIDFrames: UInt64 = 0
+    /// How long the stop took to hand on what the broker held (`BrokerConfiguration.drainTimeout`
+    /// bounds it); zero while running.
+    public var stopDrain: Duration = .zero
+    /// The stop's drain ran out of time with notifications still queued for a subscriber that
+    /// was behind: it lost them, and counts them as a gap when its stream goes on.
+    public var stopDrainTimedOut = false
+    /// Notifications read from a publisher that no subscriber had taken when the drain ended
+    /// (the one the forwarder held; what libzmq still queued shows as `stopDrainTimedOut`).
+    public var undeliveredAtStop: UInt64 = 0
     /// Publisher ids the broker holds an owner for now (bounded; see `PublisherOwnership`).
     public var ownedPublisherIDs = 0
     /// Subscription messages accepted from subscribers but not forwarded to publishers: longer
@@ -209,14 +218,28 @@ public final class Broker: Sendable {
         // `self`: a broker that is dropped stops it (deinit asks) and the thread lets go of the
         // rest when it ends.
         let handoff = ThreadHandoff(value: (forwarder, sides, monitorReaders))
+        let drainNanoseconds = Timestamps.boundedNanoseconds(configuration.drainTimeout)
         let proxyThread: pthread_t
         do {
             proxyThread = try spawnThread(named: "nbus-proxy") { [context] in
                 let (forwarder, sides, monitorReaders) = handoff.value
                 forwarder.run()
                 Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)
-                // The context lives until its sockets are closed, and ends with the thread.
-                withExtendedLifetime(context) {}
+                // The context ends once its sockets closed; with a drain, only once the backend
+                // handed its queues to the subscribers or its linger (what is left of the drain
+                // time) passed: how long that took says which.
+                let closing = Timestamps.monotonicNanoseconds()
+                context.terminate()
+                let drained = Timestamps.monotonicNanoseconds() &- closing
+                if drainNanoseconds > 0 {
+                    let linger = shared.drainLinger.load(ordering: .relaxed)
+                    shared.statistics.withLock { statistics in
+                        statistics.stopDrain = .nanoseconds(Int64(clamping: drained))
+                        // A close that took its whole linger ended on it, with something still
+                        // queued (libzmq returns as soon as the queues are empty).
+                        statistics.stopDrainTimedOut = statistics.undeliveredAtStop > 0 || drained >= linger
+                    }
+                }
                 shared.markStopped()
             }
         } catch {

@@ -85,6 +85,14 @@ public struct BrokerConfiguration: Sendable {
     /// wake-up; a core stays busy while traffic flows. Zero (the default) sleeps at once.
     public var idleSpin: Duration = .zero
 
+    /// How long a stop keeps handing what the broker already took to its subscribers before it
+    /// closes (five seconds). Nothing more is read from publishers (they redial another broker or
+    /// this one when it is back); what the broker holds for its subscribers reaches those that
+    /// read within this time. A subscriber still behind when it passes loses the rest, and counts
+    /// it as a gap when its stream goes on (through another broker, or the publisher's end of
+    /// stream). Zero: close at once, dropping what is queued (as before this setting).
+    public var drainTimeout: Duration = .seconds(5)
+
     /// CURVE on both sides, admitting only the allow-listed keys (plaintext peers included,
     /// everyone else is refused and counted). nil: plaintext.
     public var security: BrokerSecurity?
@@ -132,6 +140,8 @@ public struct BrokerConfiguration: Sendable {
     /// The longest `slowSubscriberPatience` and `idleSpin` accepted.
     public static let maximumSlowSubscriberPatience: Duration = .seconds(3_600)
     public static let maximumIdleSpin: Duration = .seconds(10)
+    /// The longest `drainTimeout` accepted.
+    public static let maximumDrainTimeout: Duration = .seconds(3_600)
 
     /// The largest `subscriberBudget`: 1 TiB. A budget bounds memory, and past any machine's it
     /// bounds nothing.
@@ -166,6 +176,7 @@ public struct BrokerConfiguration: Sendable {
         public static let maximumFrameSize = Setting(name: "maximumFrameSize")
         public static let memoryLimit = Setting(name: "memoryLimit")
         public static let idleSpin = Setting(name: "idleSpin")
+        public static let drainTimeout = Setting(name: "drainTimeout")
         public static let security = Setting(name: "security")
     }
 
@@ -212,6 +223,9 @@ public struct BrokerConfiguration: Sendable {
         }
         if !(.zero...Self.maximumIdleSpin).contains(idleSpin) {
             return (.idleSpin, "must be zero to 10 seconds, not \(Self.seconds(idleSpin))")
+        }
+        if !(.zero...Self.maximumDrainTimeout).contains(drainTimeout) {
+            return (.drainTimeout, "must be zero to 3600 seconds, not \(Self.seconds(drainTimeout))")
         }
         return nil
     }

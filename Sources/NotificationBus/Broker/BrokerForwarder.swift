@@ -61,6 +61,8 @@ final class BrokerForwarder {
     /// `Broker`'s `idleSpin`: after traffic, look again (yielding the core) for this long before
     /// sleeping in `zmq_poll`, so the next message needs no wake-up of this thread (latency).
     private let spinNanoseconds: UInt64
+    /// `BrokerConfiguration.drainTimeout`, in nanoseconds.
+    private let drainNanoseconds: UInt64
     /// The longest the loop waits for work before starting a round anyway (ms): its heartbeat.
     static let heartbeatInterval = 1_000
 
@@ -71,6 +73,7 @@ final class BrokerForwarder {
     ) throws(ZMQError) {
         let patienceNanoseconds = Timestamps.boundedNanoseconds(configuration.slowSubscriberPatience)
         self.spinNanoseconds = Timestamps.boundedNanoseconds(configuration.idleSpin)
+        self.drainNanoseconds = Timestamps.boundedNanoseconds(configuration.drainTimeout)
         self.monitorReaders = monitorReaders
         self.connections = connections
         self.forwardableSubscriptionSize = configuration.maximumSubscriptionSize - 64
@@ -162,9 +165,34 @@ final class BrokerForwarder {
                 break
             }
         }
+        if shared.stopRequested.load(ordering: .acquiring) { drainOnStop() }
         held.removeAll()
         subscription.removeAll()
         publishStatistics()
+    }
+
+    /// A stop hands on what the broker already took, for up to `drainTimeout`: nothing more is
+    /// read from the publishers; the held notification is sent (waiting for room, 1 ms a try);
+    /// and the backend keeps what it queues for the rest of the time when it closes (its linger),
+    /// so libzmq hands it to the subscribers while the context ends (`Broker` times that, and
+    /// says whether the time ran out). Before, the backend closed with no linger: a SIGTERM
+    /// during a flood dropped what slow subscribers had not read yet, uncounted (issue 38).
+    private func drainOnStop() {
+        let deadline = Timestamps.monotonicNanoseconds() &+ drainNanoseconds
+        while !held.isEmpty, Timestamps.monotonicNanoseconds() < deadline {
+            do {
+                if try backend.sendParts(&held, mode: .blocking) { delivered() }
+            } catch {
+                break  // the context is ending: nothing more can be sent
+            }
+        }
+        if !held.isEmpty { stats.undeliveredAtStop &+= UInt64(heldNotifications) }
+        let now = Timestamps.monotonicNanoseconds()
+        let remaining = deadline > now ? deadline - now : 0
+        // Fails only on a closed socket or an ended context, where nothing is queued any more.
+        let lingerMilliseconds = (remaining + 999_999) / 1_000_000
+        try? backend.set(.linger, .milliseconds(Int64(lingerMilliseconds)))
+        shared.drainLinger.store(lingerMilliseconds * 1_000_000, ordering: .relaxed)
     }
 
     /// Hands the sides' monitor events (connections accepted and gone) to the tracker; libzmq

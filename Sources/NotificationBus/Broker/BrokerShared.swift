@@ -22,6 +22,9 @@ final class BrokerShared: Sendable {
     /// than `BrokerForwarder.heartbeatInterval` between rounds, so a value much older than that
     /// means the thread is stuck (in a blocked write to a log pipe, say), whatever its sockets do.
     let lastRound = Atomic<UInt64>(0)
+    /// The linger the stop's drain gave the backend (ns): what remained of `drainTimeout` once
+    /// the held notification was sent. Written by the forwarding thread before it closes.
+    let drainLinger = Atomic<UInt64>(0)
     /// The subscriptions the backend passed up (what the broker's XPUB holds).
     let subscriptions = BrokerSubscriptionTable()
 
