@@ -416,7 +416,8 @@ def decode_all(frames: Sequence[BytesLike], max_payload: int = DEFAULT_MAX_PAYLO
     A version 1 frame gives one notification, a batch frame (version 2) its
     records, all of one name and one publisher.  Every NBP/1 receiver must
     accept both; a batch is all or nothing (any fault rejects the whole
-    frame, and ``Rejected.records`` says how many notifications it declared).
+    frame, and ``Rejected.records`` says how many notifications it declared,
+    no more than its bytes can hold).
     """
     name, name_b, rest = _name_and_rest(frames)
     # 6
@@ -473,14 +474,14 @@ def decode_all(frames: Sequence[BytesLike], max_payload: int = DEFAULT_MAX_PAYLO
         if pos != len(rest):
             raise Rejected(BATCH_INVALID, f"{len(rest) - pos} bytes after the last record")
     except Rejected as e:
-        e.records = count
+        e.records = _records_room(count, rest)
         raise
     return tuple(out)
 
 
 def declared_record_count(frame: BytesLike) -> Optional[int]:
-    """The record count a batch frame declares (1..1024), without validating
-    the records; ``None`` for anything else.  For counting a batch a receiver
+    """The record count a batch frame declares (1..1024), no more than its
+    bytes can hold, without validating the records; ``None`` for anything else.  For counting a batch a receiver
     filters out by name without decoding it."""
     frame = bytes(frame)
     nul = frame.find(b"\x00", 0, MAX_NAME_BYTES + 1)
@@ -488,7 +489,15 @@ def declared_record_count(frame: BytesLike) -> Optional[int]:
     if len(rest) < BATCH_HEADER_SIZE or rest[0] != BATCH_VERSION:
         return None
     count = _BATCH.unpack_from(rest, 0)[4]
-    return count if 1 <= count <= MAX_BATCH_RECORDS else None
+    return _records_room(count, rest) if 1 <= count <= MAX_BATCH_RECORDS else None
+
+
+def _records_room(count: int, rest: bytes) -> Optional[int]:
+    """A declared record count, no more than the batch's bytes can hold (a record's fixed part
+    is 26 bytes; section 7.5): a header that lies cannot inflate a count.  ``None`` when there is
+    no room for one record."""
+    room = (len(rest) - BATCH_HEADER_SIZE) // BATCH_RECORD_HEADER_SIZE
+    return min(count, room) if room >= 1 else None
 
 
 def _name_and_rest(frames: Sequence[BytesLike]) -> Tuple[str, bytes, bytes]:
