@@ -226,6 +226,21 @@ struct PathMergeStateMachineTests {
         #expect(machine.isFinished(now: row.checkedAt * ms, gapTimeout: timeout) == row.finished)
     }
 
+    @Test("gapTimeout zero: a path that brought nothing of an ended stream is still waited for the start wait, never delivered twice")
+    func endOfStreamBeforeTheOtherPathWithZeroTimeout() {
+        var machine = Machine(paths: 2, startWait: 1_000 * ms)
+        for sequence: UInt64 in 1...3 {
+            _ = machine.received("\(sequence)", sequence: sequence, path: 0, now: 0, connected: both, gapTimeout: 0)
+        }
+        _ = machine.endOfStream(last: 3, path: 0, now: 0, connected: both, gapTimeout: 0)
+        #expect(!machine.isFinished(now: 999 * ms, gapTimeout: 0))
+        #expect(outputs(machine.received("1", sequence: 1, path: 1, now: 10 * ms, connected: both, gapTimeout: 0)) == ["dup"])
+        var silent = Machine(paths: 2, startWait: 1_000 * ms)
+        _ = silent.received("1", sequence: 1, path: 0, now: 0, connected: both, gapTimeout: 0)
+        _ = silent.endOfStream(last: 1, path: 0, now: 0, connected: both, gapTimeout: 0)
+        #expect(silent.isFinished(now: 1_000 * ms, gapTimeout: 0))
+    }
+
     @Test("past the hold bound the newest held let go: the path behind brings them again, nothing lost, order kept")
     func holdBound() {
         var machine = Machine(paths: 2, maximumHeld: 2)

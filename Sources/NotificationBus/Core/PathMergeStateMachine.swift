@@ -59,7 +59,7 @@ struct PathMergeStateMachine<Item> {
     /// The stream's last sequence, from an end-of-stream record.
     private(set) var endSequence: UInt64?
     /// When the first end-of-stream record arrived: a path that brought nothing of the stream
-    /// may still bring its copies until `gapTimeout` after it (see `isFinished`).
+    /// may still bring its copies for a while after it (see `isFinished`).
     private(set) var endedAt: UInt64?
 
     /// Most notifications held behind holes. Past it the newest held ones are let go, as if they
@@ -129,15 +129,16 @@ struct PathMergeStateMachine<Item> {
     /// A path that brought nothing of the stream yet may be a broker a moment behind the other:
     /// a publisher's burst in one batch frame and its end-of-stream record can both arrive over
     /// one path before the other path's first copy (measured: two brokers, `--count 5`
-    /// unpaced, 4 runs of 5 delivered every notification twice when such a path was not waited
-    /// for). So it is waited for, up to `gapTimeout` after the end-of-stream record came (as
-    /// long as one broker may lag the other and still fill a hole), unless it ends the stream
-    /// itself; past that it is taken for a path that never carries the stream (a direct
-    /// subscriber of several publishers). Waiting costs only the tombstone's memory, never a
-    /// delivery's delay.
+    /// unpaced, 11 runs of 20 delivered every notification twice when such a path was not
+    /// waited for). So it is waited for, unless it ends the stream itself, up to `gapTimeout`
+    /// after the first end-of-stream record (as long as one broker may lag the other and still
+    /// fill a hole), and at least `startWait` (a `gapTimeout` of zero declares holes at once, but
+    /// must not deliver twice); past that it is taken for a path that never carries the stream
+    /// (a direct subscriber of several publishers). Waiting costs only the tombstone's memory,
+    /// never a delivery's delay.
     func isFinished(now: UInt64, gapTimeout: UInt64) -> Bool {
         guard let end = endSequence, delivered >= end, held.isEmpty else { return false }
-        let silentMayBring = endedAt.map { now &- $0 < gapTimeout } ?? true
+        let silentMayBring = endedAt.map { now &- $0 < max(gapTimeout, startWait) } ?? true
         return !seen.indices.contains { path in
             if endedPaths & (1 << UInt64(path)) != 0 { return false }
             return seen[path] == 0 ? silentMayBring : seen[path] < end
