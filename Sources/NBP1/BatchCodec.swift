@@ -115,9 +115,12 @@ extension EnvelopeCodec {
     }
 
     /// The record count a batch frame declares, when its batch header is there and the count is
-    /// within NBP/1's limits (1 to 1024); nil otherwise (and for a version 1 frame). What a
-    /// receiver reports as the notifications a rejected batch held, and counts for a batch it
-    /// filters out without decoding.
+    /// within NBP/1's limits (1 to 1024), but no more than its bytes can hold (each record's fixed
+    /// part is 26 bytes, NBP-1 §7.5): a header that lies cannot make one small frame count as
+    /// 1,024 notifications. nil otherwise (and for a version 1 frame, and a batch with no room
+    /// for a record). What a receiver reports as the notifications a rejected batch held, and
+    /// counts for a batch it filters out without decoding; a batch that decodes holds exactly
+    /// this many.
     public static func declaredRecordCount(in frame: UnsafeRawBufferPointer, nameLength: Int) -> Int? {
         let start = nameLength + 1
         guard isBatch(frame, nameLength: nameLength), frame.count - start >= WireFormat.batchHeaderSize else {
@@ -127,12 +130,14 @@ extension EnvelopeCodec {
             UInt16(
                 bigEndian: frame.loadUnaligned(
                     fromByteOffset: start + WireFormat.BatchHeaderOffset.recordCount, as: UInt16.self)))
-        return (1...WireFormat.maximumBatchRecords).contains(count) ? count : nil
+        guard (1...WireFormat.maximumBatchRecords).contains(count) else { return nil }
+        let room = (frame.count - start - WireFormat.batchHeaderSize) / WireFormat.batchRecordHeaderSize
+        return room >= 1 ? min(count, room) : nil
     }
 
-    /// The notifications a frame says it carries (a batch's declared count, else 1), read from
-    /// its header without validating anything else: for counting, where a frame is not decoded
-    /// (what a publisher sent, what a broker forwarded). A frame without a NUL in its first 256
+    /// The notifications a frame says it carries (a batch's declared count, as many as its bytes
+    /// can hold; else 1), read from its header without validating anything else: for counting,
+    /// where a frame is not decoded (what a publisher sent, what a broker forwarded). A frame without a NUL in its first 256
     /// bytes counts as 1.
     public static func notificationCount(inEncodedFrame frame: UnsafeRawBufferPointer) -> Int {
         let limit = min(frame.count, WireFormat.maximumNameLength + 1)

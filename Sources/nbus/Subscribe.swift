@@ -320,6 +320,10 @@ struct SubscribeService: Service {
                 // Stop reading; every stream ends once its buffer is printed.
                 await bus.close()
             case .timedOut?, .refused?:
+                // Closed before the printing stops: cancelling it ends the subscriptions, and a
+                // bus forgets the streams no subscription matches, so the summary would find none
+                // tracked and hide a tail it does not know (NBP-1 §15.2), as a signal never did.
+                await bus.close()
                 printing.cancel()
             case .printingEnded?, nil:
                 break

@@ -255,4 +255,32 @@ struct CarelessPeerTests {
         broker.signal(SIGTERM)
         _ = await broker.waitForExit()
     }
+
+    @Test("a subscriber whose publisher was killed says its tail is unknown, stopped by --timeout as by SIGTERM (NBP-1 §15.2)", arguments: ["timeout", "SIGTERM"])
+    func killedPublisherLeavesTheTailUnknown(stop: String) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        // --timeout stops it by itself, long enough for a busy machine to bring the first lines;
+        // the SIGTERM run has a bound far beyond its signal.
+        let timeout = stop == "timeout" ? "20" : "90"
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "t.>", "--connect", backend, "--format", "json", "--timeout", timeout])
+        let publisher = try children.start(
+            "publisher", ["publish", "t.k", "k {n}", "--count", "100000", "--rate", "50", "--connect", frontend, "--timeout", "30"])
+        #expect(await subscriber.waitForStdoutLines(5, timeout: .seconds(15)), "\(subscriber.describe())")
+        // Killed: no end of stream, so what it sent after the last line printed is unknown.
+        publisher.signal(SIGKILL)
+        _ = await publisher.waitForExit()
+        let output: ChildOutput?
+        if stop == "timeout" {
+            output = await subscriber.waitForExit(timeout: .seconds(60))
+            expectExit(output, 0, subscriber)
+        } else {
+            output = await stopSubscriber(subscriber)
+        }
+        // Cancelling the printing on --timeout ended the subscription first, and the bus forgot
+        // the stream before the summary looked: 0 there, 1 after SIGTERM.
+        #expect(summaryCounts(output?.stderrText, "subscribe", "tailUnknownStreams") == [1], "\(subscriber.describe())")
+    }
 }

@@ -149,4 +149,49 @@ struct RedundantBrokersTests {
         #expect(lost > 0, "nothing lost with both brokers killed mid-stream: \(subscriber.describe())")
         #expect(summaryCounts(output?.stderrText, "subscribe", "lostUpstream") == [lost], "\(subscriber.describe())")
     }
+
+    @Test("unpaced bursts of 5, each publisher closing at once, 15 times: each notification printed once, the other broker's copies counted as duplicates")
+    func burstThenCloseOnce() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let pair = try await startPair(children)
+        // One batch frame per broker, then the end-of-stream record: one broker's frame and record
+        // could both arrive before the other's first copy, and the subscriber forgot the stream
+        // and printed the copies again (4 runs of 5, `duplicatesDiscarded 0`).
+        let runs = 15
+        let burst = 5
+        let subscriber = try children.start(
+            "subscriber",
+            ["subscribe", "ha.burst", "--timeout", "120", "--format", "json", "--stats", "--http", "127.0.0.1:0",
+             "--metrics-interval", "0.1"] + pair.flatMap { ["--connect", $0.backend] })
+        try #require(await subscriber.waitForStderr(containing: "monitoring on http://"), "\(subscriber.describe())")
+        let port = try #require(monitoringPort(in: subscriber.output.stderrText), "\(subscriber.describe())")
+        for run in 1...runs {
+            let publisher = try children.start(
+                "publisher\(run)",
+                ["publish", "ha.burst", "m {n}", "--count", "\(burst)", "--subscribers", "1", "--timeout", "30"]
+                    + pair.flatMap { ["--connect", $0.frontend] })
+            expectExit(await publisher.waitForExit(timeout: .seconds(60)), 0, publisher)
+        }
+        // Every copy accounted for (each came through both brokers): printed, or discarded as a
+        // duplicate, which the subscriber's /metrics count as it goes.
+        let copies = 2 * runs * burst
+        let accounted = await eventually(timeout: .seconds(60)) { () -> Int? in
+            guard let scrape = try? httpGet(port: port, "/metrics") else { return nil }
+            let discarded = Int(metricValue(scrape.body, "nbus_bus_duplicates_discarded_total") ?? 0)
+            let printed = parseJSONLines(subscriber.output.stdoutLines).notifications.count
+            return printed + discarded >= copies ? printed + discarded : nil
+        }
+        #expect(accounted != nil, "not every copy arrived: \(subscriber.describe())")
+        let output = try #require(await stopSubscriber(subscriber), "\(subscriber.describe())")
+        let notifications = parseJSONLines(output.stdoutLines).notifications
+        let byPublisher = Dictionary(grouping: notifications, by: \.publisherID).mapValues { $0.map(\.sequence) }
+        #expect(byPublisher.count == runs, "\(byPublisher.count) publishers' streams of \(runs)")
+        let wrong = byPublisher.filter { $0.value != Array(1...burst) }
+        #expect(wrong.isEmpty, "not 1...\(burst) once each: \(wrong)")
+        #expect(parseGapLines(output.stdoutLines).isEmpty, "\(subscriber.describe())")
+        #expect(
+            summaryCounts(output.stderrText, "subscribe", "printed", "duplicatesDiscarded", "lostUpstream")
+                == [runs * burst, runs * burst, 0], "\(subscriber.describe())")
+    }
 }

@@ -125,4 +125,68 @@ struct BatchingTests {
         #expect(stream.stats.filteredOut == 2)
         #expect(stats.framesReceived == 6)
     }
+
+    @Test("Batches whose header declares 1,024 records but holds one count one, rejected or filtered out: a lie inflates no counter")
+    func lyingCountInflatesNothing() async throws {
+        let endpoint = try temporaryIPCEndpoint("lying-batch.sock")
+        let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
+        let stream = try subscriber.notifications(named: NamePattern("f.*"))
+        /// A batch of one record whose header says 1,024.
+        func lie(_ name: String, sequence: UInt64) throws -> [UInt8] {
+            var frame = try EnvelopeCodec.encodeBatch([
+                BusNotification(name: try NotificationName(name), payload: [1], sequence: sequence, publisherID: 78)
+            ])
+            let at = name.utf8.count + 1 + WireFormat.BatchHeaderOffset.recordCount
+            frame[at] = UInt8(WireFormat.maximumBatchRecords >> 8)
+            frame[at + 1] = UInt8(WireFormat.maximumBatchRecords & 0xFF)
+            return frame
+        }
+        let rejectedCount = 500
+        let filteredCount = 100
+        let sample = try lie("f.a", sequence: 1)
+        // What a broker counts for such a frame (its notifications_total): the bytes hold one.
+        #expect(sample.withUnsafeBytes { EnvelopeCodec.notificationCount(inEncodedFrame: $0) } == 1)
+        let frames: [[UInt8]] =
+            try (1...rejectedCount).map { try lie("f.a", sequence: UInt64($0)) }
+            + (1...filteredCount).map { try lie("f.b.c", sequence: UInt64($0)) }
+            // Last, on the same connection: once it is here, every frame before it is.
+            + [try EnvelopeCodec.encode(BusNotification(name: try NotificationName("f.end"), sequence: 1, publisherID: 77))]
+        let context = try Context()
+        let failure = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let producer = Thread {
+            defer { done.signal() }
+            do {
+                let raw = try context.socket(.xpub)
+                try raw.set(.xpubNoDrop, true)
+                try raw.set(.sendTimeout, .milliseconds(20_000))
+                try raw.set(.receiveTimeout, .milliseconds(20_000))
+                try raw.set(.linger, .milliseconds(5_000))
+                try raw.bind(endpoint)
+                try raw.awaitSubscription(Array("f.".utf8))
+                for frame in frames { try raw.send(frame) }
+                raw.close()
+            } catch {
+                failure.withLock { $0 = "\(error)" }
+            }
+        }
+        producer.start()
+        let names = try await withTimeout(.seconds(30), "the raw producer's last notification") { () -> [String] in
+            var names: [String] = []
+            for await notification in stream {
+                names.append(notification.name.description)
+                if notification.name.description == "f.end" { break }
+            }
+            return names
+        }
+        done.wait()
+        #expect(failure.withLock { $0 } == nil)
+        let stats = await subscriber.close()
+        #expect(names == ["f.end"], "a lying batch delivered something")
+        #expect(stats.rejected == [.truncatedHeader: UInt64(rejectedCount)])
+        #expect(stats.rejectedBatchNotifications == UInt64(rejectedCount), "1,024 each was \(rejectedCount * 1_024)")
+        #expect(stream.stats.filteredOut == UInt64(filteredCount))
+        #expect(stats.notificationsReceived == UInt64(rejectedCount + filteredCount + 1))
+        #expect(stats.framesReceived == UInt64(rejectedCount + filteredCount + 1))
+    }
 }

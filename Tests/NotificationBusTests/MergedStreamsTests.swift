@@ -63,6 +63,45 @@ struct MergedStreamsTests {
         #expect(try feed(&table, orders, 9, path: 0) == "held", "a new stream starts afresh")
     }
 
+    @Test("A burst and its end of stream on one path before the other brought any: the other's copies, single or batched, are duplicates, and its record forgets the stream")
+    func endedBeforeTheOtherPathBroughtAny() throws {
+        var table = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)
+        let burst = try key(7, "ha.x")
+        for sequence: UInt64 in 1...5 { _ = try feed(&table, burst, sequence, path: 0) }
+        let settled = table.endOfStream(burst, last: 5, path: 0, now: 0, connected: both)
+        #expect(settled.isEmpty)
+        #expect(table.tracked == 0, "its tail is known")
+        // Path 1's copies come after the record: a batch frame of 1...4 (checked undecoded), then 5 alone.
+        #expect(table.isDuplicate(burst, sequence: 1))
+        let discarded = table.discardCopy(burst, lowest: 1, highest: 4, path: 1, heard: 1)
+        #expect(discarded)
+        #expect(try feed(&table, burst, 5, path: 1, now: 1) == "dup")
+        _ = table.endOfStream(burst, last: 5, path: 1, now: 1, connected: both)
+        // Both paths are through: forgotten (a new stream of that key would start afresh).
+        #expect(!table.isDuplicate(burst, sequence: 1))
+    }
+
+    @Test("A full table forgets the ended streams no path can bring more of before any live one, uncounted")
+    func fullTableForgetsFinishedFirst() throws {
+        var table = MergedStreams(paths: 2, maximumTracked: 3, gapTimeout: timeout)
+        let ended = try key(1, "a.ended")
+        _ = try feed(&table, ended, 1, path: 0)
+        _ = table.endOfStream(ended, last: 1, path: 0, now: 0, connected: both)
+        _ = try feed(&table, try key(1, "a.one"), 1, path: 0, heard: 1)
+        _ = try feed(&table, try key(1, "a.two"), 1, path: 0, heard: 2)
+        // The ended stream still waits for path 1 (it brought nothing of it) until the gap timeout.
+        let early = BusNotification(name: NotificationName("a.three"), sequence: 1, publisherID: 1)
+        let first = table.received(early, key: try key(1, "a.three"), path: 0, now: 1, connected: both, heard: 3)
+        #expect(first.forgotten == 1, "the stalest (the ended one, heard first) made room, counted")
+        // Past the gap timeout the full table forgets an ended stream first, not counted.
+        let late = BusNotification(name: NotificationName("a.four"), sequence: 1, publisherID: 1)
+        _ = table.endOfStream(try key(1, "a.one"), last: 1, path: 0, now: 2, connected: both)
+        let second = table.received(late, key: try key(1, "a.four"), path: 0, now: 2 + timeout, connected: both, heard: 4)
+        #expect(second.forgotten == 0)
+        #expect(try feed(&table, try key(1, "a.two"), 1, path: 1) == "dup", "the live streams are all still known")
+        #expect(try feed(&table, try key(1, "a.three"), 1, path: 1) == "dup")
+    }
+
     @Test("A full table forgets its least recently heard tenth (at least one) to make room, and says how many")
     func forgetsStalest() throws {
         var table = MergedStreams(paths: 2, maximumTracked: 3, gapTimeout: timeout)

@@ -139,11 +139,11 @@ struct PathMergeStateMachineTests {
         // Path 0's record says the stream ended at 5; path 0 lost 4 and 5, path 1 is at 2.
         #expect(render(machine.endOfStream(last: 5, path: 0, now: 0, connected: both, gapTimeout: timeout)).isEmpty)
         #expect(machine.isWaiting)
-        #expect(!machine.isFinished(connected: both))
+        #expect(!machine.isFinished(now: 0, gapTimeout: timeout))
         #expect(feed(&machine, [(1, 3), (1, 4), (1, 5)]) == ["dup", "d:4", "d:5"])
         #expect(!machine.isWaiting)
         // Path 1 has passed the end: no copy can come any more.
-        #expect(machine.isFinished(connected: both))
+        #expect(machine.isFinished(now: 0, gapTimeout: timeout))
     }
 
     @Test("end of stream with a path behind that then ends too: the tail no path brought is one gap")
@@ -152,7 +152,7 @@ struct PathMergeStateMachineTests {
         _ = feed(&machine, [(0, 1), (1, 1), (0, 2)])
         #expect(render(machine.endOfStream(last: 4, path: 0, now: 0, connected: both, gapTimeout: timeout)).isEmpty)
         #expect(render(machine.endOfStream(last: 4, path: 1, now: 0, connected: both, gapTimeout: timeout)) == ["g:3-4"])
-        #expect(machine.isFinished(connected: both))
+        #expect(machine.isFinished(now: 0, gapTimeout: timeout))
     }
 
     @Test("end of stream on one path while the other, up to date, keeps the stream until its own copies are through")
@@ -161,22 +161,84 @@ struct PathMergeStateMachineTests {
         _ = feed(&machine, [(0, 1), (0, 2), (1, 1)])
         #expect(render(machine.endOfStream(last: 2, path: 0, now: 0, connected: both, gapTimeout: timeout)).isEmpty)
         // Path 1 is connected and behind the end: its copy of 2 must still be recognised.
-        #expect(!machine.isFinished(connected: both))
+        #expect(!machine.isFinished(now: 0, gapTimeout: timeout))
         #expect(feed(&machine, [(1, 2)]) == ["dup"])
-        #expect(machine.isFinished(connected: both))
+        #expect(machine.isFinished(now: 0, gapTimeout: timeout))
         // Path 1 up to date when the record comes: finished at once.
         var other = Machine(paths: 2)
         _ = feed(&other, [(0, 1), (1, 1)])
         _ = other.endOfStream(last: 1, path: 0, now: 0, connected: both, gapTimeout: timeout)
-        #expect(other.isFinished(connected: both))
+        #expect(other.isFinished(now: 0, gapTimeout: timeout))
         // Path 1 behind and down (its broker cut this subscriber off as stalled): it reconnects and
         // may still be sent the rest, so the stream is kept; its copies are then still copies.
         var third = Machine(paths: 2)
         _ = feed(&third, [(0, 1), (0, 2), (0, 3), (1, 1)])
         #expect(render(third.endOfStream(last: 3, path: 0, now: 0, connected: 0b01, gapTimeout: timeout)).isEmpty)
-        #expect(!third.isFinished(connected: 0b01))
+        #expect(!third.isFinished(now: 0, gapTimeout: timeout))
         #expect(feed(&third, [(1, 2), (1, 3)]) == ["dup", "dup"])
-        #expect(third.isFinished(connected: both))
+        #expect(third.isFinished(now: 0, gapTimeout: timeout))
+    }
+
+    /// A path that brought nothing of a stream when its end-of-stream record came on the other.
+    struct SilentPathCase: CustomTestStringConvertible, Sendable {
+        let label: String
+        /// What path 1 does after path 0 brought 1...5 and its record (last 5), and when (ms after the record).
+        let then: [(action: Action, at: UInt64)]
+        /// What path 1's copies became, in order.
+        let outputs: [String]
+        /// Whether the stream can be forgotten afterwards, at `checkedAt` ms after the record.
+        let finished: Bool
+        let checkedAt: UInt64
+        enum Action: Sendable { case copy(UInt64), endOfStream }
+        var testDescription: String { label }
+    }
+
+    static let silentPathCases: [SilentPathCase] = [
+        .init(label: "its copies arrive later: each a duplicate, then nothing more can come",
+              then: (1...5).map { (.copy($0), 1) }, outputs: ["dup", "dup", "dup", "dup", "dup"], finished: true, checkedAt: 1),
+        .init(label: "nothing yet: the stream is kept (forgotten, its copies would be delivered again)",
+              then: [], outputs: [], finished: false, checkedAt: 1),
+        .init(label: "nothing yet, just under the gap timeout after the record: still kept",
+              then: [], outputs: [], finished: false, checkedAt: 1_999),
+        .init(label: "nothing for the gap timeout: a path that never carries it (direct, several publishers)",
+              then: [], outputs: [], finished: true, checkedAt: 2_000),
+        .init(label: "its own record, no copy (its broker lost them): nothing more can come",
+              then: [(.endOfStream, 1)], outputs: [], finished: true, checkedAt: 1),
+        .init(label: "part of its copies: kept while it is behind the end",
+              then: [(.copy(1), 1), (.copy(2), 1)], outputs: ["dup", "dup"], finished: false, checkedAt: 2_000),
+    ]
+
+    @Test("a burst and its end of stream on one path before the other brought any of it: kept until the other path's copies are through", arguments: silentPathCases)
+    func endOfStreamBeforeTheOtherPathBroughtAny(_ row: SilentPathCase) {
+        var machine = Machine(paths: 2)
+        // Path 0: the whole stream in one batch frame, then its publisher's record (it closed).
+        #expect(feed(&machine, (1...5).map { (0, $0) }) == ["d:1", "d:2", "d:3", "d:4", "d:5"])
+        #expect(render(machine.endOfStream(last: 5, path: 0, now: 0, connected: both, gapTimeout: timeout)).isEmpty)
+        #expect(!machine.isWaiting, "nothing awaited: every notification was handed on")
+        var outputs: [String] = []
+        for (action, at) in row.then {
+            switch action {
+            case .copy(let sequence): outputs += feed(&machine, [(1, sequence)], now: at * ms)
+            case .endOfStream: outputs += render(machine.endOfStream(last: 5, path: 1, now: at * ms, connected: both, gapTimeout: timeout))
+            }
+        }
+        #expect(outputs == row.outputs)
+        #expect(machine.isFinished(now: row.checkedAt * ms, gapTimeout: timeout) == row.finished)
+    }
+
+    @Test("gapTimeout zero: a path that brought nothing of an ended stream is still waited for the start wait, never delivered twice")
+    func endOfStreamBeforeTheOtherPathWithZeroTimeout() {
+        var machine = Machine(paths: 2, startWait: 1_000 * ms)
+        for sequence: UInt64 in 1...3 {
+            _ = machine.received("\(sequence)", sequence: sequence, path: 0, now: 0, connected: both, gapTimeout: 0)
+        }
+        _ = machine.endOfStream(last: 3, path: 0, now: 0, connected: both, gapTimeout: 0)
+        #expect(!machine.isFinished(now: 999 * ms, gapTimeout: 0))
+        #expect(outputs(machine.received("1", sequence: 1, path: 1, now: 10 * ms, connected: both, gapTimeout: 0)) == ["dup"])
+        var silent = Machine(paths: 2, startWait: 1_000 * ms)
+        _ = silent.received("1", sequence: 1, path: 0, now: 0, connected: both, gapTimeout: 0)
+        _ = silent.endOfStream(last: 1, path: 0, now: 0, connected: both, gapTimeout: 0)
+        #expect(silent.isFinished(now: 1_000 * ms, gapTimeout: 0))
     }
 
     @Test("past the hold bound the newest held let go: the path behind brings them again, nothing lost, order kept")

@@ -413,8 +413,11 @@ def batch_invalid_vectors() -> list:
     add("batch-zero-records", "recordCount 0.", [raw_batch(b"a.b", [])], R.BATCH_INVALID)
     add("batch-1025-records", "recordCount 1025 (the records are there): over the limit of 1024.",
         [raw_batch(b"a.b", [raw_record(sequence=i + 1) for i in range(1025)])], R.BATCH_INVALID)
-    add("batch-fewer-records-than-count", "recordCount 3, two records: the third record's fixed part is missing.",
-        [raw_batch(b"a.b", [rec, rec], count=3)], R.TRUNCATED_HEADER, records=3)
+    add("batch-fewer-records-than-count", "recordCount 3, two records: the third record's fixed part is missing. "
+        "The frame holds room for two records, so two are reported (a lying count inflates nothing).",
+        [raw_batch(b"a.b", [rec, rec], count=3)], R.TRUNCATED_HEADER, records=2)
+    add("batch-count-lies", "recordCount 1024, one record: 1 reported, as many as the bytes can hold.",
+        [raw_batch(b"a.b", [rec], count=1024)], R.TRUNCATED_HEADER, records=1)
     add("batch-record-cut-short", "The second record's fixed part has 25 of 26 bytes.",
         [raw_batch(b"a.b", [rec, raw_record()[:-1]])], R.TRUNCATED_HEADER, records=2)
     add("batch-record-33-headers", "A record with headerCount 33.",

@@ -434,7 +434,7 @@ def decode_all(frames: Sequence[BytesLike], max_payload: int = DEFAULT_MAX_PAYLO
     records, all of one name and one publisher.  Every NBP/1 receiver must
     accept both; a batch is all or nothing (any fault rejects the whole
     frame, and ``Rejected.records`` says how many notifications it declared,
-    where its header says: section 7.5).
+    where its header says and no more than its bytes can hold: section 7.5).
     """
     name, name_b, rest = _name_and_rest(frames)
     # 6
@@ -517,16 +517,25 @@ def batch_frame_limit(max_payload: int = DEFAULT_MAX_PAYLOAD) -> int:
 
 
 def _declared_count(rest: bytes) -> Optional[int]:
-    """The batch header's recordCount when the header is there and the count is 1..1024."""
+    """The batch header's recordCount when the header is there and the count is 1..1024, no
+    more than the frame's bytes can hold (``_records_room``)."""
     if len(rest) < BATCH_HEADER_SIZE or rest[0] != BATCH_VERSION:
         return None
     count = _BATCH.unpack_from(rest, 0)[4]
-    return count if 1 <= count <= MAX_BATCH_RECORDS else None
+    return _records_room(count, rest) if 1 <= count <= MAX_BATCH_RECORDS else None
+
+
+def _records_room(count: int, rest: bytes) -> Optional[int]:
+    """A declared record count, no more than the batch's bytes can hold (a record's fixed part
+    is 26 bytes; section 7.5): a header that lies cannot inflate a count.  ``None`` when there is
+    no room for one record."""
+    room = (len(rest) - BATCH_HEADER_SIZE) // BATCH_RECORD_HEADER_SIZE
+    return min(count, room) if room >= 1 else None
 
 
 def declared_record_count(frame: BytesLike) -> Optional[int]:
-    """The record count a batch frame declares (1..1024), without validating
-    the records; ``None`` for anything else (a version 1 frame, a batch
+    """The record count a batch frame declares (1..1024), no more than its
+    bytes can hold, without validating the records; ``None`` for anything else (a version 1 frame, a batch
     header cut short, a count of 0 or over 1024).  What a rejected batch
     reports (``Rejected.records``)."""
     frame = bytes(frame)

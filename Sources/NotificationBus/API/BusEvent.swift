@@ -118,7 +118,8 @@ public struct BusStats: Hashable, Sendable {
     public var unmatched: UInt64 = 0
     /// Notifications that rejected batch frames declared (NBP-1 §7.5): a malformed batch is one
     /// rejection in `rejected`, and this says how many notifications it cost, where its header
-    /// said (a count of 1 to 1024). They are never tracked, so the stream's next notification
+    /// said (a count of 1 to 1024, and no more than the frame's bytes can hold: a lying header
+    /// cannot inflate it). They are never tracked, so the stream's next notification
     /// reports them in `lostUpstream` too.
     public var rejectedBatchNotifications: UInt64 = 0
     /// Times this bus passed `BusConfiguration.maximumResidentMemory` and dropped the

@@ -13,7 +13,8 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// Bytes received from publishers.
     public var bytesFromPublishers: UInt64 = 0
     /// Notifications received from publishers: a batch frame counts as the records its header
-    /// declares, any other message as one (control messages included).
+    /// declares, no more than its bytes can hold (NBP-1 §7.5), any other message as one (control
+    /// messages included).
     public var notificationsFromPublishers: UInt64 = 0
     /// Notifications sent to subscribers, counted as `notificationsFromPublishers`.
     public var notificationsToSubscribers: UInt64 = 0

@@ -309,7 +309,8 @@ struct BusReceiver {
             return false
         }
         // A batch frame (NBP-1 §2.3) counts as its notifications wherever a count is read as
-        // notifications (filtered out, unmatched), the frame only in `framesReceived`.
+        // notifications (filtered out, unmatched), the frame only in `framesReceived`: the count
+        // it declares, but no more than its bytes can hold (`declaredRecordCount`).
         let isBatch = EnvelopeCodec.isBatch(frame, nameLength: nameLength)
         let declared = isBatch ? UInt64(EnvelopeCodec.declaredRecordCount(in: frame, nameLength: nameLength) ?? 1) : 1
         counters.notificationsReceived += declared - 1  // the frame itself is counted by the caller
@@ -378,8 +379,9 @@ struct BusReceiver {
     /// Delivers a batch frame's notifications, in order, to the subscriptions in `matched` that
     /// match its name, tracking each one's sequence (a gap inside a batch or between batches is
     /// found as between single frames). A malformed batch is rejected whole and counted once
-    /// under its reason; the notifications its header declared go to `rejectedBatchNotifications`,
-    /// and, never tracked, show up as a gap at the stream's next notification.
+    /// under its reason; the notifications its header declared (no more than its bytes can hold:
+    /// a peer's lying count must not inflate the metric) go to `rejectedBatchNotifications`, and,
+    /// never tracked, show up as a gap at the stream's next notification.
     private mutating func routeBatch(
         _ frame: UnsafeRawBufferPointer, nameLength: Int, knownName: NotificationName?, matched: ClosedRange<Int>,
         exactIndex: Int

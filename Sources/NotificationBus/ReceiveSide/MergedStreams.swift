@@ -69,7 +69,7 @@ struct MergedStreams {
     mutating func received(
         _ notification: BusNotification, key: Key, path: Int, now: UInt64, connected: UInt64, heard: UInt64
     ) -> (disposition: Merge.Disposition, forgotten: Int) {
-        let (index, forgotten) = streamIndex(key, heard: heard)
+        let (index, forgotten) = streamIndex(key, heard: heard, now: now)
         let (disposition, wasWaiting, isWaiting) = streams.values[index].received(
             notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard)
         // Only a change costs a hash of the key (the common case: not waiting before nor after).
@@ -101,7 +101,7 @@ struct MergedStreams {
         into dispositions: inout [Merge.Disposition]
     ) -> Int {
         guard !notifications.isEmpty else { return 0 }
-        let (index, forgotten) = streamIndex(key, heard: heard)
+        let (index, forgotten) = streamIndex(key, heard: heard, now: now)
         let wasWaiting = streams.values[index].merge.isWaiting
         for notification in notifications {
             dispositions.append(
@@ -114,10 +114,14 @@ struct MergedStreams {
         return forgotten
     }
 
-    /// Where `key`'s stream is in the table, added if new (a full table first forgets its stalest
-    /// tenth, whose count is returned). One hash of the key for a known stream.
-    private mutating func streamIndex(_ key: Key, heard: UInt64) -> (index: [Key: Stream].Index, forgotten: Int) {
+    /// Where `key`'s stream is in the table, added if new (a full table first forgets the ended
+    /// streams no path can bring more of, then, if still full, its stalest tenth, whose count is
+    /// returned). One hash of the key for a known stream.
+    private mutating func streamIndex(
+        _ key: Key, heard: UInt64, now: UInt64
+    ) -> (index: [Key: Stream].Index, forgotten: Int) {
         if let index = streams.index(forKey: key) { return (index, 0) }
+        if streams.count >= maximumTracked { forgetFinished(now: now) }
         let forgotten = streams.count >= maximumTracked ? forgetStalest() : 0
         streams[key] = Stream(merge: Merge(paths: paths), heard: heard)
         guard let index = streams.index(forKey: key) else { preconditionFailure("a stream just added is in the table") }
@@ -129,7 +133,7 @@ struct MergedStreams {
     mutating func endOfStream(_ key: Key, last: UInt64, path: Int, now: UInt64, connected: UInt64) -> [Merge.Step] {
         guard var stream = streams[key] else { return [] }
         let steps = stream.merge.endOfStream(last: last, path: path, now: now, connected: connected, gapTimeout: gapTimeout)
-        if stream.merge.isFinished(connected: connected) {
+        if stream.merge.isFinished(now: now, gapTimeout: gapTimeout) {
             forget(key)
         } else {
             streams[key] = stream
@@ -153,8 +157,14 @@ struct MergedStreams {
             settled.append((key, steps))
             if !stream.merge.isWaiting { waiting.remove(key) }
         }
-        for key in ended where streams[key]?.merge.isFinished(connected: connected) ?? true { forget(key) }
+        forgetFinished(now: now)
         return settled
+    }
+
+    /// Forgets the ended streams no path can bring a copy of any more (not counted as forgotten:
+    /// nothing of them is left to track).
+    private mutating func forgetFinished(now: UInt64) {
+        for key in ended where streams[key]?.merge.isFinished(now: now, gapTimeout: gapTimeout) ?? true { forget(key) }
     }
 
     /// Forgets every stream `isOrphaned` names (those no remaining subscription matches), with
