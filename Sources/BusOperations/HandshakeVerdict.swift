@@ -24,6 +24,7 @@ package enum HandshakeVerdict: Sendable, Equatable {
     package static func of(_ bus: Bus, connections: Int, within limit: Duration) async -> HandshakeVerdict {
         await firstResult(
             of: [
+                // A throw (no refusal within the limit, or the bus closed) is no refusal: nil.
                 { (try? await bus.waitForHandshakeRefusal(timeout: limit)) != nil ? .refused : nil },
                 {
                     let deadline = ContinuousClock.now + limit

@@ -34,6 +34,8 @@ public struct MonitoringResponse: Sendable {
     public static func json(_ value: some Encodable, status: Int = 200) -> MonitoringResponse {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+        // The encoding error is for the operator's log, not the client: the client gets a 500
+        // that says the response could not be made (the values here are numbers and strings).
         guard let data = try? encoder.encode(value) else {
             return .text("could not encode the response\n", status: 500)
         }
@@ -157,6 +159,8 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
                 }
             }
         } catch {
+            // The server's own error is the one to report; tidying up after it fails only when
+            // already shut down, which leaves nothing more to release.
             try? await server.shutdownGracefully()
             try? await threads.shutdownGracefully()
             throw MonitoringServerError(address: address, reason: Self.reason(error))
@@ -404,6 +408,8 @@ private final class RequestDeadlineHandler: ChannelDuplexHandler, RemovableChann
         let written = promise ?? context.eventLoop.makePromise()
         context.write(data, promise: written)
         written.futureResult.assumeIsolated().whenComplete { result in
+            // A write that failed (the client left) closes the connection; its error says nothing
+            // the close does not.
             if self.closeAfterResponse || (try? result.get()) == nil {
                 context.close(promise: nil)
             } else {

@@ -94,6 +94,7 @@ package enum EndOfStream {
         while position < payload.count {
             let length = Int(payload[position])
             let nameEnd = position + 1 + length
+            // A name that is not one (its error) makes the record malformed: `true` below says so.
             guard length > 0, nameEnd + 8 <= payload.count,
                 let name = try? NotificationName(String(decoding: payload[(position + 1)..<nameEnd], as: UTF8.self)),
                 name.rawValue.utf8.elementsEqual(payload[(position + 1)..<nameEnd])
@@ -137,6 +138,7 @@ package enum ControlTopic: Equatable {
             self = .endOfStreamAcknowledgement(publisher: publisher, subscriber: subscriber)
         } else if topic.starts(with: ControlNames.presencePrefix) {
             let rest = topic.dropFirst(ControlNames.presencePrefix.count)
+            // An invalid pattern (its error) makes the announcement malformed, counted as such.
             guard rest.count > 17, rest[rest.startIndex + 16] == UInt8(ascii: "."),
                 let bus = ControlNames.parseHex(rest.prefix(16)),
                 let pattern = try? NamePattern(String(decoding: rest.dropFirst(17), as: UTF8.self))
