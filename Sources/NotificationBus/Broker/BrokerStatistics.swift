@@ -1,0 +1,77 @@
+/// Message and byte counters of a running broker, as libzmq's proxy reports them.
+public struct BrokerStatistics: Hashable, Sendable {
+    /// Messages received from publishers (frontend, XSUB): frames, a batch of notifications
+    /// (NBP-1 §2.3) being one, forwarded as it is.
+    public var fromPublishers: UInt64 = 0
+    /// Bytes received from publishers.
+    public var bytesFromPublishers: UInt64 = 0
+    /// Notifications received from publishers: a batch frame counts as the records its header
+    /// declares, no more than its bytes can hold (NBP-1 §7.5), any other message as one (control
+    /// messages included).
+    public var notificationsFromPublishers: UInt64 = 0
+    /// Notifications sent to subscribers, counted as `notificationsFromPublishers`.
+    public var notificationsToSubscribers: UInt64 = 0
+    /// Messages sent to subscribers (backend, XPUB); per message, not per subscriber.
+    public var toSubscribers: UInt64 = 0
+    /// Bytes sent to subscribers.
+    public var bytesToSubscribers: UInt64 = 0
+    /// Subscription messages received from subscribers (backend).
+    public var subscriptionMessages: UInt64 = 0
+    /// Times the broker held notifications back for a subscriber (publishers waited): its queue
+    /// was at its mark, or it was past its byte budget while moving.
+    public var backpressureWaits: UInt64 = 0
+    /// Slow-subscriber episodes: a subscriber past its budget made no room for the broker's
+    /// patience, and none of the full ones could be named as stalled.
+    public var slowSubscriberEpisodes: UInt64 = 0
+    /// Notifications sent past at least one full subscriber during those episodes (each full
+    /// subscriber lost it and counts it as a gap); a batch frame counts as the notifications its
+    /// header declares (NBP-1 §2.3), the broker's only look past a frame's name.
+    public var sentPastSlowSubscribers: UInt64 = 0
+    /// Subscribers disconnected because they were past their budget and made no progress at all
+    /// for the broker's patience (stopped, frozen): each reconnects by itself and counts what it
+    /// missed as a gap; nobody else lost anything.
+    public var stalledSubscribersDisconnected: UInt64 = 0
+    /// Subscribers disconnected because they stayed past their budget, although taking
+    /// something, for the longest hold (10 s) while the broker held everybody back for them
+    /// (`BrokerEvent.slowSubscriberDisconnected`).
+    public var slowSubscribersDisconnected: UInt64 = 0
+    /// End-of-stream records sent again for subscribers that may have missed them (stopped
+    /// while their publisher closed); see `EndOfStreamReplay`.
+    public var endOfStreamReplays: UInt64 = 0
+    /// Frames from publishers refused because they carried a publisher id that another frontend
+    /// connection (with CURVE: another key) used first: never forwarded, never replayed (a forged
+    /// end-of-stream record or sequence; see `PublisherOwnership`). Counted in
+    /// `fromPublishers` too, never in `toSubscribers`.
+    public var foreignPublisherIDFrames: UInt64 = 0
+    /// How long the stop took to hand on what the broker held (`BrokerConfiguration.drainTimeout`
+    /// bounds it); zero while running.
+    public var stopDrain: Duration = .zero
+    /// The stop's drain ran out of time with notifications still queued for a subscriber that
+    /// was behind: it lost them, and counts them as a gap when its stream goes on.
+    public var stopDrainTimedOut = false
+    /// Notifications read from a publisher that no subscriber had taken when the drain ended
+    /// (the one the forwarder held; what libzmq still queued shows as `stopDrainTimedOut`).
+    public var undeliveredAtStop: UInt64 = 0
+    /// Publisher ids the broker holds an owner for now (bounded; see `PublisherOwnership`).
+    public var ownedPublisherIDs = 0
+    /// Subscription messages accepted from subscribers but not forwarded to publishers: longer
+    /// than `maximumSubscriptionSize` − 64 bytes (see `Broker.init`).
+    public var subscriptionsNotForwarded: UInt64 = 0
+    /// Connections open now (publishers and subscribers), from the sides' monitors.
+    public var connections = 0
+    /// The most connections open at once.
+    public var peakConnections = 0
+    /// accept() failures (out of file descriptors: new clients shut out).
+    public var acceptFailures: UInt64 = 0
+    /// Times the broker's memory passed its limit and every connection was dropped.
+    public var memoryLimitResets: UInt64 = 0
+    /// Errors of the forwarding loop's own socket calls (a bug if ever non-zero).
+    public var forwardingErrors: UInt64 = 0
+    /// With CURVE: what the frontend did with publishers' handshakes (all zero without CURVE).
+    public var publisherAuthentication = AuthenticationCounts()
+    /// With CURVE: what the backend did with subscribers' handshakes (all zero without CURVE).
+    public var subscriberAuthentication = AuthenticationCounts()
+
+    /// Zero counters.
+    public init() {}
+}
