@@ -18,18 +18,18 @@ import (
 )
 
 var (
-	url     = flag.String("url", "nats://127.0.0.1:14222", "server url")
-	mode    = flag.String("mode", "", "sub|pub|ping|pong")
-	subject = flag.String("subject", "bench.a", "subject (sub); comma list cycled (pub)")
-	endSubj = flag.String("end-subject", "", "subject for END marker (pub); default first subject")
-	n       = flag.Int("n", 1000000, "messages (pub) / measured round trips (ping)")
-	warmup  = flag.Int("warmup", 1000, "unmeasured warm-up round trips (ping)")
-	size    = flag.Int("size", 256, "payload bytes")
-	ready   = flag.String("ready", "", "file created once the server has confirmed the subscription")
-	idle    = flag.Duration("idle", 3*time.Second, "sub: stop if no message for this long after the first")
+	url        = flag.String("url", "nats://127.0.0.1:14222", "server url")
+	mode       = flag.String("mode", "", "sub|pub|ping|pong")
+	subject    = flag.String("subject", "bench.a", "subject (sub); comma list cycled (pub)")
+	endSubj    = flag.String("end-subject", "", "subject for END marker (pub); default first subject")
+	n          = flag.Int("n", 1000000, "messages (pub) / measured round trips (ping)")
+	warmup     = flag.Int("warmup", 1000, "unmeasured warm-up round trips (ping)")
+	size       = flag.Int("size", 256, "payload bytes")
+	ready      = flag.String("ready", "", "file created once the server has confirmed the subscription")
+	idle       = flag.Duration("idle", 3*time.Second, "sub: stop if no message for this long after the first")
 	firstLimit = flag.Duration("first-limit", 60*time.Second, "sub: stop if no first message within this long")
 	waitLimit  = 30 * time.Second
-	dump    = flag.String("dump", "", "ping: write raw RTTs (ns) here")
+	dump       = flag.String("dump", "", "ping: write raw RTTs (ns) here")
 )
 
 func now() int64 { return time.Now().UnixNano() }
