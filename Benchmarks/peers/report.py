@@ -7,6 +7,7 @@ Usage: report.py RESULTS.jsonl   (writes RESULTS.md and RESULTS.html beside it, 
 """
 import html
 import json
+import math
 import os
 import statistics
 import sys
@@ -14,6 +15,8 @@ import sys
 ORDER = ("nbus", "nats", "redis", "zmqraw")
 TITLES = {"nbus": "NotificationBus (nbus broker)", "nats": "NATS (nats-server)", "redis": "Redis (redis-server)",
           "zmqraw": "bare ZeroMQ (zmq_proxy)"}
+# Short names for the charts' legends.
+SHORT = {"nbus": "nbus broker", "nats": "NATS", "redis": "Redis", "zmqraw": "bare ZeroMQ"}
 # One colour per system, the same in every chart (the first four of nbus demo's palette).
 COLORS = {"nbus": "#4e79a7", "nats": "#f28e2b", "redis": "#e15759", "zmqraw": "#8c8c8c"}
 # The processes of a stacked bar: colours no system uses.
@@ -193,6 +196,15 @@ def micros(v):
     return f"{v:,.0f}" if v >= 100 else f"{v:.3g}"
 
 
+def nice_step(top):
+    """A grid step of 1, 2 or 5 times a power of ten giving about four lines up to `top`."""
+    if top <= 0:
+        return 1.0
+    raw = top / 4
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+
+
 def bar_chart(title, unit, categories, series, values, colors, fmt=compact, segments=None):
     """Grouped bars: values[category][series] is a number, or with segments a list stacked
     bottom-up (one colour per segment). Mirrors BusBench's SVGBarChart."""
@@ -204,16 +216,16 @@ def bar_chart(title, unit, categories, series, values, colors, fmt=compact, segm
     bottom = legend_h + 12 + label_size + 3
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - bottom
     totals = [sum(v) if stacked else v for row in values for v in row if v is not None]
-    top_value = max(totals) if totals else 1.0
-    top_value = top_value * 1.12 if top_value > 0 else 1.0
+    step = nice_step(max(totals) if totals else 0.0)
+    ticks = [step * i for i in range(int(max(totals, default=0.0) / step) + 2)]
+    top_value = max(ticks[-1], max(totals, default=0.0) * 1.12)
     y = lambda v: TOP + plot_h * (1 - v / top_value)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W:.0f} {H:.0f}" preserveAspectRatio="xMidYMid meet" '
            f'role="img" aria-label="{esc(title)}" class="chart" font-family="Helvetica, Arial, sans-serif">',
            f'<rect x="0" y="0" width="{W:.0f}" height="{H:.0f}" fill="#ffffff"/>',
            f'<text x="12" y="20" font-size="15" font-weight="bold" fill="#222">{esc(title)}</text>',
            f'<text x="12" y="37" font-size="11" fill="#555">{esc(unit)}</text>']
-    for i in range(5):
-        tick = top_value / 1.12 * i / 4
+    for tick in ticks:
         ty = y(tick)
         out.append(f'<line x1="{LEFT:.1f}" y1="{ty:.1f}" x2="{W - RIGHT:.1f}" y2="{ty:.1f}" stroke="#e3e3e3"/>')
         out.append(f'<text x="{LEFT - 6:.1f}" y="{ty + 4:.1f}" font-size="10" text-anchor="end" fill="#555">{esc(fmt(tick))}</text>')
@@ -258,7 +270,8 @@ h2 { font-size: 17px; margin-top: 28px; }
 .note { color: #555; font-size: 13px; }
 .charts { display: grid; grid-template-columns: repeat(auto-fill, minmax(520px, 1fr)); gap: 12px; }
 .charts svg { border: 1px solid #ddd; background: #fff; width: 100%; height: auto; display: block; }
-.verdict { background: #fff; border: 1px solid #ccc; border-left: 6px solid #1a7f37; padding: 8px 14px; }
+.verdict { background: #fff; border: 1px solid #ccc; border-left: 6px solid #1a7f37; padding: 8px 14px; margin-bottom: 16px; }
+.verdict .headline { font-weight: bold; }
 .verdict.flagged { border-left-color: #c62828; }
 .verdict li { margin: 4px 0; }
 .warning { background: #fff4e5; border: 1px solid #e0a040; padding: 8px 14px; font-weight: bold; }
@@ -328,22 +341,22 @@ def page(s, md):
     if tests:
         names = {"throughput": "1 -> 1", "filtered": "filtered (1 name of 10)"}
         charts.append(bar_chart("Subscriber rate", "notifications a second, median over runs (higher is better)",
-                                [names[t] for t in tests], [TITLES[x] for x in systems],
+                                [names[t] for t in tests], [SHORT[x] for x in systems],
                                 [[s.rate(x, t) for x in systems] for t in tests], colors))
         charts.append(bar_chart("CPU per delivered notification, 1 -> 1",
                                 "microseconds of CPU (user + system) per notification received, stacked by process",
-                                [x for x in systems], [""], [[[v or 0 for v in s.cost(x, "throughput")] if s.ok(x, "throughput") else None]
+                                [SHORT[x] for x in systems], [""], [[[v or 0 for v in s.cost(x, "throughput")] if s.ok(x, "throughput") else None]
                                                             for x in systems],
                                 ["#999"], fmt=lambda v: f"{v:.3g}", segments=["publisher", "server", "subscriber"]))
         charts.append(bar_chart("Peak private memory, 1 -> 1", "peak RssAnon, MB, median over runs (lower is better)",
-                                ["publisher", "server", "subscriber"], [TITLES[x] for x in systems],
+                                ["publisher", "server", "subscriber"], [SHORT[x] for x in systems],
                                 [[s.anon_mb(x, "throughput", role) for x in systems] for role in ("pub", "server", "sub")],
                                 colors, fmt=lambda v: f"{v:.3g}"))
     if any(s.ok(x, "latency") for x in systems):
         # One chart per percentile: a p99 a hundred times the p50 would flatten the p50 bars.
         for key, label in (("p50_us", "p50"), ("p99_us", "p99")):
             charts.append(bar_chart(f"Round trip {label}, 16 B", "microseconds, median over runs (lower is better)",
-                                    [label], [TITLES[x] for x in systems], [[s.p(x, key) for x in systems]], colors,
+                                    [label], [SHORT[x] for x in systems], [[s.p(x, key) for x in systems]], colors,
                                     fmt=micros))
     context = [("date", m.get("date")), ("commit", m.get("commit")), ("command", m.get("command")),
                ("runs", m.get("runs")), ("notifications a test", count(m.get("n", 0))),
@@ -356,7 +369,8 @@ def page(s, md):
     flagged = bool(s.errors) or any(s.lost(r) for r in s.recs if "error" not in r and r["test"] != "latency")
     heads = [l[2:] for l in md.splitlines() if l.startswith("- nbus against")]
     if heads:
-        body.append(f"<div class=\"verdict{' flagged' if flagged else ''}\"><ul>"
+        body.append(f"<div class=\"verdict{' flagged' if flagged else ''}\"><p class=\"headline\">nbus as a multiple of "
+                    "each peer, same invocation (rate: higher is better; round trip: lower is better)</p><ul>"
                     + "".join(f"<li>{esc(h)}</li>" for h in heads) + "</ul></div>")
     body.append("<div class=\"charts\">\n" + "\n".join(charts) + "\n</div>")
     body.append(md_tables_to_html(md))
