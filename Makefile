@@ -152,7 +152,7 @@ bench-micro: deps
 # zmq_proxy, one workload, interleaved runs (Benchmarks/peers/README.md): installs the servers and
 # the clients' libraries from Debian (as root; otherwise prints the apt-get line), builds the
 # clients and a release nbus, and writes $(PEERS_WORK)/results/LABEL.{jsonl,md,html}. CPU heavy:
-# the defaults take about 10 minutes; PEERS_N=20000 PEERS_RUNS=1 is a quick check.
+# the defaults take about 6 minutes on 2 cores (after the build); PEERS_N=20000 PEERS_RUNS=1, one.
 PEERS_WORK ?= .build/peers
 PEERS_N ?= 1000000
 PEERS_LAT_N ?= 20000
