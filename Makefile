@@ -5,7 +5,7 @@ SWIFT ?= swift
 PYTHON ?= python3
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: help deps build demo test test-swift test-python test-netns bench-micro clean install install-files uninstall
+.PHONY: help deps build demo test test-swift test-python test-netns bench-micro bench-peers bench-peers-clients clean install install-files uninstall
 .PHONY: examples-c test-conformance fuzz fuzz-build test-asan soak test-adversarial docs built-by-test-swift
 .PHONY: api api-check
 
@@ -15,6 +15,7 @@ help:
 	@echo "make uninstall    remove what make install put there"
 	@echo "make test         install deps, build, run the Python protocol tests, the Swift tests and the conformance tests; one summary at the end"
 	@echo "make bench-micro  codec micro-benchmarks (package-benchmark, release build, minutes)"
+	@echo "make bench-peers  nbus broker against NATS, Redis and bare ZeroMQ (Debian packages, as root), a table and an HTML report; PEERS_N, PEERS_RUNS"
 	@echo "make test-conformance  Python/C/shell producers and consumers against nbus (part of make test)"
 	@echo "make test-adversarial  hostile and careless peers against real nbus processes (part of make test)"
 	@echo "make test-netns   the multi-host tests alone: hosts in network namespaces, as root (part of make test)"
@@ -91,7 +92,7 @@ test: deps
 	    | tee $(TEST_LOGS)/$$step.log; \
 	done; \
 	$(PYTHON) Tests/Summary/test_summary.py $(TEST_LOGS) \
-	  "test-python=Python tests (protocol, summary, public API)" "test-swift=Swift tests" "test-conformance=conformance tests"
+	  "test-python=Python tests (protocol, summary, public API, peers comparison)" "test-swift=Swift tests" "test-conformance=conformance tests"
 # test-swift's `swift build --build-tests` has built nbus and nbus-baseline already: a second
 # `swift build --product` would only plan the build anew (and print the dependencies' warnings again).
 CONFORMANCE_BUILD_IN_TEST ?= built-by-test-swift
@@ -101,6 +102,7 @@ test-python:
 	$(PYTHON) -m unittest discover -s protocol/python -t protocol/python -v
 	$(PYTHON) -m unittest discover -s Tests/Summary -t Tests/Summary -v
 	$(PYTHON) -m unittest discover -s Tests/API -t Tests/API -v
+	$(PYTHON) -m unittest discover -s Tests/Peers -t Tests/Peers -v
 
 # The load tests (a 200,000-message burst through real processes, a subscriber stopped under a
 # 50,000/s stream) run alone after the rest: on two cores, next to 300 tests running in parallel,
@@ -159,6 +161,28 @@ docs: deps
 
 bench-micro: deps
 	cd Benchmarks && $(SWIFT) package --disable-sandbox benchmark
+
+# NotificationBus through `nbus broker` (its defaults) against NATS, Redis and bare ZeroMQ through
+# zmq_proxy, one workload, interleaved runs (Benchmarks/peers/README.md): installs the servers and
+# the clients' libraries from Debian (as root; otherwise prints the apt-get line), builds the
+# clients and a release nbus, and writes $(PEERS_WORK)/results/LABEL.{jsonl,md,html}. CPU heavy:
+# the defaults take about 6 minutes on 2 cores (after the build); PEERS_N=20000 PEERS_RUNS=1, one.
+PEERS_WORK ?= .build/peers
+PEERS_N ?= 1000000
+PEERS_LAT_N ?= 20000
+PEERS_RUNS ?= 3
+PEERS_SYSTEMS ?= nats,redis,zmqraw,nbus
+PEERS_TESTS ?= throughput,filtered,latency
+PEERS_FLAGS ?=
+bench-peers-clients:
+	sh Benchmarks/peers/deps.sh
+	sh Benchmarks/peers/build.sh $(PEERS_WORK)/bin
+
+bench-peers: bench-peers-clients
+	$(SWIFT) build -c release --product nbus
+	$(PYTHON) Benchmarks/peers/run.py --nbus "$$($(SWIFT) build -c release --show-bin-path)/nbus" \
+	  --clients $(PEERS_WORK)/bin --work $(PEERS_WORK) --runs $(PEERS_RUNS) --n $(PEERS_N) --lat-n $(PEERS_LAT_N) \
+	  --systems $(PEERS_SYSTEMS) --tests $(PEERS_TESTS) $(PEERS_FLAGS)
 
 clean:
 	rm -rf .build Benchmarks/.build

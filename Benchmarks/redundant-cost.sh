@@ -1,8 +1,8 @@
 #!/bin/sh
 # What a second broker costs with both healthy (issue "No single point of failure"): the peers
-# kit's nbus workload (../shared/peers/run.py: 1 -> 1 throughput of 1,000,000 x 256 B, and the
-# ping/pong round trip) through one broker ("one", the kit's own set-up) and through two
-# ("two": a second `nbus broker` on 15570/15571, the kit's client given both brokers), in
+# comparison's nbus workload (Benchmarks/peers/run.py: 1 -> 1 throughput of 1,000,000 x 256 B, and
+# the ping/pong round trip) through one broker ("one", run.py's own set-up) and through two
+# ("two": a second `nbus broker` on 15570/15571, the peer client given both brokers), in
 # alternating pairs so the machine's noise falls on both. Targets: subscriber rate two/one
 # >= 0.8, round trip p50 two <= one.
 #
@@ -10,13 +10,15 @@
 # that build's pair, then NBUS's (before, after, before, after, ...): both in the same run, each
 # against its own one-broker figures.
 #
-# Usage (from the repository root, after `swift build -c release --product nbus` and the kit's
-# setup.sh):   [NBUS_BEFORE=path/to/old/nbus] sh Benchmarks/redundant-cost.sh [PAIRS (3)] [PEERS (../shared/peers)]
+# Usage (from the repository root, after `swift build -c release --product nbus`):
+#   [NBUS_BEFORE=path/to/old/nbus] sh Benchmarks/redundant-cost.sh [PAIRS (3)] [PEERS (Benchmarks/peers)]
 set -eu
 NBUS=${NBUS:-.build/release/nbus}
 NBUS_BEFORE=${NBUS_BEFORE:-}
 PAIRS=${1:-3}
-PEERS=${2:-../shared/peers}
+PEERS=${2:-Benchmarks/peers}
+N=${PEERS_N:-1000000}          # notifications a throughput test (PEERS_N=20000: a quick check)
+LAT_N=${PEERS_LAT_N:-20000}    # measured round trips
 WORK=${PEERS_WORK:-/tmp/nbus-peers-redundant}
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -28,20 +30,20 @@ TICKS=$(getconf CLK_TCK)
 # User and system CPU of process $1 so far, in clock ticks.
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 
-# One pair with build $1, labelled $2one and $2two.
+# One pair with build $1, labelled $2one.p$3 and $2two.p$3 (run.py writes one file per label).
 pair() {
-  python3 "$PEERS/run.py" --nbus "$1" --systems nbus --tests throughput,latency --runs 1 --label "${2}one" --work "$WORK" >/dev/null
+  python3 "$PEERS/run.py" --nbus "$1" --systems nbus --tests throughput,latency --runs 1 --n "$N" --lat-n "$LAT_N" --label "${2}one.p$3" --work "$WORK" >/dev/null
   "$1" broker --frontend "$SECOND_F" --backend "$SECOND_B" >"$WORK/second-broker.log" 2>&1 &
   second=$!
   while ! grep -q "broker: frontend" "$WORK/second-broker.log" 2>/dev/null; do sleep 0.02; done
   client="$1 bench peer-client --frontend=tcp://127.0.0.1:15550,$SECOND_F --backend=tcp://127.0.0.1:15551,$SECOND_B"
   before=$(cpu_ticks "$second")
-  python3 "$PEERS/run.py" --nbus "$1" --nbus-client "$client" --systems nbus --tests throughput --runs 1 --label "${2}two" \
+  python3 "$PEERS/run.py" --nbus "$1" --nbus-client "$client" --systems nbus --tests throughput --runs 1 --n "$N" --label "${2}two.p$3" \
     --work "$WORK" >/dev/null
-  # The second broker's CPU during the throughput test (the kit records its own broker's, and the clients').
-  echo "{\"label\": \"${2}two\", \"test\": \"second-broker\", \"throughput_cpu_s\": $(( $(cpu_ticks "$second") - before )).0, \"ticks_per_s\": $TICKS, \"loadavg_before\": [\"0\"]}" \
-    >>"$WORK/results/raw.jsonl"
-  python3 "$PEERS/run.py" --nbus "$1" --nbus-client "$client" --systems nbus --tests latency --runs 1 --label "${2}two" \
+  # The second broker's CPU during the throughput test (run.py records its own broker's, and the clients').
+  echo "{\"label\": \"${2}two\", \"test\": \"second-broker\", \"throughput_cpu_s\": $(( $(cpu_ticks "$second") - before )).0, \"ticks_per_s\": $TICKS, \"loadavg_before\": [0]}" \
+    >"$WORK/results/${2}two-second-broker.p$3.jsonl"
+  python3 "$PEERS/run.py" --nbus "$1" --nbus-client "$client" --systems nbus --tests latency --runs 1 --lat-n "$LAT_N" --label "${2}two-latency.p$3" \
     --work "$WORK" >/dev/null
   kill "$second"
   wait "$second" || true
@@ -49,18 +51,26 @@ pair() {
 
 i=1
 while [ "$i" -le "$PAIRS" ]; do
-  if [ -n "$NBUS_BEFORE" ]; then pair "$NBUS_BEFORE" before-; fi
-  pair "$NBUS" ""
+  if [ -n "$NBUS_BEFORE" ]; then pair "$NBUS_BEFORE" before- "$i"; fi
+  pair "$NBUS" "" "$i"
   i=$((i + 1))
 done
-python3 - "$WORK/results/raw.jsonl" "$NBUS_BEFORE" <<'EOF'
-import json, statistics, sys
-rows = [json.loads(line) for line in open(sys.argv[1])]
+python3 - "$WORK/results" "$NBUS_BEFORE" <<'EOF'
+import glob, json, os, statistics, sys
+rows = []
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "*.jsonl"))):
+    # LABEL.pN.jsonl: the label without its pair number (two-latency is two's round trip).
+    label = os.path.basename(path)[:-len(".jsonl")].rsplit(".p", 1)[0].replace("two-latency", "two")
+    for line in open(path):
+        row = json.loads(line)
+        if not row.get("meta"):
+            row.setdefault("label", label)
+            rows.append(row)
 def values(label, test, get):
     return [get(r) for r in rows if r.get("label") == label and r.get("test") == test and "error" not in r]
 def rate(r): return r["sub"]["rate"]
 def p50(r): return r["ping"]["p50_us"]
-loads = [float(r["loadavg_before"][0]) for r in rows if r.get("test") != "second-broker"]
+loads = [float(r["loadavg_before"][0]) for r in rows if r.get("test") != "second-broker" and "loadavg_before" in r]
 print(f"load average (1 min) before each test: min {min(loads):.1f}, median {statistics.median(loads):.1f}, max {max(loads):.1f}")
 for prefix in (["before-"] if sys.argv[2] else []) + [""]:
     name = "before" if prefix else "this build"
@@ -84,8 +94,8 @@ for prefix in (["before-"] if sys.argv[2] else []) + [""]:
     name = "before" if prefix else "this build"
     for label in ("one", "two"):
         parts = {
-            "publisher": values(prefix + label, "throughput", lambda r: r["pub_proc"]["cpu_s"]),
-            "subscriber": values(prefix + label, "throughput", lambda r: r["sub_proc"]["cpu_s"]),
+            "publisher": values(prefix + label, "throughput", lambda r: r["pub_cpu_s"]),
+            "subscriber": values(prefix + label, "throughput", lambda r: r["sub_cpu_s"]),
             "broker": values(prefix + label, "throughput", lambda r: r["server_cpu_s"]),
         }
         if label == "two":

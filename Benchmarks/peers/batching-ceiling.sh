@@ -2,10 +2,10 @@
 # What batched frames could bring through a broker, before building them (issue "Through the
 # broker, ahead of NATS", item 3): bare libzmq through zmq_proxy (nbus-baseline proxy, ipc) moving
 # 256 B frames, and frames of 8, 16 and 32 notifications of 256 B (2,048, 4,096 and 8,192 B, the
-# payload a batch of them would carry), then the peers kit's NATS and bare-libzmq throughput in the
+# payload a batch of them would carry), then the peers comparison's NATS and bare-libzmq throughput in the
 # same invocation. The notification rate of a batch size is frames/s x notifications per frame: the
 # transport's ceiling, before any per-notification work of the bus.
-# Usage (from the repository root, after ../shared/peers/setup.sh and a release build):
+# Usage (from the repository root, after `make bench-peers-clients` and a release build):
 #   sh Benchmarks/peers/batching-ceiling.sh [label]
 set -eu
 B=${BASELINE:-.build-bench/release/nbus-baseline}
@@ -27,5 +27,4 @@ for run in 1 2 3; do
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print('run %s: %2d per frame: %8.0f frames/s = %9.0f notifications/s' % (sys.argv[2], int(sys.argv[3]), r['rate'], r['rate']*int(sys.argv[3])))" "$D/sub.out" "$run" "$per"
   done
 done
-python3 ../shared/peers/run.py --systems nats,zmqraw --tests throughput --runs 3 --label "$LABEL" >/dev/null
-python3 ../shared/peers/summarize.py /tmp/nbus-peers/results/raw.jsonl "$LABEL"
+python3 Benchmarks/peers/run.py --systems nats,zmqraw --tests throughput --runs 3 --label "$LABEL"

@@ -1,8 +1,8 @@
 #!/bin/sh
-# The peers kit's nbus (`run.py --nbus Benchmarks/peers/nbus-lowlat.sh`) with the documented
+# The peers comparison's nbus (`run.py --nbus Benchmarks/peers/nbus-lowlat.sh`) with the documented
 # low-latency setting on the broker (--idle-spin 0.0002) and on both clients (--spin 0.0002).
-# NBUS: the release nbus to run (default .build-bench/release/nbus, from the repository root).
-NBUS=${NBUS:-.build-bench/release/nbus}
+# NBUS: the release nbus to run (default .build/release/nbus, from the repository root).
+NBUS=${NBUS:-.build/release/nbus}
 case "$1" in
   broker) shift; exec "$NBUS" broker --idle-spin 0.0002 "$@" ;;
   bench)
