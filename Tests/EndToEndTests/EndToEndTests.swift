@@ -251,7 +251,7 @@ struct EndToEndTests {
     /// (arguments, text the error must contain)
     static let usageErrors: [([String], String)] = [
         (["publish", "bad..name"], "bad..name"),
-        (["subscribe"], "<patterns>"),
+        (["subscribe"], "<pattern> ..."),
         (["subscribe", "a*"], "'a*'"),
         (["subscribe", "a*"], "wildcard"),
         (["publish", "x", "--count", "0"], "--count"),
