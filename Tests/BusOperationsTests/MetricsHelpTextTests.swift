@@ -15,8 +15,11 @@ struct MetricsHelpTextTests {
         var stats = BusStats()
         stats.posted = 3
         let frozen = stats
+        var subscription = SubscriptionStats()
+        subscription.undecodable = 2  // a typed subscription's count of what did not decode
+        let undecodable = subscription
         let sampler = BusMetricsSampler(
-            busStats: { frozen }, subscriptions: [(pattern: "orders.>", stats: { SubscriptionStats() })],
+            busStats: { frozen }, subscriptions: [(pattern: "orders.>", stats: { undecodable })],
             factory: HelpTextMetricsFactory(registry: registry, help: BusMetricsService.helpTexts),
             logger: Logger(label: "test"), memoryLimit: 512 << 20)
         sampler.sample()
@@ -30,6 +33,7 @@ struct MetricsHelpTextTests {
             #expect(BusMetricsService.helpTexts[String(name)] != nil, "\(name) has no text in helpTexts")
         }
         #expect(text.contains("nbus_bus_posted_total 3"), "\(text)")
+        #expect(text.contains(#"nbus_subscription_undecodable_total{pattern="orders.>"} 2"#), "\(text)")
         #expect(text.contains("nbus_bus_memory_limit_bytes 536870912.0"), "\(text)")
     }
 }
