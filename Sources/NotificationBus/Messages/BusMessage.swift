@@ -17,7 +17,7 @@ public protocol BusMessage: Codable, Sendable {
     /// `BusSubject` and a subject is given).
     static var busName: NotificationName { get }
 
-    /// The payload for `message`: JSON by default (`JSONEncoder()`'s defaults). Implement it to
+    /// The payload for `message`: JSON by default (`JSONEncoder` with sorted keys). Implement it to
     /// choose another encoder configuration (a date strategy, say); keep the content type JSON.
     static func encodeBusPayload(_ message: Self) throws -> [UInt8]
 
@@ -28,7 +28,11 @@ public protocol BusMessage: Codable, Sendable {
 
 extension BusMessage {
     public static func encodeBusPayload(_ message: Self) throws -> [UInt8] {
-        Array(try JSONEncoder().encode(message))
+        // Sorted keys: the same value makes the same bytes in every run (JSONEncoder's own
+        // order follows a hash, seeded per process), so the wire is reproducible and testable.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Array(try encoder.encode(message))
     }
 
     public static func decodeBusPayload(_ payload: [UInt8]) throws -> Self {
