@@ -20,6 +20,10 @@ extension NotificationCenter.MessageIdentifier where Self == NotificationCenter.
     static var typedOrderCreated: Self { .init() }
 }
 
+extension NotificationCenter.MessageIdentifier where Self == NotificationCenter.BaseMessageIdentifier<TypedOrderShipped> {
+    static var typedOrderShipped: Self { .init() }
+}
+
 struct TypedBadgeChanged: BusMainActorMessage, Equatable {
     static let busName: NotificationName = "typed.ui.badge"
     var count: Int
@@ -211,6 +215,17 @@ struct TypedMessageTests {
         #expect(await onlyA.first(1).map(\.message.carrier) == ["a"])
         #expect(await all.first(2).map(\.name.rawValue) == ["typed.orders.shipped.B-2", "typed.orders.shipped.A-1"])
         #expect(onlyA.stats.received == 1)
+        // The identifier forms select the same names.
+        let byIdentifier = try bus.messages(for: .typedOrderCreated)
+        #expect(byIdentifier.pattern.rawValue == "typed.orders.created")
+        let got = Watched<[String]>([])
+        let token = try bus.addObserver(of: b, for: .typedOrderShipped) { shipped in got.update { $0.append(shipped.carrier) } }
+        #expect(token.pattern.rawValue == "typed.orders.shipped.B-2")
+        try await bus.ready(token.pattern)
+        try await bus.post(TypedOrderShipped(carrier: "a2"), subject: a)
+        try await bus.post(TypedOrderShipped(carrier: "b2"), subject: b)
+        #expect(await got.wait(until: { $0 == ["b2"] }))
+        token.cancel()
         // Without a subject such a type cannot be posted (its observers subscribe `.*`), and a
         // subject id must be one token.
         await #expect(throws: BusError.subjectRequired(type: "TypedOrderShipped", name: TypedOrderShipped.busName)) {
