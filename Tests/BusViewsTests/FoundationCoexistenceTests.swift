@@ -52,6 +52,7 @@ struct FoundationCoexistenceTests {
         _ = CurveClientSecurity.self
         _ = CurveServerSecurity.self
         _ = Gap.self
+        _ = MessageBridge.self
         _ = MessageEnvelopeSequence<Int>.self
         _ = MessageEvent<Int>.self
         _ = MessageEventSequence<Int>.self
