@@ -74,4 +74,24 @@ struct TypedPythonEndToEndTests {
         #expect(exited?.stdoutLines.filter { $0.hasPrefix("order") } == ["order 42 9.5", "order -1 0.25"], "\(consumer.describe())")
         await publisher.close()
     }
+
+    @Test("Swift publisher -> nbus broker (a process) -> typed Swift observer: every field intact")
+    func swiftThroughBrokerProcess() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let publisher = try Bus(.brokered(frontend: frontend, backend: backend))
+        let subscriber = try Bus(.brokered(frontend: frontend, backend: backend))
+        let envelopes = try subscriber.messageEnvelopes(of: OrderCreated.self)
+        try await subscriber.ready(envelopes.pattern)
+        let sent = (1...50).map { OrderCreated(id: $0 * 1_000_003, total: Double($0) / 8) }
+        for order in sent { try await publisher.post(order, headers: ["n": "\(order.id)"]) }
+        let received = await envelopes.first(50, within: .seconds(60))
+        #expect(received.map(\.message) == sent)
+        #expect(received.map(\.sequence) == Array(1...50))
+        #expect(received.allSatisfy { $0.publisherID == publisher.publisherID && $0.headers["n"] == "\($0.message.id)" })
+        #expect(envelopes.stats.undecodable == 0 && subscriber.stats.messagesDecoded == 50)
+        await publisher.close()
+        await subscriber.close()
+    }
 }
