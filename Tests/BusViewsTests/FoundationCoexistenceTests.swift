@@ -7,6 +7,11 @@ import ZeroMQ
 /// Every public type of NBP1, NotificationBus, BusViews and ZeroMQ, named unqualified in a file
 /// that imports Foundation too: a clash ("ambiguous for type lookup", as `Notification` was)
 /// fails the build, not a user's. Regenerate the list when a public type is added.
+/// A message type, to name the generic types that want one.
+private struct CoexistenceMessage: BusAsyncMessage {
+    static let busName: NotificationName = "coexistence.message"
+}
+
 @Suite("Next to Foundation")
 struct FoundationCoexistenceTests {
     @Test("Every public type is named unqualified with Foundation imported, and literals make names and patterns")
@@ -76,6 +81,7 @@ struct FoundationCoexistenceTests {
         _ = (any View).self
         _ = ViewContent.self
         _ = ViewFeed.self
+        _ = ViewFeedMessages<CoexistenceMessage>.self
         _ = ViewFeedNotifications.self
         _ = ViewHost.self
         _ = ViewID.self

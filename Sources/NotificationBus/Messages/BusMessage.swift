@@ -102,6 +102,12 @@ public protocol BusMessageFamily: Sendable {
 // MARK: Names and decoding
 
 extension BusMessage {
+    /// What observing this type without a subject subscribes: `busName`, or `busName.*` when its
+    /// `Subject` is a `BusSubject` (what BusViews' typed modifiers subscribe).
+    public static var busObservedPattern: NamePattern {
+        hasBusSubject ? ((try? NamePattern(busName.rawValue + ".*")) ?? NamePattern(exactly: busName)) : NamePattern(exactly: busName)
+    }
+
     /// Whether this type's names carry a subject segment.
     static var hasBusSubject: Bool { Subjects.isBusSubject(Self.self) }
 }
