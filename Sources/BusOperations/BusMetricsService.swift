@@ -99,6 +99,7 @@ extension BusMetricsService {
         "nbus_subscription_lost_upstream_total": "Notifications of the subscription's pattern lost before this bus.",
         "nbus_subscription_dropped_local_buffer_total": "Notifications dropped by the subscription's buffering policy.",
         "nbus_subscription_gaps_total": "Gaps reported in-band to the subscription.",
+        "nbus_subscription_undecodable_total": "Notifications a typed subscription could not decode as its message type.",
         "nbus_subscription_buffered": "Notifications buffered for the subscription's consumer now.",
     ]
 }
@@ -180,6 +181,7 @@ final class BusMetricsSampler: Sendable {
                 (counter("lost_upstream"), { @Sendable s in s.lostUpstream }),
                 (counter("dropped_local_buffer"), { @Sendable s in s.droppedLocalBuffer }),
                 (counter("gaps"), { @Sendable s in s.gaps }),
+                (counter("undecodable"), { @Sendable s in s.undecodable }),
             ]
         }
         bufferedGauges = subscriptions.map {

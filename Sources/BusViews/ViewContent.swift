@@ -55,6 +55,15 @@ public struct ViewContent {
         _ pattern: NamePattern, buffering: BufferingPolicy = .default,
         perform action: @escaping @MainActor (BusNotification) -> Void
     ) -> ViewContent {
+        adding(
+            .onReceive(pattern, buffering) { notification in
+                action(notification)
+                return true
+            })
+    }
+
+    /// `onReceive` with an action that says whether it took the notification (typed ones).
+    func adding(onReceive pattern: NamePattern, _ buffering: BufferingPolicy, _ action: @escaping @MainActor (BusNotification) -> Bool) -> ViewContent {
         adding(.onReceive(pattern, buffering, action))
     }
 

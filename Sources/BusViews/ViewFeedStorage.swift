@@ -129,6 +129,11 @@ final class ViewFeedStorage: BusEventSink {
         if resume { resumeProducer() }
     }
 
+    /// A typed consumer of this feed could not decode a notification.
+    func noteUndecodable() {
+        metrics.update { $0.undecodable += 1 }
+    }
+
     /// The view is gone: ends every session and releases the bus subscription.
     func close() {
         let (waiting, resume, delta) = state.withLock { $0.end() }

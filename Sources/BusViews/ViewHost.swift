@@ -204,8 +204,16 @@ public final class ViewHost {
         batch {
             let updatesBefore = node.stateUpdateCount
             let start = Timestamps.monotonicNanoseconds()
-            action(notification)
+            let taken = action(notification)
             let elapsed = Timestamps.monotonicNanoseconds() &- start
+            guard taken else {
+                // A typed action's notification that did not decode: counted, no re-render.
+                node.recorder.update { metrics in
+                    metrics.undecodable += 1
+                    metrics.mainActorBusyNanoseconds += elapsed
+                }
+                return
+            }
             let now = Timestamps.wallClockNanoseconds()
             let changedState = node.stateUpdateCount != updatesBefore
             node.recorder.update { metrics in

@@ -25,6 +25,9 @@ public struct ViewMetrics: Sendable {
     public var replayed: UInt64 = 0
     /// Gap events handed to task-style consumers (upstream loss and misses while hidden).
     public var gapsDelivered: UInt64 = 0
+    /// Typed consumers (`onReceive(M.self)`, `feed.messages(of:)`): notifications whose payload
+    /// did not decode as the message type, skipped (never a crash nor a silent drop).
+    public var undecodable: UInt64 = 0
     /// Nanoseconds of this view's work that ran on the main actor: bodies, `onReceive` actions,
     /// appear and disappear callbacks, and task-feed handling when the loop runs on the main actor.
     public var mainActorBusyNanoseconds: UInt64 = 0
@@ -66,6 +69,7 @@ public struct ViewMetrics: Sendable {
         missedWhileHidden += other.missedWhileHidden
         replayed += other.replayed
         gapsDelivered += other.gapsDelivered
+        undecodable += other.undecodable
         mainActorBusyNanoseconds += other.mainActorBusyNanoseconds
         handlingNanoseconds += other.handlingNanoseconds
         appearances += other.appearances

@@ -4,7 +4,9 @@ import NotificationBus
 enum ViewModifier {
     case onAppear(@MainActor () -> Void)
     case onDisappear(@MainActor () -> Void)
-    case onReceive(NamePattern, BufferingPolicy, @MainActor (BusNotification) -> Void)
+    /// The action returns false for a notification it could not take (a typed one that did not
+    /// decode): counted in `ViewMetrics.undecodable`, and `body` is not re-evaluated for it.
+    case onReceive(NamePattern, BufferingPolicy, @MainActor (BusNotification) -> Bool)
     case task(TaskModifier)
 
     /// Whether `other` at the same position keeps this slot's subscription (same kind and source).

@@ -17,8 +17,11 @@ struct MetricsHelpTextTests {
         stats.streamsJoinedLate = 2
         stats.notificationsBeforeJoining = 41
         let frozen = stats
+        var subscription = SubscriptionStats()
+        subscription.undecodable = 2  // a typed subscription's count of what did not decode
+        let undecodable = subscription
         let sampler = BusMetricsSampler(
-            busStats: { frozen }, subscriptions: [(pattern: "orders.>", stats: { SubscriptionStats() })],
+            busStats: { frozen }, subscriptions: [(pattern: "orders.>", stats: { undecodable })],
             factory: HelpTextMetricsFactory(registry: registry, help: BusMetricsService.helpTexts),
             logger: Logger(label: "test"), memoryLimit: 512 << 20)
         sampler.sample()
@@ -35,6 +38,7 @@ struct MetricsHelpTextTests {
         // NBP-1 §12.1's counters under the names of BusStats and `nbus subscribe`'s summary.
         #expect(text.contains("nbus_bus_streams_joined_late_total 2"), "\(text)")
         #expect(text.contains("nbus_bus_notifications_before_joining_total 41"), "\(text)")
+        #expect(text.contains(#"nbus_subscription_undecodable_total{pattern="orders.>"} 2"#), "\(text)")
         #expect(text.contains("nbus_bus_memory_limit_bytes 536870912.0"), "\(text)")
     }
 }

@@ -4,7 +4,34 @@ import Testing
 
 @Suite("README example", .timeLimit(.minutes(1)))
 struct ReadmeExampleTests {
-    @Test("The README's first example runs as written")
+    struct OrderCreated: BusAsyncMessage {
+        static let busName: NotificationName = "orders.created"  // checked like any name literal
+        var id: Int
+        var total: Double
+    }
+
+    @Test("The README's first example, a message type, posts, prints and ends as written")
+    func readmeTypedExample() async throws {
+        // As README.md's first block, in a task bounded in time (the README's loop ends by `break`).
+        let printed = try await withTimeout(.seconds(30), "the README's first example") { () async throws -> [String] in
+            var lines: [String] = []
+            let bus = try Bus(.embedded())  // one process, inproc://; see "Topologies"
+            let orders = try bus.messages(of: OrderCreated.self)
+            try await bus.ready(orders.pattern)  // live at a publisher: no sleeping past the slow joiner
+
+            try await bus.post(OrderCreated(id: 42, total: 9.5))  // JSON on the wire (content type json)
+
+            for await order in orders {  // cancelling the task unsubscribes at the publisher
+                lines.append("order \(order.id) total \(order.total)")  // README: print("order", order.id, "total", order.total)
+                break  // one is enough here; an observer would loop on
+            }
+            await bus.close()
+            return lines
+        }
+        #expect(printed == ["order 42 total 9.5"])
+    }
+
+    @Test("The README's byte API example runs as written")
     func readmeExample() async throws {
         let bus = try Bus(.embedded())
         let orders = try bus.notifications(named: "orders.>")

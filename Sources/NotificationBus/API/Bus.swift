@@ -98,6 +98,8 @@ public final class Bus: Sendable {
         stats.unwantedAfterSending = unwanted.afterSending
         stats.unwantedWhileDisconnected = unwanted.whileDisconnected
         stats.posted &+= stats.unwanted
+        stats.messagesEncoded = core.messageCoding.encoded.load(ordering: .relaxed)
+        stats.messagesDecoded = core.messageCoding.decoded.load(ordering: .relaxed)
         return stats
     }
 
@@ -399,7 +401,7 @@ public final class Bus: Sendable {
 /// An observer registered with `Bus.addObserver`; it removes itself on `cancel()` or when dropped.
 public final class ObservationToken: Sendable {
     private let task: Task<Void, Never>
-    private let sequence: NotificationSequence
+    let sequence: NotificationSequence
 
     init(task: Task<Void, Never>, sequence: NotificationSequence) {
         self.task = task

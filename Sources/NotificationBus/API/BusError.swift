@@ -33,6 +33,9 @@ public struct BusError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let invalidConfiguration = Code("invalidConfiguration")
         public static let noResponders = Code("noResponders")
         public static let notARequest = Code("notARequest")
+        public static let encodingFailed = Code("encodingFailed")
+        public static let subjectRequired = Code("subjectRequired")
+        public static let invalidSubject = Code("invalidSubject")
     }
 
     /// What the error is and carries; private, so that adding a kind breaks no caller.
@@ -54,6 +57,9 @@ public struct BusError: Error, Equatable, Sendable, CustomStringConvertible {
         case invalidConfiguration(String)
         case noResponders(NotificationName)
         case notARequest(NotificationName)
+        case encodingFailed(type: String, reason: String)
+        case subjectRequired(type: String, name: NotificationName)
+        case invalidSubject(id: String, reason: String)
     }
 
     private let kind: Kind
@@ -96,6 +102,19 @@ public struct BusError: Error, Equatable, Sendable, CustomStringConvertible {
     public static func noResponders(_ name: NotificationName) -> BusError { BusError(.noResponders(name)) }
     /// `reply(to:with:)` was given a notification without a valid `reply-to` header.
     public static func notARequest(_ name: NotificationName) -> BusError { BusError(.notARequest(name)) }
+    /// A message type's value could not be encoded (its `Encodable` conformance threw).
+    public static func encodingFailed(type: String, reason: String) -> BusError {
+        BusError(.encodingFailed(type: type, reason: reason))
+    }
+    /// A message type whose `Subject` is a `BusSubject` was posted without one: its observers
+    /// subscribe `<busName>.*`, so a post under the bare name would reach none of them.
+    public static func subjectRequired(type: String, name: NotificationName) -> BusError {
+        BusError(.subjectRequired(type: type, name: name))
+    }
+    /// A `BusSubject`'s `busSubjectID` is not one valid name token.
+    public static func invalidSubject(id: String, reason: String) -> BusError {
+        BusError(.invalidSubject(id: id, reason: reason))
+    }
 
     /// The kind of failure.
     public var code: Code {
@@ -117,6 +136,9 @@ public struct BusError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidConfiguration: return .invalidConfiguration
         case .noResponders: return .noResponders
         case .notARequest: return .notARequest
+        case .encodingFailed: return .encodingFailed
+        case .subjectRequired: return .subjectRequired
+        case .invalidSubject: return .invalidSubject
         }
     }
 
@@ -158,6 +180,11 @@ public struct BusError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidConfiguration(let text): return "invalid configuration: \(text)"
         case .noResponders(let name): return "no responders: nothing subscribes to \(name); start a responder (Bus.respond, nbus reply) first"
         case .notARequest(let name): return "\(name) is not a request: it has no valid reply-to header"
+        case .encodingFailed(let type, let reason): return "\(type) could not be encoded: \(reason)"
+        case .subjectRequired(let type, let name):
+            return "\(type)'s Subject is a BusSubject: post it with post(_:subject:) (its observers subscribe \(name).*)"
+        case .invalidSubject(let id, let reason):
+            return "subject id '\(id)' is not one name token: \(reason)"
         case .notSubscribed(let pattern):
             return "this bus has no subscription to \(pattern): make it (notifications(named:), events(named:), addObserver) before ready(_:)"
         }

@@ -75,6 +75,10 @@ public struct SubscriptionStats: Hashable, Sendable, Codable, CustomStringConver
     public var gaps: UInt64 = 0
     /// Notifications currently buffered.
     public var buffered: UInt64 = 0
+    /// Typed subscriptions (`Bus.messages(of:)`, `addObserver(for:)`): of `delivered`, those whose
+    /// payload did not decode as the message type (malformed or mistyped JSON, another content
+    /// type, a name no member of a family has). Yielded as `.undecodable` by `messageEvents(of:)`.
+    public var undecodable: UInt64 = 0
 
     /// Empty counters.
     public init() {}
@@ -82,6 +86,7 @@ public struct SubscriptionStats: Hashable, Sendable, Codable, CustomStringConver
     public var description: String {
         "received=\(received) delivered=\(delivered) filteredOut=\(filteredOut) lostUpstream=\(lostUpstream) "
             + "droppedLocalBuffer=\(droppedLocalBuffer) discardedAtEnd=\(discardedAtEnd) buffered=\(buffered)"
+            + (undecodable > 0 ? " undecodable=\(undecodable)" : "")
     }
 }
 
@@ -185,6 +190,10 @@ public struct BusStats: Hashable, Sendable {
     /// At close: NotificationBus subscribers that did not acknowledge this publisher's end-of-stream
     /// record before the close timeout (their lost tail, if any, may go uncounted).
     public var endOfStreamUnacknowledged: UInt64 = 0
+    /// Typed messages (`post(_:)`) encoded as JSON by this bus's posting tasks.
+    public var messagesEncoded: UInt64 = 0
+    /// Typed messages decoded by this bus's typed subscriptions (in their consumers' tasks).
+    public var messagesDecoded: UInt64 = 0
     /// Malformed messages dropped, by NBP/1 reason.
     public var rejected: [RejectionReason: UInt64] = [:]
     /// Subscriptions currently registered at this bus.

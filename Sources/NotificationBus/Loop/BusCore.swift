@@ -12,6 +12,8 @@ final class BusCore: Sendable {
     /// `BusConfiguration.idleSpin`, for consumers: how long one looks before suspending.
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
+    /// Typed messages encoded and decoded (`BusStats.messagesEncoded`, `messagesDecoded`).
+    let messageCoding = MessageCodingCounters()
     /// What this publisher's subscribers want; `post` asks before encoding (`decideInterest`).
     private let interest = Mutex(PublisherInterest())
     /// Bumped, inside `interest`'s lock, whenever what is wanted changes or the bus closes.

@@ -13,8 +13,11 @@ final class SubscriptionStorage: Sendable {
     /// the subscription ends, so a sink that holds its subscription is no cycle), not to a buffer.
     let isSink: Bool
     private let state: Mutex<SubscriptionStateMachine>
+    /// Typed consumers: notifications that did not decode as the message type (counted by the
+    /// consumer, which decodes; never by the I/O thread).
+    private let undecodable = Atomic<UInt64>(0)
     /// How the storage reaches the I/O thread: unsubscribe when it ends, resume reading when it drains.
-    private let core: BusCore
+    let core: BusCore
 
     init(id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil) {
         self.id = id
@@ -136,7 +139,16 @@ final class SubscriptionStorage: Sendable {
         if firstEnd { core.enqueue(.removeSubscription(id)) }
     }
 
-    var stats: SubscriptionStats { state.withLock { $0.statsSnapshot } }
+    var stats: SubscriptionStats {
+        var stats = state.withLock { $0.statsSnapshot }
+        stats.undecodable = undecodable.load(ordering: .relaxed)
+        return stats
+    }
+
+    /// A typed consumer could not decode a delivered notification.
+    func noteUndecodable() {
+        undecodable.add(1, ordering: .relaxed)
+    }
 
     var isEnded: Bool { state.withLock { $0.phase == .ended } }
 }

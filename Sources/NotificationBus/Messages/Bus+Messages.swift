@@ -1,0 +1,270 @@
+import FoundationEssentials
+import ZeroMQ
+
+/// Typed messages: the bus's first face (issue 42). A message type is posted as its JSON under its
+/// `busName` and observed by type, by Foundation message identifier, or as a family; the byte API
+/// (`post(name:payload:)`, `notifications(named:)`) is what this is built on and stays beside it.
+extension Bus {
+    // MARK: Posting
+
+    /// Posts `message` under its type's `busName`, encoded as JSON on the calling task.
+    ///
+    /// Throws `.subjectRequired` for a type whose `Subject` is a `BusSubject` (post it with
+    /// `post(_:subject:)`), `.encodingFailed` when its `Encodable` conformance throws, and what
+    /// `post(name:payload:)` throws. A post no subscriber wants is not encoded at all.
+    public nonisolated(nonsending) func post<M: BusMessage>(
+        _ message: M, headers: NotificationHeaders = NotificationHeaders()
+    ) async throws(BusError) {
+        guard !M.hasBusSubject else { throw .subjectRequired(type: String(describing: M.self), name: M.busName) }
+        try await postEncoding(message, name: M.busName, headers: headers)
+    }
+
+    /// Posts `message` about `subject`: under `<busName>.<subject.busSubjectID>`, so only that
+    /// subject's observers (and those of every subject) receive it.
+    public nonisolated(nonsending) func post<M: BusAsyncMessage>(
+        _ message: M, subject: M.Subject, headers: NotificationHeaders = NotificationHeaders()
+    ) async throws(BusError) where M.Subject: BusSubject {
+        try await postEncoding(message, name: try Subjects.name(M.busName, subjectID: subject.busSubjectID), headers: headers)
+    }
+
+    /// `post(_:subject:)` for a main-actor message type.
+    public nonisolated(nonsending) func post<M: BusMainActorMessage>(
+        _ message: M, subject: M.Subject, headers: NotificationHeaders = NotificationHeaders()
+    ) async throws(BusError) where M.Subject: BusSubject {
+        try await postEncoding(message, name: try Subjects.name(M.busName, subjectID: subject.busSubjectID), headers: headers)
+    }
+
+    nonisolated(nonsending) func postEncoding<M: BusMessage>(
+        _ value: M, name: NotificationName, headers: NotificationHeaders
+    ) async throws(BusError) {
+        var message: ZeroMQ.Message? = try encodeMessageForPost(value, name, headers)
+        if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
+        if try queue(&message, name) { return }
+        try await queueWhenThereIsSpace(&message, name)
+    }
+
+    /// `encodeForPost` for a message value: the same checks in the same order, with the JSON made
+    /// only once a subscriber is known to want the name (a filtered post costs no encoding).
+    /// Kept apart from `encodeForPost` so the byte path's inlined code is unchanged.
+    func encodeMessageForPost<M: BusMessage>(
+        _ value: M, _ name: NotificationName, _ headers: NotificationHeaders
+    ) throws(BusError) -> ZeroMQ.Message? {
+        guard !configuration.publish.isEmpty else { throw .notAPublisher }
+        guard !ControlNames.isReserved(name) else { throw .reservedName(name) }
+        switch core.decideInterest(name) {
+        case nil: throw .closed
+        case .unwanted?: return nil
+        case .unwantedAfterSending?:
+            core.skipSequence(of: name)
+            core.noteUnwantedAfterSending(connecting: connectingEndpoints)
+            return nil
+        case .wanted?: break
+        }
+        let payload: [UInt8]
+        do {
+            payload = try M.encodeBusPayload(value)
+        } catch {
+            throw .encodingFailed(type: String(describing: M.self), reason: String(describing: error))
+        }
+        core.noteMessageEncoded()
+        guard payload.count <= configuration.maximumPayload else {
+            throw .payloadTooLarge(byteCount: payload.count, maximum: configuration.maximumPayload)
+        }
+        let size: Int
+        do {
+            size = try EnvelopeCodec.encodedSize(name: name, headers: headers, payloadCount: payload.count)
+        } catch {
+            throw .invalidHeaders(error)
+        }
+        var message: ZeroMQ.Message
+        do {
+            message = try ZeroMQ.Message(size: size)
+        } catch {
+            throw .transport(error)
+        }
+        let timestamp = Timestamps.wallClockNanoseconds()
+        let publisherID = configuration.publisherID
+        message.withUnsafeMutableBytes { out in
+            _ = EnvelopeCodec.write(
+                name: name, flags: 0, contentType: .json, headers: headers, payload: payload, sequence: 0,
+                publisherID: publisherID, timestamp: timestamp, into: out)
+        }
+        return message
+    }
+
+    // MARK: Sequences
+
+    /// Subscribes to `type`'s messages as an `AsyncSequence` of values (every subject's, for a type
+    /// whose `Subject` is a `BusSubject`). Decoded in the consuming task; what does not decode is
+    /// counted in `stats.undecodable`. Live at a publisher once `await bus.ready(sequence.pattern)`.
+    public func messages<M: BusMessage>(
+        of type: M.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageSequence<M> {
+        MessageSequence(events: try messageEvents(of: type, buffering: buffering))
+    }
+
+    /// `messages(of:)` for one subject: subscribes exactly `<busName>.<subject id>`.
+    public func messages<M: BusAsyncMessage>(
+        of subject: M.Subject, for type: M.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageSequence<M> where M.Subject: BusSubject {
+        MessageSequence(events: try typedEvents(M.self, subjectID: subject.busSubjectID, buffering: buffering))
+    }
+
+    /// `messages(of:)` by Foundation message identifier (`bus.messages(for: .orderCreated)`).
+    public func messages<I: NotificationCenter.MessageIdentifier>(
+        for identifier: I, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageSequence<I.MessageType> where I.MessageType: BusAsyncMessage {
+        try messages(of: I.MessageType.self, buffering: buffering)
+    }
+
+    /// A family's messages, one subscription to `F.busPattern`.
+    public func messages<F: BusMessageFamily>(
+        of family: F.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageSequence<F> {
+        MessageSequence(events: try messageEvents(of: family, buffering: buffering))
+    }
+
+    /// Each message with its notification (publisher, sequence, time, headers).
+    public func messageEnvelopes<M: BusMessage>(
+        of type: M.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageEnvelopeSequence<M> {
+        MessageEnvelopeSequence(events: try messageEvents(of: type, buffering: buffering))
+    }
+
+    /// A family's messages with their notifications.
+    public func messageEnvelopes<F: BusMessageFamily>(
+        of family: F.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageEnvelopeSequence<F> {
+        MessageEnvelopeSequence(events: try messageEvents(of: family, buffering: buffering))
+    }
+
+    /// `messageEnvelopes(of:)` for one subject.
+    public func messageEnvelopes<M: BusAsyncMessage>(
+        of subject: M.Subject, for type: M.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageEnvelopeSequence<M> where M.Subject: BusSubject {
+        MessageEnvelopeSequence(events: try typedEvents(M.self, subjectID: subject.busSubjectID, buffering: buffering))
+    }
+
+    /// `messageEvents(of:)` for one subject.
+    public func messageEvents<M: BusAsyncMessage>(
+        of subject: M.Subject, for type: M.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageEventSequence<M> where M.Subject: BusSubject {
+        try typedEvents(M.self, subjectID: subject.busSubjectID, buffering: buffering)
+    }
+
+    /// Messages, gaps and undecodable notifications in-band, where they happened.
+    public func messageEvents<M: BusMessage>(
+        of type: M.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageEventSequence<M> {
+        try typedEvents(M.self, subjectID: nil, buffering: buffering)
+    }
+
+    /// A family's messages, gaps and undecodable notifications in-band.
+    public func messageEvents<F: BusMessageFamily>(
+        of family: F.Type, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> MessageEventSequence<F> {
+        MessageEventSequence(events: try events(named: F.busPattern, buffering: buffering), decoding: .family())
+    }
+
+    func typedEvents<M: BusMessage>(
+        _ type: M.Type, subjectID: String?, buffering: BufferingPolicy
+    ) throws(BusError) -> MessageEventSequence<M> {
+        let pattern = try Subjects.pattern(M.self, subjectID: subjectID)
+        return MessageEventSequence(events: try events(named: pattern, buffering: buffering), decoding: .single())
+    }
+
+    // MARK: Observers of async messages
+
+    /// Calls `block` with each of `type`'s messages, on `block`'s own isolation (as
+    /// `addObserver(forName:using:)`: `{ @MainActor order in ... }` runs on the main actor), until
+    /// the token is cancelled or dropped, which unsubscribes at the publisher. Decoded off the
+    /// bus's I/O thread, in the observer's task; what does not decode is counted in
+    /// `token.stats.undecodable`.
+    public func addObserver<M: BusAsyncMessage>(
+        for type: M.Type, buffering: BufferingPolicy = .default,
+        using block: @escaping @isolated(any) @Sendable (M) async -> Void
+    ) throws(BusError) -> ObservationToken {
+        observe(try typedEvents(M.self, subjectID: nil, buffering: buffering), block)
+    }
+
+    /// `addObserver(for:using:)` for one subject: subscribes exactly `<busName>.<subject id>`.
+    public func addObserver<M: BusAsyncMessage>(
+        of subject: M.Subject, for type: M.Type, buffering: BufferingPolicy = .default,
+        using block: @escaping @isolated(any) @Sendable (M) async -> Void
+    ) throws(BusError) -> ObservationToken where M.Subject: BusSubject {
+        observe(try typedEvents(M.self, subjectID: subject.busSubjectID, buffering: buffering), block)
+    }
+
+    /// `addObserver(for:using:)` by Foundation message identifier (`bus.addObserver(for: .orderCreated)`).
+    public func addObserver<I: NotificationCenter.MessageIdentifier>(
+        for identifier: I, buffering: BufferingPolicy = .default,
+        using block: @escaping @isolated(any) @Sendable (I.MessageType) async -> Void
+    ) throws(BusError) -> ObservationToken where I.MessageType: BusAsyncMessage {
+        try addObserver(for: I.MessageType.self, buffering: buffering, using: block)
+    }
+
+    /// By identifier, for one subject.
+    public func addObserver<I: NotificationCenter.MessageIdentifier>(
+        of subject: I.MessageType.Subject, for identifier: I, buffering: BufferingPolicy = .default,
+        using block: @escaping @isolated(any) @Sendable (I.MessageType) async -> Void
+    ) throws(BusError) -> ObservationToken where I.MessageType: BusAsyncMessage, I.MessageType.Subject: BusSubject {
+        try addObserver(of: subject, for: I.MessageType.self, buffering: buffering, using: block)
+    }
+
+    /// Calls `block` with each message of a family, on `block`'s own isolation.
+    public func addObserver<F: BusMessageFamily>(
+        for family: F.Type, buffering: BufferingPolicy = .default,
+        using block: @escaping @isolated(any) @Sendable (F) async -> Void
+    ) throws(BusError) -> ObservationToken {
+        observe(try messageEvents(of: family, buffering: buffering), block)
+    }
+
+    // MARK: Observers of main-actor messages
+
+    /// Calls `block` on the main actor with each of `type`'s messages (the onReceive style), until
+    /// the token is cancelled or dropped. Decoded before the hop, off the main actor.
+    public func addObserver<M: BusMainActorMessage>(
+        for type: M.Type, buffering: BufferingPolicy = .default,
+        using block: @escaping @MainActor (M) -> Void
+    ) throws(BusError) -> ObservationToken {
+        observe(try typedEvents(M.self, subjectID: nil, buffering: buffering)) { @MainActor message in block(message) }
+    }
+
+    /// The main-actor observer for one subject.
+    public func addObserver<M: BusMainActorMessage>(
+        of subject: M.Subject, for type: M.Type, buffering: BufferingPolicy = .default,
+        using block: @escaping @MainActor (M) -> Void
+    ) throws(BusError) -> ObservationToken where M.Subject: BusSubject {
+        observe(try typedEvents(M.self, subjectID: subject.busSubjectID, buffering: buffering)) { @MainActor message in
+            block(message)
+        }
+    }
+
+    /// The main-actor observer by Foundation message identifier.
+    public func addObserver<I: NotificationCenter.MessageIdentifier>(
+        for identifier: I, buffering: BufferingPolicy = .default,
+        using block: @escaping @MainActor (I.MessageType) -> Void
+    ) throws(BusError) -> ObservationToken where I.MessageType: BusMainActorMessage {
+        try addObserver(for: I.MessageType.self, buffering: buffering, using: block)
+    }
+
+    /// The main-actor observer by identifier, for one subject.
+    public func addObserver<I: NotificationCenter.MessageIdentifier>(
+        of subject: I.MessageType.Subject, for identifier: I, buffering: BufferingPolicy = .default,
+        using block: @escaping @MainActor (I.MessageType) -> Void
+    ) throws(BusError) -> ObservationToken where I.MessageType: BusMainActorMessage, I.MessageType.Subject: BusSubject {
+        try addObserver(of: subject, for: I.MessageType.self, buffering: buffering, using: block)
+    }
+
+    /// One task per observer, as `addObserver(forName:using:)`: it takes each event, decodes it
+    /// (in `next()`, here, not on the I/O thread nor on the observer's actor) and awaits `block`.
+    private func observe<Element: Sendable>(
+        _ events: MessageEventSequence<Element>, _ block: @escaping @isolated(any) @Sendable (Element) async -> Void
+    ) -> ObservationToken {
+        let messages = MessageSequence(events: events)
+        let task = Task {
+            for await message in messages { await block(message) }
+        }
+        return ObservationToken(task: task, sequence: NotificationSequence(events: events.events))
+    }
+}
