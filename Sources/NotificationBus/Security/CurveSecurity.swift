@@ -36,35 +36,3 @@ public struct CurveServerSecurity: Sendable {
         self.onAuthentication = onAuthentication
     }
 }
-
-/// CURVE for `nbus broker`: the broker's key pair and one allow list per side. The frontend admits
-/// only `allowedPublishers`, the backend only `allowedSubscribers`; plaintext peers are refused.
-public struct BrokerSecurity: Sendable {
-    /// The broker's key pair; publishers and subscribers need its public key.
-    public let keyPair: CurveKeyPair
-    /// The publishers admitted on the frontend.
-    public let allowedPublishers: CurveAllowList
-    /// The subscribers admitted on the backend.
-    public let allowedSubscribers: CurveAllowList
-
-    /// A broker admitting exactly these publishers and subscribers.
-    public init(keyPair: CurveKeyPair, allowedPublishers: CurveAllowList, allowedSubscribers: CurveAllowList) {
-        self.keyPair = keyPair
-        self.allowedPublishers = allowedPublishers
-        self.allowedSubscribers = allowedSubscribers
-    }
-}
-
-/// The ZAP domains a CURVE server socket reports, by who its clients are.
-public enum AuthenticationDomain: String, Sendable, CaseIterable, Comparable {
-    /// Clients that publish: a broker's frontend, a subscriber that binds.
-    case publishers
-    /// Clients that subscribe: a broker's backend, a publisher that binds.
-    case subscribers
-
-    /// "publisher" or "subscriber", for log lines.
-    public var singular: String { String(rawValue.dropLast()) }
-
-    /// Alphabetical, for stable report order.
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.rawValue < rhs.rawValue }
-}

@@ -1,0 +1,82 @@
+import FoundationEssentials
+
+/// Why a delivered notification did not become a message value.
+public struct UndecodableMessage: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The Swift type it was to decode as.
+    public var type: String
+    /// What failed: the decoder's error, a content type that is not JSON, or a name no member of
+    /// a family has.
+    public var reason: String
+
+    public init(type: String, reason: String) {
+        self.type = type
+        self.reason = reason
+    }
+
+    public var description: String { "not a \(type): \(reason)" }
+}
+
+/// Turns a delivered notification into an element: one message type, or a family.
+struct MessageDecoding<Element: Sendable>: Sendable {
+    let typeName: String
+    let decode: @Sendable (BusNotification) throws(UndecodableMessage) -> Element
+
+    /// The payload must be JSON: content type `json`, or `unspecified` (a raw producer that did
+    /// not say, like `nbus publish` without `--content-type`).
+    static func checkContentType(_ notification: BusNotification, _ typeName: String) throws(UndecodableMessage) {
+        guard notification.contentType == .json || notification.contentType == .unspecified else {
+            throw UndecodableMessage(type: typeName, reason: "content type \(notification.contentType.name), not json")
+        }
+    }
+
+}
+
+extension MessageDecoding where Element: BusMessage {
+    /// One message type.
+    static func single() -> MessageDecoding<Element> {
+        typealias M = Element
+        let typeName = String(describing: M.self)
+        return MessageDecoding(typeName: typeName) { notification throws(UndecodableMessage) in
+            try MessageDecoding.checkContentType(notification, typeName)
+            do {
+                return try M.decodeBusPayload(notification.payload)
+            } catch {
+                throw UndecodableMessage(type: typeName, reason: String(describing: error))
+            }
+        }
+    }
+
+}
+
+extension MessageDecoding where Element: BusMessageFamily {
+    /// A family: the member whose name the notification carries.
+    static func family() -> MessageDecoding<Element> {
+        typealias F = Element
+        let typeName = String(describing: F.self)
+        let members = F.members.map { (type: $0, name: $0.busName, subject: $0.hasBusSubject) }
+        return MessageDecoding(typeName: typeName) { notification throws(UndecodableMessage) in
+            try MessageDecoding.checkContentType(notification, typeName)
+            let name = notification.name.rawValue
+            let member = members.first { member in
+                if member.subject {
+                    let base = member.name.rawValue + "."
+                    return name.hasPrefix(base) && !name.dropFirst(base.count).contains(".")
+                }
+                return member.name.rawValue == name
+            }
+            guard let member else {
+                throw UndecodableMessage(type: typeName, reason: "no member type is named \(name)")
+            }
+            let value: any BusMessage
+            do {
+                value = try member.type.decodeBusPayload(notification.payload)
+            } catch {
+                throw UndecodableMessage(type: typeName, reason: "as \(member.type): \(error)")
+            }
+            guard let wrapped = F(member: value) else {
+                throw UndecodableMessage(type: typeName, reason: "init(member:) refused a \(member.type)")
+            }
+            return wrapped
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import FoundationEssentials
+
+/// Subject rules in one place: what type has one, what name a subject makes.
+enum Subjects {
+    /// Whether `M.Subject` is a `BusSubject` (read through Foundation's associated type when the
+    /// message is one of Foundation's kinds; a bare `BusMessage` has no subject).
+    static func isBusSubject<M: BusMessage>(_ type: M.Type) -> Bool {
+        if let async = type as? any NotificationCenter.AsyncMessage.Type { return subjectIsBusSubject(async) }
+        if let main = type as? any NotificationCenter.MainActorMessage.Type { return subjectIsBusSubject(main) }
+        return false
+    }
+
+    private static func subjectIsBusSubject<M: NotificationCenter.AsyncMessage>(_: M.Type) -> Bool {
+        M.Subject.self is any BusSubject.Type
+    }
+
+    private static func subjectIsBusSubject<M: NotificationCenter.MainActorMessage>(_: M.Type) -> Bool {
+        M.Subject.self is any BusSubject.Type
+    }
+
+    /// `<busName>.<id>`, or `.invalidName` when `id` is not exactly one valid token.
+    static func name(_ base: NotificationName, subjectID id: String) throws(BusError) -> NotificationName {
+        // One token: a dot would let a subject reach into another subject's names.
+        if id.utf8.contains(NameGrammar.dot) { throw .invalidSubject(id: id, reason: "it holds a dot") }
+        do {
+            _ = try NotificationName(id)
+        } catch {
+            throw .invalidSubject(id: id, reason: error.description)
+        }
+        do { return try NotificationName(base.rawValue + "." + id) } catch { throw .invalidName(error) }
+    }
+
+    /// What observing `M` with an optional subject subscribes.
+    static func pattern<M: BusMessage>(_ type: M.Type, subjectID: String?) throws(BusError) -> NamePattern {
+        if let subjectID { return NamePattern(exactly: try name(M.busName, subjectID: subjectID)) }
+        guard M.hasBusSubject else { return NamePattern(exactly: M.busName) }
+        do { return try NamePattern(M.busName.rawValue + ".*") } catch { throw .invalidName(error) }
+    }
+}
