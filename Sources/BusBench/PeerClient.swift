@@ -3,7 +3,7 @@ import Synchronization
 import NotificationBus
 
 /// What `nbus bench peer-client` is asked to do: the client interface of the peers kit
-/// (`../shared/peers/README.md`), so the bus is measured through `nbus broker` exactly as NATS,
+/// (`Benchmarks/peers/README.md`), so the bus is measured through `nbus broker` exactly as NATS,
 /// Redis and bare ZeroMQ are, with the bus's defaults.
 package struct PeerClientOptions: Sendable {
     /// The role.
