@@ -1,15 +1,6 @@
 import NotificationBus
 import ToolSupport
 
-/// One thing `nbus publish` takes from its input: a notification to post, or an input line it
-/// skips (and counts) with the reason.
-enum PublishItem {
-    /// `line`: the input line it came from (nil for counted posts); a post ZeroMQ or the bus
-    /// refuses for this notification alone is then skipped and counted instead of ending the run.
-    case post(line: Int?, name: NotificationName, payload: [UInt8], headers: NotificationHeaders, type: ContentType)
-    case skip(line: Int, reason: String)
-}
-
 /// Where `nbus publish`'s notifications come from: a count (`--count`, `{n}` in the payload),
 /// text lines (`--lines`) or JSON lines (`--lines --input json`). One posting loop
 /// (`Publish.post`) takes them all: the wait for subscribers, cancellation, pacing and skips live
