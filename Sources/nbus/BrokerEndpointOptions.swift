@@ -1,10 +1,5 @@
 import ArgumentParser
-import BusOperations
-import Foundation
-import ServiceLifecycle
-import ToolSupport
 import NotificationBus
-import Subprocess
 
 /// Where `request` and `reply` reach a broker: both sides at once.
 struct BrokerEndpointOptions: ParsableArguments {

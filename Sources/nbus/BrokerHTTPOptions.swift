@@ -1,8 +1,5 @@
 import ArgumentParser
 import BusOperations
-import NotificationBus
-import Prometheus
-import ServiceLifecycle
 
 /// `--http` of `nbus broker`.
 struct BrokerHTTPOptions: ParsableArguments {

@@ -1,7 +1,5 @@
 import ArgumentParser
-import BusOperations
 import NotificationBus
-import ZeroMQ
 
 /// `--bind`/`--connect`, shared by publish and subscribe.
 struct EndpointOptions: ParsableArguments {

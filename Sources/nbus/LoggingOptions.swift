@@ -1,9 +1,6 @@
 import ArgumentParser
 import BusOperations
 import Logging
-import NotificationBus
-import Prometheus
-import ServiceLifecycle
 
 /// `--log-level` and `--log-format`, for every command: one format for nbus's lines and those of
 /// the libraries it uses (swift-service-lifecycle's), on standard error. Notifications that

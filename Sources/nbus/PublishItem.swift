@@ -1,5 +1,4 @@
 import NotificationBus
-import ToolSupport
 
 /// One thing `nbus publish` takes from its input: a notification to post, or an input line it
 /// skips (and counts) with the reason.

@@ -1,8 +1,3 @@
-import BusOperations
-import Foundation
-import NotificationBus
-import ServiceLifecycle
-
 /// Reading standard input failed for `publish --lines`.
 struct StandardInputFailed: Error, CustomStringConvertible {
     let reason: String

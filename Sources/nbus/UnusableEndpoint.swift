@@ -1,7 +1,3 @@
-import BusOperations
-import NotificationBus
-import ZeroMQ
-
 /// An endpoint argument that cannot work: one libzmq would misread (a port above 65535 wraps
 /// around), refuse with a bare "Invalid argument", or take and retry for ever in silence (a host
 /// that can be no address: `tcp://256.1.1.1:1`), or one no other process can reach (inproc://).
