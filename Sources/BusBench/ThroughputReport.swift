@@ -1,54 +1,5 @@
 import Foundation
 
-/// One raw-libzmq throughput run (C, XPUB/SUB, two processes).
-package struct RawThroughputRun: Codable, Sendable {
-    /// Messages the subscriber received.
-    package var count: Int
-    /// First to last message at the subscriber, ns.
-    package var elapsedNanoseconds: UInt64
-    /// (count - 1) / elapsed, messages per second.
-    package var rate: Double
-    /// Sequence numbers missing at the subscriber (must be 0 with NODROP).
-    package var gaps: UInt64
-    /// Messages of an unexpected size (must be 0).
-    package var badSize: Int
-    /// Bytes per ZeroMQ frame.
-    package var frameBytes: Int
-}
-
-/// The raw PUB/SUB one-way latency at the paced rate (C publisher stamps, C subscriber measures).
-package struct RawPacedLatency: Codable, Sendable {
-    /// Messages received.
-    package var count: Int
-    /// Sequence gaps (must be 0).
-    package var gaps: UInt64
-    /// Send stamp to receipt, ns.
-    package var latency: LatencySummary
-}
-
-/// One bus throughput (or paced latency) run across two processes.
-package struct BusThroughputRun: Codable, Sendable {
-    /// What the subscriber's `for await` loop measured.
-    package var subscriber: BusSubscriberResult
-    /// What the publisher reported (nil when it was stopped before it could).
-    package var publisher: BusPublisherResult?
-    /// The subscriber's diagnostics, kept for a failed run.
-    package var subscriberStderr: String
-}
-
-/// The raw REQ/REP round trip (C, two processes), whose half is the one-way baseline latency.
-package struct RawRoundTrip: Codable, Sendable {
-    /// Round-trip times, ns.
-    package var roundTrip: LatencySummary
-    /// Bytes per frame each way.
-    package var frameBytes: Int
-
-    /// Half the round trip's p50, ns.
-    package var halfP50: Double { Double(roundTrip.p50) / 2 }
-    /// Half the round trip's p99, ns.
-    package var halfP99: Double { Double(roundTrip.p99) / 2 }
-}
-
 /// Everything one `nbus bench throughput` invocation measured, with the targets of issue 3.
 package struct ThroughputReport: Codable, Sendable {
     /// Bus/raw throughput target: at least this.

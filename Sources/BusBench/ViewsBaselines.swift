@@ -4,64 +4,6 @@ import Foundation
 import Glibc
 #endif
 
-/// Raw libzmq PUB/SUB in two processes (`nbus-baseline`, C), run in the same invocation as a views
-/// scenario with the scenario's transport, rate, payload size and high-water mark: what each
-/// style's figures are read against.
-package struct RawBaselineRow: Codable, Sendable, Equatable {
-    /// How the row is labelled in every output.
-    package static let label = "raw libzmq PUB/SUB (nbus-baseline, C)"
-    /// The CSV/JSON key of the row.
-    package static let key = "raw-libzmq"
-
-    /// The scenario's transport (ipc or tcp).
-    package var transport: ThroughputOptions.Transport
-    /// Frames per second the publisher was paced to (nil: as fast as ZeroMQ takes them).
-    package var requestedRate: Int?
-    /// Payload bytes, and bytes per frame (name, NUL, NBP/1 header, payload).
-    package var size: Int
-    package var frameBytes: Int
-    /// Frames sent, and received by the subscriber (equal: XPUB with NODROP loses none).
-    package var published: Int
-    package var delivered: Int
-    /// Sequence gaps and frames of the wrong size the subscriber saw (both must be 0).
-    package var gaps: UInt64
-    package var badSize: Int
-    /// First to last frame at the subscriber, ns, and frames per second over it.
-    package var elapsedNanoseconds: UInt64
-    package var deliveredPerSecond: Double
-    /// Send stamp to receipt, ns (paced runs only: unpaced frames carry one stamp for all).
-    package var latency: LatencySummary?
-    /// The subscriber process's CPU time (getrusage, its whole life) and peak RSS (VmHWM).
-    package var cpuNanoseconds: UInt64
-    package var peakResidentKiB: UInt64
-
-    /// Subscriber CPU per frame, ns.
-    package var cpuPerFrameNanoseconds: Double { delivered == 0 ? 0 : Double(cpuNanoseconds) / Double(delivered) }
-}
-
-/// Foundation's `NotificationCenter` in this process, one block observer, the same payload, as
-/// fast as `post` returns: the in-process row of a views run.
-package struct FoundationBaselineRow: Codable, Sendable, Equatable {
-    /// How the row is labelled in every output.
-    package static let label = "Foundation NotificationCenter (in-process, block observer)"
-    /// The CSV/JSON key of the row.
-    package static let key = "foundation-notificationcenter"
-
-    /// Payload bytes (a `[UInt8]` in `userInfo`).
-    package var size: Int
-    /// Posts made, and observer calls that read the payload back.
-    package var posted: Int
-    package var delivered: Int
-    /// First post to last delivery, ns, and deliveries per second over it.
-    package var elapsedNanoseconds: UInt64
-    package var deliveredPerSecond: Double
-    /// CPU time of the posting thread (the observer runs inside `post`), ns.
-    package var cpuNanoseconds: UInt64
-
-    /// CPU per notification (post plus the observer), ns.
-    package var cpuPerNotificationNanoseconds: Double { delivered == 0 ? 0 : Double(cpuNanoseconds) / Double(delivered) }
-}
-
 /// The baseline rows of one views run (nil when skipped; `skipped` says why).
 package struct ViewsBaselines: Codable, Sendable, Equatable {
     package var raw: RawBaselineRow?
@@ -137,38 +79,5 @@ package struct ViewsBaselines: Codable, Sendable, Equatable {
         var spec = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &spec)
         return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
-    }
-}
-
-/// One style's figures as multiples of raw libzmq's, measured in the same invocation.
-package struct ViewsRawRatio: Codable, Sendable, Equatable {
-    /// The style the ratios are of.
-    package var style: ViewStyle
-    /// Host CPU per frame that reached it / raw subscriber CPU per frame.
-    package var cpuPerFrame: Double?
-    /// Style latency p50 / raw latency p50 (publish to state update against send to receipt).
-    package var latencyP50: Double?
-    /// Style latency p99 / raw latency p99.
-    package var latencyP99: Double?
-    /// Delivered per second / raw delivered per second.
-    package var deliveredPerSecond: Double?
-    /// Host peak RSS / raw subscriber peak RSS.
-    package var peakResident: Double?
-
-    init(style: ViewsStyleSummary, raw: RawBaselineRow) {
-        func ratio(_ a: Double, _ b: Double) -> Double? { a > 0 && b > 0 ? a / b : nil }
-        self.style = style.style
-        cpuPerFrame = ratio(style.cpuPerFrameNanoseconds, raw.cpuPerFrameNanoseconds)
-        latencyP50 = raw.latency.flatMap { ratio(Double(style.latency.p50), Double($0.p50)) }
-        latencyP99 = raw.latency.flatMap { ratio(Double(style.latency.p99), Double($0.p99)) }
-        deliveredPerSecond = ratio(style.deliveredPerSecond, raw.deliveredPerSecond)
-        peakResident = ratio(Double(style.peakResidentKiB), Double(raw.peakResidentKiB))
-    }
-
-    /// `12.3x`, or `-` when either side is missing.
-    static func text(_ value: Double?) -> String {
-        guard let value else { return "-" }
-        // Thousands separated, as every other figure of the report is.
-        return value >= 100 ? Format.count(Int(value.rounded())) + "x" : value >= 10 ? String(format: "%.1fx", value) : String(format: "%.2fx", value)
     }
 }

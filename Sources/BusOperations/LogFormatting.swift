@@ -4,16 +4,6 @@ import Glibc
 import Logging
 import Synchronization
 
-/// How log lines are written: one line per event, a timestamp, a level, the logger's label, the
-/// message and its fields.
-public enum LogFormat: String, CaseIterable, Sendable {
-    /// `2026-11-25T10:38:11.123Z info nbus broker: message key=value ...`, for people.
-    case text
-    /// One JSON object per line (`timestamp`, `level`, `label`, `message`, then the fields), for
-    /// log collectors.
-    case json
-}
-
 /// A swift-log handler that writes every line of a process in one format to standard error: the
 /// project's lines and those of the libraries it uses (swift-service-lifecycle's among them), once
 /// `LoggingSystem.bootstrap` has installed it.
@@ -119,42 +109,6 @@ public struct BusLogHandler: LogHandler {
         case .dictionary(let fields):
             return "{" + fields.sorted { $0.key < $1.key }.map { JSONString.quoted($0.key) + ":" + jsonValue($0.value) }
                 .joined(separator: ",") + "}"
-        }
-    }
-}
-
-/// Where log lines go: a file descriptor written whole lines at a time under a lock.
-public final class LogSink: Sendable {
-    private let descriptor: Int32
-    private let lock = Mutex(())
-
-    /// Lines to `descriptor` (not closed by the sink).
-    public init(descriptor: Int32) {
-        self.descriptor = descriptor
-    }
-
-    /// Standard error.
-    public static let standardError = LogSink(descriptor: 2)
-
-    /// Writes `text` whole (retrying short writes and EINTR); a write that fails is dropped:
-    /// a log must never stop the program.
-    public func write(_ text: String) {
-        var bytes = Array(text.utf8)
-        lock.withLock { _ in
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes.withUnsafeMutableBytes { buffer -> Int in
-                    guard let base = buffer.baseAddress else { return -1 }
-                    return Glibc.write(descriptor, base + offset, buffer.count - offset)
-                }
-                if written > 0 {
-                    offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else {
-                    return
-                }
-            }
         }
     }
 }

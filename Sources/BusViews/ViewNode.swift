@@ -76,46 +76,6 @@ public final class ViewNode {
     }
 }
 
-/// The runtime of one modifier position of a node: the latest declaration, and what it holds.
-@MainActor
-final class ModifierSlot {
-    var modifier: ViewModifier
-    /// The `onReceive` subscription, alive while the node exists.
-    var observation: ObservationToken?
-    /// A task-style consumer's subscription, alive while the node exists.
-    var feed: ViewFeedStorage?
-    /// The running task of a `task` modifier.
-    var running: Task<Void, Never>?
-
-    init(_ modifier: ViewModifier) {
-        self.modifier = modifier
-    }
-
-    /// A host dropped without `unmount()` still releases the feed's subscription (its pump would
-    /// otherwise keep it until the bus closes); `onReceive` tokens release themselves.
-    isolated deinit {
-        feed?.close()
-        running?.cancel()
-    }
-
-    var task: TaskModifier? {
-        if case .task(let task) = modifier { return task }
-        return nil
-    }
-}
-
-/// Reads one node's counters from any thread: for samplers that must not wait for a busy main actor.
-public struct ViewNodeReader: Sendable {
-    let recorder: ViewMetricsRecorder
-    let sources: [@Sendable () -> SubscriptionStats]
-
-    /// The node's counters now.
-    public var metrics: ViewMetrics { recorder.snapshot }
-
-    /// The counters of the subscriptions the node held when the reader was made.
-    public var subscriptionStats: [SubscriptionStats] { sources.map { $0() } }
-}
-
 extension ViewNode {
     /// A reader of this node's counters, usable off the main actor; it sees the subscriptions the
     /// node holds now (a later `body` that changes its modifiers is not followed).

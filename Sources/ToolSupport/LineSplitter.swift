@@ -2,23 +2,6 @@
 import Glibc
 #endif
 
-/// One line as `LineSplitter` and `FileDescriptorLines` hand it out.
-package enum InputLine: Sendable, Equatable {
-    /// The line's bytes, exactly as read, without its line ending (`\n`, or `\r\n`).
-    case bytes([UInt8])
-    /// A line longer than the maximum: `byteCount` bytes (without the line ending) were read and
-    /// dropped, and splitting goes on with the next line.
-    case tooLong(byteCount: Int)
-    /// Reading failed (`reason` is the system's text); no line follows.
-    case readFailed(reason: String)
-
-    /// The line as text (invalid UTF-8 repaired); nil for `.tooLong` and `.readFailed`.
-    package var text: String? {
-        guard case .bytes(let bytes) = self else { return nil }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
-
 /// The one line splitter of the project: bytes in (from `read(2)`, a pipe, a child's stdout), lines
 /// out. Used by `nbus publish --lines`, the benchmark workers' stdin and `ChildProcess`'s stdout.
 ///
@@ -113,83 +96,6 @@ package struct LineSplitter {
                 let found = memchr(base + scanned, Int32(UInt8(ascii: "\n")), buffer.count - scanned)
             else { return nil }
             return base.distance(to: UnsafeRawPointer(found))
-        }
-    }
-}
-
-/// Chunks read from a file descriptor with blocking `read(2)`, EINTR retried: for a thread of
-/// its own, never a cooperative one.
-package struct FileDescriptorBytes {
-    private let fileDescriptor: Int32
-    /// What one `read` fills.
-    private var chunk = [UInt8](repeating: 0, count: 65_536)
-
-    /// Reads from `fileDescriptor`.
-    package init(fileDescriptor: Int32) {
-        self.fileDescriptor = fileDescriptor
-    }
-
-    /// Why reading stopped short.
-    package enum Failure: Error, Equatable {
-        /// More than the limit came.
-        case tooLong
-        /// `read(2)` failed; the system's text.
-        case readFailed(String)
-    }
-
-    /// The next chunk; empty at the end of input.
-    package mutating func next() -> Result<ArraySlice<UInt8>, Failure> {
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fileDescriptor, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { return .failure(.readFailed(String(cString: strerror(errno)))) }
-            return .success(chunk[0..<count])
-        }
-    }
-
-    /// Everything to the end of input, at most `limit` bytes.
-    package mutating func readToEnd(limit: Int) -> Result<[UInt8], Failure> {
-        var bytes: [UInt8] = []
-        while true {
-            switch next() {
-            case .failure(let failure): return .failure(failure)
-            case .success(let chunk) where chunk.isEmpty: return .success(bytes)
-            case .success(let chunk):
-                bytes += chunk
-                if bytes.count > limit { return .failure(.tooLong) }
-            }
-        }
-    }
-}
-
-/// Lines read from a file descriptor with blocking `read(2)` (EINTR retried), through
-/// `LineSplitter`: for a thread of its own, never a cooperative one.
-package struct FileDescriptorLines {
-    private var input: FileDescriptorBytes
-    private var splitter: LineSplitter
-    private var atEnd = false
-
-    /// Lines of `fileDescriptor`, each up to `maximumLineBytes`.
-    package init(fileDescriptor: Int32, maximumLineBytes: Int = Int.max - 1) {
-        input = FileDescriptorBytes(fileDescriptor: fileDescriptor)
-        splitter = LineSplitter(maximumLineBytes: maximumLineBytes)
-    }
-
-    /// The next line (blocking), or nil once the input has ended and every line was returned.
-    package mutating func next() -> InputLine? {
-        while true {
-            if let line = splitter.next() { return line }
-            if atEnd { return splitter.finish() }
-            switch input.next() {
-            case .failure(let failure):
-                atEnd = true
-                guard case .readFailed(let reason) = failure else { continue }
-                return .readFailed(reason: reason)
-            case .success(let chunk) where chunk.isEmpty:
-                atEnd = true
-            case .success(let chunk):
-                chunk.withUnsafeBytes { splitter.append($0) }
-            }
         }
     }
 }

@@ -3,13 +3,13 @@ import BusBench
 
 extension PeerClientOptions.Mode: ExpressibleByArgument {}
 
-/// `nbus bench peer-client`: the peers kit's client (`../shared/peers/README.md`) on the bus.
+/// `nbus bench peer-client`: the peers kit's client (`Benchmarks/peers/README.md`) on the bus.
 struct BenchPeerClient: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "peer-client",
         abstract: "The peers kit's benchmark client on the bus, through nbus broker (run.py starts it).",
         discussion: """
-            The same workload NATS, Redis and bare ZeroMQ run in ../shared/peers, with the bus's \
+            The same workload NATS, Redis and bare ZeroMQ run in Benchmarks/peers (see its README.md), with the bus's \
             defaults: sub counts one name until END or 3 s after its last notification (60 s when none comes); pub waits for a subscriber, \
             posts --n notifications cycling --subject, then END, then closes; ping/pong measure \
             round trips on `ping` and `pong`. Flags are --name=value; the last line of stdout is one \

@@ -1,0 +1,91 @@
+import BusOperations
+import Foundation
+import NotificationBus
+import ServiceLifecycle
+import ToolSupport
+
+/// The running subscriber: prints until `--count`, `--timeout`, a refused CURVE key or a graceful
+/// shutdown, then closes and prints its summary. On a signal it closes the bus first and lets the
+/// printing tasks finish what was already buffered, so the summary counts exactly what was printed.
+struct SubscribeService: Service {
+    let command: Subscribe
+    let bus: Bus
+    let streams: [BusEventSequence]
+    /// With --http: the delivery-latency histogram, fed as each notification is printed.
+    let latency: DeliveryLatencyMetrics?
+
+    private typealias Ending = SubscribeOutcome.Ending
+
+    func run() async throws {
+        let (command, bus, streams) = (self.command, self.bus, self.streams)
+        let printer = EventPrinter(limit: command.count, format: command.format == .json ? .json : .text, latency: latency)
+        // Not on `bus.executor`: formatting and writing every notification is heavy, and on the
+        // bus's own thread it would stop reading meanwhile (a burst then makes this subscriber
+        // slow at the broker); on another core the two run side by side.
+        let printing = Task { await command.printEvents(of: streams, printing: printer) }
+        let ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
+            group.addTask {
+                _ = await printing.value
+                return .printingEnded
+            }
+            if let timeout = command.timeout {
+                group.addTask {
+                    do {
+                        try await Task.sleep(for: SecondsOption.duration(timeout))
+                        return .timedOut
+                    } catch {
+                        return nil
+                    }
+                }
+            }
+            group.addTask {
+                do {
+                    try await gracefulShutdown()
+                    return .signalled
+                } catch {
+                    return nil
+                }
+            }
+            if command.watchesMemory {
+                group.addTask {
+                    await command.logMemoryResets(of: bus)
+                    return nil
+                }
+            }
+            group.addTask {
+                // A refused key, or a server with another security mechanism (CURVE against
+                // plaintext), stays so: say it instead of waiting in silence. Bounded by a year,
+                // i.e. for as long as the subscriber runs.
+                do {
+                    try await bus.waitForHandshakeRefusal(timeout: .seconds(365 * 86_400))
+                    return .refused
+                } catch {
+                    return nil
+                }
+            }
+            var first: Ending?
+            while first == nil, let next = await group.next() { first = next }
+            switch first {
+            case .signalled?:
+                // Stop reading; every stream ends once its buffer is printed.
+                await bus.close()
+            case .timedOut?, .refused?:
+                // Closed before the printing stops: cancelling it ends the subscriptions, and a
+                // bus forgets the streams no subscription matches, so the summary would find none
+                // tracked and hide a tail it does not know (NBP-1 §15.2), as a signal never did.
+                await bus.close()
+                printing.cancel()
+            case .printingEnded?, nil:
+                break
+            }
+            group.cancelAll()
+            return first ?? .printingEnded
+        }
+        _ = await printing.value
+
+        let perPattern = zip(command.patterns, streams).map { ($0, $1.stats) }
+        let busStats = await bus.close()
+        let counts = SubscribeOutcome.Counts(printed: printer.count, perPattern: perPattern, bus: busStats)
+        try finish("subscribe", SubscribeOutcome.of(ending, counts: counts, options: command.outcomeOptions), format: command.summaryFormat)
+    }
+}
