@@ -210,16 +210,29 @@ enum Reference {
         guard !rest.isEmpty else { throw Reject("truncatedHeader") }
         if rest[0] == 1 { return [try parse(frame, maximumPayload: maximumPayload)] }
         guard rest[0] == 2 else { throw Reject("unsupportedVersion") }
-        guard rest.count >= 16 else { throw Reject("truncatedHeader") }
+        // What a rejection reports, whatever step rejected it (§7.5): the header's count when the
+        // header is there and the count is 1...1024, no more than the bytes hold (26 a record).
+        let declared: Int? = {
+            guard rest.count >= 16 else { return nil }
+            let count = Int(be(rest[4..<6]))
+            let room = (rest.count - 16) / 26
+            return (1...1024).contains(count) && room >= 1 ? min(count, room) : nil
+        }()
+        func fail(_ reason: String) -> Reject { Reject(reason, records: declared) }
+        // B0: never a control name (first token `_nbus`) in a batch.
+        if name.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).first.map(Array.init) == Array("_nbus".utf8) {
+            throw fail("batchInvalid")
+        }
+        guard rest.count >= 16 else { throw fail("truncatedHeader") }
+        guard Int(rest[2]) == name.count else { throw fail("nameLengthMismatch") }
         let count = Int(be(rest[4..<6]))
-        let declared = (1...1024).contains(count) ? count : nil
-        guard Int(rest[2]) == name.count else { throw Reject("nameLengthMismatch", records: declared) }
-        guard let declared else { throw Reject("batchInvalid") }
+        guard (1...1024).contains(count) else { throw fail("batchInvalid") }
+        // B4: within 4384 + max(maximum payload, 1 MiB), whatever the records say.
+        guard name.count + 1 + rest.count <= 4_384 + max(maximumPayload, 1 << 20) else { throw fail("payloadTooLarge") }
         let publisherID = be(rest[8..<16])
         var out: [Decoded] = []
         var position = 16
-        func fail(_ reason: String) -> Reject { Reject(reason, records: declared) }
-        for _ in 0..<declared {
+        for _ in 0..<count {
             guard rest.count - position >= 26 else { throw fail("truncatedHeader") }
             let headerCount = Int(rest[position + 2])
             let headersLength = Int(be(rest[(position + 4)..<(position + 6)]))
