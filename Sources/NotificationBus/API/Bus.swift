@@ -174,30 +174,56 @@ public final class Bus: Sendable {
     func encodeForPost(
         _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
     ) throws(BusError) -> Message? {
+        try checkPostable(name)
+        let size = try encodedSize(name, payload, headers)
+        // Filtering before encoding: a post that no subscription at this publisher covers would
+        // be dropped by ZeroMQ's prefix filter; it stops here, before any copy or hand-off.
+        guard try isWanted(name) else { return nil }
+        return try frame(size: size, name, payload, headers, contentType)
+    }
+
+    /// The checks every post passes first (the byte API's and the typed one's).
+    @inline(__always)
+    func checkPostable(_ name: NotificationName) throws(BusError) {
         guard !configuration.publish.isEmpty else { throw .notAPublisher }
         guard !ControlNames.isReserved(name) else { throw .reservedName(name) }
+    }
+
+    /// The frame's size for this payload and headers, within the bus's limits.
+    @inline(__always)
+    func encodedSize(_ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders) throws(BusError) -> Int {
         guard payload.count <= configuration.maximumPayload else {
             throw .payloadTooLarge(byteCount: payload.count, maximum: configuration.maximumPayload)
         }
-        // Encoded straight into a libzmq message: the I/O thread sends it without another copy.
-        // The sequence is 0 here; `BusCore.queue` stamps it in the same critical section as queueing.
-        let size: Int
         do {
-            size = try EnvelopeCodec.encodedSize(name: name, headers: headers, payloadCount: payload.count)
+            return try EnvelopeCodec.encodedSize(name: name, headers: headers, payloadCount: payload.count)
         } catch {
             throw .invalidHeaders(error)
         }
-        // Filtering before encoding: a post that no subscription at this publisher covers would
-        // be dropped by ZeroMQ's prefix filter; it stops here, before any copy or hand-off.
+    }
+
+    /// Whether a subscription at this publisher covers `name`; an unwanted post is counted here
+    /// (and skips a sequence number once the name was sent, so subscribers see no false gap).
+    @inline(__always)
+    func isWanted(_ name: NotificationName) throws(BusError) -> Bool {
         switch core.decideInterest(name) {
         case nil: throw .closed
-        case .unwanted?: return nil
+        case .unwanted?: return false
         case .unwantedAfterSending?:
             core.skipSequence(of: name)
             core.noteUnwantedAfterSending(connecting: connectingEndpoints)
-            return nil
-        case .wanted?: break
+            return false
+        case .wanted?: return true
         }
+    }
+
+    /// The post encoded straight into a libzmq message, so the I/O thread sends it without
+    /// another copy. The sequence is 0 here; `BusCore.queue` stamps it in the same critical
+    /// section as queueing.
+    @inline(__always)
+    func frame(
+        size: Int, _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
+    ) throws(BusError) -> Message {
         var message: Message
         do {
             message = try Message(size: size)

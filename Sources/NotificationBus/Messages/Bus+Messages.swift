@@ -43,23 +43,13 @@ extension Bus {
         try await queueWhenThereIsSpace(&message, name)
     }
 
-    /// `encodeForPost` for a message value: the same checks in the same order, with the JSON made
-    /// only once a subscriber is known to want the name (a filtered post costs no encoding).
-    /// Kept apart from `encodeForPost` so the byte path's inlined code is unchanged.
+    /// `encodeForPost` for a message value, from the same pieces, with the JSON made only once a
+    /// subscriber is known to want the name (a filtered post costs no encoding).
     func encodeMessageForPost<M: BusMessage>(
         _ value: M, _ name: NotificationName, _ headers: NotificationHeaders
     ) throws(BusError) -> ZeroMQ.Message? {
-        guard !configuration.publish.isEmpty else { throw .notAPublisher }
-        guard !ControlNames.isReserved(name) else { throw .reservedName(name) }
-        switch core.decideInterest(name) {
-        case nil: throw .closed
-        case .unwanted?: return nil
-        case .unwantedAfterSending?:
-            core.skipSequence(of: name)
-            core.noteUnwantedAfterSending(connecting: connectingEndpoints)
-            return nil
-        case .wanted?: break
-        }
+        try checkPostable(name)
+        guard try isWanted(name) else { return nil }
         let payload: [UInt8]
         do {
             payload = try M.encodeBusPayload(value)
@@ -67,29 +57,7 @@ extension Bus {
             throw .encodingFailed(type: String(describing: M.self), reason: String(describing: error))
         }
         core.noteMessageEncoded()
-        guard payload.count <= configuration.maximumPayload else {
-            throw .payloadTooLarge(byteCount: payload.count, maximum: configuration.maximumPayload)
-        }
-        let size: Int
-        do {
-            size = try EnvelopeCodec.encodedSize(name: name, headers: headers, payloadCount: payload.count)
-        } catch {
-            throw .invalidHeaders(error)
-        }
-        var message: ZeroMQ.Message
-        do {
-            message = try ZeroMQ.Message(size: size)
-        } catch {
-            throw .transport(error)
-        }
-        let timestamp = Timestamps.wallClockNanoseconds()
-        let publisherID = configuration.publisherID
-        message.withUnsafeMutableBytes { out in
-            _ = EnvelopeCodec.write(
-                name: name, flags: 0, contentType: .json, headers: headers, payload: payload, sequence: 0,
-                publisherID: publisherID, timestamp: timestamp, into: out)
-        }
-        return message
+        return try frame(size: try encodedSize(name, payload, headers), name, payload, headers, .json)
     }
 
     // MARK: Sequences
