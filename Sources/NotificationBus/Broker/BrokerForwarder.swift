@@ -433,8 +433,10 @@ final class BrokerForwarder {
     private func disconnect(
         _ descriptor: ConnectionDescriptor, unsentBytes: Int, _ reason: SubscriberBudgetPolicy.DisconnectReason
     ) -> Bool {
-        guard descriptor.shutDown() else { return false }
+        // Its record is read before the shutdown: with CURVE the ZAP handler's thread reads the
+        // monitor, and may read the disconnection (and forget the record) at once.
         let connection = connections.connection(side: .subscriber, descriptor: descriptor.rawValue)
+        guard descriptor.shutDown() else { return false }
         switch reason {
         case .stalled:
             stats.stalledSubscribersDisconnected &+= 1

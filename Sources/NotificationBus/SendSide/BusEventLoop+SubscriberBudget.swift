@@ -134,11 +134,13 @@ extension BusEventLoop {
     private func disconnectSubscriber(
         _ descriptor: ConnectionDescriptor, unsentBytes: Int, _ reason: SubscriberBudgetPolicy.DisconnectReason
     ) -> Bool {
+        // Its record is read before the shutdown: with CURVE the ZAP handler's thread reads the
+        // monitor, and may read the disconnection (and forget the record) at once.
+        let connection = sockets.subscriberConnections?.connection(side: .subscriber, descriptor: descriptor.rawValue)
         guard descriptor.shutDown() else { return false }
         // Its subscriptions end in a moment: those are a lost connection's, waited for at close
         // so that when it comes back the end of stream tells it its tail.
         publisherSide.connectionLost(wallClock: Timestamps.wallClockNanoseconds())
-        let connection = sockets.subscriberConnections?.connection(side: .subscriber, descriptor: descriptor.rawValue)
         let event: BrokerEvent
         switch reason {
         case .stalled:
