@@ -17,6 +17,7 @@ final class BrokerMetrics: Sendable {
     private let startGauge: Gauge
     private let loopAgeGauge: Gauge
     private let ownedIDsGauge: Gauge
+    private let replayBytesGauge: Gauge
     /// Serialises scrapes: each advances the counters from the last one's figures.
     private let scrape = Mutex(())
 
@@ -50,6 +51,8 @@ final class BrokerMetrics: Sendable {
             (counter("stalled_subscribers_disconnected_total", "Subscribers past their budget that took nothing for the broker's patience, disconnected."), { @Sendable s in s.stalledSubscribersDisconnected }),
             (counter("slow_subscribers_disconnected_total", "Subscribers past their budget that kept taking something but stayed past it for 10 s while the broker held back for them, disconnected."), { @Sendable s in s.slowSubscribersDisconnected }),
             (counter("end_of_stream_replays_total", "End-of-stream records sent again."), { @Sendable s in s.endOfStreamReplays }),
+            (counter("end_of_stream_records_too_large_total", "End-of-stream records over NBP-1's 64 KiB payload: forwarded, never kept for a replay."), { @Sendable s in s.endOfStreamRecordsTooLarge }),
+            (counter("end_of_stream_records_evicted_total", "End-of-stream records dropped before their last replay (more than 4,096 or 16 MiB kept)."), { @Sendable s in s.endOfStreamRecordsEvicted }),
             (counter("accept_failures_total", "accept() failures (out of file descriptors)."), { @Sendable s in s.acceptFailures }),
             (counter("memory_limit_resets_total", "Times memory passed the limit and every connection was dropped."), { @Sendable s in s.memoryLimitResets }),
             (counter("forwarding_errors_total", "Errors of the forwarding loop's own socket calls (a bug if ever non-zero)."), { @Sendable s in s.forwardingErrors }),
@@ -74,6 +77,7 @@ final class BrokerMetrics: Sendable {
         uptimeGauge = gauge("uptime_seconds", "Seconds since the broker started.")
         startGauge = gauge("start_time_seconds", "When the broker started, seconds since the Unix epoch.")
         ownedIDsGauge = gauge("owned_publisher_ids", "Publisher ids the broker knows the owning connection of (bounded).")
+        replayBytesGauge = gauge("end_of_stream_replay_bytes", "Bytes of the end-of-stream records kept for a replay (at most 16 MiB).")
         loopAgeGauge = gauge("forwarding_loop_age_seconds", "Seconds since the forwarding loop last began a round (at most about 1 when well).")
         topicsGauge = gauge("subscription_topics", "Subscription topics (ZeroMQ prefixes, control topics included) the subscribers hold now.")
         if let memoryLimit {
@@ -132,6 +136,7 @@ final class BrokerMetrics: Sendable {
             startGauge.set(startTime)
             loopAgeGauge.set(loopAge ?? -1)
             ownedIDsGauge.set(Double(stats.ownedPublisherIDs))
+            replayBytesGauge.set(Double(stats.endOfStreamReplayBytes))
             topicsGauge.set(Double(subscriptions.topics.count))
             var buffer: [UInt8] = []
             registry.emit(into: &buffer)

@@ -97,6 +97,8 @@ public final class BrokerMonitor: Sendable {
             "subscriptionMessages": stats.subscriptionMessages, "backpressureWaits": stats.backpressureWaits,
             "slowSubscriberEpisodes": stats.slowSubscriberEpisodes,
             "sentPastSlowSubscribers": stats.sentPastSlowSubscribers, "endOfStreamReplays": stats.endOfStreamReplays,
+            "endOfStreamRecordsTooLarge": stats.endOfStreamRecordsTooLarge,
+            "endOfStreamRecordsEvicted": stats.endOfStreamRecordsEvicted,
             "stalledSubscribersDisconnected": stats.stalledSubscribersDisconnected,
             "slowSubscribersDisconnected": stats.slowSubscribersDisconnected,
             "subscriptionsNotForwarded": stats.subscriptionsNotForwarded, "acceptFailures": stats.acceptFailures,

@@ -1,12 +1,16 @@
 /// The payload of `_nbus.eos.<publisher>`: repeated `nameLength` u8, name, last sequence u64 BE.
 package enum EndOfStream {
+    /// The largest payload of one record (NBP-1 §15): a publisher with more names sends several
+    /// records, the last with `final: 1`. A broker keeps for replay only records within it.
+    package static let maximumPayloadSize = 65_536
+
     /// Splits the table into payloads of at most 64 KiB, well under any receiver's maximum.
     package static func payloads(for sequences: [NotificationName: UInt64]) -> [[UInt8]] {
         var payloads: [[UInt8]] = []
         var current: [UInt8] = []
         for (name, last) in sequences.sorted(by: { $0.key < $1.key }) {
             let nameBytes = Array(name.rawValue.utf8)
-            if current.count + 1 + nameBytes.count + 8 > 65_536 {
+            if current.count + 1 + nameBytes.count + 8 > maximumPayloadSize {
                 payloads.append(current)
                 current = []
             }

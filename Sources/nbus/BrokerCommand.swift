@@ -297,6 +297,10 @@ struct BrokerCommand: AsyncParsableCommand {
             + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
             + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures), "
             + "refused frames with another connection's publisher id \(stats.foreignPublisherIDFrames)"
+        if stats.endOfStreamRecordsTooLarge > 0 || stats.endOfStreamRecordsEvicted > 0 {
+            text += "; end-of-stream records not kept for a replay: \(stats.endOfStreamRecordsTooLarge) over 64 KiB, "
+                + "\(stats.endOfStreamRecordsEvicted) evicted (more than 4,096 or 16 MiB kept)"
+        }
         if stats.stopDrain > .zero {
             let seconds = (Timestamps.seconds(stats.stopDrain) * 1_000).rounded() / 1_000
             text +=
@@ -332,6 +336,8 @@ struct BrokerCommand: AsyncParsableCommand {
                 ("stalledSubscribersDisconnected", .unsigned(stats.stalledSubscribersDisconnected)),
                 ("slowSubscribersDisconnected", .unsigned(stats.slowSubscribersDisconnected)),
                 ("memoryLimitResets", .unsigned(stats.memoryLimitResets)), ("endOfStreamReplays", .unsigned(stats.endOfStreamReplays)),
+                ("endOfStreamRecordsTooLarge", .unsigned(stats.endOfStreamRecordsTooLarge)),
+                ("endOfStreamRecordsEvicted", .unsigned(stats.endOfStreamRecordsEvicted)),
                 ("connections", .integer(Int64(stats.connections))), ("peakConnections", .integer(Int64(stats.peakConnections))),
                 ("acceptFailures", .unsigned(stats.acceptFailures)), ("forwardingErrors", .unsigned(stats.forwardingErrors)),
                 ("foreignPublisherIDFrames", .unsigned(stats.foreignPublisherIDFrames)),

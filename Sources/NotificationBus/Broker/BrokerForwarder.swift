@@ -276,6 +276,7 @@ final class BrokerForwarder {
                 try? backend.set(.xpubNoDrop, true)  // restore; the replay is best effort
             }
         }
+        stats.endOfStreamReplayBytes = endOfStream.heldBytes
     }
 
     /// With a memory limit: past it, give freed memory back and, if that is not enough, drop
@@ -357,7 +358,12 @@ final class BrokerForwarder {
                         moved += 1
                         continue
                     }
-                    endOfStream.remember(held, now: Timestamps.monotonicNanoseconds())
+                    switch endOfStream.remember(held, now: Timestamps.monotonicNanoseconds()) {
+                    case .notKept: break
+                    case .kept(let evicted): stats.endOfStreamRecordsEvicted &+= UInt64(evicted)
+                    case .tooLarge: stats.endOfStreamRecordsTooLarge &+= 1
+                    }
+                    stats.endOfStreamReplayBytes = endOfStream.heldBytes
                 }
             }
             // A held notification was refused before: this try waits up to 1 ms for room.

@@ -38,6 +38,14 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// End-of-stream records sent again for subscribers that may have missed them (stopped
     /// while their publisher closed); see `EndOfStreamReplay`.
     public var endOfStreamReplays: UInt64 = 0
+    /// End-of-stream records forwarded but not kept for a replay: over NBP-1's 64 KiB payload
+    /// (a genuine publisher splits its names into records within it; see `EndOfStreamReplay`).
+    public var endOfStreamRecordsTooLarge: UInt64 = 0
+    /// End-of-stream records kept for a replay and dropped, oldest first, before their last
+    /// replay: more than 4,096 records or 16 MiB were kept.
+    public var endOfStreamRecordsEvicted: UInt64 = 0
+    /// The bytes of the end-of-stream records kept for a replay now (at most 16 MiB).
+    public var endOfStreamReplayBytes = 0
     /// Frames from publishers refused because they carried a publisher id that another frontend
     /// connection (with CURVE: another key) used first: never forwarded, never replayed (a forged
     /// end-of-stream record or sequence; see `PublisherOwnership`). Counted in
