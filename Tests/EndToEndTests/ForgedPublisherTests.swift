@@ -224,4 +224,70 @@ struct ForgedPublisherTests {
         // The refusal names both keys: who forged and whose id it was.
         #expect(broker.output.stderrText.contains("key \(eve.publicKey) carrying publisher id"), "\(broker.describe())")
     }
+
+    @Test("CURVE, after a broker restart: another listed key comes first with the victim's id, and is refused by the id's key tag")
+    func forgedFramesAreRefusedAfterARestart() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let keys = try await TestKeys(children)
+        let made = try #require(try await children.run("keygen eve", ["keygen", "--output", "pubs/eve"]))
+        #expect(made.status == 0, "\(made.stderrText)")
+        let eve = try CurveKeyFile.readKeyPair(at: "\(children.folder.path)/pubs/eve.key")
+        let alice = try CurveKeyFile.readKeyPair(at: "\(children.folder.path)/pubs/alice.key")
+        let frontend = children.folder.ipc("f.sock")
+        let backend = children.folder.ipc("b.sock")
+        let brokerArguments = [
+            "broker", "--frontend", frontend, "--backend", backend, "--curve-secret", "broker.key",
+            "--allow-publishers", "pubs", "--allow-subscribers", "subs", "--stats", "0.5",
+        ]
+        let first = try children.start("broker", brokerArguments)
+        try #require(await first.waitForStderr(containing: "CURVE on"), "\(first.describe())")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "p5.>", "--connect", backend, "--format", "json", "--timeout", "90"] + TestKeys.client("subs/bob"))
+        let victim = try children.start(
+            "victim", ["publish", "p5.x", "v-{n}", "--count", "600", "--rate", "100", "--connect", frontend, "--timeout", "60"]
+                + TestKeys.client("pubs/alice"))
+        #expect(await subscriber.waitForStdoutLines(10, timeout: .seconds(30)), "\(subscriber.describe())")
+        let seen = try #require(parseJSONLines(subscriber.output.stdoutLines).notifications.first, "\(subscriber.describe())")
+        let victimID = try #require(UInt64(seen.publisherID, radix: 16), "publisherID \(seen.publisherID)")
+        // NBP-1 §15.3: with CURVE the id's high 32 bits are the first four bytes of the key.
+        #expect(PublisherKeyTag.tag(of: victimID) == PublisherKeyTag.tag(ofPublicKey: try Z85.decode(alice.publicKey)))
+        // The victim is held still while its broker dies and comes back: the new broker has no
+        // record of who owns what, and the forger is the first to speak.
+        victim.signal(SIGSTOP)
+        first.signal(SIGKILL)
+        _ = await first.waitForExit()
+        let broker = try children.start("broker again", brokerArguments)
+        try #require(await broker.waitForStderr(containing: "CURVE on"), "\(broker.describe())")
+        let context = try Context()
+        defer { context.terminate() }
+        let forger = try context.socket(.xpub)
+        defer { forger.close() }
+        try forger.set(.linger, .zero)
+        try forger.set(.curveServerKey, try Z85.decode(keys.broker))
+        try forger.set(.curvePublicKey, try Z85.decode(eve.publicKey))
+        try forger.set(.curveSecretKey, try Z85.decode(eve.secretKey))
+        try forger.connect(frontend)
+        let wanted: Set<[UInt8]> = [[1] + Array("p5.".utf8), [1] + Array("_nbus.eos.".utf8)]
+        let subscriptions = try readSubscriptions(forger, timeout: .seconds(30)) { wanted.isSubset(of: Set($0)) }
+        try #require(wanted.isSubset(of: Set(subscriptions)), "the forger never saw the subscriptions:\n\(broker.describe())")
+        for frame in try forgedFrames(victim: victimID, name: "p5.x", seen: 10) { try forger.send(frame) }
+        #expect(
+            await broker.waitForStderr(containing: "refused frames with another connection's publisher id 52", timeout: .seconds(30)),
+            "\(broker.describe())")
+        victim.signal(SIGCONT)
+        expectExit(await victim.waitForExit(timeout: .seconds(60)), 0, victim)
+        let summary = try #require(await stopSubscriber(subscriber), "\(subscriber.describe())")
+        let received = parseJSONLines(subscriber.output.stdoutLines)
+        let fromVictim = received.notifications.filter { $0.publisherID == seen.publisherID }
+        #expect(!fromVictim.contains { $0.payload.hasPrefix("forged") }, "a forged notification was delivered")
+        #expect(Set(fromVictim.map(\.sequence)).count == fromVictim.count, "a notification twice")
+        #expect(fromVictim.last?.sequence == 600, "the victim's stream did not reach its end:\n\(subscriber.describe())")
+        // What the kill lost is counted (at most the whole stream); the forged record's 1,000,000
+        // would have been counted as lost too.
+        let counts = try #require(summaryCounts(summary.stderrText, "subscribe", "printed", "lostUpstream"), "\(subscriber.describe())")
+        #expect(counts[0] + counts[1] == 600, "printed + lost must be the stream:\n\(subscriber.describe())")
+        broker.signal(SIGTERM)
+        expectExit(await broker.waitForExit(), 0, broker)
+    }
 }

@@ -51,6 +51,40 @@ struct PublisherOwnershipTests {
         #expect(table.check(7, from: forger) == .refused(owner: reconnected))
     }
 
+    @Test("with CURVE a listed key's tagged ids are its own from the list: a fresh table (a restart) refuses another key")
+    func taggedIDsBelongToTheirListedKey() {
+        let victimKey: [UInt8] = [0xAB, 0xCD, 0x01, 0x02] + Array(repeating: 7, count: 28)
+        let forgerKey: [UInt8] = [0x11, 0x22, 0x33, 0x44] + Array(repeating: 9, count: 28)
+        // A fresh table: what a broker holds after a restart or a memory reset.
+        var table = PublisherOwnership(listedKeys: [("victim", victimKey), ("forger", forgerKey)])
+        let victimID = PublisherKeyTag.id(0x0000_0000_1234_5678, taggedWith: 0xABCD_0102)
+        #expect(victimID == 0xABCD_0102_1234_5678)
+        let forger = Claimant(descriptor: 13, key: "forger")
+        // The forger comes first: the table is empty, yet the tag says whose the id is.
+        #expect(table.check(victimID, from: forger) == .refused(owner: Claimant(descriptor: -1, key: "victim")))
+        #expect(table.count == 0)
+        let victim = Claimant(descriptor: 12, key: "victim")
+        #expect(table.check(victimID, from: victim) == .accepted)
+        // The victim crashes and its departed entry is flushed: still refused, by the tag.
+        table.connectionClosed(descriptor: 12)
+        for descriptor: Int32 in 100..<106 {
+            for id in 0..<UInt64(PublisherOwnership.idsPerConnection) {
+                _ = table.check(PublisherKeyTag.id(id, taggedWith: 0x1122_3344), from: Claimant(descriptor: descriptor, key: "forger"))
+            }
+            table.connectionClosed(descriptor: descriptor)
+        }
+        #expect(table.check(victimID, from: forger) == .refused(owner: Claimant(descriptor: -1, key: "victim")))
+        // The forger's own tagged ids, and untagged (random) ids, follow the first-connection rule.
+        #expect(table.check(PublisherKeyTag.id(5, taggedWith: 0x1122_3344), from: forger) == .accepted)
+        #expect(table.check(0x0000_0001_0000_0005, from: forger) == .accepted)
+        // A connection without a key (an upstream link) is not judged by tags.
+        #expect(table.check(PublisherKeyTag.id(99, taggedWith: 0xABCD_0102), from: Claimant(descriptor: 14, key: nil)) == .accepted)
+        // A key's tag is its first four bytes, big-endian; a key of another size has none.
+        #expect(PublisherKeyTag.tag(ofPublicKey: victimKey) == 0xABCD_0102)
+        #expect(PublisherKeyTag.tag(ofPublicKey: [1, 2, 3]) == nil)
+        #expect(PublisherKeyTag.id(0xFFFF_FFFF_0000_0000, taggedWith: 0) == 1)
+    }
+
     @Test("bounded: a connection making up ids keeps at most idsPerConnection, departed keys at most departedCapacity")
     func bounded() {
         var table = PublisherOwnership()

@@ -27,6 +27,18 @@ public final class Bus: Sendable {
     /// (the loop then closes it by itself). A resource, not a state: the state is `BusLifecycle`.
     private let thread: Mutex<pthread_t?>
 
+    /// With CURVE the id carries the key (NBP-1 §15.3), so that a broker can refuse another
+    /// key's frames in its name even after a restart. The key was checked by `validate()`: a
+    /// `try?` that fails leaves the id as it is.
+    private static func tagged(_ configuration: BusConfiguration) -> BusConfiguration {
+        guard let curve = configuration.curve, let key = try? Z85.decode(curve.keyPair.publicKey),
+            let tag = PublisherKeyTag.tag(ofPublicKey: key)
+        else { return configuration }
+        var configuration = configuration
+        configuration.publisherID = PublisherKeyTag.id(configuration.publisherID, taggedWith: tag)
+        return configuration
+    }
+
     /// Opens the bus: creates, binds and connects the sockets on the caller's thread, then starts
     /// the event loop's thread, which owns them from then on. Returns at once: nothing here waits
     /// for another thread, so it is safe on a cooperative thread (from async code). Throws
@@ -34,6 +46,7 @@ public final class Bus: Sendable {
     /// used (in use, malformed), `.security` for CURVE settings that cannot apply.
     public init(_ configuration: BusConfiguration = .embedded()) throws(BusError) {
         try configuration.validate()
+        let configuration = Self.tagged(configuration)
         self.configuration = configuration
         connectingEndpoints = Set(
             (configuration.publish + configuration.subscribe).compactMap { attachment -> String? in

@@ -252,7 +252,10 @@ public struct BusConfiguration: Sendable {
     /// parts). nil (the default): none; a bus that only connects has no use for it.
     public var maximumResidentMemory: UInt64?
 
-    /// This publisher's NBP/1 id: random and non-zero unless set.
+    /// This publisher's NBP/1 id: random and non-zero unless set. With `curve`, the bus replaces
+    /// its high 32 bits with the first four bytes of the client's public key (NBP-1 §15.3), so
+    /// that a broker with CURVE refuses any other key's frames in its name, across restarts
+    /// (`Bus.publisherID` is the id in use).
     public var publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)
     /// Where the bus logs, at debug level, what it does on its own: connections made, accepted and
     /// lost, failed handshakes and rejected frames (repeats at most every 10 s, with counts). nil,

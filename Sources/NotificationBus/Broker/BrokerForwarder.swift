@@ -47,7 +47,7 @@ final class BrokerForwarder {
     /// Recent end-of-stream records, replayed for subscribers that were stopped when they passed.
     private var endOfStream = EndOfStreamReplay()
     /// Which frontend connection (with CURVE: which key) each publisher id belongs to.
-    private var ownership = PublisherOwnership()
+    private var ownership: PublisherOwnership
     /// With CURVE an id is bound to the client's key (the `User-Id` the ZAP handler gives it).
     private let bindsIDsToKeys: Bool
     /// Refusals since the last report, and when that was (monotonic ns; nil: never).
@@ -87,6 +87,12 @@ final class BrokerForwarder {
         self.budget = SubscriberBudgetPolicy(budget: configuration.subscriberBudget, patienceNanoseconds: patienceNanoseconds)
         self.memoryGuard = configuration.memoryLimit.map { MemoryGuardStateMachine(limitBytes: $0) }
         self.bindsIDsToKeys = configuration.security != nil
+        // The listed publisher keys' tagged ids are theirs alone (NBP-1 §15.3). A key that does
+        // not decode was refused when the list was loaded; it tags nothing here.
+        self.ownership = PublisherOwnership(
+            listedKeys: (configuration.security?.allowedPublishers.names.keys).map { keys in
+                keys.compactMap { key in (try? Z85.decode(key)).map { (key, $0) } }
+            } ?? [])
         self.curve = configuration.security != nil
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
@@ -250,7 +256,12 @@ final class BrokerForwarder {
             onEvent?(
                 .foreignPublisherIDRefused(
                     publisherID: id, claimant: connections.connection(side: .publisher, descriptor: descriptor),
-                    owner: connections.connection(side: .publisher, descriptor: owner.descriptor), frames: foreignSinceReport))
+                    owner: connections.connection(side: .publisher, descriptor: owner.descriptor)
+                        ?? owner.key.flatMap { key in
+                            // Refused by the id's key tag: its key's connection, if one is open.
+                            connections.snapshot().first { $0.side == .publisher && $0.curveKey == key }
+                        },
+                    frames: foreignSinceReport))
             foreignSinceReport = 0
         }
         publishStatistics()

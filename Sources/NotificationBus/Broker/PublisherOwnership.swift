@@ -19,6 +19,12 @@
 /// at most `departedCapacity` others (oldest forgotten first), so a publisher that crashed cannot
 /// be impersonated by another key while its subscribers still track its streams.
 ///
+/// With CURVE, an id whose high 32 bits are a listed publisher key's first four bytes (NBP-1
+/// §15.3; a NotificationBus publisher with CURVE makes its id so) belongs to that key alone, from
+/// the list and not from memory: a restart, a memory reset or a crashed publisher gives nobody
+/// else its ids. Ids without a listed key's tag (a foreign producer's random id) follow the
+/// first-connection rule above.
+///
 /// Best effort where libzmq says nothing: a frame that carries no source descriptor (inproc) is
 /// not checked, and the ids a connection ended by a memory reset held (libzmq reports no
 /// disconnection then) are forgotten with all the others (`forgetAll`).
@@ -51,6 +57,21 @@ struct PublisherOwnership {
     /// Ids kept bound to a key after their connection closed.
     static let departedCapacity = 4_096
 
+    /// With CURVE: the keys each tag belongs to (NBP-1 §15.3), from the broker's list of
+    /// publisher keys. An id tagged with listed keys is theirs alone, whatever the table says.
+    private let listedTags: [UInt32: Set<String>]
+
+    /// A table; `listedKeys`, with CURVE, the publisher keys the broker admits (Z85, with their
+    /// decoded bytes), whose tagged ids nobody else may use.
+    init(listedKeys: [(z85: String, bytes: [UInt8])] = []) {
+        var tags: [UInt32: Set<String>] = [:]
+        for key in listedKeys {
+            guard let tag = PublisherKeyTag.tag(ofPublicKey: key.bytes) else { continue }
+            tags[tag, default: []].insert(key.z85)
+        }
+        listedTags = tags
+    }
+
     private var entries: [UInt64: Entry] = [:]
     /// The ids each open connection owns, oldest first.
     private var idsByDescriptor: [Int32: [UInt64]] = [:]
@@ -65,6 +86,11 @@ struct PublisherOwnership {
     /// The verdict on a frame carrying `id` from `claimant`; binds the id when nobody owns it.
     mutating func check(_ id: UInt64, from claimant: Claimant) -> Verdict {
         if let last = lastAccepted, last.id == id, last.claimant == claimant { return .accepted }
+        // A key's tagged id (NBP-1 §15.3) from another key: refused without looking at the table,
+        // which a restart or a memory reset empties.
+        if let key = claimant.key, let owners = listedTags[PublisherKeyTag.tag(of: id)], !owners.contains(key) {
+            return .refused(owner: Claimant(descriptor: -1, key: owners.min()))
+        }
         guard let entry = entries[id] else {
             bind(id, to: claimant)
             return .accepted
