@@ -40,6 +40,9 @@ struct Publish: AsyncParsableCommand {
         valueName: "format"))
     var format: CommandSummary.Format?
 
+    @Flag(help: "Retain: brokers that keep retained values (nbus broker --retain-names) keep each post as its name's current value for subscribers that start later (nbus subscribe --retained); an empty payload clears it.")
+    var retain = false
+
     @Flag(help: "Read notifications from standard input, one per line.")
     var lines = false
 
@@ -330,7 +333,7 @@ struct Publish: AsyncParsableCommand {
         _ bus: Bus, _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ type: ContentType
     ) async throws(BusError) -> Bool {
         do {
-            try await bus.post(name: name, payload: payload, headers: headers, contentType: type)
+            try await bus.post(name: name, payload: payload, headers: headers, contentType: type, retain: retain)
             return true
         } catch {
             if case .cancelled = error { return false }

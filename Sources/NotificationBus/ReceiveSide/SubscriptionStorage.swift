@@ -18,8 +18,14 @@ final class SubscriptionStorage: Sendable {
     private let undecodable = Atomic<UInt64>(0)
     /// How the storage reaches the I/O thread: unsubscribe when it ends, resume reading when it drains.
     let core: BusCore
+    /// The subscription asked for its pattern's retained values (NBP-1 §18): their delivery.
+    let retained: RetainedDelivery?
 
-    init(id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil) {
+    init(
+        id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil,
+        retained: Bool = false
+    ) {
+        self.retained = retained ? RetainedDelivery() : nil
         self.id = id
         self.pattern = pattern
         self.isSink = sink != nil

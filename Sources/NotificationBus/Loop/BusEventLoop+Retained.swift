@@ -1,0 +1,47 @@
+/// The loop's part of retained snapshots (NBP-1 §18): the two topics a subscription that wants
+/// its retained values subscribes, and taking them back when the snapshot ended or the
+/// subscription went.
+extension BusEventLoop {
+    /// Subscribes the reply name (exactly), then the request, after the subscription's own data
+    /// prefix: a broker that reads the request has the data prefix and the reply name in place
+    /// for this connection. Looped back (an embedded bus) nothing keeps retained values yet, so
+    /// the delivery ends at once with none.
+    func requestRetained(for storage: SubscriptionStorage) {
+        guard let delivery = storage.retained else { return }
+        guard !sockets.loopback, !sockets.subscribers.isEmpty,
+            let reply = try? NotificationName(RetainedSnapshot.replyName(bus: topics.busID, token: storage.id))  // always valid: hex and digits
+        else {
+            delivery.complete(.none)
+            return
+        }
+        receiver.expectSnapshot(subscriptionID: storage.id, pattern: storage.pattern, replyName: reply)
+        let request = RetainedSnapshot.requestTopic(bus: topics.busID, token: storage.id, pattern: storage.pattern)
+        if !perform([.subscribe(NamePattern(exactly: reply).subscriptionPrefix), .subscribe(request)]) {
+            _ = receiver.cancelSnapshot(subscriptionID: storage.id)
+            delivery.complete(.none)
+        }
+    }
+
+    /// Snapshots that ended in the last read: their topics go, their waiters resume.
+    func endSnapshots() {
+        for ended in receiver.takeEndedSnapshots() {
+            guard let storage = receiver.routes.first(where: { $0.storage.id == ended.subscriptionID })?.storage else { continue }
+            unsubscribeSnapshotTopics(reply: ended.replyName, subscriptionID: storage.id, pattern: storage.pattern)
+            storage.retained?.complete(ended.outcome)
+        }
+    }
+
+    /// A subscription went: a snapshot it still waited for is forgotten, its topics taken back.
+    func forgetSnapshot(of storage: SubscriptionStorage) {
+        guard let delivery = storage.retained else { return }
+        if let reply = receiver.cancelSnapshot(subscriptionID: storage.id) {
+            unsubscribeSnapshotTopics(reply: reply, subscriptionID: storage.id, pattern: storage.pattern)
+        }
+        delivery.complete(.none)
+    }
+
+    private func unsubscribeSnapshotTopics(reply: NotificationName, subscriptionID: UInt64, pattern: NamePattern) {
+        let request = RetainedSnapshot.requestTopic(bus: topics.busID, token: subscriptionID, pattern: pattern)
+        _ = perform([.unsubscribe(request), .unsubscribe(NamePattern(exactly: reply).subscriptionPrefix)])
+    }
+}

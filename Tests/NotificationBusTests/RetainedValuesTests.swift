@@ -1,0 +1,138 @@
+import Foundation
+import TestSupport
+import Testing
+@testable import NotificationBus
+
+// Retained values (NBP-1 §18) through an in-process broker over real tcp sockets: a subscription
+// made after the posts gets each name's current value once, marked, then the live stream with
+// exact accounting; a subscriber that was there already gets nothing again; clear; eviction.
+
+@Suite("Retained values through a broker", .serialized, .timeLimit(.minutes(1)))
+struct RetainedValuesTests {
+    private func broker(names: Int = 100) throws -> Broker {
+        var configuration = BrokerConfiguration(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        configuration.retainedNames = names
+        return try Broker(configuration)
+    }
+
+    /// Waits (bounded) until the broker's counters satisfy `condition`: the broker's own report
+    /// of what it kept, polled, since nothing else says when a frame reached it.
+    private func waitForBroker(
+        _ broker: Broker, sourceLocation: SourceLocation = #_sourceLocation, _ condition: (BrokerStatistics) -> Bool
+    ) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while clock.now < deadline {
+            if condition(await broker.statistics()) { return }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let last = await broker.statistics()
+        Issue.record("the broker's counters never got there: \(last)", sourceLocation: sourceLocation)
+    }
+
+    @Test("a later subscription gets each name's current value once, marked, then live ones with no gap; an earlier one gets nothing again")
+    func laterSubscriptionGetsCurrentValues() async throws {
+        let broker = try broker()
+        let publisher = try Bus(BusConfiguration(publish: [.connect(broker.frontendEndpoint)]))
+        let earlier = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let earlierEvents = try earlier.events(named: "p.>")
+        try await earlier.ready("p.>")
+        try await publisher.waitForSubscribers(count: 1, matching: "p.a")
+        for value in 1...5 { try await publisher.post(name: "p.a", payload: Array("\(value)".utf8), retain: true) }
+        try await publisher.post(name: "p.b", payload: Array("b".utf8), retain: true)
+        try await waitForBroker(broker) { $0.retainedNames == 2 && $0.notificationsFromPublishers >= 6 }
+
+        let later = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let laterEvents = try later.events(named: "p.>", retained: true)
+        // No publisher echo is needed: the snapshot says the broker takes every publisher's posts.
+        try await later.ready("p.>")
+        try await publisher.post(name: "p.a", payload: Array("6".utf8))
+        let received = await laterEvents.collect { event in
+            if case .notification(let n) = event { return n.sequence == 6 }
+            return true
+        }
+        let notifications = received.compactMap { event -> BusNotification? in
+            if case .notification(let n) = event { return n }
+            return nil
+        }
+        #expect(notifications.map(\.name.rawValue) == ["p.a", "p.b", "p.a"])
+        #expect(notifications.map(\.sequence) == [5, 1, 6])
+        #expect(notifications.map(\.isRetained) == [true, true, false])
+        #expect(notifications.map { String(decoding: $0.payload, as: UTF8.self) } == ["5", "b", "6"])
+        let stats = later.stats
+        #expect(stats.lostUpstream == 0)
+        #expect(stats.retainedReceived == 2)
+        // p.a's history before its retained value is not owed to a subscription that just began.
+        #expect(stats.streamsJoinedLate == 1)
+        #expect(stats.notificationsBeforeJoining == 4)
+
+        let earlierReceived = await earlierEvents.collect { event in
+            if case .notification(let n) = event { return n.sequence == 6 }
+            return true
+        }
+        #expect(earlierReceived.count == 7, "\(earlierReceived)")
+        #expect(!earlierReceived.contains { event in
+            if case .notification(let n) = event { return n.isRetained }
+            return true
+        })
+        let brokerStats = await broker.statistics()
+        #expect(brokerStats.retainedSnapshots == 1)
+        #expect(brokerStats.retainedNotificationsSent == 2)
+        _ = await later.close()
+        _ = await earlier.close()
+        _ = await publisher.close()
+        _ = await broker.stop()
+    }
+
+    @Test("a retained post with an empty payload clears the name: a later subscription gets nothing for it")
+    func emptyRetainedPostClears() async throws {
+        let broker = try broker()
+        let publisher = try Bus(BusConfiguration(publish: [.connect(broker.frontendEndpoint)]))
+        try await publisher.waitForSubscribers(count: 1, matching: "c.x")
+        try await publisher.post(name: "c.x", payload: Array("kept".utf8), retain: true)
+        try await publisher.post(name: "c.y", payload: Array("kept".utf8), retain: true)
+        try await publisher.clearRetained(name: "c.x")
+        try await waitForBroker(broker) { $0.retainedClears == 1 }
+        let subscriber = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let events = try subscriber.events(named: "c.>", retained: true)
+        try await subscriber.ready("c.>")
+        try await publisher.post(name: "c.x", payload: Array("live".utf8))
+        let received = await events.collect { event in
+            if case .notification(let n) = event { return n.name.rawValue == "c.x" }
+            return true
+        }
+        let texts = received.compactMap { event -> String? in
+            if case .notification(let n) = event { return "\(n.name) \(String(decoding: n.payload, as: UTF8.self)) \(n.isRetained)" }
+            return nil
+        }
+        #expect(texts == ["c.y kept true", "c.x live false"])
+        #expect(subscriber.stats.lostUpstream == 0)
+        _ = await subscriber.close()
+        _ = await publisher.close()
+        _ = await broker.stop()
+    }
+
+    @Test("past the bound in names the value updated longest ago is evicted and counted")
+    func evictionAtTheBound() async throws {
+        let broker = try broker(names: 3)
+        let publisher = try Bus(BusConfiguration(publish: [.connect(broker.frontendEndpoint)]))
+        try await publisher.waitForSubscribers(count: 1, matching: "e.1")
+        for index in 1...5 { try await publisher.post(name: "e.\(index)", payload: [UInt8(index)], retain: true) }
+        try await waitForBroker(broker) { $0.retainedEvictions == 2 }
+        let stats = await broker.statistics()
+        #expect(stats.retainedNames == 3)
+        let subscriber = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let events = try subscriber.events(named: "e.*", retained: true)
+        try await subscriber.ready("e.*")
+        let received = await events.first(3)
+        let names = received.compactMap { event -> String? in
+            if case .notification(let n) = event, n.isRetained { return n.name.rawValue }
+            return nil
+        }
+        #expect(names == ["e.3", "e.4", "e.5"])
+        #expect(subscriber.stats.retainedReceived == 3)
+        _ = await subscriber.close()
+        _ = await publisher.close()
+        _ = await broker.stop()
+    }
+}
