@@ -57,6 +57,7 @@ final class BrokerMetrics: Sendable {
             (counter("forwarding_errors_total", "Errors of the forwarding loop's own socket calls (a bug if ever non-zero)."), { @Sendable s in s.forwardingErrors }),
             (counter("retained_evictions_total", "Retained values evicted to stay within --retain-names and --retain-bytes (NBP-1 §18)."), { @Sendable s in s.retainedEvictions }),
             (counter("retained_clears_total", "Retained values cleared by a retained post with an empty payload."), { @Sendable s in s.retainedClears }),
+            (counter("retained_expirations_total", "Retained values dropped because their retain-for passed."), { @Sendable s in s.retainedExpirations }),
             (counter("retained_snapshots_total", "Retained snapshots sent to new subscriptions."), { @Sendable s in s.retainedSnapshots }),
             (counter("retained_notifications_sent_total", "Retained values sent in snapshots."), { @Sendable s in s.retainedNotificationsSent }),
             (counter("foreign_publisher_id_frames_total", "Frames refused because they carried a publisher id another frontend connection (with CURVE, another key) used first: never forwarded, never replayed."), { @Sendable s in s.foreignPublisherIDFrames }),

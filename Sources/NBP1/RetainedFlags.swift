@@ -15,6 +15,14 @@ extension WireFormat {
     }
 }
 
+extension WireFormat {
+    /// The header that bounds how long a retained value is kept (NBP-1 §18): decimal
+    /// milliseconds, counted from when the keeper (a broker) takes it, since clocks are not
+    /// synchronised. Absent, or not a number of 1 to 2^53 milliseconds: kept until replaced,
+    /// cleared or evicted.
+    public static let retainForHeader = "retain-for"
+}
+
 extension BusNotification {
     /// Whether this is a kept current value delivered to a new subscription (MQTT's retained
     /// flag as a subscriber sees it), rather than a change posted now.
@@ -25,4 +33,14 @@ extension BusNotification {
 
     /// A retained post with no payload: removes the name's kept value (MQTT's rule).
     public var clearsRetainedValue: Bool { asksToBeRetained && payload.isEmpty }
+}
+
+extension BusNotification {
+    /// The `retain-for` header as nanoseconds; nil when absent or not a valid number.
+    public var retainedLifetimeNanoseconds: UInt64? {
+        guard let text = headers[WireFormat.retainForHeader], let milliseconds = UInt64(text),
+            (1...(UInt64(1) << 53)).contains(milliseconds)
+        else { return nil }
+        return milliseconds.multipliedReportingOverflow(by: 1_000_000).overflow ? nil : milliseconds * 1_000_000
+    }
 }

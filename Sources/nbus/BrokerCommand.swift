@@ -313,7 +313,7 @@ struct BrokerCommand: AsyncParsableCommand {
         if stats.retainedNames > 0 || stats.retainedEvictions > 0 || stats.retainedSnapshots > 0 {
             text +=
                 ", retained \(stats.retainedNames) names (\(stats.retainedBytes) B), evicted \(stats.retainedEvictions), "
-                + "cleared \(stats.retainedClears), snapshots \(stats.retainedSnapshots) (\(stats.retainedNotificationsSent) notifications)"
+                + "cleared \(stats.retainedClears), expired \(stats.retainedExpirations), snapshots \(stats.retainedSnapshots) (\(stats.retainedNotificationsSent) notifications)"
         }
         if stats.stopDrain > .zero {
             let seconds = (Timestamps.seconds(stats.stopDrain) * 1_000).rounded() / 1_000
@@ -358,6 +358,7 @@ struct BrokerCommand: AsyncParsableCommand {
                 ("undeliveredAtStop", .unsigned(stats.undeliveredAtStop)),
                 ("retainedNames", .integer(Int64(stats.retainedNames))), ("retainedBytes", .integer(Int64(stats.retainedBytes))),
                 ("retainedEvictions", .unsigned(stats.retainedEvictions)), ("retainedClears", .unsigned(stats.retainedClears)),
+                ("retainedExpirations", .unsigned(stats.retainedExpirations)),
                 ("retainedSnapshots", .unsigned(stats.retainedSnapshots)),
                 ("retainedNotificationsSent", .unsigned(stats.retainedNotificationsSent)),
                 ("curve", .bool(secured)),

@@ -94,4 +94,22 @@ struct RetainedValuesEndToEndTests {
         #expect(stopped?.stderrText.contains("retained 100 names") == true, "\(broker.describe())")
         #expect(stopped?.stderrText.contains("evicted 200,") == true, "\(broker.describe())")
     }
+
+    @Test("nbus subscribe --retained-only prints the current state and exits 0")
+    func retainedOnlyPrintsTheStateAndExits() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker(["--retain-names", "100"])
+        try await publishRetained(children, frontend: frontend, names: 5)
+        let reader = try children.start(
+            "reader", ["subscribe", "state.>", "--retained-only", "--connect", backend, "--format", "json", "--timeout", "30"])
+        let output = await reader.waitForExit(timeout: .seconds(60))
+        expectExit(output, 0, reader)
+        let objects = reader.output.stdoutText.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(objects.count == 5, "\(reader.describe())")
+        #expect(objects.allSatisfy { $0["retained"] as? Bool == true && $0["payload"] as? String == "v2" })
+        #expect(summaryCounts(output?.stderrText, "subscribe", "printed", "lostUpstream") == [5, 0], "\(reader.describe())")
+    }
 }

@@ -135,4 +135,79 @@ struct RetainedValuesTests {
         _ = await publisher.close()
         _ = await broker.stop()
     }
+
+    @Test("a value posted with retainFor is not handed out once that time passed; one without is")
+    func expiredValueIsNotSent() async throws {
+        let broker = try broker()
+        let publisher = try Bus(BusConfiguration(publish: [.connect(broker.frontendEndpoint)]))
+        try await publisher.waitForSubscribers(count: 1, matching: "x.short")
+        try await publisher.post(name: "x.short", payload: [1], retain: true, retainFor: .milliseconds(20))
+        try await publisher.post(name: "x.kept", payload: [2], retain: true)
+        try await waitForBroker(broker) { $0.retainedNames == 2 }
+        // The scenario's wait, not one for readiness: the short value's lifetime passes.
+        try await Task.sleep(for: .milliseconds(60))
+        let subscriber = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let events = try subscriber.events(named: "x.*", retained: true)
+        try await subscriber.ready("x.*")
+        try await publisher.post(name: "x.short", payload: [3])
+        let received = await events.collect { event in
+            if case .notification(let n) = event { return n.name.rawValue == "x.short" }
+            return true
+        }
+        let texts = received.compactMap { event -> String? in
+            if case .notification(let n) = event { return "\(n.name) \(n.payload) \(n.isRetained)" }
+            return nil
+        }
+        #expect(texts == ["x.kept [2] true", "x.short [3] false"])
+        let stats = await broker.statistics()
+        #expect(stats.retainedExpirations == 1)
+        #expect(stats.retainedNames == 1)
+        _ = await subscriber.close()
+        _ = await publisher.close()
+        _ = await broker.stop()
+    }
+
+    @Test("two brokers both keep the values: a later subscription through both gets one copy of each, then the live one once")
+    func twoBrokersHandOverOneCopy() async throws {
+        let first = try broker()
+        let second = try broker()
+        let publisher = try Bus(
+            BusConfiguration(publish: [.connect(first.frontendEndpoint), .connect(second.frontendEndpoint)]))
+        // Each broker subscribes to every name when the publisher connects; until its subscription
+        // arrives a post is filtered for it. A probe, re-posted until both kept it, says it arrived.
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while clock.now < deadline {
+            try await publisher.post(name: "two.probe", payload: [0], retain: true)
+            let kept = (await first.statistics().retainedNames, await second.statistics().retainedNames)
+            if kept == (1, 1) { break }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        for index in 1...10 { try await publisher.post(name: "two.n\(index)", payload: [UInt8(index)], retain: true) }
+        try await waitForBroker(first) { $0.retainedNames == 11 }
+        try await waitForBroker(second) { $0.retainedNames == 11 }
+
+        let subscriber = try Bus(
+            BusConfiguration(subscribe: [.connect(first.backendEndpoint), .connect(second.backendEndpoint)]))
+        let events = try subscriber.events(named: "two.>", retained: true)
+        try await subscriber.ready("two.>")
+        try await publisher.post(name: "two.n1", payload: [99])
+        let received = await events.collect { event in
+            if case .notification(let n) = event { return !n.isRetained }
+            return true
+        }
+        let notifications = received.compactMap { event -> BusNotification? in
+            if case .notification(let n) = event { return n }
+            return nil
+        }
+        let retainedNames = notifications.filter(\.isRetained).map(\.name.rawValue)
+        #expect(retainedNames.count == 11, "\(retainedNames)")
+        #expect(Set(retainedNames).count == 11)
+        #expect(notifications.last?.payload == [99])
+        #expect(subscriber.stats.lostUpstream == 0)
+        _ = await subscriber.close()
+        _ = await publisher.close()
+        _ = await first.stop()
+        _ = await second.stop()
+    }
 }

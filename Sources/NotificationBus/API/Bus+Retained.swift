@@ -8,13 +8,22 @@ extension Bus {
     /// as the name's current value: a subscription made later with `retained: true` gets it
     /// first, marked (`BusNotification.isRetained`). An empty payload clears the name's value
     /// (MQTT's rule; `clearRetained(name:)` says so by name). Subscribers now receive it like any
-    /// post.
+    /// post. `retainFor` bounds how long it is kept (the `retain-for` header, whole milliseconds,
+    /// counted from when a broker takes it; nil: until replaced, cleared or evicted).
     public nonisolated(nonsending) func post(
         name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
-        contentType: ContentType = .unspecified, retain: Bool
+        contentType: ContentType = .unspecified, retain: Bool, retainFor: Duration? = nil
     ) async throws(BusError) {
         guard retain else {
             return try await post(name: name, payload: payload, headers: headers, contentType: contentType)
+        }
+        var headers = headers
+        if let retainFor {
+            let milliseconds = Timestamps.boundedMilliseconds(retainFor)
+            guard milliseconds >= 1 else {
+                throw .invalidConfiguration("retainFor must be at least 1 millisecond, not \(retainFor)")
+            }
+            headers[WireFormat.retainForHeader] = String(milliseconds)
         }
         var message: Message? = try encodeForPost(name, payload, headers, contentType)
         guard var encoded = message.take() else { return }  // no subscriber and no retaining broker
@@ -28,7 +37,7 @@ extension Bus {
     /// `post(name:...:retain:)` with the name as text.
     public nonisolated(nonsending) func post(
         name: String, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
-        contentType: ContentType = .unspecified, retain: Bool
+        contentType: ContentType = .unspecified, retain: Bool, retainFor: Duration? = nil
     ) async throws(BusError) {
         let valid: NotificationName
         do {
@@ -36,7 +45,8 @@ extension Bus {
         } catch {
             throw .invalidName(error)
         }
-        try await post(name: valid, payload: payload, headers: headers, contentType: contentType, retain: retain)
+        try await post(
+            name: valid, payload: payload, headers: headers, contentType: contentType, retain: retain, retainFor: retainFor)
     }
 
     /// Removes `name`'s retained value at the brokers that keep it (a retained post with an
@@ -61,6 +71,15 @@ extension Bus {
         named pattern: NamePattern, buffering: BufferingPolicy = .default, retained: Bool
     ) throws(BusError) -> BusEventSequence {
         BusEventSequence(handle: try subscribe(pattern, buffering, retained: retained))
+    }
+
+    /// The current state of `pattern`'s names, then the end: the retained values (and any live
+    /// notification that arrived meanwhile, newer), after which the sequence ends
+    /// (`nbus subscribe --retained-only`). Through no broker that keeps values it ends at once.
+    package func currentState(
+        named pattern: NamePattern, buffering: BufferingPolicy = .default
+    ) throws(BusError) -> BusEventSequence {
+        BusEventSequence(handle: try subscribe(pattern, buffering, endsAfterRetained: true))
     }
 
     /// Waits for the retained values of this bus's subscriptions around `pattern` that asked for

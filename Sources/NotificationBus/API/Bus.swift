@@ -306,11 +306,13 @@ public final class Bus: Sendable {
     }
 
     func subscribe(
-        _ pattern: NamePattern, _ buffering: BufferingPolicy, sink: (any BusEventSink)? = nil, retained: Bool = false
+        _ pattern: NamePattern, _ buffering: BufferingPolicy, sink: (any BusEventSink)? = nil, retained: Bool = false,
+        endsAfterRetained: Bool = false
     ) throws(BusError) -> SubscriptionHandle {
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
         let storage = SubscriptionStorage(
-            id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink, retained: retained)
+            id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink, retained: retained,
+            endsAfterRetained: endsAfterRetained)
         if let delivery = storage.retained { retainedSubscriptions.add(pattern: pattern, delivery) }
         if configuration.deliversToItself {
             // Before the subscription is queued: a post made right after this call must not be

@@ -426,7 +426,10 @@ final class BrokerForwarder {
             return false
         }
         guard message[0] == 1, let (reply, pattern) = RetainedSnapshot.parseRequest(message.dropFirst()) else { return true }
-        let entries = retained.frames(matching: pattern)
+        let (entries, expired) = retained.frames(matching: pattern, now: Timestamps.monotonicNanoseconds())
+        stats.retainedExpirations &+= UInt64(expired)
+        stats.retainedNames = retained.count
+        stats.retainedBytes = retained.bytes
         if snapshots.enqueue(
             reply: reply, entries: entries, takesAll: retained.isEnabled, now: Timestamps.wallClockNanoseconds())
         {
@@ -465,8 +468,9 @@ final class BrokerForwarder {
         }
         var evicted = 0
         var lastName = ""
+        let now = Timestamps.monotonicNanoseconds()
         for notification in notifications where notification.asksToBeRetained {
-            switch retained.remember(notification) {
+            switch retained.remember(notification, now: now) {
             case .kept: break
             case .cleared: stats.retainedClears &+= 1
             case .keptEvicting(let count, let name):
@@ -483,7 +487,6 @@ final class BrokerForwarder {
         stats.retainedEvictions &+= UInt64(evicted)
         evictionsSinceReport &+= UInt64(evicted)
         // At most one log line every 10 s, with the count since the last.
-        let now = Timestamps.monotonicNanoseconds()
         if let last = lastEvictionReport, now &- last < 10_000_000_000 { return }
         lastEvictionReport = now
         onEvent?(.retainedEvicted(count: evictionsSinceReport, lastName: lastName, names: retained.count, bytes: retained.bytes))

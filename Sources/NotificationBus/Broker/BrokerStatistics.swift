@@ -78,6 +78,8 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// Retained values dropped to stay within `retainedNames` and `retainedBytes` (the one
     /// updated longest ago first), and notifications too large to keep at all.
     public var retainedEvictions: UInt64 = 0
+    /// Retained values dropped because their `retain-for` passed (found when a snapshot was taken).
+    public var retainedExpirations: UInt64 = 0
     /// Retained values removed by a clear (a retained post with an empty payload).
     public var retainedClears: UInt64 = 0
     /// Snapshots sent to new subscriptions, and the notifications they carried.

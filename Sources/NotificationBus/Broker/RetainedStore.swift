@@ -11,6 +11,8 @@ struct RetainedStore {
         /// becomes a frame of its own).
         var frame: [UInt8]
         var generation: UInt64
+        /// When it expires (monotonic ns, the `retain-for` header); nil: never.
+        var expires: UInt64?
     }
 
     /// What `remember` did with one notification.
@@ -41,7 +43,7 @@ struct RetainedStore {
 
     /// Keeps `notification` (its retain bit set) as its name's value, or clears the name when its
     /// payload is empty.
-    mutating func remember(_ notification: BusNotification) -> Outcome {
+    mutating func remember(_ notification: BusNotification, now: UInt64 = 0) -> Outcome {
         let name = notification.name
         if notification.payload.isEmpty {
             return remove(name) ? .cleared : .kept
@@ -56,7 +58,8 @@ struct RetainedStore {
         }
         if let old = entries[name] { bytes -= old.frame.count }
         generation &+= 1
-        entries[name] = Entry(frame: frame, generation: generation)
+        let expires = notification.retainedLifetimeNanoseconds.map { now &+ $0 }
+        entries[name] = Entry(frame: frame, generation: generation, expires: expires)
         bytes += frame.count
         order.append((name, generation))
         var evicted = 0
@@ -70,15 +73,22 @@ struct RetainedStore {
     }
 
     /// The frames of every kept value whose name `pattern` matches, the retained-copy bit set,
-    /// in name order (deterministic for tests and for a foreign reader).
-    func frames(matching pattern: NamePattern) -> [[UInt8]] {
+    /// in name order (deterministic for tests and for a foreign reader); values whose
+    /// `retain-for` passed are dropped (returned in `expired`), never sent.
+    mutating func frames(matching pattern: NamePattern, now: UInt64) -> (frames: [[UInt8]], expired: Int) {
         var result: [(NotificationName, [UInt8])] = []
+        var expired: [NotificationName] = []
         for (name, entry) in entries where pattern.matches(name) {
+            if let expires = entry.expires, expires <= now {
+                expired.append(name)
+                continue
+            }
             var frame = entry.frame
             frame[name.rawValue.utf8.count + 1 + WireFormat.FixedHeaderOffset.flags] |= WireFormat.Flag.retainedCopy
             result.append((name, frame))
         }
-        return result.sorted { $0.0.rawValue < $1.0.rawValue }.map(\.1)
+        for name in expired { _ = remove(name) }
+        return (result.sorted { $0.0.rawValue < $1.0.rawValue }.map(\.1), expired.count)
     }
 
     private mutating func remove(_ name: NotificationName) -> Bool {

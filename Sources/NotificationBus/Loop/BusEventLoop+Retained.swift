@@ -12,6 +12,7 @@ extension BusEventLoop {
             let reply = try? NotificationName(RetainedSnapshot.replyName(bus: topics.busID, token: storage.id))  // always valid: hex and digits
         else {
             delivery.complete(.none)
+            endIfOnlyRetained(storage)
             return
         }
         receiver.expectSnapshot(subscriptionID: storage.id, pattern: storage.pattern, replyName: reply)
@@ -19,7 +20,16 @@ extension BusEventLoop {
         if !perform([.subscribe(NamePattern(exactly: reply).subscriptionPrefix), .subscribe(request)]) {
             _ = receiver.cancelSnapshot(subscriptionID: storage.id)
             delivery.complete(.none)
+            endIfOnlyRetained(storage)
         }
+    }
+
+    /// A subscription that wanted only the current state ends once it has it: its consumer takes
+    /// what is buffered, then the sequence ends.
+    private func endIfOnlyRetained(_ storage: SubscriptionStorage) {
+        guard storage.endsAfterRetained, let removed = receiver.remove(id: storage.id) else { return }
+        perform(topics.remove(removed.pattern))
+        removed.finishFromBus()
     }
 
     /// Snapshots that ended in the last read: their topics go, their waiters resume.
@@ -28,6 +38,7 @@ extension BusEventLoop {
             guard let storage = receiver.routes.first(where: { $0.storage.id == ended.subscriptionID })?.storage else { continue }
             unsubscribeSnapshotTopics(reply: ended.replyName, subscriptionID: storage.id, pattern: storage.pattern)
             storage.retained?.complete(ended.outcome)
+            endIfOnlyRetained(storage)
         }
     }
 

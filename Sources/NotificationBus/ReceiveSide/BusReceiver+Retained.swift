@@ -14,8 +14,9 @@ extension BusReceiver {
         let pattern: NamePattern
         /// The last sequence of each stream the pattern matches, when the snapshot was asked for.
         let baseline: [StreamKey: UInt64]
-        /// Entries handed over (a second broker's copy of one is skipped).
+        /// Entries seen (a second broker's copy of one is skipped), and those handed over.
         var delivered: Set<DeliveredKey> = []
+        var handedOver = 0
     }
 
     struct DeliveredKey: Hashable {
@@ -116,6 +117,7 @@ extension BusReceiver {
             }
             notification.flags |= WireFormat.Flag.retainedCopy
             counters.retainedReceived += 1
+            pending.handedOver += 1
             routes[routeIndex].batch.append(notification: notification)
             any = true
         }
@@ -125,7 +127,7 @@ extension BusReceiver {
             endedSnapshots.append(
                 EndedSnapshot(
                     subscriptionID: pending.subscriptionID, replyName: replyName,
-                    outcome: .delivered(count: pending.delivered.count, takesAll: takesAll)))
+                    outcome: .delivered(count: pending.handedOver, takesAll: takesAll)))
         } else {
             pendingSnapshots[replyName] = pending
         }

@@ -20,12 +20,16 @@ final class SubscriptionStorage: Sendable {
     let core: BusCore
     /// The subscription asked for its pattern's retained values (NBP-1 §18): their delivery.
     let retained: RetainedDelivery?
+    /// The subscription ends once its retained values were handed over (`nbus subscribe
+    /// --retained-only`): what it buffered is the current state.
+    let endsAfterRetained: Bool
 
     init(
         id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil,
-        retained: Bool = false
+        retained: Bool = false, endsAfterRetained: Bool = false
     ) {
-        self.retained = retained ? RetainedDelivery() : nil
+        self.retained = retained || endsAfterRetained ? RetainedDelivery() : nil
+        self.endsAfterRetained = endsAfterRetained
         self.id = id
         self.pattern = pattern
         self.isSink = sink != nil
