@@ -361,6 +361,7 @@ struct BrokerCommand: AsyncParsableCommand {
                 ("retainedExpirations", .unsigned(stats.retainedExpirations)),
                 ("retainedSnapshots", .unsigned(stats.retainedSnapshots)),
                 ("retainedNotificationsSent", .unsigned(stats.retainedNotificationsSent)),
+                ("retainedSnapshotsDropped", .unsigned(stats.retainedSnapshotsDropped)),
                 ("curve", .bool(secured)),
                 ("publisherAuthentication", authentication(stats.publisherAuthentication)),
                 ("subscriberAuthentication", authentication(stats.subscriberAuthentication)),

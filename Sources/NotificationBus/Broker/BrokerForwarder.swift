@@ -56,6 +56,10 @@ final class BrokerForwarder {
     /// Retained values (NBP-1 §18) and the snapshots new subscriptions asked for.
     private var retained: RetainedStore
     private var snapshots = RetainedSnapshotQueue()
+    /// When the backend first refused the snapshot frame at the head (monotonic ns; nil: it did not).
+    private var snapshotRefusedSince: UInt64?
+    /// How long the head snapshot may be refused before it is dropped: 5 s, or ten patiences.
+    private let snapshotPatience: UInt64
     /// Evictions since the last report, and when that was (monotonic ns; nil: never).
     private var evictionsSinceReport: UInt64 = 0
     private var lastEvictionReport: UInt64?
@@ -79,6 +83,7 @@ final class BrokerForwarder {
     ) throws(ZMQError) {
         let patienceNanoseconds = Timestamps.boundedNanoseconds(configuration.slowSubscriberPatience)
         self.spinNanoseconds = Timestamps.boundedNanoseconds(configuration.idleSpin)
+        self.snapshotPatience = max(5_000_000_000, patienceNanoseconds.multipliedReportingOverflow(by: 10).partialValue)
         self.drainNanoseconds = Timestamps.boundedNanoseconds(configuration.drainTimeout)
         self.monitorReaders = monitorReaders
         self.connections = connections
@@ -444,7 +449,21 @@ final class BrokerForwarder {
     private func sendSnapshots() throws(ZMQError) -> Int {
         var moved = 0
         while moved < Self.roundLimit, let frame = snapshots.next {
-            guard try backend.sendIfReady(frame) else { break }
+            guard try backend.sendIfReady(frame) else {
+                // Its subscriber is full: the others' snapshots wait behind it for at most 5 s
+                // (ten patiences when longer), then the rest of this one is dropped, counted.
+                let now = Timestamps.monotonicNanoseconds()
+                let since = snapshotRefusedSince ?? now
+                snapshotRefusedSince = since
+                if now &- since > snapshotPatience {
+                    stats.retainedSnapshotsDropped &+= 1
+                    _ = snapshots.dropHead()
+                    snapshotRefusedSince = nil
+                    continue
+                }
+                break
+            }
+            snapshotRefusedSince = nil
             _ = snapshots.sent()
             stats.toSubscribers &+= 1
             stats.bytesToSubscribers &+= UInt64(frame.count)

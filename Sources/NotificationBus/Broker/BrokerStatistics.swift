@@ -85,6 +85,9 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// Snapshots sent to new subscriptions, and the notifications they carried.
     public var retainedSnapshots: UInt64 = 0
     public var retainedNotificationsSent: UInt64 = 0
+    /// Snapshots not sent whole: their subscriber took nothing for 5 s while others waited
+    /// behind it (its wait for its values times out and says so).
+    public var retainedSnapshotsDropped: UInt64 = 0
 
     /// Zero counters.
     public init() {}

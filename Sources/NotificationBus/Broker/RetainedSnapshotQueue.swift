@@ -11,7 +11,11 @@ struct RetainedSnapshotQueue {
     /// Snapshots not yet sent whole; a request past this many is answered with nothing at all (the
     /// subscriber's wait times out and says so) rather than letting subscribers queue memory.
     static let maximumPending = 4_096
+    /// The most bytes of snapshot frames queued at once (each request copies the values it
+    /// matches): past it a request is answered with nothing, as past `maximumPending`.
+    static let maximumPendingBytes = 256 << 20
     private(set) var pendingSnapshots = 0
+    private(set) var pendingBytes = 0
     private var finals: Set<Int> = []
 
     init(publisherID: UInt64 = UInt64.random(in: 1...UInt64.max)) {
@@ -26,7 +30,7 @@ struct RetainedSnapshotQueue {
     /// publisher's notifications (it keeps retained values), so a subscription it answered is
     /// live at every publisher connected to it.
     mutating func enqueue(reply: NotificationName, entries: [[UInt8]], takesAll: Bool, now: UInt64) -> Bool {
-        guard pendingSnapshots < Self.maximumPending else { return false }
+        guard pendingSnapshots < Self.maximumPending, pendingBytes < Self.maximumPendingBytes else { return false }
         let payloads = RetainedSnapshot.payloads(entries: entries)
         for (index, payload) in payloads.enumerated() {
             var headers = NotificationHeaders()
@@ -43,6 +47,7 @@ struct RetainedSnapshotQueue {
             // were it ever to, the snapshot is not sent and the subscriber's wait says so.
             guard let encoded = try? EnvelopeCodec.encode(frame) else { return false }
             if index == payloads.count - 1 { finals.insert(frames.count) }
+            pendingBytes += encoded.count
             frames.append(encoded)
         }
         pendingSnapshots += 1
@@ -53,6 +58,8 @@ struct RetainedSnapshotQueue {
     mutating func sent() -> Bool {
         let ended = finals.remove(start) != nil
         if ended { pendingSnapshots -= 1 }
+        pendingBytes -= frames[start].count
+        frames[start] = []
         start += 1
         if start == frames.count {
             frames.removeAll(keepingCapacity: false)
@@ -60,5 +67,17 @@ struct RetainedSnapshotQueue {
             finals.removeAll()
         }
         return ended
+    }
+
+    /// Drops what is left of the snapshot at the head (its subscriber took nothing for too
+    /// long: the snapshots behind it must not wait for it); returns the frames dropped. That
+    /// subscriber's wait for its values times out and says so.
+    mutating func dropHead() -> Int {
+        var dropped = 0
+        while start < frames.count {
+            dropped += 1
+            if sent() { break }
+        }
+        return dropped
     }
 }
