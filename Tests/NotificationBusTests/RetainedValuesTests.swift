@@ -207,4 +207,30 @@ struct RetainedValuesTests {
         _ = await first.stop()
         _ = await second.stop()
     }
+
+    @Test("an embedded bus keeps its own values: a later subscription gets them, marked, then live ones with no gap")
+    func embeddedBusKeepsItsOwn() async throws {
+        let bus = try Bus(.embedded())
+        let earlier = try bus.events(named: "m.>")
+        for value in 1...3 { try await bus.post(name: "m.a", payload: [UInt8(value)], retain: true) }
+        try await bus.post(name: "m.b", payload: [9], retain: true)
+        try await bus.post(name: "m.c", payload: [7])  // not retained: not kept
+        // Once the earlier subscription has all five, the loop has handled every post.
+        _ = await earlier.first(5)
+        let events = try bus.events(named: "m.>", retained: true)
+        try await bus.ready("m.>")
+        try await bus.post(name: "m.a", payload: [4])
+        let received = await events.collect { event in
+            if case .notification(let n) = event { return !n.isRetained }
+            return true
+        }
+        let texts = received.compactMap { event -> String? in
+            if case .notification(let n) = event { return "\(n.name) \(n.sequence) \(n.payload) \(n.isRetained)" }
+            return nil
+        }
+        #expect(texts == ["m.a 3 [3] true", "m.b 1 [9] true", "m.a 4 [4] false"])
+        let stats = await bus.close()
+        #expect(stats.lostUpstream == 0)
+        #expect(stats.retainedReceived == 2)
+    }
 }

@@ -4,11 +4,20 @@
 extension BusEventLoop {
     /// Subscribes the reply name (exactly), then the request, after the subscription's own data
     /// prefix: a broker that reads the request has the data prefix and the reply name in place
-    /// for this connection. Looped back (an embedded bus) nothing keeps retained values yet, so
-    /// the delivery ends at once with none.
+    /// for this connection. Looped back (an embedded bus) the bus's own values are handed over
+    /// at once.
     func requestRetained(for storage: SubscriptionStorage) {
         guard let delivery = storage.retained else { return }
-        guard !sockets.loopback, !sockets.subscribers.isEmpty,
+        if sockets.loopback {
+            // An embedded bus keeps its own posts' values: handed over now, before any post
+            // still queued reaches the new subscription.
+            let count = receiver.handOverLocalRetained(subscriptionID: storage.id, pattern: storage.pattern)
+            receiver.flush()
+            delivery.complete(.delivered(count: count, takesAll: true))
+            endIfOnlyRetained(storage)
+            return
+        }
+        guard !sockets.subscribers.isEmpty,
             let reply = try? NotificationName(RetainedSnapshot.replyName(bus: topics.busID, token: storage.id))  // always valid: hex and digits
         else {
             delivery.complete(.none)

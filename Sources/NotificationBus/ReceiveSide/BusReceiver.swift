@@ -91,6 +91,11 @@ struct BusReceiver {
     /// the loop last looked (`BusReceiver+Retained.swift`).
     var pendingSnapshots: [NotificationName: PendingSnapshot] = [:]
     var endedSnapshots: [EndedSnapshot] = []
+    /// Looped back (an embedded bus): the retained values of this bus's own posts.
+    var localRetained = RetainedStore(maximumNames: BusReceiver.localRetainedNames, maximumBytes: BusReceiver.localRetainedBytes)
+    /// An embedded bus keeps at most this many names' retained values, and bytes of them.
+    static let localRetainedNames = 10_000
+    static let localRetainedBytes = 16 << 20
     /// Per stream, except the cached stream (see `cachedStream`): the last sequence seen, and when
     /// it was last heard (`counters.framesReceived` then), to forget the stalest first.
     var lastSequence: [StreamKey: (last: UInt64, heard: UInt64)] = [:]
@@ -251,6 +256,7 @@ struct BusReceiver {
     /// Routes one of this bus's own posts, handed over directly instead of through a socket
     /// (an embedded bus's loopback); counted as received like any frame.
     mutating func deliverLocally(_ frame: UnsafeRawBufferPointer) {
+        keepIfRetained(frame)
         route(frame)
         counters.framesReceived += 1
         counters.notificationsReceived += 1
