@@ -3,11 +3,18 @@ import Glibc
 #endif
 import Foundation
 import Testing
+import ToolSupport
 
 // Retained values (NBP-1 §18) with real processes: `nbus publish --retain` posts 1,000 names and
 // exits; an `nbus subscribe --retained` started afterwards through `nbus broker --retain-names`
 // prints all 1,000 current values, marked retained, then a live one, with no loss counted; past
 // the broker's bound the oldest values are evicted, counted and logged. ipc in a temp folder.
+
+/// `/usr/bin/env` when python3 with pyzmq is there (the Python consumer's test), else nil.
+private let pythonWithZMQ: URL? = {
+    guard let probe = try? SpawnedProcess.run("/usr/bin/env", ["python3", "-c", "import zmq"]) else { return nil }
+    return probe.status == 0 ? URL(fileURLWithPath: "/usr/bin/env") : nil
+}()
 
 @Suite("retained values through nbus broker (real processes)", .serialized, .timeLimit(.minutes(3)))
 struct RetainedValuesEndToEndTests {
@@ -111,5 +118,32 @@ struct RetainedValuesEndToEndTests {
         #expect(objects.count == 5, "\(reader.describe())")
         #expect(objects.allSatisfy { $0["retained"] as? Bool == true && $0["payload"] as? String == "v2" })
         #expect(summaryCounts(output?.stderrText, "subscribe", "printed", "lostUpstream") == [5, 0], "\(reader.describe())")
+    }
+
+    @Test(
+        "examples/python/consumer.py --retained: a foreign consumer gets the kept values, marked, then the live one, no loss",
+        .enabled(if: pythonWithZMQ != nil, "needs python3 with pyzmq"))
+    func pythonConsumerGetsRetainedValues() async throws {
+        let python = try #require(pythonWithZMQ)
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker(["--retain-names", "100"])
+        try await publishRetained(children, frontend: frontend, names: 5)
+        let consumer = try children.start(
+            "consumer.py", command: python,
+            ["python3", TypedPythonEndToEndTests.script("consumer.py"), "state.>", "--retained", "--connect", backend,
+             "--format", "json", "--count", "6", "--timeout", "30"])
+        #expect(await consumer.waitForStdoutLines(5, timeout: .seconds(60)), "\(consumer.describe())")
+        let live = try children.start("live", ["publish", "state.k1", "now", "--connect", frontend, "--timeout", "30"])
+        expectExit(await live.waitForExit(timeout: .seconds(60)), 0, live)
+        let output = await consumer.waitForExit(timeout: .seconds(60))
+        expectExit(output, 0, consumer)
+        let objects = consumer.output.stdoutText.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(objects.count == 6, "\(consumer.describe())")
+        #expect(objects.prefix(5).allSatisfy { $0["retained"] as? Bool == true && $0["payload"] as? String == "v2" })
+        #expect(objects.last?["retained"] == nil && objects.last?["payload"] as? String == "now")
+        #expect(output?.stderrText.contains("lost upstream 0") == true, "\(consumer.describe())")
     }
 }
