@@ -360,7 +360,7 @@ def encode(
     ``headers`` is an iterable of ``(key, value)`` pairs (str, or bytes that
     are valid UTF-8) or a dict; wire order is iteration order.
     ``sequence`` must be 1..2**64-1 and ``publisher_id`` nonzero (u64).
-    ``flags`` must be 0 for conforming senders; it is a parameter only so
+    ``flags``: 0, or FLAG_RETAIN (0x01) for a retained post (section 18); other bits only so
     tests can build frames with reserved bits set.  ``max_payload`` (default
     1 MiB, the default receiver limit) rejects payloads receivers would drop;
     pass None to disable.  Raises ValueError/TypeError on any violation.
