@@ -18,6 +18,8 @@ final class BrokerMetrics: Sendable {
     private let loopAgeGauge: Gauge
     private let ownedIDsGauge: Gauge
     private let replayBytesGauge: Gauge
+    private let retainedNamesGauge: Gauge
+    private let retainedBytesGauge: Gauge
     /// Serialises scrapes: each advances the counters from the last one's figures.
     private let scrape = Mutex(())
 
@@ -56,6 +58,11 @@ final class BrokerMetrics: Sendable {
             (counter("accept_failures_total", "accept() failures (out of file descriptors)."), { @Sendable s in s.acceptFailures }),
             (counter("memory_limit_resets_total", "Times memory passed the limit and every connection was dropped."), { @Sendable s in s.memoryLimitResets }),
             (counter("forwarding_errors_total", "Errors of the forwarding loop's own socket calls (a bug if ever non-zero)."), { @Sendable s in s.forwardingErrors }),
+            (counter("retained_evictions_total", "Retained values evicted to stay within --retain-names and --retain-bytes (NBP-1 §18)."), { @Sendable s in s.retainedEvictions }),
+            (counter("retained_clears_total", "Retained values cleared by a retained post with an empty payload."), { @Sendable s in s.retainedClears }),
+            (counter("retained_expirations_total", "Retained values dropped because their retain-for passed."), { @Sendable s in s.retainedExpirations }),
+            (counter("retained_snapshots_total", "Retained snapshots sent to new subscriptions."), { @Sendable s in s.retainedSnapshots }),
+            (counter("retained_notifications_sent_total", "Retained values sent in snapshots."), { @Sendable s in s.retainedNotificationsSent }),
             (counter("foreign_publisher_id_frames_total", "Frames refused because they carried a publisher id another frontend connection (with CURVE, another key) used first: never forwarded, never replayed."), { @Sendable s in s.foreignPublisherIDFrames }),
         ]
         if curve {
@@ -78,6 +85,8 @@ final class BrokerMetrics: Sendable {
         startGauge = gauge("start_time_seconds", "When the broker started, seconds since the Unix epoch.")
         ownedIDsGauge = gauge("owned_publisher_ids", "Publisher ids the broker knows the owning connection of (bounded).")
         replayBytesGauge = gauge("end_of_stream_replay_bytes", "Bytes of the end-of-stream records kept for a replay (at most 16 MiB).")
+        retainedNamesGauge = gauge("retained_names", "Names whose retained value the broker keeps now (NBP-1 §18).")
+        retainedBytesGauge = gauge("retained_bytes", "Bytes of the retained values the broker keeps now (their encoded frames).")
         loopAgeGauge = gauge("forwarding_loop_age_seconds", "Seconds since the forwarding loop last began a round (at most about 1 when well).")
         topicsGauge = gauge("subscription_topics", "Subscription topics (ZeroMQ prefixes, control topics included) the subscribers hold now.")
         if let memoryLimit {
@@ -137,6 +146,8 @@ final class BrokerMetrics: Sendable {
             loopAgeGauge.set(loopAge ?? -1)
             ownedIDsGauge.set(Double(stats.ownedPublisherIDs))
             replayBytesGauge.set(Double(stats.endOfStreamReplayBytes))
+            retainedNamesGauge.set(Double(stats.retainedNames))
+            retainedBytesGauge.set(Double(stats.retainedBytes))
             topicsGauge.set(Double(subscriptions.topics.count))
             var buffer: [UInt8] = []
             registry.emit(into: &buffer)

@@ -72,6 +72,16 @@ struct BrokerCommand: AsyncParsableCommand {
         SecondsOption.milliseconds(heartbeat ?? 5)
     }
 
+    @Option(name: .customLong("retain-names"), parsing: .unconditional, help: ArgumentHelp(
+        "Keep the retained value (NBP-1 §18) of at most this many names, for subscribers that start later (0, the default: keep none). Above 0 the broker subscribes to every name at its publishers: they send it all they post.",
+        valueName: "n"))
+    var retainNames: Int = 0
+
+    @Option(name: .customLong("retain-bytes"), parsing: .unconditional, help: ArgumentHelp(
+        "With --retain-names: the most MiB of retained notifications kept (default 64); past it, or past --retain-names, the value updated longest ago is evicted, counted and logged.",
+        valueName: "MiB"))
+    var retainBytes: Int = BrokerConfiguration.defaultRetainedBytes >> 20
+
     @Option(parsing: .unconditional, help: ArgumentHelp("Print counters every N seconds, 0.1 to 86400 (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
 
@@ -143,6 +153,7 @@ struct BrokerCommand: AsyncParsableCommand {
         .frontend: "--frontend", .backend: "--backend", .upstream: "--upstream", .highWaterMark: "--hwm",
         .subscriberBudget: "--subscriber-budget", .slowSubscriberPatience: "--slow-after", .heartbeat: "--heartbeat",
         .memoryLimit: "--max-memory", .idleSpin: "--idle-spin", .security: "--curve-secret", .drainTimeout: "--drain",
+        .retainedNames: "--retain-names", .retainedBytes: "--retain-bytes",
     ]
 
     /// Throws a usage error (exit 64) naming the flag behind the configuration's first invalid
@@ -194,6 +205,8 @@ struct BrokerCommand: AsyncParsableCommand {
         configuration.memoryLimit = maxMemory <= 0 ? nil : UInt64(mebibytes(maxMemory))
         configuration.idleSpin = span(idleSpin)
         configuration.drainTimeout = span(drain)
+        configuration.retainedNames = retainNames
+        configuration.retainedBytes = mebibytes(retainBytes)
         configuration.logger = logger
         return configuration
     }
@@ -298,8 +311,13 @@ struct BrokerCommand: AsyncParsableCommand {
             + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures), "
             + "refused frames with another connection's publisher id \(stats.foreignPublisherIDFrames)"
         if stats.endOfStreamRecordsTooLarge > 0 || stats.endOfStreamRecordsEvicted > 0 {
-            text += "; end-of-stream records not kept for a replay: \(stats.endOfStreamRecordsTooLarge) over 64 KiB, "
+            text += ", end-of-stream records not kept for a replay: \(stats.endOfStreamRecordsTooLarge) over 64 KiB, "
                 + "\(stats.endOfStreamRecordsEvicted) evicted (more than 4,096 or 16 MiB kept)"
+        }
+        if stats.retainedNames > 0 || stats.retainedEvictions > 0 || stats.retainedSnapshots > 0 {
+            text +=
+                ", retained \(stats.retainedNames) names (\(stats.retainedBytes) B), evicted \(stats.retainedEvictions), "
+                + "cleared \(stats.retainedClears), expired \(stats.retainedExpirations), snapshots \(stats.retainedSnapshots) (\(stats.retainedNotificationsSent) notifications)"
         }
         if stats.stopDrain > .zero {
             let seconds = (Timestamps.seconds(stats.stopDrain) * 1_000).rounded() / 1_000
@@ -344,6 +362,12 @@ struct BrokerCommand: AsyncParsableCommand {
                 ("stopDrainSeconds", .number(Timestamps.seconds(stats.stopDrain))),
                 ("stopDrainTimedOut", .bool(stats.stopDrainTimedOut)),
                 ("undeliveredAtStop", .unsigned(stats.undeliveredAtStop)),
+                ("retainedNames", .integer(Int64(stats.retainedNames))), ("retainedBytes", .integer(Int64(stats.retainedBytes))),
+                ("retainedEvictions", .unsigned(stats.retainedEvictions)), ("retainedClears", .unsigned(stats.retainedClears)),
+                ("retainedExpirations", .unsigned(stats.retainedExpirations)),
+                ("retainedSnapshots", .unsigned(stats.retainedSnapshots)),
+                ("retainedNotificationsSent", .unsigned(stats.retainedNotificationsSent)),
+                ("retainedSnapshotsDropped", .unsigned(stats.retainedSnapshotsDropped)),
                 ("curve", .bool(secured)),
                 ("publisherAuthentication", authentication(stats.publisherAuthentication)),
                 ("subscriberAuthentication", authentication(stats.subscriberAuthentication)),

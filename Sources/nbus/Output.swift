@@ -29,6 +29,8 @@ enum OutputFormat: String, CaseIterable, Sendable {
             // NBP/1's flags are reserved and written 0: shown only when a producer set some, so
             // its author can see them (NBP-1 §12: receivers ignore them, nobody else would tell).
             if n.flags != 0 { line += " flags=\(Self.hexByte(n.flags))" }
+            // A kept current value handed to this new subscription, not a change made now (NBP-1 §18).
+            if n.isRetained { line += " retained" }
             return line + " payload=\(payload)"
         case (.text, .gap(let gap)):
             return "! \(gap)"
@@ -51,6 +53,10 @@ enum OutputFormat: String, CaseIterable, Sendable {
             }
             fields += [
                 ("publisherID", JSONString.quoted(ControlNames.hex(n.publisherID))),
+            ]
+            // Only when true (NBP-1 §18), so lines of live notifications read as before.
+            if n.isRetained { fields.append(("retained", "true")) }
+            fields += [
                 ("sequence", String(n.sequence)),
                 ("time", JSONString.quoted(RFC3339.string(nanosecondsSinceEpoch: n.timestamp))),
                 ("timestamp", String(n.timestamp)),

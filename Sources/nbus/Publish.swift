@@ -40,6 +40,14 @@ struct Publish: AsyncParsableCommand {
         valueName: "format"))
     var format: CommandSummary.Format?
 
+    @Flag(help: "Retain: brokers that keep retained values (nbus broker --retain-names) keep each post as its name's current value for subscribers that start later (nbus subscribe --retained); an empty payload clears it.")
+    var retain = false
+
+    @Option(name: .customLong("retain-for"), parsing: .unconditional, help: ArgumentHelp(
+        "With --retain: seconds the broker keeps each value (0.001 or more; default: until replaced, cleared or evicted).",
+        valueName: "seconds"))
+    var retainFor: Double?
+
     @Flag(help: "Read notifications from standard input, one per line.")
     var lines = false
 
@@ -124,6 +132,10 @@ struct Publish: AsyncParsableCommand {
     /// Checks everything that can be checked without connecting, so a bad argument fails at once
     /// (exit 64) instead of after the wait for subscribers.
     func validate() throws {
+        if let retainFor {
+            guard retain else { throw ValidationError("--retain-for needs --retain") }
+            try SecondsOption.check(retainFor, "--retain-for", in: 0.001...SecondsOption.maximumTimeout)
+        }
         let notificationName: NotificationName
         do { notificationName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(displayed(name))': \(error)") }
         // Refused up front as a usage error (64), not by the bus at the first post (which exited 1).
@@ -330,7 +342,9 @@ struct Publish: AsyncParsableCommand {
         _ bus: Bus, _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ type: ContentType
     ) async throws(BusError) -> Bool {
         do {
-            try await bus.post(name: name, payload: payload, headers: headers, contentType: type)
+            try await bus.post(
+                name: name, payload: payload, headers: headers, contentType: type, retain: retain,
+                retainFor: retainFor.map { .nanoseconds(Int64(($0 * 1e9).rounded())) })
             return true
         } catch {
             if case .cancelled = error { return false }

@@ -75,6 +75,12 @@ struct Subscribe: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    @Flag(help: "Start each pattern with the current (retained) values of the names it matches, from a broker that keeps them (nbus broker --retain-names), each marked retained, then the live notifications.")
+    var retained = false
+
+    @Flag(name: .customLong("retained-only"), help: "Print the current state and exit: the retained values of the names each pattern matches (and any live notification that arrived meanwhile, newer), then stop (exit 0; nothing when no broker keeps values).")
+    var retainedOnly = false
+
     @Option(
         help: ArgumentHelp(
             "With --bind and --curve-secret: the folder of publisher public keys (*.pub) to admit.",
@@ -137,7 +143,9 @@ struct Subscribe: AsyncParsableCommand {
                 try curve.apply(to: &configuration, allowList: allowPublishers, command: "subscribe")
                 bus = try Bus(configuration)
                 streams = try patterns.map { pattern in
-                    try bus.events(named: try NamePattern(pattern), buffering: buffering)
+                    retainedOnly
+                        ? try bus.currentState(named: try NamePattern(pattern), buffering: buffering)
+                        : try bus.events(named: try NamePattern(pattern), buffering: buffering, retained: retained)
                 }
             } catch {
                 throw fail("subscribe", error, code: 2)

@@ -88,7 +88,10 @@ struct CommandLineTests {
         for line in lines {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
             #expect(Self.keys(object).isSubset(of: documented), "undocumented: \(Self.keys(object).subtracting(documented))")
-            #expect(documented.subtracting(Self.keys(object)) == ["payloadBase64"], "missing: \(documented.subtracting(Self.keys(object)))")
+            // `retained` only on kept values handed to a `--retained` subscription (NBP-1 §18).
+            #expect(
+                documented.subtracting(Self.keys(object)) == ["payloadBase64", "retained"],
+                "missing: \(documented.subtracting(Self.keys(object)))")
             types.append(object["contentType"] as? String ?? "?")
             // The integer read from the text (a Double would lose its last digits), and its time.
             let digits = try #require(line.firstMatch(of: /"timestamp":(\d+)/)?.output.1, "\(line)")

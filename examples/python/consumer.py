@@ -24,6 +24,7 @@ The summary goes to stderr when it stops: after --count notifications, after
 from __future__ import annotations
 
 import argparse
+import random
 import base64
 import json
 import os
@@ -54,6 +55,9 @@ def parse_args(argv):
     p.add_argument("-c", "--count", type=int, help="stop after this many notifications")
     p.add_argument("--timeout", type=float, help="stop after this many seconds (exit 1 if --count was not reached)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default text)")
+    p.add_argument("--retained", action="store_true",
+                   help="start each PATTERN with the current values a broker keeps (NBP-1 section 18), "
+                        "marked retained (one --connect only)")
     p.add_argument("--max-payload", type=int, default=nbp.DEFAULT_MAX_PAYLOAD, metavar="BYTES",
                    help=f"largest payload accepted (default {nbp.DEFAULT_MAX_PAYLOAD})")
     p.add_argument("--gap-wait", type=float, default=15.0, metavar="SECONDS",
@@ -227,6 +231,8 @@ def render(n: nbp.Notification, fmt: str) -> str:
                "time": rfc3339(n.timestamp), "timestamp": n.timestamp,
                "contentType": CONTENT_TYPE_NAMES.get(n.content_type, str(n.content_type)),
                "headers": dict(n.headers)}
+        if n.is_retained:  # a kept current value (NBP-1 section 18), as `nbus subscribe` marks it
+            obj["retained"] = True
         try:
             obj["payload"] = n.payload.decode("utf-8")
         except UnicodeDecodeError:
@@ -241,6 +247,8 @@ def render(n: nbp.Notification, fmt: str) -> str:
         line += " headers=[" + ",".join(f"{k}={v}" for k, v in n.headers) + "]"
     if n.content_type:
         line += f" type={nbp.CONTENT_TYPES.get(n.content_type, n.content_type)}"
+    if n.is_retained:
+        line += " retained"
     return line + f" payload={payload}"
 
 
@@ -286,6 +294,17 @@ def main(argv=None) -> int:
             sock.setsockopt(zmq.SUBSCRIBE, prefix)
         sock.setsockopt(zmq.SUBSCRIBE, END_OF_STREAM.encode())       # end-of-stream records (optional)
         poller.register(sock, zmq.POLLIN)
+    # Retained values (NBP-1 section 18): per pattern, the exact reply name, then the request, on
+    # the same socket after the pattern's prefix; the broker answers under the reply name alone.
+    snapshots = {}
+    if a.retained and not several:
+        bus_id = random.randrange(1, 1 << 64)
+        for number, pattern in enumerate(a.compiled, start=1):
+            reply = nbp.retained_reply_name(bus_id, number)
+            request = nbp.retained_request_topic(bus_id, number, pattern.text)
+            snapshots[reply] = (pattern, request)
+            socks[0].setsockopt(zmq.SUBSCRIBE, reply.encode() + b"\x00")
+            socks[0].setsockopt(zmq.SUBSCRIBE, request)
 
     out = sys.stdout
     rejects = Counter()
@@ -333,6 +352,19 @@ def main(argv=None) -> int:
                     continue
                 for n in batch:
                     if n.name.split(".", 1)[0] == "_nbus":            # the bus's own control traffic
+                        if n.name in snapshots:                        # our retained snapshot
+                            pattern, request = snapshots[n.name]
+                            for kept in nbp.retained_snapshot_entries(n, max_payload=a.max_payload):
+                                # Tracking starts at the kept value's sequence: no gap before the live one.
+                                if pattern.matches(kept.name) and streams.observe(kept.publisher_id, kept.name,
+                                                                                  kept.sequence) is not None:
+                                    out.write(render(kept, a.format) + "\n")
+                                    received += 1
+                            if n.header_dict.get("final") == "1":
+                                socks[0].setsockopt(zmq.UNSUBSCRIBE, request)
+                                socks[0].setsockopt(zmq.UNSUBSCRIBE, n.name.encode() + b"\x00")
+                                del snapshots[n.name]
+                            continue
                         if n.name.startswith(END_OF_STREAM):
                             if several:
                                 received += emit(streams.end_of_stream(path, n.publisher_id, n.payload, time.monotonic()))

@@ -141,6 +141,18 @@ def valid_vectors() -> list:
     add("reply-status-error", "An error reply, posted to the request's reply-to name: status error, the reason as payload.",
         nbp.inbox_name(PID, 7), b"division by zero", nbp.reply_headers(error=True), content_type=1)
 
+    # Retained values (section 18): the two flag bits, as a conforming producer and a broker write them.
+    frame = raw_frame(b"prices.eur", flags=0x01, content_type=1, payload=b"1.08", sequence=7)
+    out.append({"id": "retain-flag", "description": "flags = 0x01: a retained post (keep it as the name's current value).",
+                "frames": [frame.hex()], "expect": "valid", "canonical": False,
+                "decoded": decoded("prices.eur", b"1.08", (), 1, 7, PID, TS, flags=0x01)})
+    # Another name: one stream's sequence 7 twice would be a duplicate to a receiver reading all vectors.
+    frame = raw_frame(b"prices.usd", flags=0x03, content_type=1, payload=b"1.16", sequence=7)
+    out.append({"id": "retained-copy-flags", "description": "flags = 0x03: a kept value handed to a new subscription "
+                                                         "(retain and retained copy), as a broker's snapshot carries it.",
+                "frames": [frame.hex()], "expect": "valid", "canonical": False,
+                "decoded": decoded("prices.usd", b"1.16", (), 1, 7, PID, TS, flags=0x03)})
+
     # Non-canonical: reserved bits set; receivers ignore them.
     frame = raw_frame(b"flags.set", flags=0xA5, content_type=2, payload=b"[]")
     out.append({"id": "nonzero-flags", "description": "flags = 0xa5: receivers ignore unknown flag bits and report them.",

@@ -50,6 +50,8 @@ __all__ = [
     "declared_record_count", "unmatched_notification_count", "batch_frame_limit", "MAX_BATCH_FRAME",
     "CONTROL_TOKEN", "validate_name", "Pattern",
     "PublisherState", "SequenceTracker",
+    "FLAG_RETAIN", "FLAG_RETAINED_COPY", "is_retained", "asks_to_retain",
+    "RETAINED_REPLY_PREFIX", "retained_request_topic", "retained_reply_name", "retained_snapshot_entries",
 ]
 
 PROTOCOL = "NBP/1"
@@ -156,6 +158,11 @@ class Notification:
     version: int = VERSION
     flags: int = 0
     reserved: int = 0
+
+    @property
+    def is_retained(self) -> bool:
+        """A kept current value handed to a new subscription (section 18), not a change now."""
+        return bool(self.flags & FLAG_RETAINED_COPY)
 
     @property
     def header_dict(self) -> Dict[str, str]:
@@ -353,7 +360,7 @@ def encode(
     ``headers`` is an iterable of ``(key, value)`` pairs (str, or bytes that
     are valid UTF-8) or a dict; wire order is iteration order.
     ``sequence`` must be 1..2**64-1 and ``publisher_id`` nonzero (u64).
-    ``flags`` must be 0 for conforming senders; it is a parameter only so
+    ``flags``: 0, or FLAG_RETAIN (0x01) for a retained post (section 18); other bits only so
     tests can build frames with reserved bits set.  ``max_payload`` (default
     1 MiB, the default receiver limit) rejects payloads receivers would drop;
     pass None to disable.  Raises ValueError/TypeError on any violation.
@@ -788,3 +795,55 @@ def reply_headers(error: bool = False, headers: Iterable[Tuple[Text, Text]] = ()
     kept = tuple((str(k), str(v)) for k, v in headers if k != STATUS)
     return kept + ((STATUS, "error" if error else "ok"),)
 
+
+# --------------------------------------------------------------------------
+# Retained values (section 18)
+
+#: Flag bit a producer sets: keep this as the name's current value (empty payload: clear it).
+FLAG_RETAIN = 0x01
+#: Flag bit on a kept value handed to a new subscription from a store (a broker's snapshot).
+FLAG_RETAINED_COPY = 0x02
+#: Every snapshot reply name starts with this.
+RETAINED_REPLY_PREFIX = "_nbus.retained."
+
+
+def is_retained(notification: "Notification") -> bool:
+    """Whether ``notification`` is a kept value delivered to a new subscription (bit 0x02)."""
+    return bool(notification.flags & FLAG_RETAINED_COPY)
+
+
+def asks_to_retain(notification: "Notification") -> bool:
+    """Whether its producer asked for it to be kept as the name's current value (bit 0x01)."""
+    return bool(notification.flags & FLAG_RETAIN)
+
+
+def retained_reply_name(bus_id: int, number: int) -> str:
+    """``_nbus.retained.<bus id, 16 hex>.<n>``: the name a snapshot arrives under."""
+    return f"{RETAINED_REPLY_PREFIX}{bus_id:016x}.{number}"
+
+
+def retained_request_topic(bus_id: int, number: int, pattern: str) -> bytes:
+    """The subscription that asks a broker for the retained values ``pattern`` matches;
+    subscribe ``retained_reply_name(...)`` + NUL first, on the same socket."""
+    Pattern.compile(pattern)  # validates (raises on an invalid pattern)
+    return b"\x00nbus.retained." + f"{bus_id:016x}.{number}.{pattern}".encode("utf-8")
+
+
+def retained_snapshot_entries(
+    notification: "Notification", max_payload: int = DEFAULT_MAX_PAYLOAD
+) -> Tuple["Notification", ...]:
+    """The kept notifications one snapshot frame carries (its payload: repeated u32 length and one
+    version 1 frame). Raises Rejected("batchInvalid") when the lengths do not fill the payload."""
+    payload = notification.payload
+    out = []
+    position = 0
+    while position < len(payload):
+        if len(payload) - position < 4:
+            raise Rejected("batchInvalid")
+        (length,) = struct.unpack_from("!I", payload, position)
+        position += 4
+        if len(payload) - position < length:
+            raise Rejected("batchInvalid")
+        out.append(decode([payload[position:position + length]], max_payload=max_payload))
+        position += length
+    return tuple(out)

@@ -537,5 +537,31 @@ class RequestReplyTests(unittest.TestCase):
         self.assertIsNone(nbp.reply_to(nbp.decode([plain])), "an invalid reply-to gets no reply")
 
 
+
+class RetainedTests(unittest.TestCase):
+    """Section 18: the two flag bits and a snapshot frame's entries."""
+
+    def test_flags_and_snapshot_entries(self):
+        kept = nbp.encode("prices.eur", b"1.08", sequence=7, publisher_id=5, timestamp_ns=1,
+                          flags=nbp.FLAG_RETAIN | nbp.FLAG_RETAINED_COPY)
+        live = nbp.decode([nbp.encode("prices.eur", b"1.09", sequence=8, publisher_id=5, timestamp_ns=2,
+                                      flags=nbp.FLAG_RETAIN)])
+        self.assertTrue(nbp.asks_to_retain(live))
+        self.assertFalse(nbp.is_retained(live), "a live retained post is no retained copy")
+        payload = struct.pack("!I", len(kept)) + kept
+        reply = nbp.retained_reply_name(0xff, 3)
+        self.assertEqual(reply, "_nbus.retained.00000000000000ff.3")
+        frame = nbp.encode(reply, payload, (("final", "1"), ("count", "1")), sequence=1, publisher_id=9, timestamp_ns=3)
+        entries = nbp.retained_snapshot_entries(nbp.decode([frame]))
+        self.assertEqual(len(entries), 1)
+        self.assertTrue(entries[0].is_retained and nbp.is_retained(entries[0]))
+        self.assertEqual((entries[0].name, entries[0].sequence, entries[0].payload), ("prices.eur", 7, b"1.08"))
+        cut = nbp.encode(reply, payload[:-1], sequence=2, publisher_id=9, timestamp_ns=3)
+        with self.assertRaises(nbp.Rejected):
+            nbp.retained_snapshot_entries(nbp.decode([cut]))
+        self.assertEqual(nbp.retained_request_topic(0xff, 3, "prices.>"),
+                         b"\x00nbus.retained.00000000000000ff.3.prices.>")
+
+
 if __name__ == "__main__":
     unittest.main()

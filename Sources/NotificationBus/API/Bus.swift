@@ -17,6 +17,8 @@ public final class Bus: Sendable {
     /// The endpoints attached, with the real port for `tcp://...:*` binds, publisher side first.
     public let endpoints: [String]
     let core: BusCore
+    /// Subscriptions waiting for their retained values, for `ready(_:)`.
+    let retainedSubscriptions = RetainedSubscriptions()
     /// The bus's own I/O thread as a task executor: `Task(executorPreference: bus.executor) { ... }`
     /// posts and consumes there without hand-offs to other threads (see `BusExecutor`).
     public let executor: BusExecutor
@@ -316,11 +318,15 @@ public final class Bus: Sendable {
         SinkSubscription(handle: try subscribe(pattern, .default, sink: sink))
     }
 
-    private func subscribe(
-        _ pattern: NamePattern, _ buffering: BufferingPolicy, sink: (any BusEventSink)? = nil
+    func subscribe(
+        _ pattern: NamePattern, _ buffering: BufferingPolicy, sink: (any BusEventSink)? = nil, retained: Bool = false,
+        endsAfterRetained: Bool = false
     ) throws(BusError) -> SubscriptionHandle {
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
-        let storage = SubscriptionStorage(id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink)
+        let storage = SubscriptionStorage(
+            id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink, retained: retained,
+            endsAfterRetained: endsAfterRetained)
+        if let delivery = storage.retained { retainedSubscriptions.add(pattern: pattern, delivery) }
         if configuration.deliversToItself {
             // Before the subscription is queued: a post made right after this call must not be
             // skipped as unwanted (the I/O thread removes it with the subscription).
@@ -339,7 +345,13 @@ public final class Bus: Sendable {
     ///
     /// How: a unique token (`_nbus.ready.<bus>.<n>`) is subscribed on the same socket after every
     /// earlier subscription; a publisher that sees it has applied them all, and echoes it back.
+    ///
+    /// A subscription that asked for retained values (`notifications(named:buffering:retained:)`)
+    /// is ready once they were handed to it; when the broker that sent them takes every
+    /// publisher's notifications (it keeps retained values), that is enough, with no publisher
+    /// running at all.
     public func ready(_ pattern: NamePattern, timeout: Duration = .seconds(10)) async throws(BusError) {
+        if try await retainedDelivered(pattern, timeout: timeout) { return }
         let token: NotificationName
         do {
             token = try NotificationName(ControlNames.readyName(bus: publisherID, token: core.makeID()))

@@ -100,6 +100,11 @@ public struct BusStats: Hashable, Sendable {
     /// At close: NotificationBus subscribers that did not acknowledge this publisher's end-of-stream
     /// record before the close timeout (their lost tail, if any, may go uncounted).
     public var endOfStreamUnacknowledged: UInt64 = 0
+    /// Retained values (NBP-1 §18) handed to new subscriptions from brokers' snapshots
+    /// (`BusNotification.isRetained`), and those skipped because the name had already reached
+    /// the subscription live, as new or newer, since it was made.
+    public var retainedReceived: UInt64 = 0
+    public var retainedSuperseded: UInt64 = 0
     /// Typed messages (`post(_:)`) encoded as JSON by this bus's posting tasks.
     public var messagesEncoded: UInt64 = 0
     /// Typed messages decoded by this bus's typed subscriptions (in their consumers' tasks).

@@ -95,6 +95,13 @@ public final class Broker: Sendable {
                     xsub, as: .publishers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
             }
             try xsub.bind(frontend)
+            if configuration.retainedNames > 0 {
+                // Keeping retained values (NBP-1 §18): a retained post no subscriber wants yet must
+                // still reach the broker, so the frontend subscribes to every name. The XSUB keeps
+                // it and sends it to every publisher that connects; subscribers' own "" come and
+                // go on top of it (libzmq counts each topic's subscribers).
+                try xsub.send([1], mode: .dontWait)
+            }
             // The endpoint as bound (a `*` port resolved), read before connecting upstream, when the
             // last endpoint is still the bound one; reading it fails only on a closed socket, and
             // then the endpoint as given is the best name there is.

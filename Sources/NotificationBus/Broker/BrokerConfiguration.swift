@@ -93,6 +93,19 @@ public struct BrokerConfiguration: Sendable {
     /// stream). Zero: close at once, dropping what is queued (as before this setting).
     public var drainTimeout: Duration = .seconds(5)
 
+    /// The most names whose retained value the broker keeps (NBP-1 §18; 0, the default: it keeps
+    /// none). Above zero the broker subscribes to every name at its publishers, because it must
+    /// see a retained post that no subscriber wants yet: publishers then send it everything they
+    /// post (their filtering saves them nothing through this broker), and count it as a
+    /// subscriber of every name (`waitForSubscribers`). Past the bound the value updated longest
+    /// ago is evicted, counted and logged. Kept in memory only: a restart loses them.
+    public var retainedNames: Int = 0
+
+    /// The most bytes of retained notifications the broker keeps (their encoded frames), 64 MiB
+    /// by default; past it the value updated longest ago is evicted, counted and logged. One
+    /// notification larger than this is not kept (counted as evicted).
+    public var retainedBytes: Int = BrokerConfiguration.defaultRetainedBytes
+
     /// CURVE on both sides, admitting only the allow-listed keys (plaintext peers included,
     /// everyone else is refused and counted). nil: plaintext.
     public var security: BrokerSecurity?
@@ -129,6 +142,13 @@ public struct BrokerConfiguration: Sendable {
     /// The default `subscriberBudget`: 64 MiB, what NATS lets a client fall behind
     /// (`max_pending`) before it calls it a slow consumer.
     public static let defaultSubscriberBudget = 64 << 20
+
+    /// The default `retainedBytes`: 64 MiB.
+    public static let defaultRetainedBytes = 64 << 20
+    /// The largest `retainedNames`: 10 million.
+    public static let maximumRetainedNames = 10_000_000
+    /// The largest `retainedBytes`: 64 GiB.
+    public static let maximumRetainedBytes = 64 << 30
 
     /// The default `memoryLimit`: 4 GiB.
     public static let defaultMemoryLimit: UInt64? = 4 << 30
@@ -178,6 +198,8 @@ public struct BrokerConfiguration: Sendable {
         public static let idleSpin = Setting(name: "idleSpin")
         public static let drainTimeout = Setting(name: "drainTimeout")
         public static let security = Setting(name: "security")
+        public static let retainedNames = Setting(name: "retainedNames")
+        public static let retainedBytes = Setting(name: "retainedBytes")
     }
 
     /// The first setting out of range and why (the words that follow its name: "must be ...,
@@ -226,6 +248,12 @@ public struct BrokerConfiguration: Sendable {
         }
         if !(.zero...Self.maximumDrainTimeout).contains(drainTimeout) {
             return (.drainTimeout, "must be zero to 3600 seconds, not \(Self.seconds(drainTimeout))")
+        }
+        if !(0...Self.maximumRetainedNames).contains(retainedNames) {
+            return (.retainedNames, "must be 0 (keep none) to 10000000, not \(retainedNames)")
+        }
+        if !(0...Self.maximumRetainedBytes).contains(retainedBytes) {
+            return (.retainedBytes, "must be 0 to 64 GiB, not \(Self.bytes(retainedBytes))")
         }
         return nil
     }

@@ -42,8 +42,16 @@ public enum BrokerEvent: Sendable, Hashable, CustomStringConvertible {
     /// records do not know the connection (an upstream link, an accept not yet read).
     case foreignPublisherIDRefused(publisherID: UInt64, claimant: BrokerConnection?, owner: BrokerConnection?, frames: UInt64)
 
+    /// Retained values were evicted to keep within `BrokerConfiguration.retainedNames` and
+    /// `retainedBytes`: `count` since the last such report (at most one every 10 s), the last of
+    /// them `lastName`.
+    case retainedEvicted(count: UInt64, lastName: String, names: Int, bytes: Int)
+
     public var description: String {
         switch self {
+        case .retainedEvicted(let count, let lastName, let names, let bytes):
+            return "evicted \(count) retained value(s) (the last: \(lastName)) to stay within the bounds; "
+                + "\(names) name(s), \(bytes) bytes kept: new subscribers no longer get those names' current value"
         case .slowSubscriberStarted(let waited):
             return "slow subscriber: one made no room for \(Timestamps.boundedMilliseconds(waited)) ms; sending past full subscribers "
                 + "(they lose those notifications and count them as gaps)"

@@ -53,6 +53,16 @@ final class BrokerForwarder {
     /// Refusals since the last report, and when that was (monotonic ns; nil: never).
     private var foreignSinceReport: UInt64 = 0
     private var lastForeignReport: UInt64?
+    /// Retained values (NBP-1 §18) and the snapshots new subscriptions asked for.
+    private var retained: RetainedStore
+    private var snapshots = RetainedSnapshotQueue()
+    /// When the backend first refused the snapshot frame at the head (monotonic ns; nil: it did not).
+    private var snapshotRefusedSince: UInt64?
+    /// How long the head snapshot may be refused before it is dropped: 5 s, or ten patiences.
+    private let snapshotPatience: UInt64
+    /// Evictions since the last report, and when that was (monotonic ns; nil: never).
+    private var evictionsSinceReport: UInt64 = 0
+    private var lastEvictionReport: UInt64?
     /// Memory was given back since the last message moved, which was at `idleSince`.
     private var trimmedSinceTraffic = false
     private var idleSince: UInt64 = 0
@@ -73,6 +83,7 @@ final class BrokerForwarder {
     ) throws(ZMQError) {
         let patienceNanoseconds = Timestamps.boundedNanoseconds(configuration.slowSubscriberPatience)
         self.spinNanoseconds = Timestamps.boundedNanoseconds(configuration.idleSpin)
+        self.snapshotPatience = max(5_000_000_000, patienceNanoseconds.multipliedReportingOverflow(by: 10).partialValue)
         self.drainNanoseconds = Timestamps.boundedNanoseconds(configuration.drainTimeout)
         self.monitorReaders = monitorReaders
         self.connections = connections
@@ -96,6 +107,7 @@ final class BrokerForwarder {
         self.curve = configuration.security != nil
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
+        self.retained = RetainedStore(maximumNames: configuration.retainedNames, maximumBytes: configuration.retainedBytes)
         try backend.set(.xpubNoDrop, true)
         try backend.set(.sendTimeout, .milliseconds(1))
     }
@@ -125,7 +137,7 @@ final class BrokerForwarder {
             watchSubscribers()
             replayEndOfStreamRecords()
             do {
-                let moved = try forwardSubscriptions() + forwardNotifications()
+                let moved = try forwardSubscriptions() + sendSnapshots() + forwardNotifications()
                 if moved > 0 {
                     trimmedSinceTraffic = false
                     idleSince = Timestamps.monotonicNanoseconds()
@@ -326,7 +338,9 @@ final class BrokerForwarder {
             if subscription.count == 1 {
                 subscription.withMessageBytes(at: 0) { shared.subscriptions.apply($0) }
             }
-            if bytes > forwardableSubscriptionSize {
+            if subscription.count == 1, subscription.withMessageBytes(at: 0, { answerSnapshotRequest($0) }) {
+                // A request for retained values is this broker's to answer, not the publishers'.
+            } else if bytes > forwardableSubscriptionSize {
                 // Accepted here, but a publisher (or an upstream broker) receives a replayed
                 // subscription as a ZMTP command 10 bytes longer than the message, and would drop
                 // the connection over it at every reconnection: not forwarded, counted.
@@ -375,6 +389,7 @@ final class BrokerForwarder {
                     case .tooLarge: stats.endOfStreamRecordsTooLarge &+= 1
                     }
                     stats.endOfStreamReplayBytes = endOfStream.heldBytes
+                    if retained.isEnabled { rememberRetained() }
                 }
             }
             // A held notification was refused before: this try waits up to 1 ms for room.
@@ -423,6 +438,95 @@ final class BrokerForwarder {
             }
         }
         return moved
+    }
+
+    /// A subscription message that asks for retained values (NBP-1 §18): queues the snapshot and
+    /// returns true (it is not forwarded); false for any other message. Its unsubscription is
+    /// swallowed too.
+    private func answerSnapshotRequest(_ message: UnsafeRawBufferPointer) -> Bool {
+        guard message.count > 1, message[1] == 0, message.dropFirst().starts(with: RetainedSnapshot.requestPrefix) else {
+            return false
+        }
+        guard message[0] == 1, let (reply, pattern) = RetainedSnapshot.parseRequest(message.dropFirst()) else { return true }
+        let (entries, expired) = retained.frames(matching: pattern, now: Timestamps.monotonicNanoseconds())
+        stats.retainedExpirations &+= UInt64(expired)
+        stats.retainedNames = retained.count
+        stats.retainedBytes = retained.bytes
+        if snapshots.enqueue(
+            reply: reply, entries: entries, takesAll: retained.isEnabled, now: Timestamps.wallClockNanoseconds())
+        {
+            stats.retainedSnapshots &+= 1
+            stats.retainedNotificationsSent &+= UInt64(entries.count)
+        }
+        return true
+    }
+
+    /// Sends queued snapshot frames while the backend takes them (a full subscriber holds the
+    /// queue until it makes room; the live traffic goes on meanwhile).
+    private func sendSnapshots() throws(ZMQError) -> Int {
+        var moved = 0
+        while moved < Self.roundLimit, let frame = snapshots.next {
+            guard try backend.sendIfReady(frame) else {
+                // Its subscriber is full: the others' snapshots wait behind it for at most 5 s
+                // (ten patiences when longer), then the rest of this one is dropped, counted.
+                let now = Timestamps.monotonicNanoseconds()
+                let since = snapshotRefusedSince ?? now
+                snapshotRefusedSince = since
+                if now &- since > snapshotPatience {
+                    stats.retainedSnapshotsDropped &+= 1
+                    _ = snapshots.dropHead()
+                    snapshotRefusedSince = nil
+                    continue
+                }
+                break
+            }
+            snapshotRefusedSince = nil
+            _ = snapshots.sent()
+            stats.toSubscribers &+= 1
+            stats.bytesToSubscribers &+= UInt64(frame.count)
+            wireBytesToSubscribers &+= SubscriberBacklogWatch.wireBytes(frame.count, parts: 1, curve: curve)
+            moved += 1
+        }
+        return moved
+    }
+
+    /// Keeps the retained notifications of the held frame (one read from a publisher that owns
+    /// its id), the retain bit read first without decoding.
+    private func rememberRetained() {
+        guard held.count == 1 else { return }
+        let notifications: [BusNotification] = held.withMessageBytes(at: 0) { frame in
+            guard let nameLength = try? EnvelopeCodec.nameLength(in: frame),  // not a valid frame: nothing to keep
+                RetainedSnapshot.carriesRetain(frame, nameLength: nameLength),
+                !ControlNames.isReserved(nameBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
+            else { return [] }
+            // A malformed frame keeps nothing (subscribers reject and count it themselves).
+            return (try? EnvelopeCodec.decodeAll(frame, maximumPayload: 1 << 40)) ?? []
+        }
+        var evicted = 0
+        var lastName = ""
+        let now = Timestamps.monotonicNanoseconds()
+        for notification in notifications where notification.asksToBeRetained {
+            switch retained.remember(notification, now: now) {
+            case .kept: break
+            case .cleared: stats.retainedClears &+= 1
+            case .keptEvicting(let count, let name):
+                evicted += count
+                lastName = name
+            case .tooLarge:
+                evicted += 1
+                lastName = notification.name.rawValue
+            }
+        }
+        stats.retainedNames = retained.count
+        stats.retainedBytes = retained.bytes
+        guard evicted > 0 else { return }
+        stats.retainedEvictions &+= UInt64(evicted)
+        evictionsSinceReport &+= UInt64(evicted)
+        // At most one log line every 10 s, with the count since the last.
+        if let last = lastEvictionReport, now &- last < 10_000_000_000 { return }
+        lastEvictionReport = now
+        onEvent?(.retainedEvicted(count: evictionsSinceReport, lastName: lastName, names: retained.count, bytes: retained.bytes))
+        evictionsSinceReport = 0
     }
 
     /// Every subscriber connection's sample now (see `ConnectionTracker.samples`).

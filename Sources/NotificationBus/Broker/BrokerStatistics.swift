@@ -80,6 +80,23 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// With CURVE: what the backend did with subscribers' handshakes (all zero without CURVE).
     public var subscriberAuthentication = AuthenticationCounts()
 
+    /// Retained values (NBP-1 §18) the broker keeps now, and their bytes (encoded frames).
+    public var retainedNames = 0
+    public var retainedBytes = 0
+    /// Retained values dropped to stay within `retainedNames` and `retainedBytes` (the one
+    /// updated longest ago first), and notifications too large to keep at all.
+    public var retainedEvictions: UInt64 = 0
+    /// Retained values dropped because their `retain-for` passed (found when a snapshot was taken).
+    public var retainedExpirations: UInt64 = 0
+    /// Retained values removed by a clear (a retained post with an empty payload).
+    public var retainedClears: UInt64 = 0
+    /// Snapshots sent to new subscriptions, and the notifications they carried.
+    public var retainedSnapshots: UInt64 = 0
+    public var retainedNotificationsSent: UInt64 = 0
+    /// Snapshots not sent whole: their subscriber took nothing for 5 s while others waited
+    /// behind it (its wait for its values times out and says so).
+    public var retainedSnapshotsDropped: UInt64 = 0
+
     /// Zero counters.
     public init() {}
 }

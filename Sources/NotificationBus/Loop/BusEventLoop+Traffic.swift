@@ -97,7 +97,9 @@ extension BusEventLoop {
                 perform(topics.remove(failed.pattern))
                 failed.finishFromBus()
             }
+            return
         }
+        if storage.retained != nil { requestRetained(for: storage) }
     }
 
 
@@ -120,6 +122,7 @@ extension BusEventLoop {
             receiver.settleMergedStreams(now: now)
         }
         receiver.flush()
+        endSnapshots()
         for token in receiver.takeReadyTokens() { perform(waiters.tokenEchoed(token)) }
         for publisherID in receiver.takeEndOfStreamAcknowledgements() {
             // The publisher stays connected until every subscriber has processed its end of stream.
@@ -220,6 +223,8 @@ extension BusEventLoop {
         stats.streamsJoinedLate = received.streamsJoinedLate
         stats.notificationsBeforeJoining = received.notificationsBeforeJoining
         stats.duplicatesDiscarded = received.duplicatesDiscarded
+        stats.retainedReceived = received.retainedReceived
+        stats.retainedSuperseded = received.retainedSuperseded
         stats.trackedStreams = receiver.trackedStreams
         stats.rejected = received.rejected
         stats.rejectedBatchNotifications = received.rejectedBatchNotifications

@@ -243,6 +243,7 @@ final class BusEventLoop {
             addSubscription(storage)
         case .removeSubscription(let id):
             guard let storage = receiver.remove(id: id) else { return }
+            forgetSnapshot(of: storage)
             perform(topics.remove(storage.pattern))
             receiver.resumeReadingUnlessFull()
         case .addWaiter(let request, let continuation):

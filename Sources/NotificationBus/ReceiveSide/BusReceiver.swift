@@ -86,17 +86,26 @@ struct BusReceiver {
         let name: NotificationName
     }
 
-    private(set) var routes: [Route] = []
+    var routes: [Route] = []
+    /// Retained snapshots asked for and not yet ended, by reply name, and those that ended since
+    /// the loop last looked (`BusReceiver+Retained.swift`).
+    var pendingSnapshots: [NotificationName: PendingSnapshot] = [:]
+    var endedSnapshots: [EndedSnapshot] = []
+    /// Looped back (an embedded bus): the retained values of this bus's own posts.
+    var localRetained = RetainedStore(maximumNames: BusReceiver.localRetainedNames, maximumBytes: BusReceiver.localRetainedBytes)
+    /// An embedded bus keeps at most this many names' retained values, and bytes of them.
+    static let localRetainedNames = 10_000
+    static let localRetainedBytes = 16 << 20
     /// Per stream, except the cached stream (see `cachedStream`): the last sequence seen, and when
     /// it was last heard (`counters.framesReceived` then), to forget the stalest first.
-    private var lastSequence: [StreamKey: (last: UInt64, heard: UInt64)] = [:]
+    var lastSequence: [StreamKey: (last: UInt64, heard: UInt64)] = [:]
     /// The stream of the previous notification and its last sequence, kept out of `lastSequence`
     /// so a run from one stream (the common case) costs no hashing. `spillCachedStream()` puts
     /// it back before anything reads the table.
-    private var cachedStream: (key: StreamKey, last: UInt64)?
+    var cachedStream: (key: StreamKey, last: UInt64)?
     /// Receive-side counters (`framesReceived`, `unmatched`, `lostUpstream`, `endOfStreamRecords`,
     /// `duplicatesDiscarded`, `rejected`).
-    private(set) var counters = BusStats()
+    var counters = BusStats()
     /// The subscriber's paths: one per connected broker (NBP-1 §17), 1 for every other shape.
     /// With one path, `lastSequence` and `cachedStream` track streams; with more, `merged` does.
     let pathCount: Int
@@ -247,6 +256,7 @@ struct BusReceiver {
     /// Routes one of this bus's own posts, handed over directly instead of through a socket
     /// (an embedded bus's loopback); counted as received like any frame.
     mutating func deliverLocally(_ frame: UnsafeRawBufferPointer) {
+        keepIfRetained(frame)
         route(frame)
         counters.framesReceived += 1
         counters.notificationsReceived += 1
@@ -302,6 +312,9 @@ struct BusReceiver {
             }
             if nameBytes.starts(with: ControlNames.endOfStreamPrefix) {
                 return handleEndOfStream(frame, nameLength: nameLength)
+            }
+            if nameBytes.starts(with: RetainedSnapshot.replyPrefix) {
+                return receiveSnapshot(frame, nameLength: nameLength)
             }
             // A control message this version does not know (NBP-1 §13: new ones may be added
             // under `_nbus` without a new version): never handed to the application.
@@ -483,7 +496,7 @@ struct BusReceiver {
     /// NBP/1 gap detection per (publisher, name), one path: the first message of a stream is
     /// never a loss; a jump forward is; a repeat or step back is a duplicate, discarded and
     /// counted (a peer replaying a stream must not make this bus deliver it twice).
-    private mutating func trackSequence(publisherID: UInt64, name: NotificationName, sequence: UInt64) -> Tracking {
+    mutating func trackSequence(publisherID: UInt64, name: NotificationName, sequence: UInt64) -> Tracking {
         let last: UInt64
         if let cached = cachedStream, cached.key.publisherID == publisherID, cached.key.name == name {
             last = cached.last

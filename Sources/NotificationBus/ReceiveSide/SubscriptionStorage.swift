@@ -18,8 +18,18 @@ final class SubscriptionStorage: Sendable {
     private let undecodable = Atomic<UInt64>(0)
     /// How the storage reaches the I/O thread: unsubscribe when it ends, resume reading when it drains.
     let core: BusCore
+    /// The subscription asked for its pattern's retained values (NBP-1 §18): their delivery.
+    let retained: RetainedDelivery?
+    /// The subscription ends once its retained values were handed over (`nbus subscribe
+    /// --retained-only`): what it buffered is the current state.
+    let endsAfterRetained: Bool
 
-    init(id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil) {
+    init(
+        id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil,
+        retained: Bool = false, endsAfterRetained: Bool = false
+    ) {
+        self.retained = retained || endsAfterRetained ? RetainedDelivery() : nil
+        self.endsAfterRetained = endsAfterRetained
         self.id = id
         self.pattern = pattern
         self.isSink = sink != nil

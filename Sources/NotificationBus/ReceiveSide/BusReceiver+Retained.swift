@@ -1,0 +1,180 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A subscriber's side of retained snapshots (NBP-1 §18): the frames a broker sends under one
+/// subscription's reply name, each entry handed to that subscription alone, marked retained.
+///
+/// Accounting: an entry of a stream this bus does not track starts tracking at its sequence
+/// (the history before it is counted as joined late, NBP-1 §8), so the live notification that
+/// follows is in order. An entry whose name reached this subscription live since it was made
+/// is skipped: the subscription already has a value at least as new. "Since it was made" is
+/// read from the streams' last sequences as they were when the snapshot was asked for
+/// (`baseline`): no per-notification work on the live path.
+extension BusReceiver {
+    /// A snapshot asked for and not yet ended.
+    struct PendingSnapshot {
+        let subscriptionID: UInt64
+        let pattern: NamePattern
+        /// The last sequence of each stream the pattern matches, when the snapshot was asked for.
+        let baseline: [StreamKey: UInt64]
+        /// Entries seen (a second broker's copy of one is skipped), and those handed over.
+        var delivered: Set<DeliveredKey> = []
+        var handedOver = 0
+    }
+
+    struct DeliveredKey: Hashable {
+        let stream: StreamKey
+        let sequence: UInt64
+    }
+
+    /// A snapshot that ended: the loop unsubscribes its topics and completes its delivery.
+    struct EndedSnapshot {
+        let subscriptionID: UInt64
+        let replyName: NotificationName
+        let outcome: RetainedDelivery.Outcome
+    }
+
+    /// The last sequence this bus holds for `key` (one path), the cached stream included.
+    func lastSeen(_ key: StreamKey) -> UInt64? {
+        if let cached = cachedStream, cached.key == key { return cached.last }
+        return lastSequence[key]?.last
+    }
+
+    /// The subscription `subscriptionID` (already added) asks for its retained values under
+    /// `replyName`.
+    mutating func expectSnapshot(subscriptionID: UInt64, pattern: NamePattern, replyName: NotificationName) {
+        pendingSnapshots[replyName] = makePending(subscriptionID: subscriptionID, pattern: pattern)
+    }
+
+    private func makePending(subscriptionID: UInt64, pattern: NamePattern) -> PendingSnapshot {
+        var baseline: [StreamKey: UInt64] = [:]
+        if let cached = cachedStream, pattern.matches(cached.key.name) { baseline[cached.key] = cached.last }
+        for (key, value) in lastSequence where pattern.matches(key.name) { baseline[key] = value.last }
+        return PendingSnapshot(subscriptionID: subscriptionID, pattern: pattern, baseline: baseline)
+    }
+
+    // MARK: An embedded bus's own values
+
+    /// Looped back (an embedded bus), this bus keeps its own posts' retained values: a frame
+    /// handed to the local subscriptions with the retain bit is remembered first (one byte looked
+    /// at for a frame without it).
+    mutating func keepIfRetained(_ frame: UnsafeRawBufferPointer) {
+        guard let base = frame.baseAddress,
+            let nul = memchr(base, 0, min(frame.count, WireFormat.maximumNameLength + 1))
+        else { return }
+        let nameLength = base.distance(to: UnsafeRawPointer(nul))
+        guard RetainedSnapshot.carriesRetain(frame, nameLength: nameLength) else { return }
+        // This bus encoded the frame itself; one it could not decode would keep nothing.
+        let notifications = (try? EnvelopeCodec.decodeAll(frame, maximumPayload: maximumPayload)) ?? []
+        let now = Timestamps.monotonicNanoseconds()
+        for notification in notifications where notification.asksToBeRetained {
+            _ = localRetained.remember(notification, now: now)
+        }
+    }
+
+    /// Hands the subscription `subscriptionID` the values this bus keeps for `pattern` (looped
+    /// back: no snapshot travels); returns how many.
+    mutating func handOverLocalRetained(subscriptionID: UInt64, pattern: NamePattern) -> Int {
+        guard let routeIndex = routes.firstIndex(where: { $0.storage.id == subscriptionID }) else { return 0 }
+        var pending = makePending(subscriptionID: subscriptionID, pattern: pattern)
+        let frames = localRetained.frames(matching: pattern, now: Timestamps.monotonicNanoseconds()).frames
+        _ = handOver(frames.map { $0[...] }, to: routeIndex, pending: &pending)
+        return pending.handedOver
+    }
+
+    /// Hands each entry (one version 1 frame) to the route at `routeIndex`, under NBP-1 §18's
+    /// rules (see the type's comment); returns whether any was handed over.
+    private mutating func handOver(_ entries: [ArraySlice<UInt8>], to routeIndex: Int, pending: inout PendingSnapshot) -> Bool {
+        var any = false
+        for entry in entries {
+            let decoded = entry.withUnsafeBytes { bytes in
+                Result { () throws(RejectionReason) in
+                    try EnvelopeCodec.decode(bytes, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount)
+                }
+            }
+            guard case .success(var notification) = decoded else {
+                if case .failure(let reason) = decoded { counters.rejected[reason, default: 0] += 1 }
+                continue
+            }
+            // A value the pattern does not match, or a control name, is not this subscription's.
+            guard pending.pattern.matches(notification.name), !ControlNames.isReserved(notification.name) else { continue }
+            let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
+            guard pending.delivered.insert(DeliveredKey(stream: key, sequence: notification.sequence)).inserted else {
+                counters.duplicatesDiscarded += 1
+                continue
+            }
+            if pathCount == 1 {
+                let now = lastSeen(key)
+                if let now, now != pending.baseline[key], now >= notification.sequence {
+                    // The name reached this subscription live since it was made, as new or newer.
+                    counters.retainedSuperseded += 1
+                    continue
+                }
+                if now == nil {
+                    // Tracking starts here: the live stream that follows is in order, the history
+                    // before it joined late (NBP-1 §8).
+                    _ = trackSequence(publisherID: key.publisherID, name: key.name, sequence: notification.sequence)
+                }
+            }
+            notification.flags |= WireFormat.Flag.retainedCopy
+            counters.retainedReceived += 1
+            pending.handedOver += 1
+            routes[routeIndex].batch.append(notification: notification)
+            any = true
+        }
+        return any
+    }
+
+    /// The subscription went before its snapshot ended: forgets it; returns its reply name.
+    mutating func cancelSnapshot(subscriptionID: UInt64) -> NotificationName? {
+        guard let entry = pendingSnapshots.first(where: { $0.value.subscriptionID == subscriptionID }) else { return nil }
+        pendingSnapshots.removeValue(forKey: entry.key)
+        return entry.key
+    }
+
+    /// The snapshots that ended since the last call.
+    mutating func takeEndedSnapshots() -> [EndedSnapshot] {
+        defer { endedSnapshots = [] }
+        return endedSnapshots
+    }
+
+    /// One frame under a reply name (`_nbus.retained.`): hands its entries to the subscription
+    /// that asked. A frame for no pending snapshot (a second broker's, after the first ended) is
+    /// dropped, counted as an unknown control message.
+    mutating func receiveSnapshot(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> Bool {
+        let replyName = NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
+        guard var pending = pendingSnapshots[replyName],
+            let routeIndex = routes.firstIndex(where: { $0.storage.id == pending.subscriptionID })
+        else {
+            counters.unknownControlMessages += 1
+            return false
+        }
+        let envelope: BusNotification
+        do {
+            // Entries are whole frames: the envelope may exceed the payload bound by their framing.
+            envelope = try EnvelopeCodec.decode(
+                frame, validatedNameLength: nameLength, name: replyName, maximumPayload: maximumPayload + 64 * 1024,
+                maximumHeaderCount: maximumHeaderCount)
+        } catch {
+            counters.rejected[error, default: 0] += 1
+            return false
+        }
+        guard let entries = RetainedSnapshot.entries(in: envelope.payload) else {
+            counters.rejected[.batchInvalid, default: 0] += 1
+            return false
+        }
+        let any = handOver(entries, to: routeIndex, pending: &pending)
+        if envelope.headers[RetainedSnapshot.finalHeader] == "1" {
+            pendingSnapshots.removeValue(forKey: replyName)
+            let takesAll = envelope.headers[RetainedSnapshot.takesAllHeader] == "1"
+            endedSnapshots.append(
+                EndedSnapshot(
+                    subscriptionID: pending.subscriptionID, replyName: replyName,
+                    outcome: .delivered(count: pending.handedOver, takesAll: takesAll)))
+        } else {
+            pendingSnapshots[replyName] = pending
+        }
+        return any
+    }
+}

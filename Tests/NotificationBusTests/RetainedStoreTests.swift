@@ -1,0 +1,135 @@
+import Testing
+@testable import NotificationBus
+
+// The broker's retained values without sockets (NBP-1 §18): what `RetainedStore` keeps, evicts,
+// clears and expires; the snapshot queue's bounds; the snapshot codec on well-formed and
+// malformed input.
+
+@Suite("Retained store, snapshot queue and codec", .timeLimit(.minutes(1)))
+struct RetainedStoreTests {
+    private func value(_ name: String, _ payload: [UInt8] = [1], sequence: UInt64 = 1, headers: NotificationHeaders = [:]) throws
+        -> BusNotification
+    {
+        BusNotification(
+            name: try NotificationName(name), payload: payload, headers: headers, sequence: sequence, publisherID: 7,
+            flags: WireFormat.Flag.retain)
+    }
+
+    private func names(_ frames: [[UInt8]]) throws -> [String] {
+        try frames.map { try EnvelopeCodec.decode(frame: $0).name.rawValue }
+    }
+
+    @Test("the last value per name is kept; an empty payload clears; past the name bound the oldest update goes")
+    func keepsClearsEvicts() throws {
+        var store = RetainedStore(maximumNames: 2, maximumBytes: 1 << 20)
+        let result1 = try store.remember(try value("a", sequence: 1))
+        #expect(result1 == .kept)
+        let result2 = try store.remember(try value("b"))
+        #expect(result2 == .kept)
+        // Updating a makes b the oldest.
+        let result3 = try store.remember(try value("a", [2], sequence: 2))
+        #expect(result3 == .kept)
+        let result4 = try store.remember(try value("c"))
+        #expect(result4 == .keptEvicting(count: 1, lastName: "b"))
+        var (frames, expired) = store.frames(matching: ">", now: 0)
+        #expect(try names(frames) == ["a", "c"])
+        #expect(expired == 0)
+        let a = try EnvelopeCodec.decode(frame: frames[0])
+        #expect(a.sequence == 2 && a.payload == [2] && a.isRetained && a.asksToBeRetained)
+        let result5 = try store.remember(try value("a", []))
+        #expect(result5 == .cleared)
+        (frames, _) = store.frames(matching: ">", now: 0)
+        #expect(try names(frames) == ["c"])
+        #expect(store.bytes == frames[0].count)
+    }
+
+    @Test("past the byte bound the oldest go; a value larger than the bound is not kept and drops the name's old one")
+    func byteBound() throws {
+        let size = try EnvelopeCodec.encode(try value("n.1", [UInt8](repeating: 0, count: 100))).count
+        var store = RetainedStore(maximumNames: 100, maximumBytes: size * 2)
+        for index in 1...3 { _ = store.remember(try value("n.\(index)", [UInt8](repeating: 0, count: 100))) }
+        #expect(store.count == 2)
+        #expect(store.bytes <= size * 2)
+        let result6 = try store.remember(try value("n.2", [UInt8](repeating: 0, count: 1_000)))
+        #expect(result6 == .tooLarge)
+        let result7 = store.frames(matching: "n.*", now: 0)
+        #expect(try names(result7.frames) == ["n.3"])
+    }
+
+    @Test("a value whose retain-for passed is dropped when a snapshot finds it; a malformed retain-for is ignored")
+    func expiry() throws {
+        var store = RetainedStore(maximumNames: 10, maximumBytes: 1 << 20)
+        _ = store.remember(try value("e.short", headers: [WireFormat.retainForHeader: "5"]), now: 1_000)
+        _ = store.remember(try value("e.bad", headers: [WireFormat.retainForHeader: "soon"]), now: 1_000)
+        _ = store.remember(try value("e.kept"), now: 1_000)
+        let result8 = store.frames(matching: "e.*", now: 1_000 + 4_999_999)
+        #expect(try names(result8.frames) == ["e.bad", "e.kept", "e.short"])
+        let later = store.frames(matching: "e.*", now: 1_000 + 5_000_000)
+        #expect(try names(later.frames) == ["e.bad", "e.kept"])
+        #expect(later.expired == 1)
+        #expect(store.count == 2)
+    }
+
+    @Test("many updates of a few names keep the eviction order compact and right")
+    func orderStaysBounded() throws {
+        var store = RetainedStore(maximumNames: 3, maximumBytes: 1 << 20)
+        for round in 0..<1_000 { _ = store.remember(try value("o.\(round % 3)", sequence: UInt64(round + 1))) }
+        let result9 = try store.remember(try value("o.new"))
+        #expect(result9 == .keptEvicting(count: 1, lastName: "o.1"))
+        let result10 = store.frames(matching: "o.*", now: 0)
+        #expect(try names(result10.frames) == ["o.0", "o.2", "o.new"])
+    }
+
+    @Test("the snapshot queue ends each snapshot with its final frame and drops the head's rest on demand")
+    func snapshotQueue() throws {
+        var queue = RetainedSnapshotQueue(publisherID: 9)
+        let entry = try EnvelopeCodec.encode(try value("q.a", [UInt8](repeating: 1, count: 40_000)))
+        let result11 = try queue.enqueue(reply: "_nbus.retained.0000000000000001.1", entries: [entry, entry], takesAll: true, now: 0)
+        #expect(result11)
+        let result12 = queue.enqueue(reply: "_nbus.retained.0000000000000001.2", entries: [], takesAll: false, now: 0)
+        #expect(result12)
+        #expect(queue.pendingSnapshots == 2)
+        // Two 40 kB entries go in two frames (64 KiB a frame): dropping the head drops both.
+        let result13 = queue.dropHead()
+        #expect(result13 == 2)
+        #expect(queue.pendingSnapshots == 1)
+        let last = try EnvelopeCodec.decode(frame: try #require(queue.next))
+        #expect(last.name.rawValue == "_nbus.retained.0000000000000001.2")
+        #expect(last.headers["final"] == "1" && last.headers["count"] == "0" && last.headers["takes-all"] == "0")
+        let result14 = queue.sent()
+        #expect(result14)
+        #expect(queue.isEmpty && queue.pendingBytes == 0)
+    }
+
+    @Test("snapshot codec: payload entries round-trip, malformed lengths and requests are refused, retain bits read from batches")
+    func codec() throws {
+        let frames = [[UInt8](repeating: 1, count: 10), [UInt8](repeating: 2, count: 70_000), [3]]
+        let payloads = RetainedSnapshot.payloads(entries: frames)
+        #expect(payloads.count == 3)
+        #expect(payloads.flatMap { RetainedSnapshot.entries(in: $0) ?? [] }.map(Array.init) == frames)
+        #expect(RetainedSnapshot.entries(in: [0, 0, 0, 5, 1]) == nil)
+        #expect(RetainedSnapshot.payloads(entries: []) == [[]])
+
+        let topic = RetainedSnapshot.requestTopic(bus: 0xab, token: 12, pattern: "prices.>")
+        let parsed = try #require(RetainedSnapshot.parseRequest(topic))
+        #expect(parsed.replyName.rawValue == "_nbus.retained.00000000000000ab.12" && parsed.pattern == "prices.>")
+        for bad in ["\u{0}nbus.retained.xyz", "\u{0}nbus.retained.00000000000000ab.x.a", "\u{0}nbus.retained.00000000000000ab.1.a..b"] {
+            #expect(RetainedSnapshot.parseRequest(Array(bad.utf8)) == nil, "\(bad)")
+        }
+
+        var plain = try value("b.x")
+        plain.flags = 0
+        var plainToo = try value("b.x", sequence: 2)
+        plainToo.flags = 0
+        let kept = try value("b.x", sequence: 2)
+        for (notifications, expected) in [([plain, plainToo], false), ([plain, kept], true)] {
+            let batch = try EnvelopeCodec.encodeBatch(notifications)
+            let carries = batch.withUnsafeBytes { RetainedSnapshot.carriesRetain($0, nameLength: 3) }
+            #expect(carries == expected)
+        }
+        let single = try EnvelopeCodec.encode(kept)
+        #expect(single.withUnsafeBytes { RetainedSnapshot.carriesRetain($0, nameLength: 3) })
+        // Cut short: nothing to say, never a trap.
+        #expect(!single.prefix(5).withUnsafeBytes { RetainedSnapshot.carriesRetain($0, nameLength: 3) })
+    }
+}
