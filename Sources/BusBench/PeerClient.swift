@@ -55,7 +55,7 @@ package enum PeerClient {
         // handler with work runs where a user's would, on the global pool: busy on the bus's
         // thread, it would also stop the bus reading its socket.
         let work = Duration.nanoseconds(options.workNanoseconds)
-        let executor: (any TaskExecutor)? = options.workNanoseconds > 0 ? nil : bus.executor
+        let executor = options.loopExecutor(bus)
         let consumer = Task(executorPreference: executor) { () -> (received: UInt64, first: UInt64, last: UInt64, end: Bool) in
             var received: UInt64 = 0
             var first: UInt64 = 0
@@ -138,8 +138,9 @@ package enum PeerClient {
         let pings = try bus.notifications(named: "ping")
         let pongName = NotificationName("pong")
         try markReady(options.readyFile)
-        // On the bus's own thread: a ping is answered in the round that read it, no hand-off.
-        let answered = try await Task(executorPreference: bus.executor) {
+        // On the bus's own thread (the README's way): a ping is answered in the round that read
+        // it, no hand-off. `--loop plain`: on the global pool.
+        let answered = try await Task(executorPreference: options.loopExecutor(bus)) {
             var answered = 0
             for await ping in pings {
                 if ping.payload.first == UInt8(ascii: "Q") { break }
@@ -162,8 +163,9 @@ package enum PeerClient {
         // subscription reached the ponger's publisher (which echoes the readiness token).
         try await bus.waitForSubscribers(count: 1, matching: pingName, timeout: .seconds(30))
         try await bus.ready(NamePattern("pong"), timeout: .seconds(30))
-        // On the bus's own thread: a pong resumes this loop in the round that read it.
-        let rtts = try await Task(executorPreference: bus.executor) {
+        // On the bus's own thread (the README's way): a pong resumes this loop in the round that
+        // read it. `--loop plain`: on the global pool.
+        let rtts = try await Task(executorPreference: options.loopExecutor(bus)) {
             try await pingLoop(bus: bus, pongs: pongs, pingName: pingName, options: options)
         }.value
         try await bus.post(name: pingName, payload: [UInt8(ascii: "Q")])

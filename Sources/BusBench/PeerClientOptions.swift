@@ -10,6 +10,16 @@ package struct PeerClientOptions: Sendable {
         case sub, pub, ping, pong
     }
 
+    /// Where the client's `for await` loops run.
+    package enum Loop: String, Sendable, CaseIterable {
+        /// On the bus's own thread, `Task(executorPreference: bus.executor)`: the README's way
+        /// for a loop whose body is short.
+        case executor
+        /// A plain `Task { for await ... }` on the global pool: what a loop with a long body
+        /// (or a user who skips the README's advice) gets.
+        case plain
+    }
+
     package var mode: Mode
     /// sub: the name to subscribe; pub: a comma list of names, cycled.
     package var subject = "bench.a"
@@ -38,6 +48,8 @@ package struct PeerClientOptions: Sendable {
     /// sub: busy work per notification (a handler's time), nanoseconds; 0: none. With work the
     /// loop runs on the global pool, as a user's `for await` would, not on the bus's thread.
     package var workNanoseconds = 0
+    /// sub, ping, pong: where the loops run (`--work` always runs the sub loop on the pool).
+    package var loop = Loop.executor
 
     package init(mode: Mode) {
         self.mode = mode
@@ -52,6 +64,7 @@ package struct PeerClientOptions: Sendable {
         guard warmup >= 0 else { throw .invalidOptions("--warmup must be 0 or more") }
         guard (0...1_000_000).contains(idleSpinMicroseconds) else { throw .invalidOptions("--spin must be from 0 to 1 second") }
         guard (0...1_000_000_000).contains(workNanoseconds) else { throw .invalidOptions("--work must be from 0 to 1 second") }
+        if loop == .plain && mode == .pub { throw .invalidOptions("--loop is for sub, ping and pong (pub has no loop)") }
         let subjects = subject.split(separator: ",").map(String.init)
         guard !subjects.isEmpty else { throw .invalidOptions("--subject is empty") }
         for name in subjects + [endSubject].compactMap({ $0 }) {
@@ -61,6 +74,11 @@ package struct PeerClientOptions: Sendable {
 }
 
 extension PeerClientOptions {
+    /// The executor the client's loops prefer: the bus's own thread, or none (the global pool).
+    func loopExecutor(_ bus: Bus) -> (any TaskExecutor)? {
+        loop == .executor && workNanoseconds == 0 ? bus.executor : nil
+    }
+
     /// `base` with these options' bus settings (the idle spin).
     func configuration(_ base: BusConfiguration) -> BusConfiguration {
         var configuration = base

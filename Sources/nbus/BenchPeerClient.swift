@@ -2,6 +2,7 @@ import ArgumentParser
 import BusBench
 
 extension PeerClientOptions.Mode: ExpressibleByArgument {}
+extension PeerClientOptions.Loop: ExpressibleByArgument {}
 
 /// `nbus bench peer-client`: the peers kit's client (`Benchmarks/peers/README.md`) on the bus.
 struct BenchPeerClient: AsyncParsableCommand {
@@ -58,6 +59,11 @@ struct BenchPeerClient: AsyncParsableCommand {
         valueName: "seconds"))
     var work: Double?
 
+    @Option(help: ArgumentHelp(
+        "sub, ping, pong: where the for-await loops run: executor (the bus's own thread, the README's way for a short body) or plain (a task on the global pool).",
+        valueName: "executor|plain"))
+    var loop: PeerClientOptions.Loop = .executor
+
     var options: PeerClientOptions {
         var options = PeerClientOptions(mode: mode)
         options.subject = subject
@@ -69,6 +75,7 @@ struct BenchPeerClient: AsyncParsableCommand {
         options.dumpFile = dump
         options.frontend = frontend
         options.backend = backend
+        options.loop = loop
         // Checked in validate(): a value that got here converts.
         options.idleSpinMicroseconds =
             (try? SecondsOption.span(spin, "--spin", perSecond: 1e6, default: 0, in: 0...1)) ?? 0

@@ -84,7 +84,7 @@ struct Publish: AsyncParsableCommand {
     var timeout: Double?
 
     @Option(parsing: .unconditional, help: ArgumentHelp(
-        "ZeroMQ send high-water mark, messages per peer (default 10,000; with --bind, unless given, each subscriber may fall 64 MiB behind instead).",
+        "ZeroMQ send high-water mark, messages per peer (default 10,000, 1,000 when every --connect is tcp; with --bind, unless given, each subscriber may fall 64 MiB behind instead).",
         valueName: "messages"))
     var hwm: Int32?
 

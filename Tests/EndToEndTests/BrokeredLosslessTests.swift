@@ -248,7 +248,10 @@ struct BrokeredLosslessTests {
         for key in ["start_ns", "publish_done_ns", "flush_done_ns", "rate"] { #expect(pub[key] != nil, "\(key) in \(pub)") }
 
         let pongReady = children.folder.path + "/pong.ready"
-        let pong = try children.start("pong", ["bench", "peer-client", "--mode=pong", "--ready=\(pongReady)"] + endpoints)
+        // The ponger's loop in a plain task on the global pool (--loop plain), the pinger's on the
+        // bus's executor (the default): both answer every round trip.
+        let pong = try children.start(
+            "pong", ["bench", "peer-client", "--mode=pong", "--loop=plain", "--ready=\(pongReady)"] + endpoints)
         #expect(await pong.waitForStderr(containing: "peer-client: subscribed"), "\(pong.describe())")
         #expect(FileManager.default.fileExists(atPath: pongReady))
         let dump = children.folder.path + "/rtt.txt"
@@ -272,6 +275,8 @@ struct BrokeredLosslessTests {
         let workingPublisher = try await children.run("bad --work", ["bench", "peer-client", "--mode=pub", "--work=0.001"])
         #expect(workingPublisher?.status == 64, "\(String(describing: workingPublisher?.stderrText))")
         #expect(workingPublisher?.stderrText.contains("only with --mode sub") == true, "\(String(describing: workingPublisher?.stderrText))")
+        let plainPublisher = try await children.run("bad --loop", ["bench", "peer-client", "--mode=pub", "--loop=plain"])
+        #expect(plainPublisher?.status == 64, "\(String(describing: plainPublisher?.stderrText))")
     }
 }
 

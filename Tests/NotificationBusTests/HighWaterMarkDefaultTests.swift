@@ -1,0 +1,37 @@
+import NotificationBus
+import Testing
+
+/// The ZeroMQ marks' defaults follow the attachments (issue 41): over tcp, where a full receiver
+/// stops reading and the sender's budget or back-pressure takes over, a tenth of the frames stay
+/// in the process; elsewhere the old 10,000, and a value set is kept as set.
+@Suite("High-water mark defaults", .timeLimit(.minutes(1)))
+struct HighWaterMarkDefaultTests {
+    @Test("a subscriber whose attachments are all tcp keeps 1,000 frames; ipc, inproc or a mix keep 10,000")
+    func receiveMarkFollowsTransport() {
+        #expect(BusConfiguration.brokered(frontends: [], backends: ["tcp://127.0.0.1:5551"]).receiveHighWaterMark == 1_000)
+        #expect(BusConfiguration(subscribe: [.connect("TCP://a:1"), .connect("tcp://b:2")]).receiveHighWaterMark == 1_000)
+        #expect(BusConfiguration(subscribe: [.connect("ipc:///tmp/x.sock")]).receiveHighWaterMark == 10_000)
+        #expect(BusConfiguration(subscribe: [.connect("tcp://a:1"), .connect("ipc:///tmp/x.sock")]).receiveHighWaterMark == 10_000)
+        #expect(BusConfiguration.embedded().receiveHighWaterMark == 10_000)
+        #expect(BusConfiguration(publish: [.bind("tcp://*:5550")]).receiveHighWaterMark == 10_000)
+    }
+
+    @Test("a publisher that waits with every attachment tcp keeps 1,000 frames; one that binds or is on ipc keeps 10,000")
+    func sendMarkFollowsTransport() {
+        let brokered = BusConfiguration.brokered(frontends: ["tcp://127.0.0.1:5550"], backends: [])
+        #expect(brokered.publisherBackpressure && brokered.sendHighWaterMark == 1_000)
+        #expect(BusConfiguration(publish: [.connect("ipc:///tmp/f.sock")]).sendHighWaterMark == 10_000)
+        #expect(BusConfiguration(publish: [.bind("tcp://127.0.0.1:5550")]).sendHighWaterMark == 10_000)
+        var noWait = brokered
+        noWait.publisherBackpressure = false
+        #expect(noWait.sendHighWaterMark == 10_000)
+    }
+
+    @Test("a mark that is set stays as set")
+    func setMarksAreKept() {
+        var configuration = BusConfiguration.brokered(frontends: ["tcp://a:1"], backends: ["tcp://a:2"])
+        configuration.receiveHighWaterMark = 10_000
+        configuration.sendHighWaterMark = 7
+        #expect(configuration.receiveHighWaterMark == 10_000 && configuration.sendHighWaterMark == 7)
+    }
+}
