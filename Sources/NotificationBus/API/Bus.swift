@@ -303,11 +303,14 @@ public final class Bus: Sendable {
         SinkSubscription(handle: try subscribe(pattern, .default, sink: sink))
     }
 
-    private func subscribe(
-        _ pattern: NamePattern, _ buffering: BufferingPolicy, sink: (any BusEventSink)? = nil
+    func subscribe(
+        _ pattern: NamePattern, _ buffering: BufferingPolicy, sink: (any BusEventSink)? = nil,
+        takesLocalValues: Bool = false
     ) throws(BusError) -> SubscriptionHandle {
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
-        let storage = SubscriptionStorage(id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink)
+        let storage = SubscriptionStorage(
+            id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink,
+            takesLocalValues: takesLocalValues)
         if configuration.deliversToItself {
             // Before the subscription is queued: a post made right after this call must not be
             // skipped as unwanted (the I/O thread removes it with the subscription).
