@@ -141,6 +141,10 @@ def valid_vectors() -> list:
     add("reply-status-error", "An error reply, posted to the request's reply-to name: status error, the reason as payload.",
         nbp.inbox_name(PID, 7), b"division by zero", nbp.reply_headers(error=True), content_type=1)
 
+    add("typed-message-subject", "A NotificationBus message type (section 9.1): the subject's id as the last name token, "
+        "the value as JSON with sorted keys, content type 2, no headers.",
+        "orders.shipped.A-1042", b'{"carrier":"dhl","weight":1.5}', content_type=2)
+
     # Non-canonical: reserved bits set; receivers ignore them.
     frame = raw_frame(b"flags.set", flags=0xA5, content_type=2, payload=b"[]")
     out.append({"id": "nonzero-flags", "description": "flags = 0xa5: receivers ignore unknown flag bits and report them.",
