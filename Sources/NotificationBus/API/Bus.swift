@@ -17,6 +17,9 @@ public final class Bus: Sendable {
     /// The endpoints attached, with the real port for `tcp://...:*` binds, publisher side first.
     public let endpoints: [String]
     let core: BusCore
+    /// `configuration.deliversToItself`, computed once: a typed post asks it every time (computed,
+    /// it builds a set of endpoints, which showed in the typed path's profile).
+    let deliversToItself: Bool
     /// The bus's own I/O thread as a task executor: `Task(executorPreference: bus.executor) { ... }`
     /// posts and consumes there without hand-offs to other threads (see `BusExecutor`).
     public let executor: BusExecutor
@@ -35,6 +38,7 @@ public final class Bus: Sendable {
     public init(_ configuration: BusConfiguration = .embedded()) throws(BusError) {
         try configuration.validate()
         self.configuration = configuration
+        deliversToItself = configuration.deliversToItself
         connectingEndpoints = Set(
             (configuration.publish + configuration.subscribe).compactMap { attachment -> String? in
                 guard case .connect(let endpoint) = attachment, !endpoint.hasPrefix("inproc://") else { return nil }

@@ -37,7 +37,7 @@ extension Bus {
     nonisolated(nonsending) func postEncoding<M: BusMessage>(
         _ value: M, name: NotificationName, headers: NotificationHeaders
     ) async throws(BusError) {
-        if configuration.deliversToItself { return try await postLocally(value, name: name, headers: headers) }
+        if deliversToItself { return try await postLocally(value, name: name, headers: headers) }
         var message: ZeroMQ.Message? = try encodeMessageForPost(value, name, headers)
         if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
         if try queue(&message, name) { return }

@@ -5,16 +5,17 @@
 final class LocalMessageValue: Sendable {
     /// The message as posted.
     let value: any BusMessage
-    /// Its JSON, for a byte subscription of this process that reads a post made without it.
-    let encode: @Sendable () throws -> [UInt8]
     /// Counts the JSON made here (`BusStats.messagesEncoded`).
     let core: BusCore
 
-    init<M: BusMessage>(_ value: M, core: BusCore) {
+    init(_ value: any BusMessage, core: BusCore) {
         self.value = value
-        self.encode = { try M.encodeBusPayload(value) }
         self.core = core
     }
+
+    /// Its JSON, for a byte subscription of this process that reads a post made without it (no
+    /// closure kept per post: the existential is opened here, when asked).
+    func encode() throws -> [UInt8] { try value.localPayload() }
 
     /// The value as `M`, when it is one (another type may share the name).
     func value<M: BusMessage>(as type: M.Type) -> M? { value as? M }
@@ -33,4 +34,9 @@ final class LocalMessageValue: Sendable {
             return
         }
     }
+}
+
+extension BusMessage {
+    /// `encodeBusPayload(self)`, callable on an existential (`LocalMessageValue.encode`).
+    fileprivate func localPayload() throws -> [UInt8] { try Self.encodeBusPayload(self) }
 }

@@ -189,7 +189,7 @@ extension Bus {
     public func postNow<M: BusMessage>(_ message: M, headers: NotificationHeaders = NotificationHeaders()) throws(BusError) {
         guard !M.hasBusSubject else { throw .subjectRequired(type: String(describing: M.self), name: M.busName) }
         // Looped back: the value travels to this bus's own typed subscriptions as it is.
-        let looped = configuration.deliversToItself
+        let looped = deliversToItself
         var encoded: ZeroMQ.Message? =
             looped ? try localFrame(message, M.busName, headers) : try encodeMessageForPost(message, M.busName, headers)
         let local = looped ? LocalMessageValue(message, core: core) : nil
