@@ -33,9 +33,10 @@ struct Runner: Sendable {
 
     private func workerArguments(
         _ role: BusWorkerOptions.Role, endpoint: String, count: Int, rate: Int?, paced: Bool, spin: Int = 0,
-        plainTask: Bool = false, connectPublisher: Bool = false
+        plainTask: Bool = false, connectPublisher: Bool = false, body: BusWorkerOptions.Body = .bytes
     ) -> [String] {
         var worker = BusWorkerOptions(role: role, endpoint: endpoint, count: count)
+        worker.body = body
         worker.idleSpinMicroseconds = spin
         worker.plainTask = plainTask && role == .subscriber
         worker.size = options.size
@@ -90,7 +91,7 @@ struct Runner: Sendable {
 
     /// The bus through an `nbus broker` child with its defaults: the publisher worker connects to
     /// its frontend (the bus's brokered defaults), the subscriber worker to its backend.
-    func brokeredBusThroughput(run: Int) async throws -> BusThroughputRun {
+    func brokeredBusThroughput(run: Int, body: BusWorkerOptions.Body = .bytes) async throws -> BusThroughputRun {
         let executable = options.nbusExecutable
         let broker = try await group.start(
             label: "nbus broker", executable: executable,
@@ -107,11 +108,11 @@ struct Runner: Sendable {
         }
         let (frontend, backend) = (words[2], words[4])
         let publisherArguments = workerArguments(
-            .publisher, endpoint: frontend, count: options.count, rate: nil, paced: false, connectPublisher: true)
+            .publisher, endpoint: frontend, count: options.count, rate: nil, paced: false, connectPublisher: true, body: body)
         let pair = try await group.runPair(
             binder: ("bus publisher (connected to the broker)", executable, publisherArguments),
             connector: ("bus subscriber", executable, { _ in
-                workerArguments(.subscriber, endpoint: backend, count: options.count, rate: nil, paced: false)
+                workerArguments(.subscriber, endpoint: backend, count: options.count, rate: nil, paced: false, body: body)
             }),
             timeout: childTimeout, acceptFailedConnector: true)
         let result = try pair.connector.requireResult(BusSubscriberResult.self, event: "result")

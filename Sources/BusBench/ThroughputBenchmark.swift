@@ -34,6 +34,38 @@ package enum ThroughputBenchmark {
         }
     }
 
+    /// `--typed --topology brokered`: alternating pairs through a broker child, the byte API with
+    /// `BenchOrder`'s JSON built by hand against `post(BenchOrder)` decoded by the subscriber.
+    static func runTypedBroker(
+        _ options: ThroughputOptions, _ progress: @escaping @Sendable (String) -> Void
+    ) async throws -> TypedMessagesReport {
+        let group = ChildGroup()
+        let folder = FileManager.default.temporaryDirectory
+            .appendingPathComponent("nbus-bench-\(UInt32.random(in: 0...UInt32.max))", isDirectory: true)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer {
+            group.killAll()
+            // As in `run`: a leftover scratch folder costs nothing and must not hide the result.
+            try? FileManager.default.removeItem(at: folder)
+        }
+        let runner = Runner(options: options, group: group, folder: folder.path)
+        var report = TypedMessagesReport(count: options.count, foundationCount: 0, runs: options.runs)
+        return try await withTaskCancellationHandler {
+            for run in 1...options.runs {
+                try Task.checkCancellation()
+                for typed in run % 2 == 0 ? [true, false] : [false, true] {
+                    progress("run \(run)/\(options.runs): through nbus broker, \(typed ? "typed" : "JSON bytes"), \(options.count)")
+                    let result = try await runner.brokeredBusThroughput(run: run * 2 + (typed ? 1 : 0), body: typed ? .typed : .json)
+                    if typed { report.brokerTyped.append(result) } else { report.brokerJSON.append(result) }
+                    progress("  \(Format.rate(result.subscriber.rate))/s")
+                }
+            }
+            return report
+        } onCancel: {
+            group.killAll()
+        }
+    }
+
     private static func runAll(
         _ options: ThroughputOptions, _ runner: Runner, _ progress: @escaping @Sendable (String) -> Void
     ) async throws -> ThroughputReport {

@@ -20,6 +20,11 @@ public struct BusNotification: Hashable, Sendable {
     public var timestamp: UInt64
     /// NBP/1 flag bits as received (all reserved in version 1).
     public var flags: UInt8
+    /// Never on the wire: a typed post's own value, when a bus hands its post to its own
+    /// subscriptions in this process (the typed layer takes it instead of decoding the payload).
+    /// One reference wide, so the byte path's notifications grow by a word, not an existential.
+    /// Not part of equality: the same notification, however it travelled.
+    package var localValue: (any AnyObject & Sendable)?
 
     /// Creates a notification; the bus fills in `sequence`, `publisherID` and `timestamp` when posting.
     public init(
@@ -35,5 +40,22 @@ public struct BusNotification: Hashable, Sendable {
         self.publisherID = publisherID
         self.timestamp = timestamp
         self.flags = flags
+    }
+
+    public static func == (lhs: BusNotification, rhs: BusNotification) -> Bool {
+        lhs.name == rhs.name && lhs.payload == rhs.payload && lhs.headers == rhs.headers
+            && lhs.contentType == rhs.contentType && lhs.sequence == rhs.sequence
+            && lhs.publisherID == rhs.publisherID && lhs.timestamp == rhs.timestamp && lhs.flags == rhs.flags
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(name)
+        hasher.combine(payload)
+        hasher.combine(headers)
+        hasher.combine(contentType)
+        hasher.combine(sequence)
+        hasher.combine(publisherID)
+        hasher.combine(timestamp)
+        hasher.combine(flags)
     }
 }

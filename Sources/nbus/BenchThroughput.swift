@@ -64,6 +64,11 @@ struct BenchThroughput: AsyncParsableCommand {
     @Flag(name: .customLong("no-in-process"), help: "Skip the in-process rows (Foundation vs embedded bus).")
     var noInProcess = false
 
+    @Flag(help: ArgumentHelp(
+        "Only the typed-message rows in this process: the embedded bus's typed path against its byte path with the same JSON (alternating pairs, --runs), and against Foundation's typed messages (the same type).",
+        discussion: ""))
+    var typed = false
+
     @Flag(name: .customLong("no-batch"), help: "The bus publisher sends one frame per notification (BusConfiguration.batching off).")
     var noBatch = false
 
@@ -106,6 +111,14 @@ struct BenchThroughput: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if typed {
+            let report = try await TypedInProcessBenchmark.run(options) { line in
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+            }
+            print(json ? try report.json() : report.table())
+            try exitIfChecksFailed(report.accountingErrors, heading: "ACCOUNTING MISMATCH")
+            return
+        }
         // Children exit by themselves when this process goes (their stdin pipe closes), so
         // SIGINT/SIGTERM keep their default action here.
         let report = try await ThroughputBenchmark.run(options) { line in

@@ -84,6 +84,9 @@ struct TypedPythonEndToEndTests {
         let subscriber = try Bus(.brokered(frontend: frontend, backend: backend))
         let envelopes = try subscriber.messageEnvelopes(of: OrderCreated.self)
         try await subscriber.ready(envelopes.pattern)
+        // The broker has the subscription; the publisher must have it too, or its first posts are
+        // skipped as unwanted (seen once in four runs under load: 60 s without the 50).
+        try await publisher.waitForSubscribers(matching: OrderCreated.busName, timeout: .seconds(30))
         let sent = (1...50).map { OrderCreated(id: $0 * 1_000_003, total: Double($0) / 8) }
         for order in sent { try await publisher.post(order, headers: ["n": "\(order.id)"]) }
         let received = await envelopes.first(50, within: .seconds(60))

@@ -39,6 +39,40 @@ struct TypedWireVectorTests {
         #expect(try OrderCreated.decodeBusPayload(decoded.payload) == OrderCreated(id: 42, total: 9.5))
     }
 
+    final class Shipment: BusSubject, Sendable {
+        let id: String
+        init(_ id: String) { self.id = id }
+        var busSubjectID: String { id }
+    }
+
+    struct OrderShipped: BusAsyncMessage, Equatable {
+        typealias Subject = Shipment
+        static let busName: NotificationName = "orders.shipped"
+        var carrier: String
+        var weight: Double
+    }
+
+    @Test("NBP-1's vector typed-message-subject is what post(_:subject:) sends, and decodes to the value")
+    func protocolVectorMatchesPost() async throws {
+        let vector = try #require(ProtocolVector.valid.first { $0.id == "typed-message-subject" })
+        let frame = ProtocolVector.bytes(fromHex: try #require(vector.frames.first))
+        let decoded = try EnvelopeCodec.decode(frame: frame)
+        #expect(try OrderShipped.decodeBusPayload(decoded.payload) == OrderShipped(carrier: "dhl", weight: 1.5))
+        #expect(decoded.contentType == .json && decoded.headers.isEmpty)
+
+        // What a bus sends for the same value and subject: the vector's name and body.
+        let publisher = try Bus(.directPublisher(bind: try temporaryIPCEndpoint()))
+        let sub = try Context().socket(.sub)
+        try sub.set(.receiveTimeout, .milliseconds(10_000))
+        try sub.subscribe(Array("orders.shipped.".utf8))
+        try sub.connect(publisher.endpoints[0])
+        try await publisher.waitForSubscribers(matching: "orders.shipped.A-1042")
+        try await publisher.post(OrderShipped(carrier: "dhl", weight: 1.5), subject: Shipment("A-1042"))
+        let sent = try EnvelopeCodec.decode(frame: try sub.receive())
+        #expect(sent.name == decoded.name && sent.payload == decoded.payload && sent.contentType == decoded.contentType)
+        await publisher.close()
+    }
+
     @Test("A foreign producer's raw frame reaches a typed observer; a bus's post carries the same body")
     func foreignFrameDecodes() async throws {
         let (raw, endpoint) = try rawPublisher()

@@ -51,6 +51,15 @@ package struct BusWorkerOptions: Sendable, Codable {
     package var latencySampleEvery = 1
     /// Publisher: `BusConfiguration.batching`'s largest frame in bytes (0: off).
     package var batchBytes = Batching.on.maximumFrameBytes
+    /// What is posted and read (issue 42's broker target): `size` bytes, or the five-field
+    /// `BenchOrder` as JSON built by hand and read as bytes, or the same as a message type
+    /// (`post(BenchOrder)` to `messageEnvelopes(of:)`: encoded and decoded).
+    package var body = Body.bytes
+
+    /// What a throughput run posts.
+    package enum Body: String, Sendable, Codable, CaseIterable {
+        case bytes, json, typed
+    }
 
     /// Options with the required values; the rest keep their defaults.
     package init(role: Role, endpoint: String, count: Int) {
@@ -104,7 +113,7 @@ package enum BusWorker {
     // MARK: Publisher
 
     private static func runPublisher(_ options: BusWorkerOptions) async throws -> Int32 {
-        let name = try NotificationName(options.name)
+        let name = options.body == .bytes ? try NotificationName(options.name) : BenchOrder.busName
         var configuration: BusConfiguration
         if options.connectPublisher {
             // The brokered defaults: back-pressure is on because the publisher only connects.
@@ -134,6 +143,12 @@ package enum BusWorker {
             try await Task(executorPreference: bus.executor) {
                 for _ in 0..<count { try await bus.post(name: name, payload: payload) }
             }.value
+        } else if options.body == .typed {
+            for id in 0..<options.count { try await bus.post(BenchOrder(id: id)) }
+        } else if options.body == .json {
+            for id in 0..<options.count {
+                try await bus.post(name: name, payload: BenchOrder.handBuiltJSON(id: id), contentType: .json)
+            }
         } else {
             for _ in 0..<options.count { try await bus.post(name: name, payload: payload) }
         }
@@ -194,14 +209,21 @@ package enum BusWorker {
     // MARK: Subscriber
 
     private static func runSubscriber(_ options: BusWorkerOptions) async throws -> Int32 {
-        let name = try NotificationName(options.name)
+        let name = options.body == .bytes ? try NotificationName(options.name) : BenchOrder.busName
         var configuration = BusConfiguration.directSubscriber(connect: [options.endpoint])
         configuration.receiveHighWaterMark = options.highWaterMark
         configuration.sendHighWaterMark = options.highWaterMark
         configuration.idleSpin = .microseconds(options.idleSpinMicroseconds)
         let bus = try Bus(configuration)
         let pattern = NamePattern(exactly: name)
-        let sequence = try bus.notifications(named: pattern, buffering: .suspendProducer(capacity: 8192))
+        // Typed: each notification decoded as a `BenchOrder` in the loop, with its metadata.
+        let buffering = BufferingPolicy.suspendProducer(capacity: 8192)
+        let typed = options.body == .typed ? try bus.messageEnvelopes(of: BenchOrder.self, buffering: buffering) : nil
+        let sequence = typed == nil ? try bus.notifications(named: pattern, buffering: buffering) : nil
+        let cancel = { @Sendable in
+            sequence?.cancel()
+            typed?.cancel()
+        }
         WorkerProcess.emitLine(#"{"event":"subscribed"}"#)
 
         let progress = Progress()
@@ -212,9 +234,21 @@ package enum BusWorker {
         let consume = { @Sendable () async -> Consumed in
             var consumed = Consumed()
             var untilSample = 0
-            for await notification in sequence {
+            var orders = typed?.makeAsyncIterator()
+            var notifications = sequence?.makeAsyncIterator()
+            while true {
+                let notification: BusNotification
+                if orders != nil {
+                    guard let order = await orders?.next() else { break }
+                    // Touch the decoded value, as the byte runs touch their payload.
+                    consumed.payloadBytes &+= order.message.customer.utf8.count
+                    notification = order.notification
+                } else {
+                    guard let next = await notifications?.next() else { break }
+                    notification = next
+                    consumed.payloadBytes &+= notification.payload.count
+                }
                 consumed.count += 1
-                consumed.payloadBytes &+= notification.payload.count
                 untilSample -= 1
                 if untilSample <= 0 || consumed.count == 1 || consumed.count == expected {
                     // Timed: the first, the last, and every `sampleEvery`-th between. A run that
@@ -262,7 +296,7 @@ package enum BusWorker {
                     progress.reason.withLock { $0 = "idle" }
                 }
                 if progress.reason.withLock({ $0 }) != nil {
-                    sequence.cancel()
+                    cancel()
                     return
                 }
             }
@@ -270,7 +304,7 @@ package enum BusWorker {
         var consumed = await consumer.value
         watchdog.cancel()
         if consumed.endedBy.isEmpty { consumed.endedBy = progress.reason.withLock { $0 } ?? "ended" }
-        let subscription = sequence.stats
+        let subscription = typed?.stats ?? sequence?.stats ?? SubscriptionStats()
         let stats = await bus.close()
         let elapsed = consumed.last - consumed.first
         let result = BusSubscriberResult(

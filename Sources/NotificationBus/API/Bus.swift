@@ -19,6 +19,9 @@ public final class Bus: Sendable {
     let core: BusCore
     /// Subscriptions waiting for their retained values, for `ready(_:)`.
     let retainedSubscriptions = RetainedSubscriptions()
+    /// `configuration.deliversToItself`, computed once: a typed post asks it every time (computed,
+    /// it builds a set of endpoints, which showed in the typed path's profile).
+    let deliversToItself: Bool
     /// The bus's own I/O thread as a task executor: `Task(executorPreference: bus.executor) { ... }`
     /// posts and consumes there without hand-offs to other threads (see `BusExecutor`).
     public let executor: BusExecutor
@@ -50,6 +53,7 @@ public final class Bus: Sendable {
         try configuration.validate()
         let configuration = Self.tagged(configuration)
         self.configuration = configuration
+        deliversToItself = configuration.deliversToItself
         connectingEndpoints = Set(
             (configuration.publish + configuration.subscribe).compactMap { attachment -> String? in
                 guard case .connect(let endpoint) = attachment, !endpoint.hasPrefix("inproc://") else { return nil }
@@ -320,12 +324,12 @@ public final class Bus: Sendable {
 
     func subscribe(
         _ pattern: NamePattern, _ buffering: BufferingPolicy, sink: (any BusEventSink)? = nil, retained: Bool = false,
-        endsAfterRetained: Bool = false
+        endsAfterRetained: Bool = false, takesLocalValues: Bool = false
     ) throws(BusError) -> SubscriptionHandle {
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
         let storage = SubscriptionStorage(
             id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink, retained: retained,
-            endsAfterRetained: endsAfterRetained)
+            endsAfterRetained: endsAfterRetained, takesLocalValues: takesLocalValues)
         if let delivery = storage.retained { retainedSubscriptions.add(pattern: pattern, delivery) }
         if configuration.deliversToItself {
             // Before the subscription is queued: a post made right after this call must not be

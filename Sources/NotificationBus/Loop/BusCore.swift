@@ -145,7 +145,9 @@ final class BusCore: Sendable {
     /// Stamps the message's sequence number for its name and queues it (or, when the loop sleeps
     /// and nothing is queued, sends it on the XPUB itself), in one critical section so sequence
     /// order is send order. Takes the message (leaving nil) only when it is queued or sent.
-    func queue(message: inout Message?, name: NotificationName) -> PostOutcome {
+    /// `localValue`: a looped-back typed post's value (never with a direct publisher, which a
+    /// looped-back bus has not: it would move the queue's indexes), queued beside its frame.
+    func queue(message: inout Message?, name: NotificationName, localValue: (any AnyObject & Sendable)? = nil) -> PostOutcome {
         let nameByteCount = name.rawValue.utf8.count
         let now = directPublisher == nil ? 0 : Timestamps.monotonicNanoseconds()
         let step = mailbox.withLock { box -> QueueStep in
@@ -159,6 +161,7 @@ final class BusCore: Sendable {
                 return .sendDirectly(taken, directPublisher)
             }
             box.outbound.append(taken)
+            if let localValue { box.localValues[box.outbound.count - 1] = localValue }
             box.outbound.withLastMessageBytes { raw in
                 EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
             }
@@ -261,6 +264,11 @@ final class BusCore: Sendable {
 
     /// Changes what is wanted (the I/O thread for the XPUB's prefixes, `Bus.subscribe` for
     /// loopback ones), invalidating the lock-free answer.
+    /// Whether a subscriber through the XPUB wants `name` (`PublisherInterest.isWantedRemotely`).
+    func isWantedRemotely(_ name: NotificationName) -> Bool {
+        interest.withLock { $0.isWantedRemotely(name) }
+    }
+
     func changeInterest(_ body: (inout PublisherInterest) -> Void) {
         interest.withLock { interest in
             body(&interest)

@@ -12,11 +12,13 @@ extension BusEventLoop {
         // Posts are refused from now on; the XPUB is the loop's alone until it closes it.
         core.closePublisherSocket()
         var queued = MessageBatch(capacity: 1)
+        var queuedValues: [Int: any AnyObject & Sendable] = [:]
         var jobs: [UnownedJob] = []
         core.changeInterest { $0.closed = true }
         let leftovers = core.mailbox.withLock { box in
             swap(&box.jobs, &jobs)
             swap(&box.outbound, &queued)
+            swap(&box.localValues, &queuedValues)
             defer {
                 box.commands.removeAll()
                 box.spaceWaiters.removeAll()
@@ -40,7 +42,7 @@ extension BusEventLoop {
         flushPending(until: deadline)
         // Then what was still in the mailbox, in order after what the loop had taken.
         // Not merged: what was still in the mailbox at close goes as it was posted.
-        if posts.takeLeftovers(&queued) { flushPending(until: deadline) }
+        if posts.takeLeftovers(&queued, localValues: &queuedValues) { flushPending(until: deadline) }
         posts.dropUnsent(with: &queued)
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.

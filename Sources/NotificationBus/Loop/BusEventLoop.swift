@@ -101,7 +101,7 @@ final class BusEventLoop {
                 box.sleeping = false
                 swap(&box.commands, &commands)
                 guard takeOutbound else { return (box.lifecycle.isOpen, []) }
-                posts.take(&box.outbound)
+                posts.take(&box.outbound, localValues: &box.localValues)
                 defer { box.spaceWaiters.removeAll() }
                 return (box.lifecycle.isOpen, box.spaceWaiters)
             }

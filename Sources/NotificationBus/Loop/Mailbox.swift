@@ -12,6 +12,9 @@ struct Mailbox: ~Copyable {
     var jobs: [UnownedJob] = []
     /// Encoded posts, as libzmq messages, waiting for the event loop (which swaps the whole batch out).
     var outbound = MessageBatch(capacity: 1024)
+    /// Looped back: the values of typed posts in `outbound`, by index (`LocalMessageValue`), so
+    /// this bus's own typed subscriptions take them without JSON. Taken with `outbound`.
+    var localValues: [Int: any AnyObject & Sendable] = [:]
     /// The event loop is (about to be) parked in `zmq_poll`; whoever enqueues must signal the eventfd.
     var sleeping = false
     /// Next sequence number per name for this publisher (NBP/1: per (publisher, name), from 1).

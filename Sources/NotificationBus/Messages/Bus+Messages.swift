@@ -37,10 +37,56 @@ extension Bus {
     nonisolated(nonsending) func postEncoding<M: BusMessage>(
         _ value: M, name: NotificationName, headers: NotificationHeaders
     ) async throws(BusError) {
+        if deliversToItself { return try await postLocally(value, name: name, headers: headers) }
         var message: ZeroMQ.Message? = try encodeMessageForPost(value, name, headers)
         if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
         if try queue(&message, name) { return }
         try await queueWhenThereIsSpace(&message, name)
+    }
+
+    /// A looped-back bus's typed post (issue 42, item 4): its own subscriptions get the value
+    /// itself, which travels beside the frame (`LocalMessageValue`), so a typed observer in this
+    /// process costs no JSON either way. The frame carries the JSON only when a subscriber through
+    /// the XPUB (another bus, another process) wants the name; otherwise its body is empty, and a
+    /// byte subscription of this bus that matches gets the JSON made for it when routed.
+    nonisolated(nonsending) func postLocally<M: BusMessage>(
+        _ value: M, name: NotificationName, headers: NotificationHeaders
+    ) async throws(BusError) {
+        var message: ZeroMQ.Message? = try localFrame(value, name, headers)
+        if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
+        let local = LocalMessageValue(value, core: core)
+        while true {
+            switch core.queue(message: &message, name: name, localValue: local) {
+            case .queued: return
+            case .closed: throw .closed
+            case .full: break
+            }
+            await core.waitForSpace()
+            if Task.isCancelled { throw .cancelled }
+        }
+    }
+
+    /// `postLocally`'s frame: JSON only for subscribers through the XPUB; nil when no
+    /// subscriber wants the name.
+    func localFrame<M: BusMessage>(
+        _ value: M, _ name: NotificationName, _ headers: NotificationHeaders
+    ) throws(BusError) -> ZeroMQ.Message? {
+        try checkPostable(name)
+        guard try isWanted(name) else { return nil }
+        let payload = core.isWantedRemotely(name) ? try encodeBusPayload(value) : []
+        return try frame(size: try encodedSize(name, payload, headers), name, payload, headers, .json)
+    }
+
+    /// `value`'s JSON, counted; `.encodingFailed` when its `Encodable` conformance throws.
+    func encodeBusPayload<M: BusMessage>(_ value: M) throws(BusError) -> [UInt8] {
+        let payload: [UInt8]
+        do {
+            payload = try M.encodeBusPayload(value)
+        } catch {
+            throw .encodingFailed(type: String(describing: M.self), reason: String(describing: error))
+        }
+        core.noteMessageEncoded()
+        return payload
     }
 
     /// `encodeForPost` for a message value, from the same pieces, with the JSON made only once a
@@ -50,13 +96,7 @@ extension Bus {
     ) throws(BusError) -> ZeroMQ.Message? {
         try checkPostable(name)
         guard try isWanted(name) else { return nil }
-        let payload: [UInt8]
-        do {
-            payload = try M.encodeBusPayload(value)
-        } catch {
-            throw .encodingFailed(type: String(describing: M.self), reason: String(describing: error))
-        }
-        core.noteMessageEncoded()
+        let payload = try encodeBusPayload(value)
         return try frame(size: try encodedSize(name, payload, headers), name, payload, headers, .json)
     }
 
@@ -131,14 +171,19 @@ extension Bus {
     public func messageEvents<F: BusMessageFamily>(
         of family: F.Type, buffering: BufferingPolicy = .default
     ) throws(BusError) -> MessageEventSequence<F> {
-        MessageEventSequence(events: try events(named: F.busPattern, buffering: buffering), decoding: .family())
+        MessageEventSequence(events: try typedSubscription(F.busPattern, buffering), decoding: .family())
     }
 
     func typedEvents<M: BusMessage>(
         _ type: M.Type, subjectID: String?, buffering: BufferingPolicy
     ) throws(BusError) -> MessageEventSequence<M> {
         let pattern = try Subjects.pattern(M.self, subjectID: subjectID)
-        return MessageEventSequence(events: try events(named: pattern, buffering: buffering), decoding: .single())
+        return MessageEventSequence(events: try typedSubscription(pattern, buffering), decoding: .single())
+    }
+
+    /// A subscription that takes this bus's own typed posts as values (`LocalMessageValue`).
+    func typedSubscription(_ pattern: NamePattern, _ buffering: BufferingPolicy) throws(BusError) -> BusEventSequence {
+        BusEventSequence(handle: try subscribe(pattern, buffering, takesLocalValues: true))
     }
 
     // MARK: Observers of async messages

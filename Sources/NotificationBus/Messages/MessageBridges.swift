@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import ZeroMQ
 
 /// A bridge between the bus and a local `NotificationCenter` for one message type
 /// (`Bus.forward(_:to:)`, `Bus.forward(_:from:)`); it stops on `cancel()` or when dropped.
@@ -187,9 +188,13 @@ extension Bus {
     /// rather than wait (as `postNow(name:payload:)`).
     public func postNow<M: BusMessage>(_ message: M, headers: NotificationHeaders = NotificationHeaders()) throws(BusError) {
         guard !M.hasBusSubject else { throw .subjectRequired(type: String(describing: M.self), name: M.busName) }
-        var encoded = try encodeMessageForPost(message, M.busName, headers)
+        // Looped back: the value travels to this bus's own typed subscriptions as it is.
+        let looped = deliversToItself
+        var encoded: ZeroMQ.Message? =
+            looped ? try localFrame(message, M.busName, headers) : try encodeMessageForPost(message, M.busName, headers)
+        let local = looped ? LocalMessageValue(message, core: core) : nil
         if encoded == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
-        switch core.queue(message: &encoded, name: M.busName) {
+        switch core.queue(message: &encoded, name: M.busName, localValue: local) {
         case .queued: return
         case .closed: throw .closed
         case .full: throw .outboundQueueFull(capacity: core.outboundCapacity)

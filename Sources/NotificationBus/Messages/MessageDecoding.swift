@@ -20,6 +20,9 @@ public struct UndecodableMessage: Error, Hashable, Sendable, CustomStringConvert
 struct MessageDecoding<Element: Sendable>: Sendable {
     let typeName: String
     let decode: @Sendable (BusNotification) throws(UndecodableMessage) -> Element
+    /// The element for a value this bus posted itself, taken as it is (nil: not one of this
+    /// type's, so the payload is decoded instead).
+    let local: @Sendable (any BusMessage) -> Element?
 
     /// The payload must be JSON: content type `json`, or `unspecified` (a raw producer that did
     /// not say, like `nbus publish` without `--content-type`).
@@ -36,14 +39,14 @@ extension MessageDecoding where Element: BusMessage {
     static func single() -> MessageDecoding<Element> {
         typealias M = Element
         let typeName = String(describing: M.self)
-        return MessageDecoding(typeName: typeName) { notification throws(UndecodableMessage) in
+        return MessageDecoding(typeName: typeName, decode: { notification throws(UndecodableMessage) in
             try MessageDecoding.checkContentType(notification, typeName)
             do {
                 return try M.decodeBusPayload(notification.payload)
             } catch {
                 throw UndecodableMessage(type: typeName, reason: String(describing: error))
             }
-        }
+        }, local: { $0 as? M })
     }
 
 }
@@ -54,7 +57,8 @@ extension MessageDecoding where Element: BusMessageFamily {
         typealias F = Element
         let typeName = String(describing: F.self)
         let members = F.members.map { (type: $0, name: $0.busName, subject: $0.hasBusSubject) }
-        return MessageDecoding(typeName: typeName) { notification throws(UndecodableMessage) in
+        let memberTypes = F.members.map { ObjectIdentifier($0) }
+        return MessageDecoding(typeName: typeName, decode: { notification throws(UndecodableMessage) in
             try MessageDecoding.checkContentType(notification, typeName)
             let name = notification.name.rawValue
             let member = members.first { member in
@@ -77,6 +81,8 @@ extension MessageDecoding where Element: BusMessageFamily {
                 throw UndecodableMessage(type: typeName, reason: "init(member:) refused a \(member.type)")
             }
             return wrapped
-        }
+        }, local: { value in
+            memberTypes.contains(ObjectIdentifier(type(of: value))) ? F(member: value) : nil
+        })
     }
 }

@@ -42,7 +42,15 @@ public struct MessageEventSequence<Message: Sendable>: AsyncSequence, Sendable {
             switch event {
             case .gap(let gap):
                 return .gap(gap)
-            case .notification(let notification):
+            case .notification(var notification):
+                if let local = notification.localValue as? LocalMessageValue {
+                    // This bus's own post, in this process: the value itself, no JSON (issue 42).
+                    if let message = decoding.local(local.value) {
+                        return .message(TypedNotification(message: message, notification: notification))
+                    }
+                    // Another type under the same name: from its JSON, as from another process.
+                    LocalMessageValue.materialize(&notification)
+                }
                 do throws(UndecodableMessage) {
                     let message = try decoding.decode(notification)
                     storage.core.noteMessageDecoded()

@@ -14,10 +14,15 @@ struct SubscriptionBatch {
     var lostUpstream: UInt64 = 0
     /// Frames whose prefix reached this subscription but whose name its pattern rejects.
     var filteredOut: UInt64 = 0
+    /// The subscription is typed: a looped-back typed post's value goes to it as it is; any
+    /// other subscription gets the post's JSON, made here if the post travelled without it.
+    var takesLocalValues = false
 
     var isEmpty: Bool { events.isEmpty && filteredOut == 0 }
 
     mutating func append(notification: consuming BusNotification) {
+        // Only this bus's own typed posts carry a value (looped back, `deliverLocally`).
+        if notification.localValue != nil && !takesLocalValues { LocalMessageValue.materialize(&notification) }
         events.append(.notification(notification))
         notifications += 1
     }
@@ -66,6 +71,7 @@ struct BusReceiver {
             prefix = UnsafeRawBufferPointer(prefixOwner.bytes)
             exactName = pattern.exactName
             isExact = exactName != nil
+            batch.takesLocalValues = storage.takesLocalValues
         }
     }
 
@@ -96,6 +102,19 @@ struct BusReceiver {
     /// An embedded bus keeps at most this many names' retained values, and bytes of them.
     static let localRetainedNames = 10_000
     static let localRetainedBytes = 16 << 20
+
+    /// `notification` with its post's local value, while `deliverLocally(_:firstPost:values:)`
+    /// routes a frame that has any (`record`: its index in a batch frame).
+    @inline(__always)
+    private func withLocalValue(_ notification: consuming BusNotification, record: Int = 0) -> BusNotification {
+        guard !localValues.isEmpty else { return notification }
+        var notification = notification
+        notification.localValue = localValues[localFirstPost + record]
+        return notification
+    }
+    /// While `deliverLocally(_:firstPost:values:)` routes a frame: the values of its typed posts.
+    private var localValues: [Int: any AnyObject & Sendable] = [:]
+    private var localFirstPost = 0
     /// Per stream, except the cached stream (see `cachedStream`): the last sequence seen, and when
     /// it was last heard (`counters.framesReceived` then), to forget the stalest first.
     var lastSequence: [StreamKey: (last: UInt64, heard: UInt64)] = [:]
@@ -262,6 +281,19 @@ struct BusReceiver {
         counters.notificationsReceived += 1
     }
 
+    /// `deliverLocally` for a frame some of whose posts are typed posts made with their values
+    /// (`values`, by post index; `firstPost` is the frame's first record's): each of those
+    /// notifications carries its value (`BusNotification.localValue`), so typed subscriptions take
+    /// it without decoding.
+    mutating func deliverLocally(
+        _ frame: UnsafeRawBufferPointer, firstPost: Int, values: [Int: any AnyObject & Sendable]
+    ) {
+        localValues = values
+        localFirstPost = firstPost
+        defer { localValues = [:] }
+        deliverLocally(frame)
+    }
+
     /// Routes one frame as if `read` had read it from `path` at `now` (monotonic ns): the merge
     /// over several paths, fed without sockets (tests).
     mutating func receive(_ frame: UnsafeRawBufferPointer, path: Int, now: UInt64) {
@@ -360,9 +392,10 @@ struct BusReceiver {
         }
         let notification: BusNotification
         do {
-            notification = try EnvelopeCodec.decode(
-                frame, validatedNameLength: nameLength, name: knownName, maximumPayload: maximumPayload,
-                maximumHeaderCount: maximumHeaderCount)
+            notification = withLocalValue(
+                try EnvelopeCodec.decode(
+                    frame, validatedNameLength: nameLength, name: knownName, maximumPayload: maximumPayload,
+                    maximumHeaderCount: maximumHeaderCount))
         } catch {
             counters.rejected[error, default: 0] += 1
             return false
@@ -399,7 +432,7 @@ struct BusReceiver {
         _ frame: UnsafeRawBufferPointer, nameLength: Int, knownName: NotificationName?, matched: ClosedRange<Int>,
         exactIndex: Int
     ) -> Bool {
-        let notifications: [BusNotification]
+        var notifications: [BusNotification]
         do {
             notifications = try EnvelopeCodec.decodeBatch(
                 frame, validatedNameLength: nameLength, name: knownName, maximumPayload: maximumPayload,
@@ -409,6 +442,9 @@ struct BusReceiver {
             counters.rejectedBatchNotifications += UInt64(
                 EnvelopeCodec.declaredRecordCount(in: frame, nameLength: nameLength) ?? 0)
             return false
+        }
+        if !localValues.isEmpty {
+            for index in notifications.indices { notifications[index].localValue = localValues[localFirstPost + index] }
         }
         let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
         // The routes this name matches (the same for every record: one name).

@@ -12,6 +12,9 @@ final class SubscriptionStorage: Sendable {
     /// `Bus.subscribe(_:sink:)`: events go straight to the sink (held by the state machine until
     /// the subscription ends, so a sink that holds its subscription is no cycle), not to a buffer.
     let isSink: Bool
+    /// A typed subscription: takes a looped-back typed post's value as it is (`LocalMessageValue`);
+    /// any other gets the post's JSON.
+    let takesLocalValues: Bool
     private let state: Mutex<SubscriptionStateMachine>
     /// Typed consumers: notifications that did not decode as the message type (counted by the
     /// consumer, which decodes; never by the I/O thread).
@@ -26,11 +29,12 @@ final class SubscriptionStorage: Sendable {
 
     init(
         id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil,
-        retained: Bool = false, endsAfterRetained: Bool = false
+        retained: Bool = false, endsAfterRetained: Bool = false, takesLocalValues: Bool = false
     ) {
         self.retained = retained || endsAfterRetained ? RetainedDelivery() : nil
         self.endsAfterRetained = endsAfterRetained
         self.id = id
+        self.takesLocalValues = takesLocalValues
         self.pattern = pattern
         self.isSink = sink != nil
         self.state = Mutex(SubscriptionStateMachine(policy: policy, sink: sink))

@@ -24,6 +24,10 @@ struct PendingPosts: ~Copyable {
     private var offsets: [Int] = []
     /// Looped back: posts already handed to local subscriptions (sent ones are a prefix of them).
     private var routedLocally = 0
+    /// Looped back: the values of typed posts among `posts`, by their index as taken (before
+    /// `coalesce`: a batch frame's records are then `offsets[i]..<offsets[i + 1]`), handed to
+    /// local subscriptions with their frames (`Mailbox.localValues`).
+    private var localValues: [Int: any AnyObject & Sendable] = [:]
     /// With several brokers: each publishing path's progress through `posts`, and whether any
     /// path took the frame at each index.
     private var paths: PublisherPathsStateMachine
@@ -69,22 +73,28 @@ struct PendingPosts: ~Copyable {
         posts.removeAll()
         byteOffsets.removeAll(keepingCapacity: true)
         routedLocally = 0
+        if !localValues.isEmpty { localValues.removeAll(keepingCapacity: true) }
         restartPaths()
         return true
     }
 
-    /// Takes the mailbox's posts (under its lock), leaving it this side's empty batch. Only
-    /// after `emptyIfAllSent` returned true.
-    mutating func take(_ outbound: inout MessageBatch) {
+    /// Takes the mailbox's posts (under its lock), and the values of its typed posts, leaving it
+    /// this side's empty batch. Only after `emptyIfAllSent` returned true.
+    mutating func take(_ outbound: inout MessageBatch, localValues values: inout [Int: any AnyObject & Sendable]) {
         swap(&outbound, &posts)
+        if !values.isEmpty { swap(&values, &localValues) }
     }
 
     /// Closing: once everything taken went out, takes what the mailbox still held too, as it was
     /// posted (not merged); returns whether it did. Looped back, what local subscriptions had
     /// stays counted as theirs (`routedLocally` is kept).
-    mutating func takeLeftovers(_ queued: inout MessageBatch) -> Bool {
+    mutating func takeLeftovers(
+        _ queued: inout MessageBatch, localValues values: inout [Int: any AnyObject & Sendable]
+    ) -> Bool {
         guard posts.unsentCount == 0 else { return false }
         swap(&posts, &queued)
+        localValues = values
+        values = [:]
         byteOffsets.removeAll(keepingCapacity: true)
         restartPaths()
         hasBatches = false
@@ -111,8 +121,17 @@ struct PendingPosts: ~Copyable {
     mutating func deliverLocally(atMost limit: Int, to receiver: inout BusReceiver) -> Bool {
         guard routedLocally < posts.count else { return false }
         let end = min(posts.count, routedLocally + limit)
-        for index in routedLocally..<end {
-            posts.withMessageBytes(at: index) { receiver.deliverLocally($0) }
+        if localValues.isEmpty {
+            for index in routedLocally..<end {
+                posts.withMessageBytes(at: index) { receiver.deliverLocally($0) }
+            }
+        } else {
+            for index in routedLocally..<end {
+                let firstPost = hasBatches ? offsets[index] : index
+                posts.withMessageBytes(at: index) {
+                    receiver.deliverLocally($0, firstPost: firstPost, values: localValues)
+                }
+            }
         }
         routedLocally = end
         return true

@@ -118,6 +118,13 @@ struct PublisherInterest {
         return false
     }
 
+    /// Whether a subscriber outside this bus (through its XPUB) wants `name`: a looped-back
+    /// typed post is encoded only then (its own subscriptions take the value itself).
+    func isWantedRemotely(_ name: NotificationName) -> Bool {
+        guard !remote.isEmpty else { return false }
+        return Self.covered(name, by: remote)
+    }
+
     /// Whether a frame for `name` (its bytes, then NUL) starts with one of `prefixes`.
     static func covered<Prefixes: Sequence<[UInt8]>>(_ name: NotificationName, by prefixes: Prefixes) -> Bool {
         var text = name.rawValue

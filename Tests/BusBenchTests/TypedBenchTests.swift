@@ -1,0 +1,27 @@
+import BusBench
+import Foundation
+import NotificationBus
+import Testing
+
+@Suite("nbus bench throughput --typed", .timeLimit(.minutes(2)))
+struct TypedBenchTests {
+    @Test("The byte baseline sends the very JSON the typed path makes (same body, same size)")
+    func handBuiltJSONIsTheEncoding() throws {
+        for id in [0, 1, 42, -7, 1_000_001] {
+            #expect(BenchOrder.handBuiltJSON(id: id) == (try BenchOrder.encodeBusPayload(BenchOrder(id: id))))
+        }
+    }
+
+    @Test("In one process: every run delivers all it posts, and the typed runs code nothing")
+    func inProcessRun() async throws {
+        var options = ThroughputOptions(workerCommand: [])
+        options.count = 2_000
+        options.runs = 2
+        let report = try await TypedInProcessBenchmark.run(options)
+        #expect(report.accountingErrors.isEmpty, "\(report.accountingErrors)")
+        #expect(report.typed.count == 2 && report.bytes.count == 2 && report.foundationObserver.count == 2)
+        #expect(report.typedEncoded == [0, 0] && report.typedDecoded == [0, 0])
+        #expect(report.typed.allSatisfy { $0.delivered == 2_000 } && report.foundationSequence != nil)
+        #expect(report.typedOverBytes > 0 && report.table().contains("ratio typed/bytes"))
+    }
+}
