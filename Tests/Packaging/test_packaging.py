@@ -338,6 +338,20 @@ class UnitTests(unittest.TestCase):
                           subscriber.describe())
 
 
+class HelpTests(unittest.TestCase):
+    """A first-time user's --help: publish and subscribe say where they connect by default."""
+
+    def test_default_endpoints(self):
+        nbus = any_nbus()
+        if not nbus:
+            self.skipTest("no nbus built (make test-packaging, or NBUS=path)")
+        for command in ("publish", "subscribe"):
+            result = run([nbus, command, "--help"])
+            self.assertEqual(result.returncode, 0, result.stdout)
+            text = " ".join(result.stdout.split())
+            self.assertIn("tcp://127.0.0.1:5550 for publish, tcp://127.0.0.1:5551 for subscribe", text, command)
+
+
 class DebianPackageTests(unittest.TestCase):
     """`make deb`'s package: contents, lintian, and dpkg -i / verify / purge on this machine."""
 
