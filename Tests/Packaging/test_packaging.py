@@ -336,6 +336,14 @@ class UnitTests(unittest.TestCase):
         # Once, not once per broker: nothing else arrives before the subscriber is stopped.
         self.assertIsNone(subscriber.wait_for_line(lambda text: "orders.created" in text, seconds=1),
                           subscriber.describe())
+        # With broker-a stopped (as `systemctl stop nbus-broker-curve` would), broker-b carries the
+        # next one alone, as the docs say.
+        self.processes[0].stop()
+        again = run([self.nbus] + publish[1:], cwd=clients)
+        if again.returncode != 0:
+            self.fail("with broker-a stopped: %s\n%s" % (again.stdout, subscriber.describe()))
+        if subscriber.wait_for_line(lambda text: "orders.created" in text) is None:
+            self.fail("nothing through broker-b alone:\n" + subscriber.describe() + "\n" + subscriber.stop())
 
 
 class HelpTests(unittest.TestCase):
