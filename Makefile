@@ -101,7 +101,12 @@ build: deps
 # The demo measures, so it runs a release build (a debug build of the views' scenario falls behind
 # in every style on two cores, and its report says the figures mean little): a few minutes more
 # to build the first time. DEMO_FLAGS= runs it from a debug build.
-DEMO_FLAGS ?= -c release
+# Every release build here (demo, install, deb, bench-peers) takes the same flags, the Swift
+# runtime linked in: SwiftPM compiles every module again when --static-swift-stdlib changes
+# (measured: 27 min at load 10-20 for `-c release` after a static build), so one flag set means
+# one build, and `make install` after `make demo` only installs.
+RELEASE_FLAGS ?= -c release --static-swift-stdlib
+DEMO_FLAGS ?= $(RELEASE_FLAGS)
 demo: deps
 	$(SWIFT) build $(DEMO_FLAGS) --product nbus
 	$(SWIFT) build $(DEMO_FLAGS) --product nbus-baseline
@@ -211,8 +216,8 @@ bench-peers-clients:
 	sh Benchmarks/peers/build.sh $(PEERS_WORK)/bin
 
 bench-peers: bench-peers-clients
-	$(SWIFT) build -c release --product nbus
-	$(PYTHON) Benchmarks/peers/run.py --nbus "$$($(SWIFT) build -c release --show-bin-path)/nbus" \
+	$(SWIFT) build $(RELEASE_FLAGS) --product nbus
+	$(PYTHON) Benchmarks/peers/run.py --nbus "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/nbus" \
 	  --clients $(PEERS_WORK)/bin --work $(PEERS_WORK) --runs $(PEERS_RUNS) --n $(PEERS_N) --lat-n $(PEERS_LAT_N) \
 	  --systems $(PEERS_SYSTEMS) --tests $(PEERS_TESTS) $(PEERS_FLAGS)
 
@@ -325,7 +330,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 NBUS_BIN ?=
 INSTALL ?= install
-INSTALL_BUILD_FLAGS ?= -c release --static-swift-stdlib
+INSTALL_BUILD_FLAGS ?= $(RELEASE_FLAGS)
 UNITS := nbus-broker.service nbus-broker-curve.service
 INSTALLED_DOCS := docs/deployment.md docs/command-line.md docs/security.md README.md protocol/NBP-1.md
 INSTALLED_FILES := bin/nbus share/bash-completion/completions/nbus share/zsh/site-functions/_nbus \
