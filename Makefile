@@ -1,18 +1,22 @@
 # NotificationBus: `make demo` runs the main job, `make test` runs every test.
-# Both install what they need first (Debian: libzmq3-dev through apt-get as root).
+# Both install what they need first (Debian, apt-get as root): `make deps` the build dependencies
+# (all `make demo`, `make install` and `make deb` need), `make test-deps` the test ones too.
 
 SWIFT ?= swift
 PYTHON ?= python3
 SWIFT_BUILD_FLAGS ?=
 
-.PHONY: help deps build demo test test-swift test-python test-netns bench-micro bench-peers bench-peers-clients clean install install-files uninstall
+.PHONY: help deps build demo test test-swift test-python test-netns bench-micro bench-peers bench-peers-clients clean install install-files uninstall test-deps deb-deps deb test-packaging packaging-test-deps
 .PHONY: examples-c test-conformance fuzz fuzz-build test-asan soak test-adversarial docs built-by-test-swift
 .PHONY: api api-check
 
 help:
 	@echo "make demo         build nbus and run the demo"
-	@echo "make install      release build, then nbus into PREFIX/bin (default /usr/local), shell completions and the systemd unit under PREFIX/share; DESTDIR for packagers"
+	@echo "make install      release build (Swift runtime linked in), then nbus into PREFIX/bin (default /usr/local), completions, the systemd units and docs under PREFIX/share; DESTDIR for packagers"
 	@echo "make uninstall    remove what make install put there"
+	@echo "make deb          .build/deb/nbus_VERSION_ARCH.deb from the same release build (man pages, completions, units, nbus user)"
+	@echo "make test-packaging  the installed nbus with the toolchain hidden, both units, the .deb installed and purged (root; CI runs it)"
+	@echo "make deps         the build dependencies (libzmq3-dev, pkg-config; apt-get as root); make test-deps adds the test ones"
 	@echo "make test         install deps, build, run the Python protocol tests, the Swift tests and the conformance tests; one summary at the end"
 	@echo "make bench-micro  codec micro-benchmarks (package-benchmark, release build, minutes)"
 	@echo "make bench-peers  nbus broker against NATS, Redis and bare ZeroMQ (Debian packages, as root), a table and an HTML report; PEERS_N, PEERS_RUNS"
@@ -27,25 +31,49 @@ help:
 	@echo "make api          regenerate docs/public-api.txt, the public API of every library product (after a deliberate change)"
 	@echo "make api-check    fail when the public API differs from docs/public-api.txt (CI runs it)"
 
-# Installs libzmq3-dev and pkg-config when missing (apt-get as root; otherwise says what to run),
-# and, as root, iproute2 (ip, tc) for the multi-host test, prometheus (promtool checks /metrics),
-# systemd (systemd-analyze verifies docs/nbus-broker.service), curl (the docs' snippets) and chromium,
-# the headless browser the report's rendering test opens it in; without them those tests skip.
+# Build dependencies: libzmq3-dev and pkg-config, installed when missing (apt-get as root;
+# otherwise it says what to run). All that `make demo`, `make install` and `make deb` need.
 deps:
 	@missing=""; \
 	dpkg -s libzmq3-dev >/dev/null 2>&1 || missing="$$missing libzmq3-dev"; \
 	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
-	if [ "$$(id -u)" -eq 0 ] && ! command -v ip >/dev/null 2>&1 && [ ! -x /usr/sbin/ip ] && [ ! -x /sbin/ip ]; then \
-	  missing="$$missing iproute2"; \
+	$(APT_INSTALL_MISSING)
+
+# Test dependencies, on top of the build ones, as root (without them those tests skip, saying so):
+# iproute2 (ip, tc) for the multi-host test, prometheus (promtool checks /metrics), systemd
+# (systemd-analyze verifies the units), curl (the docs' snippets), chromium (the headless browser
+# the report's rendering test opens it in). Not as root: a note for chromium, the rest skip.
+test-deps: deps
+	@missing=""; \
+	if [ "$$(id -u)" -eq 0 ]; then \
+	  { command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; } || missing="$$missing iproute2"; \
+	  command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	  command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
+	  command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	elif ! command -v chromium >/dev/null 2>&1; then \
+	  echo "note: chromium is not installed: the report's rendering test will skip (as root: apt-get install -y chromium)" >&2; \
 	fi; \
-	if [ "$$(id -u)" -eq 0 ] && ! command -v promtool >/dev/null 2>&1; then missing="$$missing prometheus"; fi; \
-	if [ "$$(id -u)" -eq 0 ] && ! command -v systemd-analyze >/dev/null 2>&1; then missing="$$missing systemd"; fi; \
-	if [ "$$(id -u)" -eq 0 ] && ! command -v curl >/dev/null 2>&1; then missing="$$missing curl"; fi; \
-	if ! command -v chromium >/dev/null 2>&1; then \
-	  if [ "$$(id -u)" -eq 0 ]; then missing="$$missing chromium"; \
-	  else echo "note: chromium is not installed: the report's rendering test will skip (as root: apt-get install -y chromium)" >&2; fi; \
+	$(APT_INSTALL_MISSING)
+
+# What `make deb` needs besides the build: dpkg-shlibdeps (dpkg-dev) for the package's Depends.
+deb-deps: deps
+	@missing=""; \
+	command -v dpkg-shlibdeps >/dev/null 2>&1 || missing="$$missing dpkg-dev"; \
+	$(APT_INSTALL_MISSING)
+
+# What `make test-packaging` adds, as root: lintian (checks the package) and systemd
+# (systemd-analyze); not as root those tests skip, saying so.
+packaging-test-deps: deb-deps
+	@missing=""; \
+	if [ "$$(id -u)" -eq 0 ]; then \
+	  command -v lintian >/dev/null 2>&1 || missing="$$missing lintian"; \
+	  command -v systemd-analyze >/dev/null 2>&1 || missing="$$missing systemd"; \
 	fi; \
-	if [ -n "$$missing" ]; then \
+	$(APT_INSTALL_MISSING)
+
+# Installs $$missing with apt-get as root; not as root, names them and fails.
+APT_INSTALL_MISSING = if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" -ne 0 ]; then \
 	    echo "error: missing Debian packages:$$missing" >&2; \
 	    echo "       install them as root: sudo apt-get update && sudo apt-get install -y$$missing" >&2; \
@@ -73,7 +101,12 @@ build: deps
 # The demo measures, so it runs a release build (a debug build of the views' scenario falls behind
 # in every style on two cores, and its report says the figures mean little): a few minutes more
 # to build the first time. DEMO_FLAGS= runs it from a debug build.
-DEMO_FLAGS ?= -c release
+# Every release build here (demo, install, deb, bench-peers) takes the same flags, the Swift
+# runtime linked in: SwiftPM compiles every module again when --static-swift-stdlib changes
+# (measured: 27 min at load 10-20 for `-c release` after a static build), so one flag set means
+# one build, and `make install` after `make demo` only installs.
+RELEASE_FLAGS ?= -c release --static-swift-stdlib
+DEMO_FLAGS ?= $(RELEASE_FLAGS)
 demo: deps
 	$(SWIFT) build $(DEMO_FLAGS) --product nbus
 	$(SWIFT) build $(DEMO_FLAGS) --product nbus-baseline
@@ -85,7 +118,7 @@ demo: deps
 # and in all, which were skipped and why, which failed; its last line is
 # "total: N passed, N failed, N skipped". The exit status is non-zero when anything failed.
 TEST_LOGS ?= .build/test-logs
-test: deps
+test: test-deps
 	@rm -rf $(TEST_LOGS); mkdir -p $(TEST_LOGS); \
 	for step in test-python test-swift test-conformance; do \
 	  { $(MAKE) --no-print-directory $$step CONFORMANCE_BUILD=$(CONFORMANCE_BUILD_IN_TEST); echo $$? > $(TEST_LOGS)/$$step.status; } 2>&1 \
@@ -144,7 +177,7 @@ test-swift:
 
 # Broker, publishers and subscribers on separate "hosts" (network namespaces on a bridge, TCP over
 # 10.77.0.0/24), then one link impaired with netem. Part of `swift test`; skipped unless root.
-test-netns: deps
+test-netns: test-deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --filter MultiHostTests
 
@@ -152,7 +185,7 @@ test-netns: deps
 # values, slow and stopped subscribers, raw TCP clients against --http, 1,000 requests at once).
 # Part of `make test`; this runs them alone.
 ADVERSARIAL_FILTER ?= HostilePeerTests|ForgedPublisherTests|RefusedClientTests|CarelessPeerTests|BrokeredLosslessTests|BrokeredLoadedMachineTests|HostileInputTests|HostileHTTPClientTests|SubscriberChurnTests|RequestReplyLoadTests
-test-adversarial: deps
+test-adversarial: test-deps
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
 	$(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --filter '$(ADVERSARIAL_FILTER)'
 
@@ -183,8 +216,8 @@ bench-peers-clients:
 	sh Benchmarks/peers/build.sh $(PEERS_WORK)/bin
 
 bench-peers: bench-peers-clients
-	$(SWIFT) build -c release --product nbus
-	$(PYTHON) Benchmarks/peers/run.py --nbus "$$($(SWIFT) build -c release --show-bin-path)/nbus" \
+	$(SWIFT) build $(RELEASE_FLAGS) --product nbus
+	$(PYTHON) Benchmarks/peers/run.py --nbus "$$($(SWIFT) build $(RELEASE_FLAGS) --show-bin-path)/nbus" \
 	  --clients $(PEERS_WORK)/bin --work $(PEERS_WORK) --runs $(PEERS_RUNS) --n $(PEERS_N) --lat-n $(PEERS_LAT_N) \
 	  --systems $(PEERS_SYSTEMS) --tests $(PEERS_TESTS) $(PEERS_FLAGS)
 
@@ -284,23 +317,29 @@ soak: build
 	@bin=$$($(SWIFT) build $(SWIFT_BUILD_FLAGS) --show-bin-path) || exit 1; \
 	SOAK_SECONDS=$(SOAK_SECONDS) $(PYTHON) Tests/Soak/soak.py --nbus "$$bin/nbus"
 
-# --- Install (issue "From clone to running service") --------------------------------------------
+# --- Install (issue "From clone to running service"; packages, issue 40) ------------------------
 
-# `make install` builds nbus in release mode and installs it, with bash, zsh and fish completions
-# (generated by nbus itself) and the systemd unit (its ExecStart pointing at PREFIX/bin/nbus) under
-# PREFIX/share. DESTDIR stages it for a package. `make install-files NBUS_BIN=path` installs a
-# binary built already (the install test uses the debug one), `make uninstall` removes the files.
+# `make install` builds nbus in release mode with the Swift runtime linked in
+# (--static-swift-stdlib: the installed binary needs glibc, libstdc++ and libzmq5, not the
+# toolchain, so it runs on a broker host that has no Swift) and installs it, with bash, zsh and
+# fish completions (generated by nbus itself), both systemd units (their ExecStart pointing at
+# PREFIX/bin/nbus), an example /etc/default file and the docs under PREFIX/share. DESTDIR stages
+# it for a package. `make install-files NBUS_BIN=path` installs a binary built already (the
+# install test uses the debug one), `make uninstall` removes the files.
 PREFIX ?= /usr/local
 DESTDIR ?=
 NBUS_BIN ?=
 INSTALL ?= install
+INSTALL_BUILD_FLAGS ?= $(RELEASE_FLAGS)
+UNITS := nbus-broker.service nbus-broker-curve.service
+INSTALLED_DOCS := docs/deployment.md docs/command-line.md docs/security.md README.md protocol/NBP-1.md
 INSTALLED_FILES := bin/nbus share/bash-completion/completions/nbus share/zsh/site-functions/_nbus \
-  share/fish/vendor_completions.d/nbus.fish share/nbus/nbus-broker.service share/doc/nbus/deployment.md \
-  share/doc/nbus/command-line.md
+  share/fish/vendor_completions.d/nbus.fish $(addprefix share/nbus/,$(UNITS) nbus-broker.default) \
+  $(addprefix share/doc/nbus/,$(notdir $(INSTALLED_DOCS)))
 
 install: deps
-	$(SWIFT) build -c release --product nbus
-	@$(MAKE) --no-print-directory install-files NBUS_BIN="$$($(SWIFT) build -c release --show-bin-path)/nbus"
+	$(SWIFT) build $(INSTALL_BUILD_FLAGS) --product nbus
+	@$(MAKE) --no-print-directory install-files NBUS_BIN="$$($(SWIFT) build $(INSTALL_BUILD_FLAGS) --show-bin-path)/nbus"
 
 install-files:
 	@test -n "$(NBUS_BIN)" && test -x "$(NBUS_BIN)" || { echo "install-files: NBUS_BIN must name a built nbus (got '$(NBUS_BIN)')" >&2; exit 1; }
@@ -311,12 +350,37 @@ install-files:
 	"$(NBUS_BIN)" --generate-completion-script bash > "$(DESTDIR)$(PREFIX)/share/bash-completion/completions/nbus"
 	"$(NBUS_BIN)" --generate-completion-script zsh > "$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_nbus"
 	"$(NBUS_BIN)" --generate-completion-script fish > "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/nbus.fish"
-	sed -e 's|/usr/local/bin/nbus|$(PREFIX)/bin/nbus|g' -e 's|/usr/local/share/doc/nbus|$(PREFIX)/share/doc/nbus|g' \
-	  docs/nbus-broker.service > "$(DESTDIR)$(PREFIX)/share/nbus/nbus-broker.service"
-	$(INSTALL) -m 0644 docs/deployment.md "$(DESTDIR)$(PREFIX)/share/doc/nbus/deployment.md"
-	$(INSTALL) -m 0644 docs/command-line.md "$(DESTDIR)$(PREFIX)/share/doc/nbus/command-line.md"
-	@echo "installed nbus into $(DESTDIR)$(PREFIX) (unit: $(PREFIX)/share/nbus/nbus-broker.service; copy it to /etc/systemd/system/ to use it)"
+	for unit in $(UNITS); do \
+	  sed -e 's|/usr/local/bin/nbus|$(PREFIX)/bin/nbus|g' -e 's|/usr/local/share/doc/nbus|$(PREFIX)/share/doc/nbus|g' \
+	    "docs/$$unit" > "$(DESTDIR)$(PREFIX)/share/nbus/$$unit" || exit 1; \
+	done
+	$(INSTALL) -m 0644 docs/nbus-broker.default "$(DESTDIR)$(PREFIX)/share/nbus/nbus-broker.default"
+	$(INSTALL) -m 0644 $(INSTALLED_DOCS) "$(DESTDIR)$(PREFIX)/share/doc/nbus/"
+	@echo "installed nbus into $(DESTDIR)$(PREFIX) (units: $(PREFIX)/share/nbus/; copy one to /etc/systemd/system/ to use it)"
 
 uninstall:
 	rm -f $(addprefix "$(DESTDIR)$(PREFIX)/,$(addsuffix ",$(INSTALLED_FILES)))
 	-rmdir "$(DESTDIR)$(PREFIX)/share/nbus" "$(DESTDIR)$(PREFIX)/share/doc/nbus" 2>/dev/null
+
+# `make deb`: .build/deb/nbus_VERSION_ARCH.deb from the same release build as `make install`
+# (packaging/deb/build-deb.sh says what goes in: the binary, man pages generated from the argument
+# parser, completions, both units enabled the Debian way, an `nbus` system user, a default file
+# for the broker's flags, the docs). Adds the package's own build (seconds) and, the first time,
+# swift-argument-parser's generate-manual tool (a debug build of the parser, about a minute).
+DEB_OUT ?= .build/deb
+deb: deb-deps
+	$(SWIFT) build $(INSTALL_BUILD_FLAGS) --product nbus
+	SWIFT="$(SWIFT)" sh packaging/deb/build-deb.sh "$$($(SWIFT) build $(INSTALL_BUILD_FLAGS) --show-bin-path)/nbus" "$(DEB_OUT)"
+
+# The installed tree and the package, tested (Tests/Packaging): `make install` into a staging
+# DESTDIR, and there, as root, nbus run with the toolchain hidden (a mount namespace); both units
+# through systemd-analyze verify and their command lines run as written (CURVE credentials, a
+# two-broker pair); the .deb through lintian (when it installs), dpkg -i, verify and purge, as
+# root. Not part of `make test` (a release build); CI runs it.
+PACKAGING_STAGE ?= .build/packaging-stage
+test-packaging: packaging-test-deps deb
+	rm -rf "$(PACKAGING_STAGE)"
+	$(MAKE) --no-print-directory install-files DESTDIR="$(PACKAGING_STAGE)" PREFIX=/usr/local \
+	  NBUS_BIN="$$($(SWIFT) build $(INSTALL_BUILD_FLAGS) --show-bin-path)/nbus"
+	NBUS_STAGE="$(PACKAGING_STAGE)" NBUS_STAGE_PREFIX=/usr/local NBUS_DEB="$$(ls -t $(DEB_OUT)/nbus_*.deb | head -n 1)" \
+	  SWIFT="$(SWIFT)" $(PYTHON) -m unittest discover -s Tests/Packaging -t Tests/Packaging -v

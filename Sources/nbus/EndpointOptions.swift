@@ -9,7 +9,7 @@ struct EndpointOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
-            "Connect to this endpoint (a broker, or a binding peer). Repeatable: several brokers are one bus with no single point of failure (every notification goes through each; a subscriber keeps the first copy).",
+            "Connect to this endpoint (a broker, or a binding peer). Repeatable: several brokers are one bus with no single point of failure (every notification goes through each; a subscriber keeps the first copy). Without --connect or --bind: nbus broker's default endpoints, \(DefaultEndpoints.frontend) for publish, \(DefaultEndpoints.backend) for subscribe.",
             valueName: "endpoint"))
     var connect: [String] = []
 

@@ -11,14 +11,15 @@ struct NBus: AsyncParsableCommand {
         abstract: "NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.",
         discussion: """
             Notifications are named (`orders.created`) and travel as NBP/1 frames \
-            (see protocol/NBP-1.md). Patterns: exact `orders.created`, one token \
+            (NBP-1.md: share/doc/nbus/ where nbus is installed, protocol/ in the source). Patterns: exact `orders.created`, one token \
             `orders.*.eu`, the rest `orders.>`.
 
             Log lines go to standard error in one format, set by --log-level and --log-format \
             text|json, which every command that logs takes (demo and bench print reports \
             instead); machine-readable output is --format json (docs/command-line.md). \
             Shell completions: \
-            `nbus --generate-completion-script bash|zsh|fish` (see README.md).
+            `nbus --generate-completion-script bash|zsh|fish` (`make install` and the Debian \
+            package install them). Deployment, units and CURVE: deployment.md, beside NBP-1.md.
             """,
         subcommands: [Demo.self, BrokerCommand.self, Publish.self, Subscribe.self, Request.self, ReplyCommand.self, Keygen.self, Bench.self]
     )
