@@ -32,6 +32,22 @@ private func readSubscriptions(
     return seen
 }
 
+/// A raw XPUB connected to a CURVE broker's frontend with a listed key of its own (`keyPair`).
+private func curveForger(_ context: Context, brokerKey: String, keyPair: CurveKeyPair, frontend: String) throws -> Socket {
+    let forger = try context.socket(.xpub)
+    do {
+        try forger.set(.linger, .zero)
+        try forger.set(.curveServerKey, try Z85.decode(brokerKey))
+        try forger.set(.curvePublicKey, try Z85.decode(keyPair.publicKey))
+        try forger.set(.curveSecretKey, try Z85.decode(keyPair.secretKey))
+        try forger.connect(frontend)
+    } catch {
+        forger.close()  // an open socket would keep the context's termination waiting
+        throw error
+    }
+    return forger
+}
+
 /// The frames a forger sends in `victim`'s name on `name`, after the victim's sequence `seen`:
 /// an end-of-stream record saying the stream ended at 1,000,000, a notification 100,000 ahead,
 /// and sequences 1-50 again.
@@ -206,13 +222,8 @@ struct ForgedPublisherTests {
         try #require(await broker.waitForStderr(containing: "CURVE on"), "\(broker.describe())")
         let context = try Context()
         defer { context.terminate() }
-        let forger = try context.socket(.xpub)
+        let forger = try curveForger(context, brokerKey: keys.broker, keyPair: eve, frontend: frontend)
         defer { forger.close() }
-        try forger.set(.linger, .zero)
-        try forger.set(.curveServerKey, try Z85.decode(keys.broker))
-        try forger.set(.curvePublicKey, try Z85.decode(eve.publicKey))
-        try forger.set(.curveSecretKey, try Z85.decode(eve.secretKey))
-        try forger.connect(frontend)
         try await forgeAgainst(
             children, broker: broker, frontend: frontend, backend: backend, forger: forger,
             publisherArguments: TestKeys.client("pubs/alice"), subscriberArguments: TestKeys.client("subs/bob"))
@@ -261,13 +272,8 @@ struct ForgedPublisherTests {
         try #require(await broker.waitForStderr(containing: "CURVE on"), "\(broker.describe())")
         let context = try Context()
         defer { context.terminate() }
-        let forger = try context.socket(.xpub)
+        let forger = try curveForger(context, brokerKey: keys.broker, keyPair: eve, frontend: frontend)
         defer { forger.close() }
-        try forger.set(.linger, .zero)
-        try forger.set(.curveServerKey, try Z85.decode(keys.broker))
-        try forger.set(.curvePublicKey, try Z85.decode(eve.publicKey))
-        try forger.set(.curveSecretKey, try Z85.decode(eve.secretKey))
-        try forger.connect(frontend)
         let wanted: Set<[UInt8]> = [[1] + Array("p5.".utf8), [1] + Array("_nbus.eos.".utf8)]
         let subscriptions = try readSubscriptions(forger, timeout: .seconds(30)) { wanted.isSubset(of: Set($0)) }
         try #require(wanted.isSubset(of: Set(subscriptions)), "the forger never saw the subscriptions:\n\(broker.describe())")
