@@ -104,13 +104,14 @@ build: deps
 # Every release build here (demo, install, deb, bench-peers) takes the same flags, the Swift
 # runtime linked in: SwiftPM compiles every module again when --static-swift-stdlib changes
 # (measured: 27 min at load 10-20 for `-c release` after a static build), so one flag set means
-# one build, and `make install` after `make demo` only installs.
+# one build, and `make install` after `make demo` only installs. The demo runs the built binary
+# itself: `swift run` refuses --static-swift-stdlib.
 RELEASE_FLAGS ?= -c release --static-swift-stdlib
 DEMO_FLAGS ?= $(RELEASE_FLAGS)
 demo: deps
 	$(SWIFT) build $(DEMO_FLAGS) --product nbus
 	$(SWIFT) build $(DEMO_FLAGS) --product nbus-baseline
-	$(SWIFT) run $(DEMO_FLAGS) --skip-build nbus demo
+	"$$($(SWIFT) build $(DEMO_FLAGS) --show-bin-path)/nbus" demo
 
 # Each step's output goes to the terminal and to $(TEST_LOGS)/STEP.log (its exit status to
 # STEP.status). Every step runs even when one before it failed, and the log ends with one summary
