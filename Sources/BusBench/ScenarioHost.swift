@@ -32,6 +32,16 @@ enum ScenarioHost {
         let leaf: @MainActor (Int) -> any View = { index in
             let pattern = patterns[index]
             let probe = probes[index]
+            if scenario.isTyped {
+                switch style {
+                case .onReceive: return TypedOnReceiveProbeView(pattern: pattern, buffering: buffering, probe: probe)
+                case .taskMain: return TypedMainTaskProbeView(pattern: pattern, buffering: buffering, probe: probe)
+                case .taskOffMain:
+                    return TypedOffMainTaskProbeView(pattern: pattern, replay: .none, buffering: buffering, probe: probe)
+                case .taskReplay:
+                    return TypedOffMainTaskProbeView(pattern: pattern, replay: replay, buffering: buffering, probe: probe)
+                }
+            }
             switch style {
             case .onReceive: return OnReceiveProbeView(pattern: pattern, buffering: buffering, probe: probe)
             case .taskMain: return MainTaskProbeView(pattern: pattern, buffering: buffering, probe: probe)

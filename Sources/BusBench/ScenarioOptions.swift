@@ -61,6 +61,13 @@ package struct ViewsScenario: Codable, Sendable, Equatable {
     /// turns it off: it reports no responsiveness, and the sampler's own wake-ups would count in
     /// the CPU time it compares.
     package var pingMainActor = true
+    /// Post and consume `ViewsBenchMessage`s (JSON, decoded by each view's consumer) instead of
+    /// bytes (`nbus bench views --typed`). Optional so that a scenario written without it reads
+    /// back; nil is bytes.
+    package var typed: Bool?
+
+    /// Whether the run uses message types.
+    package var isTyped: Bool { typed ?? false }
 
     /// The default scenario (the demo's, 10 s long).
     package init() {}
@@ -184,6 +191,8 @@ package struct ViewsScenario: Codable, Sendable, Equatable {
         }
         if backpressure { text += ", publisher back-pressure" }
         if oneAtATime { text += ", one style at a time" }
+        // Bytes unless said (the summaries of runs made before typed ones read as they did).
+        if isTyped { text += ", typed messages (\(ViewsBenchMessage.self) as JSON, decoded by each view)" }
         switch subscription {
         case .spread: break
         case .one: text += ", views on the first name only"

@@ -25,6 +25,9 @@ enum ScenarioPublisher {
         bound(bus.endpoints.first ?? endpoint)
 
         let names = try (0..<scenario.names).map { try NotificationName(scenario.notificationName($0)) }
+        let subjects = (0..<scenario.names).map { ViewsBenchName(scenario, index: $0) }
+        let pad = ViewsBenchMessage.pad(size: scenario.size)
+        let typed = scenario.isTyped
         // Readiness: every host's subscription to every name its views use reached this XPUB.
         var subscribers = [Int](repeating: 0, count: scenario.names)
         for subscription in hostSubscriptions {
@@ -68,7 +71,12 @@ enum ScenarioPublisher {
             let index = posted % nameCount
             let perName = Int(postedPerName[index])
             let matches = scenario.matches(perNameIndex: perName)
-            try await bus.post(name: names[index], payload: matches ? matching : other)
+            if typed {
+                // Encoded here, on the posting task, as any typed post (issue 42, item 3).
+                try await bus.post(ViewsBenchMessage(match: matches, pad: pad), subject: subjects[index])
+            } else {
+                try await bus.post(name: names[index], payload: matches ? matching : other)
+            }
             postedPerName[index] += 1
             if matches { matchingPerName[index] += 1 }
             posted += 1

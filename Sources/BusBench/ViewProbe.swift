@@ -44,7 +44,27 @@ final class ViewProbe: Sendable {
 
     /// Counts a notification handed to the view's code; returns whether it passes the condition.
     func note(_ notification: BusNotification) -> Bool {
-        let matched = notification.payload.first == 1
+        note(notification, matched: notification.payload.first == 1)
+    }
+
+    /// Counts a typed event handed to the view's code (`--typed`); returns whether it passes the
+    /// condition. An undecodable one (none expected) counts as delivered, not matched.
+    func note(_ event: MessageEvent<ViewsBenchMessage>) -> (matched: Bool, notification: BusNotification?) {
+        switch event {
+        case .message(let envelope):
+            return (note(envelope.notification, matched: envelope.message.match), envelope.notification)
+        case .undecodable(let notification, _):
+            _ = note(notification, matched: false)
+            return (false, nil)
+        case .gap(let gap):
+            note(gap)
+            return (false, nil)
+        }
+    }
+
+    /// Counts a notification handed to the view's code, `matched` or not; returns `matched`.
+    @discardableResult
+    func note(_ notification: BusNotification, matched: Bool) -> Bool {
         let sequence = notification.sequence
         let slot = slots.isEmpty ? 0 : slots[notification.name]
         state.withLock { counts in

@@ -21,6 +21,8 @@ package enum SubscribeOutcome {
         package var maxMemory = 0
         /// `--curve-secret`, if any.
         package var curveSecret: String?
+        /// `--decode`: payloads that do not decode are counted (`undecodable`), not printed.
+        package var decodes = false
 
         package init() {}
     }
@@ -113,6 +115,11 @@ package enum SubscribeOutcome {
         if bus.unknownControlMessages > 0 {
             text += "; unknown control messages \(bus.unknownControlMessages) (names under _nbus this version does not know: not printed)"
         }
+        // Issue 42, item 5: what --decode refused, said whenever it checks (0 included).
+        let undecodable = perPattern.reduce(UInt64(0)) { $0 + $1.1.undecodable }
+        if options.decodes {
+            text += "; undecodable \(undecodable) (payloads that did not decode: counted per pattern, not printed)"
+        }
         if bus.malformedEndOfStreamRecords > 0 {
             text += "; malformed end-of-stream records \(bus.malformedEndOfStreamRecords) (a tail they would have reported may be uncounted)"
         }
@@ -128,6 +135,7 @@ package enum SubscribeOutcome {
             ("notificationsBeforeJoining", .unsigned(bus.notificationsBeforeJoining)),
             ("unknownControlMessages", .unsigned(bus.unknownControlMessages)),
             ("malformedEndOfStreamRecords", .unsigned(bus.malformedEndOfStreamRecords)),
+            ("undecodable", .unsigned(undecodable)),
         ]
         if options.showsStats {
             fields.append(("patterns", .array(perPattern.map { pattern, stats in
@@ -136,6 +144,7 @@ package enum SubscribeOutcome {
                     ("delivered", .unsigned(stats.delivered)), ("filteredOut", .unsigned(stats.filteredOut)),
                     ("lostUpstream", .unsigned(stats.lostUpstream)), ("droppedLocalBuffer", .unsigned(stats.droppedLocalBuffer)),
                     ("discardedAtEnd", .unsigned(stats.discardedAtEnd)), ("buffered", .unsigned(stats.buffered)),
+                    ("undecodable", .unsigned(stats.undecodable)),
                 ])
             })))
             fields.append(("bus", .object([

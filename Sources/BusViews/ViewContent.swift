@@ -56,15 +56,24 @@ public struct ViewContent {
         perform action: @escaping @MainActor (BusNotification) -> Void
     ) -> ViewContent {
         adding(
-            .onReceive(pattern, buffering) { notification in
+            .onReceive(pattern, buffering, typed: false) { notification in
                 action(notification)
                 return true
             })
     }
 
-    /// `onReceive` with an action that says whether it took the notification (typed ones).
+    /// `onReceive` for a message type, with an action that says whether it took the notification.
     func adding(onReceive pattern: NamePattern, _ buffering: BufferingPolicy, _ action: @escaping @MainActor (BusNotification) -> Bool) -> ViewContent {
-        adding(.onReceive(pattern, buffering, action))
+        adding(.onReceive(pattern, buffering, typed: true, action))
+    }
+
+    /// `task(subscribing:)` for a message type: the feed's subscription takes this bus's own posts as values.
+    func adding(
+        typedTask pattern: NamePattern, replay: ReplayPolicy, buffering: BufferingPolicy, priority: TaskPriority,
+        _ action: @escaping @isolated(any) @Sendable (ViewFeed) async -> Void
+    ) -> ViewContent {
+        let feed = TaskModifier.FeedRequest(pattern: pattern, replay: replay, buffering: buffering, typed: true)
+        return adding(.task(TaskModifier(id: nil, priority: priority, feed: feed, operation: .feed(action))))
     }
 
     /// Starts `action` when the view appears and cancels it when it disappears (cooperatively).
@@ -113,7 +122,7 @@ public struct ViewContent {
         return content
     }
 
-    private func adding(_ modifier: ViewModifier) -> ViewContent {
+    func adding(_ modifier: ViewModifier) -> ViewContent {
         var content = self
         content.modifiers.append(modifier)
         return content

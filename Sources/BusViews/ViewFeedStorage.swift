@@ -18,14 +18,17 @@ final class ViewFeedStorage: BusEventSink {
 
     /// Subscribes to `pattern` now, so `bus.ready(pattern)` covers it. `buffering.capacity` bounds
     /// the queue of a visible consumer; beyond it the bus stops reading (back-pressure).
-    init(bus: Bus, pattern: NamePattern, replay: ReplayPolicy, buffering: BufferingPolicy, metrics: ViewMetricsRecorder)
-        throws(BusError)
+    /// `typed`: read as messages, so this bus's own typed posts come as values (no JSON made).
+    init(
+        bus: Bus, pattern: NamePattern, replay: ReplayPolicy, buffering: BufferingPolicy, typed: Bool = false,
+        metrics: ViewMetricsRecorder
+    ) throws(BusError)
     {
         self.pattern = pattern
         self.replay = replay
         self.state = Mutex(ViewFeedStateMachine(replay: replay, capacity: buffering.capacity))
         self.metrics = metrics
-        let subscription = try bus.subscribe(pattern, sink: self)
+        let subscription = typed ? try bus.typedSubscribe(pattern, sink: self) : try bus.subscribe(pattern, sink: self)
         self.subscription.withLock { $0 = subscription }
     }
 

@@ -6,16 +6,20 @@ enum ViewModifier {
     case onDisappear(@MainActor () -> Void)
     /// The action returns false for a notification it could not take (a typed one that did not
     /// decode): counted in `ViewMetrics.undecodable`, and `body` is not re-evaluated for it.
-    case onReceive(NamePattern, BufferingPolicy, @MainActor (BusNotification) -> Bool)
+    /// `typed`: a message type's action, whose subscription takes this bus's own posts as values.
+    case onReceive(NamePattern, BufferingPolicy, typed: Bool, @MainActor (BusNotification) -> Bool)
     case task(TaskModifier)
+    /// A typed modifier whose subscription cannot be made (a subject id that is not one name
+    /// token): recorded in `ViewHost.subscriptionErrors`; it does nothing, as a refused subscription.
+    case unusable(BusError)
 
     /// Whether `other` at the same position keeps this slot's subscription (same kind and source).
     func keepsSlot(of other: ViewModifier) -> Bool {
         switch (self, other) {
-        case (.onAppear, .onAppear), (.onDisappear, .onDisappear):
+        case (.onAppear, .onAppear), (.onDisappear, .onDisappear), (.unusable, .unusable):
             return true
-        case (.onReceive(let pattern, let buffering, _), .onReceive(let otherPattern, let otherBuffering, _)):
-            return pattern == otherPattern && buffering == otherBuffering
+        case (.onReceive(let pattern, let buffering, let typed, _), .onReceive(let otherPattern, let otherBuffering, let otherTyped, _)):
+            return pattern == otherPattern && buffering == otherBuffering && typed == otherTyped
         case (.task(let task), .task(let otherTask)):
             return task.feed == otherTask.feed
         default:
@@ -31,6 +35,8 @@ struct TaskModifier {
         var pattern: NamePattern
         var replay: ReplayPolicy
         var buffering: BufferingPolicy
+        /// Read as messages (`task(subscribing: M.self)`): this bus's own posts come as values.
+        var typed = false
     }
 
     enum Operation {

@@ -60,6 +60,9 @@ struct ScenarioArguments: ParsableArguments {
     @Flag(name: .customLong("one-at-a-time"), help: "Run each style with its own publisher run instead of side by side.")
     var oneAtATime = false
 
+    @Flag(help: "Post and consume a message type (JSON, decoded by each view's consumer: onReceive(_:as:), task(subscribing:as:)) instead of bytes; the report says which.")
+    var typed = false
+
     @Option(name: .customLong("drain-seconds"), parsing: .unconditional, help: "Seconds the hosts may take to drain after the publisher is done.")
     var drainSeconds: Int = 60
 
@@ -100,6 +103,7 @@ struct ScenarioArguments: ParsableArguments {
             return style
         }
         scenario.oneAtATime = oneAtATime
+        scenario.typed = typed ? true : nil
         scenario.drainSeconds = drainSeconds
         scenario.stallSeconds = stallSeconds
         try scenario.validate()

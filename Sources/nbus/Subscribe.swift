@@ -42,6 +42,11 @@ struct Subscribe: AsyncParsableCommand {
         valueName: "format"))
     var format: Format?
 
+    @Option(help: ArgumentHelp(
+        "Print only the payloads that decode: json (content type json or unspecified, and a JSON text) or auto (by content type: json must be JSON, text UTF-8); the others are counted per pattern (summary's undecodable, /metrics) and logged, not printed.",
+        valueName: "coding"))
+    var decode: PayloadDecoding?
+
     @Flag(help: "Print per-subscription and bus counters in the summary.")
     var stats = false
 
@@ -150,18 +155,24 @@ struct Subscribe: AsyncParsableCommand {
             } catch {
                 throw fail("subscribe", error, code: 2)
             }
+            let undecodable = UndecodableCounts(patterns: patterns)
             let (helpers, latency) = try monitoring.services(
-                bus: bus, subscriptions: zip(patterns, streams).map { pattern, stream in (pattern, { stream.stats }) },
+                bus: bus,
+                subscriptions: zip(patterns, streams).enumerated().map { index, subscription in
+                    (subscription.0, { undecodable.adding(to: subscription.1.stats, pattern: index) })
+                },
                 command: "subscribe", measuresDelivery: true)
-            return (SubscribeService(command: self, bus: bus, streams: streams, latency: latency), helpers)
+            return (SubscribeService(command: self, bus: bus, streams: streams, latency: latency, undecodable: undecodable), helpers)
         }
     }
 
     /// Prints every event of `streams` until they end or `count` notifications were printed;
     /// returns whether the count was reached. A notification (or an upstream gap) whose name
     /// several patterns match reaches each of their subscriptions; it is printed once, from the
-    /// first of them in command-line order.
-    func printEvents(of streams: [BusEventSequence], printing printer: EventPrinter) async -> Bool {
+    /// first of them in command-line order. With `--decode`, a notification that does not decode
+    /// is counted in `undecodable` (for that first pattern) instead of printed.
+    func printEvents(of streams: [BusEventSequence], printing printer: EventPrinter, undecodable: UndecodableCounts) async -> Bool {
+        let decode = self.decode
         let patterns = streams.map(\.pattern)
         return await withTaskGroup(of: Bool.self) { group in
             for (index, stream) in streams.enumerated() {
@@ -171,6 +182,10 @@ struct Subscribe: AsyncParsableCommand {
                 group.addTask {
                     for await event in stream {
                         if let name = event.streamName, earlier.contains(where: { $0.matches(name) }) { continue }
+                        if let decode, case .notification(let notification) = event, let reason = decode.failure(notification) {
+                            undecodable.note(notification, pattern: index, reason: reason)
+                            continue
+                        }
                         if printer.print(event) { return true }
                     }
                     return false
@@ -214,6 +229,7 @@ struct Subscribe: AsyncParsableCommand {
     var outcomeOptions: SubscribeOutcome.Options {
         var options = SubscribeOutcome.Options()
         (options.count, options.timeout, options.showsStats) = (count, timeout, stats)
+        options.decodes = decode != nil
         (options.maxMemory, options.curveSecret) = (maxMemory, curve.curveSecret)
         return options
     }

@@ -13,16 +13,18 @@ struct SubscribeService: Service {
     let streams: [BusEventSequence]
     /// With --http: the delivery-latency histogram, fed as each notification is printed.
     let latency: DeliveryLatencyMetrics?
+    /// With --decode: the payloads that did not decode, per pattern.
+    let undecodable: UndecodableCounts
 
     private typealias Ending = SubscribeOutcome.Ending
 
     func run() async throws {
-        let (command, bus, streams) = (self.command, self.bus, self.streams)
+        let (command, bus, streams, undecodable) = (self.command, self.bus, self.streams, self.undecodable)
         let printer = EventPrinter(limit: command.count, format: command.format == .json ? .json : .text, latency: latency)
         // Not on `bus.executor`: formatting and writing every notification is heavy, and on the
         // bus's own thread it would stop reading meanwhile (a burst then makes this subscriber
         // slow at the broker); on another core the two run side by side.
-        let printing = Task { await command.printEvents(of: streams, printing: printer) }
+        let printing = Task { await command.printEvents(of: streams, printing: printer, undecodable: undecodable) }
         let ending = await withTaskGroup(of: Ending?.self) { group -> Ending in
             group.addTask {
                 _ = await printing.value
@@ -83,7 +85,9 @@ struct SubscribeService: Service {
         }
         _ = await printing.value
 
-        let perPattern = zip(command.patterns, streams).map { ($0, $1.stats) }
+        let perPattern = zip(command.patterns, streams).enumerated().map { index, subscription in
+            (subscription.0, undecodable.adding(to: subscription.1.stats, pattern: index))
+        }
         let busStats = await bus.close()
         let counts = SubscribeOutcome.Counts(printed: printer.count, perPattern: perPattern, bus: busStats)
         try finish("subscribe", SubscribeOutcome.of(ending, counts: counts, options: command.outcomeOptions), format: command.summaryFormat)

@@ -1,0 +1,49 @@
+/// What consumers in other modules of this package (BusViews' typed modifiers, issue 42 item 7)
+/// need to read messages the way the bus's own typed sequences do: a subscription that takes this
+/// bus's own typed posts as values, and one notification turned into a message (the value itself
+/// when it is one of this process's posts, no coding; else decoded from its JSON). Package
+/// access: not part of the public API, which offers the same through `messageEvents(of:)`.
+extension Bus {
+    /// `subscribe(_:sink:)` for a typed consumer: a post of this bus's own typed API reaches
+    /// `sink` as the value (`BusNotification.message(as:)` takes it), not as JSON made for it.
+    package func typedSubscribe(_ pattern: NamePattern, sink: any BusEventSink) throws(BusError) -> SinkSubscription {
+        SinkSubscription(handle: try subscribe(pattern, .default, sink: sink, takesLocalValues: true))
+    }
+
+    /// `addObserver(forName:buffering:using:)` for a typed consumer (values of this bus's own
+    /// posts handed over as they are; `block` turns each into a message).
+    package func addTypedObserver(
+        forName pattern: NamePattern, buffering: BufferingPolicy,
+        using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
+    ) throws(BusError) -> ObservationToken {
+        let sequence = NotificationSequence(events: try typedSubscription(pattern, buffering))
+        let task = Task {
+            for await notification in sequence { await block(notification) }
+        }
+        return ObservationToken(task: task, sequence: sequence)
+    }
+}
+
+extension BusMessage {
+    /// What observing this type for one subject subscribes: exactly `<busName>.<subject id>`
+    /// (`.invalidSubject` when the id is not one valid token).
+    package static func busSubjectPattern(subjectID: String) throws(BusError) -> NamePattern {
+        try Subjects.pattern(Self.self, subjectID: subjectID)
+    }
+}
+
+extension BusNotification {
+    /// The message this notification carries, as `type`: this bus's own post's value as it is
+    /// (no coding) when it is a `type`; otherwise its JSON decoded, as `messageEvents(of:)` does
+    /// (content type `json` or `unspecified`). Call it on the consuming side, never on the I/O
+    /// thread.
+    package func message<M: BusMessage>(as type: M.Type) throws(UndecodableMessage) -> M {
+        var notification = self
+        if let local = localValue as? LocalMessageValue {
+            if let message = local.value(as: M.self) { return message }
+            // Another type under the same name: from its JSON, as from another process.
+            LocalMessageValue.materialize(&notification)
+        }
+        return try MessageDecoding<M>.single().decode(notification)
+    }
+}
