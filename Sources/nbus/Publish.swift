@@ -376,6 +376,14 @@ struct Publish: AsyncParsableCommand {
         }
     }
 
+    /// Whether this publisher only connects and nothing answered at any endpoint: no connection
+    /// is up and no handshake was even tried (no broker running there), rather than a broker
+    /// without subscribers or a refused handshake.
+    func reachedNothing(_ bus: Bus) -> Bool {
+        let stats = bus.stats
+        return endpoints.bind.isEmpty && stats.connectedEndpoints == 0 && stats.handshakesFailed + stats.handshakesRefused == 0
+    }
+
     /// Why the publisher did not start: the wait for subscribers of `name` ended with `outcome`.
     struct SubscribersMissing: Error {
         let outcome: WaitOutcome
@@ -386,8 +394,9 @@ struct Publish: AsyncParsableCommand {
     /// the wait, `SubscribersMissing` when they did not come.
     func awaitSubscribers(_ bus: Bus, _ name: NotificationName) async throws -> Bool {
         guard !noWait else { return true }
-        let outcome = await waitForSubscribers(bus, name)
+        var outcome = await waitForSubscribers(bus, name)
         if Task.isShuttingDownGracefully { return false }
+        if outcome == .timedOut(arrived: 0) && reachedNothing(bus) { outcome = .nothingAnswered }
         guard outcome == .ready else { throw SubscribersMissing(outcome: outcome, name: name) }
         return true
     }
