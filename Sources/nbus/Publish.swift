@@ -9,7 +9,8 @@ struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Post notifications named NAME.",
         discussion: """
-            Exit status and the details: docs/command-line.md (share/doc/nbus/ when installed).
+            Example (broker running): nbus publish orders.created 'order {n}' --count 3
+            Exit status, details: docs/command-line.md (share/doc/nbus/ when installed).
             """)
 
     @Argument(help: "The notification name, e.g. orders.created (with --lines --input json: for lines without a name).")
@@ -262,7 +263,7 @@ struct Publish: AsyncParsableCommand {
                 try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")
                 bus = try Bus(configuration)
             } catch {
-                throw fail("publish", error, code: 2)
+                throw fail("publish", naming(error, options: [("--bind", endpoints.bind)]), code: 2)
             }
             let helpers = try monitoring.services(bus: bus, subscriptions: [], command: "publish").services
             return (PublishService(command: self, bus: bus, name: notificationName, headers: headerMap, contentType: type), helpers)

@@ -41,6 +41,9 @@ struct Request: AsyncParsableCommand {
             subscribes to NAME at the broker), no broker reached within --timeout, a key the broker \
             refused, or an unusable endpoint, 3 the responder replied with status error (its reason \
             on standard error), 64 bad arguments. Errors are log lines (--log-level, --log-format).
+
+            Example (with nbus broker and nbus reply 'text.*' --command 'tr a-z A-Z' running):
+            nbus request text.upper shout   (prints SHOUT)
             """)
 
     @Argument(help: "The request's name, e.g. math.double.")

@@ -11,7 +11,8 @@ struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the notifications whose names match PATTERN..., then a loss summary.",
         discussion: """
-            Exit status and the details: docs/command-line.md (share/doc/nbus/ when installed).
+            Example (broker running): nbus subscribe 'orders.>' --count 3
+            Exit status, details: docs/command-line.md (share/doc/nbus/ when installed).
             """)
 
     /// The patterns as parsed: joined into one value before parsing (`joiningPatterns`), so that
@@ -160,7 +161,7 @@ struct Subscribe: AsyncParsableCommand {
                         : try bus.events(named: try NamePattern(pattern), buffering: buffering, retained: retained)
                 }
             } catch {
-                throw fail("subscribe", error, code: 2)
+                throw fail("subscribe", naming(error, options: [("--bind", endpoints.bind)]), code: 2)
             }
             let (helpers, latency) = try monitoring.services(
                 bus: bus, subscriptions: zip(patterns, streams).map { pattern, stream in (pattern, { stream.stats }) },
