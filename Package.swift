@@ -182,6 +182,15 @@ let package = Package(
             path: "examples/service/OrdersService",
             swiftSettings: strictSettings
         ),
+        // README's programs as written there (DocSnippetTests checks each file against its block and
+        // runs it): typed messages, the byte API, a BusViews view.
+        .executableTarget(
+            name: "readme-typed", dependencies: ["NotificationBus"], path: "examples/readme/Typed", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "readme-bytes", dependencies: ["NotificationBus"], path: "examples/readme/Bytes", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "readme-views", dependencies: ["BusViews", "NotificationBus"], path: "examples/readme/Views",
+            swiftSettings: strictSettings),
         // What every test target shares: bounded waits, one-shot signals, temp folders, endpoints.
         .target(
             name: "TestSupport",

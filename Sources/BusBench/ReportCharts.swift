@@ -7,6 +7,9 @@ struct SVGLineChart {
         var name: String
         var color: String
         var dashed = false
+        /// The line's own dash pattern (SVG `stroke-dasharray`): styles whose lines may coincide
+        /// (task on and off the main actor often deliver alike) stay told apart where they do.
+        var dashPattern: String?
         /// (seconds, value); nil values break the line (no sample in that interval).
         var points: [(Double, Double?)]
     }
@@ -26,7 +29,7 @@ struct SVGLineChart {
     private let top = 48.0
 
     func svg() -> String {
-        var legendEntries = series.map { LegendEntry(name: $0.name, color: $0.color, dashed: $0.dashed, line: true) }
+        var legendEntries = series.map { LegendEntry(name: $0.name, color: $0.color, dashed: $0.dashed, line: true, dashPattern: $0.dashPattern) }
         if !marks.isEmpty { legendEntries.append(LegendEntry(name: "tab switch", color: "#bbbbbb")) }
         if postingEnd != nil { legendEntries.append(LegendEntry(name: "drain (after the last post)", color: "#eeeeee")) }
         let (legend, legendHeight) = SVGFrame.legend(legendEntries, left: left)
@@ -71,7 +74,8 @@ struct SVGLineChart {
             for segment in segments where !segment.isEmpty {
                 let coordinates = segment.map { "\(n(x($0.0))),\(n(y($0.1)))" }.joined(separator: " ")
                 out += ##"<polyline points="\##(coordinates)" fill="none" stroke="\##(line.color)" stroke-width="2" "##
-                out += ##"stroke-linejoin="round"\##(line.dashed ? #" stroke-dasharray="5 3""# : "")/>"##
+                let dash = line.dashPattern ?? (line.dashed ? "5 3" : nil)
+                out += ##"stroke-linejoin="round"\##(dash.map { #" stroke-dasharray="\#($0)""# } ?? "")/>"##
             }
             // Hover targets: each point says what it is, with its unit.
             for (second, value) in line.points {

@@ -153,7 +153,7 @@ package enum ViewsHTMLReport {
         func lines(_ value: (TimelinePoint) -> Double?) -> [SVGLineChart.Series] {
             styles.map { style in
                 SVGLineChart.Series(
-                    name: style.style.title, color: ReportColors.color(of: style.style),
+                    name: style.style.title, color: ReportColors.color(of: style.style), dashPattern: style.style.dashPattern,
                     points: style.timeline.map { ($0.seconds, value($0)) })
             }
         }

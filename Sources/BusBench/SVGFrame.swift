@@ -39,7 +39,7 @@ enum SVGFrame {
                 let x = left + offset
                 if entry.line {
                     out += ##"<line x1="\##(n(x))" y1="\##(n(y - 4))" x2="\##(n(x + 18))" y2="\##(n(y - 4))" stroke="\##(entry.color)" "##
-                    out += ##"stroke-width="2.5"\##(entry.dashed ? #" stroke-dasharray="5 3""# : "")/>"##
+                    out += ##"stroke-width="2.5"\##(entry.strokeDash.map { #" stroke-dasharray="\#($0)""# } ?? "")/>"##
                 } else {
                     out += ##"<rect x="\##(n(x + 4))" y="\##(n(y - 9))" width="10" height="10" fill="\##(entry.color)"/>"##
                 }

@@ -26,6 +26,17 @@ package enum ViewStyle: String, Codable, Sendable, CaseIterable {
         }
     }
 
+    /// How its line is drawn in the report's charts (SVG `stroke-dasharray`; nil: solid). The
+    /// task styles often deliver alike, so their lines lie on one another: drawn later and with
+    /// gaps, each leaves the one under it showing.
+    package var dashPattern: String? {
+        switch self {
+        case .onReceive, .taskMain: return nil
+        case .taskOffMain: return "8 4"
+        case .taskReplay: return "2 3"
+        }
+    }
+
     /// Whether the style is a task-style (visibility-bound) consumer.
     package var isTask: Bool { self != .onReceive }
 

@@ -72,11 +72,15 @@ package enum ViewsDemo {
         bench.baselineSeconds = options.baselineSeconds
         handlers.step("nbus demo: \(options.scenario.summary)")
         let report = try await ViewsBenchmark.run(bench, handlers: handlers, label: "demo")
-        if let path = options.htmlPath {
+        // The report's absolute path: a relative --html is the working folder's, which the reader
+        // of the table (or of a log) may not know.
+        let written = options.htmlPath.map { URL(fileURLWithPath: $0).standardizedFileURL.path }
+        if let path = options.htmlPath, let written {
             try ViewsHTMLReport.page(for: report, title: "nbus demo").write(toFile: path, atomically: true, encoding: .utf8)
-            handlers.step("wrote \(path)")
+            handlers.step("wrote \(written)")
         }
         output(report.table(command: "nbus demo"))
+        if let written { output("report: \(written)") }
         return report
     }
 }

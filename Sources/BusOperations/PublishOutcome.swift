@@ -4,11 +4,11 @@ import NotificationBus
 /// and its options, the lines it writes and its exit status, by the rules its help text and
 /// docs/command-line.md state:
 ///
-/// - 0: sent (with `--no-wait` also when no subscriber wanted them: counted as unwanted, with a
-///   warning);
+/// - 0: sent;
 /// - 1: unsent notifications (still queued at close), or another failure;
-/// - 2: no subscriber in time, a key the server refused, a handshake that never completed (with
-///   `--no-wait` too), or skipped input lines. (An unusable endpoint or key file is 2 as well, and
+/// - 2: no subscriber in time, no broker answered, nothing sent (`--no-wait` with nobody wanting
+///   them), a key the server refused, a handshake that never completed (with `--no-wait` too), or
+///   skipped input lines. (An unusable endpoint or key file is 2 as well, and
 ///   bad arguments 64, before any of this: the command never starts.)
 package enum PublishOutcome {
     /// What the publisher was asked, as far as its ending depends on it; set the fields that apply.
@@ -37,6 +37,9 @@ package enum PublishOutcome {
         case refused
         /// The time ran out with `arrived` of them there.
         case timedOut(arrived: Int)
+        /// The time ran out and nothing answered at any --connect endpoint: no connection came up
+        /// and no handshake was even tried (no broker running there).
+        case nothingAnswered
         /// The refusal watch ended without a refusal (internal: never the wait's outcome).
         case noRefusal
     }
@@ -86,16 +89,19 @@ package enum PublishOutcome {
             lines.append(.init(.warning,
                 "nbus publish: \(stats.endOfStreamUnacknowledged) subscriber(s) did not confirm the end of stream within --close-timeout (\(options.closeTimeout) s): if they missed notifications (a broker lost, frozen or dropped by --stall-limit meanwhile), they may not know it; unless they simply left first"))
         }
-        // Nothing at all went out because nobody wanted it (--no-wait with no subscriber yet): a
-        // warning, so a summary of a run that reached nobody does not read like success.
+        // Nothing at all went out because nobody wanted it (--no-wait with no subscriber yet, or no
+        // broker at all): an error and exit 2, so a run that reached nobody does not read like
+        // success.
         let reachedNobody = stats.posted > 0 && stats.sent == 0 && stats.unwanted == stats.posted && stats.unwantedAfterSending == 0
         if reachedNobody {
-            let nobodyThere = verdict == .nothingThere ? "; no broker or peer answered at \(options.connectEndpoints.joined(separator: ", "))" : ""
-            lines.append(.init(.warning,
-                "nbus publish: nothing was sent: no subscriber of \(name) had reached this publisher (--no-wait does not wait for one; without it, publish waits up to --timeout)\(nobodyThere)"))
+            let text =
+                verdict == .nothingThere
+                ? "nbus publish: nothing was sent: \(noBrokerMessage(options))"
+                : "nbus publish: nothing was sent: no subscriber of \(name) had reached this publisher (--no-wait does not wait for one; without it, publish waits up to --timeout)"
+            lines.append(.init(.error, text))
         }
         // Unsent notifications are the worse failure: 1 even when lines were skipped too.
-        let exitCode: Int32 = stats.unsent > 0 ? 1 : skippedLines > 0 ? 2 : 0
+        let exitCode: Int32 = stats.unsent > 0 ? 1 : skippedLines > 0 || reachedNobody ? 2 : 0
         return CommandOutcome(lines: lines, summary: summary, exitCode: exitCode)
     }
 
@@ -108,9 +114,18 @@ package enum PublishOutcome {
             let who = options.subscriberCount == 1 ? "no subscriber" : "\(arrived) of \(options.subscriberCount) subscribers"
             return "nbus publish: \(who) for \(name) reached this publisher within \(options.waitSeconds) s "
                 + "(is the broker or subscriber running? --no-wait sends anyway)\(handshakeNote(stats, usingCurve: options.curveSecret != nil))"
+        case .nothingAnswered:
+            return "nbus publish: \(noBrokerMessage(options, within: options.waitSeconds))"
         case .ready, .noRefusal:
             return "nbus publish: the wait for subscribers of \(name) ended unexpectedly"
         }
+    }
+
+    /// What a publisher that reached nothing says: where it looked, and what to start.
+    static func noBrokerMessage(_ options: Options, within seconds: Double? = nil) -> String {
+        let time = seconds.map { " within \($0) s" } ?? ""
+        return "no broker answered at \(options.connectEndpoints.joined(separator: ", "))\(time): start one with `nbus broker`, "
+            + "or give --connect the endpoint where one (or a subscriber with --bind) listens"
     }
 
     /// What a publisher did, once closed: the line and the fields of docs/command-line.md.

@@ -6,7 +6,8 @@ import NotificationBus
 ///
 /// - 0: done (`--count` reached, the streams ended, or stopped by a signal);
 /// - 1: `--count` not reached before `--timeout`;
-/// - 2: a key the server refused. (An unusable endpoint or key file is 2 as well, and bad
+/// - 2: a key the server refused, or no broker answered (nothing came up at any `--connect`
+///   endpoint within `--connect-timeout`, or `--timeout` if sooner). (An unusable endpoint or key file is 2 as well, and bad
 ///   arguments 64, before any of this: the command never starts.)
 package enum SubscribeOutcome {
     /// What the subscriber was asked, as far as its ending and summary depend on it; set the
@@ -23,6 +24,10 @@ package enum SubscribeOutcome {
         package var curveSecret: String?
         /// `--decode`: payloads that do not decode are counted (`undecodable`), not printed.
         package var decodes = false
+        /// The endpoints it connects to (the default one when none is given), for "no broker
+        /// answered at ...", and how long it waited for one of them (seconds).
+        package var connectEndpoints: [String] = []
+        package var connectWait = 0.0
 
         package init() {}
     }
@@ -37,6 +42,9 @@ package enum SubscribeOutcome {
         case signalled
         /// A CURVE server refused this subscriber's key (or met it with another mechanism).
         case refused
+        /// Nothing answered at any `--connect` endpoint in time: no connection came up and no
+        /// handshake was even tried (no broker running there).
+        case nothingAnswered
     }
 
     /// What the subscriber did: notifications printed, each pattern's counters (command-line
@@ -59,6 +67,12 @@ package enum SubscribeOutcome {
         if ending == .refused {
             outcome.lines.append(.init(.error,
                 refusedKeyMessage("subscribe", role: "subscriber", curveSecret: options.curveSecret, stats: counts.bus)))
+            outcome.exitCode = 2
+        } else if ending == .nothingAnswered {
+            outcome.lines.append(.init(.error,
+                "nbus subscribe: no broker answered at \(options.connectEndpoints.joined(separator: ", ")) within \(options.connectWait) s: "
+                    + "start one with `nbus broker`, or give --connect the endpoint where one (or a publisher with --bind) listens "
+                    + "(--connect-timeout 0 waits for ever)"))
             outcome.exitCode = 2
         } else if ending == .timedOut, let target = options.count, counts.printed < target {
             outcome.lines.append(.init(.error, "printed \(counts.printed) of \(target) before the \(options.timeout ?? 0) s timeout"))

@@ -13,7 +13,8 @@ struct BrokerCommand: AsyncParsableCommand {
         commandName: "broker",
         abstract: "Forward notifications from many publishers to many subscribers (XSUB/XPUB proxy).",
         discussion: """
-            Exit status and the details: docs/command-line.md (share/doc/nbus/ when installed).
+            Example: nbus broker   (then nbus subscribe, nbus publish: they connect here)
+            Exit status, details: docs/command-line.md (share/doc/nbus/ when installed).
             """)
 
     @Option(help: ArgumentHelp("Endpoint publishers connect to.", valueName: "endpoint"))
@@ -232,7 +233,7 @@ struct BrokerCommand: AsyncParsableCommand {
             do {
                 broker = try Broker(brokerConfiguration)
             } catch {
-                throw fail("broker", error, code: 2)
+                throw fail("broker", naming(error, options: [("--frontend", [frontend]), ("--backend", [backend])]), code: 2)
             }
             let upstreams = upstream.map { " upstream \($0)" }.joined()
             // The one line on stdout: the endpoints as bound (a `:*` port resolved), for scripts

@@ -61,6 +61,22 @@ func fail(_ command: String, _ error: any Error, code: Int32 = 1) -> ExitCode {
     return ExitCode(code)
 }
 
+/// The same for a message already written (`naming(_:options:)`).
+func fail(_ command: String, _ message: String, code: Int32 = 1) -> ExitCode {
+    CommandLog.logger(command).error("\(message)")
+    return ExitCode(code)
+}
+
+/// `error` as a message, and when an endpoint is in use, which option named it and what to do:
+/// `options` pairs each endpoint option (`--frontend`) with what it was given.
+func naming(_ error: any Error, options: [(option: String, endpoints: [String])]) -> String {
+    let text = "\(error)"
+    guard text.contains("Address already in use") else { return text }
+    let option = options.first { $0.endpoints.contains { text.contains($0) } }?.option
+    return text + ": another process listens there (an nbus broker already running?): stop it, or give "
+        + (option.map { "\($0) another endpoint" } ?? "another endpoint")
+}
+
 /// `text` for an error message on a terminal: control characters (an ESC starting a terminal
 /// sequence, a newline that would forge a second log line) escaped as in JSON (`\u001b`), the
 /// rest as is (`JSONString.quoted` without its quotes).

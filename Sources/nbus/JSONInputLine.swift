@@ -10,7 +10,7 @@ import ToolSupport
 /// - `headers` (object, optional): string, number or boolean values (numbers and booleans as
 ///   their JSON text), added to the `--header` options (a line's key wins).
 /// - `payload` (optional): a string is sent as its UTF-8 bytes; any other JSON value as its JSON
-///   text; `null` is an empty payload.
+///   text, exactly as the line writes it; `null` is an empty payload.
 /// - `payloadBase64` (string, optional): the payload bytes in base64 (what `subscribe` prints for
 ///   a payload that is not UTF-8). Not together with `payload`.
 /// - `contentType` (optional): a name as in `--content-type` (what `subscribe` prints) or a code
@@ -96,12 +96,14 @@ struct JSONInputLine {
             payload = []
         case (let text as String, nil):
             payload = Array(text.utf8)
-        case (let value?, nil):
-            do {
-                payload = Array(try JSONSerialization.data(withJSONObject: value, options: .fragmentsAllowed))
-            } catch {
+        case (_?, nil):
+            // Any other JSON value: its text as written on the line (keys in their order, `/` not
+            // escaped), not JSONSerialization's re-serialization. JSON keeps the last of a
+            // repeated key, as `object` did.
+            guard let member = members.last(where: { $0.key.utf8.elementsEqual("payload".utf8) }) else {
                 throw Invalid("'payload' cannot be written as JSON text")
             }
+            payload = Array(bytes[member.text])
         case (nil, let encoded as String):
             guard let data = Data(base64Encoded: encoded) else { throw Invalid("'payloadBase64' is not valid base64") }
             payload = Array(data)

@@ -23,6 +23,8 @@ struct Keygen: ParsableCommand {
             DIR is created (mode 0700: it will hold a secret key).
 
             Exit status: 0 written, 1 not written (it says why), 64 bad arguments.
+
+            Example: nbus keygen --output keys/broker   (keys/broker.key and keys/broker.pub)
             """)
 
     @Option(help: ArgumentHelp("Where to write: DIR/NAME makes DIR/NAME.key and DIR/NAME.pub.", valueName: "DIR/NAME"))

@@ -17,6 +17,11 @@ enum OrderedJSON: Equatable {
     struct Member: Equatable {
         let key: String
         let value: OrderedJSON
+        /// Where the value's text is in the parsed bytes, as written (spaces around it left out):
+        /// `publish --input json` sends an object or array payload this way, not re-serialized.
+        var text: Range<Int> = 0..<0
+
+        static func == (left: Member, right: Member) -> Bool { left.key == right.key && left.value == right.value }
     }
 
     /// Parses a whole JSON text; nil when it is not valid JSON (nesting deeper than 64 included).
@@ -80,8 +85,10 @@ enum OrderedJSON: Equatable {
                 skipSpace()
                 guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return nil }
                 index += 1
+                skipSpace()
+                let start = index
                 guard let value = value(depth: depth + 1) else { return nil }
-                members.append(Member(key: key, value: value))
+                members.append(Member(key: key, value: value, text: start..<index))
                 skipSpace()
                 guard index < bytes.count else { return nil }
                 if bytes[index] == UInt8(ascii: ",") {

@@ -9,7 +9,8 @@ struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Post notifications named NAME.",
         discussion: """
-            Exit status and the details: docs/command-line.md (share/doc/nbus/ when installed).
+            Example (broker running): nbus publish orders.created 'order {n}' --count 3
+            Exit status, details: docs/command-line.md (share/doc/nbus/ when installed).
             """)
 
     @Argument(help: "The notification name, e.g. orders.created (with --lines --input json: for lines without a name).")
@@ -262,7 +263,7 @@ struct Publish: AsyncParsableCommand {
                 try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")
                 bus = try Bus(configuration)
             } catch {
-                throw fail("publish", error, code: 2)
+                throw fail("publish", naming(error, options: [("--bind", endpoints.bind)]), code: 2)
             }
             let helpers = try monitoring.services(bus: bus, subscriptions: [], command: "publish").services
             return (PublishService(command: self, bus: bus, name: notificationName, headers: headerMap, contentType: type), helpers)
@@ -376,6 +377,14 @@ struct Publish: AsyncParsableCommand {
         }
     }
 
+    /// Whether this publisher only connects and nothing answered at any endpoint: no connection
+    /// is up and no handshake was even tried (no broker running there), rather than a broker
+    /// without subscribers or a refused handshake.
+    func reachedNothing(_ bus: Bus) -> Bool {
+        let stats = bus.stats
+        return endpoints.bind.isEmpty && stats.connectedEndpoints == 0 && stats.handshakesFailed + stats.handshakesRefused == 0
+    }
+
     /// Why the publisher did not start: the wait for subscribers of `name` ended with `outcome`.
     struct SubscribersMissing: Error {
         let outcome: WaitOutcome
@@ -386,8 +395,9 @@ struct Publish: AsyncParsableCommand {
     /// the wait, `SubscribersMissing` when they did not come.
     func awaitSubscribers(_ bus: Bus, _ name: NotificationName) async throws -> Bool {
         guard !noWait else { return true }
-        let outcome = await waitForSubscribers(bus, name)
+        var outcome = await waitForSubscribers(bus, name)
         if Task.isShuttingDownGracefully { return false }
+        if outcome == .timedOut(arrived: 0) && reachedNothing(bus) { outcome = .nothingAnswered }
         guard outcome == .ready else { throw SubscribersMissing(outcome: outcome, name: name) }
         return true
     }

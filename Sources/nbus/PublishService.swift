@@ -47,8 +47,8 @@ struct PublishService: Service {
     /// milliseconds of connecting, before any verdict. A publisher whose handshake never
     /// completed has sent nothing: when nothing was sent and no connection is up, wait a
     /// moment (a handshake takes a round trip or two; libzmq retries every 100 ms) for the
-    /// connection or a refusal. A plain fire-and-forget publish that reached a broker, or found
-    /// nothing listening at all, closes at once.
+    /// connection or a refusal. A plain fire-and-forget publish that reached a broker closes at
+    /// once; one that found nothing listening says so (exit 2: nothing was sent).
     private func verdictBeforeClosing() async -> HandshakeVerdict? {
         if Task.isShuttingDownGracefully {
             logLine(.notice, "publish", "nbus publish: stopping on signal; closing (up to \(command.closeTimeout) s)")
@@ -56,9 +56,13 @@ struct PublishService: Service {
         var verdict: HandshakeVerdict?
         let sofar = bus.stats
         if command.noWait && !Task.isShuttingDownGracefully && sofar.sent == 0 && sofar.connectedEndpoints == 0
-            && command.connectsToSomethingThere
+            && command.endpoints.bind.isEmpty
         {
-            verdict = await HandshakeVerdict.of(bus, connections: 1, within: min(SecondsOption.duration(command.closeTimeout), Self.refusalGrace))
+            // An ipc socket file that is not there: nothing to wait for, nothing answered.
+            verdict =
+                command.connectsToSomethingThere
+                ? await HandshakeVerdict.of(bus, connections: 1, within: min(SecondsOption.duration(command.closeTimeout), Self.refusalGrace))
+                : .nothingThere
         }
         logLine(.debug, "publish", "nbus publish: posted all; closing (up to \(command.closeTimeout) s)")
         return verdict

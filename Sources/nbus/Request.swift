@@ -41,6 +41,9 @@ struct Request: AsyncParsableCommand {
             subscribes to NAME at the broker), no broker reached within --timeout, a key the broker \
             refused, or an unusable endpoint, 3 the responder replied with status error (its reason \
             on standard error), 64 bad arguments. Errors are log lines (--log-level, --log-format).
+
+            Example (with nbus broker and nbus reply 'text.*' --command 'tr a-z A-Z' running):
+            nbus request text.upper shout   (prints SHOUT)
             """)
 
     @Argument(help: "The request's name, e.g. math.double.")
@@ -86,6 +89,10 @@ struct Request: AsyncParsableCommand {
         }
         let bus: Bus
         do { bus = try Bus(try endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
+        // --timeout bounds the whole request, the look at the handshakes below included.
+        let clock = ContinuousClock()
+        let deadline = clock.now + SecondsOption.duration(timeout)
+        logLine(.debug, "request", "nbus request: \(requestName) through \(endpoints.frontend) and \(endpoints.backend), up to \(timeout) s")
         let outcome: Result<BusNotification, BusError>
         do {
             outcome = .success(
@@ -96,10 +103,12 @@ struct Request: AsyncParsableCommand {
         // Whether both sides reached the broker: "no responders" then means nobody answers, not
         // that the broker is unreachable. When they did not, whether the broker refused this
         // requester (its key, or CURVE on one side only) rather than not being there: a refusal
-        // comes within a handshake's round trips, so it is waited for a moment.
+        // comes within a handshake's round trips, so it is waited for a moment, within what is
+        // left of --timeout (a request that waited all of it has counted any refusal by then).
         var verdict: HandshakeVerdict = bus.stats.connectedEndpoints >= 2 ? .connected : .nothingThere
         if case .failure = outcome, verdict != .connected {
-            verdict = await HandshakeVerdict.of(bus, connections: 2, within: Self.refusalGrace)
+            let left = max(.zero, min(Self.refusalGrace, deadline - clock.now))
+            verdict = await HandshakeVerdict.of(bus, connections: 2, within: left)
         }
         let stats = await bus.close()
         var options = RequestOutcome.Options()

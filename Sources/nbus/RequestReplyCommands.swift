@@ -27,6 +27,9 @@ struct ReplyCommand: AsyncParsableCommand {
 
             Exit status: 0 stopped by a signal or after --count, 2 an unusable endpoint or --http \
             address, or a key the broker refused (or CURVE on one side only), 64 bad arguments.
+
+            Example (with nbus broker running): nbus reply 'text.*' --command 'tr a-z A-Z'
+            then nbus request text.upper shout   (prints SHOUT)
             """)
 
     @Argument(help: "The requests to answer: exact `math.double`, one token `math.*`, the rest `math.>`.")

@@ -11,7 +11,8 @@ struct Subscribe: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the notifications whose names match PATTERN..., then a loss summary.",
         discussion: """
-            Exit status and the details: docs/command-line.md (share/doc/nbus/ when installed).
+            Example (broker running): nbus subscribe 'orders.>' --count 3
+            Exit status, details: docs/command-line.md (share/doc/nbus/ when installed).
             """)
 
     /// The patterns as parsed: joined into one value before parsing (`joiningPatterns`), so that
@@ -54,6 +55,13 @@ struct Subscribe: AsyncParsableCommand {
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Give up after this many seconds (exit 1 if --count was not reached).", valueName: "seconds"))
     var timeout: Double?
+
+    @Option(
+        name: .customLong("connect-timeout"), parsing: .unconditional,
+        help: ArgumentHelp(
+            "Without --bind: seconds to wait for a broker (or peer) to answer at some --connect endpoint; with none by then, exit 2 saying so (default: 10; 0: wait for ever, e.g. a service started before its broker).",
+            valueName: "seconds"))
+    var connectTimeout: Double = 10
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Buffered notifications per pattern before the policy applies.", valueName: "n"))
     var buffer: Int = 8192
@@ -112,6 +120,11 @@ struct Subscribe: AsyncParsableCommand {
         }
         if let count { guard count >= 1 else { throw ValidationError("--count must be at least 1") } }
         if let timeout { try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout) }
+        if connectTimeout != 0 {
+            do { try SecondsOption.check(connectTimeout, "--connect-timeout", in: 0.001...SecondsOption.maximumTimeout) } catch {
+                throw ValidationError("--connect-timeout must be 0 (wait for ever) or from 0.001 to \(Int(SecondsOption.maximumTimeout)) seconds, got \(connectTimeout)")
+            }
+        }
         guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
         // Above NBP/1's 1 MiB default only for publishers configured alike (NBP-1 §6); past 1 GiB a
         // single peer's frame would be the process's memory.
@@ -153,7 +166,7 @@ struct Subscribe: AsyncParsableCommand {
                         : try bus.events(named: try NamePattern(pattern), buffering: buffering, retained: retained)
                 }
             } catch {
-                throw fail("subscribe", error, code: 2)
+                throw fail("subscribe", naming(error, options: [("--bind", endpoints.bind)]), code: 2)
             }
             let undecodable = UndecodableCounts(patterns: patterns)
             let (helpers, latency) = try monitoring.services(
@@ -231,7 +244,32 @@ struct Subscribe: AsyncParsableCommand {
         (options.count, options.timeout, options.showsStats) = (count, timeout, stats)
         options.decodes = decode != nil
         (options.maxMemory, options.curveSecret) = (maxMemory, curve.curveSecret)
+        options.connectEndpoints = endpoints.connect.isEmpty ? [DefaultEndpoints.backend] : endpoints.connect
+        options.connectWait = min(connectTimeout, timeout ?? connectTimeout)
         return options
+    }
+
+    /// How long to wait for the first connection before saying no broker answered: nil when this
+    /// subscriber binds (others come to it) or with --connect-timeout 0; else --connect-timeout,
+    /// or --timeout when that is sooner.
+    var connectWait: Duration? {
+        guard endpoints.bind.isEmpty, connectTimeout > 0 else { return nil }
+        return SecondsOption.duration(min(connectTimeout, timeout ?? connectTimeout))
+    }
+
+    /// Waits up to `limit` for `bus` to have a connection up, or a handshake tried (a refusal is
+    /// the refusal watch's to report): false when nothing answered at all. The bus signals no
+    /// connection made, so its counters are looked at every 20 ms.
+    static func somethingAnswers(_ bus: Bus, within limit: Duration) async -> Bool {
+        let clock = ContinuousClock()
+        let deadline = clock.now + limit
+        while true {
+            let stats = bus.stats
+            if stats.connectedEndpoints > 0 || stats.handshakesFailed + stats.handshakesRefused > 0 { return true }
+            guard clock.now < deadline else { return false }
+            // Cancelled: the subscriber is ending for another reason; not "nothing answered".
+            do { try await Task.sleep(for: .milliseconds(20)) } catch { return true }
+        }
     }
 }
 

@@ -34,11 +34,19 @@ struct SubscribeService: Service {
                 group.addTask {
                     do {
                         try await Task.sleep(for: SecondsOption.duration(timeout))
+                        // The connection wait ends now too (it is bounded by --timeout): which
+                        // task the group hands over first must not decide what is said.
+                        if command.connectWait != nil, !(await Subscribe.somethingAnswers(bus, within: .zero)) { return .nothingAnswered }
                         return .timedOut
                     } catch {
                         return nil
                     }
                 }
+            }
+            if let wait = command.connectWait {
+                // No broker running: say so after a bounded wait, rather than wait in silence
+                // (connecting only; once something answered, libzmq's reconnections take over).
+                group.addTask { await Subscribe.somethingAnswers(bus, within: wait) ? nil : .nothingAnswered }
             }
             group.addTask {
                 do {
@@ -71,7 +79,7 @@ struct SubscribeService: Service {
             case .signalled?:
                 // Stop reading; every stream ends once its buffer is printed.
                 await bus.close()
-            case .timedOut?, .refused?:
+            case .timedOut?, .refused?, .nothingAnswered?:
                 // Closed before the printing stops: cancelling it ends the subscriptions, and a
                 // bus forgets the streams no subscription matches, so the summary would find none
                 // tracked and hide a tail it does not know (NBP-1 §15.2), as a signal never did.

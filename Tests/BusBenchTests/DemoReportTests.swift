@@ -8,7 +8,7 @@ import Testing
 @Suite("Demo report: header, command, machine load, bar values")
 struct DemoReportTests {
     @Test("the header counts what was posted, not the cap; the table names the command the page names")
-    func headerAndCommand() {
+    func headerAndCommand() throws {
         var scenario = ViewsScenario()
         scenario.views = 2
         scenario.names = 2
@@ -25,6 +25,13 @@ struct DemoReportTests {
         #expect(report.table().hasPrefix("nbus bench views: "))
         let page = ViewsHTMLReport.page(for: report, title: "nbus demo")
         #expect(page.contains("nbus demo") && page.contains("msgs posted (at most 1,120,000"), "the page's header")
+        // task (main) and task (off-main) often deliver alike: their lines must not hide each
+        // other (issue 40), so off-main and replay are dashed, each its own way, legend too.
+        for style in [ViewStyle.taskOffMain, .taskReplay] {
+            let pattern = try #require(style.dashPattern)
+            #expect(page.contains(#"stroke="\#(ReportColors.color(of: style))" stroke-width="2.5" stroke-dasharray="\#(pattern)""#), "\(style) legend")
+        }
+        #expect(ViewStyle.taskMain.dashPattern != ViewStyle.taskOffMain.dashPattern)
     }
 
     @Test("machine load: /proc/loadavg and /proc/stat read, busy and steal over the run, a loaded run said so")

@@ -44,11 +44,21 @@ struct CommandOutcomeTests {
             rule: "sent", ending: .finished(name: name, skippedLines: 0, verdict: nil),
             stats: stats { $0.posted = 3; $0.sent = 3 }, exitCode: 0, summary: "posted 3, sent 3, unsent 0"),
         PublishRow(
-            rule: "--no-wait and nobody wanted them: unwanted, with a warning (and who did not answer)",
+            rule: "--no-wait and no broker answered: nothing was sent, said with where and what to start",
             ending: .finished(name: name, skippedLines: 0, verdict: .nothingThere),
-            stats: stats { $0.posted = 2; $0.unwanted = 2 }, exitCode: 0,
-            lines: [(.warning, "nothing was sent: no subscriber of orders.created had reached this publisher (--no-wait does not wait for one; without it, publish waits up to --timeout); no broker or peer answered at tcp://127.0.0.1:5555")],
+            stats: stats { $0.posted = 2; $0.unwanted = 2 }, exitCode: 2,
+            lines: [(.error, "nothing was sent: no broker answered at tcp://127.0.0.1:5555: start one with `nbus broker`")],
             summary: "unwanted 2 (no subscriber)"),
+        PublishRow(
+            rule: "--no-wait, a broker there but nobody wanted them: nothing was sent, exit 2",
+            ending: .finished(name: name, skippedLines: 0, verdict: nil),
+            stats: stats { $0.posted = 2; $0.unwanted = 2 }, exitCode: 2,
+            lines: [(.error, "nothing was sent: no subscriber of orders.created had reached this publisher (--no-wait does not wait for one")],
+            summary: "unwanted 2 (no subscriber)"),
+        PublishRow(
+            rule: "no broker answered within --timeout: said, not blamed on subscribers",
+            ending: .subscribersMissing(.nothingAnswered, name: name), exitCode: 2,
+            lines: [(.error, "no broker answered at tcp://127.0.0.1:5555 within 10.0 s: start one with `nbus broker`")], summary: "posted 0"),
         PublishRow(
             rule: "subscribers that did not confirm the end of stream: a warning, still 0",
             ending: .finished(name: name, skippedLines: 0, verdict: .connected),
@@ -126,12 +136,16 @@ struct CommandOutcomeTests {
             lines: [(.error, "printed 1 of 3 before the 2.0 s timeout")], tailUnknown: true),
         SubscribeRow(
             rule: "a key the server refused", ending: .refused, exitCode: 2, lines: [(.error, "the server refused this subscriber's key")]),
+        SubscribeRow(
+            rule: "no broker answered within --connect-timeout", ending: .nothingAnswered, count: 3, exitCode: 2,
+            lines: [(.error, "no broker answered at tcp://127.0.0.1:5551 within 2.0 s: start one with `nbus broker`")]),
     ]
 
     @Test("subscribe", arguments: subscribeRows)
     func subscribe(_ row: SubscribeRow) {
         var options = SubscribeOutcome.Options()
         (options.count, options.timeout, options.maxMemory) = (row.count, 2, 4_096)
+        (options.connectEndpoints, options.connectWait) = (["tcp://127.0.0.1:5551"], 2)
         let bus = Self.stats {
             $0.handshakesRefused = row.ending == .refused ? 1 : 0
             $0.trackedStreams = 1

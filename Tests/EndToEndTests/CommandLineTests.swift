@@ -37,7 +37,7 @@ struct CommandLineTests {
         }
         // Not reserved: _nbus as a later token, or a first token that only begins with it.
         let fine = try #require(
-            try await children.run("subscribe", ["subscribe", "_nbusx.>", "a._nbus", "--connect", endpoint, "--timeout", "0.2"]))
+            try await children.run("subscribe", ["subscribe", "_nbusx.>", "a._nbus", "--connect", endpoint, "--timeout", "0.2", "--connect-timeout", "0"]))
         #expect(fine.status == 0, "\(fine.stderrText)")
     }
 
@@ -156,8 +156,51 @@ struct CommandLineTests {
         // Text: the plain line for people, last, no timestamp or level, each number once.
         let endpoint = children.folder.ipc("t.sock")
         let plain = try #require(
-            try await children.run("plain", ["publish", "t.x", "--count", "2", "--no-wait", "--bind", endpoint, "--log-level", "error"]))
+            try await children.run("plain", ["publish", "t.x", "--count", "2", "--no-wait", "--bind", endpoint, "--log-level", "critical"]))
         #expect(plain.stderrText == "nbus publish: posted 2, sent 0, unsent 0, unwanted 2 (no subscriber)\n", "\(plain.stderrText)")
+    }
+
+    @Test("request and reply take --connect FRONTEND,BACKEND, like publish and subscribe; a single endpoint is a usage error")
+    func requestReplyConnect() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let broker = ["--connect", "\(frontend),\(backend)"]
+        let responder = try children.start("reply", ["reply", "echo.>", "--echo", "--count", "1"] + broker)
+        try #require(await responder.waitForStderr(containing: "answering echo.>"), "\(responder.describe())")
+        let answered = try #require(try await children.run("request", ["request", "echo.say", "hi"] + broker))
+        #expect(answered.status == 0 && answered.stdoutText == "hi\n", "\(answered.stderrText)")
+        expectExit(await responder.waitForExit(), 0, responder)
+        let single = try #require(try await children.run("request", ["request", "echo.say", "hi", "--connect", frontend]))
+        #expect(single.status == 64 && single.stderrText.contains("FRONTEND,BACKEND"), "\(single.stderrText)")
+    }
+
+    @Test("a broker endpoint already in use names the option to change, exit 2")
+    func endpointInUseNamesTheOption() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        for (option, arguments) in [
+            ("--frontend", ["broker", "--frontend", frontend, "--backend", children.folder.ipc("other-b.sock")]),
+            ("--backend", ["broker", "--frontend", children.folder.ipc("other-f.sock"), "--backend", backend]),
+        ] {
+            let second = try #require(try await children.run("second broker", arguments))
+            #expect(!second.bySignal && second.status == 2, "\(second)")
+            #expect(second.stderrText.contains("Address already in use"), "\(second.stderrText)")
+            #expect(second.stderrText.contains("give \(option) another endpoint"), "\(second.stderrText)")
+        }
+    }
+
+    @Test("nbus demo prints its report's absolute path on stdout, after the table")
+    func demoPrintsReportPath() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let demo = try #require(try await children.run(
+            "demo", ["demo", "--seconds", "0.5", "--baseline-seconds", "0", "--no-progress"], timeout: .seconds(120)))
+        #expect(demo.status == 0, "\(demo.stderrText)")
+        let last = demo.stdoutLines.last ?? ""
+        #expect(last.hasPrefix("report: /") && last.hasSuffix("/report.html"), "\(demo.stdoutText.suffix(500))")
+        #expect(FileManager.default.fileExists(atPath: String(last.dropFirst("report: ".count))), "\(last)")
     }
 
     @Test("reply's summary: one JSON object with the documented fields, after --count requests")
@@ -245,7 +288,9 @@ struct CommandLineTests {
         defer { children.killAll() }
         let shell = try children.start("snippet", command: bash, ["-c", "set -o pipefail; " + snippet.replacingOccurrences(of: "nbus ", with: nbus + " ")])
         let output = await shell.waitForExit()
-        expectExit(output, 0, shell)
+        // pipefail passes on publish's own status: 2, nothing was sent (no broker here), which a
+        // script sees; the summary is still the last line, posted 1.
+        expectExit(output, 2, shell)
         #expect(output?.stdoutText == "1\n", "\(shell.describe())")
     }
 }

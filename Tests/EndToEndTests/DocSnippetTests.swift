@@ -5,8 +5,9 @@ import Testing
 // test time (not copied into a test, which is how the README's BusViews block lost its
 // `import NotificationBus` unnoticed), each compiled alone as a main.swift with `swiftc
 // -typecheck` against the modules this build made. Package.swift fragments (a block that
-// starts with `dependencies:`, `targets:` or `.package(`) are ReadmePackageSnippetTests'.
-@Suite("documentation snippets compile as written", .timeLimit(.minutes(5)))
+// starts with `dependencies:`, `targets:` or `.package(`) are ReadmePackageSnippetTests'. README's
+// programs are also targets of the package (examples/readme), run here to their end.
+@Suite("documentation snippets compile, and README's programs run, as written", .timeLimit(.minutes(5)))
 struct DocSnippetTests {
     /// The repository: upwards from this file to the folder holding Package.swift.
     static let root: URL = {
@@ -81,6 +82,40 @@ struct DocSnippetTests {
             for map in maps { arguments += ["-Xcc", "-fmodule-map-file=\(map)"] }
             let result = try await runTool(swiftc, arguments + [main.path])
             #expect(result.status == 0, "\(snippet.file):\(snippet.line) does not compile as written:\n\(result.output)\n\(snippet.code)")
+            // A warning is what a reader pasting it meets first (the views block's "no 'async'
+            // operations occur within 'await' expression", twice).
+            #expect(!result.output.contains("warning:"), "\(snippet.file):\(snippet.line) compiles with warnings:\n\(result.output)")
         }
+    }
+
+    /// README's programs: the folder under examples/readme (a target of the package, built with
+    /// it) and the executable it makes.
+    static let readmePrograms = [("Typed", "readme-typed"), ("Bytes", "readme-bytes"), ("Views", "readme-views")]
+
+    @Test("README's programs run as written: each ends on its own and prints, through a pipe, what it says it prints")
+    func readmeProgramsRun() async throws {
+        let readme = try Self.snippets().filter { $0.file == "README.md" }
+        let children = try Children()
+        defer { children.killAll() }
+        let products = children.executable.deletingLastPathComponent()
+        for (folder, executable) in Self.readmePrograms {
+            let source = try String(
+                contentsOf: Self.root.appendingPathComponent("examples/readme/\(folder)/main.swift"), encoding: .utf8)
+            // The same text as a README block, so what runs here is what the README shows.
+            let block = try #require(
+                readme.first { $0.code + "\n" == source }, "examples/readme/\(folder)/main.swift is no longer a README block as written")
+            let said = try #require(
+                block.code.firstMatch(of: /\n\/\/ Prints "([^"]+)"\.\n?$/), "README.md:\(block.line): no closing `// Prints \"...\".` line")
+            // Standard output is a pipe here, block-buffered: a program that did not end (or
+            // flush) would show nothing.
+            let program = try children.start(executable, command: products.appendingPathComponent(executable), [])
+            let output = try #require(await program.waitForExit(timeout: .seconds(60)), "README.md:\(block.line) did not end:\n\(program.describe())")
+            #expect(!output.bySignal && output.status == 0, "README.md:\(block.line): \(program.describe())")
+            #expect(output.stdoutText == String(said.output.1) + "\n", "README.md:\(block.line): \(program.describe())")
+        }
+        // Every complete README program is run here, but the service (ReadmePackageSnippetTests:
+        // it runs until SIGTERM, with a broker).
+        let programs = readme.filter { $0.code.hasPrefix("import ") && !$0.code.contains("ServiceGroup") }
+        #expect(programs.count == Self.readmePrograms.count, "README programs not run: \(programs.map(\.line))")
     }
 }

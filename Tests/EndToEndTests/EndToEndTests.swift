@@ -271,23 +271,25 @@ struct EndToEndTests {
     func publishWithoutSubscriber() async throws {
         let children = try Children()
         defer { children.killAll() }
+        // Bound, so nothing is missing but the subscriber (NoBrokerTests: connecting to nothing).
         let endpoint = children.folder.ipc("nobody.sock")
         let output = try #require(
-            try await children.run("publisher", ["publish", "x", "--connect", endpoint, "--timeout", "0.5"]))
+            try await children.run("publisher", ["publish", "x", "--bind", endpoint, "--timeout", "0.5"]))
         #expect(!output.bySignal && output.status == 2, "\(output)")
         #expect(output.stderrText.contains("no subscriber for x reached this publisher"), "\(output.stderrText)")
     }
 
-    @Test("publish --no-wait with no subscriber: exit 0, and a warning that nothing was sent")
+    @Test("publish --no-wait with no subscriber: exit 2, and an error that nothing was sent")
     func noWaitReachedNobody() async throws {
         let children = try Children()
         defer { children.killAll() }
+        // Bound: nothing is missing but the subscriber (NoBrokerTests: connecting to nothing).
         let output = try #require(
             try await children.run(
-                "publish", ["publish", "nobody.there", "--count", "2", "--no-wait", "--connect", children.folder.ipc("none.sock")]))
-        #expect(!output.bySignal && output.status == 0, "\(output)")
+                "publish", ["publish", "nobody.there", "--count", "2", "--no-wait", "--bind", children.folder.ipc("none.sock")]))
+        #expect(!output.bySignal && output.status == 2, "\(output)")
         #expect(output.stderrText.hasSuffix("\nnbus publish: posted 2, sent 0, unsent 0, unwanted 2 (no subscriber)\n"), "\(output.stderrText)")
-        #expect(output.stderrText.contains("warning nbus publish: nothing was sent: no subscriber of nobody.there"), "\(output.stderrText)")
+        #expect(output.stderrText.contains("error nbus publish: nothing was sent: no subscriber of nobody.there"), "\(output.stderrText)")
     }
 
     @Test("an unusable endpoint: exit 2 naming the forms, or with libzmq's error; no crash")
@@ -398,10 +400,10 @@ struct EndToEndTests {
         let children = try Children()
         defer { children.killAll() }
 
-        // --timeout first: nobody publishes.
+        // --timeout first: nobody publishes (bound, so no broker is missing: NoBrokerTests).
         let lonely = try #require(
             try await children.run(
-                "subscriber", ["subscribe", "x", "--connect", children.folder.ipc("nobody.sock"), "--count", "1",
+                "subscriber", ["subscribe", "x", "--bind", children.folder.ipc("nobody.sock"), "--count", "1",
                                "--timeout", "0.5"], timeout: .seconds(10)))
         #expect(!lonely.bySignal && lonely.status == 1, "\(lonely)")
         #expect(lonely.stderrText.contains("printed 0 of 1"), "\(lonely.stderrText)")

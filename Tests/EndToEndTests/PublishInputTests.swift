@@ -183,6 +183,24 @@ struct PublishInputTests {
         #expect(contains("\"n\":\"1.50\"") && contains("\"b\":\"true\""), "\(subscriber.describe())")
     }
 
+    @Test("--input json sends an object or array payload as the line writes it: key order, spaces and '/' kept")
+    func structuredPayloadPassesThrough() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("raw.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "raw.>", "--connect", endpoint, "--count", "2", "--timeout", "30", "--format", "json"])
+        let object = #"{"z": 1, "a": {"path": "/orders", "n": 1.50}}"#
+        let array = #"[3,1, "/x"]"#
+        let lines = #"{"name": "raw.o", "payload": \#(object)}"# + "\n" + #"{"name": "raw.a", "payload":  \#(array) }"# + "\n"
+        let publisher = try startWithInput(
+            children, "publisher", Array(lines.utf8), ["publish", "raw.default", "--lines", "--input", "json", "--bind", endpoint, "--timeout", "30"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        expectExit(await awaitSubscriberExit(subscriber), 0, subscriber)
+        let (notifications, _) = parseJSONLines(subscriber.output.stdoutLines)
+        #expect(notifications.map(\.payload) == [object, array], "\(subscriber.describe())")
+    }
+
     @Test("--input json waits for subscribers of the first line's name, not of NAME")
     func jsonLinesWaitForWhatIsPublished() async throws {
         let children = try Children()

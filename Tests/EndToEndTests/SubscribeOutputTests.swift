@@ -132,13 +132,13 @@ struct SubscribeOutputTests {
         for run in 1...3 {
             let timedOut = try children.start(
                 "timed out \(run)",
-                ["subscribe", "h.x", "--connect", endpoint, "--http", "127.0.0.1:0", "--count", "5", "--timeout", "0.5"])
+                ["subscribe", "h.x", "--connect", endpoint, "--http", "127.0.0.1:0", "--count", "5", "--timeout", "0.5", "--connect-timeout", "0"])
             let output = await timedOut.waitForExit()
             expectExit(output, 1, timedOut)
             expectQuietEnd(output, timedOut)
 
             let signalled = try children.start(
-                "signalled \(run)", ["subscribe", "h.x", "--connect", endpoint, "--http", "127.0.0.1:0", "--timeout", "60"])
+                "signalled \(run)", ["subscribe", "h.x", "--connect", endpoint, "--http", "127.0.0.1:0", "--timeout", "60", "--connect-timeout", "0"])
             #expect(await signalled.waitForStderr(containing: "monitoring on http://"), "\(signalled.describe())")
             signalled.signal(SIGTERM)
             let stopped = await signalled.waitForExit()
