@@ -20,11 +20,11 @@ package struct BenchOrder: BusAsyncMessage, Equatable {
     }
 
     /// The JSON the bus sends for `BenchOrder(id:)`, built by hand (what a byte-API user writes):
-    /// the same bytes as `encodeBusPayload`, sorted keys.
+    /// the same bytes as `encodeBusPayload`, keys in declaration order.
     package static func handBuiltJSON(id: Int) -> [UInt8] {
         let express = id % 2 == 0 ? "true" : "false"
         return Array(
-            "{\"customer\":\"Acme Corporation\",\"express\":\(express),\"id\":\(id),\"items\":[\"widget\",\"gadget\"],\"total\":9.5}"
+            "{\"id\":\(id),\"total\":9.5,\"customer\":\"Acme Corporation\",\"items\":[\"widget\",\"gadget\"],\"express\":\(express)}"
                 .utf8)
     }
 }

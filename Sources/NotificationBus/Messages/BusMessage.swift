@@ -17,26 +17,26 @@ public protocol BusMessage: Codable, Sendable {
     /// `BusSubject` and a subject is given).
     static var busName: NotificationName { get }
 
-    /// The payload for `message`: JSON by default (`JSONEncoder` with sorted keys). Implement it to
-    /// choose another encoder configuration (a date strategy, say); keep the content type JSON.
+    /// The payload for `message`: JSON by default (`BusJSON.encode`, keys in the order the value
+    /// encodes them). Implement it to choose another coding (`JSONEncoder` with a date strategy,
+    /// say); keep the content type JSON.
     static func encodeBusPayload(_ message: Self) throws -> [UInt8]
 
-    /// The value in `payload`: `JSONDecoder()` by default. Whatever it throws counts the
-    /// notification as undecodable (`SubscriptionStats.undecodable`), never crashes nor drops it silently.
+    /// The value in `payload`: `BusJSON.decode` by default, which reads what Foundation's
+    /// `JSONEncoder` and any RFC 8259 producer write. Whatever it throws counts the notification
+    /// as undecodable (`SubscriptionStats.undecodable`), never crashes nor drops it silently.
     static func decodeBusPayload(_ payload: [UInt8]) throws -> Self
 }
 
 extension BusMessage {
     public static func encodeBusPayload(_ message: Self) throws -> [UInt8] {
-        // Sorted keys: the same value makes the same bytes in every run (JSONEncoder's own
-        // order follows a hash, seeded per process), so the wire is reproducible and testable.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return Array(try encoder.encode(message))
+        // BusJSON writes the value's keys in the order it encodes them (the declaration order
+        // for a synthesized conformance): the same value makes the same bytes in every run.
+        try BusJSON.encode(message)
     }
 
     public static func decodeBusPayload(_ payload: [UInt8]) throws -> Self {
-        try JSONDecoder().decode(Self.self, from: Data(payload))
+        try BusJSON.decode(Self.self, from: payload)
     }
 }
 

@@ -1,0 +1,362 @@
+import FoundationEssentials
+
+/// A JSON text checked against RFC 8259 in one pass and indexed: one entry per value, in document
+/// order (an object's members as key, value, key, value...), each saying where its bytes are and
+/// where the next sibling's entry starts. `BusJSONDecoder` reads values from the entries.
+final class BusJSONDocument {
+    enum Kind: UInt8, CustomStringConvertible {
+        case null, `true`, `false`, number, string, object, array
+
+        var description: String {
+            switch self {
+            case .null: "null"
+            case .true, .false: "a boolean"
+            case .number: "a number"
+            case .string: "a string"
+            case .object: "an object"
+            case .array: "an array"
+            }
+        }
+    }
+
+    struct Entry {
+        var kind: Kind
+        /// A string's content has an escape (read through `unescape`).
+        var escaped = false
+        /// Byte range: a string's content without its quotes, a number's text, a container's brackets.
+        var start: Int
+        var end: Int
+        /// The entry after this value and everything in it.
+        var next = 0
+        /// An object's members, an array's elements.
+        var count = 0
+    }
+
+    let bytes: [UInt8]
+    let entries: [Entry]
+
+    init(_ bytes: [UInt8]) throws(DecodingError) {
+        var entries: [Entry] = []
+        entries.reserveCapacity(16)
+        try bytes.withUnsafeBufferPointer { (buffer) throws(DecodingError) in
+            var parser = Parser(bytes: buffer)
+            parser.skipWhitespace()
+            try parser.value(into: &entries, depth: 0)
+            parser.skipWhitespace()
+            guard parser.position == buffer.count else {
+                throw parser.error(buffer.isEmpty ? "The given data was empty." : "Unexpected text after the JSON value")
+            }
+        }
+        self.bytes = bytes
+        self.entries = entries
+    }
+
+    subscript(index: Int) -> Entry { entries[index] }
+
+    /// A string entry's content (escapes resolved; the bytes were checked to be UTF-8).
+    func string(_ entry: Entry) -> String {
+        if !entry.escaped {
+            return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[entry.start..<entry.end]), as: UTF8.self) }
+        }
+        return String(decoding: unescape(entry), as: UTF8.self)
+    }
+
+    /// A string entry's content as UTF-8, escapes resolved.
+    func unescape(_ entry: Entry) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(entry.end - entry.start)
+        var index = entry.start
+        while index < entry.end {
+            let byte = bytes[index]
+            guard byte == UInt8(ascii: "\\") else {
+                out.append(byte)
+                index += 1
+                continue
+            }
+            let escape = bytes[index + 1]
+            index += 2
+            switch escape {
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = Self.hex4(bytes, index)
+                index += 4
+                if (0xD800...0xDBFF).contains(scalar) {  // checked: a low surrogate escape follows
+                    let low = Self.hex4(bytes, index + 2)
+                    index += 6
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                }
+                Self.appendUTF8(scalar, to: &out)
+            default: out.append(escape)  // " \ /
+            }
+        }
+        return out
+    }
+
+    static func hex4(_ bytes: [UInt8], _ at: Int) -> UInt32 {
+        var value: UInt32 = 0
+        for byte in bytes[at..<at + 4] { value = value << 4 | UInt32(hexValue(byte) ?? 0) }
+        return value
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    static func appendUTF8(_ scalar: UInt32, to out: inout [UInt8]) {
+        switch scalar {
+        case ..<0x80:
+            out.append(UInt8(scalar))
+        case ..<0x800:
+            out.append(UInt8(0xC0 | scalar >> 6))
+            out.append(UInt8(0x80 | scalar & 0x3F))
+        case ..<0x10000:
+            out.append(UInt8(0xE0 | scalar >> 12))
+            out.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            out.append(UInt8(0x80 | scalar & 0x3F))
+        default:
+            out.append(UInt8(0xF0 | scalar >> 18))
+            out.append(UInt8(0x80 | scalar >> 12 & 0x3F))
+            out.append(UInt8(0x80 | scalar >> 6 & 0x3F))
+            out.append(UInt8(0x80 | scalar & 0x3F))
+        }
+    }
+
+    /// The checking pass.
+    struct Parser {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var position = 0
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        func error(_ what: String) -> DecodingError {
+            .dataCorrupted(DecodingError.Context(
+                codingPath: [], debugDescription: "The given data was not valid JSON: \(what) at byte \(position)."))
+        }
+
+        mutating func skipWhitespace() {
+            while position < bytes.count {
+                switch bytes[position] {
+                case 0x20, 0x09, 0x0A, 0x0D: position += 1
+                default: return
+                }
+            }
+        }
+
+        mutating func value(into entries: inout [Entry], depth: Int) throws(DecodingError) {
+            guard position < bytes.count else { throw error("Unexpected end of input") }
+            switch bytes[position] {
+            case UInt8(ascii: "{"): try object(into: &entries, depth: depth + 1)
+            case UInt8(ascii: "["): try array(into: &entries, depth: depth + 1)
+            case UInt8(ascii: "\""): try string(into: &entries)
+            case UInt8(ascii: "t"): try literal("true", .true, into: &entries)
+            case UInt8(ascii: "f"): try literal("false", .false, into: &entries)
+            case UInt8(ascii: "n"): try literal("null", .null, into: &entries)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number(into: &entries)
+            default: throw error("Unexpected character '\(Unicode.Scalar(bytes[position]))'")
+            }
+        }
+
+        mutating func literal(_ text: StaticString, _ kind: Kind, into entries: inout [Entry]) throws(DecodingError) {
+            let count = text.utf8CodeUnitCount
+            let matches = position + count <= bytes.count && text.withUTF8Buffer { expected in
+                (0..<count).allSatisfy { bytes[position + $0] == expected[$0] }
+            }
+            guard matches else { throw error("Invalid literal") }
+            entries.append(Entry(kind: kind, start: position, end: position + count, next: entries.count + 1))
+            position += count
+        }
+
+        mutating func object(into entries: inout [Entry], depth: Int) throws(DecodingError) {
+            guard depth <= BusJSON.maximumDepth else { throw error("Nested deeper than \(BusJSON.maximumDepth)") }
+            let index = entries.count
+            entries.append(Entry(kind: .object, start: position, end: position))
+            position += 1
+            skipWhitespace()
+            var count = 0
+            if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
+                position += 1
+            } else {
+                while true {
+                    guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
+                        throw error(position < bytes.count ? "Expected a key (a string)" : "Unexpected end of input")
+                    }
+                    try string(into: &entries)
+                    skipWhitespace()
+                    guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("Expected ':'") }
+                    position += 1
+                    skipWhitespace()
+                    try value(into: &entries, depth: depth)
+                    count += 1
+                    skipWhitespace()
+                    guard position < bytes.count else { throw error("Unexpected end of input") }
+                    if bytes[position] == UInt8(ascii: ",") {
+                        position += 1
+                        skipWhitespace()
+                        continue
+                    }
+                    guard bytes[position] == UInt8(ascii: "}") else { throw error("Expected ',' or '}'") }
+                    position += 1
+                    break
+                }
+            }
+            entries[index].end = position
+            entries[index].count = count
+            entries[index].next = entries.count
+        }
+
+        mutating func array(into entries: inout [Entry], depth: Int) throws(DecodingError) {
+            guard depth <= BusJSON.maximumDepth else { throw error("Nested deeper than \(BusJSON.maximumDepth)") }
+            let index = entries.count
+            entries.append(Entry(kind: .array, start: position, end: position))
+            position += 1
+            skipWhitespace()
+            var count = 0
+            if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
+                position += 1
+            } else {
+                while true {
+                    try value(into: &entries, depth: depth)
+                    count += 1
+                    skipWhitespace()
+                    guard position < bytes.count else { throw error("Unexpected end of input") }
+                    if bytes[position] == UInt8(ascii: ",") {
+                        position += 1
+                        skipWhitespace()
+                        continue
+                    }
+                    guard bytes[position] == UInt8(ascii: "]") else { throw error("Expected ',' or ']'") }
+                    position += 1
+                    break
+                }
+            }
+            entries[index].end = position
+            entries[index].count = count
+            entries[index].next = entries.count
+        }
+
+        mutating func number(into entries: inout [Entry]) throws(DecodingError) {
+            let start = position
+            if bytes[position] == UInt8(ascii: "-") { position += 1 }
+            guard position < bytes.count, isDigit(bytes[position]) else { throw error("Expected a digit") }
+            if bytes[position] == UInt8(ascii: "0") {
+                position += 1
+                if position < bytes.count, isDigit(bytes[position]) { throw error("A number with a leading zero") }
+            } else {
+                skipDigits()
+            }
+            if position < bytes.count, bytes[position] == UInt8(ascii: ".") {
+                position += 1
+                guard position < bytes.count, isDigit(bytes[position]) else { throw error("Expected a digit after '.'") }
+                skipDigits()
+            }
+            if position < bytes.count, bytes[position] | 0x20 == UInt8(ascii: "e") {
+                position += 1
+                if position < bytes.count, bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-") { position += 1 }
+                guard position < bytes.count, isDigit(bytes[position]) else { throw error("Expected a digit in the exponent") }
+                skipDigits()
+            }
+            entries.append(Entry(kind: .number, start: start, end: position, next: entries.count + 1))
+        }
+
+        private func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
+
+        private mutating func skipDigits() {
+            while position < bytes.count, isDigit(bytes[position]) { position += 1 }
+        }
+
+        mutating func string(into entries: inout [Entry]) throws(DecodingError) {
+            position += 1  // the opening quote
+            let start = position
+            var escaped = false
+            while true {
+                guard position < bytes.count else { throw error("Unterminated string") }
+                let byte = bytes[position]
+                if byte == UInt8(ascii: "\"") { break }
+                if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                    try escape()
+                } else if byte < 0x20 {
+                    throw error("Unescaped control character in a string")
+                } else if byte < 0x80 {
+                    position += 1
+                } else {
+                    try utf8Sequence()
+                }
+            }
+            entries.append(Entry(kind: .string, escaped: escaped, start: start, end: position, next: entries.count + 1))
+            position += 1  // the closing quote
+        }
+
+        private mutating func escape() throws(DecodingError) {
+            guard position + 1 < bytes.count else { throw error("Unterminated escape") }
+            switch bytes[position + 1] {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                 UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                position += 2
+            case UInt8(ascii: "u"):
+                let unit = try hexEscape()
+                switch unit {
+                case 0xD800...0xDBFF:
+                    guard position + 1 < bytes.count, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
+                        throw error("A high surrogate escape without its low surrogate")
+                    }
+                    guard (0xDC00...0xDFFF).contains(try hexEscape()) else {
+                        throw error("A high surrogate escape without its low surrogate")
+                    }
+                case 0xDC00...0xDFFF:
+                    throw error("A low surrogate escape without its high surrogate")
+                default:
+                    break
+                }
+            default:
+                throw error("Invalid escape")
+            }
+        }
+
+        /// `\uXXXX` at `position`: its value.
+        private mutating func hexEscape() throws(DecodingError) -> UInt32 {
+            guard position + 6 <= bytes.count else { throw error("Unterminated \\u escape") }
+            var value: UInt32 = 0
+            for offset in 2..<6 {
+                guard let digit = BusJSONDocument.hexValue(bytes[position + offset]) else { throw error("Invalid \\u escape") }
+                value = value << 4 | UInt32(digit)
+            }
+            position += 6
+            return value
+        }
+
+        /// One multi-byte UTF-8 sequence, checked (no overlong form, no surrogate, at most U+10FFFF).
+        private mutating func utf8Sequence() throws(DecodingError) {
+            let lead = bytes[position]
+            let length: Int
+            var low: UInt8 = 0x80
+            var high: UInt8 = 0xBF
+            switch lead {
+            case 0xC2...0xDF: length = 2
+            case 0xE0: length = 3; low = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: length = 3
+            case 0xED: length = 3; high = 0x9F
+            case 0xF0: length = 4; low = 0x90
+            case 0xF1...0xF3: length = 4
+            case 0xF4: length = 4; high = 0x8F
+            default: throw error("Invalid UTF-8")
+            }
+            guard position + length <= bytes.count else { throw error("Invalid UTF-8 (truncated)") }
+            let second = bytes[position + 1]
+            guard second >= low, second <= high else { throw error("Invalid UTF-8") }
+            for offset in 2..<max(length, 2) where bytes[position + offset] & 0xC0 != 0x80 {
+                throw error("Invalid UTF-8")
+            }
+            position += length
+        }
+    }
+}

@@ -1,0 +1,293 @@
+import FoundationEssentials
+
+/// One `BusJSON.encode` call's output and its open containers.
+///
+/// Containers are written in one pass, as the value encodes them: a container is closed (its
+/// `}` or `]` written) when its parent writes its next member, or when the value that opened it
+/// returns. A stack of frames says which containers are still open; a container used after it
+/// was closed (legal in `Codable`, never done by a synthesized conformance) is out of order, and
+/// `BusJSON.encode` falls back to Foundation's encoder for that value.
+final class BusJSONWriter {
+    /// A container used after its parent moved on.
+    struct OutOfOrder: Error {}
+
+    enum Kind: UInt8 {
+        /// A value's place (after a key, in an array, at the top): filled by one container or value.
+        case slot
+        case object
+        case array
+    }
+
+    struct Frame {
+        var id: UInt32
+        var kind: Kind
+        /// Members or elements written so far.
+        var count = 0
+        /// For a slot: whether it holds a value yet.
+        var filled = false
+        /// For a slot holding an object or array: that container's id.
+        var child: UInt32 = 0
+    }
+
+    struct State {
+        var bytes: [UInt8] = []
+        var stack: [Frame] = []
+        var nextID: UInt32 = 0
+        /// A container was used after it was closed: the output is not the value.
+        var outOfOrder = false
+    }
+
+    /// The writer's state behind a pointer: a class's stored `var` is checked for exclusive
+    /// access at run time on every use, which cost about a sixth of an encoding. Only this
+    /// writer, on one task, ever reaches it (one writer per `BusJSON.encode` call).
+    private let state: UnsafeMutablePointer<State>
+
+    var bytes: [UInt8] {
+        _read { yield state.pointee.bytes }
+        _modify { yield &state.pointee.bytes }
+    }
+
+    var stack: [Frame] {
+        _read { yield state.pointee.stack }
+        _modify { yield &state.pointee.stack }
+    }
+
+    var outOfOrder: Bool {
+        get { state.pointee.outOfOrder }
+        set { state.pointee.outOfOrder = newValue }
+    }
+
+    init() {
+        state = .allocate(capacity: 1)
+        state.initialize(to: State())
+        state.pointee.bytes.reserveCapacity(128)
+        state.pointee.stack.reserveCapacity(8)
+    }
+
+    deinit {
+        state.deinitialize(count: 1)
+        state.deallocate()
+    }
+
+    func push(_ kind: Kind) -> (depth: Int, id: UInt32) {
+        state.pointee.nextID &+= 1
+        let id = state.pointee.nextID
+        stack.append(Frame(id: id, kind: kind))
+        return (stack.count - 1, id)
+    }
+
+    func isLive(_ depth: Int, _ id: UInt32) -> Bool {
+        depth < stack.count && stack[depth].id == id
+    }
+
+    /// Closes every frame above `depth`.
+    func close(above depth: Int) {
+        while stack.count > depth + 1 { closeTop() }
+    }
+
+    private func closeTop() {
+        let frame = stack.removeLast()
+        switch frame.kind {
+        case .object: bytes.append(UInt8(ascii: "}"))
+        case .array: bytes.append(UInt8(ascii: "]"))
+        case .slot where !frame.filled:
+            // A value that encoded nothing: an empty object, as Foundation writes it.
+            bytes.append(UInt8(ascii: "{"))
+            bytes.append(UInt8(ascii: "}"))
+        case .slot: break
+        }
+    }
+
+    /// Checks that the container at `depth` is open and makes it the innermost one.
+    func enter(_ depth: Int, _ id: UInt32) throws(OutOfOrder) {
+        guard isLive(depth, id) else {
+            outOfOrder = true
+            throw OutOfOrder()
+        }
+        close(above: depth)
+    }
+
+    /// Starts the next element of the open container at `depth` (its comma).
+    func beginElement(_ depth: Int, _ id: UInt32) throws(OutOfOrder) {
+        try enter(depth, id)
+        if stack[depth].count > 0 { bytes.append(UInt8(ascii: ",")) }
+        stack[depth].count += 1
+    }
+
+    /// Starts the member `key` of the open object at `depth`.
+    func beginMember(_ depth: Int, _ id: UInt32, _ key: String) throws(OutOfOrder) {
+        try beginElement(depth, id)
+        writeString(key)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    /// Opens a container in the place the caller just began (a member or an element).
+    func open(_ kind: Kind) -> (depth: Int, id: UInt32) {
+        bytes.append(kind == .object ? UInt8(ascii: "{") : UInt8(ascii: "["))
+        return push(kind)
+    }
+
+    // MARK: Values
+
+    func encodeTopLevel<T: Encodable>(_ value: T) throws {
+        if try writeKnown(value, path: []) { return }
+        let slot = push(.slot)
+        try value.encode(to: BusJSONEncoderImpl(writer: self, depth: slot.depth, id: slot.id, codingPath: []))
+        try enter(slot.depth, slot.id)
+        guard stack[slot.depth].filled else {
+            throw EncodingError.invalidValue(value, EncodingError.Context(
+                codingPath: [], debugDescription: "Top-level \(T.self) did not encode any values."))
+        }
+        close(above: -1)
+    }
+
+    /// Writes `value` in the place the caller just began.
+    func encodeValue<T: Encodable>(_ value: T, path: @autoclosure () -> [any CodingKey]) throws {
+        if try writeKnown(value, path: path()) { return }
+        let slot = push(.slot)
+        try value.encode(to: BusJSONEncoderImpl(writer: self, depth: slot.depth, id: slot.id, codingPath: path()))
+        try enter(slot.depth, slot.id)
+        close(above: slot.depth - 1)
+    }
+
+    /// The types Foundation's `JSONEncoder` writes its own way by default (`Data`, `URL`,
+    /// `Decimal`), and a few common ones written without an encoder. False: not one of them.
+    private func writeKnown<T: Encodable>(_ value: T, path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+        if T.self == String.self {
+            writeString(BusJSONCast.cast(value, to: String.self))
+        } else if T.self == Int.self {
+            writeInteger(BusJSONCast.cast(value, to: Int.self))
+        } else if T.self == Double.self {
+            try writeDouble(BusJSONCast.cast(value, to: Double.self), path: path())
+        } else if T.self == Bool.self {
+            writeBool(BusJSONCast.cast(value, to: Bool.self))
+        } else if T.self == [String].self {
+            writeArray(BusJSONCast.cast(value, to: [String].self)) { self.writeString($0) }
+        } else if T.self == [Int].self {
+            writeArray(BusJSONCast.cast(value, to: [Int].self)) { self.writeInteger($0) }
+        } else if T.self == Date.self {
+            // Foundation's default, `.deferredToDate`: seconds since 2001-01-01.
+            try writeDouble(BusJSONCast.cast(value, to: Date.self).timeIntervalSinceReferenceDate, path: path())
+        } else if T.self == Data.self {
+            writeString(BusJSONCast.cast(value, to: Data.self).base64EncodedString())
+        } else if T.self == URL.self {
+            writeString(BusJSONCast.cast(value, to: URL.self).absoluteString)
+        } else if T.self == Decimal.self {
+            writeASCII(BusJSONCast.cast(value, to: Decimal.self).description)
+        } else {
+            return false
+        }
+        return true
+    }
+
+    private func writeArray<E>(_ elements: [E], _ write: (E) -> Void) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, element) in elements.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            write(element)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    func writeNull() {
+        bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])  // null
+    }
+
+    func writeBool(_ value: Bool) {
+        if value {
+            bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65])  // true
+        } else {
+            bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])  // false
+        }
+    }
+
+    func writeInteger<I: FixedWidthInteger>(_ value: I) {
+        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        var magnitude = UInt64(value.magnitude)
+        if magnitude < 10 {
+            bytes.append(UInt8(ascii: "0") &+ UInt8(magnitude))
+            return
+        }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var start = 20
+            while magnitude > 0 {
+                start -= 1
+                digits[start] = UInt8(ascii: "0") &+ UInt8(magnitude % 10)
+                magnitude /= 10
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
+        }
+    }
+
+    func writeDouble(_ value: Double, path: @autoclosure () -> [any CodingKey]) throws {
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(value, EncodingError.Context(
+                codingPath: path(), debugDescription: "Unable to encode Double.\(value) directly in JSON: JSON has no \(value)."))
+        }
+        writeFloatDescription(value.description)
+    }
+
+    func writeFloat(_ value: Float, path: @autoclosure () -> [any CodingKey]) throws {
+        guard value.isFinite else {
+            throw EncodingError.invalidValue(value, EncodingError.Context(
+                codingPath: path(), debugDescription: "Unable to encode Float.\(value) directly in JSON: JSON has no \(value)."))
+        }
+        writeFloatDescription(value.description)
+    }
+
+    /// Swift's shortest round-trip form (`9.5`, `1e-07`, `1e+20`), without an integral value's
+    /// `.0`, as Foundation writes it.
+    private func writeFloatDescription(_ description: String) {
+        var text = description
+        text.withUTF8 { utf8 in
+            var count = utf8.count
+            if count > 2, utf8[count - 2] == UInt8(ascii: "."), utf8[count - 1] == UInt8(ascii: "0") { count -= 2 }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[0..<count]))
+        }
+    }
+
+    private func writeASCII(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    /// `string` as a JSON string: `"`, `\`, `/` and control characters escaped, the rest as UTF-8.
+    func writeString(_ string: String) {
+        var string = string
+        string.withUTF8 { utf8 in
+            bytes.append(UInt8(ascii: "\""))
+            var plainFrom = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "/") else {
+                    continue
+                }
+                if plainFrom < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom..<index])) }
+                plainFrom = index + 1
+                bytes.append(UInt8(ascii: "\\"))
+                switch byte {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): bytes.append(byte)
+                case 0x08: bytes.append(UInt8(ascii: "b"))
+                case 0x0C: bytes.append(UInt8(ascii: "f"))
+                case 0x0A: bytes.append(UInt8(ascii: "n"))
+                case 0x0D: bytes.append(UInt8(ascii: "r"))
+                case 0x09: bytes.append(UInt8(ascii: "t"))
+                default:
+                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                }
+            }
+            if plainFrom < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom...])) }
+            bytes.append(UInt8(ascii: "\""))
+        }
+    }
+}
+
+/// Reads a generic value as the concrete type it was just checked to be (`T.self == U.self`),
+/// without a dynamic cast.
+enum BusJSONCast {
+    @inline(__always)
+    static func cast<T, U>(_ value: T, to type: U.Type) -> U {
+        withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: U.self) }
+    }
+}
