@@ -361,15 +361,16 @@ struct HostileHTTPClientTests {
         defer { children.killAll() }
         let (broker, frontend, backend) = try await children.startBroker(["--http", "127.0.0.1:0"])
         let port = try await monitoringPort(of: broker)
-        // Open them all, then see which the server closes within 1 s (those past its cap of 64),
-        // then within 12 s (all: none sent a request).
+        // Open them all, then see that the server closes those past its cap of 64 long before
+        // its 5 s request timeout (within 3 s: on a loaded machine accepting 500 takes a while),
+        // then the rest within 12 s (all: none sent a request).
         let counts = try await runBlocking { () throws -> (atOnce: Int, inTime: Int, open: Int) in
             var clients: [RawTCPClient] = []
             defer { for client in clients { client.close() } }
             for _ in 0..<500 { clients.append(try RawTCPClient(port: port)) }
             var closed = Set<Int>()
             let start = ContinuousClock.now
-            while ContinuousClock.now - start < .seconds(1) {
+            while ContinuousClock.now - start < .seconds(3), closed.count < clients.count - 64 {
                 for (index, client) in clients.enumerated() where !closed.contains(index) {
                     if client.isClosedByServer(waitingMilliseconds: 0) { closed.insert(index) }
                 }
@@ -384,7 +385,7 @@ struct HostileHTTPClientTests {
             }
             return (atOnce, closed.count, clients.count - closed.count)
         }
-        #expect(counts.atOnce >= 500 - 64, "closed within 1 s of opening: \(counts)")
+        #expect(counts.atOnce >= 500 - 64, "closed within 3 s of opening: \(counts)")
         #expect(counts.open == 0, "still open after 12 s: \(counts)")
 
         // The broker still forwards and answers.
