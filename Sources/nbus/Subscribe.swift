@@ -257,15 +257,21 @@ struct Subscribe: AsyncParsableCommand {
         return SecondsOption.duration(min(connectTimeout, timeout ?? connectTimeout))
     }
 
-    /// Waits up to `limit` for `bus` to have a connection up, or a handshake tried (a refusal is
-    /// the refusal watch's to report): false when nothing answered at all. The bus signals no
-    /// connection made, so its counters are looked at every 20 ms.
+    /// Waits up to `limit` for `bus` to have a connection up, a handshake tried (a refusal is
+    /// the refusal watch's to report), or anything received (a connection that answered once and
+    /// is down now, a publisher that cut off this subscriber under load, is not "no broker"):
+    /// false when nothing answered at all. The bus signals no connection made, so its counters
+    /// are looked at every 20 ms.
     static func somethingAnswers(_ bus: Bus, within limit: Duration) async -> Bool {
         let clock = ContinuousClock()
         let deadline = clock.now + limit
         while true {
             let stats = bus.stats
-            if stats.connectedEndpoints > 0 || stats.handshakesFailed + stats.handshakesRefused > 0 { return true }
+            if stats.connectedEndpoints > 0 || stats.handshakesFailed + stats.handshakesRefused > 0
+                || stats.framesReceived > 0
+            {
+                return true
+            }
             guard clock.now < deadline else { return false }
             // Cancelled: the subscriber is ending for another reason; not "nothing answered".
             do { try await Task.sleep(for: .milliseconds(20)) } catch { return true }

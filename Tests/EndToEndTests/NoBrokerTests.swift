@@ -75,6 +75,27 @@ struct NoBrokerTests {
         #expect(output.status == 0 && output.stdoutText.contains("hello"), "\(output)")
     }
 
+    @Test("subscribe whose publisher answered and then left: --timeout says timed out (exit 1), not 'no broker'")
+    func subscribeAfterPublisherLeftTimesOut() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("gone.sock")
+        // It received one of two, then the binding publisher exited: the connection is down when
+        // --timeout ends the wait, but something did answer (a lost publisher, or one that cut
+        // this subscriber off under load, is not a missing broker).
+        let publisher = try children.start(
+            "publisher", ["publish", "gone.x", "one", "--bind", endpoint, "--subscribers", "1", "--timeout", "30"])
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "gone.x", "--connect", endpoint, "--count", "2", "--timeout", "4"])
+        let published = try #require(await publisher.waitForExit(), "\(publisher.describe())")
+        #expect(published.status == 0, "\(published)")
+        let output = try #require(await subscriber.waitForExit(), "\(subscriber.describe())")
+        #expect(!output.bySignal && output.status == 1, "\(output)")
+        #expect(output.stdoutText.contains("one"), "\(output)")
+        #expect(output.stderrText.contains("printed 1 of 2 before the 4.0 s timeout"), "\(output.stderrText)")
+        #expect(!output.stderrText.contains("no broker answered"), "\(output.stderrText)")
+    }
+
     @Test("request --timeout 3 with no broker ends within its timeout (not timeout + 2 s), exit 2 saying so")
     func requestBoundedByItsTimeout() async throws {
         let children = try Children()
