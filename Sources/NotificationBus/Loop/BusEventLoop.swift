@@ -153,7 +153,9 @@ final class BusEventLoop {
                 // subscriber past it (posts then queue, and wait: flow control).
                 if publisherSignal != nil {
                     let allowance = budgetPolicy?.allowance(wireSent: posts.bytesSent &+ box.lending.sentBytes) ?? .max
-                    if allowance > 0 { _ = box.lending.lend(allowance: allowance) }
+                    if allowance > 0, box.lending.lend(allowance: allowance) == .lent {
+                        core.publisherLent.store(true, ordering: .relaxed)
+                    }
                 }
                 return true
             }
