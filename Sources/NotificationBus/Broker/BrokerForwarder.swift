@@ -491,22 +491,35 @@ final class BrokerForwarder {
     }
 
     /// Keeps the retained notifications of the held frame (one read from a publisher that owns
-    /// its id), the retain bit read first without decoding.
+    /// its id), the retain bit read first without decoding. A version 1 frame is kept as it came
+    /// (only its name, payload length and `retain-for` are read); a batch is decoded and its
+    /// retained records kept one by one.
     private func rememberRetained() {
         guard held.count == 1 else { return }
-        let notifications: [BusNotification] = held.withMessageBytes(at: 0) { frame in
+        let now = Timestamps.monotonicNanoseconds()
+        var outcomes: [(RetainedStore.Outcome, name: String)] = []
+        held.withMessageBytes(at: 0) { frame in
             guard let nameLength = try? EnvelopeCodec.nameLength(in: frame),  // not a valid frame: nothing to keep
                 RetainedSnapshot.carriesRetain(frame, nameLength: nameLength),
                 !ControlNames.isReserved(nameBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
-            else { return [] }
-            // A malformed frame keeps nothing (subscribers reject and count it themselves).
-            return (try? EnvelopeCodec.decodeAll(frame, maximumPayload: 1 << 40)) ?? []
+            else { return }
+            if frame[nameLength + 1 + WireFormat.FixedHeaderOffset.version] == WireFormat.version {
+                // A malformed frame keeps nothing (subscribers reject and count it themselves).
+                if let outcome = retained.remember(frame: frame, nameLength: nameLength, now: now), outcome != .kept {
+                    outcomes.append((outcome, name: String(decoding: frame[0..<nameLength], as: UTF8.self)))
+                }
+                return
+            }
+            let notifications = (try? EnvelopeCodec.decodeAll(frame, maximumPayload: 1 << 40)) ?? []
+            for notification in notifications where notification.asksToBeRetained {
+                let outcome = retained.remember(notification, now: now)
+                if outcome != .kept { outcomes.append((outcome, name: notification.name.rawValue)) }
+            }
         }
         var evicted = 0
         var lastName = ""
-        let now = Timestamps.monotonicNanoseconds()
-        for notification in notifications where notification.asksToBeRetained {
-            switch retained.remember(notification, now: now) {
+        for (outcome, name) in outcomes {
+            switch outcome {
             case .kept: break
             case .cleared: stats.retainedClears &+= 1
             case .keptEvicting(let count, let name):
@@ -514,7 +527,7 @@ final class BrokerForwarder {
                 lastName = name
             case .tooLarge:
                 evicted += 1
-                lastName = notification.name.rawValue
+                lastName = name
             }
         }
         stats.retainedNames = retained.count

@@ -65,9 +65,14 @@ extension BusReceiver {
         else { return }
         let nameLength = base.distance(to: UnsafeRawPointer(nul))
         guard RetainedSnapshot.carriesRetain(frame, nameLength: nameLength) else { return }
-        // This bus encoded the frame itself; one it could not decode would keep nothing.
-        let notifications = (try? EnvelopeCodec.decodeAll(frame, maximumPayload: maximumPayload)) ?? []
         let now = Timestamps.monotonicNanoseconds()
+        // This bus encoded the frame itself; one it could not decode would keep nothing. A
+        // version 1 frame is kept as it is (no decode, no encode).
+        if frame[nameLength + 1 + WireFormat.FixedHeaderOffset.version] == WireFormat.version {
+            _ = localRetained.remember(frame: frame, nameLength: nameLength, now: now)
+            return
+        }
+        let notifications = (try? EnvelopeCodec.decodeAll(frame, maximumPayload: maximumPayload)) ?? []
         for notification in notifications where notification.asksToBeRetained {
             _ = localRetained.remember(notification, now: now)
         }

@@ -1,0 +1,57 @@
+// What a keeper of retained values (NBP-1 §18) reads from a version 1 frame it keeps as it came:
+// whether it clears the name's value, and its `retain-for`. Read in place, nothing copied.
+
+extension EnvelopeCodec {
+    /// A version 1 frame's retained-value fields, read without decoding.
+    package struct RetainedFields: Equatable {
+        /// The payload is empty: a retained post of it clears the name's value.
+        package let clears: Bool
+        /// The `retain-for` header as nanoseconds; nil when absent or not a valid number
+        /// (`BusNotification.retainedLifetimeNanoseconds`'s rule).
+        package let lifetimeNanoseconds: UInt64?
+    }
+
+    /// The retained-value fields of a version 1 frame whose name `nameLength(in:)` vouched for,
+    /// after the same checks as `decode` (any payload size): nil when `decode` would reject it,
+    /// so a keeper never keeps and hands out a frame its receivers would reject.
+    package static func retainedFields(_ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int) -> RetainedFields? {
+        guard
+            let layout = try? checkFrame(
+                frame, validatedNameLength: nameCount, maximumPayload: Int.max, maximumHeaderCount: WireFormat.maximumHeaderCount)
+        else { return nil }
+        var lifetime: UInt64?
+        var position = layout.mapStart
+        let key = WireFormat.retainForHeader.utf8
+        // The map was checked: every entry's lengths lie within it.
+        for _ in 0..<layout.headerCount {
+            let keyCount = Int(frame[position])
+            let keyRange = (position + 1)..<(position + 1 + keyCount)
+            position = keyRange.upperBound
+            let valueCount = Int(UInt16(bigEndian: frame.loadUnaligned(fromByteOffset: position, as: UInt16.self)))
+            let valueRange = (position + 2)..<(position + 2 + valueCount)
+            position = valueRange.upperBound
+            if keyCount == key.count, UnsafeRawBufferPointer(rebasing: frame[keyRange]).elementsEqual(key) {
+                lifetime = WireFormat.retainedLifetimeNanoseconds(UnsafeRawBufferPointer(rebasing: frame[valueRange]))
+                break
+            }
+        }
+        return RetainedFields(clears: layout.mapEnd == frame.count, lifetimeNanoseconds: lifetime)
+    }
+}
+
+extension WireFormat {
+    /// A `retain-for` value (decimal milliseconds, 1 to 2^53) as nanoseconds; nil for anything
+    /// else (NBP-1 §18).
+    package static func retainedLifetimeNanoseconds(_ text: some Collection<UInt8>) -> UInt64? {
+        let largest = UInt64(1) << 53
+        guard !text.isEmpty else { return nil }
+        var milliseconds: UInt64 = 0
+        for byte in text {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            milliseconds = milliseconds * 10 + UInt64(byte - UInt8(ascii: "0"))
+            guard milliseconds <= largest else { return nil }
+        }
+        guard milliseconds >= 1 else { return nil }
+        return milliseconds * 1_000_000
+    }
+}
