@@ -26,15 +26,16 @@ extension Bus {
             headers[WireFormat.retainForHeader] = String(milliseconds)
         }
         var message: Message?
-        if configuration.deliversToItself {
-            // An embedded bus keeps its own values: a post no subscription wants yet is still
-            // encoded and queued, so the loop sees it (ZeroMQ filters it for everyone else).
+        if configuration.deliversToItself || core.keepsOwnRetained {
+            // An embedded bus and a binding publisher keep their own values: a post no
+            // subscription wants yet is still encoded and queued, so it is kept (ZeroMQ filters
+            // it for everyone else).
             try checkPostable(name)
             message = try frame(size: try encodedSize(name, payload, headers), name, payload, headers, contentType)
         } else {
             message = try encodeForPost(name, payload, headers, contentType)
         }
-        guard var encoded = message.take() else { return }  // no subscriber and no retaining broker
+        guard var encoded = message.take() else { return }  // no subscriber and no retaining broker or keeper
         let flagOffset = name.rawValue.utf8.count + 1 + WireFormat.FixedHeaderOffset.flags
         encoded.withUnsafeMutableBytes { $0[flagOffset] |= WireFormat.Flag.retain }
         message = consume encoded
