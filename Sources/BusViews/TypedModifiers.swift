@@ -10,9 +10,10 @@ extension ViewContent {
     /// form hands over its notification there); one that does not decode runs nothing and is
     /// counted in `ViewMetrics.undecodable`.
     public func onReceive<M: BusMessage>(
-        _ type: M.Type, buffering: BufferingPolicy = .default, perform action: @escaping @MainActor (M) -> Void
+        _ type: M.Type, buffering: BufferingPolicy = .default, start: SubscriptionStart = .now,
+        perform action: @escaping @MainActor (M) -> Void
     ) -> ViewContent {
-        adding(onReceive: M.busObservedPattern, buffering) { notification in
+        adding(onReceive: M.busObservedPattern, buffering, start) { notification in
             guard notification.contentType == .json || notification.contentType == .unspecified,
                 let message = try? M.decodeBusPayload(notification.payload)
             else { return false }
@@ -24,11 +25,11 @@ extension ViewContent {
     /// A task that iterates this view's subscription to `type`'s messages (`task(subscribing:)`
     /// with `feed.messages(of: type)`): lives while the view exists, keeps per `replay` while hidden.
     public func task<M: BusMessage>(
-        subscribing type: M.Type, replay: ReplayPolicy = .none, buffering: BufferingPolicy = .default,
-        priority: TaskPriority = .userInitiated,
+        subscribing type: M.Type, replay: ReplayPolicy = .none, start: SubscriptionStart = .now,
+        buffering: BufferingPolicy = .default, priority: TaskPriority = .userInitiated,
         @_inheritActorContext _ action: @escaping @isolated(any) @Sendable (ViewFeedMessages<M>) async -> Void
     ) -> ViewContent {
-        task(subscribing: M.busObservedPattern, replay: replay, buffering: buffering, priority: priority) { feed in
+        task(subscribing: M.busObservedPattern, replay: replay, start: start, buffering: buffering, priority: priority) { feed in
             await action(feed.messages(of: M.self))
         }
     }

@@ -16,16 +16,18 @@ final class ViewFeedStorage: BusEventSink {
     private let state: Mutex<ViewFeedStateMachine>
     private let metrics: ViewMetricsRecorder
 
-    /// Subscribes to `pattern` now, so `bus.ready(pattern)` covers it. `buffering.capacity` bounds
+    /// Subscribes to `pattern` now, so `bus.ready(pattern)` covers it (with `.retained`, once its
+    /// current values were handed over, ahead of everything live). `buffering.capacity` bounds
     /// the queue of a visible consumer; beyond it the bus stops reading (back-pressure).
-    init(bus: Bus, pattern: NamePattern, replay: ReplayPolicy, buffering: BufferingPolicy, metrics: ViewMetricsRecorder)
-        throws(BusError)
-    {
+    init(
+        bus: Bus, pattern: NamePattern, replay: ReplayPolicy, start: SubscriptionStart = .now, buffering: BufferingPolicy,
+        metrics: ViewMetricsRecorder
+    ) throws(BusError) {
         self.pattern = pattern
         self.replay = replay
         self.state = Mutex(ViewFeedStateMachine(replay: replay, capacity: buffering.capacity))
         self.metrics = metrics
-        let subscription = try bus.subscribe(pattern, sink: self)
+        let subscription = try bus.subscribe(pattern, sink: self, retained: start == .retained)
         self.subscription.withLock { $0 = subscription }
     }
 

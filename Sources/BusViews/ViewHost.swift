@@ -164,9 +164,9 @@ public final class ViewHost {
     private func install(_ modifier: ViewModifier, on node: ViewNode) -> ModifierSlot {
         let slot = ModifierSlot(modifier)
         switch modifier {
-        case .onReceive(let pattern, let buffering, _):
+        case .onReceive(let pattern, let buffering, let start, _):
             do {
-                slot.observation = try bus.addObserver(forName: pattern, buffering: buffering) {
+                slot.observation = try bus.addObserver(forName: pattern, buffering: buffering, retained: start == .retained) {
                     @MainActor [weak self, weak slot, weak node] notification in
                     guard let self, let slot, let node else { return }
                     self.deliver(notification, through: slot, to: node)
@@ -178,7 +178,8 @@ public final class ViewHost {
             if let request = task.feed {
                 do {
                     slot.feed = try ViewFeedStorage(
-                        bus: bus, pattern: request.pattern, replay: request.replay, buffering: request.buffering,
+                        bus: bus, pattern: request.pattern, replay: request.replay, start: request.start,
+                        buffering: request.buffering,
                         metrics: node.recorder)
                 } catch {
                     subscriptionErrors.append(error)
@@ -200,7 +201,7 @@ public final class ViewHost {
 
     /// `onReceive`: the action runs, then `body` is re-evaluated, state change or not.
     private func deliver(_ notification: BusNotification, through slot: ModifierSlot, to node: ViewNode) {
-        guard node.exists, case .onReceive(_, _, let action) = slot.modifier else { return }
+        guard node.exists, case .onReceive(_, _, _, let action) = slot.modifier else { return }
         batch {
             let updatesBefore = node.stateUpdateCount
             let start = Timestamps.monotonicNanoseconds()

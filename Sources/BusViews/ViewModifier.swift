@@ -6,7 +6,7 @@ enum ViewModifier {
     case onDisappear(@MainActor () -> Void)
     /// The action returns false for a notification it could not take (a typed one that did not
     /// decode): counted in `ViewMetrics.undecodable`, and `body` is not re-evaluated for it.
-    case onReceive(NamePattern, BufferingPolicy, @MainActor (BusNotification) -> Bool)
+    case onReceive(NamePattern, BufferingPolicy, SubscriptionStart, @MainActor (BusNotification) -> Bool)
     case task(TaskModifier)
 
     /// Whether `other` at the same position keeps this slot's subscription (same kind and source).
@@ -14,8 +14,8 @@ enum ViewModifier {
         switch (self, other) {
         case (.onAppear, .onAppear), (.onDisappear, .onDisappear):
             return true
-        case (.onReceive(let pattern, let buffering, _), .onReceive(let otherPattern, let otherBuffering, _)):
-            return pattern == otherPattern && buffering == otherBuffering
+        case (.onReceive(let pattern, let buffering, let start, _), .onReceive(let otherPattern, let otherBuffering, let otherStart, _)):
+            return pattern == otherPattern && buffering == otherBuffering && start == otherStart
         case (.task(let task), .task(let otherTask)):
             return task.feed == otherTask.feed
         default:
@@ -30,6 +30,7 @@ struct TaskModifier {
     struct FeedRequest: Equatable {
         var pattern: NamePattern
         var replay: ReplayPolicy
+        var start: SubscriptionStart = .now
         var buffering: BufferingPolicy
     }
 

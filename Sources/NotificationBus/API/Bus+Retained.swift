@@ -82,6 +82,25 @@ extension Bus {
         BusEventSequence(handle: try subscribe(pattern, buffering, retained: retained))
     }
 
+    /// `subscribe(_:sink:)` that starts with the retained values, as
+    /// `notifications(named:buffering:retained:)`: the sink gets them first, marked `isRetained`.
+    public func subscribe(_ pattern: NamePattern, sink: any BusEventSink, retained: Bool) throws(BusError) -> SinkSubscription {
+        SinkSubscription(handle: try subscribe(pattern, .default, sink: sink, retained: retained))
+    }
+
+    /// `addObserver(forName:buffering:using:)` that starts with the retained values, as
+    /// `notifications(named:buffering:retained:)`: `block` sees them first, marked `isRetained`.
+    public func addObserver(
+        forName pattern: NamePattern, buffering: BufferingPolicy = .default, retained: Bool,
+        using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
+    ) throws(BusError) -> ObservationToken {
+        let sequence = try notifications(named: pattern, buffering: buffering, retained: retained)
+        let task = Task {
+            for await notification in sequence { await block(notification) }
+        }
+        return ObservationToken(task: task, sequence: sequence)
+    }
+
     /// The current state of `pattern`'s names, then the end: the retained values (and any live
     /// notification that arrived meanwhile, newer), after which the sequence ends
     /// (`nbus subscribe --retained-only`). Through no broker that keeps values it ends at once.
