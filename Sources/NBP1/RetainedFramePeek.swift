@@ -39,6 +39,37 @@ extension EnvelopeCodec {
     }
 }
 
+extension EnvelopeCodec {
+    /// The retained records of a batch frame (name vouched for) that a keeper must apply, decoded,
+    /// in order: every clear (bit 0, empty payload), and of the retained values only those not
+    /// followed by another value before the next clear or the end (a batch is one name's: a later
+    /// value replaces an earlier one at once). nil when `decodeAll` would reject the batch.
+    package static func retainedRecordsToKeep(
+        inBatch frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int
+    ) -> [BusNotification]? {
+        var retained: [(index: Int, clears: Bool)] = []
+        do {
+            _ = try walkBatch(
+                frame, validatedNameLength: nameCount, maximumPayload: 1 << 40, maximumHeaderCount: WireFormat.maximumHeaderCount
+            ) { record in
+                if frame[record.start + WireFormat.BatchRecordOffset.flags] & WireFormat.Flag.retain != 0 {
+                    retained.append((record.index, record.payloadEnd == record.mapEnd))
+                }
+            }
+        } catch {
+            return nil
+        }
+        var kept: Set<Int> = []
+        for (position, record) in retained.enumerated() {
+            let nextIsValue = position + 1 < retained.count && !retained[position + 1].clears
+            if record.clears || !nextIsValue { kept.insert(record.index) }
+        }
+        guard !kept.isEmpty else { return [] }
+        return try? decodeBatch(
+            frame, validatedNameLength: nameCount, name: nil, maximumPayload: 1 << 40, keeping: { kept.contains($0) })
+    }
+}
+
 extension WireFormat {
     /// A `retain-for` value (decimal milliseconds, 1 to 2^53) as nanoseconds; nil for anything
     /// else (NBP-1 §18).

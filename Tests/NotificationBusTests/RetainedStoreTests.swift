@@ -122,6 +122,23 @@ struct RetainedStoreTests {
         #expect(outcome == .tooLarge && small.count == 0)
     }
 
+    @Test("of a batch a keeper decodes only the records that change what is kept: clears and the last of each run of values")
+    func batchRecordsToKeep() throws {
+        var plain = try value("k.x", [5], sequence: 5)
+        plain.flags = 0
+        let records = [
+            try value("k.x", [1], sequence: 1), try value("k.x", [2], sequence: 2), try value("k.x", [], sequence: 3),
+            try value("k.x", [4], sequence: 4), plain,
+        ]
+        let batch = try EnvelopeCodec.encodeBatch(records)
+        let kept = try #require(batch.withUnsafeBytes { EnvelopeCodec.retainedRecordsToKeep(inBatch: $0, validatedNameLength: 3) })
+        #expect(kept.map(\.sequence) == [2, 3, 4])
+        #expect(kept.map(\.payload) == [[2], [], [4]])
+        // A batch receivers would reject keeps nothing.
+        let cut = Array(batch.dropLast())
+        #expect(cut.withUnsafeBytes { EnvelopeCodec.retainedRecordsToKeep(inBatch: $0, validatedNameLength: 3) } == nil)
+    }
+
     @Test("many updates of a few names keep the eviction order compact and right")
     func orderStaysBounded() throws {
         var store = RetainedStore(maximumNames: 3, maximumBytes: 1 << 20)

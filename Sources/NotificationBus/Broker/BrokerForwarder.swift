@@ -492,8 +492,8 @@ final class BrokerForwarder {
 
     /// Keeps the retained notifications of the held frame (one read from a publisher that owns
     /// its id), the retain bit read first without decoding. A version 1 frame is kept as it came
-    /// (only its name, payload length and `retain-for` are read); a batch is decoded and its
-    /// retained records kept one by one.
+    /// (only its name, payload length and `retain-for` are read); of a batch, the records that
+    /// change what is kept (every clear, the last of each run of values) are decoded and kept.
     private func rememberRetained() {
         guard held.count == 1 else { return }
         let now = Timestamps.monotonicNanoseconds()
@@ -510,7 +510,9 @@ final class BrokerForwarder {
                 }
                 return
             }
-            let notifications = (try? EnvelopeCodec.decodeAll(frame, maximumPayload: 1 << 40)) ?? []
+            // A batch: only the records that change what is kept are decoded (a run of one
+            // name's values keeps its last), none encoded but those.
+            let notifications = EnvelopeCodec.retainedRecordsToKeep(inBatch: frame, validatedNameLength: nameLength) ?? []
             for notification in notifications where notification.asksToBeRetained {
                 let outcome = retained.remember(notification, now: now)
                 if outcome != .kept { outcomes.append((outcome, name: notification.name.rawValue)) }
