@@ -179,7 +179,7 @@ extension EnvelopeCodec {
     /// delivers part of a batch and its sequence tracking sees the whole batch as lost.
     package static func decodeBatch(
         _ frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, name knownName: NotificationName?,
-        maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount, keeping: ((Int) -> Bool)? = nil
+        maximumPayload: Int, maximumHeaderCount: Int = WireFormat.maximumHeaderCount
     ) throws(RejectionReason) -> [BusNotification] {
         typealias Record = WireFormat.BatchRecordOffset
         func u64(_ offset: Int) -> UInt64 {
@@ -190,8 +190,6 @@ extension EnvelopeCodec {
         _ = try walkBatch(
             frame, validatedNameLength: nameCount, maximumPayload: maximumPayload, maximumHeaderCount: maximumHeaderCount
         ) { record in
-            // `keeping`: only the records it picks are copied out (the whole frame is still checked).
-            if let keeping, !keeping(record.index) { return }
             if record.index == 0 { notifications.reserveCapacity(record.recordCount) }
             let position = record.start
             // The map was checked by the walk: its wire form is copied as it is.

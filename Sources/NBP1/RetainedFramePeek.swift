@@ -40,33 +40,63 @@ extension EnvelopeCodec {
 }
 
 extension EnvelopeCodec {
-    /// The retained records of a batch frame (name vouched for) that a keeper must apply, decoded,
-    /// in order: every clear (bit 0, empty payload), and of the retained values only those not
-    /// followed by another value before the next clear or the end (a batch is one name's: a later
-    /// value replaces an earlier one at once). nil when `decodeAll` would reject the batch.
-    package static func retainedRecordsToKeep(
+    /// The retained records of a batch frame (name vouched for) that a keeper must apply, each as
+    /// the version 1 frame that carries the same fields (written from the record's bytes, never
+    /// decoded), in order: every clear (bit 0, empty payload), and of the retained values only
+    /// those not followed by another value before the next clear or the end (a batch is one
+    /// name's: a later value replaces an earlier one at once). nil when `decodeAll` would
+    /// reject the batch.
+    package static func retainedFramesToKeep(
         inBatch frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int
-    ) -> [BusNotification]? {
-        var retained: [(index: Int, clears: Bool)] = []
+    ) -> [[UInt8]]? {
+        var retained: [(start: Int, mapStart: Int, payloadEnd: Int, clears: Bool)] = []
+        let publisherID: UInt64
         do {
-            _ = try walkBatch(
+            (publisherID, _) = try walkBatch(
                 frame, validatedNameLength: nameCount, maximumPayload: 1 << 40, maximumHeaderCount: WireFormat.maximumHeaderCount
             ) { record in
                 if frame[record.start + WireFormat.BatchRecordOffset.flags] & WireFormat.Flag.retain != 0 {
-                    retained.append((record.index, record.payloadEnd == record.mapEnd))
+                    retained.append((record.start, record.mapStart, record.payloadEnd, record.payloadEnd == record.mapEnd))
                 }
             }
         } catch {
             return nil
         }
-        var kept: Set<Int> = []
+        var frames: [[UInt8]] = []
         for (position, record) in retained.enumerated() {
             let nextIsValue = position + 1 < retained.count && !retained[position + 1].clears
-            if record.clears || !nextIsValue { kept.insert(record.index) }
+            guard record.clears || !nextIsValue else { continue }
+            frames.append(
+                versionOneFrame(
+                    ofRecordAt: record.start, mapStart: record.mapStart, payloadEnd: record.payloadEnd, in: frame,
+                    nameLength: nameCount, publisherID: publisherID))
         }
-        guard !kept.isEmpty else { return [] }
-        return try? decodeBatch(
-            frame, validatedNameLength: nameCount, name: nil, maximumPayload: 1 << 40, keeping: { kept.contains($0) })
+        return frames
+    }
+
+    /// The version 1 frame (NBP-1 §2.1) of a checked batch record: name, the fixed header from
+    /// the record's fields and the batch's publisher id, then the record's map and payload as they are.
+    private static func versionOneFrame(
+        ofRecordAt record: Int, mapStart: Int, payloadEnd: Int, in frame: UnsafeRawBufferPointer, nameLength: Int,
+        publisherID: UInt64
+    ) -> [UInt8] {
+        typealias Record = WireFormat.BatchRecordOffset
+        var out: [UInt8] = []
+        out.reserveCapacity(nameLength + 1 + WireFormat.fixedHeaderSize + payloadEnd - mapStart)
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
+        out.append(0)
+        out.append(WireFormat.version)
+        out.append(frame[record + Record.flags])
+        out.append(frame[record + Record.contentType])
+        out.append(UInt8(nameLength))
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[(record + Record.headersLength)..<(record + Record.headersLength + 2)]))
+        out.append(frame[record + Record.headerCount])
+        out.append(0)
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[(record + Record.sequence)..<(record + Record.sequence + 8)]))
+        withUnsafeBytes(of: publisherID.bigEndian) { out.append(contentsOf: $0) }
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[(record + Record.timestamp)..<(record + Record.timestamp + 8)]))
+        out.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[mapStart..<payloadEnd]))
+        return out
     }
 }
 

@@ -122,21 +122,26 @@ struct RetainedStoreTests {
         #expect(outcome == .tooLarge && small.count == 0)
     }
 
-    @Test("of a batch a keeper decodes only the records that change what is kept: clears and the last of each run of values")
+    @Test("of a batch a keeper keeps only the records that change what is kept (clears, the last of each run), as their version 1 frames")
     func batchRecordsToKeep() throws {
         var plain = try value("k.x", [5], sequence: 5)
         plain.flags = 0
         let records = [
-            try value("k.x", [1], sequence: 1), try value("k.x", [2], sequence: 2), try value("k.x", [], sequence: 3),
-            try value("k.x", [4], sequence: 4), plain,
+            try value("k.x", [1], sequence: 1), try value("k.x", [2], sequence: 2, headers: ["h": "v"]),
+            try value("k.x", [], sequence: 3), try value("k.x", [4], sequence: 4), plain,
         ]
         let batch = try EnvelopeCodec.encodeBatch(records)
-        let kept = try #require(batch.withUnsafeBytes { EnvelopeCodec.retainedRecordsToKeep(inBatch: $0, validatedNameLength: 3) })
+        let frames = try #require(batch.withUnsafeBytes { EnvelopeCodec.retainedFramesToKeep(inBatch: $0, validatedNameLength: 3) })
+        // Each is the version 1 frame the record's notification encodes to, byte for byte.
+        let expected = try [records[1], records[2], records[3]].map { try EnvelopeCodec.encode($0) }
+        #expect(frames == expected)
+        let kept = try frames.map { try EnvelopeCodec.decode(frame: $0) }
         #expect(kept.map(\.sequence) == [2, 3, 4])
         #expect(kept.map(\.payload) == [[2], [], [4]])
+        #expect(kept.allSatisfy { $0.asksToBeRetained && $0.publisherID == 7 })
         // A batch receivers would reject keeps nothing.
         let cut = Array(batch.dropLast())
-        #expect(cut.withUnsafeBytes { EnvelopeCodec.retainedRecordsToKeep(inBatch: $0, validatedNameLength: 3) } == nil)
+        #expect(cut.withUnsafeBytes { EnvelopeCodec.retainedFramesToKeep(inBatch: $0, validatedNameLength: 3) } == nil)
     }
 
     @Test("many updates of a few names keep the eviction order compact and right")

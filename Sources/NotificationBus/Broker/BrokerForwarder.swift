@@ -493,7 +493,8 @@ final class BrokerForwarder {
     /// Keeps the retained notifications of the held frame (one read from a publisher that owns
     /// its id), the retain bit read first without decoding. A version 1 frame is kept as it came
     /// (only its name, payload length and `retain-for` are read); of a batch, the records that
-    /// change what is kept (every clear, the last of each run of values) are decoded and kept.
+    /// change what is kept (every clear, the last of each run of values) are kept as the version
+    /// 1 frames that carry them, written from their bytes.
     private func rememberRetained() {
         guard held.count == 1 else { return }
         let now = Timestamps.monotonicNanoseconds()
@@ -510,12 +511,14 @@ final class BrokerForwarder {
                 }
                 return
             }
-            // A batch: only the records that change what is kept are decoded (a run of one
-            // name's values keeps its last), none encoded but those.
-            let notifications = EnvelopeCodec.retainedRecordsToKeep(inBatch: frame, validatedNameLength: nameLength) ?? []
-            for notification in notifications where notification.asksToBeRetained {
-                let outcome = retained.remember(notification, now: now)
-                if outcome != .kept { outcomes.append((outcome, name: notification.name.rawValue)) }
+            // A batch: only the records that change what is kept (a run of one name's values
+            // keeps its last), each written as a version 1 frame from its bytes, none decoded.
+            for kept in EnvelopeCodec.retainedFramesToKeep(inBatch: frame, validatedNameLength: nameLength) ?? [] {
+                kept.withUnsafeBytes { kept in
+                    if let outcome = retained.remember(frame: kept, nameLength: nameLength, now: now), outcome != .kept {
+                        outcomes.append((outcome, name: String(decoding: frame[0..<nameLength], as: UTF8.self)))
+                    }
+                }
             }
         }
         var evicted = 0
