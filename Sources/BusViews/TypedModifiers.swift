@@ -14,9 +14,10 @@ extension ViewContent {
     /// for a type with a `BusSubject`). One that does not decode runs nothing and is counted in
     /// `ViewMetrics.undecodable`.
     public func onReceive<M: BusMessage>(
-        _ type: M.Type, buffering: BufferingPolicy = .default, perform action: @escaping @MainActor (M) -> Void
+        _ type: M.Type, buffering: BufferingPolicy = .default, start: SubscriptionStart = .now,
+        perform action: @escaping @MainActor (M) -> Void
     ) -> ViewContent {
-        adding(onReceive: M.busObservedPattern, buffering, Self.taking(action))
+        adding(onReceive: M.busObservedPattern, buffering, start, Self.taking(action))
     }
 
     /// `onReceive(_:)` spelled as Foundation's `addObserver(of:for:)` without a subject.
@@ -52,7 +53,7 @@ extension ViewContent {
         _ pattern: NamePattern, as type: M.Type, buffering: BufferingPolicy = .default,
         perform action: @escaping @MainActor (TypedNotification<M>) -> Void
     ) -> ViewContent {
-        adding(onReceive: pattern, buffering) { notification in
+        adding(onReceive: pattern, buffering, .now) { notification in
             guard let message = try? notification.message(as: M.self) else { return false }
             action(TypedNotification(message: message, notification: notification))
             return true
@@ -75,11 +76,11 @@ extension ViewContent {
     /// with `feed.messages(of: type)`): lives while the view exists, keeps per `replay` while
     /// hidden. `messages.events` has gaps and undecodable notifications in-band.
     public func task<M: BusMessage>(
-        subscribing type: M.Type, replay: ReplayPolicy = .none, buffering: BufferingPolicy = .default,
-        priority: TaskPriority = .userInitiated,
+        subscribing type: M.Type, replay: ReplayPolicy = .none, start: SubscriptionStart = .now,
+        buffering: BufferingPolicy = .default, priority: TaskPriority = .userInitiated,
         @_inheritActorContext _ action: @escaping @isolated(any) @Sendable (ViewFeedMessages<M>) async -> Void
     ) -> ViewContent {
-        adding(typedTask: M.busObservedPattern, replay: replay, buffering: buffering, priority: priority) { feed in
+        adding(typedTask: M.busObservedPattern, replay: replay, start: start, buffering: buffering, priority: priority) { feed in
             await action(feed.messages(of: M.self))
         }
     }
@@ -120,7 +121,7 @@ extension ViewContent {
     ) -> ViewContent {
         let pattern: NamePattern
         do throws(BusError) { pattern = try M.busSubjectPattern(subjectID: subjectID) } catch { return adding(.unusable(error)) }
-        return adding(onReceive: pattern, buffering, Self.taking(action))
+        return adding(onReceive: pattern, buffering, .now, Self.taking(action))
     }
 
     /// The byte-level action of a typed `onReceive`: the message (the value itself for this

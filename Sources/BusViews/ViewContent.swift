@@ -50,29 +50,33 @@ public struct ViewContent {
     }
 
     /// Subscribes while the view exists, visible or not: each notification runs `action` on the main
-    /// actor and then re-evaluates `body`, whether or not the action changed any state.
+    /// actor and then re-evaluates `body`, whether or not the action changed any state. With
+    /// `start: .retained` the first notifications are the current values (`isRetained`).
     public func onReceive(
-        _ pattern: NamePattern, buffering: BufferingPolicy = .default,
+        _ pattern: NamePattern, buffering: BufferingPolicy = .default, start: SubscriptionStart = .now,
         perform action: @escaping @MainActor (BusNotification) -> Void
     ) -> ViewContent {
         adding(
-            .onReceive(pattern, buffering, typed: false) { notification in
+            .onReceive(pattern, buffering, start, typed: false) { notification in
                 action(notification)
                 return true
             })
     }
 
     /// `onReceive` for a message type, with an action that says whether it took the notification.
-    func adding(onReceive pattern: NamePattern, _ buffering: BufferingPolicy, _ action: @escaping @MainActor (BusNotification) -> Bool) -> ViewContent {
-        adding(.onReceive(pattern, buffering, typed: true, action))
+    func adding(
+        onReceive pattern: NamePattern, _ buffering: BufferingPolicy, _ start: SubscriptionStart,
+        _ action: @escaping @MainActor (BusNotification) -> Bool
+    ) -> ViewContent {
+        adding(.onReceive(pattern, buffering, start, typed: true, action))
     }
 
     /// `task(subscribing:)` for a message type: the feed's subscription takes this bus's own posts as values.
     func adding(
-        typedTask pattern: NamePattern, replay: ReplayPolicy, buffering: BufferingPolicy, priority: TaskPriority,
-        _ action: @escaping @isolated(any) @Sendable (ViewFeed) async -> Void
+        typedTask pattern: NamePattern, replay: ReplayPolicy, start: SubscriptionStart = .now, buffering: BufferingPolicy,
+        priority: TaskPriority, _ action: @escaping @isolated(any) @Sendable (ViewFeed) async -> Void
     ) -> ViewContent {
-        let feed = TaskModifier.FeedRequest(pattern: pattern, replay: replay, buffering: buffering, typed: true)
+        let feed = TaskModifier.FeedRequest(pattern: pattern, replay: replay, start: start, buffering: buffering, typed: true)
         return adding(.task(TaskModifier(id: nil, priority: priority, feed: feed, operation: .feed(action))))
     }
 
@@ -94,24 +98,25 @@ public struct ViewContent {
     }
 
     /// A task that iterates this view's subscription to `pattern`: the subscription lives while the
-    /// view exists and keeps what arrives while it is hidden per `replay`, for the next run.
+    /// view exists and keeps what arrives while it is hidden per `replay`, for the next run. With
+    /// `start: .retained` it begins with the current values (`isRetained`), then live ones.
     public func task(
-        subscribing pattern: NamePattern, replay: ReplayPolicy = .none, buffering: BufferingPolicy = .default,
-        priority: TaskPriority = .userInitiated,
-        @_inheritActorContext _ action: @escaping @isolated(any) @Sendable (ViewFeed) async -> Void
-    ) -> ViewContent {
-        let feed = TaskModifier.FeedRequest(pattern: pattern, replay: replay, buffering: buffering)
-        return adding(.task(TaskModifier(id: nil, priority: priority, feed: feed, operation: .feed(action))))
-    }
-
-    /// As `task(subscribing:replay:buffering:priority:_:)`, restarted when `id` changes (the
-    /// subscription stays; the new run starts with what the old one did not take).
-    public func task<ID: Equatable & Sendable>(
-        id: ID, subscribing pattern: NamePattern, replay: ReplayPolicy = .none,
+        subscribing pattern: NamePattern, replay: ReplayPolicy = .none, start: SubscriptionStart = .now,
         buffering: BufferingPolicy = .default, priority: TaskPriority = .userInitiated,
         @_inheritActorContext _ action: @escaping @isolated(any) @Sendable (ViewFeed) async -> Void
     ) -> ViewContent {
-        let feed = TaskModifier.FeedRequest(pattern: pattern, replay: replay, buffering: buffering)
+        let feed = TaskModifier.FeedRequest(pattern: pattern, replay: replay, start: start, buffering: buffering)
+        return adding(.task(TaskModifier(id: nil, priority: priority, feed: feed, operation: .feed(action))))
+    }
+
+    /// As `task(subscribing:replay:start:buffering:priority:_:)`, restarted when `id` changes (the
+    /// subscription stays; the new run starts with what the old one did not take).
+    public func task<ID: Equatable & Sendable>(
+        id: ID, subscribing pattern: NamePattern, replay: ReplayPolicy = .none, start: SubscriptionStart = .now,
+        buffering: BufferingPolicy = .default, priority: TaskPriority = .userInitiated,
+        @_inheritActorContext _ action: @escaping @isolated(any) @Sendable (ViewFeed) async -> Void
+    ) -> ViewContent {
+        let feed = TaskModifier.FeedRequest(pattern: pattern, replay: replay, start: start, buffering: buffering)
         return adding(.task(TaskModifier(id: id, priority: priority, feed: feed, operation: .feed(action))))
     }
 

@@ -16,19 +16,24 @@ final class ViewFeedStorage: BusEventSink {
     private let state: Mutex<ViewFeedStateMachine>
     private let metrics: ViewMetricsRecorder
 
-    /// Subscribes to `pattern` now, so `bus.ready(pattern)` covers it. `buffering.capacity` bounds
+    /// Subscribes to `pattern` now, so `bus.ready(pattern)` covers it (with `.retained`, once its
+    /// current values were handed over, ahead of everything live). `buffering.capacity` bounds
     /// the queue of a visible consumer; beyond it the bus stops reading (back-pressure).
     /// `typed`: read as messages, so this bus's own typed posts come as values (no JSON made).
+    /// `start`: `.retained` begins with the current values of the names it matches.
     init(
-        bus: Bus, pattern: NamePattern, replay: ReplayPolicy, buffering: BufferingPolicy, typed: Bool = false,
-        metrics: ViewMetricsRecorder
-    ) throws(BusError)
-    {
+        bus: Bus, pattern: NamePattern, replay: ReplayPolicy, start: SubscriptionStart = .now, buffering: BufferingPolicy,
+        typed: Bool = false, metrics: ViewMetricsRecorder
+    ) throws(BusError) {
         self.pattern = pattern
         self.replay = replay
         self.state = Mutex(ViewFeedStateMachine(replay: replay, capacity: buffering.capacity))
         self.metrics = metrics
-        let subscription = typed ? try bus.typedSubscribe(pattern, sink: self) : try bus.subscribe(pattern, sink: self)
+        let retained = start == .retained
+        let subscription =
+            typed
+            ? try bus.typedSubscribe(pattern, sink: self, retained: retained)
+            : try bus.subscribe(pattern, sink: self, retained: retained)
         self.subscription.withLock { $0 = subscription }
     }
 

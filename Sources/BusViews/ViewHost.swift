@@ -164,17 +164,19 @@ public final class ViewHost {
     private func install(_ modifier: ViewModifier, on node: ViewNode) -> ModifierSlot {
         let slot = ModifierSlot(modifier)
         switch modifier {
-        case .onReceive(let pattern, let buffering, let typed, _):
+        case .onReceive(let pattern, let buffering, let start, let typed, _):
             do {
                 let deliver: @MainActor @Sendable (BusNotification) -> Void = { [weak self, weak slot, weak node] notification in
                     guard let self, let slot, let node else { return }
                     self.deliver(notification, through: slot, to: node)
                 }
                 // Typed: this bus's own posts come as values, decoded by nobody (issue 42, item 4).
+                // `.retained`: the current values of the names first (issue 39).
+                let retained = start == .retained
                 slot.observation =
                     typed
-                    ? try bus.addTypedObserver(forName: pattern, buffering: buffering) { @MainActor in deliver($0) }
-                    : try bus.addObserver(forName: pattern, buffering: buffering) { @MainActor in deliver($0) }
+                    ? try bus.addTypedObserver(forName: pattern, buffering: buffering, retained: retained) { @MainActor in deliver($0) }
+                    : try bus.addObserver(forName: pattern, buffering: buffering, retained: retained) { @MainActor in deliver($0) }
             } catch {
                 subscriptionErrors.append(error)
             }
@@ -182,8 +184,8 @@ public final class ViewHost {
             if let request = task.feed {
                 do {
                     slot.feed = try ViewFeedStorage(
-                        bus: bus, pattern: request.pattern, replay: request.replay, buffering: request.buffering,
-                        typed: request.typed, metrics: node.recorder)
+                        bus: bus, pattern: request.pattern, replay: request.replay, start: request.start,
+                        buffering: request.buffering, typed: request.typed, metrics: node.recorder)
                 } catch {
                     subscriptionErrors.append(error)
                 }
@@ -206,7 +208,7 @@ public final class ViewHost {
 
     /// `onReceive`: the action runs, then `body` is re-evaluated, state change or not.
     private func deliver(_ notification: BusNotification, through slot: ModifierSlot, to node: ViewNode) {
-        guard node.exists, case .onReceive(_, _, _, let action) = slot.modifier else { return }
+        guard node.exists, case .onReceive(_, _, _, _, let action) = slot.modifier else { return }
         batch {
             let updatesBefore = node.stateUpdateCount
             let start = Timestamps.monotonicNanoseconds()

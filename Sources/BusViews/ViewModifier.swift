@@ -7,7 +7,7 @@ enum ViewModifier {
     /// The action returns false for a notification it could not take (a typed one that did not
     /// decode): counted in `ViewMetrics.undecodable`, and `body` is not re-evaluated for it.
     /// `typed`: a message type's action, whose subscription takes this bus's own posts as values.
-    case onReceive(NamePattern, BufferingPolicy, typed: Bool, @MainActor (BusNotification) -> Bool)
+    case onReceive(NamePattern, BufferingPolicy, SubscriptionStart, typed: Bool, @MainActor (BusNotification) -> Bool)
     case task(TaskModifier)
     /// A typed modifier whose subscription cannot be made (a subject id that is not one name
     /// token): recorded in `ViewHost.subscriptionErrors`; it does nothing, as a refused subscription.
@@ -18,8 +18,11 @@ enum ViewModifier {
         switch (self, other) {
         case (.onAppear, .onAppear), (.onDisappear, .onDisappear), (.unusable, .unusable):
             return true
-        case (.onReceive(let pattern, let buffering, let typed, _), .onReceive(let otherPattern, let otherBuffering, let otherTyped, _)):
-            return pattern == otherPattern && buffering == otherBuffering && typed == otherTyped
+        case (
+            .onReceive(let pattern, let buffering, let start, let typed, _),
+            .onReceive(let otherPattern, let otherBuffering, let otherStart, let otherTyped, _)
+        ):
+            return pattern == otherPattern && buffering == otherBuffering && start == otherStart && typed == otherTyped
         case (.task(let task), .task(let otherTask)):
             return task.feed == otherTask.feed
         default:
@@ -34,6 +37,7 @@ struct TaskModifier {
     struct FeedRequest: Equatable {
         var pattern: NamePattern
         var replay: ReplayPolicy
+        var start: SubscriptionStart = .now
         var buffering: BufferingPolicy
         /// Read as messages (`task(subscribing: M.self)`): this bus's own posts come as values.
         var typed = false

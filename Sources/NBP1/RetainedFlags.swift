@@ -38,9 +38,7 @@ extension BusNotification {
 extension BusNotification {
     /// The `retain-for` header as nanoseconds; nil when absent or not a valid number.
     public var retainedLifetimeNanoseconds: UInt64? {
-        guard let text = headers[WireFormat.retainForHeader], let milliseconds = UInt64(text),
-            (1...(UInt64(1) << 53)).contains(milliseconds)
-        else { return nil }
-        return milliseconds.multipliedReportingOverflow(by: 1_000_000).overflow ? nil : milliseconds * 1_000_000
+        guard let text = headers[WireFormat.retainForHeader] else { return nil }
+        return WireFormat.retainedLifetimeNanoseconds(text.utf8)
     }
 }

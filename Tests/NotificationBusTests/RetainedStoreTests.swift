@@ -70,6 +70,80 @@ struct RetainedStoreTests {
         #expect(store.count == 2)
     }
 
+    @Test("a version 1 frame is kept byte for byte as received; empty clears; retain-for read in place; malformed keeps nothing")
+    func keepsFramesAsReceived() throws {
+        var store = RetainedStore(maximumNames: 10, maximumBytes: 1 << 20)
+        func remember(_ frame: [UInt8], now: UInt64 = 1_000) throws -> RetainedStore.Outcome? {
+            try frame.withUnsafeBytes { bytes in
+                store.remember(frame: bytes, nameLength: try EnvelopeCodec.nameLength(in: bytes), now: now)
+            }
+        }
+        let first = try EnvelopeCodec.encode(try value("f.a", [1, 2, 3], sequence: 4, headers: ["k": "v"]))
+        #expect(try remember(first) == .kept)
+        var (frames, _) = store.frames(matching: "f.*", now: 1_000)
+        var expected = first
+        expected[4 + WireFormat.FixedHeaderOffset.flags] |= WireFormat.Flag.retainedCopy
+        #expect(frames == [expected])
+        // A steady-size update overwrites the kept bytes; the byte count does not move.
+        let second = try EnvelopeCodec.encode(try value("f.a", [7, 8, 9], sequence: 5, headers: ["k": "v"]))
+        #expect(try remember(second) == .kept)
+        #expect(store.bytes == second.count)
+        (frames, _) = store.frames(matching: "f.*", now: 1_000)
+        let decoded = try EnvelopeCodec.decode(frame: frames[0])
+        #expect(decoded.payload == [7, 8, 9] && decoded.sequence == 5 && decoded.isRetained && decoded.headers["k"] == "v")
+        // A longer value changes the count.
+        let longer = try EnvelopeCodec.encode(try value("f.a", [UInt8](repeating: 1, count: 50), sequence: 6))
+        #expect(try remember(longer) == .kept)
+        #expect(store.bytes == longer.count)
+        // retain-for, read from the frame's header map in place.
+        let short = try EnvelopeCodec.encode(
+            try value("f.b", headers: ["x": "1", WireFormat.retainForHeader: "5", "y": "2"]))
+        #expect(try remember(short) == .kept)
+        #expect(store.frames(matching: "f.b", now: 1_000 + 5_000_000).expired == 1)
+        for bad in ["soon", "+5", "0", "9007199254740993"] {
+            let frame = try EnvelopeCodec.encode(try value("f.c", headers: [WireFormat.retainForHeader: bad]))
+            #expect(try remember(frame) == .kept)
+            #expect(store.frames(matching: "f.c", now: UInt64.max - 1).expired == 0, "\(bad)")
+        }
+        // Empty payload: cleared.
+        #expect(try remember(try EnvelopeCodec.encode(try value("f.a", []))) == .cleared)
+        #expect(try remember(try EnvelopeCodec.encode(try value("f.a", []))) == .kept)
+        // Malformed after the name (the name-length byte disagrees; the frame cut short): nil, nothing changes.
+        var wrongLength = try EnvelopeCodec.encode(try value("f.c", [5]))
+        wrongLength[4 + WireFormat.FixedHeaderOffset.nameLength] = 9
+        let before = store.bytes
+        #expect(try remember(wrongLength) == nil)
+        #expect(try remember(Array(wrongLength.prefix(20))) == nil)
+        #expect(store.bytes == before)
+        // Larger than the whole bound: not kept, the old value dropped.
+        var small = RetainedStore(maximumNames: 10, maximumBytes: 64)
+        let big = try EnvelopeCodec.encode(try value("f.d", [UInt8](repeating: 0, count: 100)))
+        let outcome = big.withUnsafeBytes { small.remember(frame: $0, nameLength: 3, now: 0) }
+        #expect(outcome == .tooLarge && small.count == 0)
+    }
+
+    @Test("of a batch a keeper keeps only the records that change what is kept (clears, the last of each run), as their version 1 frames")
+    func batchRecordsToKeep() throws {
+        var plain = try value("k.x", [5], sequence: 5)
+        plain.flags = 0
+        let records = [
+            try value("k.x", [1], sequence: 1), try value("k.x", [2], sequence: 2, headers: ["h": "v"]),
+            try value("k.x", [], sequence: 3), try value("k.x", [4], sequence: 4), plain,
+        ]
+        let batch = try EnvelopeCodec.encodeBatch(records)
+        let frames = try #require(batch.withUnsafeBytes { EnvelopeCodec.retainedFramesToKeep(inBatch: $0, validatedNameLength: 3) })
+        // Each is the version 1 frame the record's notification encodes to, byte for byte.
+        let expected = try [records[1], records[2], records[3]].map { try EnvelopeCodec.encode($0) }
+        #expect(frames == expected)
+        let kept = try frames.map { try EnvelopeCodec.decode(frame: $0) }
+        #expect(kept.map(\.sequence) == [2, 3, 4])
+        #expect(kept.map(\.payload) == [[2], [], [4]])
+        #expect(kept.allSatisfy { $0.asksToBeRetained && $0.publisherID == 7 })
+        // A batch receivers would reject keeps nothing.
+        let cut = Array(batch.dropLast())
+        #expect(cut.withUnsafeBytes { EnvelopeCodec.retainedFramesToKeep(inBatch: $0, validatedNameLength: 3) } == nil)
+    }
+
     @Test("many updates of a few names keep the eviction order compact and right")
     func orderStaysBounded() throws {
         var store = RetainedStore(maximumNames: 3, maximumBytes: 1 << 20)

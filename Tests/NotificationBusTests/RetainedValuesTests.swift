@@ -208,6 +208,81 @@ struct RetainedValuesTests {
         _ = await second.stop()
     }
 
+    @Test("a subscriber of every name drops other subscriptions' snapshot frames silently: not delivered, not unknown, no loss")
+    func everyNameSubscriberIgnoresOthersSnapshots() async throws {
+        let broker = try broker()
+        let publisher = try Bus(BusConfiguration(publish: [.connect(broker.frontendEndpoint)]))
+        let watcher = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let watched = try watcher.events(named: ">")
+        try await watcher.ready("w.a")
+        try await publisher.waitForSubscribers(count: 1, matching: "w.a")
+        try await publisher.post(name: "w.a", payload: [1], retain: true)
+        try await waitForBroker(broker) { $0.retainedNames == 1 }
+
+        let later = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let laterEvents = try later.events(named: "w.>", retained: true)
+        try await later.ready("w.>")
+        #expect(await laterEvents.first(1).count == 1)
+        // The snapshot left the broker before this post: the watcher has read it when this arrives.
+        try await publisher.post(name: "w.a", payload: [2])
+        let received = await watched.collect { event in
+            if case .notification(let n) = event { return n.payload == [2] }
+            return true
+        }
+        let names = received.compactMap { event -> String? in
+            if case .notification(let n) = event { return "\(n.name) \(n.payload) \(n.isRetained)" }
+            return nil
+        }
+        #expect(names == ["w.a [1] false", "w.a [2] false"], "\(received)")
+        #expect(await broker.statistics().retainedSnapshots == 1)
+        let stats = await watcher.close()
+        #expect(stats.unknownControlMessages == 0)
+        #expect(stats.lostUpstream == 0)
+        #expect(stats.rejected.isEmpty)
+        #expect(stats.retainedReceived == 0)
+        _ = await later.close()
+        _ = await publisher.close()
+        _ = await broker.stop()
+    }
+
+    @Test("two retained subscriptions on one bus, asked together, each get their values once, then live ones once")
+    func twoRetainedSubscriptionsOnOneBus() async throws {
+        let broker = try broker()
+        let publisher = try Bus(BusConfiguration(publish: [.connect(broker.frontendEndpoint)]))
+        try await publisher.waitForSubscribers(count: 1, matching: "t.a.x")
+        try await publisher.post(name: "t.a.x", payload: [1], retain: true)
+        try await publisher.post(name: "t.b.y", payload: [2], retain: true)
+        try await waitForBroker(broker) { $0.retainedNames == 2 }
+
+        let subscriber = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let narrow = try subscriber.events(named: "t.a.>", retained: true)
+        let wide = try subscriber.events(named: "t.>", retained: true)
+        let same = try subscriber.events(named: "t.>", retained: true)
+        try await subscriber.ready("t.>")
+        try await publisher.post(name: "t.a.x", payload: [3])
+        func texts(_ events: BusEventSequence) async -> [String] {
+            let received = await events.collect { event in
+                if case .notification(let n) = event { return n.payload == [3] }
+                return true
+            }
+            return received.compactMap { event -> String? in
+                if case .notification(let n) = event { return "\(n.name) \(n.payload) \(n.isRetained)" }
+                return nil
+            }
+        }
+        #expect(await texts(narrow) == ["t.a.x [1] true", "t.a.x [3] false"])
+        #expect(await texts(wide) == ["t.a.x [1] true", "t.b.y [2] true", "t.a.x [3] false"])
+        #expect(await texts(same) == ["t.a.x [1] true", "t.b.y [2] true", "t.a.x [3] false"])
+        #expect(await broker.statistics().retainedSnapshots == 3)
+        let stats = await subscriber.close()
+        #expect(stats.retainedReceived == 5)
+        #expect(stats.retainedSuperseded == 0)
+        #expect(stats.lostUpstream == 0)
+        #expect(stats.unknownControlMessages == 0)
+        _ = await publisher.close()
+        _ = await broker.stop()
+    }
+
     @Test("an embedded bus keeps its own values: a later subscription gets them, marked, then live ones with no gap")
     func embeddedBusKeepsItsOwn() async throws {
         let bus = try Bus(.embedded())

@@ -26,15 +26,16 @@ extension Bus {
             headers[WireFormat.retainForHeader] = String(milliseconds)
         }
         var message: Message?
-        if configuration.deliversToItself {
-            // An embedded bus keeps its own values: a post no subscription wants yet is still
-            // encoded and queued, so the loop sees it (ZeroMQ filters it for everyone else).
+        if configuration.deliversToItself || core.keepsOwnRetained {
+            // An embedded bus and a binding publisher keep their own values: a post no
+            // subscription wants yet is still encoded and queued, so it is kept (ZeroMQ filters
+            // it for everyone else).
             try checkPostable(name)
             message = try frame(size: try encodedSize(name, payload, headers), name, payload, headers, contentType)
         } else {
             message = try encodeForPost(name, payload, headers, contentType)
         }
-        guard var encoded = message.take() else { return }  // no subscriber and no retaining broker
+        guard var encoded = message.take() else { return }  // no subscriber and no retaining broker or keeper
         let flagOffset = name.rawValue.utf8.count + 1 + WireFormat.FixedHeaderOffset.flags
         encoded.withUnsafeMutableBytes { $0[flagOffset] |= WireFormat.Flag.retain }
         message = consume encoded
@@ -79,6 +80,25 @@ extension Bus {
         named pattern: NamePattern, buffering: BufferingPolicy = .default, retained: Bool
     ) throws(BusError) -> BusEventSequence {
         BusEventSequence(handle: try subscribe(pattern, buffering, retained: retained))
+    }
+
+    /// `subscribe(_:sink:)` that starts with the retained values, as
+    /// `notifications(named:buffering:retained:)`: the sink gets them first, marked `isRetained`.
+    public func subscribe(_ pattern: NamePattern, sink: any BusEventSink, retained: Bool) throws(BusError) -> SinkSubscription {
+        SinkSubscription(handle: try subscribe(pattern, .default, sink: sink, retained: retained))
+    }
+
+    /// `addObserver(forName:buffering:using:)` that starts with the retained values, as
+    /// `notifications(named:buffering:retained:)`: `block` sees them first, marked `isRetained`.
+    public func addObserver(
+        forName pattern: NamePattern, buffering: BufferingPolicy = .default, retained: Bool,
+        using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
+    ) throws(BusError) -> ObservationToken {
+        let sequence = try notifications(named: pattern, buffering: buffering, retained: retained)
+        let task = Task {
+            for await notification in sequence { await block(notification) }
+        }
+        return ObservationToken(task: task, sequence: sequence)
     }
 
     /// The current state of `pattern`'s names, then the end: the retained values (and any live

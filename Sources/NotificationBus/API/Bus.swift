@@ -77,7 +77,9 @@ public final class Bus: Sendable {
             ? nil : sockets.publisher.map { DirectPublisher($0, curve: configuration.curveServer != nil) }
         let core = BusCore(
             wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
-            idleSpinNanoseconds: configuration.idleSpinInNanoseconds, directPublisher: direct)
+            idleSpinNanoseconds: configuration.idleSpinInNanoseconds, directPublisher: direct,
+            // A publisher that binds (one XPUB, not looped back) keeps its own retained values.
+            keepsOwnRetained: !sockets.loopback && sockets.publishers.count == 1 && configuration.publish.contains(where: \.isBind))
         self.core = core
         let executor = BusExecutor(core: core)
         self.executor = executor

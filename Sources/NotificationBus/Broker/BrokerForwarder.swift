@@ -491,22 +491,40 @@ final class BrokerForwarder {
     }
 
     /// Keeps the retained notifications of the held frame (one read from a publisher that owns
-    /// its id), the retain bit read first without decoding.
+    /// its id), the retain bit read first without decoding. A version 1 frame is kept as it came
+    /// (only its name, payload length and `retain-for` are read); of a batch, the records that
+    /// change what is kept (every clear, the last of each run of values) are kept as the version
+    /// 1 frames that carry them, written from their bytes.
     private func rememberRetained() {
         guard held.count == 1 else { return }
-        let notifications: [BusNotification] = held.withMessageBytes(at: 0) { frame in
+        let now = Timestamps.monotonicNanoseconds()
+        var outcomes: [(RetainedStore.Outcome, name: String)] = []
+        held.withMessageBytes(at: 0) { frame in
             guard let nameLength = try? EnvelopeCodec.nameLength(in: frame),  // not a valid frame: nothing to keep
                 RetainedSnapshot.carriesRetain(frame, nameLength: nameLength),
                 !ControlNames.isReserved(nameBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
-            else { return [] }
-            // A malformed frame keeps nothing (subscribers reject and count it themselves).
-            return (try? EnvelopeCodec.decodeAll(frame, maximumPayload: 1 << 40)) ?? []
+            else { return }
+            if frame[nameLength + 1 + WireFormat.FixedHeaderOffset.version] == WireFormat.version {
+                // A malformed frame keeps nothing (subscribers reject and count it themselves).
+                if let outcome = retained.remember(frame: frame, nameLength: nameLength, now: now), outcome != .kept {
+                    outcomes.append((outcome, name: String(decoding: frame[0..<nameLength], as: UTF8.self)))
+                }
+                return
+            }
+            // A batch: only the records that change what is kept (a run of one name's values
+            // keeps its last), each written as a version 1 frame from its bytes, none decoded.
+            for kept in EnvelopeCodec.retainedFramesToKeep(inBatch: frame, validatedNameLength: nameLength) ?? [] {
+                kept.withUnsafeBytes { kept in
+                    if let outcome = retained.remember(frame: kept, nameLength: nameLength, now: now), outcome != .kept {
+                        outcomes.append((outcome, name: String(decoding: frame[0..<nameLength], as: UTF8.self)))
+                    }
+                }
+            }
         }
         var evicted = 0
         var lastName = ""
-        let now = Timestamps.monotonicNanoseconds()
-        for notification in notifications where notification.asksToBeRetained {
-            switch retained.remember(notification, now: now) {
+        for (outcome, name) in outcomes {
+            switch outcome {
             case .kept: break
             case .cleared: stats.retainedClears &+= 1
             case .keptEvicting(let count, let name):
@@ -514,7 +532,7 @@ final class BrokerForwarder {
                 lastName = name
             case .tooLarge:
                 evicted += 1
-                lastName = notification.name.rawValue
+                lastName = name
             }
         }
         stats.retainedNames = retained.count

@@ -7,8 +7,9 @@
 /// twice the live entries.
 struct RetainedStore {
     struct Entry {
-        /// The notification as received, re-encoded as one version 1 frame (a batch's record
-        /// becomes a frame of its own).
+        /// The notification as one version 1 frame: a version 1 frame's bytes as received, a
+        /// batch's record encoded as a frame of its own. Its retain bit is set; the
+        /// retained-copy bit is set on the copy a snapshot takes.
         var frame: [UInt8]
         var generation: UInt64
         /// When it expires (monotonic ns, the `retain-for` header); nil: never.
@@ -42,7 +43,8 @@ struct RetainedStore {
     var count: Int { entries.count }
 
     /// Keeps `notification` (its retain bit set) as its name's value, or clears the name when its
-    /// payload is empty.
+    /// payload is empty. For a batch's records: a version 1 frame is kept as it came
+    /// (`remember(frame:nameLength:now:)`), with no decode and no encode.
     mutating func remember(_ notification: BusNotification, now: UInt64 = 0) -> Outcome {
         let name = notification.name
         if notification.payload.isEmpty {
@@ -52,15 +54,48 @@ struct RetainedStore {
         kept.flags |= WireFormat.Flag.retain
         // Encoding a notification that decoded cannot fail (the same limits); if it ever did, the
         // value is not kept, and the old one is dropped rather than served stale.
-        guard let frame = try? EnvelopeCodec.encode(kept), frame.count <= maximumBytes else {
+        guard let frame = try? EnvelopeCodec.encode(kept) else {
             _ = remove(name)
             return .tooLarge
         }
-        if let old = entries[name] { bytes -= old.frame.count }
+        return frame.withUnsafeBytes { store(name, frame: $0, expires: notification.retainedLifetimeNanoseconds.map { now &+ $0 }) }
+    }
+
+    /// Keeps a version 1 frame carrying the retain bit, whose name `EnvelopeCodec.nameLength(in:)`
+    /// vouched for, as its name's value, its bytes as received (the publisher's retain bit is
+    /// already set); an empty payload clears the name. Only the fields it needs are read, in
+    /// place; nil when the frame is one receivers would reject (nothing is kept or changed).
+    mutating func remember(frame: UnsafeRawBufferPointer, nameLength: Int, now: UInt64) -> Outcome? {
+        guard let fields = EnvelopeCodec.retainedFields(frame, validatedNameLength: nameLength) else { return nil }
+        let name = NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
+        if fields.clears {
+            return remove(name) ? .cleared : .kept
+        }
+        return store(name, frame: frame, expires: fields.lifetimeNanoseconds.map { now &+ $0 })
+    }
+
+    /// Stores `frame` (copied; into the name's old value's storage when it has the same size, so
+    /// a name updated at a steady size allocates nothing) as `name`'s value.
+    private mutating func store(_ name: NotificationName, frame: UnsafeRawBufferPointer, expires: UInt64?) -> Outcome {
+        guard frame.count <= maximumBytes else {
+            _ = remove(name)
+            return .tooLarge
+        }
         generation &+= 1
-        let expires = notification.retainedLifetimeNanoseconds.map { now &+ $0 }
-        entries[name] = Entry(frame: frame, generation: generation, expires: expires)
-        bytes += frame.count
+        if let index = entries.index(forKey: name) {
+            let oldCount = entries.values[index].frame.count
+            entries.values[index].generation = generation
+            entries.values[index].expires = expires
+            if oldCount == frame.count {
+                entries.values[index].frame.withUnsafeMutableBytes { $0.copyMemory(from: frame) }
+            } else {
+                entries.values[index].frame = [UInt8](frame)
+                bytes += frame.count - oldCount
+            }
+        } else {
+            entries[name] = Entry(frame: [UInt8](frame), generation: generation, expires: expires)
+            bytes += frame.count
+        }
         order.append((name, generation))
         var evicted = 0
         var lastEvicted = ""

@@ -50,8 +50,24 @@ final class BusCore: Sendable {
     /// loop instead of a direct send; a stale `true` only the clock read (`claim` decides).
     let publisherLent = Atomic<Bool>(false)
 
-    init(wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0, directPublisher: DirectPublisher? = nil) {
+    /// A binding publisher's own retained values (NBP-1 §18.4): its retained posts, kept as they
+    /// are queued (under the mailbox's lock, so a name's newer value is never overwritten by an
+    /// older one), read by the event loop to answer the snapshot requests of subscribers
+    /// connected straight to it. nil for any other bus.
+    let ownRetained: Mutex<RetainedStore>?
+    /// Whether `ownRetained` is there (read without borrowing it).
+    let keepsOwnRetained: Bool
+
+    init(
+        wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0, directPublisher: DirectPublisher? = nil,
+        keepsOwnRetained: Bool = false
+    ) {
         self.directPublisher = directPublisher
+        self.keepsOwnRetained = keepsOwnRetained
+        self.ownRetained =
+            keepsOwnRetained
+            ? Mutex(RetainedStore(maximumNames: BusReceiver.localRetainedNames, maximumBytes: BusReceiver.localRetainedBytes))
+            : nil
         self.idleSpinNanoseconds = idleSpinNanoseconds
         self.wake = wake
         self.outboundCapacity = outboundCapacity
@@ -164,13 +180,17 @@ final class BusCore: Sendable {
             let sequence = box.sequences.next(for: name)
             box.posted += 1
             if let directPublisher, let now, box.lending.claim(now: now, queueEmpty: box.outbound.isEmpty) == .sendDirectly {
-                taken.withUnsafeMutableBytes { EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: $0) }
+                taken.withUnsafeMutableBytes { raw in
+                    EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
+                    keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
+                }
                 return .sendDirectly(taken, directPublisher)
             }
             box.outbound.append(taken)
             if let localValue { box.localValues[box.outbound.count - 1] = localValue }
             box.outbound.withLastMessageBytes { raw in
                 EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
+                keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
             }
             let wake = box.sleeping
             box.sleeping = false
@@ -188,6 +208,19 @@ final class BusCore: Sendable {
             sendDirectly(taken, on: publisher)
             return .queued
         }
+    }
+
+    /// A binding publisher keeps a stamped frame that carries the retain bit as its name's value
+    /// (one byte looked at for any other frame).
+    @inline(__always)
+    private func keepIfRetained(_ frame: UnsafeRawBufferPointer, nameByteCount: Int) {
+        guard keepsOwnRetained,
+            frame.count > nameByteCount + 1 + WireFormat.FixedHeaderOffset.flags,
+            frame[nameByteCount + 1 + WireFormat.FixedHeaderOffset.flags] & WireFormat.Flag.retain != 0
+        else { return }
+        let now = Timestamps.monotonicNanoseconds()
+        // This bus encoded the frame: it is well formed (a frame that were not would keep nothing).
+        _ = ownRetained?.withLock { $0.remember(frame: frame, nameLength: nameByteCount, now: now) }
     }
 
     /// Sends one post on the XPUB from the posting thread, which owns the socket until it gives

@@ -1,3 +1,5 @@
+import ZeroMQ
+
 /// The loop's part of retained snapshots (NBP-1 §18): the two topics a subscription that wants
 /// its retained values subscribes, and taking them back when the snapshot ended or the
 /// subscription went.
@@ -63,5 +65,44 @@ extension BusEventLoop {
     private func unsubscribeSnapshotTopics(reply: NotificationName, subscriptionID: UInt64, pattern: NamePattern) {
         let request = RetainedSnapshot.requestTopic(bus: topics.busID, token: subscriptionID, pattern: pattern)
         _ = perform([.unsubscribe(request), .unsubscribe(NamePattern(exactly: reply).subscriptionPrefix)])
+    }
+}
+
+/// A binding publisher's side of retained snapshots (NBP-1 §18.4): it keeps its own retained
+/// posts (`BusCore.ownRetained`) and answers the requests of subscribers connected straight to it.
+extension BusEventLoop {
+    /// A subscription message that asks for retained values: answered at once when this bus
+    /// keeps its own (its unsubscription swallowed) and true returned; false for any other
+    /// message, or when this bus keeps none (the request is then an ordinary prefix, as before).
+    ///
+    /// The reply name was subscribed before the request on the same connection, so the frames
+    /// reach the subscriber that asked alone. They go now, before posts still queued (their
+    /// sequences are the subscriber's to sort: an older live one after its value is a duplicate,
+    /// a newer one supersedes it). A frame the XPUB refuses (that subscriber's queue is full)
+    /// ends the answer: its wait times out and says so. `takes-all` is 0: a publisher takes only
+    /// its own posts, so `ready` still waits for its readiness echo.
+    func answerRetainedRequest(_ message: [UInt8], on publisher: Socket) -> Bool {
+        guard core.keepsOwnRetained, message.count > 1, message[1] == 0,
+            message.dropFirst().starts(with: RetainedSnapshot.requestPrefix)
+        else { return false }
+        guard message[0] == 1, let (reply, pattern) = RetainedSnapshot.parseRequest(message.dropFirst()) else { return true }
+        let now = Timestamps.monotonicNanoseconds()
+        let entries = core.ownRetained?.withLock { $0.frames(matching: pattern, now: now).frames } ?? []
+        var snapshot = RetainedSnapshotQueue(publisherID: configuration.publisherID)
+        // One snapshot at a time: never past the queue's bounds (the store's are far below them).
+        guard snapshot.enqueue(reply: reply, entries: entries, takesAll: false, now: Timestamps.wallClockNanoseconds()) else {
+            return true
+        }
+        while let frame = snapshot.next {
+            do throws(ZMQError) {
+                guard try publisher.sendIfReady(frame) else { break }
+            } catch {
+                record(error, "sending retained values")
+                break
+            }
+            posts.countSentBeside(frameBytes: frame.count)
+            _ = snapshot.sent()
+        }
+        return true
     }
 }

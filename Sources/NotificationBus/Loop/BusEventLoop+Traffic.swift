@@ -73,6 +73,8 @@ extension BusEventLoop {
                 }
                 guard let message else { break }
                 any = true
+                // A request for this binding publisher's retained values is answered, not a prefix.
+                if answerRetainedRequest(message, on: publisher) { continue }
                 perform(publisherSide.received(message, path: path, wallClock: Timestamps.wallClockNanoseconds()))
             }
         }

@@ -6,17 +6,21 @@
 extension Bus {
     /// `subscribe(_:sink:)` for a typed consumer: a post of this bus's own typed API reaches
     /// `sink` as the value (`BusNotification.message(as:)` takes it), not as JSON made for it.
-    package func typedSubscribe(_ pattern: NamePattern, sink: any BusEventSink) throws(BusError) -> SinkSubscription {
-        SinkSubscription(handle: try subscribe(pattern, .default, sink: sink, takesLocalValues: true))
+    /// `retained`: the retained values of the names it matches first, as `subscribe(_:sink:retained:)`.
+    package func typedSubscribe(_ pattern: NamePattern, sink: any BusEventSink, retained: Bool = false) throws(BusError)
+        -> SinkSubscription
+    {
+        SinkSubscription(handle: try subscribe(pattern, .default, sink: sink, retained: retained, takesLocalValues: true))
     }
 
     /// `addObserver(forName:buffering:using:)` for a typed consumer (values of this bus's own
     /// posts handed over as they are; `block` turns each into a message).
     package func addTypedObserver(
-        forName pattern: NamePattern, buffering: BufferingPolicy,
+        forName pattern: NamePattern, buffering: BufferingPolicy, retained: Bool = false,
         using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
     ) throws(BusError) -> ObservationToken {
-        let sequence = NotificationSequence(events: try typedSubscription(pattern, buffering))
+        let sequence = NotificationSequence(
+            events: BusEventSequence(handle: try subscribe(pattern, buffering, retained: retained, takesLocalValues: true)))
         let task = Task {
             for await notification in sequence { await block(notification) }
         }

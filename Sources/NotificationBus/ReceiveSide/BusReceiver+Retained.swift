@@ -16,8 +16,10 @@ extension BusReceiver {
     struct PendingSnapshot {
         let subscriptionID: UInt64
         let pattern: NamePattern
-        /// The last sequence of each stream the pattern matches, when the snapshot was asked for.
-        let baseline: [StreamKey: UInt64]
+        /// The last sequence of each stream the pattern matches, when the snapshot was asked for,
+        /// or where another of this bus's snapshots started tracking it since (not a live
+        /// notification: two retained subscriptions each get their values).
+        var baseline: [StreamKey: UInt64]
         /// Entries seen (a second broker's copy of one is skipped), and those handed over.
         var delivered: Set<DeliveredKey> = []
         var handedOver = 0
@@ -65,9 +67,14 @@ extension BusReceiver {
         else { return }
         let nameLength = base.distance(to: UnsafeRawPointer(nul))
         guard RetainedSnapshot.carriesRetain(frame, nameLength: nameLength) else { return }
-        // This bus encoded the frame itself; one it could not decode would keep nothing.
-        let notifications = (try? EnvelopeCodec.decodeAll(frame, maximumPayload: maximumPayload)) ?? []
         let now = Timestamps.monotonicNanoseconds()
+        // This bus encoded the frame itself; one it could not decode would keep nothing. A
+        // version 1 frame is kept as it is (no decode, no encode).
+        if frame[nameLength + 1 + WireFormat.FixedHeaderOffset.version] == WireFormat.version {
+            _ = localRetained.remember(frame: frame, nameLength: nameLength, now: now)
+            return
+        }
+        let notifications = (try? EnvelopeCodec.decodeAll(frame, maximumPayload: maximumPayload)) ?? []
         for notification in notifications where notification.asksToBeRetained {
             _ = localRetained.remember(notification, now: now)
         }
@@ -115,6 +122,7 @@ extension BusReceiver {
                     // Tracking starts here: the live stream that follows is in order, the history
                     // before it joined late (NBP-1 §8).
                     _ = trackSequence(publisherID: key.publisherID, name: key.name, sequence: notification.sequence)
+                    trackingStartedBySnapshot(key, at: notification.sequence)
                 }
             }
             notification.flags |= WireFormat.Flag.retainedCopy
@@ -124,6 +132,16 @@ extension BusReceiver {
             any = true
         }
         return any
+    }
+
+    /// A snapshot started tracking `key` at `sequence`: the other snapshots still pending take it
+    /// as their baseline, so the same value in theirs is handed over, not taken for a name that
+    /// reached them live since they were asked for.
+    private mutating func trackingStartedBySnapshot(_ key: StreamKey, at sequence: UInt64) {
+        for index in pendingSnapshots.indices
+        where pendingSnapshots.values[index].baseline[key] == nil && pendingSnapshots.values[index].pattern.matches(key.name) {
+            pendingSnapshots.values[index].baseline[key] = sequence
+        }
     }
 
     /// The subscription went before its snapshot ended: forgets it; returns its reply name.
@@ -140,14 +158,15 @@ extension BusReceiver {
     }
 
     /// One frame under a reply name (`_nbus.retained.`): hands its entries to the subscription
-    /// that asked. A frame for no pending snapshot (a second broker's, after the first ended) is
-    /// dropped, counted as an unknown control message.
+    /// that asked. A frame for no pending snapshot of this bus is not for it, and is dropped
+    /// silently: another bus's snapshot, which a subscription to every name (the empty prefix)
+    /// receives too, or a second broker's after the first ended. It is neither a loss nor an
+    /// unknown control message (NBP-1 §18.3).
     mutating func receiveSnapshot(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> Bool {
         let replyName = NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
         guard var pending = pendingSnapshots[replyName],
             let routeIndex = routes.firstIndex(where: { $0.storage.id == pending.subscriptionID })
         else {
-            counters.unknownControlMessages += 1
             return false
         }
         let envelope: BusNotification
