@@ -334,29 +334,20 @@ final class BusJSONDocument {
             return value
         }
 
-        /// One multi-byte UTF-8 sequence, checked (no overlong form, no surrogate, at most U+10FFFF).
+        /// One multi-byte UTF-8 sequence, checked (no overlong form, no surrogate, at most U+10FFFF)
+        /// by NBP-1's own rule (`UTF8Validation`).
         private mutating func utf8Sequence() throws(DecodingError) {
-            let lead = bytes[position]
-            let length: Int
-            var low: UInt8 = 0x80
-            var high: UInt8 = 0xBF
-            switch lead {
-            case 0xC2...0xDF: length = 2
-            case 0xE0: length = 3; low = 0xA0
-            case 0xE1...0xEC, 0xEE...0xEF: length = 3
-            case 0xED: length = 3; high = 0x9F
-            case 0xF0: length = 4; low = 0x90
-            case 0xF1...0xF3: length = 4
-            case 0xF4: length = 4; high = 0x8F
-            default: throw error("Invalid UTF-8")
-            }
-            guard position + length <= bytes.count else { throw error("Invalid UTF-8 (truncated)") }
-            let second = bytes[position + 1]
-            guard second >= low, second <= high else { throw error("Invalid UTF-8") }
-            for offset in 2..<max(length, 2) where bytes[position + offset] & 0xC0 != 0x80 {
-                throw error("Invalid UTF-8")
+            guard let length = UTF8Validation.sequenceLength(bytes, at: position) else {
+                let lead = bytes[position]
+                let known = (0xC2...0xF4).contains(lead)
+                throw error(known && bytes.count - position < Self.declaredLength(lead) ? "Invalid UTF-8 (truncated)" : "Invalid UTF-8")
             }
             position += length
+        }
+
+        /// The length a lead byte declares (for the truncation message).
+        private static func declaredLength(_ lead: UInt8) -> Int {
+            lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
         }
     }
 }
