@@ -196,21 +196,10 @@ final class BusJSONDocument {
                     skipWhitespace()
                     try value(into: &entries, depth: depth)
                     count += 1
-                    skipWhitespace()
-                    guard position < bytes.count else { throw error("Unexpected end of input") }
-                    if bytes[position] == UInt8(ascii: ",") {
-                        position += 1
-                        skipWhitespace()
-                        continue
-                    }
-                    guard bytes[position] == UInt8(ascii: "}") else { throw error("Expected ',' or '}'") }
-                    position += 1
-                    break
+                    if try !anotherElement(closer: UInt8(ascii: "}"), "Expected ',' or '}'") { break }
                 }
             }
-            entries[index].end = position
-            entries[index].count = count
-            entries[index].next = entries.count
+            close(&entries, index, count: count)
         }
 
         mutating func array(into entries: inout [Entry], depth: Int) throws(DecodingError) {
@@ -226,18 +215,29 @@ final class BusJSONDocument {
                 while true {
                     try value(into: &entries, depth: depth)
                     count += 1
-                    skipWhitespace()
-                    guard position < bytes.count else { throw error("Unexpected end of input") }
-                    if bytes[position] == UInt8(ascii: ",") {
-                        position += 1
-                        skipWhitespace()
-                        continue
-                    }
-                    guard bytes[position] == UInt8(ascii: "]") else { throw error("Expected ',' or ']'") }
-                    position += 1
-                    break
+                    if try !anotherElement(closer: UInt8(ascii: "]"), "Expected ',' or ']'") { break }
                 }
             }
+            close(&entries, index, count: count)
+        }
+
+        /// After a container's element: true past a ',' (another element must follow: a trailing
+        /// comma is refused by the element's own check), false past `closer`; else `expected`.
+        private mutating func anotherElement(closer: UInt8, _ expected: String) throws(DecodingError) -> Bool {
+            skipWhitespace()
+            guard position < bytes.count else { throw error("Unexpected end of input") }
+            if bytes[position] == UInt8(ascii: ",") {
+                position += 1
+                skipWhitespace()
+                return true
+            }
+            guard bytes[position] == closer else { throw error(expected) }
+            position += 1
+            return false
+        }
+
+        /// A container read to its end: where it ends, its element count, and its next sibling.
+        private func close(_ entries: inout [Entry], _ index: Int, count: Int) {
             entries[index].end = position
             entries[index].count = count
             entries[index].next = entries.count
