@@ -4,7 +4,7 @@ import Prometheus
 import Synchronization
 
 /// The monitoring endpoints of a running broker: `/metrics` (Prometheus text), `/healthz`,
-/// `/varz`, `/connz`, `/subsz`.
+/// `/varz`, `/connz`, `/subsz`, `/retainedz`.
 ///
 /// Nothing here touches the forwarding path: every figure is read when a request comes, from the
 /// counters the forwarding loop already publishes (`Broker.statistics()`), the connection records
@@ -38,6 +38,7 @@ public final class BrokerMonitor: Sendable {
             ("/varz", { await self.varzResponse() }),
             ("/connz", { self.connzResponse() }),
             ("/subsz", { self.subszResponse() }),
+            ("/retainedz", { await self.retainedzResponse() }),
         ]
     }
 
@@ -183,6 +184,39 @@ public final class BrokerMonitor: Sendable {
                 },
                 prefixes: prefixes.map { Subsz.Prefix(prefix: $0.prefix, announced: $0.announced) },
                 foreignPrefixes: prefixes.filter { !$0.announced }.count))
+    }
+
+    private struct Retainedz: Encodable {
+        struct Value: Encodable {
+            var name: String
+            var bytes: Int
+            var expiresAt: String?
+            var expiresInSeconds: Double?
+        }
+        var count: Int
+        var bytes: Int
+        var truncated: Bool
+        var names: [Value]
+    }
+
+    /// The most names `/retainedz` lists.
+    public static let retainedzLimit = 1_000
+
+    /// The retained values the broker keeps (NBP-1 §18): how many names and bytes, and the first
+    /// `retainedzLimit` names in name order with each value's size and expiry (`truncated` when
+    /// more are kept). Asked of the forwarding loop, which owns them.
+    public func retainedzResponse() async -> MonitoringResponse {
+        let listing = await broker.retainedValues(limit: Self.retainedzLimit)
+        let now = Timestamps.wallClockNanoseconds()
+        let names = listing.values.map { value in
+            Retainedz.Value(
+                name: value.name, bytes: value.bytes,
+                expiresAt: value.expiresInSeconds.map { Self.rfc3339(now &+ UInt64(max(0, $0) * 1e9)) },
+                expiresInSeconds: value.expiresInSeconds.map { ($0 * 1_000).rounded() / 1_000 })
+        }
+        return .json(
+            Retainedz(
+                count: listing.count, bytes: listing.bytes, truncated: listing.truncated, names: names))
     }
 
     /// `2026-11-25T10:38:11.123Z` from nanoseconds since the epoch.

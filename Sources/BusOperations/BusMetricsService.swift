@@ -87,6 +87,9 @@ extension BusMetricsService {
             "Times a binding publisher waited for a subscriber whose queue was full or past its budget (flow control).",
         "nbus_bus_slow_subscriber_episodes_total": "Times a binding publisher sent past a full subscriber that moved too slowly for 10 s.",
         "nbus_bus_sent_past_slow_subscribers_total": "Notifications a binding publisher sent past full subscribers.",
+        "nbus_bus_own_retained_evictions_total":
+            "Retained values of this bus's own posts (a binding publisher, an embedded bus) evicted to stay within its bounds.",
+        "nbus_bus_own_retained_expirations_total": "Retained values of this bus's own posts dropped because their retain-for passed.",
         "nbus_bus_handshakes_refused_total": "CURVE handshakes this bus refused.",
         "nbus_bus_handshakes_failed_total": "CURVE handshakes that failed.",
         "nbus_bus_rejected_total": "Received frames rejected as malformed, by reason.",
@@ -164,6 +167,8 @@ final class BusMetricsSampler: Sendable {
             (counter("subscriber_waits"), { @Sendable s in s.subscriberWaits }),
             (counter("slow_subscriber_episodes"), { @Sendable s in s.slowSubscriberEpisodes }),
             (counter("sent_past_slow_subscribers"), { @Sendable s in s.sentPastSlowSubscribers }),
+            (counter("own_retained_evictions"), { @Sendable s in s.ownRetainedEvictions }),
+            (counter("own_retained_expirations"), { @Sendable s in s.ownRetainedExpirations }),
             (counter("handshakes_refused"), { @Sendable s in s.handshakesRefused }),
             (counter("handshakes_failed"), { @Sendable s in s.handshakesFailed }),
         ]

@@ -151,6 +151,7 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
         "/varz": "JSON: version, start time, uptime, endpoints, settings, counters",
         "/connz": "JSON: each open connection (side, peer, pid, CURVE key, since)",
         "/subsz": "JSON: the subscriptions subscribers hold (patterns, prefixes)",
+        "/retainedz": "JSON: the retained values kept (count, bytes, the first 1,000 names with size and expiry)",
     ]
 
     /// The index `GET /` answers when no route claims `/`: every path served, one a line, with

@@ -161,6 +161,11 @@ package enum PublishOutcome {
         if stats.endOfStreamUnacknowledged > 0 {
             text += "; \(stats.endOfStreamUnacknowledged) subscriber(s) did not acknowledge the end of stream"
         }
+        // A binding publisher keeps its own retained values, bounded: what it could not keep.
+        if stats.ownRetainedEvictions > 0 {
+            text += "; evicted \(stats.ownRetainedEvictions) retained value(s) past its bound (subscribers that ask later do not get them)"
+        }
+        if stats.ownRetainedExpirations > 0 { text += "; \(stats.ownRetainedExpirations) retained value(s) expired" }
         return CommandSummary(
             command: "publish", text: text,
             fields: [
@@ -176,6 +181,8 @@ package enum PublishOutcome {
                 ("slowSubscriberEpisodes", .unsigned(stats.slowSubscriberEpisodes)),
                 ("sentPastSlowSubscribers", .unsigned(stats.sentPastSlowSubscribers)),
                 ("endOfStreamUnacknowledged", .unsigned(stats.endOfStreamUnacknowledged)),
+                ("ownRetainedEvictions", .unsigned(stats.ownRetainedEvictions)),
+                ("ownRetainedExpirations", .unsigned(stats.ownRetainedExpirations)),
                 ("handshakesRefused", .unsigned(stats.handshakesRefused)), ("handshakesFailed", .unsigned(stats.handshakesFailed)),
             ])
     }

@@ -53,8 +53,8 @@ extension ViewContent {
         _ pattern: NamePattern, as type: M.Type, buffering: BufferingPolicy = .default,
         perform action: @escaping @MainActor (TypedNotification<M>) -> Void
     ) -> ViewContent {
-        adding(onReceive: pattern, buffering, .now) { notification in
-            guard let message = try? notification.message(as: M.self) else { return false }
+        adding(onReceive: pattern, buffering, .now) { notification, counter in
+            guard let message = try? notification.message(as: M.self, countingIn: counter) else { return false }
             action(TypedNotification(message: message, notification: notification))
             return true
         }
@@ -125,10 +125,13 @@ extension ViewContent {
     }
 
     /// The byte-level action of a typed `onReceive`: the message (the value itself for this
-    /// bus's own post, else decoded here, on the main actor where `action` runs), or false.
-    private static func taking<M: BusMessage>(_ action: @escaping @MainActor (M) -> Void) -> @MainActor (BusNotification) -> Bool {
-        { notification in
-            guard let message = try? notification.message(as: M.self) else { return false }
+    /// bus's own post, else decoded here, on the main actor where `action` runs, and counted in
+    /// the bus's `messagesDecoded`), or false.
+    private static func taking<M: BusMessage>(
+        _ action: @escaping @MainActor (M) -> Void
+    ) -> @MainActor (BusNotification, MessageDecodeCounter) -> Bool {
+        { notification, counter in
+            guard let message = try? notification.message(as: M.self, countingIn: counter) else { return false }
             action(message)
             return true
         }

@@ -57,7 +57,7 @@ public struct ViewContent {
         perform action: @escaping @MainActor (BusNotification) -> Void
     ) -> ViewContent {
         adding(
-            .onReceive(pattern, buffering, start, typed: false) { notification in
+            .onReceive(pattern, buffering, start, typed: false) { notification, _ in
                 action(notification)
                 return true
             })
@@ -66,7 +66,7 @@ public struct ViewContent {
     /// `onReceive` for a message type, with an action that says whether it took the notification.
     func adding(
         onReceive pattern: NamePattern, _ buffering: BufferingPolicy, _ start: SubscriptionStart,
-        _ action: @escaping @MainActor (BusNotification) -> Bool
+        _ action: @escaping @MainActor (BusNotification, MessageDecodeCounter) -> Bool
     ) -> ViewContent {
         adding(.onReceive(pattern, buffering, start, typed: true, action))
     }

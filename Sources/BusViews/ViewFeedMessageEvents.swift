@@ -25,7 +25,7 @@ public struct ViewFeedMessageEvents<Message: BusMessage>: AsyncSequence, Sendabl
                 return .gap(gap)
             case .notification(let notification):
                 do throws(UndecodableMessage) {
-                    let message = try notification.message(as: Message.self)
+                    let message = try notification.message(as: Message.self, countingIn: storage.decodeCounter)
                     return .message(TypedNotification(message: message, notification: notification))
                 } catch {
                     storage.noteUndecodable()

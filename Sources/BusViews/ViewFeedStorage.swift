@@ -15,6 +15,8 @@ final class ViewFeedStorage: BusEventSink {
     private let subscription = Mutex<SinkSubscription?>(nil)
     private let state: Mutex<ViewFeedStateMachine>
     private let metrics: ViewMetricsRecorder
+    /// The bus's `messagesDecoded`, which a typed consumer of this feed counts its decodes in.
+    let decodeCounter: MessageDecodeCounter
 
     /// Subscribes to `pattern` now, so `bus.ready(pattern)` covers it (with `.retained`, once its
     /// current values were handed over, ahead of everything live). `buffering.capacity` bounds
@@ -29,6 +31,7 @@ final class ViewFeedStorage: BusEventSink {
         self.replay = replay
         self.state = Mutex(ViewFeedStateMachine(replay: replay, capacity: buffering.capacity))
         self.metrics = metrics
+        self.decodeCounter = bus.messageDecodeCounter
         let retained = start == .retained
         let subscription =
             typed

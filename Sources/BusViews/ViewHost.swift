@@ -212,7 +212,7 @@ public final class ViewHost {
         batch {
             let updatesBefore = node.stateUpdateCount
             let start = Timestamps.monotonicNanoseconds()
-            let taken = action(notification)
+            let taken = action(notification, bus.messageDecodeCounter)
             let elapsed = Timestamps.monotonicNanoseconds() &- start
             guard taken else {
                 // A typed action's notification that did not decode: counted, no re-render.

@@ -7,7 +7,7 @@ enum ViewModifier {
     /// The action returns false for a notification it could not take (a typed one that did not
     /// decode): counted in `ViewMetrics.undecodable`, and `body` is not re-evaluated for it.
     /// `typed`: a message type's action, whose subscription takes this bus's own posts as values.
-    case onReceive(NamePattern, BufferingPolicy, SubscriptionStart, typed: Bool, @MainActor (BusNotification) -> Bool)
+    case onReceive(NamePattern, BufferingPolicy, SubscriptionStart, typed: Bool, @MainActor (BusNotification, MessageDecodeCounter) -> Bool)
     case task(TaskModifier)
     /// A typed modifier whose subscription cannot be made (a subject id that is not one name
     /// token): recorded in `ViewHost.subscriptionErrors`; it does nothing, as a refused subscription.

@@ -65,6 +65,11 @@ struct CommandOutcomeTests {
             stats: stats { $0.posted = 1; $0.sent = 1; $0.endOfStreamUnacknowledged = 2 }, exitCode: 0,
             lines: [(.warning, "2 subscriber(s) did not confirm the end of stream within --close-timeout (5.0 s)")]),
         PublishRow(
+            rule: "a binding publisher that evicted retained values past its bound: said in the summary, still 0",
+            ending: .finished(name: name, skippedLines: 0, verdict: .connected),
+            stats: stats { $0.posted = 20; $0.sent = 20; $0.ownRetainedEvictions = 12 }, exitCode: 0,
+            summary: "; evicted 12 retained value(s) past its bound"),
+        PublishRow(
             rule: "unsent notifications", ending: .finished(name: name, skippedLines: 0, verdict: nil),
             stats: stats { $0.posted = 3; $0.sent = 1; $0.unsent = 2 }, exitCode: 1, summary: "unsent 2"),
         PublishRow(

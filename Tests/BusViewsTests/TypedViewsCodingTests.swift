@@ -177,6 +177,10 @@ struct TypedViewsCodingTests {
         #expect(metrics.bodyEvaluations == 4, "\(metrics)")
         await eventsNode.waitForMetrics(within: standardWait) { $0.undecodable == 3 }
         #expect(publisher.stats.messagesEncoded == 3, "\(publisher.stats)")
+        // Counted as the bus's own typed sequences count: each good message once per consumer
+        // that decoded it (the onReceive view and the events view: 3 each), the undecodable none.
+        #expect(subscriber.stats.messagesDecoded == 6, "\(subscriber.stats)")
+        #expect(publisher.stats.messagesDecoded == 0)
         host.unmount()
         await subscriber.close()
         await publisher.close()

@@ -87,7 +87,7 @@ struct OperationsTests {
         // GET / lists the endpoints.
         let index = try httpGet(port: port, "/")
         #expect(index.status == 200)
-        for path in ["/metrics", "/healthz", "/varz", "/connz", "/subsz"] {
+        for path in ["/metrics", "/healthz", "/varz", "/connz", "/subsz", "/retainedz"] {
             #expect(index.body.contains("\n\(path) "), "\(index.body)")
         }
 

@@ -56,6 +56,30 @@ struct RetainedStoreTests {
         #expect(try names(result7.frames) == ["n.3"])
     }
 
+    @Test("listing (/retainedz): totals of all, the first names in byte order, truncated; expired ones dropped and counted")
+    func listing() throws {
+        var store = RetainedStore(maximumNames: 1_000, maximumBytes: 1 << 20)
+        // 50 names in a scrambled order, so the bounded sort (2 x limit at a time) has work to do.
+        let all = (0..<50).map { "l.n\(($0 * 37) % 50)" }
+        for name in all { _ = store.remember(try value(name)) }
+        _ = store.remember(try value("l.a.brief", headers: [WireFormat.retainForHeader: "5"]), now: 1_000)
+        _ = store.remember(try value("l.a.long", headers: [WireFormat.retainForHeader: "60000"]), now: 1_000)
+        let (listing, expired) = store.listing(limit: 7, now: 1_000 + 10_000_000)
+        #expect(expired == 1)
+        #expect(listing.count == 51 && listing.count == store.count && listing.bytes == store.bytes)
+        #expect(listing.truncated)
+        let expected = (["l.a.long"] + all).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        #expect(listing.values.map(\.name) == Array(expected.prefix(7)))
+        #expect(listing.values.allSatisfy { $0.bytes > $0.name.utf8.count })
+        let long = try #require(listing.values.first)
+        #expect(long.name == "l.a.long" && long.expiresInSeconds == 59.99, "\(long)")
+        #expect(listing.values.dropFirst().allSatisfy { $0.expiresInSeconds == nil })
+        // A limit past the count lists every name, not truncated; 0 lists none.
+        let whole = store.listing(limit: 1_000, now: 0).listing
+        #expect(whole.values.count == 51 && !whole.truncated)
+        #expect(store.listing(limit: 0, now: 0).listing.values.isEmpty)
+    }
+
     @Test("a value whose retain-for passed is dropped when a snapshot finds it; a malformed retain-for is ignored")
     func expiry() throws {
         var store = RetainedStore(maximumNames: 10, maximumBytes: 1 << 20)

@@ -79,7 +79,8 @@ public final class Bus: Sendable {
             wake: wake, outboundCapacity: max(1, configuration.outboundCapacity),
             idleSpinNanoseconds: configuration.idleSpinInNanoseconds, directPublisher: direct,
             // A publisher that binds (one XPUB, not looped back) keeps its own retained values.
-            keepsOwnRetained: !sockets.loopback && sockets.publishers.count == 1 && configuration.publish.contains(where: \.isBind))
+            keepsOwnRetained: !sockets.loopback && sockets.publishers.count == 1 && configuration.publish.contains(where: \.isBind),
+            retainedNames: configuration.retainedNames, retainedBytes: configuration.retainedBytes)
         self.core = core
         let executor = BusExecutor(core: core)
         self.executor = executor
@@ -121,6 +122,10 @@ public final class Bus: Sendable {
         stats.posted &+= stats.unwanted
         stats.messagesEncoded = core.messageCoding.encoded.load(ordering: .relaxed)
         stats.messagesDecoded = core.messageCoding.decoded.load(ordering: .relaxed)
+        // A binding publisher's own retained values are kept by posting threads; an embedded
+        // bus's by the loop (already in the snapshot).
+        stats.ownRetainedEvictions &+= core.ownRetainedEvictions.load(ordering: .relaxed)
+        stats.ownRetainedExpirations &+= core.ownRetainedExpirations.load(ordering: .relaxed)
         return stats
     }
 

@@ -147,6 +147,18 @@ public struct BusConfiguration: Sendable {
     public var maximumTrackedStreams = BusConfiguration.defaultMaximumTrackedStreams
     /// `maximumTrackedStreams` unless set: 100,000 (about 10 MB at most).
     public static let defaultMaximumTrackedStreams = 100_000
+    /// The most names whose retained value (NBP-1 §18) this bus keeps of its own retained posts,
+    /// when it keeps them: a publisher that binds (for the subscribers connected straight to it)
+    /// and an embedded bus. Past it, or past `retainedBytes`, the value updated longest ago is
+    /// evicted, counted in `BusStats.ownRetainedEvictions` and, the first time, logged as a
+    /// warning. 1 to 10 million; 10,000 unless set.
+    public var retainedNames = BusConfiguration.defaultRetainedNames
+    /// The most bytes of those values (their encoded frames): 1 byte to 64 GiB; 16 MiB unless set.
+    public var retainedBytes = BusConfiguration.defaultRetainedBytes
+    /// `retainedNames` unless set: 10,000.
+    public static let defaultRetainedNames = 10_000
+    /// `retainedBytes` unless set: 16 MiB.
+    public static let defaultRetainedBytes = 16 << 20
     /// CURVE for the sockets that connect (to `nbus broker` or a binding peer); nil is plaintext.
     /// Has no effect on `inproc://`, which has no handshake.
     public var curve: CurveClientSecurity?
@@ -240,6 +252,12 @@ public struct BusConfiguration: Sendable {
             (0...WireFormat.maximumHeaderCount).contains(maximumHeaderCount),
             "maximumHeaderCount must be 0...\(WireFormat.maximumHeaderCount) (NBP/1's limit), not \(maximumHeaderCount)")
         try check(maximumTrackedStreams >= 2, "maximumTrackedStreams must be at least 2, not \(maximumTrackedStreams)")
+        try check(
+            (1...BrokerConfiguration.maximumRetainedNames).contains(retainedNames),
+            "retainedNames must be 1 to \(BrokerConfiguration.maximumRetainedNames), not \(retainedNames)")
+        try check(
+            (1...BrokerConfiguration.maximumRetainedBytes).contains(retainedBytes),
+            "retainedBytes must be 1 byte to 64 GiB, not \(retainedBytes)")
         // NBP-1 §2.3: a producer cannot know its receivers' maximum payloads, so its batches stay
         // within the one bound every receiver accepts.
         try check(

@@ -105,6 +105,13 @@ public struct BusStats: Hashable, Sendable {
     /// the subscription live, as new or newer, since it was made.
     public var retainedReceived: UInt64 = 0
     public var retainedSuperseded: UInt64 = 0
+    /// Of the retained values this bus keeps of its own retained posts (a publisher that binds,
+    /// an embedded bus; NBP-1 §18): those evicted to stay within `BusConfiguration.retainedNames`
+    /// and `retainedBytes` (the one updated longest ago first; a value larger than the whole
+    /// byte bound counts as evicted), and those dropped because their `retain-for` passed.
+    /// Subscribers that ask later no longer get them. The first eviction is logged as a warning.
+    public var ownRetainedEvictions: UInt64 = 0
+    public var ownRetainedExpirations: UInt64 = 0
     /// Typed messages (`post(_:)`) encoded as JSON by this bus's posting tasks.
     public var messagesEncoded: UInt64 = 0
     /// Typed messages decoded by this bus's typed subscriptions (in their consumers' tasks).

@@ -204,6 +204,16 @@ public final class Broker: Sendable {
         }
     }
 
+    /// The retained values this broker keeps now (NBP-1 §18): how many names and bytes, and the
+    /// first `limit` names in name order with each value's size and expiry. The forwarding thread
+    /// owns the values and lists them at the start of its next round (within
+    /// `forwardingHeartbeat`, sooner when woken); values whose `retain-for` passed are dropped
+    /// then, never listed. Empty once the broker has stopped, and when it keeps none
+    /// (`BrokerConfiguration.retainedNames` 0).
+    public func retainedValues(limit: Int = 1_000) async -> BrokerRetainedValues {
+        await shared.requestRetainedListing(limit: limit)
+    }
+
     /// The subscriptions the subscribers hold, as they sent them.
     public func subscriptions() -> BrokerSubscriptions {
         shared.subscriptions.snapshot()

@@ -136,6 +136,7 @@ final class BrokerForwarder {
             checkMemory()
             watchSubscribers()
             replayEndOfStreamRecords()
+            if shared.retainedListingWanted.load(ordering: .acquiring) { answerRetainedListings() }
             do {
                 let moved = try forwardSubscriptions() + sendSnapshots() + forwardNotifications()
                 if moved > 0 {
@@ -488,6 +489,21 @@ final class BrokerForwarder {
             moved += 1
         }
         return moved
+    }
+
+    /// Lists the retained values for the monitoring callers waiting (`/retainedz`). Values whose
+    /// `retain-for` passed are dropped and counted as expirations first, as a snapshot drops them.
+    private func answerRetainedListings() {
+        for request in shared.takeRetainedListingRequests() {
+            let (listing, expired) = retained.listing(limit: request.limit, now: Timestamps.monotonicNanoseconds())
+            if expired > 0 {
+                stats.retainedExpirations &+= UInt64(expired)
+                stats.retainedNames = retained.count
+                stats.retainedBytes = retained.bytes
+                publishStatistics()
+            }
+            request.continuation.resume(returning: listing)
+        }
     }
 
     /// Keeps the retained notifications of the held frame (one read from a publisher that owns

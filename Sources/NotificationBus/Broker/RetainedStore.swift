@@ -126,6 +126,9 @@ struct RetainedStore {
         return (result.sorted { $0.0.rawValue < $1.0.rawValue }.map(\.1), expired.count)
     }
 
+    /// Drops `name`'s value; false when it had none.
+    mutating func removeValue(of name: NotificationName) -> Bool { remove(name) }
+
     private mutating func remove(_ name: NotificationName) -> Bool {
         guard let old = entries.removeValue(forKey: name) else { return false }
         bytes -= old.frame.count

@@ -57,16 +57,23 @@ final class BusCore: Sendable {
     let ownRetained: Mutex<RetainedStore>?
     /// Whether `ownRetained` is there (read without borrowing it).
     let keepsOwnRetained: Bool
+    /// Values `ownRetained` evicted to stay within its bounds, and those it dropped because their
+    /// `retain-for` passed (`BusStats.ownRetainedEvictions`, `ownRetainedExpirations`).
+    let ownRetainedEvictions = Atomic<UInt64>(0)
+    let ownRetainedExpirations = Atomic<UInt64>(0)
+    /// The name of the first value `ownRetained` evicted, until the event loop logs it.
+    let firstOwnRetainedEviction = Mutex<String?>(nil)
 
     init(
         wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0, directPublisher: DirectPublisher? = nil,
-        keepsOwnRetained: Bool = false
+        keepsOwnRetained: Bool = false, retainedNames: Int = BusConfiguration.defaultRetainedNames,
+        retainedBytes: Int = BusConfiguration.defaultRetainedBytes
     ) {
         self.directPublisher = directPublisher
         self.keepsOwnRetained = keepsOwnRetained
         self.ownRetained =
             keepsOwnRetained
-            ? Mutex(RetainedStore(maximumNames: BusReceiver.localRetainedNames, maximumBytes: BusReceiver.localRetainedBytes))
+            ? Mutex(RetainedStore(maximumNames: retainedNames, maximumBytes: retainedBytes))
             : nil
         self.idleSpinNanoseconds = idleSpinNanoseconds
         self.wake = wake
@@ -220,7 +227,22 @@ final class BusCore: Sendable {
         else { return }
         let now = Timestamps.monotonicNanoseconds()
         // This bus encoded the frame: it is well formed (a frame that were not would keep nothing).
-        _ = ownRetained?.withLock { $0.remember(frame: frame, nameLength: nameByteCount, now: now) }
+        switch ownRetained?.withLock({ $0.remember(frame: frame, nameLength: nameByteCount, now: now) }) {
+        case .keptEvicting(let count, let lastName):
+            noteOwnRetainedEvicted(count, name: lastName)
+        case .tooLarge:
+            // Larger than the whole byte bound: not kept, counted as the broker counts it.
+            noteOwnRetainedEvicted(1, name: String(decoding: frame[0..<nameByteCount], as: UTF8.self))
+        case .kept, .cleared, nil:
+            break
+        }
+    }
+
+    /// Counts values `ownRetained` evicted (rare: past its bounds), the first one's name kept
+    /// for the event loop's warning.
+    private func noteOwnRetainedEvicted(_ count: Int, name: String) {
+        let before = ownRetainedEvictions.wrappingAdd(UInt64(count), ordering: .relaxed).oldValue
+        if before == 0 { firstOwnRetainedEviction.withLock { $0 = name } }
     }
 
     /// Sends one post on the XPUB from the posting thread, which owns the socket until it gives

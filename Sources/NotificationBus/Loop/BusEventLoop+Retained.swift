@@ -87,7 +87,8 @@ extension BusEventLoop {
         else { return false }
         guard message[0] == 1, let (reply, pattern) = RetainedSnapshot.parseRequest(message.dropFirst()) else { return true }
         let now = Timestamps.monotonicNanoseconds()
-        let entries = core.ownRetained?.withLock { $0.frames(matching: pattern, now: now).frames } ?? []
+        let (entries, expired) = core.ownRetained?.withLock { $0.frames(matching: pattern, now: now) } ?? ([], 0)
+        if expired > 0 { core.ownRetainedExpirations.add(UInt64(expired), ordering: .relaxed) }
         var snapshot = RetainedSnapshotQueue(publisherID: configuration.publisherID)
         // One snapshot at a time: never past the queue's bounds (the store's are far below them).
         guard snapshot.enqueue(reply: reply, entries: entries, takesAll: false, now: Timestamps.wallClockNanoseconds()) else {

@@ -202,6 +202,22 @@ extension BusEventLoop {
     /// libzmq's 100 ms reconnect interval).
     static let handshakeFailureLimit = 5
 
+    /// The first of this bus's own retained values evicted (`BusStats.ownRetainedEvictions`) is
+    /// logged as a warning, once: the bound is too small for the names posted. One atomic load
+    /// a round until then.
+    private func warnOfFirstOwnRetainedEviction() {
+        guard !ownRetainedEvictionWarned else { return }
+        var name = receiver.firstLocalRetainedEviction
+        if name == nil, core.keepsOwnRetained, core.ownRetainedEvictions.load(ordering: .relaxed) > 0 {
+            name = core.firstOwnRetainedEviction.withLock { $0 }
+        }
+        guard let name else { return }
+        ownRetainedEvictionWarned = true
+        configuration.logger?.warning(
+            "evicted a retained value (\(name)) to stay within retainedNames \(configuration.retainedNames) and retainedBytes \(configuration.retainedBytes); later evictions are counted in ownRetainedEvictions, not logged",
+            metadata: ["side": "publisher"])
+    }
+
     /// Publishes the counters for `Bus.stats` (one lock; after each round of work).
     func publishStats() {
         stats.posted = core.mailbox.withLock { $0.posted }
@@ -227,6 +243,9 @@ extension BusEventLoop {
         stats.duplicatesDiscarded = received.duplicatesDiscarded
         stats.retainedReceived = received.retainedReceived
         stats.retainedSuperseded = received.retainedSuperseded
+        stats.ownRetainedEvictions = receiver.localRetainedEvictions
+        stats.ownRetainedExpirations = receiver.localRetainedExpirations
+        warnOfFirstOwnRetainedEviction()
         stats.trackedStreams = receiver.trackedStreams
         stats.rejected = received.rejected
         stats.rejectedBatchNotifications = received.rejectedBatchNotifications

@@ -31,6 +31,8 @@ final class BusEventLoop {
     var stats = BusStats()
     /// `configuration.logger`'s lines (debug): connections, failed handshakes, rejections.
     var log: BusLog
+    /// The first of this bus's own retained values evicted was logged (once per bus).
+    var ownRetainedEvictionWarned = false
     /// The XPUB's `ZMQ_FD` when posting threads may send on it while the loop sleeps.
     var publisherSignal: Int32?
     /// Set by `record(_:_:)` when the context is terminated under the loop: the loop ends.
@@ -55,6 +57,7 @@ final class BusEventLoop {
             maximumPayload: configuration.maximumPayload, maximumHeaderCount: configuration.maximumHeaderCount,
             maximumTrackedStreams: configuration.maximumTrackedStreams, paths: sockets.subscribers.count,
             gapTimeout: configuration.pathGapTimeout)
+        receiver.localRetained = RetainedStore(maximumNames: configuration.retainedNames, maximumBytes: configuration.retainedBytes)
         if sockets.subscribers.count > 1 {
             // A path whose connection a monitor reports is down until it says it is up.
             receiver.startDisconnected(paths: sockets.handshakeMonitors.filter { !$0.isPublisher }.map(\.path))

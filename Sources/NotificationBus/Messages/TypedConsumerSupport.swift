@@ -36,18 +36,32 @@ extension BusMessage {
     }
 }
 
+/// Where a consumer in another module of this package counts the messages it decodes: the bus's
+/// `BusStats.messagesDecoded`, as the bus's own typed sequences count theirs (issue 42).
+package struct MessageDecodeCounter: Sendable {
+    let core: BusCore
+}
+
+extension Bus {
+    /// This bus's decode counter, for `BusNotification.message(as:countingIn:)`.
+    package var messageDecodeCounter: MessageDecodeCounter { MessageDecodeCounter(core: core) }
+}
+
 extension BusNotification {
     /// The message this notification carries, as `type`: this bus's own post's value as it is
-    /// (no coding) when it is a `type`; otherwise its JSON decoded, as `messageEvents(of:)` does
-    /// (content type `json` or `unspecified`). Call it on the consuming side, never on the I/O
-    /// thread.
-    package func message<M: BusMessage>(as type: M.Type) throws(UndecodableMessage) -> M {
+    /// (no coding, nothing counted) when it is a `type`; otherwise its JSON decoded, as
+    /// `messageEvents(of:)` does (content type `json` or `unspecified`), and counted in
+    /// `counter`'s `BusStats.messagesDecoded` when it decodes. Call it on the consuming side,
+    /// never on the I/O thread.
+    package func message<M: BusMessage>(as type: M.Type, countingIn counter: MessageDecodeCounter) throws(UndecodableMessage) -> M {
         var notification = self
         if let local = localValue as? LocalMessageValue {
             if let message = local.value(as: M.self) { return message }
             // Another type under the same name: from its JSON, as from another process.
             LocalMessageValue.materialize(&notification)
         }
-        return try MessageDecoding<M>.single().decode(notification)
+        let message = try MessageDecoding<M>.single().decode(notification)
+        counter.core.noteMessageDecoded()
+        return message
     }
 }

@@ -71,13 +71,30 @@ extension BusReceiver {
         // This bus encoded the frame itself; one it could not decode would keep nothing. A
         // version 1 frame is kept as it is (no decode, no encode).
         if frame[nameLength + 1 + WireFormat.FixedHeaderOffset.version] == WireFormat.version {
-            _ = localRetained.remember(frame: frame, nameLength: nameLength, now: now)
+            let name = { String(decoding: frame[0..<nameLength], as: UTF8.self) }
+            noteLocalRetained(localRetained.remember(frame: frame, nameLength: nameLength, now: now), name: name)
             return
         }
         let notifications = (try? EnvelopeCodec.decodeAll(frame, maximumPayload: maximumPayload)) ?? []
         for notification in notifications where notification.asksToBeRetained {
-            _ = localRetained.remember(notification, now: now)
+            noteLocalRetained(localRetained.remember(notification, now: now)) { notification.name.rawValue }
         }
+    }
+
+    /// Counts what keeping one value evicted (the first eviction's name kept for the warning).
+    private mutating func noteLocalRetained(_ outcome: RetainedStore.Outcome?, name: () -> String) {
+        let evicted: Int
+        let last: String
+        switch outcome {
+        case .keptEvicting(let count, let lastName):
+            (evicted, last) = (count, lastName)
+        case .tooLarge:
+            (evicted, last) = (1, name())
+        case .kept, .cleared, nil:
+            return
+        }
+        if localRetainedEvictions == 0 { firstLocalRetainedEviction = last }
+        localRetainedEvictions &+= UInt64(evicted)
     }
 
     /// Hands the subscription `subscriptionID` the values this bus keeps for `pattern` (looped
@@ -85,7 +102,8 @@ extension BusReceiver {
     mutating func handOverLocalRetained(subscriptionID: UInt64, pattern: NamePattern) -> Int {
         guard let routeIndex = routes.firstIndex(where: { $0.storage.id == subscriptionID }) else { return 0 }
         var pending = makePending(subscriptionID: subscriptionID, pattern: pattern)
-        let frames = localRetained.frames(matching: pattern, now: Timestamps.monotonicNanoseconds()).frames
+        let (frames, expired) = localRetained.frames(matching: pattern, now: Timestamps.monotonicNanoseconds())
+        localRetainedExpirations &+= UInt64(expired)
         _ = handOver(frames.map { $0[...] }, to: routeIndex, pending: &pending)
         return pending.handedOver
     }

@@ -98,10 +98,14 @@ struct BusReceiver {
     var pendingSnapshots: [NotificationName: PendingSnapshot] = [:]
     var endedSnapshots: [EndedSnapshot] = []
     /// Looped back (an embedded bus): the retained values of this bus's own posts.
-    var localRetained = RetainedStore(maximumNames: BusReceiver.localRetainedNames, maximumBytes: BusReceiver.localRetainedBytes)
-    /// An embedded bus keeps at most this many names' retained values, and bytes of them.
-    static let localRetainedNames = 10_000
-    static let localRetainedBytes = 16 << 20
+    /// Bounded by `BusConfiguration.retainedNames` and `retainedBytes` (set by the event loop).
+    var localRetained = RetainedStore(
+        maximumNames: BusConfiguration.defaultRetainedNames, maximumBytes: BusConfiguration.defaultRetainedBytes)
+    /// What `localRetained` evicted and let expire (`BusStats.ownRetainedEvictions`,
+    /// `ownRetainedExpirations`), and the first eviction's name until the loop logs it.
+    var localRetainedEvictions: UInt64 = 0
+    var localRetainedExpirations: UInt64 = 0
+    var firstLocalRetainedEviction: String?
 
     /// `notification` with its post's local value, while `deliverLocally(_:firstPost:values:)`
     /// routes a frame that has any (`record`: its index in a batch frame).
