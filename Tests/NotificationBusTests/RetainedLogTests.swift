@@ -129,6 +129,21 @@ struct RetainedLogTests {
         #expect(store.count == 0)
     }
 
+    @Test("a log path that is not a regular file (a symlink to /dev/zero) is refused, not read for ever")
+    func notARegularFile() throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let directory = folder.file("state")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        try FileManager.default.createSymbolicLink(atPath: directory + "/" + RetainedLog.fileName, withDestinationPath: "/dev/zero")
+        var store = RetainedStore(maximumNames: 10, maximumBytes: 1 << 20)
+        #expect {
+            _ = try RetainedLog.open(directory: directory, into: &store, logger: nil)
+        } throws: { error in
+            "\(error)".contains("is not a regular file")
+        }
+    }
+
     @Test("past twice the live bytes plus 1 MiB the log is rewritten with the live values only")
     func compaction() throws {
         let folder = try TempFolder()

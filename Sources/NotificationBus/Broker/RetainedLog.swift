@@ -30,6 +30,8 @@ final class RetainedLog {
     /// A write failed: the file may end in a torn record, which would hide every later one from
     /// the next start; the next change rewrites the whole file instead of appending.
     private var needsRewrite = false
+    /// When a rewrite after a failure was last tried (monotonic ns).
+    private var lastRewriteAttempt: UInt64?
     /// A write failure was logged and nothing has succeeded since (one warning per episode).
     private var failureReported = false
     private let logger: Logger?
@@ -93,6 +95,12 @@ final class RetainedLog {
             throw failure("cannot open \(path)", code)
         }
         let log = RetainedLog(directory: directory, path: path, descriptor: descriptor, lockDescriptor: lockDescriptor, fileSize: 0, logger: logger)
+        // A device or a FIFO there (a symlink to /dev/zero) would be read for ever.
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { throw failure("cannot read \(path)") }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw .invalidConfiguration("stateDirectory \(directory): \(path) is not a regular file; remove it or choose another directory")
+        }
         guard let bytes = readAll(descriptor) else { throw failure("cannot read \(path)") }
         let replay = bytes.withUnsafeBytes { RetainedLogRecord.decode($0) }
         var loaded = Loaded(records: replay.records.count, values: 0, skippedBytes: 0, damageOffset: nil)
@@ -150,6 +158,11 @@ final class RetainedLog {
     /// post changed it; compacts when the log has grown past twice the live bytes plus 1 MiB.
     func recordChange(nameBytes: UnsafeRawBufferPointer, store: RetainedStore) {
         if needsRewrite {
+            // At most one rewrite a second while writing fails (a full disk): each writes every
+            // value, and the one that works holds this change too.
+            let now = Timestamps.monotonicNanoseconds()
+            guard lastRewriteAttempt.map({ now &- $0 >= 1_000_000_000 }) ?? true else { return }
+            lastRewriteAttempt = now
             compact(store)
             return
         }
