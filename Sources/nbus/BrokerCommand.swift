@@ -239,7 +239,9 @@ struct BrokerCommand: AsyncParsableCommand {
             do {
                 broker = try Broker(brokerConfiguration)
             } catch {
-                throw fail("broker", naming(error, options: [("--frontend", [frontend]), ("--backend", [backend])]), code: 2)
+                // The state directory's errors name the flag that gave it, as usage errors do.
+                let text = naming(error, options: [("--frontend", [frontend]), ("--backend", [backend])])
+                throw fail("broker", text.replacing("stateDirectory ", with: "--state "), code: 2)
             }
             let upstreams = upstream.map { " upstream \($0)" }.joined()
             // The one line on stdout: the endpoints as bound (a `:*` port resolved), for scripts

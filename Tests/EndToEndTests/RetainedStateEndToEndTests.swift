@@ -124,7 +124,7 @@ struct RetainedStateEndToEndTests {
              "--retain-names", "10", "--state", state])
         let output = await second.waitForExit(timeout: .seconds(60))
         #expect(output?.status == 2, "\(second.describe())")
-        #expect(output?.stderrText.contains("is in use by another broker") == true, "\(second.describe())")
+        #expect(output?.stderrText.contains("--state \(state) is in use by another broker") == true, "\(second.describe())")
     }
 
     @Test("--state without --retain-names, or naming a file, is a usage error naming the flag")
