@@ -144,7 +144,8 @@ public final class Broker: Sendable {
             }
             forwarder = try BrokerForwarder(
                 frontend: xsub, backend: xpub, shared: shared, configuration: configuration,
-                retained: retained, retainedLog: retainedLog, boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)], monitorReaders: monitorReaders,
+                retained: retained, retainedLog: retainedLog,
+                boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)], monitorReaders: monitorReaders,
                 connections: connections, onEvent: onEvent)
         } catch {
             Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)

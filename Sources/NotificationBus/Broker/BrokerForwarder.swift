@@ -80,7 +80,8 @@ final class BrokerForwarder {
 
     init(
         frontend: Socket, backend: Socket, shared: BrokerShared, configuration: BrokerConfiguration,
-        retained: RetainedStore, retainedLog: RetainedLog?, boundEndpoints: [(socket: Socket, endpoint: String)], monitorReaders: [Socket], connections: ConnectionTracker,
+        retained: RetainedStore, retainedLog: RetainedLog?,
+        boundEndpoints: [(socket: Socket, endpoint: String)], monitorReaders: [Socket], connections: ConnectionTracker,
         onEvent: (@Sendable (BrokerEvent) -> Void)?
     ) throws(ZMQError) {
         let patienceNanoseconds = Timestamps.boundedNanoseconds(configuration.slowSubscriberPatience)

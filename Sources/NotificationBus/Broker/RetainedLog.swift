@@ -107,9 +107,10 @@ final class RetainedLog {
         if replay.damaged {
             loaded.skippedBytes = replay.totalLength - replay.goodLength
             loaded.damageOffset = replay.goodLength
-            logger?.warning(
-                "retained state \(path) is damaged at byte \(replay.goodLength) (torn or corrupt): loaded \(replay.records.count) records, skipped the last \(loaded.skippedBytes) bytes; cutting the file there"
-            )
+            let damage =
+                "retained state \(path) is damaged at byte \(replay.goodLength) (torn or corrupt): loaded "
+                + "\(replay.records.count) records, skipped the last \(loaded.skippedBytes) bytes; cutting the file there"
+            logger?.warning("\(damage)")
         }
         if replay.goodLength < RetainedLogRecord.fileMagic.count {
             // Empty, or not this log at all: start it afresh.
