@@ -83,6 +83,11 @@ struct BrokerCommand: AsyncParsableCommand {
         valueName: "MiB"))
     var retainBytes: Int = BrokerConfiguration.defaultRetainedBytes >> 20
 
+    @Option(name: .customLong("state"), help: ArgumentHelp(
+        "With --retain-names: keep the retained values in this directory (created if missing) across restarts and crashes, a kill -9 included (a power loss may lose the last seconds); one broker per directory. Without it they live in memory only.",
+        valueName: "dir"))
+    var state: String?
+
     @Option(parsing: .unconditional, help: ArgumentHelp("Print counters every N seconds, 0.1 to 86400 (0: only at exit).", valueName: "seconds"))
     var stats: Double = 0
 
@@ -154,7 +159,7 @@ struct BrokerCommand: AsyncParsableCommand {
         .frontend: "--frontend", .backend: "--backend", .upstream: "--upstream", .highWaterMark: "--hwm",
         .subscriberBudget: "--subscriber-budget", .slowSubscriberPatience: "--slow-after", .heartbeat: "--heartbeat",
         .memoryLimit: "--max-memory", .idleSpin: "--idle-spin", .security: "--curve-secret", .drainTimeout: "--drain",
-        .retainedNames: "--retain-names", .retainedBytes: "--retain-bytes",
+        .retainedNames: "--retain-names", .retainedBytes: "--retain-bytes", .stateDirectory: "--state",
     ]
 
     /// Throws a usage error (exit 64) naming the flag behind the configuration's first invalid
@@ -208,6 +213,7 @@ struct BrokerCommand: AsyncParsableCommand {
         configuration.drainTimeout = span(drain)
         configuration.retainedNames = retainNames
         configuration.retainedBytes = mebibytes(retainBytes)
+        configuration.stateDirectory = state
         configuration.logger = logger
         return configuration
     }
@@ -233,7 +239,9 @@ struct BrokerCommand: AsyncParsableCommand {
             do {
                 broker = try Broker(brokerConfiguration)
             } catch {
-                throw fail("broker", naming(error, options: [("--frontend", [frontend]), ("--backend", [backend])]), code: 2)
+                // The state directory's errors name the flag that gave it, as usage errors do.
+                let text = naming(error, options: [("--frontend", [frontend]), ("--backend", [backend])])
+                throw fail("broker", text.replacing("stateDirectory ", with: "--state "), code: 2)
             }
             let upstreams = upstream.map { " upstream \($0)" }.joined()
             // The one line on stdout: the endpoints as bound (a `:*` port resolved), for scripts

@@ -35,6 +35,13 @@ public final class Broker: Sendable {
     /// rate-limited per key.
     public init(_ configuration: BrokerConfiguration) throws(BusError) {
         try configuration.validate()
+        // The retained values kept in `stateDirectory`, read back before anything binds: a
+        // directory another broker holds stops this one here, with nothing bound.
+        var retained = RetainedStore(maximumNames: configuration.retainedNames, maximumBytes: configuration.retainedBytes)
+        var retainedLog: RetainedLog?
+        if let directory = configuration.stateDirectory {
+            retainedLog = try RetainedLog.open(directory: directory, into: &retained, logger: configuration.logger).0
+        }
         let onEvent = configuration.eventHandler
         let onAuthentication = configuration.authenticationHandler
         let (frontend, backend, upstream) = (configuration.frontend, configuration.backend, configuration.upstream)
@@ -137,6 +144,7 @@ public final class Broker: Sendable {
             }
             forwarder = try BrokerForwarder(
                 frontend: xsub, backend: xpub, shared: shared, configuration: configuration,
+                retained: retained, retainedLog: retainedLog,
                 boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)], monitorReaders: monitorReaders,
                 connections: connections, onEvent: onEvent)
         } catch {

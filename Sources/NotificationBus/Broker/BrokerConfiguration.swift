@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 
 /// Everything a `Broker` needs: its endpoints, its queues and their budgets, its patience with
@@ -98,13 +101,22 @@ public struct BrokerConfiguration: Sendable {
     /// see a retained post that no subscriber wants yet: publishers then send it everything they
     /// post (their filtering saves them nothing through this broker), and count it as a
     /// subscriber of every name (`waitForSubscribers`). Past the bound the value updated longest
-    /// ago is evicted, counted and logged. Kept in memory only: a restart loses them.
+    /// ago is evicted, counted and logged. Kept in memory only (a restart loses them) unless
+    /// `stateDirectory` is set.
     public var retainedNames: Int = 0
 
     /// The most bytes of retained notifications the broker keeps (their encoded frames), 64 MiB
     /// by default; past it the value updated longest ago is evicted, counted and logged. One
     /// notification larger than this is not kept (counted as evicted).
     public var retainedBytes: Int = BrokerConfiguration.defaultRetainedBytes
+
+    /// A directory where the broker keeps its retained values across restarts (nil, the default:
+    /// in memory only). Created if missing (its parent must exist); it holds `retained.log`, an
+    /// append-only log of checksummed records written on every retained change (no fsync each: a
+    /// crash or `kill -9` of the broker loses nothing that it had written; a power loss may lose
+    /// the last seconds), and `lock`, which keeps a second broker out. A torn or corrupt end is
+    /// reported as a warning, cut off, and the good records loaded. Needs `retainedNames` above 0.
+    public var stateDirectory: String?
 
     /// CURVE on both sides, admitting only the allow-listed keys (plaintext peers included,
     /// everyone else is refused and counted). nil: plaintext.
@@ -200,6 +212,7 @@ public struct BrokerConfiguration: Sendable {
         public static let security = Setting(name: "security")
         public static let retainedNames = Setting(name: "retainedNames")
         public static let retainedBytes = Setting(name: "retainedBytes")
+        public static let stateDirectory = Setting(name: "stateDirectory")
     }
 
     /// The first setting out of range and why (the words that follow its name: "must be ...,
@@ -255,6 +268,9 @@ public struct BrokerConfiguration: Sendable {
         if !(0...Self.maximumRetainedBytes).contains(retainedBytes) {
             return (.retainedBytes, "must be 0 to 64 GiB, not \(Self.bytes(retainedBytes))")
         }
+        if let stateDirectory, let reason = Self.stateDirectoryProblem(stateDirectory, retainedNames: retainedNames) {
+            return (.stateDirectory, reason)
+        }
         return nil
     }
 
@@ -264,6 +280,33 @@ public struct BrokerConfiguration: Sendable {
         guard let (setting, reason) = invalidSetting() else { return }
         let text = "\(setting) \(reason)"
         throw setting == .upstream && security != nil && !upstream.isEmpty ? .security(text) : .invalidConfiguration(text)
+    }
+
+    /// Why `directory` cannot hold the retained state, or nil: it must be a writable directory,
+    /// or one that can be created (its parent exists and is writable). Nothing is created here.
+    private static func stateDirectoryProblem(_ directory: String, retainedNames: Int) -> String? {
+        if directory.isEmpty { return "must be a directory, not empty" }
+        if retainedNames == 0 { return "needs retainedNames above 0 (with none kept there is nothing to keep)" }
+        var status = stat()
+        if stat(directory, &status) == 0 {
+            guard status.st_mode & S_IFMT == S_IFDIR else { return "must be a directory, not a file (\(directory))" }
+            guard access(directory, W_OK | X_OK) == 0 else { return "must be writable by this process (\(directory) is not)" }
+            return nil
+        }
+        guard errno == ENOENT else { return "cannot be read (\(directory): \(String(cString: strerror(errno))))" }
+        var parent = directory
+        while parent.count > 1 && parent.hasSuffix("/") { parent.removeLast() }
+        if let slash = parent.lastIndex(of: "/") {
+            parent = slash == parent.startIndex ? "/" : String(parent[..<slash])
+        } else {
+            parent = "."
+        }
+        var parentStatus = stat()
+        guard stat(parent, &parentStatus) == 0, parentStatus.st_mode & S_IFMT == S_IFDIR else {
+            return "cannot be created: its parent \(parent) is not a directory"
+        }
+        guard access(parent, W_OK | X_OK) == 0 else { return "cannot be created: its parent \(parent) is not writable" }
+        return nil
     }
 
     /// A byte count as people read it in the messages above: whole MiB when it is one.

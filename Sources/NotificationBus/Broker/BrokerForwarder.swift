@@ -55,6 +55,8 @@ final class BrokerForwarder {
     private var lastForeignReport: UInt64?
     /// Retained values (NBP-1 §18) and the snapshots new subscriptions asked for.
     private var retained: RetainedStore
+    /// Where each retained change is written (`BrokerConfiguration.stateDirectory`); nil: memory only.
+    private let retainedLog: RetainedLog?
     private var snapshots = RetainedSnapshotQueue()
     /// When the backend first refused the snapshot frame at the head (monotonic ns; nil: it did not).
     private var snapshotRefusedSince: UInt64?
@@ -78,6 +80,7 @@ final class BrokerForwarder {
 
     init(
         frontend: Socket, backend: Socket, shared: BrokerShared, configuration: BrokerConfiguration,
+        retained: RetainedStore, retainedLog: RetainedLog?,
         boundEndpoints: [(socket: Socket, endpoint: String)], monitorReaders: [Socket], connections: ConnectionTracker,
         onEvent: (@Sendable (BrokerEvent) -> Void)?
     ) throws(ZMQError) {
@@ -107,7 +110,10 @@ final class BrokerForwarder {
         self.curve = configuration.security != nil
         self.boundEndpoints = boundEndpoints
         self.onEvent = onEvent
-        self.retained = RetainedStore(maximumNames: configuration.retainedNames, maximumBytes: configuration.retainedBytes)
+        self.retained = retained
+        self.retainedLog = retainedLog
+        stats.retainedNames = retained.count
+        stats.retainedBytes = retained.bytes
         try backend.set(.xpubNoDrop, true)
         try backend.set(.sendTimeout, .milliseconds(1))
     }
@@ -185,6 +191,8 @@ final class BrokerForwarder {
             }
         }
         if shared.stopRequested.load(ordering: .acquiring) { drainOnStop() }
+        // A clean stop leaves the log holding only the live values (and lets go of its lock).
+        retainedLog?.close(retained)
         held.removeAll()
         subscription.removeAll()
         publishStatistics()
@@ -522,7 +530,9 @@ final class BrokerForwarder {
             else { return }
             if frame[nameLength + 1 + WireFormat.FixedHeaderOffset.version] == WireFormat.version {
                 // A malformed frame keeps nothing (subscribers reject and count it themselves).
-                if let outcome = retained.remember(frame: frame, nameLength: nameLength, now: now), outcome != .kept {
+                guard let outcome = retained.remember(frame: frame, nameLength: nameLength, now: now) else { return }
+                retainedLog?.recordChange(nameBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]), store: retained)
+                if outcome != .kept {
                     outcomes.append((outcome, name: String(decoding: frame[0..<nameLength], as: UTF8.self)))
                 }
                 return
@@ -531,7 +541,9 @@ final class BrokerForwarder {
             // keeps its last), each written as a version 1 frame from its bytes, none decoded.
             for kept in EnvelopeCodec.retainedFramesToKeep(inBatch: frame, validatedNameLength: nameLength) ?? [] {
                 kept.withUnsafeBytes { kept in
-                    if let outcome = retained.remember(frame: kept, nameLength: nameLength, now: now), outcome != .kept {
+                    guard let outcome = retained.remember(frame: kept, nameLength: nameLength, now: now) else { return }
+                    retainedLog?.recordChange(nameBytes: UnsafeRawBufferPointer(rebasing: kept[0..<nameLength]), store: retained)
+                    if outcome != .kept {
                         outcomes.append((outcome, name: String(decoding: frame[0..<nameLength], as: UTF8.self)))
                     }
                 }

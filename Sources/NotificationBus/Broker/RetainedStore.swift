@@ -74,6 +74,34 @@ struct RetainedStore {
         return store(name, frame: frame, expires: fields.lifetimeNanoseconds.map { now &+ $0 })
     }
 
+    /// Puts back a value read from `RetainedLog` (a version 1 frame with the retain bit whose
+    /// name, `nameLength` bytes, `EnvelopeCodec.nameLength(in:)` vouched for), with its expiry
+    /// as it was (monotonic ns; one already past is dropped by the next snapshot or
+    /// `dropExpired(now:)`). The bounds apply as for a post: replayed in the order they were
+    /// written, the values evict what they evicted then.
+    mutating func restore(frame: UnsafeRawBufferPointer, nameLength: Int, expires: UInt64?) -> Outcome {
+        let name = NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
+        return store(name, frame: frame, expires: expires)
+    }
+
+    /// Clears `name`'s value (a clear read from `RetainedLog`); whether there was one.
+    mutating func clear(_ name: NotificationName) -> Bool {
+        remove(name)
+    }
+
+    /// Drops every value whose `retain-for` passed by `now` (monotonic ns); how many.
+    mutating func dropExpired(now: UInt64) -> Int {
+        let expired = entries.compactMap { name, entry in entry.expires.map { $0 <= now } == true ? name : nil }
+        for name in expired { _ = remove(name) }
+        return expired.count
+    }
+
+    /// Every kept value, updated longest ago first (the order that evicts the same values when
+    /// replayed into a store with the same bounds).
+    var entriesOldestFirst: [(name: NotificationName, entry: Entry)] {
+        entries.map { ($0.key, $0.value) }.sorted { $0.entry.generation < $1.entry.generation }
+    }
+
     /// Stores `frame` (copied; into the name's old value's storage when it has the same size, so
     /// a name updated at a steady size allocates nothing) as `name`'s value.
     private mutating func store(_ name: NotificationName, frame: UnsafeRawBufferPointer, expires: UInt64?) -> Outcome {

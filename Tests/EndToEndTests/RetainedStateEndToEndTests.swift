@@ -1,0 +1,146 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+import ToolSupport
+
+// Retained values kept on disk (`nbus broker --state DIR`, issue 39 item 5), with real
+// processes: a broker killed with SIGKILL and started again on the same directory serves the
+// values (and clears) it had taken; a torn or corrupt log is reported in one warning line and
+// the good records served; a second broker on a directory in use is refused. ipc in a temp folder.
+
+@Suite("retained values kept on disk by nbus broker --state (real processes)", .serialized, .timeLimit(.minutes(3)))
+struct RetainedStateEndToEndTests {
+    /// Posts `lines` (JSON lines, `name` and `payload`) with --retain from one `nbus publish`
+    /// that then exits.
+    private func publishRetained(_ children: Children, frontend: String, _ posts: [(String, String)]) async throws {
+        let publisher = try children.start(
+            "publisher", ["publish", "x.any", "--lines", "--input", "json", "--retain", "--connect", frontend, "--timeout", "30"],
+            withStdin: true)
+        try publisher.writeStdinAndClose(posts.map { "{\"name\":\"\($0.0)\",\"payload\":\"\($0.1)\"}\n" }.joined())
+        let published = await publisher.waitForExit(timeout: .seconds(60))
+        expectExit(published, 0, publisher)
+    }
+
+    /// The broker's retained values under `x.>` (`nbus subscribe --retained-only`): name to
+    /// payload, and whether every one was marked retained.
+    private func retainedValues(_ children: Children, backend: String) async throws -> (values: [String: String], allMarked: Bool) {
+        let reader = try children.start(
+            "reader", ["subscribe", "x.>", "--retained-only", "--connect", backend, "--format", "json", "--timeout", "30"])
+        let output = await reader.waitForExit(timeout: .seconds(60))
+        expectExit(output, 0, reader)
+        let objects = reader.output.stdoutText.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        var values: [String: String] = [:]
+        for object in objects {
+            if let name = object["name"] as? String { values[name] = object["payload"] as? String ?? "" }
+        }
+        return (values, objects.allSatisfy { $0["retained"] as? Bool == true })
+    }
+
+    /// Asks the broker for its values until they are `expected` (it took every post: each is in
+    /// its log), at most 100 times.
+    private func waitForValues(_ children: Children, backend: String, _ expected: [String: String]) async throws -> Bool {
+        for _ in 0..<100 {
+            if try await retainedValues(children, backend: backend).values == expected { return true }
+        }
+        return false
+    }
+
+    @Test("killed with SIGKILL and started again on the same --state: the values and a clear survive, marked retained")
+    func valuesSurviveKill9() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let state = children.folder.file("state")
+        let options = ["--retain-names", "100", "--state", state]
+        let (broker, frontend, backend) = try await children.startBroker(options)
+        try await publishRetained(children, frontend: frontend, [("x.a", "1"), ("x.b", "2"), ("x.c", "3"), ("x.a", "4"), ("x.c", "")])
+        let expected = ["x.a": "4", "x.b": "2"]
+        #expect(try await waitForValues(children, backend: backend, expected))
+
+        broker.signal(SIGKILL)
+        let killed = await broker.waitForExit()
+        #expect(killed?.bySignal == true, "\(broker.describe())")
+
+        let (restarted, _, backend2) = try await children.startBroker(options, name: "broker")
+        let read = try await retainedValues(children, backend: backend2)
+        #expect(read.values == expected, "\(restarted.describe())")
+        #expect(read.allMarked)
+        restarted.signal(SIGTERM)
+        expectExit(await restarted.waitForExit(), 0, restarted)
+    }
+
+    @Test("a torn end and a flipped byte: one warning line, the good records served, the broker works on")
+    func damagedLogIsReportedAndCut() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let state = children.folder.file("state")
+        let options = ["--retain-names", "100", "--state", state]
+        let (broker, frontend, backend) = try await children.startBroker(options)
+        let posts = (1...6).map { ("x.k\($0)", "value-\($0)") }
+        try await publishRetained(children, frontend: frontend, posts)
+        #expect(try await waitForValues(children, backend: backend, Dictionary(uniqueKeysWithValues: posts)))
+        broker.signal(SIGKILL)
+        _ = await broker.waitForExit()
+
+        // A byte flipped in the fourth record's frame: records 1-3 stay good.
+        let log = state + "/retained.log"
+        var bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: log)))
+        var offset = 20  // the magic
+        for _ in 0..<3 { offset += 8 + Int(bytes[offset]) | Int(bytes[offset + 1]) << 8 }
+        bytes[offset + 8 + 20] ^= 0x40
+        bytes += [0x55, 0x00, 0x00, 0x00, 1, 2, 3]  // and a torn record at the end
+        try Data(bytes).write(to: URL(fileURLWithPath: log))
+
+        let (restarted, frontend2, backend2) = try await children.startBroker(options)
+        #expect(await restarted.waitForStderr(containing: "is damaged at byte \(offset)"), "\(restarted.describe())")
+        #expect(restarted.output.stderrText.contains("loaded 3 records"), "\(restarted.describe())")
+        #expect(try await retainedValues(children, backend: backend2).values == Dictionary(uniqueKeysWithValues: posts.prefix(3)))
+        // It goes on keeping (and writing) values after the cut.
+        try await publishRetained(children, frontend: frontend2, [("x.k9", "nine")])
+        var expected = Dictionary(uniqueKeysWithValues: posts.prefix(3))
+        expected["x.k9"] = "nine"
+        #expect(try await waitForValues(children, backend: backend2, expected))
+        restarted.signal(SIGKILL)
+        _ = await restarted.waitForExit()
+
+        // The cut file is whole again: the next start reads it all with no warning.
+        let (third, _, backend3) = try await children.startBroker(options)
+        #expect(try await retainedValues(children, backend: backend3).values == expected)
+        #expect(!third.output.stderrText.contains("damaged"), "\(third.describe())")
+    }
+
+    @Test("a second broker on a --state directory in use is refused with a clear error")
+    func secondBrokerOnTheSameDirectoryIsRefused() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let state = children.folder.file("state")
+        _ = try await children.startBroker(["--retain-names", "10", "--state", state])
+        let second = try children.start(
+            "second",
+            ["broker", "--frontend", children.folder.ipc("f2.sock"), "--backend", children.folder.ipc("b2.sock"),
+             "--retain-names", "10", "--state", state])
+        let output = await second.waitForExit(timeout: .seconds(60))
+        #expect(output?.status == 2, "\(second.describe())")
+        #expect(output?.stderrText.contains("--state \(state) is in use by another broker") == true, "\(second.describe())")
+    }
+
+    @Test("--state without --retain-names, or naming a file, is a usage error naming the flag")
+    func invalidStateIsAUsageError() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let file = children.folder.file("plain")
+        FileManager.default.createFile(atPath: file, contents: Data())
+        for (arguments, words) in [
+            (["--state", children.folder.file("s")], "--state needs retainedNames above 0"),
+            (["--retain-names", "5", "--state", file], "--state must be a directory, not a file"),
+        ] {
+            let output = try await children.run(
+                "broker", ["broker", "--frontend", children.folder.ipc("f.sock"), "--backend", children.folder.ipc("b.sock")] + arguments)
+            #expect(output?.status == 64, "\(arguments): \(output?.stderrText ?? "")")
+            #expect(output?.stderrText.contains(words) == true, "\(arguments): \(output?.stderrText ?? "")")
+        }
+    }
+}
