@@ -113,6 +113,11 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
             eventLoopGroup: threads,
             logger: serverLogger)
         let stopping = StopFlag()
+        // Whether `threads` is shut down (or shutting down): nothing may be scheduled on it then.
+        // The graceful shutdown can come after a cancelled run already shut the threads down (a
+        // subscriber's --timeout at load 17), and scheduling on them then printed SwiftNIO's
+        // "Cannot schedule tasks on an EventLoop that has already shut down" after the summary.
+        let threadsDown = Mutex(false)
         do {
             try await withGracefulShutdownHandler {
                 try await server.run()
@@ -120,14 +125,19 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
                 stopping.set()
                 // The server stops accepting and closes idle connections itself, but waits for
                 // requests in progress: one that trickles in would hold the process for seconds.
-                threads.next().scheduleTask(in: .nanoseconds(Int64(Self.shutdownGrace.nanoseconds))) {
-                    connections.closeAll()
+                // Under the lock: a task scheduled before the shutdown is cancelled by it.
+                threadsDown.withLock { down in
+                    guard !down else { return }
+                    threads.next().scheduleTask(in: .nanoseconds(Int64(Self.shutdownGrace.nanoseconds))) {
+                        connections.closeAll()
+                    }
                 }
             }
         } catch {
             // The server's own error is the one to report; tidying up after it fails only when
             // already shut down, which leaves nothing more to release.
             try? await server.shutdownGracefully()
+            threadsDown.withLock { $0 = true }
             try? await threads.shutdownGracefully()
             throw MonitoringServerError(address: address, reason: Self.reason(error))
         }
@@ -136,6 +146,7 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
         // dead event loop to close it, and NIO printed "Cannot schedule tasks on an EventLoop that
         // has already shut down" at exit. Shut down first (it returns at once if it was already).
         try? await server.shutdownGracefully()
+        threadsDown.withLock { $0 = true }
         try? await threads.shutdownGracefully()
         // Hummingbird returns when its listening socket fails (after logging why at error level):
         // a command whose --http stopped answering ends with the reason, not as if asked to stop.
