@@ -272,34 +272,30 @@ struct ViewFeedStateMachine {
         return delta
     }
 
+    /// Keeps `notification` as its name's latest, replacing (and counting as missed) an earlier one.
+    private mutating func keepLatest(_ notification: BusNotification) -> UInt64 {
+        var missed: UInt64 = 0
+        if let index = kept.firstIndex(where: { $0.name == notification.name }) {
+            kept.remove(at: index)
+            missed = 1
+        }
+        kept.append(notification)
+        missedSinceShown += missed
+        return missed
+    }
+
     /// Keeps `notification` per the replay policy; returns how many notifications were missed by it.
     /// A retained one (a name's current value, `start: .retained`) is kept whatever the policy,
     /// the latest per name: the view that appears shows it. Its snapshot can arrive before the
     /// view's task first runs (1 run in 25 at load, RetainedStartTests), and `.none` dropped it.
     private mutating func keep(_ notification: BusNotification) -> UInt64 {
-        if notification.isRetained {
-            var missed: UInt64 = 0
-            if let index = kept.firstIndex(where: { $0.name == notification.name }) {
-                kept.remove(at: index)
-                missed = 1
-            }
-            kept.append(notification)
-            missedSinceShown += missed
-            return missed
-        }
+        if notification.isRetained { return keepLatest(notification) }
         switch replay {
         case .none:
             missedSinceShown += 1
             return 1
         case .latest:
-            var missed: UInt64 = 0
-            if let index = kept.firstIndex(where: { $0.name == notification.name }) {
-                kept.remove(at: index)
-                missed = 1
-            }
-            kept.append(notification)
-            missedSinceShown += missed
-            return missed
+            return keepLatest(notification)
         case .all(let maximum):
             kept.append(notification)
             var missed: UInt64 = 0
