@@ -42,6 +42,12 @@ public struct BusNotification: Hashable, Sendable {
         self.flags = flags
     }
 
+    /// What this notification counts against a subscriber's byte bound: payload, headers and
+    /// name, plus 64 bytes for the rest (stamp, content type, the buffer's slot).
+    package var bufferedSize: Int {
+        payload.count + headers.encodedByteCount + name.rawValue.utf8.count + 64
+    }
+
     public static func == (lhs: BusNotification, rhs: BusNotification) -> Bool {
         lhs.name == rhs.name && lhs.payload == rhs.payload && lhs.headers == rhs.headers
             && lhs.contentType == rhs.contentType && lhs.sequence == rhs.sequence

@@ -43,6 +43,9 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     /// Whether there are no entries.
     public var isEmpty: Bool { count == 0 }
 
+    /// The entries' size as NBP/1 encodes them (what they cost a buffer).
+    package var encodedByteCount: Int { wire.count }
+
     /// The value for `key` (compared byte-wise), or nil; setting nil removes the entry, setting a
     /// new key appends it, setting an existing key replaces its value in place. A key over 255
     /// bytes or a value over 65,535 cannot be stored at all: the entry is then absent and `post`

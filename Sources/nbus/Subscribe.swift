@@ -66,6 +66,11 @@ struct Subscribe: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Buffered notifications per pattern before the policy applies.", valueName: "n"))
     var buffer: Int = 8192
 
+    @Option(name: .customLong("buffer-mib"), parsing: .unconditional, help: ArgumentHelp(
+        "MiB of notifications buffered per pattern before the policy applies, as well as --buffer (payload, headers and name, plus 64 bytes each; one larger notification still passes alone; 0: no byte bound).",
+        valueName: "MiB"))
+    var bufferMiB: Int = BusConfiguration.defaultSubscriptionBufferBytes >> 20
+
     @Option(help: ArgumentHelp("When the buffer is full: suspend (back-pressure), drop-oldest or drop-newest.", valueName: "policy"))
     var policy: Policy = .suspend
 
@@ -126,6 +131,9 @@ struct Subscribe: AsyncParsableCommand {
             }
         }
         guard buffer >= 1 else { throw ValidationError("--buffer must be at least 1") }
+        guard (0...(1 << 20)).contains(bufferMiB) else {
+            throw ValidationError("--buffer-mib must be 0 (no byte bound) to 1048576 MiB (default 64), not \(bufferMiB)")
+        }
         // Above NBP/1's 1 MiB default only for publishers configured alike (NBP-1 §6); past 1 GiB a
         // single peer's frame would be the process's memory.
         guard (0...(1 << 30)).contains(maxPayload) else {
@@ -146,6 +154,7 @@ struct Subscribe: AsyncParsableCommand {
         try await CommandLifecycle.run(name: "subscribe") { () async throws -> (SubscribeService, [any Service]) in
             var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
             configuration.maximumPayload = maxPayload
+            configuration.subscriptionBufferBytes = bufferMiB << 20
             configuration.maximumResidentMemory = maxMemory == 0 ? nil : UInt64(maxMemory) << 20
             configuration.maximumHeaderCount = maxHeaders
             configuration.logger = CommandLog.logger("subscribe")  // the bus's own lines, at --log-level debug

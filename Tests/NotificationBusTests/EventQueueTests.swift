@@ -62,7 +62,7 @@ struct EventQueueTests {
         queue.append(try note(2))
         #expect(queue.notificationCount == 2)
         let removed = queue.removeFirstNotification()
-        #expect(removed)
+        #expect(removed == (try note(1)).bufferedSize)
         #expect(queue.first == gap && queue.notificationCount == 1)
         queue.replaceFirst(with: .gap(Gap(cause: .droppedLocalBuffer, count: 2)))
         queue.replaceLast(with: try note(7))
@@ -73,6 +73,6 @@ struct EventQueueTests {
         while let event = queue.popFirst() { drained.append(event) }
         #expect(drained == [try note(9), .gap(Gap(cause: .droppedLocalBuffer, count: 2)), try note(7)])
         let removedFromEmpty = queue.removeFirstNotification()
-        #expect(!removedFromEmpty)
+        #expect(removedFromEmpty == nil)
     }
 }

@@ -6,14 +6,28 @@ import Testing
 /// in the process; elsewhere the old 10,000, and a value set is kept as set.
 @Suite("High-water mark defaults", .timeLimit(.minutes(1)))
 struct HighWaterMarkDefaultTests {
-    @Test("a subscriber whose attachments are all tcp keeps 1,000 frames; ipc, inproc or a mix keep 10,000")
+    @Test("a subscriber whose attachments are all tcp keeps what its byte bound allows; ipc, inproc or a mix keep 10,000")
     func receiveMarkFollowsTransport() {
-        #expect(BusConfiguration.brokered(frontends: [], backends: ["tcp://127.0.0.1:5551"]).receiveHighWaterMark == 1_000)
-        #expect(BusConfiguration(subscribe: [.connect("TCP://a:1"), .connect("tcp://b:2")]).receiveHighWaterMark == 1_000)
+        // 64 MiB of NBP/1's largest frames (1 MiB payloads): 63, raised to the floor of 64.
+        #expect(BusConfiguration.brokered(frontends: [], backends: ["tcp://127.0.0.1:5551"]).receiveHighWaterMark == 64)
+        #expect(BusConfiguration(subscribe: [.connect("TCP://a:1"), .connect("tcp://b:2")]).receiveHighWaterMark == 64)
         #expect(BusConfiguration(subscribe: [.connect("ipc:///tmp/x.sock")]).receiveHighWaterMark == 10_000)
         #expect(BusConfiguration(subscribe: [.connect("tcp://a:1"), .connect("ipc:///tmp/x.sock")]).receiveHighWaterMark == 10_000)
         #expect(BusConfiguration.embedded().receiveHighWaterMark == 10_000)
         #expect(BusConfiguration(publish: [.bind("tcp://*:5550")]).receiveHighWaterMark == 10_000)
+    }
+
+    @Test("over tcp the mark follows the byte bound and the largest payload, 64 to 1,000 frames")
+    func receiveMarkFollowsByteBound() {
+        var configuration = BusConfiguration.brokered(frontends: [], backends: ["tcp://127.0.0.1:5551"])
+        configuration.maximumPayload = 16 << 10
+        #expect(configuration.receiveHighWaterMark == 1_000)  // 64 MiB of 16 KiB frames: more than 1,000
+        configuration.maximumPayload = 256 << 10
+        #expect(configuration.receiveHighWaterMark == 251)  // 64 MiB of NBP/1 frames just over 256 KiB
+        configuration.subscriptionBufferBytes = 0
+        #expect(configuration.receiveHighWaterMark == 1_000)  // no byte bound: as before
+        configuration.subscriptionBufferBytes = 1 << 20
+        #expect(configuration.receiveHighWaterMark == 64)
     }
 
     @Test("a publisher that waits with every attachment tcp keeps 1,000 frames; one that binds or is on ipc keeps 10,000")

@@ -335,7 +335,8 @@ public final class Bus: Sendable {
     ) throws(BusError) -> SubscriptionHandle {
         guard !configuration.subscribe.isEmpty else { throw .notASubscriber }
         let storage = SubscriptionStorage(
-            id: core.makeID(), pattern: pattern, policy: buffering, core: core, sink: sink, retained: retained,
+            id: core.makeID(), pattern: pattern, policy: buffering, byteLimit: configuration.subscriptionBufferBytes,
+            core: core, sink: sink, retained: retained,
             endsAfterRetained: endsAfterRetained, takesLocalValues: takesLocalValues)
         if let delivery = storage.retained { retainedSubscriptions.add(pattern: pattern, delivery) }
         if configuration.deliversToItself {

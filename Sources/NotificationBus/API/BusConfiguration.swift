@@ -27,14 +27,23 @@ public struct BusConfiguration: Sendable {
     /// (a broker's or a binding publisher's, with their budgets) takes the back-pressure, and
     /// nothing is lost.
     ///
-    /// Unless set: 1,000 when every `subscribe` attachment is tcp (at most about 4 MB of batch
-    /// frames per connection held in this process, where 10,000 held about 40 MB in a 1 -> 1 run
-    /// through a broker), else 10,000 (over ipc, a 1,000-frame mark made a raw publisher's
-    /// closing burst lose its tail: libzmq drops what it had not read from a peer that closed,
-    /// see `docs/deployment.md`).
+    /// Unless set, when every `subscribe` attachment is tcp: as many of the largest frames
+    /// `maximumPayload` allows as fit in `subscriptionBufferBytes`, from 64 to 1,000 (64 with the
+    /// defaults: at most 64 MiB of 1 MiB notifications, or 256 KiB of 4 KiB batch frames, held
+    /// by libzmq per connection while the consumer is paused; a mark of 1,000 let 1,000
+    /// notifications of 1 MiB take 1 GB, issue 38 item 8); 1,000 with no byte bound. Else
+    /// 10,000 (over ipc, a 1,000-frame mark made a raw publisher's closing burst lose its tail:
+    /// libzmq drops what it had not read from a peer that closed, see `docs/deployment.md`).
     public var receiveHighWaterMark: Int32 {
-        get { receiveHighWaterMarkSetting ?? (subscribesOverTCPOnly ? 1_000 : 10_000) }
+        get { receiveHighWaterMarkSetting ?? (subscribesOverTCPOnly ? byteBoundedReceiveMark : 10_000) }
         set { receiveHighWaterMarkSetting = newValue }
+    }
+    /// The tcp default of `receiveHighWaterMark`: the frames of `maximumPayload` that fit in
+    /// `subscriptionBufferBytes`, 64 to 1,000.
+    private var byteBoundedReceiveMark: Int32 {
+        guard subscriptionBufferBytes > 0 else { return 1_000 }
+        let frame = WireFormat.largestFrame(maximumPayload: max(0, maximumPayload))
+        return Int32(min(1_000, max(64, subscriptionBufferBytes / max(1, frame))))
     }
     private var receiveHighWaterMarkSetting: Int32?
     /// Whether every `subscribe` attachment is tcp (none when there are none).
@@ -155,6 +164,16 @@ public struct BusConfiguration: Sendable {
     public var retainedNames = BusConfiguration.defaultRetainedNames
     /// The most bytes of those values (their encoded frames): 1 byte to 64 GiB; 16 MiB unless set.
     public var retainedBytes = BusConfiguration.defaultRetainedBytes
+    /// The most bytes of notifications one subscription buffers for its consumer before its
+    /// `BufferingPolicy` applies, as well as the policy's count: a consumer that stops holds at
+    /// most this much per subscription (plus one batch from the I/O thread and one it took),
+    /// however large the notifications (issue 38 item 8: 1,000 notifications of 1 MiB fit the
+    /// 8,192 count and took 1 GB). A notification counts its payload, headers and name plus 64
+    /// bytes. One larger than the bound still passes alone. 0: no byte bound. 64 MiB unless set,
+    /// as the broker's `subscriberBudget`.
+    public var subscriptionBufferBytes = BusConfiguration.defaultSubscriptionBufferBytes
+    /// `subscriptionBufferBytes` unless set: 64 MiB.
+    public static let defaultSubscriptionBufferBytes = 64 << 20
     /// `retainedNames` unless set: 10,000.
     public static let defaultRetainedNames = 10_000
     /// `retainedBytes` unless set: 16 MiB.
@@ -246,6 +265,9 @@ public struct BusConfiguration: Sendable {
         try check(sendHighWaterMark >= 0, "sendHighWaterMark must be 0 (no limit) or more, not \(sendHighWaterMark)")
         try check(subscriberBudget >= 0, "subscriberBudget must be 0 (none) or more bytes, not \(subscriberBudget)")
         try check(receiveHighWaterMark >= 0, "receiveHighWaterMark must be 0 (no limit) or more, not \(receiveHighWaterMark)")
+        try check(
+            subscriptionBufferBytes >= 0,
+            "subscriptionBufferBytes must be 0 (no byte bound) or more bytes, not \(subscriptionBufferBytes)")
         try check(outboundCapacity >= 1, "outboundCapacity must be at least 1, not \(outboundCapacity)")
         try check(maximumPayload >= 0, "maximumPayload must be 0 or more, not \(maximumPayload)")
         try check(

@@ -20,6 +20,9 @@ public struct SubscriptionStats: Hashable, Sendable, Codable, CustomStringConver
     public var gaps: UInt64 = 0
     /// Notifications currently buffered.
     public var buffered: UInt64 = 0
+    /// What the buffered notifications count against `BusConfiguration.subscriptionBufferBytes`
+    /// (payload, headers and name, plus 64 bytes each).
+    public var bufferedBytes: UInt64 = 0
     /// Typed subscriptions (`Bus.messages(of:)`, `addObserver(for:)`): of `delivered`, those whose
     /// payload did not decode as the message type (malformed or mistyped JSON, another content
     /// type, a name no member of a family has). Yielded as `.undecodable` by `messageEvents(of:)`.

@@ -9,6 +9,8 @@ struct SubscriptionBatch {
     var events = EventQueue()
     /// `.notification` elements in `events`.
     var notifications = 0
+    /// The `bufferedSize` of those notifications, together.
+    var bytes = 0
     /// `.gap` elements in `events`, and the notifications they stand for (upstream only).
     var gaps = 0
     var lostUpstream: UInt64 = 0
@@ -23,6 +25,7 @@ struct SubscriptionBatch {
     mutating func append(notification: consuming BusNotification) {
         // Only this bus's own typed posts carry a value (looped back, `deliverLocally`).
         if notification.localValue != nil && !takesLocalValues { LocalMessageValue.materialize(&notification) }
+        bytes += notification.bufferedSize
         events.append(.notification(notification))
         notifications += 1
     }
@@ -37,6 +40,7 @@ struct SubscriptionBatch {
     mutating func reset() {
         events.removeAll()
         notifications = 0
+        bytes = 0
         gaps = 0
         lostUpstream = 0
         filteredOut = 0

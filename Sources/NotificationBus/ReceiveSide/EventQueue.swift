@@ -85,19 +85,26 @@ struct EventQueue: Sendable {
         }
     }
 
-    /// Removes the first queued notification (not a gap); returns whether there was one.
-    mutating func removeFirstNotification() -> Bool {
-        guard let index = slots[head...].firstIndex(where: { $0?.isNotification ?? false }) else { return false }
+    /// Removes the first queued notification (not a gap); returns its `bufferedSize`, or nil
+    /// when there was none.
+    mutating func removeFirstNotification() -> Int? {
+        guard let index = slots[head...].firstIndex(where: { $0?.isNotification ?? false }) else { return nil }
+        let size = slots[index]?.bufferedSize ?? 0
         slots.remove(at: index)
         if head == slots.count {
             slots.removeAll(keepingCapacity: true)
             head = 0
         }
-        return true
+        return size
     }
 
     /// The number of queued notifications (gaps not counted).
     var notificationCount: Int {
         slots[head...].reduce(0) { $0 + (($1?.isNotification ?? false) ? 1 : 0) }
+    }
+
+    /// The `bufferedSize` of the queued notifications, together.
+    var notificationBytes: Int {
+        slots[head...].reduce(0) { $0 + ($1?.bufferedSize ?? 0) }
     }
 }

@@ -7,9 +7,15 @@ struct SubscriptionStateMachine {
     }
 
     let policy: BufferingPolicy
+    /// The most bytes the buffer holds before the policy applies, as well as `policy.capacity`
+    /// notifications (`BusConfiguration.subscriptionBufferBytes`; 0: no byte bound). Measured
+    /// by `BusNotification.bufferedSize`. One notification larger than the bound is still taken
+    /// when the buffer is empty: the bound slows a stream down, it never blocks one.
+    let byteLimit: Int
     private(set) var phase = Phase.active
     private var buffer = EventQueue()
     private var bufferedNotifications = 0
+    private var bufferedBytes = 0
     /// Consumers waiting for an event, in the order they began to wait: usually one task; several
     /// when tasks share one sequence (each event then goes to one of them).
     private var waiters: [UnsafeContinuation<BusEvent?, Never>] = []
@@ -20,15 +26,26 @@ struct SubscriptionStateMachine {
     /// The sink of a sink subscription while it is active (released when it ends).
     private(set) var sink: (any BusEventSink)?
 
-    init(policy: BufferingPolicy, sink: (any BusEventSink)? = nil) {
+    init(policy: BufferingPolicy, byteLimit: Int = 0, sink: (any BusEventSink)? = nil) {
         self.policy = policy
+        self.byteLimit = max(0, byteLimit)
         self.sink = sink
     }
 
     /// Whether the I/O thread should stop reading for this subscription (suspendProducer only).
     var wantsProducerPaused: Bool {
-        if case .suspendProducer = policy, phase == .active { return bufferedNotifications >= policy.capacity }
+        if case .suspendProducer = policy, phase == .active {
+            return bufferedNotifications >= policy.capacity || (byteLimit > 0 && bufferedBytes >= byteLimit)
+        }
         return false
+    }
+
+    /// Whether `bytes` more (in `count` notifications) would pass the bounds. One notification
+    /// into an empty buffer always fits: a large one is never stuck.
+    private func wouldOverflow(adding count: Int, bytes: Int) -> Bool {
+        if bufferedNotifications + count > policy.capacity { return true }
+        guard byteLimit > 0, bufferedBytes + bytes > byteLimit else { return false }
+        return bufferedNotifications > 0 || count > 1
     }
 
     // MARK: Producer side (the I/O thread)
@@ -54,12 +71,13 @@ struct SubscriptionStateMachine {
             // The I/O thread stops reading once full; a batch may overshoot by its own size.
             fits = true
         case .dropNewest, .dropOldest:
-            fits = bufferedNotifications + batch.notifications <= policy.capacity
+            fits = !wouldOverflow(adding: batch.notifications, bytes: batch.bytes)
         }
         if fits {
             // Moved whole when nothing is buffered, else event by event (never copied).
             buffer.append(contentsOf: &batch.events)
             bufferedNotifications += batch.notifications
+            bufferedBytes += batch.bytes
         } else {
             while let event = batch.events.popFirst() {
                 if event.isNotification { enqueueNotification(event) } else { buffer.append(event) }
@@ -82,27 +100,27 @@ struct SubscriptionStateMachine {
     }
 
     private mutating func enqueueNotification(_ event: BusEvent) {
-        let capacity = policy.capacity
+        let size = event.bufferedSize
         switch policy {
         case .suspendProducer:
             // The I/O thread stops reading once full; a batch may overshoot by its own size.
-            buffer.append(event)
-            bufferedNotifications += 1
+            break
         case .dropNewest:
-            if bufferedNotifications >= capacity {
+            if wouldOverflow(adding: 1, bytes: size) {
                 recordLocalDrop(atFront: false)
-            } else {
-                buffer.append(event)
-                bufferedNotifications += 1
+                return
             }
         case .dropOldest:
-            if bufferedNotifications >= capacity, buffer.removeFirstNotification() {
+            // As many of the oldest as it takes to make room (several, by bytes, for a large one).
+            while wouldOverflow(adding: 1, bytes: size), let removed = buffer.removeFirstNotification() {
                 bufferedNotifications -= 1
+                bufferedBytes -= removed
                 recordLocalDrop(atFront: true)
             }
-            buffer.append(event)
-            bufferedNotifications += 1
         }
+        buffer.append(event)
+        bufferedNotifications += 1
+        bufferedBytes += size
     }
 
     /// Counts one local drop and reports it in-band, merging with an adjacent local-drop gap.
@@ -129,8 +147,9 @@ struct SubscriptionStateMachine {
 
     private mutating func popFirst() -> BusEvent? {
         guard let event = buffer.popFirst() else { return nil }
-        if case .notification = event {
+        if case .notification(let notification) = event {
             bufferedNotifications -= 1
+            bufferedBytes -= notification.bufferedSize
             stats.delivered += 1
         }
         return event
@@ -160,13 +179,17 @@ struct SubscriptionStateMachine {
     /// small: a subscription holds at most its capacity, one I/O batch and one consumer batch.
     mutating func takeAll(into local: inout EventQueue) -> (moved: Bool, resumeProducer: Bool) {
         guard !buffer.isEmpty else { return (false, false) }
-        if buffer.count <= Self.consumerBatchLimit {
+        if buffer.count <= Self.consumerBatchLimit && bufferedBytes <= consumerBatchBytes {
             swap(&buffer, &local)
             stats.delivered += UInt64(bufferedNotifications)
             bufferedNotifications = 0
+            bufferedBytes = 0
         } else {
+            // At least one event; then up to the limits (large notifications go a few at a time).
+            var taken = 0
             for _ in 0..<Self.consumerBatchLimit {
-                guard let event = popFirst() else { break }
+                guard taken == 0 || taken < consumerBatchBytes, let event = popFirst() else { break }
+                taken += event.bufferedSize
                 local.append(event)
             }
         }
@@ -176,6 +199,10 @@ struct SubscriptionStateMachine {
     /// The most events a consumer takes from the shared buffer at once.
     static let consumerBatchLimit = 256
 
+    /// The most bytes a consumer takes at once: an eighth of the byte bound (at least 64 KiB),
+    /// so what it holds outside the bound stays small beside it.
+    private var consumerBatchBytes: Int { byteLimit > 0 ? max(64 << 10, byteLimit / 8) : Int.max }
+
     /// An iterator went away holding `events` it had taken but not used (a loop left by `break`,
     /// or a cancelled one). While the subscription is active they go back to the front of the
     /// buffer, in order, for the next iterator (or a waiting task); once it ended they are
@@ -183,6 +210,7 @@ struct SubscriptionStateMachine {
     mutating func returnUndelivered(_ events: inout EventQueue) -> AppendAction {
         guard !events.isEmpty else { return .none }
         let count = events.notificationCount
+        let bytes = events.notificationBytes
         stats.delivered -= UInt64(count)
         guard phase == .active else {
             stats.discardedAtEnd += UInt64(count)
@@ -193,12 +221,15 @@ struct SubscriptionStateMachine {
         events.append(contentsOf: &buffer)
         swap(&events, &buffer)
         bufferedNotifications += count
+        bufferedBytes += bytes
         return resumeWaitersIfPossible()
     }
 
     /// Hysteresis: let the I/O thread read again once half the buffer has drained.
     private mutating func checkResumeProducer() -> Bool {
-        guard producerPaused, bufferedNotifications <= policy.capacity / 2 else { return false }
+        guard producerPaused, bufferedNotifications <= policy.capacity / 2,
+            byteLimit == 0 || bufferedBytes <= byteLimit / 2
+        else { return false }
         producerPaused = false
         return true
     }
@@ -220,6 +251,7 @@ struct SubscriptionStateMachine {
             stats.discardedAtEnd += UInt64(bufferedNotifications)
             buffer.removeAll()
             bufferedNotifications = 0
+            bufferedBytes = 0
         }
         let waiters = self.waiters
         self.waiters.removeAll()
@@ -229,6 +261,7 @@ struct SubscriptionStateMachine {
     var statsSnapshot: SubscriptionStats {
         var snapshot = stats
         snapshot.buffered = UInt64(bufferedNotifications)
+        snapshot.bufferedBytes = UInt64(bufferedBytes)
         return snapshot
     }
 }
@@ -237,5 +270,11 @@ extension BusEvent {
     var isNotification: Bool {
         if case .notification = self { return true }
         return false
+    }
+
+    /// What a buffered notification counts against a byte bound; 0 for other events.
+    var bufferedSize: Int {
+        if case .notification(let notification) = self { return notification.bufferedSize }
+        return 0
     }
 }

@@ -28,8 +28,9 @@ final class SubscriptionStorage: Sendable {
     let endsAfterRetained: Bool
 
     init(
-        id: UInt64, pattern: NamePattern, policy: BufferingPolicy, core: BusCore, sink: (any BusEventSink)? = nil,
-        retained: Bool = false, endsAfterRetained: Bool = false, takesLocalValues: Bool = false
+        id: UInt64, pattern: NamePattern, policy: BufferingPolicy, byteLimit: Int = 0, core: BusCore,
+        sink: (any BusEventSink)? = nil, retained: Bool = false, endsAfterRetained: Bool = false,
+        takesLocalValues: Bool = false
     ) {
         self.retained = retained || endsAfterRetained ? RetainedDelivery() : nil
         self.endsAfterRetained = endsAfterRetained
@@ -37,7 +38,7 @@ final class SubscriptionStorage: Sendable {
         self.takesLocalValues = takesLocalValues
         self.pattern = pattern
         self.isSink = sink != nil
-        self.state = Mutex(SubscriptionStateMachine(policy: policy, sink: sink))
+        self.state = Mutex(SubscriptionStateMachine(policy: policy, byteLimit: byteLimit, sink: sink))
         self.core = core
     }
 
