@@ -7,6 +7,17 @@ import Testing
 // again (NBP-1 §18.5), and message types that declare themselves retained. In-process brokers
 // over real ipc sockets in a temp folder (a restarted broker binds the same endpoints again).
 
+private struct Price: BusAsyncMessage, Equatable {
+    static let busName: NotificationName = "renewal.price"
+    static let busRetained = true
+    var cents: Int
+}
+
+private struct Tick: BusAsyncMessage, Equatable {
+    static let busName: NotificationName = "renewal.tick"
+    var count: Int
+}
+
 @Suite("Retained values asked again after a reconnection, and retained message types", .serialized, .timeLimit(.minutes(1)))
 struct RetainedRenewalTests {
     private func broker(_ folder: TempFolder, _ name: String = "", state: String? = nil) throws -> Broker {
@@ -126,5 +137,50 @@ struct RetainedRenewalTests {
         #expect(stats.retainedRenewals == 1 && stats.retainedRepeats == 0)
         _ = await publisher.close()
         _ = await restarted.stop()
+    }
+
+    @Test("a type that declares itself retained is posted retained, and its typed subscription starts with the current value")
+    func retainedMessageType() async throws {
+        let folder = try TempFolder()
+        let broker = try broker(folder)
+        let publisher = try Bus(BusConfiguration(publish: [.connect(broker.frontendEndpoint)]))
+        try await publisher.waitForSubscribers(count: 1, matching: Price.busName)
+        try await publisher.post(Price(cents: 100))
+        try await publisher.post(Price(cents: 105))
+        try await publisher.post(Tick(count: 1))  // not retained: not kept
+        try await waitUntil("the broker took 3 posts") { await broker.statistics().notificationsFromPublishers >= 3 }
+        #expect(await broker.statistics().retainedNames == 1)
+
+        let subscriber = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let prices = try subscriber.messageEnvelopes(of: Price.self)
+        try await subscriber.ready(Price.busObservedPattern)
+        try publisher.postNow(Price(cents: 110))
+        var seen: [String] = []
+        for await price in prices {
+            seen.append("\(price.message.cents)\(price.isRetained ? " retained" : "")")
+            if seen.count == 2 { break }
+        }
+        #expect(seen == ["105 retained", "110"])
+        #expect(await broker.statistics().retainedNames == 1)
+        let stats = await subscriber.close()
+        #expect(stats.lostUpstream == 0 && stats.retainedReceived == 1)
+        _ = await publisher.close()
+        _ = await broker.stop()
+    }
+
+    @Test("an embedded bus keeps a retained type's value: a typed observer made after the post gets it")
+    func retainedMessageTypeEmbedded() async throws {
+        let bus = try Bus(.embedded())
+        try await bus.post(Price(cents: 7))
+        let prices = try bus.messages(of: Price.self)
+        try await bus.ready(Price.busObservedPattern)
+        var first: Price?
+        for await price in prices {
+            first = price
+            break
+        }
+        #expect(first == Price(cents: 7))
+        #expect(Price.busRetained && !Tick.busRetained)
+        _ = await bus.close()
     }
 }
