@@ -163,6 +163,41 @@ struct RetainedStateEndToEndTests {
             "\(subscriber.describe())")
     }
 
+    /// Issue 39: the damage a start found is on /metrics (a counter, not only the log line),
+    /// and promtool accepts the scrape.
+    @Test("a damaged log found at start is counted on /metrics (bytes cut), promtool accepts the scrape")
+    func damageIsOnMetrics() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let state = children.folder.file("state")
+        let options = ["--retain-names", "100", "--state", state]
+        let (broker, frontend, backend) = try await children.startBroker(options)
+        try await publishRetained(children, frontend: frontend, [("x.a", "1"), ("x.b", "2")])
+        #expect(try await waitForValues(children, backend: backend, ["x.a": "1", "x.b": "2"]))
+        broker.signal(SIGKILL)
+        _ = await broker.waitForExit()
+        let log = state + "/retained.log"
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: log)))
+        try Data(whole + [0x55, 0x00, 0x00, 0x00, 1, 2, 3]).write(to: URL(fileURLWithPath: log))  // a torn record
+
+        let (restarted, _, _) = try await children.startBroker(options + ["--http", "127.0.0.1:0"])
+        #expect(await restarted.waitForStderr(containing: "monitoring on http://"), "\(restarted.describe())")
+        let port = try #require(monitoringPort(in: restarted.output.stderrText), "\(restarted.describe())")
+        let body = try httpGet(port: port, "/metrics").body
+        #expect(metricValue(body, "nbus_broker_retained_state_damaged_total") == 1, "\(body)")
+        #expect(metricValue(body, "nbus_broker_retained_state_bytes_cut_total") == 7, "\(body)")
+        #expect(metricValue(body, "nbus_broker_retained_state_write_failures_total") == 0, "\(body)")
+        #expect(metricValue(body, "nbus_broker_retained_names") == 2, "\(body)")
+        if let promtool = findTool("promtool") {
+            let check = try await runTool(promtool, ["check", "metrics"], input: body)
+            #expect(check.status == 0, "promtool check metrics: \(check.output)\n\(body)")
+        }
+        restarted.signal(SIGTERM)
+        let stopped = await restarted.waitForExit()
+        expectExit(stopped, 0, restarted)
+        #expect(stopped?.stderrText.contains("--state: damaged log at start 1 (7 B cut), write failures 0") == true, "\(restarted.describe())")
+    }
+
     @Test("a second broker on a --state directory in use is refused with a clear error")
     func secondBrokerOnTheSameDirectoryIsRefused() async throws {
         let children = try Children()
