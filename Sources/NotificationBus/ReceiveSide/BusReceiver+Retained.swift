@@ -142,6 +142,13 @@ extension BusReceiver {
                 }
                 continue
             }
+            if pathCount > 1, merged.isDuplicate(key, sequence: notification.sequence) {
+                // Several brokers: the live stream already handed on this sequence or a newer one
+                // (another broker's live copy came first and the stream had started), or holds it
+                // to hand on in order. Its value is not handed over again, nor after a newer one.
+                counters.retainedSuperseded += 1
+                continue
+            }
             if pathCount == 1 {
                 let now = lastSeen(key)
                 if let now, now != pending.baseline[key], now >= notification.sequence {

@@ -137,7 +137,7 @@ struct BusReceiver {
     /// A bit per path whose connection is up (every path until its monitor says otherwise).
     private(set) var connectedPaths: UInt64
     /// With several paths: every tracked stream, merged over the paths.
-    private var merged: MergedStreams
+    private(set) var merged: MergedStreams
     /// What a batch's merge said per notification; kept for its capacity.
     private var mergeDispositions: [PathMergeStateMachine<BusNotification>.Disposition] = []
     /// The path the frames being read come from, and when the read began (monotonic ns).
