@@ -89,4 +89,22 @@ struct RetainedSeveralPathsTests {
         settle()
         #expect(delivered() == ["5"])
     }
+
+    @Test("a slower broker's live copy of the kept value handed over comes later: discarded, not handed on twice")
+    mutating func slowerLiveCopyOfTheKeptValue() throws {
+        feed(try live(6), path: 1)  // held
+        feed(try snapshot(5), path: 0)
+        #expect(delivered() == ["5 retained"])
+        feed(try live(5), path: 0)  // the same value, live, from the slower broker
+        feed(try live(6), path: 0)
+        settle()
+        #expect(delivered() == ["6"])
+        #expect(receiver.counters.duplicatesDiscarded >= 1)
+        #expect(receiver.counters.lostUpstream == 0)
+        // The merge covers 5 now: the value is forgotten, the merge discards later copies itself.
+        feed(try live(7), path: 1)
+        #expect(receiver.retainedHandedOver.isEmpty)
+        feed(try live(5), path: 1)
+        #expect(delivered() == ["7"])
+    }
 }

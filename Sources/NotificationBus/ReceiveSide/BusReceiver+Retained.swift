@@ -163,6 +163,11 @@ extension BusReceiver {
                     trackingStartedBySnapshot(key, at: notification.sequence)
                 }
             }
+            if pathCount > 1 {
+                // A slower broker's live copy of it may still come: discarded then.
+                if retainedHandedOver.count >= Self.maximumRetainedHandedOver { retainedHandedOver.removeAll() }
+                retainedHandedOver[key] = max(retainedHandedOver[key] ?? 0, notification.sequence)
+            }
             notification.flags |= WireFormat.Flag.retainedCopy
             counters.retainedReceived += 1
             pending.handedOver += 1
@@ -198,6 +203,16 @@ extension BusReceiver {
             routes[index].batch.append(notification: notification)
         }
         return true
+    }
+
+    /// Several paths: whether a live notification of `key` from `lowest` on begins with a copy of
+    /// (or something older than) the retained value a snapshot handed over; forgets that value
+    /// once the merged stream covers it.
+    mutating func isCopyOfHandedOverValue(_ key: StreamKey, lowest: UInt64) -> Bool {
+        guard let kept = retainedHandedOver[key] else { return false }
+        if lowest <= kept { return true }
+        if merged.isDuplicate(key, sequence: kept) { retainedHandedOver[key] = nil }
+        return false
     }
 
     /// A snapshot started tracking `key` at `sequence`: the other snapshots still pending take it
