@@ -63,6 +63,9 @@ final class BrokerMetrics: Sendable {
             (counter("retained_expirations_total", "Retained values dropped because their retain-for passed."), { @Sendable s in s.retainedExpirations }),
             (counter("retained_snapshots_total", "Retained snapshots sent to new subscriptions."), { @Sendable s in s.retainedSnapshots }),
             (counter("retained_notifications_sent_total", "Retained values sent in snapshots."), { @Sendable s in s.retainedNotificationsSent }),
+            (counter("retained_state_damaged_total", "Damaged --state logs found at start (a torn or corrupt end, cut off and logged)."), { @Sendable s in s.retainedStateDamaged }),
+            (counter("retained_state_bytes_cut_total", "Bytes cut off a damaged --state log's end at start."), { @Sendable s in s.retainedStateBytesCut }),
+            (counter("retained_state_write_failures_total", "Writes to the --state log that failed (values stay in memory and are written again)."), { @Sendable s in s.retainedStateWriteFailures }),
             (counter("foreign_publisher_id_frames_total", "Frames refused because they carried a publisher id another frontend connection (with CURVE, another key) used first: never forwarded, never replayed."), { @Sendable s in s.foreignPublisherIDFrames }),
         ]
         if curve {

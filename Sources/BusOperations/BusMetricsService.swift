@@ -90,6 +90,9 @@ extension BusMetricsService {
         "nbus_bus_own_retained_evictions_total":
             "Retained values of this bus's own posts (a binding publisher, an embedded bus) evicted to stay within its bounds.",
         "nbus_bus_own_retained_expirations_total": "Retained values of this bus's own posts dropped because their retain-for passed.",
+        "nbus_bus_retained_renewals_total":
+            "Retained snapshots asked for again because a subscribing connection came back (a broker that restarted).",
+        "nbus_bus_retained_repeats_total": "Values of a renewed retained snapshot this bus had already seen: not delivered twice.",
         "nbus_bus_handshakes_refused_total": "CURVE handshakes this bus refused.",
         "nbus_bus_handshakes_failed_total": "CURVE handshakes that failed.",
         "nbus_bus_rejected_total": "Received frames rejected as malformed, by reason.",
@@ -169,6 +172,8 @@ final class BusMetricsSampler: Sendable {
             (counter("sent_past_slow_subscribers"), { @Sendable s in s.sentPastSlowSubscribers }),
             (counter("own_retained_evictions"), { @Sendable s in s.ownRetainedEvictions }),
             (counter("own_retained_expirations"), { @Sendable s in s.ownRetainedExpirations }),
+            (counter("retained_renewals"), { @Sendable s in s.retainedRenewals }),
+            (counter("retained_repeats"), { @Sendable s in s.retainedRepeats }),
             (counter("handshakes_refused"), { @Sendable s in s.handshakesRefused }),
             (counter("handshakes_failed"), { @Sendable s in s.handshakesFailed }),
         ]

@@ -134,6 +134,11 @@ package enum SubscribeOutcome {
         if options.decodes {
             text += "; undecodable \(undecodable) (payloads that did not decode: counted per pattern, not printed)"
         }
+        // Issue 39 item 3: a broker that restarted was asked again for the retained values.
+        if bus.retainedRenewals > 0 {
+            text += "; retained values asked again \(bus.retainedRenewals) time(s) after reconnecting (a broker restarted): "
+                + "\(bus.retainedRepeats) already seen, not printed twice"
+        }
         if bus.malformedEndOfStreamRecords > 0 {
             text += "; malformed end-of-stream records \(bus.malformedEndOfStreamRecords) (a tail they would have reported may be uncounted)"
         }
@@ -151,6 +156,10 @@ package enum SubscribeOutcome {
             ("malformedEndOfStreamRecords", .unsigned(bus.malformedEndOfStreamRecords)),
             ("undecodable", .unsigned(undecodable)),
         ]
+        if bus.retainedRenewals > 0 {
+            fields.append(("retainedRenewals", .unsigned(bus.retainedRenewals)))
+            fields.append(("retainedRepeats", .unsigned(bus.retainedRepeats)))
+        }
         if options.showsStats {
             fields.append(("patterns", .array(perPattern.map { pattern, stats in
                 .object([

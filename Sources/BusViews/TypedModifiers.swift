@@ -17,7 +17,7 @@ extension ViewContent {
         _ type: M.Type, buffering: BufferingPolicy = .default, start: SubscriptionStart = .now,
         perform action: @escaping @MainActor (M) -> Void
     ) -> ViewContent {
-        adding(onReceive: M.busObservedPattern, buffering, start, Self.taking(action))
+        adding(onReceive: M.busObservedPattern, buffering, start.for(M.self), Self.taking(action))
     }
 
     /// `onReceive(_:)` spelled as Foundation's `addObserver(of:for:)` without a subject.
@@ -53,7 +53,7 @@ extension ViewContent {
         _ pattern: NamePattern, as type: M.Type, buffering: BufferingPolicy = .default,
         perform action: @escaping @MainActor (TypedNotification<M>) -> Void
     ) -> ViewContent {
-        adding(onReceive: pattern, buffering, .now) { notification, counter in
+        adding(onReceive: pattern, buffering, SubscriptionStart.now.for(M.self)) { notification, counter in
             guard let message = try? notification.message(as: M.self, countingIn: counter) else { return false }
             action(TypedNotification(message: message, notification: notification))
             return true
@@ -67,7 +67,7 @@ extension ViewContent {
         buffering: BufferingPolicy = .default, priority: TaskPriority = .userInitiated,
         @_inheritActorContext _ action: @escaping @isolated(any) @Sendable (ViewFeedMessages<M>) async -> Void
     ) -> ViewContent {
-        adding(typedTask: pattern, replay: replay, buffering: buffering, priority: priority) { feed in
+        adding(typedTask: pattern, replay: replay, start: SubscriptionStart.now.for(M.self), buffering: buffering, priority: priority) { feed in
             await action(feed.messages(of: M.self))
         }
     }
@@ -80,7 +80,7 @@ extension ViewContent {
         buffering: BufferingPolicy = .default, priority: TaskPriority = .userInitiated,
         @_inheritActorContext _ action: @escaping @isolated(any) @Sendable (ViewFeedMessages<M>) async -> Void
     ) -> ViewContent {
-        adding(typedTask: M.busObservedPattern, replay: replay, start: start, buffering: buffering, priority: priority) { feed in
+        adding(typedTask: M.busObservedPattern, replay: replay, start: start.for(M.self), buffering: buffering, priority: priority) { feed in
             await action(feed.messages(of: M.self))
         }
     }
@@ -121,7 +121,7 @@ extension ViewContent {
     ) -> ViewContent {
         let pattern: NamePattern
         do throws(BusError) { pattern = try M.busSubjectPattern(subjectID: subjectID) } catch { return adding(.unusable(error)) }
-        return adding(onReceive: pattern, buffering, .now, Self.taking(action))
+        return adding(onReceive: pattern, buffering, SubscriptionStart.now.for(M.self), Self.taking(action))
     }
 
     /// The byte-level action of a typed `onReceive`: the message (the value itself for this
@@ -151,5 +151,14 @@ extension ViewFeed {
     /// notifications that did not decode (counted in `ViewMetrics.undecodable` too), in-band.
     public func messageEvents<M: BusMessage>(of type: M.Type) -> ViewFeedMessageEvents<M> {
         ViewFeedMessageEvents(feed: self)
+    }
+}
+
+extension SubscriptionStart {
+    /// A typed modifier's start: a message type that declares itself retained
+    /// (`BusMessage.busRetained`) starts with the current values, as the bus's typed
+    /// subscriptions of it do.
+    func `for`<M: BusMessage>(_ type: M.Type) -> SubscriptionStart {
+        M.busRetained ? .retained : self
     }
 }

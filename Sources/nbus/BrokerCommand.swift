@@ -328,6 +328,10 @@ struct BrokerCommand: AsyncParsableCommand {
                 ", retained \(stats.retainedNames) names (\(stats.retainedBytes) B), evicted \(stats.retainedEvictions), "
                 + "cleared \(stats.retainedClears), expired \(stats.retainedExpirations), snapshots \(stats.retainedSnapshots) (\(stats.retainedNotificationsSent) notifications)"
         }
+        if stats.retainedStateDamaged > 0 || stats.retainedStateWriteFailures > 0 {
+            text += ", --state: damaged log at start \(stats.retainedStateDamaged) (\(stats.retainedStateBytesCut) B cut), "
+                + "write failures \(stats.retainedStateWriteFailures)"
+        }
         if stats.stopDrain > .zero {
             let seconds = (Timestamps.seconds(stats.stopDrain) * 1_000).rounded() / 1_000
             text +=
@@ -377,6 +381,9 @@ struct BrokerCommand: AsyncParsableCommand {
                 ("retainedSnapshots", .unsigned(stats.retainedSnapshots)),
                 ("retainedNotificationsSent", .unsigned(stats.retainedNotificationsSent)),
                 ("retainedSnapshotsDropped", .unsigned(stats.retainedSnapshotsDropped)),
+                ("retainedStateDamaged", .unsigned(stats.retainedStateDamaged)),
+                ("retainedStateBytesCut", .unsigned(stats.retainedStateBytesCut)),
+                ("retainedStateWriteFailures", .unsigned(stats.retainedStateWriteFailures)),
                 ("curve", .bool(secured)),
                 ("publisherAuthentication", authentication(stats.publisherAuthentication)),
                 ("subscriberAuthentication", authentication(stats.subscriberAuthentication)),

@@ -40,6 +40,24 @@ private struct Both: View {
     }
 }
 
+/// A message type that is state: its views start with the current value without `start:`.
+private struct EuroPrice: BusAsyncMessage {
+    static let busName: NotificationName = "price.eur"
+    static let busRetained = true
+    var text: String
+}
+
+/// An onReceive-style view of the retained type, no `start:` given.
+private struct EuroPriceLabel: View {
+    @State var shown = "nothing"
+    let log: EventLog<String>
+
+    var body: ViewContent {
+        log.append("shows \(shown)")
+        return ViewContent().onReceive(EuroPrice.self) { price in shown = price.text }
+    }
+}
+
 @Suite("start: .retained: a view that appears shows the current value at once", .serialized, .timeLimit(.minutes(1)))
 @MainActor
 struct RetainedStartTests {
@@ -96,6 +114,33 @@ struct RetainedStartTests {
         #expect(rendered.contains("shows 1.10 true"))
         host.unmount()
         _ = await viewBus.close()
+        _ = await publisher.close()
+        _ = await broker.stop()
+    }
+
+    @Test("onReceive(Type.self) of a type that declares itself retained shows its current value without start:")
+    func retainedTypeShowsCurrentValue() async throws {
+        var configuration = BrokerConfiguration(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        configuration.retainedNames = 100
+        let broker = try Broker(configuration)
+        let publisher = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
+        try await publisher.waitForSubscribers(count: 1, matching: "price.eur")
+        try await publisher.post(EuroPrice(text: "1.10"))  // retained: the type says so
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while await broker.statistics().retainedNames < 1, clock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(await broker.statistics().retainedNames == 1)
+        let viewBus = try Bus(BusConfiguration(subscribe: [.connect(broker.backendEndpoint)]))
+        let host = ViewHost(bus: viewBus)
+        let log = EventLog<String>()
+        host.mount(EuroPriceLabel(log: log))
+        await log.wait { $0.contains("shows 1.10") }
+        try await publisher.post(EuroPrice(text: "1.20"))
+        let rendered = await log.wait { $0.last == "shows 1.20" }
+        #expect(rendered.first == "shows nothing")
+        host.unmount()
+        let stats = await viewBus.close()
+        #expect(stats.retainedReceived == 1 && stats.lostUpstream == 0)
         _ = await publisher.close()
         _ = await broker.stop()
     }

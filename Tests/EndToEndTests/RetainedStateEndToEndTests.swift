@@ -112,6 +112,92 @@ struct RetainedStateEndToEndTests {
         #expect(!third.output.stderrText.contains("damaged"), "\(third.describe())")
     }
 
+    /// Issue 39 item 3: a subscriber that reconnects through a restarted broker asks for its
+    /// retained values again and says so; a value it has seen is not printed twice, one it has
+    /// not is printed marked retained. Deterministic: while the subscriber's broker is down, a
+    /// broker on other endpoints, on the same --state, takes a new value of x.a; then the first
+    /// broker starts again on its endpoints with that state.
+    @Test("a subscriber reconnecting through a restarted broker gets the retained values again, marked, no repeats")
+    func reconnectingSubscriberGetsValuesAgain() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let state = children.folder.file("state")
+        let options = ["--retain-names", "100", "--state", state]
+        let (broker, frontend, backend) = try await children.startBroker(options)
+        try await publishRetained(children, frontend: frontend, [("x.a", "1"), ("x.b", "2")])
+        #expect(try await waitForValues(children, backend: backend, ["x.a": "1", "x.b": "2"]))
+
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "x.>", "--retained", "--connect", backend, "--format", "json", "--timeout", "120"])
+        #expect(await subscriber.waitForStdoutLines(2), "\(subscriber.describe())")
+
+        broker.signal(SIGKILL)
+        _ = await broker.waitForExit()
+        let (other, otherFrontend, otherBackend) = try await children.startBroker(options, name: "other")
+        try await publishRetained(children, frontend: otherFrontend, [("x.a", "5")])
+        #expect(try await waitForValues(children, backend: otherBackend, ["x.a": "5", "x.b": "2"]))
+        other.signal(SIGTERM)
+        expectExit(await other.waitForExit(), 0, other)
+
+        let (restarted, _, _) = try await children.startBroker(options)
+        #expect(
+            await subscriber.waitForStderr(containing: "asked again for the retained values of 1 subscription(s)"),
+            "\(subscriber.describe())\n\(restarted.describe())")
+        #expect(await subscriber.waitForStdoutLines(3), "\(subscriber.describe())")
+        // A repeat of x.b would come in the same snapshot as x.a's new value: one more value
+        // through the restarted broker, live, after it, shows the snapshot is done.
+        try await publishRetained(children, frontend: frontend, [("x.c", "7")])
+        #expect(await subscriber.waitForStdoutLines(4), "\(subscriber.describe())")
+        let output = await stopSubscriber(subscriber)
+        let lines = subscriber.output.stdoutLines
+        let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let printed = objects.compactMap { object -> String? in
+            guard let name = object["name"] as? String, let payload = object["payload"] as? String else { return nil }
+            return "\(name)=\(payload)\(object["retained"] as? Bool == true ? " retained" : "")"
+        }
+        #expect(Set(printed.prefix(2)) == ["x.a=1 retained", "x.b=2 retained"], "\(lines)")
+        #expect(Array(printed.dropFirst(2)) == ["x.a=5 retained", "x.c=7"], "\(lines)")
+        #expect(!lines.contains { $0.contains("\"gap\"") }, "\(lines)")
+        #expect(
+            summaryCounts(output?.stderrText, "subscribe", "lostUpstream", "retainedRenewals", "retainedRepeats") == [0, 1, 1],
+            "\(subscriber.describe())")
+    }
+
+    /// Issue 39: the damage a start found is on /metrics (a counter, not only the log line),
+    /// and promtool accepts the scrape.
+    @Test("a damaged log found at start is counted on /metrics (bytes cut), promtool accepts the scrape")
+    func damageIsOnMetrics() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let state = children.folder.file("state")
+        let options = ["--retain-names", "100", "--state", state]
+        let (broker, frontend, backend) = try await children.startBroker(options)
+        try await publishRetained(children, frontend: frontend, [("x.a", "1"), ("x.b", "2")])
+        #expect(try await waitForValues(children, backend: backend, ["x.a": "1", "x.b": "2"]))
+        broker.signal(SIGKILL)
+        _ = await broker.waitForExit()
+        let log = state + "/retained.log"
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: log)))
+        try Data(whole + [0x55, 0x00, 0x00, 0x00, 1, 2, 3]).write(to: URL(fileURLWithPath: log))  // a torn record
+
+        let (restarted, _, _) = try await children.startBroker(options + ["--http", "127.0.0.1:0"])
+        #expect(await restarted.waitForStderr(containing: "monitoring on http://"), "\(restarted.describe())")
+        let port = try #require(monitoringPort(in: restarted.output.stderrText), "\(restarted.describe())")
+        let body = try httpGet(port: port, "/metrics").body
+        #expect(metricValue(body, "nbus_broker_retained_state_damaged_total") == 1, "\(body)")
+        #expect(metricValue(body, "nbus_broker_retained_state_bytes_cut_total") == 7, "\(body)")
+        #expect(metricValue(body, "nbus_broker_retained_state_write_failures_total") == 0, "\(body)")
+        #expect(metricValue(body, "nbus_broker_retained_names") == 2, "\(body)")
+        if let promtool = findTool("promtool") {
+            let check = try await runTool(promtool, ["check", "metrics"], input: body)
+            #expect(check.status == 0, "promtool check metrics: \(check.output)\n\(body)")
+        }
+        restarted.signal(SIGTERM)
+        let stopped = await restarted.waitForExit()
+        expectExit(stopped, 0, restarted)
+        #expect(stopped?.stderrText.contains("--state: damaged log at start 1 (7 B cut), write failures 0") == true, "\(restarted.describe())")
+    }
+
     @Test("a second broker on a --state directory in use is refused with a clear error")
     func secondBrokerOnTheSameDirectoryIsRefused() async throws {
         let children = try Children()

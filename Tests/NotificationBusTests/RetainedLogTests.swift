@@ -228,4 +228,33 @@ struct RetainedLogTests {
         configuration.stateDirectory = ""
         #expect(configuration.invalidSetting()?.reason.contains("not empty") == true)
     }
+
+    @Test("a broker counts the damage its start cut off, and writes to the log that fail (a rewrite that cannot create its file)")
+    func brokerCountsDamageAndWriteFailures() async throws {
+        let folder = try TempFolder()
+        defer { folder.remove() }
+        let directory = folder.file("state")
+        var store = RetainedStore(maximumNames: 10, maximumBytes: 1 << 20)
+        do {
+            let (log, _) = try RetainedLog.open(directory: directory, into: &store, logger: nil)
+            _ = store.remember(try notification("a", [1]))
+            Array("a".utf8).withUnsafeBytes { log.recordChange(nameBytes: $0, store: store) }
+            log.close(store)
+        }
+        let path = directory + "/" + RetainedLog.fileName
+        let whole = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        try Data(whole + [7, 0, 0, 0, 1]).write(to: URL(fileURLWithPath: path))
+        // The rewrite at a clean stop writes `retained.log.tmp` first: a directory there fails it.
+        #expect(mkdir(path + ".tmp", 0o700) == 0)
+
+        var configuration = BrokerConfiguration(frontend: folder.ipc("f.sock"), backend: folder.ipc("b.sock"))
+        configuration.retainedNames = 10
+        configuration.stateDirectory = directory
+        let broker = try Broker(configuration)
+        let started = await broker.statistics()
+        #expect(started.retainedStateDamaged == 1 && started.retainedStateBytesCut == 5)
+        #expect(started.retainedStateWriteFailures == 0 && started.retainedNames == 1)
+        let stopped = await broker.stop()
+        #expect(stopped.retainedStateWriteFailures == 1)
+    }
 }

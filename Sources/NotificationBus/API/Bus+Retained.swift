@@ -17,6 +17,19 @@ extension Bus {
         guard retain else {
             return try await post(name: name, payload: payload, headers: headers, contentType: contentType)
         }
+        var message = try retainedFrame(name, payload, headers, contentType, retainFor: retainFor)
+        if message == nil { return }  // no subscriber and no retaining broker or keeper
+        if try queue(&message, name) { return }
+        try await queueWhenThereIsSpace(&message, name)
+    }
+
+    /// A retained post's frame, its retain bit set (`retainFor` as its `retain-for` header); nil
+    /// when nothing wants it (no subscriber and no retaining broker or keeper). Shared by
+    /// `post(name:...:retain:)` and the typed posts of a type that declares itself retained.
+    func retainedFrame(
+        _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType,
+        retainFor: Duration?
+    ) throws(BusError) -> Message? {
         var headers = headers
         if let retainFor {
             let milliseconds = Timestamps.boundedMilliseconds(retainFor)
@@ -35,12 +48,10 @@ extension Bus {
         } else {
             message = try encodeForPost(name, payload, headers, contentType)
         }
-        guard var encoded = message.take() else { return }  // no subscriber and no retaining broker or keeper
+        guard var encoded = message.take() else { return nil }
         let flagOffset = name.rawValue.utf8.count + 1 + WireFormat.FixedHeaderOffset.flags
         encoded.withUnsafeMutableBytes { $0[flagOffset] |= WireFormat.Flag.retain }
-        message = consume encoded
-        if try queue(&message, name) { return }
-        try await queueWhenThereIsSpace(&message, name)
+        return consume encoded
     }
 
     /// `post(name:...:retain:)` with the name as text.

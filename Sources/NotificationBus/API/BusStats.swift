@@ -105,6 +105,15 @@ public struct BusStats: Hashable, Sendable {
     /// the subscription live, as new or newer, since it was made.
     public var retainedReceived: UInt64 = 0
     public var retainedSuperseded: UInt64 = 0
+    /// Retained snapshots asked for again because a subscribing connection came back (a broker
+    /// that restarted, or a publisher bound again): one per subscription that starts from
+    /// retained values, per reconnection (one path; with several brokers the others kept the
+    /// stream, and nothing is asked again). Each is logged at info level.
+    public var retainedRenewals: UInt64 = 0
+    /// Values of such a renewed snapshot this bus had already seen (the same publisher's
+    /// sequence, or an older one of that stream): not delivered twice, counted here. A newer
+    /// one resumes its stream, marked retained, and what was lost before it is a gap as live.
+    public var retainedRepeats: UInt64 = 0
     /// Of the retained values this bus keeps of its own retained posts (a publisher that binds,
     /// an embedded bus; NBP-1 §18): those evicted to stay within `BusConfiguration.retainedNames`
     /// and `retainedBytes` (the one updated longest ago first; a value larger than the whole

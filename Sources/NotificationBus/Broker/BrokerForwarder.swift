@@ -114,8 +114,14 @@ final class BrokerForwarder {
         self.retainedLog = retainedLog
         stats.retainedNames = retained.count
         stats.retainedBytes = retained.bytes
+        if let loaded = retainedLog?.loadedAtStart, loaded.damageOffset != nil {
+            stats.retainedStateDamaged = 1
+            stats.retainedStateBytesCut = UInt64(loaded.skippedBytes)
+        }
         try backend.set(.xpubNoDrop, true)
         try backend.set(.sendTimeout, .milliseconds(1))
+        // What the start read back (retained values, a damaged --state log) shows before any traffic.
+        publishStatistics()
     }
 
     /// Forwards until the broker is asked to stop or the context ends.
@@ -333,6 +339,7 @@ final class BrokerForwarder {
     }
 
     private func publishStatistics() {
+        if let retainedLog { stats.retainedStateWriteFailures = retainedLog.writeFailures }
         let snapshot = stats
         shared.statistics.withLock { $0 = snapshot }
     }

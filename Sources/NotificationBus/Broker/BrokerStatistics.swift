@@ -96,6 +96,14 @@ public struct BrokerStatistics: Hashable, Sendable {
     /// Snapshots not sent whole: their subscriber took nothing for 5 s while others waited
     /// behind it (its wait for its values times out and says so).
     public var retainedSnapshotsDropped: UInt64 = 0
+    /// With `stateDirectory`: a damaged `retained.log` found at start (1, else 0), and the bytes
+    /// cut off its end there (the records in them cannot be counted: the damage hides where each
+    /// begins). Each is also logged as one warning.
+    public var retainedStateDamaged: UInt64 = 0
+    public var retainedStateBytesCut: UInt64 = 0
+    /// With `stateDirectory`: writes to the log that failed (a full disk, a directory gone); the
+    /// values stay in memory and are written again when it works. The first of a run is logged.
+    public var retainedStateWriteFailures: UInt64 = 0
 
     /// Zero counters.
     public init() {}

@@ -35,6 +35,12 @@ final class RetainedLog {
     /// A write failure was logged and nothing has succeeded since (one warning per episode).
     private var failureReported = false
     private let logger: Logger?
+    /// What the start found: the bytes cut off a damaged end (0 when the log was whole), for
+    /// `BrokerStatistics.retainedStateBytesCut`.
+    private(set) var loadedAtStart = Loaded(records: 0, values: 0, skippedBytes: 0, damageOffset: nil)
+    /// Writes that failed (an append, a rewrite's create, write, fsync, rename or reopen), each
+    /// counted though only the first of a run is logged (`BrokerStatistics.retainedStateWriteFailures`).
+    private(set) var writeFailures: UInt64 = 0
     private var buffer: [UInt8] = []
 
     static let fileName = "retained.log"
@@ -123,6 +129,7 @@ final class RetainedLog {
         apply(replay.records, to: &store)
         loaded.values = store.count
         logger?.info("retained state \(path): \(store.count) values (\(store.bytes) B) from \(replay.records.count) records")
+        log.loadedAtStart = loaded
         log.compactIfLarge(store)
         return (log, loaded)
     }
@@ -252,6 +259,7 @@ final class RetainedLog {
     }
 
     private func reportFailure(_ what: String, _ code: Int32 = errno) {
+        writeFailures &+= 1
         guard !failureReported else { return }
         failureReported = true
         logger?.warning(

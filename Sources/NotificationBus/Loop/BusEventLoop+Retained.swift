@@ -35,6 +35,47 @@ extension BusEventLoop {
         }
     }
 
+    /// A subscribing connection came back (a broker that restarted, NBP-1 §18.5): every
+    /// subscription that starts from retained values and has its snapshot asks for it again, on
+    /// that connection's socket alone. The values arrive marked retained; those this bus has
+    /// already seen are not delivered twice (`BusStats.retainedRepeats`). With several paths the
+    /// others kept the stream: nothing is asked again. Returns whether anything was asked.
+    func renewRetainedSnapshots() -> Bool {
+        guard !sockets.subscriberReconnections.isEmpty else { return false }
+        let reconnections = sockets.subscriberReconnections
+        sockets.subscriberReconnections.removeAll()
+        guard receiver.pathCount == 1, !sockets.loopback else { return false }
+        var any = false
+        for (path, endpoint) in reconnections where sockets.subscribers.indices.contains(path) {
+            var renewed = 0
+            for route in receiver.routes {
+                let storage = route.storage
+                // A snapshot still pending has its request subscribed: libzmq sends it again itself.
+                guard storage.retained?.outcome != nil, !storage.endsAfterRetained,
+                    !receiver.pendingSnapshots.values.contains(where: { $0.subscriptionID == storage.id }),
+                    let reply = try? NotificationName(RetainedSnapshot.replyName(bus: topics.busID, token: storage.id))
+                else { continue }
+                let request = RetainedSnapshot.requestTopic(bus: topics.busID, token: storage.id, pattern: storage.pattern)
+                do throws(ZMQError) {
+                    try sockets.subscribers[path].subscribe(NamePattern(exactly: reply).subscriptionPrefix)
+                    try sockets.subscribers[path].subscribe(request)
+                } catch {
+                    record(error, "asking for retained values again")
+                    continue
+                }
+                receiver.expectSnapshot(subscriptionID: storage.id, pattern: storage.pattern, replyName: reply, renewal: true)
+                renewed += 1
+            }
+            guard renewed > 0 else { continue }
+            any = true
+            receiver.counters.retainedRenewals &+= UInt64(renewed)
+            configuration.logger?.info(
+                "reconnected to \(endpoint): asked again for the retained values of \(renewed) subscription(s); values already seen are not delivered twice",
+                metadata: ["side": "subscriber", "endpoint": "\(endpoint)"])
+        }
+        return any
+    }
+
     /// A subscription that wanted only the current state ends once it has it: its consumer takes
     /// what is buffered, then the sequence ends.
     private func endIfOnlyRetained(_ storage: SubscriptionStorage) {

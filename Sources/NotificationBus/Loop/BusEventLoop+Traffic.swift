@@ -151,6 +151,7 @@ extension BusEventLoop {
             log.handshakeFailures(failures, now: Timestamps.monotonicNanoseconds())
             for event in sockets.connectionEvents { log.connection(event) }
         }
+        let renewed = renewRetainedSnapshots()
         // A connection made or lost changes `stats.connectedEndpoints`: publish it this round.
         let connectionsChanged = !sockets.connectionEvents.isEmpty
         sockets.connectionEvents.removeAll()
@@ -160,7 +161,7 @@ extension BusEventLoop {
             if failure == .mechanismMismatch { stats.handshakeMechanismMismatches += 1 }
         }
         if !failures.isEmpty && handshakesCannotSucceed { perform(waiters.handshakesCannotSucceed()) }
-        return !failures.isEmpty || connectionsChanged
+        return !failures.isEmpty || connectionsChanged || renewed
     }
 
     // MARK: Waits
@@ -243,6 +244,8 @@ extension BusEventLoop {
         stats.duplicatesDiscarded = received.duplicatesDiscarded
         stats.retainedReceived = received.retainedReceived
         stats.retainedSuperseded = received.retainedSuperseded
+        stats.retainedRenewals = received.retainedRenewals
+        stats.retainedRepeats = received.retainedRepeats
         stats.ownRetainedEvictions = receiver.localRetainedEvictions
         stats.ownRetainedExpirations = receiver.localRetainedExpirations
         warnOfFirstOwnRetainedEviction()

@@ -27,6 +27,12 @@ final class BusSockets {
     /// Subscribing paths whose connection came up or went down since the loop last took them,
     /// in order (several paths only: the receiver waits for a path only while it is up).
     var subscriberPathChanges: [(path: Int, connected: Bool)] = []
+    /// Subscribing connections that came back after one on the same endpoint had passed its
+    /// handshake and dropped (a broker that restarted): their path and endpoint, in order, until
+    /// the loop takes them (retained snapshots are asked for again there, NBP-1 §18).
+    var subscriberReconnections: [(path: Int, endpoint: String)] = []
+    /// The subscribing endpoints whose connection passed a handshake at least once.
+    private var subscriberEndpointsEverUp: Set<String> = []
     /// Several brokers: whether each publishing path's connection is up. A path without one
     /// takes every send and drops it (`ZMQ_IMMEDIATE`, no pipe), so it must never count as the
     /// path that carries the stream while another is given up on. Up from the start where no
@@ -289,6 +295,11 @@ final class BusSockets {
                 // takes them after every read (a few per reconnect).
                 let made = event.event.contains(.handshakeSucceeded) && handshakenEndpoints.insert(event.endpoint).inserted
                 let lost = event.event.contains(.disconnected) && handshakenEndpoints.remove(event.endpoint) != nil
+                if !isPublisher && made && !subscriberEndpointsEverUp.insert(event.endpoint).inserted
+                    && subscriberReconnections.count < 64
+                {
+                    subscriberReconnections.append((path, event.endpoint))
+                }
                 if !isPublisher && subscribers.count > 1 && (made || lost) {
                     subscriberPathChanges.append((path, made))
                 }

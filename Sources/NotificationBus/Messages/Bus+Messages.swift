@@ -37,6 +37,13 @@ extension Bus {
     nonisolated(nonsending) func postEncoding<M: BusMessage>(
         _ value: M, name: NotificationName, headers: NotificationHeaders
     ) async throws(BusError) {
+        if M.busRetained {
+            // State: posted retained, its JSON always made (an empty payload would clear it).
+            var message = try retainedFrame(name, try encodeBusPayload(value), headers, .json, retainFor: M.busRetainFor)
+            if message == nil { return }  // no subscriber and no retaining broker or keeper
+            if try queue(&message, name) { return }
+            return try await queueWhenThereIsSpace(&message, name)
+        }
         if deliversToItself { return try await postLocally(value, name: name, headers: headers) }
         var message: ZeroMQ.Message? = try encodeMessageForPost(value, name, headers)
         if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
@@ -178,12 +185,16 @@ extension Bus {
         _ type: M.Type, subjectID: String?, buffering: BufferingPolicy
     ) throws(BusError) -> MessageEventSequence<M> {
         let pattern = try Subjects.pattern(M.self, subjectID: subjectID)
-        return MessageEventSequence(events: try typedSubscription(pattern, buffering), decoding: .single())
+        return MessageEventSequence(
+            events: try typedSubscription(pattern, buffering, retained: M.busRetained), decoding: .single())
     }
 
-    /// A subscription that takes this bus's own typed posts as values (`LocalMessageValue`).
-    func typedSubscription(_ pattern: NamePattern, _ buffering: BufferingPolicy) throws(BusError) -> BusEventSequence {
-        BusEventSequence(handle: try subscribe(pattern, buffering, takesLocalValues: true))
+    /// A subscription that takes this bus's own typed posts as values (`LocalMessageValue`);
+    /// `retained`: it starts with the retained values (a type that declares itself retained).
+    func typedSubscription(
+        _ pattern: NamePattern, _ buffering: BufferingPolicy, retained: Bool = false
+    ) throws(BusError) -> BusEventSequence {
+        BusEventSequence(handle: try subscribe(pattern, buffering, retained: retained, takesLocalValues: true))
     }
 
     // MARK: Observers of async messages

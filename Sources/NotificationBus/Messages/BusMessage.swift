@@ -26,6 +26,19 @@ public protocol BusMessage: Codable, Sendable {
     /// `JSONEncoder` and any RFC 8259 producer write. Whatever it throws counts the notification
     /// as undecodable (`SubscriptionStats.undecodable`), never crashes nor drops it silently.
     static func decodeBusPayload(_ payload: [UInt8]) throws -> Self
+
+    /// Whether this type's messages are state, each the current value of its name (NBP-1 §18):
+    /// `false` by default. A type that says `static let busRetained = true` is posted retained
+    /// (`post(_:)`, `post(_:subject:)`, `postNow(_:)`: brokers that keep retained values keep the
+    /// last one per name), and its typed subscriptions and observers (`messages(of:)`,
+    /// `messageEvents(of:)`, `addObserver(for:)`...) start with the current value of each name
+    /// they match, marked retained (`TypedNotification.isRetained`), before the live ones;
+    /// `ready(type.busObservedPattern)` returns once those were handed over.
+    static var busRetained: Bool { get }
+
+    /// How long a retained post of this type is kept (its `retain-for`, NBP-1 §18): nil by
+    /// default, until replaced, cleared or evicted. Only read when `busRetained` is true.
+    static var busRetainFor: Duration? { get }
 }
 
 extension BusMessage {
@@ -38,6 +51,10 @@ extension BusMessage {
     public static func decodeBusPayload(_ payload: [UInt8]) throws -> Self {
         try BusJSON.decode(Self.self, from: payload)
     }
+
+    public static var busRetained: Bool { false }
+
+    public static var busRetainFor: Duration? { nil }
 }
 
 extension BusMessage {

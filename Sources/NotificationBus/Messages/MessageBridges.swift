@@ -188,6 +188,16 @@ extension Bus {
     /// rather than wait (as `postNow(name:payload:)`).
     public func postNow<M: BusMessage>(_ message: M, headers: NotificationHeaders = NotificationHeaders()) throws(BusError) {
         guard !M.hasBusSubject else { throw .subjectRequired(type: String(describing: M.self), name: M.busName) }
+        if M.busRetained {
+            // State: posted retained, its JSON always made (an empty payload would clear it).
+            var message = try retainedFrame(M.busName, try encodeBusPayload(message), headers, .json, retainFor: M.busRetainFor)
+            if message == nil { return }  // no subscriber and no retaining broker or keeper
+            switch core.queue(message: &message, name: M.busName) {
+            case .queued: return
+            case .closed: throw .closed
+            case .full: throw .outboundQueueFull(capacity: core.outboundCapacity)
+            }
+        }
         // Looped back: the value travels to this bus's own typed subscriptions as it is.
         let looped = deliversToItself
         var encoded: ZeroMQ.Message? =

@@ -21,6 +21,9 @@ public struct TypedNotification<Message: Sendable>: Sendable {
     public var timestamp: UInt64 { notification.timestamp }
     /// The headers posted with it.
     public var headers: NotificationHeaders { notification.headers }
+    /// Whether it is a kept current value handed to a subscription as it started (a type that
+    /// declares itself retained, `BusMessage.busRetained`), rather than a change posted now.
+    public var isRetained: Bool { notification.isRetained }
 }
 
 extension TypedNotification: Equatable where Message: Equatable {}

@@ -23,6 +23,10 @@ extension BusReceiver {
         /// Entries seen (a second broker's copy of one is skipped), and those handed over.
         var delivered: Set<DeliveredKey> = []
         var handedOver = 0
+        /// Asked again after a reconnection (a broker that restarted): an entry this bus has
+        /// seen (its stream's last sequence at or past it) is a repeat, not delivered; a newer
+        /// one resumes its stream.
+        var renewal = false
     }
 
     struct DeliveredKey: Hashable {
@@ -45,8 +49,10 @@ extension BusReceiver {
 
     /// The subscription `subscriptionID` (already added) asks for its retained values under
     /// `replyName`.
-    mutating func expectSnapshot(subscriptionID: UInt64, pattern: NamePattern, replyName: NotificationName) {
-        pendingSnapshots[replyName] = makePending(subscriptionID: subscriptionID, pattern: pattern)
+    mutating func expectSnapshot(subscriptionID: UInt64, pattern: NamePattern, replyName: NotificationName, renewal: Bool = false) {
+        var pending = makePending(subscriptionID: subscriptionID, pattern: pattern)
+        pending.renewal = renewal
+        pendingSnapshots[replyName] = pending
     }
 
     private func makePending(subscriptionID: UInt64, pattern: NamePattern) -> PendingSnapshot {
@@ -129,6 +135,20 @@ extension BusReceiver {
                 counters.duplicatesDiscarded += 1
                 continue
             }
+            if pending.renewal && pathCount == 1 {
+                if resume(&notification, key: key, routeIndex: routeIndex) {
+                    pending.handedOver += 1
+                    any = true
+                }
+                continue
+            }
+            if pathCount > 1, merged.isDuplicate(key, sequence: notification.sequence) {
+                // Several brokers: the live stream already handed on this sequence or a newer one
+                // (another broker's live copy came first and the stream had started), or holds it
+                // to hand on in order. Its value is not handed over again, nor after a newer one.
+                counters.retainedSuperseded += 1
+                continue
+            }
             if pathCount == 1 {
                 let now = lastSeen(key)
                 if let now, now != pending.baseline[key], now >= notification.sequence {
@@ -143,6 +163,11 @@ extension BusReceiver {
                     trackingStartedBySnapshot(key, at: notification.sequence)
                 }
             }
+            if pathCount > 1 {
+                // A slower broker's live copy of it may still come: discarded then.
+                if retainedHandedOver.count >= Self.maximumRetainedHandedOver { retainedHandedOver.removeAll() }
+                retainedHandedOver[key] = max(retainedHandedOver[key] ?? 0, notification.sequence)
+            }
             notification.flags |= WireFormat.Flag.retainedCopy
             counters.retainedReceived += 1
             pending.handedOver += 1
@@ -150,6 +175,44 @@ extension BusReceiver {
             any = true
         }
         return any
+    }
+
+    /// An entry of a snapshot asked again after a reconnection (one path): one this bus has seen
+    /// is a repeat (counted, not delivered). A newer one, or one of a stream it does not track,
+    /// resumes its stream as a live notification would: tracked (what was lost before it is a
+    /// gap, exactly as live; a new stream joins late), and handed, marked retained, with that gap
+    /// to every subscription its name matches, since the bus's tracking has moved past it.
+    /// Returns whether it was delivered.
+    private mutating func resume(_ notification: inout BusNotification, key: StreamKey, routeIndex: Int) -> Bool {
+        if let seen = lastSeen(key), seen >= notification.sequence {
+            counters.retainedRepeats += 1
+            return false
+        }
+        var gap: Gap?
+        switch trackSequence(publisherID: key.publisherID, name: key.name, sequence: notification.sequence) {
+        case .inOrder: gap = nil
+        case .gap(let found): gap = found
+        case .duplicate:
+            counters.retainedRepeats += 1
+            return false
+        }
+        notification.flags |= WireFormat.Flag.retainedCopy
+        counters.retainedReceived += 1
+        for index in routes.indices where index == routeIndex || routes[index].pattern.matches(key.name) {
+            if let gap { routes[index].batch.append(gap: gap) }
+            routes[index].batch.append(notification: notification)
+        }
+        return true
+    }
+
+    /// Several paths: whether a live notification of `key` from `lowest` on begins with a copy of
+    /// (or something older than) the retained value a snapshot handed over; forgets that value
+    /// once the merged stream covers it.
+    mutating func isCopyOfHandedOverValue(_ key: StreamKey, lowest: UInt64) -> Bool {
+        guard let kept = retainedHandedOver[key] else { return false }
+        if lowest <= kept { return true }
+        if merged.isDuplicate(key, sequence: kept) { retainedHandedOver[key] = nil }
+        return false
     }
 
     /// A snapshot started tracking `key` at `sequence`: the other snapshots still pending take it

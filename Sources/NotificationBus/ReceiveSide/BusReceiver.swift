@@ -101,6 +101,12 @@ struct BusReceiver {
     /// the loop last looked (`BusReceiver+Retained.swift`).
     var pendingSnapshots: [NotificationName: PendingSnapshot] = [:]
     var endedSnapshots: [EndedSnapshot] = []
+    /// Several paths: per stream, the sequence of the retained value a snapshot handed over
+    /// while the merged live stream did not cover it yet. A slower broker's live copy of it (or
+    /// of an older one) is discarded as a duplicate; forgotten once the merge covers it (it then
+    /// discards such copies itself). At most `maximumRetainedHandedOver` streams.
+    var retainedHandedOver: [StreamKey: UInt64] = [:]
+    static let maximumRetainedHandedOver = 65_536
     /// Looped back (an embedded bus): the retained values of this bus's own posts.
     /// Bounded by `BusConfiguration.retainedNames` and `retainedBytes` (set by the event loop).
     var localRetained = RetainedStore(
@@ -141,7 +147,7 @@ struct BusReceiver {
     /// A bit per path whose connection is up (every path until its monitor says otherwise).
     private(set) var connectedPaths: UInt64
     /// With several paths: every tracked stream, merged over the paths.
-    private var merged: MergedStreams
+    private(set) var merged: MergedStreams
     /// What a batch's merge said per notification; kept for its capacity.
     private var mergeDispositions: [PathMergeStateMachine<BusNotification>.Disposition] = []
     /// The path the frames being read come from, and when the read began (monotonic ns).
@@ -457,9 +463,19 @@ struct BusReceiver {
         let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
         // The routes this name matches (the same for every record: one name).
         let targets = targets(in: matched, frame: frame, nameBytes: nameBytes, exactIndex: exactIndex)
-        if pathCount > 1, let first = notifications.first {
+        if pathCount > 1, var first = notifications.first {
             // One stream (a batch is one publisher's, of one name): one lookup for the whole batch.
             let key = StreamKey(publisherID: first.publisherID, name: first.name)
+            if !retainedHandedOver.isEmpty, isCopyOfHandedOverValue(key, lowest: first.sequence),
+                let kept = retainedHandedOver[key]
+            {
+                // The records up to the retained value handed over are copies of it or older.
+                let before = notifications.count
+                notifications.removeAll { $0.sequence <= kept }
+                counters.duplicatesDiscarded += UInt64(before - notifications.count)
+                guard let remaining = notifications.first else { return false }
+                first = remaining
+            }
             connectedPaths |= 1 << UInt64(currentPath)
             if let last = notifications.last, Self.areConsecutive(notifications),
                 merged.receivedInOrder(
@@ -579,6 +595,10 @@ struct BusReceiver {
     /// out what it says for the routes in `targets`. Returns whether anything was delivered.
     private mutating func merge(_ notification: BusNotification, targets: [Int]) -> Bool {
         let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
+        if !retainedHandedOver.isEmpty, isCopyOfHandedOverValue(key, lowest: notification.sequence) {
+            counters.duplicatesDiscarded += 1
+            return false
+        }
         // A path that brings a notification is connected, whatever its monitor said last.
         connectedPaths |= 1 << UInt64(currentPath)
         let (disposition, forgotten) = merged.received(
