@@ -152,8 +152,10 @@ public final class Bus: Sendable {
 
     /// Queues an encoded post; false (message kept) when the outbound queue is full.
     @usableFromInline
-    func queue(_ message: inout Message?, _ name: NotificationName) throws(BusError) -> Bool {
-        switch core.queue(message: &message, name: name) {
+    func queue(
+        _ message: inout Message?, _ name: NotificationName, localValue: (any AnyObject & Sendable)? = nil
+    ) throws(BusError) -> Bool {
+        switch core.queue(message: &message, name: name, localValue: localValue) {
         case .queued: return true
         case .closed: throw .closed
         case .full: return false
@@ -163,12 +165,12 @@ public final class Bus: Sendable {
     /// `post`'s slow path: suspends until the outbound queue has room, then queues.
     @usableFromInline
     nonisolated(nonsending) func queueWhenThereIsSpace(
-        _ message: inout Message?, _ name: NotificationName
+        _ message: inout Message?, _ name: NotificationName, localValue: (any AnyObject & Sendable)? = nil
     ) async throws(BusError) {
         while true {
             await core.waitForSpace()
             if Task.isCancelled { throw .cancelled }
-            if try queue(&message, name) { return }
+            if try queue(&message, name, localValue: localValue) { return }
         }
     }
 
