@@ -16,12 +16,12 @@ public final class Bus: Sendable {
     public let configuration: BusConfiguration
     /// The endpoints attached, with the real port for `tcp://...:*` binds, publisher side first.
     public let endpoints: [String]
-    let core: BusCore
+    @usableFromInline let core: BusCore
     /// Subscriptions waiting for their retained values, for `ready(_:)`.
     let retainedSubscriptions = RetainedSubscriptions()
     /// `configuration.deliversToItself`, computed once: a typed post asks it every time (computed,
     /// it builds a set of endpoints, which showed in the typed path's profile).
-    let deliversToItself: Bool
+    @usableFromInline let deliversToItself: Bool
     /// The bus's own I/O thread as a task executor: `Task(executorPreference: bus.executor) { ... }`
     /// posts and consumes there without hand-offs to other threads (see `BusExecutor`).
     public let executor: BusExecutor

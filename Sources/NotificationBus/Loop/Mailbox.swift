@@ -53,7 +53,6 @@ struct LocalValues {
             guard index >= 0 else { return }
             if index >= values.count {
                 guard newValue != nil else { return }
-                values.reserveCapacity(index + 1)
                 while values.count < index { values.append(nil) }
                 values.append(newValue)
             } else {

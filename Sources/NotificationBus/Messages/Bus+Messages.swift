@@ -29,7 +29,9 @@ extension Bus {
     /// `post(_:headers:)`'s synchronous part: the checks, and the frame (nil: no subscriber
     /// wants the name). Looped back (issue 42, item 4), `local` gets the value for this bus's own
     /// typed subscriptions and the frame carries JSON only for subscribers through the XPUB.
-    @usableFromInline
+    /// Inlinable, so `LocalMessage<M>` is a type the caller's specialization knows (generic code
+    /// looked its metadata up at run time on every post).
+    @inlinable
     func messageFrame<M: BusMessage>(
         _ value: M, _ headers: NotificationHeaders, local: inout (any AnyObject & Sendable)?
     ) throws(BusError) -> ZeroMQ.Message? {
@@ -90,6 +92,7 @@ extension Bus {
 
     /// `postLocally`'s frame: JSON only for subscribers through the XPUB; nil when no
     /// subscriber wants the name.
+    @usableFromInline
     func localFrame<M: BusMessage>(
         _ value: M, _ name: NotificationName, _ headers: NotificationHeaders
     ) throws(BusError) -> ZeroMQ.Message? {
@@ -113,6 +116,7 @@ extension Bus {
 
     /// `encodeForPost` for a message value, from the same pieces, with the JSON made only once a
     /// subscriber is known to want the name (a filtered post costs no encoding).
+    @usableFromInline
     func encodeMessageForPost<M: BusMessage>(
         _ value: M, _ name: NotificationName, _ headers: NotificationHeaders
     ) throws(BusError) -> ZeroMQ.Message? {

@@ -2,11 +2,13 @@
 /// item 4): the subscriptions of a looped-back bus get the value itself, not its JSON. It rides
 /// beside the post's frame (`Mailbox.localValues`, `PendingPosts`) and on the routed
 /// notification (`BusNotification.localValue`), never on the wire.
+@usableFromInline
 class LocalMessageValue: @unchecked Sendable {  // immutable: `core`, and `LocalMessage.value`
     /// Counts the JSON made here (`BusStats.messagesEncoded`).
     let core: BusCore
 
-    fileprivate init(core: BusCore) {
+    @usableFromInline
+    init(core: BusCore) {
         self.core = core
     }
 
@@ -37,9 +39,11 @@ class LocalMessageValue: @unchecked Sendable {  // immutable: `core`, and `Local
 
 /// `LocalMessageValue` for one message type: the value held as its own type, so a post costs no
 /// existential box and a typed subscription of that type takes it back by comparing types.
+@usableFromInline
 final class LocalMessage<M: BusMessage>: LocalMessageValue, @unchecked Sendable {
     let value: M
 
+    @usableFromInline
     init(_ value: M, core: BusCore) {
         self.value = value
         super.init(core: core)
