@@ -16,12 +16,12 @@ public final class Bus: Sendable {
     public let configuration: BusConfiguration
     /// The endpoints attached, with the real port for `tcp://...:*` binds, publisher side first.
     public let endpoints: [String]
-    let core: BusCore
+    @usableFromInline let core: BusCore
     /// Subscriptions waiting for their retained values, for `ready(_:)`.
     let retainedSubscriptions = RetainedSubscriptions()
     /// `configuration.deliversToItself`, computed once: a typed post asks it every time (computed,
     /// it builds a set of endpoints, which showed in the typed path's profile).
-    let deliversToItself: Bool
+    @usableFromInline let deliversToItself: Bool
     /// The bus's own I/O thread as a task executor: `Task(executorPreference: bus.executor) { ... }`
     /// posts and consumes there without hand-offs to other threads (see `BusExecutor`).
     public let executor: BusExecutor
@@ -152,8 +152,10 @@ public final class Bus: Sendable {
 
     /// Queues an encoded post; false (message kept) when the outbound queue is full.
     @usableFromInline
-    func queue(_ message: inout Message?, _ name: NotificationName) throws(BusError) -> Bool {
-        switch core.queue(message: &message, name: name) {
+    func queue(
+        _ message: inout Message?, _ name: NotificationName, localValue: (any AnyObject & Sendable)? = nil
+    ) throws(BusError) -> Bool {
+        switch core.queue(message: &message, name: name, localValue: localValue) {
         case .queued: return true
         case .closed: throw .closed
         case .full: return false
@@ -163,12 +165,12 @@ public final class Bus: Sendable {
     /// `post`'s slow path: suspends until the outbound queue has room, then queues.
     @usableFromInline
     nonisolated(nonsending) func queueWhenThereIsSpace(
-        _ message: inout Message?, _ name: NotificationName
+        _ message: inout Message?, _ name: NotificationName, localValue: (any AnyObject & Sendable)? = nil
     ) async throws(BusError) {
         while true {
             await core.waitForSpace()
             if Task.isCancelled { throw .cancelled }
-            if try queue(&message, name) { return }
+            if try queue(&message, name, localValue: localValue) { return }
         }
     }
 

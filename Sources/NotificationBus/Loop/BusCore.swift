@@ -5,6 +5,7 @@ import Synchronization
 import ZeroMQ
 
 /// What `Bus`, subscriptions and the I/O thread share: the mailbox, the wake-up fd and snapshots.
+@usableFromInline
 final class BusCore: Sendable {
     let mailbox = Mutex(Mailbox())
     let wake: WakeSignal

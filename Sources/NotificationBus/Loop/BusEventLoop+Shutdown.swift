@@ -12,7 +12,7 @@ extension BusEventLoop {
         // Posts are refused from now on; the XPUB is the loop's alone until it closes it.
         core.closePublisherSocket()
         var queued = MessageBatch(capacity: 1)
-        var queuedValues: [Int: any AnyObject & Sendable] = [:]
+        var queuedValues = LocalValues()
         var jobs: [UnownedJob] = []
         core.changeInterest { $0.closed = true }
         let leftovers = core.mailbox.withLock { box in

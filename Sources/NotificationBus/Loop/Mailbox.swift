@@ -14,7 +14,7 @@ struct Mailbox: ~Copyable {
     var outbound = MessageBatch(capacity: 1024)
     /// Looped back: the values of typed posts in `outbound`, by index (`LocalMessageValue`), so
     /// this bus's own typed subscriptions take them without JSON. Taken with `outbound`.
-    var localValues: [Int: any AnyObject & Sendable] = [:]
+    var localValues = LocalValues()
     /// The event loop is (about to be) parked in `zmq_poll`; whoever enqueues must signal the eventfd.
     var sleeping = false
     /// Next sequence number per name for this publisher (NBP/1: per (publisher, name), from 1).
@@ -32,4 +32,36 @@ struct SpaceWaiter {
     let continuation: CheckedContinuation<Void, Never>
 
     func resume() { continuation.resume() }
+}
+
+/// Looped back: the values of typed posts (`LocalMessageValue`) by post index, beside the frames
+/// they travel with (`Mailbox.localValues`, `PendingPosts`, `BusReceiver`). Posts are indexed
+/// densely from 0 in each batch, so an array serves: a typed post costs an append, not a hash
+/// table insert, and its delivery an index, not a look-up.
+struct LocalValues {
+    private var values: [(any AnyObject & Sendable)?] = []
+
+    init() {}
+
+    /// No post has a value.
+    var isEmpty: Bool { values.isEmpty }
+
+    /// The value of the post at `index`, nil when it has none.
+    subscript(index: Int) -> (any AnyObject & Sendable)? {
+        get { index >= 0 && index < values.count ? values[index] : nil }
+        set {
+            guard index >= 0 else { return }
+            if index >= values.count {
+                guard newValue != nil else { return }
+                while values.count < index { values.append(nil) }
+                values.append(newValue)
+            } else {
+                values[index] = newValue
+            }
+        }
+    }
+
+    mutating func removeAll(keepingCapacity: Bool) {
+        values.removeAll(keepingCapacity: keepingCapacity)
+    }
 }

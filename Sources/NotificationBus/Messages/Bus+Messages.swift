@@ -12,11 +12,35 @@ extension Bus {
     /// Throws `.subjectRequired` for a type whose `Subject` is a `BusSubject` (post it with
     /// `post(_:subject:)`), `.encodingFailed` when its `Encodable` conformance throws, and what
     /// `post(name:payload:)` throws. A post no subscriber wants is not encoded at all.
+    @inlinable
     public nonisolated(nonsending) func post<M: BusMessage>(
         _ message: M, headers: NotificationHeaders = NotificationHeaders()
     ) async throws(BusError) {
+        // Inlinable, as `post(name:payload:)`: when the outbound queue has room a post is
+        // synchronous work in the caller's frame, specialized for `M` (three nested async calls of
+        // generic code showed in the in-process typed profile).
+        var local: (any AnyObject & Sendable)?
+        var frame: ZeroMQ.Message? = try messageFrame(message, headers, local: &local)
+        if frame == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
+        if try queue(&frame, M.busName, localValue: local) { return }
+        try await queueWhenThereIsSpace(&frame, M.busName, localValue: local)
+    }
+
+    /// `post(_:headers:)`'s synchronous part: the checks, and the frame (nil: no subscriber
+    /// wants the name). Looped back (issue 42, item 4), `local` gets the value for this bus's own
+    /// typed subscriptions and the frame carries JSON only for subscribers through the XPUB.
+    /// Inlinable, so `LocalMessage<M>` is a type the caller's specialization knows (generic code
+    /// looked its metadata up at run time on every post).
+    @inlinable
+    func messageFrame<M: BusMessage>(
+        _ value: M, _ headers: NotificationHeaders, local: inout (any AnyObject & Sendable)?
+    ) throws(BusError) -> ZeroMQ.Message? {
         guard !M.hasBusSubject else { throw .subjectRequired(type: String(describing: M.self), name: M.busName) }
-        try await postEncoding(message, name: M.busName, headers: headers)
+        guard deliversToItself else { return try encodeMessageForPost(value, M.busName, headers) }
+        let frame = try localFrame(value, M.busName, headers)
+        if frame == nil { return nil }
+        local = LocalMessage(value, core: core)
+        return frame
     }
 
     /// Posts `message` about `subject`: under `<busName>.<subject.busSubjectID>`, so only that
@@ -61,7 +85,7 @@ extension Bus {
     ) async throws(BusError) {
         var message: ZeroMQ.Message? = try localFrame(value, name, headers)
         if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
-        let local = LocalMessageValue(value, core: core)
+        let local = LocalMessage(value, core: core)
         while true {
             switch core.queue(message: &message, name: name, localValue: local) {
             case .queued: return
@@ -75,6 +99,7 @@ extension Bus {
 
     /// `postLocally`'s frame: JSON only for subscribers through the XPUB; nil when no
     /// subscriber wants the name.
+    @usableFromInline
     func localFrame<M: BusMessage>(
         _ value: M, _ name: NotificationName, _ headers: NotificationHeaders
     ) throws(BusError) -> ZeroMQ.Message? {
@@ -98,6 +123,7 @@ extension Bus {
 
     /// `encodeForPost` for a message value, from the same pieces, with the JSON made only once a
     /// subscriber is known to want the name (a filtered post costs no encoding).
+    @usableFromInline
     func encodeMessageForPost<M: BusMessage>(
         _ value: M, _ name: NotificationName, _ headers: NotificationHeaders
     ) throws(BusError) -> ZeroMQ.Message? {

@@ -2,7 +2,9 @@ import FoundationEssentials
 
 /// The `Decoder` `BusJSON.decode` hands a value: one entry of a checked `BusJSONDocument`
 /// (index -1: a `superDecoder` whose key is absent, read as `null`, as Foundation does).
-final class BusJSONDecoderImpl: Decoder {
+/// A struct of three words: it fits an existential's inline buffer, so handing a value its
+/// `any Decoder` allocates nothing.
+struct BusJSONDecoderImpl: Decoder {
     let document: BusJSONDocument
     let index: Int
     let codingPath: [any CodingKey]

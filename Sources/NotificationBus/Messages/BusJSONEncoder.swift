@@ -1,18 +1,29 @@
 import FoundationEssentials
 
 /// The `Encoder` `BusJSON.encode` hands a value: one place in the output (a slot frame of its
-/// `BusJSONWriter`), filled by one keyed, unkeyed or single-value container.
-final class BusJSONEncoderImpl: Encoder {
+/// `BusJSONWriter`), filled by one keyed, unkeyed or single-value container. A struct of three
+/// words (depth and id share one): it fits an existential's inline buffer, so handing a value its
+/// `any Encoder` allocates nothing.
+struct BusJSONEncoderImpl: Encoder {
     let writer: BusJSONWriter
-    let depth: Int
+    private let depth32: Int32
     let id: UInt32
     let codingPath: [any CodingKey]
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
+    var depth: Int { Int(depth32) }
+
+    /// `depth` is the writer's stack depth: far below `Int32.max` (nesting is bounded by the
+    /// value's own recursion); one deeper than that would be refused as out of order.
     init(writer: BusJSONWriter, depth: Int, id: UInt32, codingPath: [any CodingKey]) {
         self.writer = writer
-        self.depth = depth
-        self.id = id
+        if let depth = Int32(exactly: depth) {
+            self.depth32 = depth
+            self.id = id
+        } else {
+            self.depth32 = 0
+            self.id = 0  // never live: out of order
+        }
         self.codingPath = codingPath
     }
 

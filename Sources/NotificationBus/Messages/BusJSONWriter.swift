@@ -190,15 +190,16 @@ final class BusJSONWriter {
     }
 
     func writeNull() {
-        bytes.append(contentsOf: [0x6E, 0x75, 0x6C, 0x6C])  // null
+        writeLiteral("null")
     }
 
     func writeBool(_ value: Bool) {
-        if value {
-            bytes.append(contentsOf: [0x74, 0x72, 0x75, 0x65])  // true
-        } else {
-            bytes.append(contentsOf: [0x66, 0x61, 0x6C, 0x73, 0x65])  // false
-        }
+        writeLiteral(value ? "true" : "false")
+    }
+
+    /// A literal's bytes, from static storage (an array literal here would be allocated per call).
+    private func writeLiteral(_ text: StaticString) {
+        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
     }
 
     func writeInteger<I: FixedWidthInteger>(_ value: I) {

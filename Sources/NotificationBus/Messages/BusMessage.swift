@@ -65,5 +65,6 @@ extension BusMessage {
     }
 
     /// Whether this type's names carry a subject segment.
+    @usableFromInline
     static var hasBusSubject: Bool { Subjects.isBusSubject(Self.self) }
 }

@@ -2,23 +2,24 @@
 /// item 4): the subscriptions of a looped-back bus get the value itself, not its JSON. It rides
 /// beside the post's frame (`Mailbox.localValues`, `PendingPosts`) and on the routed
 /// notification (`BusNotification.localValue`), never on the wire.
-final class LocalMessageValue: Sendable {
-    /// The message as posted.
-    let value: any BusMessage
+@usableFromInline
+class LocalMessageValue: @unchecked Sendable {  // immutable: `core`, and `LocalMessage.value`
     /// Counts the JSON made here (`BusStats.messagesEncoded`).
     let core: BusCore
 
-    init(_ value: any BusMessage, core: BusCore) {
-        self.value = value
+    @usableFromInline
+    init(core: BusCore) {
         self.core = core
     }
 
-    /// Its JSON, for a byte subscription of this process that reads a post made without it (no
-    /// closure kept per post: the existential is opened here, when asked).
-    func encode() throws -> [UInt8] { try value.localPayload() }
+    /// The message as posted, boxed (a family's subscription asks; a single type uses `value(as:)`).
+    var message: any BusMessage { fatalError("LocalMessageValue is abstract") }
+
+    /// Its JSON, for a byte subscription of this process that reads a post made without it.
+    func encode() throws -> [UInt8] { fatalError("LocalMessageValue is abstract") }
 
     /// The value as `M`, when it is one (another type may share the name).
-    func value<M: BusMessage>(as type: M.Type) -> M? { value as? M }
+    func value<T: BusMessage>(as type: T.Type) -> T? { fatalError("LocalMessageValue is abstract") }
 
     /// `notification`'s payload made from its local value when it travelled without one (no
     /// subscriber outside this process wanted it): what a byte subscription, or a typed one of
@@ -36,7 +37,23 @@ final class LocalMessageValue: Sendable {
     }
 }
 
-extension BusMessage {
-    /// `encodeBusPayload(self)`, callable on an existential (`LocalMessageValue.encode`).
-    fileprivate func localPayload() throws -> [UInt8] { try Self.encodeBusPayload(self) }
+/// `LocalMessageValue` for one message type: the value held as its own type, so a post costs no
+/// existential box and a typed subscription of that type takes it back by comparing types.
+@usableFromInline
+final class LocalMessage<M: BusMessage>: LocalMessageValue, @unchecked Sendable {
+    let value: M
+
+    @usableFromInline
+    init(_ value: M, core: BusCore) {
+        self.value = value
+        super.init(core: core)
+    }
+
+    override var message: any BusMessage { value }
+
+    override func encode() throws -> [UInt8] { try M.encodeBusPayload(value) }
+
+    override func value<T: BusMessage>(as type: T.Type) -> T? {
+        T.self == M.self ? BusJSONCast.cast(value, to: T.self) : nil
+    }
 }

@@ -202,7 +202,7 @@ extension Bus {
         let looped = deliversToItself
         var encoded: ZeroMQ.Message? =
             looped ? try localFrame(message, M.busName, headers) : try encodeMessageForPost(message, M.busName, headers)
-        let local = looped ? LocalMessageValue(message, core: core) : nil
+        let local = looped ? LocalMessage(message, core: core) : nil
         if encoded == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
         switch core.queue(message: &encoded, name: M.busName, localValue: local) {
         case .queued: return

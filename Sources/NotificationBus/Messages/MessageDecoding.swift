@@ -17,15 +17,37 @@ public struct UndecodableMessage: Error, Hashable, Sendable, CustomStringConvert
 }
 
 /// Turns a delivered notification into an element: one message type, or a family.
+@usableFromInline
 struct MessageDecoding<Element: Sendable>: Sendable {
     let typeName: String
     let decode: @Sendable (BusNotification) throws(UndecodableMessage) -> Element
     /// The element for a value this bus posted itself, taken as it is (nil: not one of this
     /// type's, so the payload is decoded instead).
-    let local: @Sendable (any BusMessage) -> Element?
+    let local: @Sendable (LocalMessageValue) -> Element?
 
     /// The payload must be JSON: content type `json`, or `unspecified` (a raw producer that did
     /// not say, like `nbus publish` without `--content-type`).
+    /// `notification`'s message: this bus's own post's value as it is (issue 42: no JSON), else
+    /// its JSON decoded (counted in `messagesDecoded`); what does not decode is counted in
+    /// `storage`'s `undecodable` and thrown. `notification` gets its JSON made when it was a local
+    /// post of another type under the same name.
+    @usableFromInline
+    func message(of notification: inout BusNotification, storage: SubscriptionStorage) throws(UndecodableMessage) -> Element {
+        if let local = notification.localValue as? LocalMessageValue {
+            if let message = self.local(local) { return message }
+            // Another type under the same name: from its JSON, as from another process.
+            LocalMessageValue.materialize(&notification)
+        }
+        do throws(UndecodableMessage) {
+            let message = try decode(notification)
+            storage.core.noteMessageDecoded()
+            return message
+        } catch {
+            storage.noteUndecodable()
+            throw error
+        }
+    }
+
     static func checkContentType(_ notification: BusNotification, _ typeName: String) throws(UndecodableMessage) {
         guard notification.contentType == .json || notification.contentType == .unspecified else {
             throw UndecodableMessage(type: typeName, reason: "content type \(notification.contentType.name), not json")
@@ -46,7 +68,7 @@ extension MessageDecoding where Element: BusMessage {
             } catch {
                 throw UndecodableMessage(type: typeName, reason: String(describing: error))
             }
-        }, local: { $0 as? M })
+        }, local: { $0.value(as: M.self) })
     }
 
 }
@@ -81,8 +103,9 @@ extension MessageDecoding where Element: BusMessageFamily {
                 throw UndecodableMessage(type: typeName, reason: "init(member:) refused a \(member.type)")
             }
             return wrapped
-        }, local: { value in
-            memberTypes.contains(ObjectIdentifier(type(of: value))) ? F(member: value) : nil
+        }, local: { local in
+            let value = local.message
+            return memberTypes.contains(ObjectIdentifier(type(of: value))) ? F(member: value) : nil
         })
     }
 }

@@ -17,17 +17,21 @@ public struct MessageEnvelopeSequence<Message: Sendable>: AsyncSequence, Sendabl
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: events.makeAsyncIterator()) }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var events: MessageEventSequence<Message>.AsyncIterator
+        @usableFromInline var events: MessageEventSequence<Message>.AsyncIterator
 
+        init(events: MessageEventSequence<Message>.AsyncIterator) {
+            self.events = events
+        }
+
+        @inlinable
         public mutating func next() async -> TypedNotification<Message>? {
             await next(isolation: nil)
         }
 
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> TypedNotification<Message>? {
-            while let event = await events.next(isolation: actor) {
-                if case .message(let envelope) = event { return envelope }
-            }
-            return nil
+            guard let (message, notification) = await events.nextMessage(isolation: actor) else { return nil }
+            return TypedNotification(message: message, notification: notification)
         }
     }
 }

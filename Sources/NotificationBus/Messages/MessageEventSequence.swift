@@ -26,40 +26,56 @@ public struct MessageEventSequence<Message: Sendable>: AsyncSequence, Sendable {
         AsyncIterator(events: events.makeAsyncIterator(), decoding: decoding, storage: events.handle.storage)
     }
 
-    /// Iterates the subscription's events, decoding notifications as it goes.
+    /// Iterates the subscription's events, decoding notifications as it goes. Inlinable, as
+    /// `BusEventSequence`'s iterator: the consumer's module specializes it for its message type,
+    /// and an element already buffered costs no async call (issue 42's typed paths showed the
+    /// generic, non-inlinable `next()` frames in their profiles).
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var events: BusEventSequence.AsyncIterator
-        let decoding: MessageDecoding<Message>
-        let storage: SubscriptionStorage
+        @usableFromInline var events: BusEventSequence.AsyncIterator
+        @usableFromInline let decoding: MessageDecoding<Message>
+        @usableFromInline let storage: SubscriptionStorage
 
+        init(events: BusEventSequence.AsyncIterator, decoding: MessageDecoding<Message>, storage: SubscriptionStorage) {
+            self.events = events
+            self.decoding = decoding
+            self.storage = storage
+        }
+
+        @inlinable
         public mutating func next() async -> MessageEvent<Message>? {
             await next(isolation: nil)
         }
 
         /// Runs on the caller's actor (`for await` passes it): decoding happens there.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> MessageEvent<Message>? {
             guard let event = await events.next(isolation: actor) else { return nil }
             switch event {
             case .gap(let gap):
                 return .gap(gap)
             case .notification(var notification):
-                if let local = notification.localValue as? LocalMessageValue {
-                    // This bus's own post, in this process: the value itself, no JSON (issue 42).
-                    if let message = decoding.local(local.value) {
-                        return .message(TypedNotification(message: message, notification: notification))
-                    }
-                    // Another type under the same name: from its JSON, as from another process.
-                    LocalMessageValue.materialize(&notification)
-                }
                 do throws(UndecodableMessage) {
-                    let message = try decoding.decode(notification)
-                    storage.core.noteMessageDecoded()
+                    let message = try decoding.message(of: &notification, storage: storage)
                     return .message(TypedNotification(message: message, notification: notification))
                 } catch {
-                    storage.noteUndecodable()
                     return .undecodable(notification, error)
                 }
             }
+        }
+
+        /// The next message, skipping gaps and undecodable notifications (counted): what
+        /// `MessageSequence` and `MessageEnvelopeSequence` read, without making an event of each.
+        @inlinable
+        mutating func nextMessage(isolation actor: isolated (any Actor)?) async -> (Message, BusNotification)? {
+            while let event = await events.next(isolation: actor) {
+                guard case .notification(var notification) = event else { continue }
+                do throws(UndecodableMessage) {
+                    return (try decoding.message(of: &notification, storage: storage), notification)
+                } catch {
+                    continue
+                }
+            }
+            return nil
         }
     }
 }

@@ -17,17 +17,20 @@ public struct MessageSequence<Message: Sendable>: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: events.makeAsyncIterator()) }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var events: MessageEventSequence<Message>.AsyncIterator
+        @usableFromInline var events: MessageEventSequence<Message>.AsyncIterator
 
+        init(events: MessageEventSequence<Message>.AsyncIterator) {
+            self.events = events
+        }
+
+        @inlinable
         public mutating func next() async -> Message? {
             await next(isolation: nil)
         }
 
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Message? {
-            while let event = await events.next(isolation: actor) {
-                if case .message(let envelope) = event { return envelope.message }
-            }
-            return nil
+            await events.nextMessage(isolation: actor)?.0
         }
     }
 }

@@ -1,10 +1,23 @@
 import FoundationEssentials
+import Synchronization
 
 /// Subject rules in one place: what type has one, what name a subject makes.
 enum Subjects {
     /// Whether `M.Subject` is a `BusSubject` (read through Foundation's associated type when the
     /// message is one of Foundation's kinds; a bare `BusMessage` has no subject).
+    /// Asked on every post: the answer per type is kept (two dynamic casts, each a conformance
+    /// look-up, showed in the typed posting profile).
     static func isBusSubject<M: BusMessage>(_ type: M.Type) -> Bool {
+        let key = ObjectIdentifier(type)
+        if let known = known.withLock({ $0[key] }) { return known }
+        let answer = computeIsBusSubject(type)
+        known.withLock { $0[key] = answer }
+        return answer
+    }
+
+    private static let known = Mutex<[ObjectIdentifier: Bool]>([:])
+
+    private static func computeIsBusSubject<M: BusMessage>(_ type: M.Type) -> Bool {
         if let async = type as? any NotificationCenter.AsyncMessage.Type { return subjectIsBusSubject(async) }
         if let main = type as? any NotificationCenter.MainActorMessage.Type { return subjectIsBusSubject(main) }
         return false

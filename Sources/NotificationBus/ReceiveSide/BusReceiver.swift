@@ -127,7 +127,7 @@ struct BusReceiver {
         return notification
     }
     /// While `deliverLocally(_:firstPost:values:)` routes a frame: the values of its typed posts.
-    private var localValues: [Int: any AnyObject & Sendable] = [:]
+    private var localValues = LocalValues()
     private var localFirstPost = 0
     /// Per stream, except the cached stream (see `cachedStream`): the last sequence seen, and when
     /// it was last heard (`counters.framesReceived` then), to forget the stalest first.
@@ -300,11 +300,11 @@ struct BusReceiver {
     /// notifications carries its value (`BusNotification.localValue`), so typed subscriptions take
     /// it without decoding.
     mutating func deliverLocally(
-        _ frame: UnsafeRawBufferPointer, firstPost: Int, values: [Int: any AnyObject & Sendable]
+        _ frame: UnsafeRawBufferPointer, firstPost: Int, values: LocalValues
     ) {
         localValues = values
         localFirstPost = firstPost
-        defer { localValues = [:] }
+        defer { localValues = LocalValues() }
         deliverLocally(frame)
     }
 

@@ -6,6 +6,7 @@ import Synchronization
 /// One subscription's shared state: the I/O thread appends batches, consumers (usually one task)
 /// take events.
 /// A `SubscriptionStateMachine` behind a `Mutex`; actions run outside the lock.
+@usableFromInline
 final class SubscriptionStorage: Sendable {
     let id: UInt64
     let pattern: NamePattern

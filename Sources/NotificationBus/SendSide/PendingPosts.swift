@@ -27,7 +27,7 @@ struct PendingPosts: ~Copyable {
     /// Looped back: the values of typed posts among `posts`, by their index as taken (before
     /// `coalesce`: a batch frame's records are then `offsets[i]..<offsets[i + 1]`), handed to
     /// local subscriptions with their frames (`Mailbox.localValues`).
-    private var localValues: [Int: any AnyObject & Sendable] = [:]
+    private var localValues = LocalValues()
     /// With several brokers: each publishing path's progress through `posts`, and whether any
     /// path took the frame at each index.
     private var paths: PublisherPathsStateMachine
@@ -80,7 +80,7 @@ struct PendingPosts: ~Copyable {
 
     /// Takes the mailbox's posts (under its lock), and the values of its typed posts, leaving it
     /// this side's empty batch. Only after `emptyIfAllSent` returned true.
-    mutating func take(_ outbound: inout MessageBatch, localValues values: inout [Int: any AnyObject & Sendable]) {
+    mutating func take(_ outbound: inout MessageBatch, localValues values: inout LocalValues) {
         swap(&outbound, &posts)
         if !values.isEmpty { swap(&values, &localValues) }
     }
@@ -89,12 +89,12 @@ struct PendingPosts: ~Copyable {
     /// posted (not merged); returns whether it did. Looped back, what local subscriptions had
     /// stays counted as theirs (`routedLocally` is kept).
     mutating func takeLeftovers(
-        _ queued: inout MessageBatch, localValues values: inout [Int: any AnyObject & Sendable]
+        _ queued: inout MessageBatch, localValues values: inout LocalValues
     ) -> Bool {
         guard posts.unsentCount == 0 else { return false }
         swap(&posts, &queued)
         localValues = values
-        values = [:]
+        values = LocalValues()
         byteOffsets.removeAll(keepingCapacity: true)
         restartPaths()
         hasBatches = false
