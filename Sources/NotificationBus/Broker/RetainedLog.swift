@@ -84,7 +84,7 @@ final class RetainedLog {
         let lockPath = directory + "/" + lockFileName
         let lockDescriptor = Glibc.open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard lockDescriptor >= 0 else { throw failure("cannot open its lock file \(lockPath)") }
-        if flock(lockDescriptor, LOCK_EX | LOCK_NB) != 0 {
+        if !lockBriefly(lockDescriptor) {
             let code = errno
             Glibc.close(lockDescriptor)
             if code == EWOULDBLOCK {
@@ -241,6 +241,19 @@ final class RetainedLog {
         fileSize = bytes.count
         needsRewrite = false
         failureReported = false
+    }
+
+    /// Takes `descriptor`'s exclusive lock, trying again for up to half a second: a lock just let
+    /// go may still be held for a moment by a copy of the descriptor in a child this process
+    /// forked (`O_CLOEXEC` closes it only at its exec; tests that spawn processes met it), or by a
+    /// broker that is still exiting. Another broker that keeps it is refused after that.
+    private static func lockBriefly(_ descriptor: Int32) -> Bool {
+        for attempt in 0..<50 {
+            if flock(descriptor, LOCK_EX | LOCK_NB) == 0 { return true }
+            guard errno == EWOULDBLOCK, attempt < 49 else { return false }
+            usleep(10_000)
+        }
+        return false
     }
 
     /// At a clean stop: compacts, and lets go of the directory's lock.
