@@ -49,40 +49,66 @@ extension EnvelopeCodec {
     package static func retainedFramesToKeep(
         inBatch frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int
     ) -> [[UInt8]]? {
-        var retained: [(start: Int, mapStart: Int, payloadEnd: Int, clears: Bool)] = []
+        var frames: [[UInt8]] = []
+        var scratch: [UInt8] = []
+        let valid = forEachRetainedFrameToKeep(inBatch: frame, validatedNameLength: nameCount, scratch: &scratch) {
+            frames.append(Array($0))
+        }
+        return valid ? frames : nil
+    }
+
+    /// `retainedFramesToKeep`'s frames, each written into `scratch` (its capacity reused from one
+    /// call to the next) and handed to `body` in order, nothing else allocated unless the batch
+    /// holds a clear: the broker's path for every retained batch. False (and `body` never
+    /// called) when `decodeAll` would reject the batch.
+    package static func forEachRetainedFrameToKeep(
+        inBatch frame: UnsafeRawBufferPointer, validatedNameLength nameCount: Int, scratch: inout [UInt8],
+        _ body: (UnsafeRawBufferPointer) -> Void
+    ) -> Bool {
+        typealias Kept = (start: Int, mapStart: Int, payloadEnd: Int)
+        // The last value since the last clear (replaced by each later value), and, only when a
+        // batch holds clears, the records before the last clear that are kept, in order.
+        var pending: Kept?
+        var beforeLastClear: [Kept] = []
         let publisherID: UInt64
         do {
             (publisherID, _) = try walkBatch(
                 frame, validatedNameLength: nameCount, maximumPayload: 1 << 40, maximumHeaderCount: WireFormat.maximumHeaderCount
             ) { record in
-                if frame[record.start + WireFormat.BatchRecordOffset.flags] & WireFormat.Flag.retain != 0 {
-                    retained.append((record.start, record.mapStart, record.payloadEnd, record.payloadEnd == record.mapEnd))
+                guard frame[record.start + WireFormat.BatchRecordOffset.flags] & WireFormat.Flag.retain != 0 else { return }
+                let kept = (record.start, record.mapStart, record.payloadEnd)
+                if record.payloadEnd == record.mapEnd {
+                    if let value = pending { beforeLastClear.append(value) }
+                    beforeLastClear.append(kept)
+                    pending = nil
+                } else {
+                    pending = kept
                 }
             }
         } catch {
-            return nil
+            return false
         }
-        var frames: [[UInt8]] = []
-        for (position, record) in retained.enumerated() {
-            let nextIsValue = position + 1 < retained.count && !retained[position + 1].clears
-            guard record.clears || !nextIsValue else { continue }
-            frames.append(
-                versionOneFrame(
-                    ofRecordAt: record.start, mapStart: record.mapStart, payloadEnd: record.payloadEnd, in: frame,
-                    nameLength: nameCount, publisherID: publisherID))
+        func emit(_ record: Kept) {
+            scratch.removeAll(keepingCapacity: true)
+            appendVersionOneFrame(
+                ofRecordAt: record.start, mapStart: record.mapStart, payloadEnd: record.payloadEnd, in: frame,
+                nameLength: nameCount, publisherID: publisherID, to: &scratch)
+            scratch.withUnsafeBytes { body($0) }
         }
-        return frames
+        for record in beforeLastClear { emit(record) }
+        if let pending { emit(pending) }
+        return true
     }
 
-    /// The version 1 frame (NBP-1 §2.1) of a checked batch record: name, the fixed header from
-    /// the record's fields and the batch's publisher id, then the record's map and payload as they are.
-    private static func versionOneFrame(
+    /// Appends the version 1 frame (NBP-1 §2.1) of a checked batch record to `out`: name, the
+    /// fixed header from the record's fields and the batch's publisher id, then the record's map
+    /// and payload as they are.
+    private static func appendVersionOneFrame(
         ofRecordAt record: Int, mapStart: Int, payloadEnd: Int, in frame: UnsafeRawBufferPointer, nameLength: Int,
-        publisherID: UInt64
-    ) -> [UInt8] {
+        publisherID: UInt64, to out: inout [UInt8]
+    ) {
         typealias Record = WireFormat.BatchRecordOffset
-        var out: [UInt8] = []
-        out.reserveCapacity(nameLength + 1 + WireFormat.fixedHeaderSize + payloadEnd - mapStart)
+        out.reserveCapacity(out.count + nameLength + 1 + WireFormat.fixedHeaderSize + payloadEnd - mapStart)
         out.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
         out.append(0)
         out.append(WireFormat.version)
@@ -96,7 +122,6 @@ extension EnvelopeCodec {
         withUnsafeBytes(of: publisherID.bigEndian) { out.append(contentsOf: $0) }
         out.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[(record + Record.timestamp)..<(record + Record.timestamp + 8)]))
         out.append(contentsOf: UnsafeRawBufferPointer(rebasing: frame[mapStart..<payloadEnd]))
-        return out
     }
 }
 

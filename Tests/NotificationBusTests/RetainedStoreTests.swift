@@ -168,6 +168,29 @@ struct RetainedStoreTests {
         #expect(cut.withUnsafeBytes { EnvelopeCodec.retainedFramesToKeep(inBatch: $0, validatedNameLength: 3) } == nil)
     }
 
+    @Test("a batch without clears hands over only its last value, written into one reused buffer")
+    func batchLastValueIntoScratch() throws {
+        var scratch: [UInt8] = []
+        // A long batch, then a shorter one: the buffer holds the second's frame alone.
+        for (payloadSize, count) in [(300, 13), (20, 3)] {
+            let records = try (1...count).map { try value("k.y", [UInt8](repeating: UInt8(count), count: payloadSize), sequence: UInt64($0)) }
+            let batch = try EnvelopeCodec.encodeBatch(records)
+            var handed: [[UInt8]] = []
+            let valid = batch.withUnsafeBytes {
+                EnvelopeCodec.forEachRetainedFrameToKeep(inBatch: $0, validatedNameLength: 3, scratch: &scratch) { handed.append(Array($0)) }
+            }
+            #expect(valid)
+            #expect(handed == [try EnvelopeCodec.encode(records[count - 1])])
+        }
+        // Malformed: nothing handed over.
+        let batch = try EnvelopeCodec.encodeBatch([try value("k.y", [1], sequence: 1)])
+        var called = false
+        let valid = Array(batch.dropLast()).withUnsafeBytes {
+            EnvelopeCodec.forEachRetainedFrameToKeep(inBatch: $0, validatedNameLength: 3, scratch: &scratch) { _ in called = true }
+        }
+        #expect(!valid && !called)
+    }
+
     @Test("many updates of a few names keep the eviction order compact and right")
     func orderStaysBounded() throws {
         var store = RetainedStore(maximumNames: 3, maximumBytes: 1 << 20)

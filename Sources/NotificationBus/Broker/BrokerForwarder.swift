@@ -58,6 +58,8 @@ final class BrokerForwarder {
     /// Where each retained change is written (`BrokerConfiguration.stateDirectory`); nil: memory only.
     private let retainedLog: RetainedLog?
     private var snapshots = RetainedSnapshotQueue()
+    /// The version 1 frame of a batch's kept record is written here (`rememberRetained`).
+    private var retainedScratch: [UInt8] = []
     /// When the backend first refused the snapshot frame at the head (monotonic ns; nil: it did not).
     private var snapshotRefusedSince: UInt64?
     /// How long the head snapshot may be refused before it is dropped: 5 s, or ten patiences.
@@ -545,14 +547,16 @@ final class BrokerForwarder {
                 return
             }
             // A batch: only the records that change what is kept (a run of one name's values
-            // keeps its last), each written as a version 1 frame from its bytes, none decoded.
-            for kept in EnvelopeCodec.retainedFramesToKeep(inBatch: frame, validatedNameLength: nameLength) ?? [] {
-                kept.withUnsafeBytes { kept in
-                    guard let outcome = retained.remember(frame: kept, nameLength: nameLength, now: now) else { return }
-                    retainedLog?.recordChange(nameBytes: UnsafeRawBufferPointer(rebasing: kept[0..<nameLength]), store: retained)
-                    if outcome != .kept {
-                        outcomes.append((outcome, name: String(decoding: frame[0..<nameLength], as: UTF8.self)))
-                    }
+            // keeps its last), each written as a version 1 frame from its bytes, none decoded,
+            // into one buffer reused from batch to batch (no allocation per batch).
+            var scratch: [UInt8] = []
+            swap(&scratch, &retainedScratch)
+            defer { swap(&scratch, &retainedScratch) }
+            _ = EnvelopeCodec.forEachRetainedFrameToKeep(inBatch: frame, validatedNameLength: nameLength, scratch: &scratch) { kept in
+                guard let outcome = retained.remember(frame: kept, nameLength: nameLength, now: now) else { return }
+                retainedLog?.recordChange(nameBytes: UnsafeRawBufferPointer(rebasing: kept[0..<nameLength]), store: retained)
+                if outcome != .kept {
+                    outcomes.append((outcome, name: String(decoding: frame[0..<nameLength], as: UTF8.self)))
                 }
             }
         }
