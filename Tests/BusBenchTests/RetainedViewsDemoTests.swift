@@ -38,12 +38,8 @@ struct RetainedViewsDemoTests {
         #expect(report.retainedViews == nil)
         #expect(!ViewsHTMLReport.page(for: report).contains("A view that appears after the last post"))
         let ms: UInt64 = 1_000_000
-        let base: UInt64 = 1_000_000_000_000
-        let result = RetainedViewsResult(
-            name: "bench.views.price.eur", currentValue: "1.10", changedValue: "1.12", changeDelayNanoseconds: 400 * ms,
-            postedWallNanoseconds: base, appearedWallNanoseconds: base + 50 * ms, changeWallNanoseconds: base + 460 * ms,
-            retainedView: .init(value: "1.10", isRetained: true, wallNanoseconds: base + 53 * ms),
-            defaultView: .init(value: "1.12", isRetained: false, wallNanoseconds: base + 461 * ms))
+        let base = sampleRetainedViewsBase
+        let result = sampleRetainedViews()
         #expect(result.holds)
         report.add(retainedViews: result)
         #expect(report.failures.isEmpty)
@@ -74,4 +70,18 @@ private final class Steps: Sendable {
     private let lines = Mutex<[String]>([])
     func add(_ line: String) { lines.withLock { $0.append(line) } }
     var all: [String] { lines.withLock { $0 } }
+}
+
+let sampleRetainedViewsBase: UInt64 = 1_000_000_000_000
+
+/// A retained-views step as a quiet machine measures it: the current value 3 ms after the views
+/// appear, the change 400 ms after they are ready.
+func sampleRetainedViews() -> RetainedViewsResult {
+    let ms: UInt64 = 1_000_000
+    let base = sampleRetainedViewsBase
+    return RetainedViewsResult(
+        name: "bench.views.price.eur", currentValue: "1.10", changedValue: "1.12", changeDelayNanoseconds: 400 * ms,
+        postedWallNanoseconds: base, appearedWallNanoseconds: base + 50 * ms, changeWallNanoseconds: base + 460 * ms,
+        retainedView: .init(value: "1.10", isRetained: true, wallNanoseconds: base + 53 * ms),
+        defaultView: .init(value: "1.12", isRetained: false, wallNanoseconds: base + 461 * ms))
 }
