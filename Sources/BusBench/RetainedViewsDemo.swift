@@ -52,8 +52,8 @@ package struct RetainedViewsResult: Codable, Sendable, Equatable {
         func ms(_ ns: Int64) -> String { String(format: "%.1f ms", Double(ns) / 1e6) }
         return [
             "Retained views: \(name) = \(currentValue) posted retained by the publisher process before any view existed; "
-                + "then a host process showed two views of it, and \(ms(Int64(clamping: changeDelayNanoseconds))) later "
-                + "the publisher changed it to \(changedValue).",
+                + "then a host process showed two views of it; \(ms(Int64(clamping: changeDelayNanoseconds))) after they "
+                + "were ready the publisher changed it to \(changedValue).",
             "  start: .retained  first value \(retainedView.value)\(retainedView.isRetained ? " (retained)" : "") "
                 + "\(ms(retainedFirstNanoseconds)) after it appeared"
                 + (retainedView.wallNanoseconds < changeWallNanoseconds ? ", before the next post" : ", NOT before the next post"),
