@@ -286,6 +286,7 @@ package enum ViewsHTMLReport {
         body += chartGrid(charts.map { $0.svg() })
         body += "<h2>Figures</h2>\n"
         body += tableSection(report)
+        body += report.retainedViews.map(retainedViewsSection) ?? ""
         body += baselineSection(report)
         body += identitySection(report)
         body += targetSection(report.targets, heading: "Targets")
@@ -452,6 +453,31 @@ package enum ViewsHTMLReport {
         html += "<p class=\"note\">The trade-off measured here is the one Fatbobman describes in "
             + "<a href=\"https://fatbobman.com/en/posts/mastering_swiftui_task_modifier/\">Mastering the SwiftUI task Modifier</a>; "
             + "the claims the tests pin down are listed in the repository's docs/articles.md.</p>\n"
+        return html
+    }
+
+    /// `nbus demo`'s retained-views step: what each view showed first, and when (issue 39).
+    static func retainedViewsSection(_ result: RetainedViewsResult) -> String {
+        func ms(_ ns: Int64) -> String { String(format: "%.1f ms", Double(ns) / 1e6) }
+        let e = SVGBarChart.escape
+        var html = "<h2>A view that appears after the last post (retained values)</h2>\n"
+        html += "<p>The publisher process posted <code>\(e(result.name))</code> = \(e(result.currentValue)) retained "
+            + "before any view existed. A host process then showed two views of it; "
+            + "\(ms(Int64(clamping: result.changeDelayNanoseconds))) after they were ready the publisher changed it to "
+            + "\(e(result.changedValue)).</p>\n"
+        html += "<table>\n<tr><th>view</th><th>first value shown</th><th>after it appeared</th><th>before the next post?</th></tr>\n"
+        let rows: [(String, RetainedViewsResult.FirstShown, Int64)] = [
+            ("onReceive, start: .retained", result.retainedView, result.retainedFirstNanoseconds),
+            ("onReceive, start: .now (the default)", result.defaultView, result.defaultFirstNanoseconds),
+        ]
+        for (label, shown, delay) in rows {
+            let before = shown.wallNanoseconds < result.changeWallNanoseconds
+            html += "<tr><td>\(e(label))</td><td>\(e(shown.value))\(shown.isRetained ? " (retained: the current value)" : " (a change)")</td>"
+                + "<td>\(ms(delay))</td><td>\(before ? "yes: at once" : "no: it waited for the change")</td></tr>\n"
+        }
+        html += "</table>\n<p class=\"note\">The view with <code>start: .retained</code> has the current value "
+            + "\(ms(result.retainedFirstNanoseconds)) after it appears; the default one shows nothing until the next change "
+            + "(\(ms(result.defaultFirstNanoseconds)), of which \(ms(result.defaultAfterChangeNanoseconds)) after that post).</p>\n"
         return html
     }
 

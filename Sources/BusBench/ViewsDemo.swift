@@ -1,6 +1,7 @@
 import Foundation
 
-/// What `nbus demo` runs: the default views scenario for about 30 s, a table, and `report.html`.
+/// What `nbus demo` runs: the default views scenario for about 30 s, a retained-views step (about
+/// 1 s: a view that appears after the last post of a retained name), a table, and `report.html`.
 package struct ViewsDemoOptions: Sendable {
     /// The scenario: 3 tabs, 30 views, 20k msg/s, 10% selectivity, a tab switch every 250 ms,
     /// 20 us body cost, every style, for `seconds`.
@@ -13,13 +14,15 @@ package struct ViewsDemoOptions: Sendable {
     /// Seconds of each baseline (raw libzmq, Foundation), taken out of `seconds`.
     package var baselineSeconds: Double
 
-    /// `seconds` is the whole run: the baselines (2 s) and then the scenario for the rest, so the
-    /// default demo stays about 30 s.
+    /// `seconds` is the whole run: the baselines (2 s), the retained-views step (1 s) and the
+    /// scenario for the rest, so the default demo stays about 30 s.
     package init(
         seconds: Double = 30, htmlPath: String? = "report.html", workerCommand: [String] = BenchWorkerCommand.nbusSubcommand,
         baselineSeconds: Double = 2
     ) {
-        let scenarioSeconds = seconds >= 4 * baselineSeconds ? seconds - baselineSeconds : seconds
+        // The retained-views step takes about 1 s of it too (two short processes).
+        let retainedSeconds: Double = seconds >= 10 ? 1 : 0
+        let scenarioSeconds = (seconds >= 4 * baselineSeconds ? seconds - baselineSeconds : seconds) - retainedSeconds
         scenario = ViewsDemo.defaultScenario(seconds: scenarioSeconds)
         self.htmlPath = htmlPath
         nbusExecutable = ThroughputOptions.currentExecutable()
@@ -71,7 +74,15 @@ package enum ViewsDemo {
             .appendingPathComponent("nbus-baseline")
         bench.baselineSeconds = options.baselineSeconds
         handlers.step("nbus demo: \(options.scenario.summary)")
-        let report = try await ViewsBenchmark.run(bench, handlers: handlers, label: "demo")
+        var report = try await ViewsBenchmark.run(bench, handlers: handlers, label: "demo")
+        // Issue 39: a view that appears after the last post of a retained name, two processes.
+        handlers.step("retained views: a price posted retained, then two views appear (start: .retained, start: .now)")
+        let retained = try await ViewsBenchmark.withChildren(prefix: "nbus-retained") { group, folder in
+            try await RetainedViewsDemo.run(
+                nbusExecutable: options.nbusExecutable, workerCommand: options.workerCommand, group: group, folder: folder,
+                progress: handlers.step)
+        }
+        report.add(retainedViews: retained)
         // The report's absolute path: a relative --html is the working folder's, which the reader
         // of the table (or of a log) may not know.
         let written = options.htmlPath.map { URL(fileURLWithPath: $0).standardizedFileURL.path }

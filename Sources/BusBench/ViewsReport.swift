@@ -26,6 +26,16 @@ package struct ViewsReport: Codable, Sendable {
     package var postingSeconds: Double
     /// Visibility changes (tab switches, scrolls) of the first host, seconds since the first post.
     package var visibilityChangeSeconds: [Double]
+    /// `nbus demo`'s retained-views step (issue 39): nil for `nbus bench views` and older reports.
+    package private(set) var retainedViews: RetainedViewsResult?
+
+    /// Adds the retained-views step's result; one that does not show what it should is a failure.
+    package mutating func add(retainedViews result: RetainedViewsResult) {
+        retainedViews = result
+        if !result.holds {
+            failures.append("retained views: " + result.lines.joined(separator: " | "))
+        }
+    }
 
     init(
         scenario: ViewsScenario, date: Date, wallNanoseconds: UInt64,

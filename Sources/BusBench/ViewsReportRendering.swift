@@ -223,6 +223,10 @@ extension ViewsReport {
         for (label, cells) in rows {
             lines.append(Self.pad(label, labelWidth, right: false) + cells.map { Self.pad($0, columnWidth) }.joined())
         }
+        if let retainedViews {
+            lines.append("")
+            lines.append(contentsOf: retainedViews.lines)
+        }
         lines.append("")
         lines.append("Baselines, same invocation (\(baselineSummary))")
         let baselineRows = baselineTableRows()

@@ -16,8 +16,11 @@ struct Demo: AsyncParsableCommand {
             (build configuration, with a warning for a debug build; machine, cores, libzmq version, \
             commit, command line), the table (with the accounting identity checked per view), the \
             targets (each judged only in its own scenario) and a glossary; writes the same as an \
-            HTML report with time series sampled every 250 ms. Exits 2 when the accounting \
-            identity fails. --quick instead posts a few notifications over an embedded bus and prints them.
+            HTML report with time series sampled every 250 ms. Then two more processes show a view \
+            that appears after the last post of a retained price: with start: .retained it has the \
+            current value at once, with the default start it waits for the next change (both \
+            times in the table and the report). Exits 2 when the accounting identity fails or the \
+            retained view did not have the value before the next post. --quick instead posts a few notifications over an embedded bus and prints them.
             """)
 
     @Option(parsing: .unconditional, help: ArgumentHelp("Length of the run in seconds, baselines included.", valueName: "seconds"))

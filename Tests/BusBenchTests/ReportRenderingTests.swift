@@ -141,7 +141,9 @@ extension ViewsInProcessTests {
         scenario.tabs = 3
         scenario.churnMilliseconds = 250
         scenario.bodyMicroseconds = 5
-        let report = try await run(scenario)
+        var report = try await run(scenario)
+        // As `nbus demo` has it: the retained-views step's section (its table) laid out too.
+        report.add(retainedViews: sampleRetainedViews())
         #expect(report.failures.isEmpty, "\(report.failures)")
         // The time series, for every style: enough points for each chart's lines. About one per
         // 250 ms of the 2 s on a quiet machine; the sampler is a task, and beside stress-ng and
@@ -153,6 +155,7 @@ extension ViewsInProcessTests {
         }
         #expect(!report.visibilityChangeSeconds.isEmpty)
         let html = ViewsHTMLReport.page(for: report, title: "nbus demo")
+        #expect(html.contains("A view that appears after the last post"))
         let expected = html.components(separatedBy: "class=\"chart\"").count - 1
         #expect(expected >= 14)
         for width in [1280, 820] {

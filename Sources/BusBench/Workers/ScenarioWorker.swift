@@ -14,9 +14,10 @@ import Glibc
 /// and at the end `done` (`ScenarioPublisherResult`); a host prints `ready`, then `result` (`ScenarioHostResult`) once
 /// it has read the publisher's `done` line (prefixed `published `) on stdin and drained.
 package enum ViewsWorker {
-    /// The worker's two roles.
+    /// The worker's roles: the scenario's publisher and hosts, and the demo's retained-views
+    /// publisher and host (`RetainedViewsDemo`).
     package enum Role: String, Sendable, CaseIterable, Codable {
-        case publisher, host
+        case publisher, host, retainedPublisher, retainedHost
     }
 
     /// The stdin line prefix by which the runner hands a host the publisher's result.
@@ -39,6 +40,7 @@ package enum ViewsWorker {
         let scenario = options.scenario
         let published = OneShot<ScenarioPublisherResult>()
         let go = OneShot<Void>()
+        let stop = OneShot<Void>()
         // Each part at most a year: hand-written options may hold anything (Int(_:) traps past Int).
         let year = 31_536_000
         let seconds = scenario.seconds.isFinite ? Int(min(max(scenario.seconds, 0), Double(year)).rounded(.up)) : year
@@ -48,6 +50,7 @@ package enum ViewsWorker {
             exitWhenRunnerGone: options.exitOnStandardInputEOF,
             onControlLine: { line in
                 if line == goLine { go.finish() }
+                if line == RetainedViewsDemo.stopLine { stop.finish() }
                 guard line.hasPrefix(publishedPrefix) else { return }
                 do {
                     let result = try JSONDecoder().decode(
@@ -74,6 +77,15 @@ package enum ViewsWorker {
                         guard await go.value != nil else { throw CancellationError() }
                         WorkerProcess.emitLine(#"{"event":"started"}"#)
                     })
+                WorkerProcess.emitJSON(result)
+                return 0
+            case .retainedPublisher:
+                try await RetainedViewsDemo.publish(
+                    endpoint: options.endpoint, go: { await go.value != nil }, stop: { _ = await stop.value })
+                return 0
+            case .retainedHost:
+                let result = try await RetainedViewsDemo.host(
+                    endpoint: options.endpoint, ready: { WorkerProcess.emitLine(#"{"event":"ready"}"#) })
                 WorkerProcess.emitJSON(result)
                 return 0
             case .host:
