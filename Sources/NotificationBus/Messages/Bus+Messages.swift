@@ -37,6 +37,21 @@ extension Bus {
     nonisolated(nonsending) func postEncoding<M: BusMessage>(
         _ value: M, name: NotificationName, headers: NotificationHeaders
     ) async throws(BusError) {
+        guard let tracer else { return try await postEncodingUntraced(value, name: name, headers: headers) }
+        var headers = headers
+        let span = tracer.startSend(name, payloadCount: nil, headers: &headers)
+        defer { span?.end() }
+        do throws(BusError) {
+            try await postEncodingUntraced(value, name: name, headers: headers)
+        } catch {
+            span?.recordError(error)
+            throw error
+        }
+    }
+
+    nonisolated(nonsending) func postEncodingUntraced<M: BusMessage>(
+        _ value: M, name: NotificationName, headers: NotificationHeaders
+    ) async throws(BusError) {
         if deliversToItself { return try await postLocally(value, name: name, headers: headers) }
         var message: ZeroMQ.Message? = try encodeMessageForPost(value, name, headers)
         if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
@@ -274,9 +289,22 @@ extension Bus {
     private func observe<Element: Sendable>(
         _ events: MessageEventSequence<Element>, _ block: @escaping @isolated(any) @Sendable (Element) async -> Void
     ) -> ObservationToken {
-        let messages = MessageSequence(events: events)
-        let task = Task {
-            for await message in messages { await block(message) }
+        let task: Task<Void, Never>
+        if let tracer {
+            // Each message's block in `process <name>`; the loop itself makes no span.
+            let untraced = MessageEventSequence(
+                events: BusEventSequence(handle: events.events.handle, traced: false), decoding: events.decoding)
+            task = Task {
+                for await event in untraced {
+                    guard case .message(let envelope) = event else { continue }
+                    await tracer.process(envelope.notification) { await block(envelope.message) }
+                }
+            }
+        } else {
+            let messages = MessageSequence(events: events)
+            task = Task {
+                for await message in messages { await block(message) }
+            }
         }
         return ObservationToken(task: task, sequence: NotificationSequence(events: events.events))
     }
