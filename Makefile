@@ -42,7 +42,8 @@ deps:
 # Test dependencies, on top of the build ones, as root (without them those tests skip, saying so):
 # iproute2 (ip, tc) for the multi-host test, prometheus (promtool checks /metrics), systemd
 # (systemd-analyze verifies the units), curl (the docs' snippets), chromium (the headless browser
-# the report's rendering test opens it in). Not as root: a note for chromium, the rest skip.
+# the report's rendering test opens it in), and opentelemetry-sdk and opentelemetry-proto from PyPI
+# (the Python tracing test). Not as root: a note for chromium and opentelemetry, the rest skip.
 test-deps: deps
 	@missing=""; \
 	if [ "$$(id -u)" -eq 0 ]; then \
@@ -53,6 +54,15 @@ test-deps: deps
 	  command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
 	elif ! command -v chromium >/dev/null 2>&1; then \
 	  echo "note: chromium is not installed: the report's rendering test will skip (as root: apt-get install -y chromium)" >&2; \
+	fi; \
+	py=$$(command -v python3 || true); \
+	if [ -n "$$py" ] && ! "$$py" -c 'import opentelemetry.sdk.trace, opentelemetry.proto' >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" -eq 0 ]; then \
+	    PIP_ROOT_USER_ACTION=ignore PIP_DISABLE_PIP_VERSION_CHECK=1 "$$py" -m pip install --quiet opentelemetry-sdk opentelemetry-proto \
+	      || echo "note: pip could not install opentelemetry-sdk: the Python tracing test will skip" >&2; \
+	  else \
+	    echo "note: $$py lacks opentelemetry-sdk: the Python tracing test will skip (python3 -m pip install opentelemetry-sdk opentelemetry-proto)" >&2; \
+	  fi; \
 	fi; \
 	$(APT_INSTALL_MISSING)
 

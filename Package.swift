@@ -37,6 +37,9 @@ let package = Package(
         .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        // Trace context across processes: the Tracing API only (Instrumentation, Tracing, and its
+        // ServiceContext module); no exporter. Pure Swift, no Foundation, a few seconds to build.
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         // The monitoring HTTP server: HummingbirdCore over SwiftNIO, on an event loop thread of its own.
         // FlyingFox (chosen first for a lighter build) parsed on Swift's cooperative pool and re-scanned
@@ -78,6 +81,8 @@ let package = Package(
                 "ZeroMQ",
                 // swift-log alone (no Foundation): the broker takes an optional Logger.
                 .product(name: "Logging", package: "swift-log"),
+                // W3C trace context in the headers when a tracer is bootstrapped.
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSettings
         ),
@@ -245,7 +250,10 @@ let package = Package(
         ),
         .testTarget(
             name: "NotificationBusTests",
-            dependencies: ["NotificationBus", "NBP1", "ZeroMQ", "TestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "NotificationBus", "NBP1", "ZeroMQ", "TestSupport", .product(name: "Logging", package: "swift-log"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+            ],
             swiftSettings: strictSettings
         ),
     ]

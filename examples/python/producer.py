@@ -17,12 +17,19 @@ every start) and the next sequence number for NAME, starting at 1 (NBP-1
 section 8). Sends are lossless back-pressure (ZMQ_XPUB_NODROP): a full
 subscriber queue makes the producer wait (up to --timeout) instead of dropping.
 
+--trace sends each notification in an OpenTelemetry producer span (opentelemetry-sdk),
+whose context the SDK's propagator writes into the headers: W3C Trace Context's
+`traceparent` (and `tracestate` when the context has one), NBP-1 section 2.2.1. A
+NotificationBus subscriber with a tracer continues that trace. For each notification
+it prints `trace TRACE_ID SPAN_ID` (hex) on stdout.
+
 Exit status: 0 sent, 2 no subscriber in time or bad arguments, 1 send failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -60,6 +67,8 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for a subscriber / a full queue (default 10)")
     p.add_argument("--rate", type=float, help="notifications per second (default: as fast as possible)")
     p.add_argument("--print-frames", action="store_true", help="print every frame sent, as hex, one per line on stdout")
+    p.add_argument("--trace", action="store_true",
+                   help="send each in an OpenTelemetry span, its context in traceparent/tracestate (needs opentelemetry-sdk)")
     a = p.parse_args(argv)
     try:
         nbp.validate_name(a.name)
@@ -116,8 +125,38 @@ def wait_for_subscriber(sock, name: str, timeout: float) -> bool:
             return True
 
 
+class Tracing:
+    """OpenTelemetry's SDK and its W3C propagator, for --trace."""
+
+    def __init__(self, name: str):
+        try:
+            from opentelemetry import propagate, trace
+            from opentelemetry.sdk.trace import TracerProvider
+        except ImportError:
+            sys.exit("producer.py: --trace needs opentelemetry-sdk: python3 -m pip install opentelemetry-sdk")
+        trace.set_tracer_provider(TracerProvider())
+        self.trace = trace
+        self.propagate = propagate
+        self.tracer = trace.get_tracer("nbp-producer")
+        self.name = name
+
+    def span(self):
+        """A producer span named and attributed by OpenTelemetry's messaging conventions."""
+        return self.tracer.start_as_current_span(
+            "send " + self.name, kind=self.trace.SpanKind.PRODUCER,
+            attributes={"messaging.system": "notificationbus", "messaging.destination.name": self.name,
+                        "messaging.operation.type": "send"})
+
+    def headers(self, headers):
+        """`headers` and what the propagator writes for the current span (traceparent, tracestate)."""
+        carrier = {}
+        self.propagate.inject(carrier)
+        return list(headers) + [(k, v) for k, v in carrier.items() if k not in dict(headers)]
+
+
 def main(argv=None) -> int:
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    tracing = Tracing(a.name) if a.trace else None
     ctx = zmq.Context()
     sock = ctx.socket(zmq.XPUB)
     sock.setsockopt(zmq.XPUB_NODROP, 1)          # full queue: wait, do not drop silently
@@ -155,18 +194,24 @@ def main(argv=None) -> int:
                 if delay > 0:
                     time.sleep(delay)
             payload = a.binary if a.binary is not None else a.payload.replace("{n}", str(number)).encode("utf-8")
-            try:
-                frame = state.encode(a.name, payload, a.headers, content_type=a.content_code)
-            except (ValueError, TypeError) as e:
-                print(f"producer.py: cannot encode: {e}", file=sys.stderr)
-                return 2
-            try:
-                sock.send(frame)                 # exactly one frame, no SNDMORE
-            except zmq.Again:
-                print(f"producer.py: subscriber queue still full after {a.timeout} s; stopped at {number}",
-                      file=sys.stderr)
-                status = 1
-                break
+            span = tracing.span() if tracing else contextlib.nullcontext()
+            with span as current:
+                headers = tracing.headers(a.headers) if tracing else a.headers
+                try:
+                    frame = state.encode(a.name, payload, headers, content_type=a.content_code)
+                except (ValueError, TypeError) as e:
+                    print(f"producer.py: cannot encode: {e}", file=sys.stderr)
+                    return 2
+                try:
+                    sock.send(frame)                 # exactly one frame, no SNDMORE
+                except zmq.Again:
+                    print(f"producer.py: subscriber queue still full after {a.timeout} s; stopped at {number}",
+                          file=sys.stderr)
+                    status = 1
+                    break
+                if tracing:
+                    context = current.get_span_context()
+                    print(f"trace {context.trace_id:032x} {context.span_id:016x}", flush=True)
             sent += 1
             if a.print_frames:
                 print(frame.hex(), flush=True)

@@ -38,6 +38,8 @@ extension Bus {
             }
             headers[WireFormat.retainForHeader] = String(milliseconds)
         }
+        let span = tracer?.startSend(name, payloadCount: payload.count, headers: &headers)
+        defer { span?.end() }
         var message: Message?
         if configuration.deliversToItself || core.keepsOwnRetained {
             // An embedded bus and a binding publisher keep their own values: a post no
@@ -105,11 +107,7 @@ extension Bus {
         forName pattern: NamePattern, buffering: BufferingPolicy = .default, retained: Bool,
         using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
     ) throws(BusError) -> ObservationToken {
-        let sequence = try notifications(named: pattern, buffering: buffering, retained: retained)
-        let task = Task {
-            for await notification in sequence { await block(notification) }
-        }
-        return ObservationToken(task: task, sequence: sequence)
+        observe(try subscribe(pattern, buffering, retained: retained), block)
     }
 
     /// The current state of `pattern`'s names, then the end: the retained values (and any live

@@ -14,6 +14,9 @@ import ZeroMQ
 public final class Bus: Sendable {
     /// The configuration the bus was opened with.
     public let configuration: BusConfiguration
+    /// The tracer of `configuration.tracing`, nil when there is none that records: then no
+    /// tracing work at all (issue 40).
+    @usableFromInline let tracer: BusTracer?
     /// The endpoints attached, with the real port for `tcp://...:*` binds, publisher side first.
     public let endpoints: [String]
     @usableFromInline let core: BusCore
@@ -53,6 +56,7 @@ public final class Bus: Sendable {
         try configuration.validate()
         let configuration = Self.tagged(configuration)
         self.configuration = configuration
+        tracer = BusTracer.resolve(configuration.tracing)
         deliversToItself = configuration.deliversToItself
         connectingEndpoints = Set(
             (configuration.publish + configuration.subscribe).compactMap { attachment -> String? in
@@ -141,6 +145,8 @@ public final class Bus: Sendable {
         name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified
     ) async throws(BusError) {
+        // Traced: in a producer span, its context in the headers (one nil check otherwise).
+        if tracer != nil { return try await tracedPost(name, payload, headers, contentType) }
         // Inlinable: when the outbound queue has room (the common case) a post is synchronous
         // work in the caller's own frame, with no async call of its own (its frame allocation
         // and executor checks showed in the publisher's profile).
@@ -148,6 +154,25 @@ public final class Bus: Sendable {
         if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
         if try queue(&message, name) { return }
         try await queueWhenThereIsSpace(&message, name)
+    }
+
+    /// `post` with a tracer: in `send <name>`, whose context goes in the headers.
+    @usableFromInline
+    nonisolated(nonsending) func tracedPost(
+        _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
+    ) async throws(BusError) {
+        var headers = headers
+        let span = tracer?.startSend(name, payloadCount: payload.count, headers: &headers)
+        defer { span?.end() }
+        do throws(BusError) {
+            var message: Message? = try encodeForPost(name, payload, headers, contentType)
+            if message == nil { return }
+            if try queue(&message, name) { return }
+            try await queueWhenThereIsSpace(&message, name)
+        } catch {
+            span?.recordError(error)
+            throw error
+        }
     }
 
     /// Queues an encoded post; false (message kept) when the outbound queue is full.
@@ -187,6 +212,9 @@ public final class Bus: Sendable {
         name: NotificationName, payload: [UInt8] = [], headers: NotificationHeaders = NotificationHeaders(),
         contentType: ContentType = .unspecified
     ) throws(BusError) {
+        var headers = headers
+        let span = tracer?.startSend(name, payloadCount: payload.count, headers: &headers)
+        defer { span?.end() }
         var message: Message? = try encodeForPost(name, payload, headers, contentType)
         if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
         switch core.queue(message: &message, name: name) {
@@ -309,9 +337,24 @@ public final class Bus: Sendable {
         forName pattern: NamePattern, buffering: BufferingPolicy = .default,
         using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
     ) throws(BusError) -> ObservationToken {
-        let sequence = try notifications(named: pattern, buffering: buffering)
-        let task = Task {
-            for await notification in sequence { await block(notification) }
+        observe(try subscribe(pattern, buffering), block)
+    }
+
+    /// One task per observer: it takes each notification and awaits `block`, in a
+    /// `process <name>` span when the bus has a tracer (the loop itself then makes none).
+    func observe(
+        _ handle: SubscriptionHandle, _ block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
+    ) -> ObservationToken {
+        let sequence = NotificationSequence(events: BusEventSequence(handle: handle, traced: false))
+        let task: Task<Void, Never>
+        if let tracer {
+            task = Task {
+                for await notification in sequence { await tracer.process(notification) { await block(notification) } }
+            }
+        } else {
+            task = Task {
+                for await notification in sequence { await block(notification) }
+            }
         }
         return ObservationToken(task: task, sequence: sequence)
     }
@@ -347,7 +390,7 @@ public final class Bus: Sendable {
             core.changeInterest { $0.changeLocal(pattern.subscriptionPrefix, subscribed: true) }
         }
         guard core.enqueue(.addSubscription(storage)) else { throw .closed }
-        return SubscriptionHandle(storage: storage)
+        return SubscriptionHandle(storage: storage, tracer: tracer)
     }
 
     // MARK: Readiness

@@ -184,6 +184,9 @@ public struct BusConfiguration: Sendable {
     /// CURVE for the sockets that bind (direct topology); nil is plaintext. A socket that both binds
     /// and connects cannot use CURVE (the server role is per socket): opening such a bus throws.
     public var curveServer: CurveServerSecurity?
+    /// Spans and W3C trace headers (`BusTracing`): by default the tracer bootstrapped in
+    /// `InstrumentationSystem` when the bus opens; none bootstrapped costs nothing.
+    public var tracing: BusTracing = .bootstrapped
     /// How long `close()` keeps trying to hand queued posts to ZeroMQ and ZeroMQ to send them, and
     /// waits for subscribers to acknowledge the end of stream.
     public var closeTimeout: Duration = .seconds(2)

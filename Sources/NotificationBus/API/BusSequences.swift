@@ -58,6 +58,14 @@ public struct NotificationSequence: AsyncSequence, Sendable {
 public struct BusEventSequence: AsyncSequence, Sendable {
     public typealias Element = BusEvent
     let handle: SubscriptionHandle
+    /// Whether its iterators make `receive` spans when the bus has a tracer (an observer's loop
+    /// does not: its `process` span is around the block).
+    let traced: Bool
+
+    init(handle: SubscriptionHandle, traced: Bool = true) {
+        self.handle = handle
+        self.traced = traced
+    }
 
     /// The pattern this subscription selects.
     public var pattern: NamePattern { handle.storage.pattern }
@@ -68,7 +76,7 @@ public struct BusEventSequence: AsyncSequence, Sendable {
     /// Ends the subscription now.
     public func cancel() { handle.storage.cancel() }
 
-    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: IteratorBuffer(handle: handle)) }
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(buffer: IteratorBuffer(handle: handle, tracer: traced ? handle.tracer : nil)) }
 
     /// Iterates the subscription's events.
     public struct AsyncIterator: AsyncIteratorProtocol {

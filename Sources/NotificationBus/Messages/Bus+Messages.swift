@@ -19,8 +19,9 @@ extension Bus {
         // Inlinable, as `post(name:payload:)`: when the outbound queue has room a post is
         // synchronous work in the caller's frame, specialized for `M` (three nested async calls of
         // generic code showed in the in-process typed profile).
-        // A type that declares itself retained goes the retained way (its JSON always made).
-        if M.busRetained {
+        // A type that declares itself retained goes the retained way (its JSON always made), and
+        // a bus with a tracer the traced way (`send <name>`): both through `postEncoding`.
+        if M.busRetained || tracer != nil {
             guard !M.hasBusSubject else { throw .subjectRequired(type: String(describing: M.self), name: M.busName) }
             return try await postEncoding(message, name: M.busName, headers: headers)
         }
@@ -63,7 +64,23 @@ extension Bus {
         try await postEncoding(message, name: try Subjects.name(M.busName, subjectID: subject.busSubjectID), headers: headers)
     }
 
+    @usableFromInline
     nonisolated(nonsending) func postEncoding<M: BusMessage>(
+        _ value: M, name: NotificationName, headers: NotificationHeaders
+    ) async throws(BusError) {
+        guard let tracer else { return try await postEncodingUntraced(value, name: name, headers: headers) }
+        var headers = headers
+        let span = tracer.startSend(name, payloadCount: nil, headers: &headers)
+        defer { span?.end() }
+        do throws(BusError) {
+            try await postEncodingUntraced(value, name: name, headers: headers)
+        } catch {
+            span?.recordError(error)
+            throw error
+        }
+    }
+
+    nonisolated(nonsending) func postEncodingUntraced<M: BusMessage>(
         _ value: M, name: NotificationName, headers: NotificationHeaders
     ) async throws(BusError) {
         if M.busRetained {
@@ -316,9 +333,22 @@ extension Bus {
     private func observe<Element: Sendable>(
         _ events: MessageEventSequence<Element>, _ block: @escaping @isolated(any) @Sendable (Element) async -> Void
     ) -> ObservationToken {
-        let messages = MessageSequence(events: events)
-        let task = Task {
-            for await message in messages { await block(message) }
+        let task: Task<Void, Never>
+        if let tracer {
+            // Each message's block in `process <name>`; the loop itself makes no span.
+            let untraced = MessageEventSequence(
+                events: BusEventSequence(handle: events.events.handle, traced: false), decoding: events.decoding)
+            task = Task {
+                for await event in untraced {
+                    guard case .message(let envelope) = event else { continue }
+                    await tracer.process(envelope.notification) { await block(envelope.message) }
+                }
+            }
+        } else {
+            let messages = MessageSequence(events: events)
+            task = Task {
+                for await message in messages { await block(message) }
+            }
         }
         return ObservationToken(task: task, sequence: NotificationSequence(events: events.events))
     }

@@ -188,6 +188,9 @@ extension Bus {
     /// rather than wait (as `postNow(name:payload:)`).
     public func postNow<M: BusMessage>(_ message: M, headers: NotificationHeaders = NotificationHeaders()) throws(BusError) {
         guard !M.hasBusSubject else { throw .subjectRequired(type: String(describing: M.self), name: M.busName) }
+        var headers = headers
+        let span = tracer?.startSend(M.busName, payloadCount: nil, headers: &headers)
+        defer { span?.end() }
         if M.busRetained {
             // State: posted retained, its JSON always made (an empty payload would clear it).
             var message = try retainedFrame(M.busName, try encodeBusPayload(message), headers, .json, retainFor: M.busRetainFor)

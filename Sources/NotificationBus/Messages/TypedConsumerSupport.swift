@@ -19,12 +19,7 @@ extension Bus {
         forName pattern: NamePattern, buffering: BufferingPolicy, retained: Bool = false,
         using block: @escaping @isolated(any) @Sendable (BusNotification) async -> Void
     ) throws(BusError) -> ObservationToken {
-        let sequence = NotificationSequence(
-            events: BusEventSequence(handle: try subscribe(pattern, buffering, retained: retained, takesLocalValues: true)))
-        let task = Task {
-            for await notification in sequence { await block(notification) }
-        }
-        return ObservationToken(task: task, sequence: sequence)
+        observe(try subscribe(pattern, buffering, retained: retained, takesLocalValues: true), block)
     }
 }
 
