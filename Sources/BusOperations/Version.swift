@@ -4,5 +4,5 @@
 /// (OperationsTests checks the first two against the running binary).
 public enum NotificationBusVersion {
     /// The release, as semantic versioning spells it.
-    public static let current = "0.1.0"
+    public static let current = "0.2.0"
 }

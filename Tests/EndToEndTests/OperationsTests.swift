@@ -469,7 +469,7 @@ struct OperationsTests {
         #expect(lines.last == "nbus publish: posted 1, sent 0, unsent 0, unwanted 1 (no subscriber)", "\(lines)")
     }
 
-    /// The newest version `CHANGELOG.md` gives a heading to (`## 0.1.0 (2026-12-06)`), skipping
+    /// The newest version `CHANGELOG.md` gives a heading to (`## 0.2.0 (2026-12-06)`), skipping
     /// `## Unreleased`.
     static func releasedVersion() throws -> String {
         let changelog = try String(contentsOf: DocSnippetTests.root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
