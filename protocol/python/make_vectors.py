@@ -153,7 +153,7 @@ def valid_vectors() -> list:
                 "frames": [frame.hex()], "expect": "valid", "canonical": False,
                 "decoded": decoded("prices.usd", b"1.16", (), 1, 7, PID, TS, flags=0x03)})
     add("typed-message-subject", "A NotificationBus message type (section 9.1): the subject's id as the last name token, "
-        "the value as JSON with sorted keys, content type 2, no headers.",
+        "the value as JSON (keys in declaration order), content type 2, no headers.",
         "orders.shipped.A-1042", b'{"carrier":"dhl","weight":1.5}', content_type=2)
 
     # Non-canonical: reserved bits set; receivers ignore them.
