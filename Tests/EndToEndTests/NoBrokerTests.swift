@@ -12,6 +12,12 @@ import Testing
 @Suite("No broker running: said, exit 2, in bounded time", .timeLimit(.minutes(2)))
 struct NoBrokerTests {
     /// Runs `nbus arguments...` to its end; the output and the wall time it took.
+    /// What these commands may take, start and close included: their stderr says which timeout
+    /// ended them ("within 1.0 s"), so this only tells an end from a hang (nothing else would stop
+    /// them before `run`'s 30 s). A debug build's start and close took 12-13 s beside `stress-ng
+    /// --cpu 2` and a full `make test` (CI, 2026-12-06), where 10 s was given before.
+    static let bound = 25.0
+
     static func timed(_ children: Children, _ label: String, _ arguments: [String]) async throws -> (output: ChildOutput, seconds: Double) {
         let clock = ContinuousClock()
         let start = clock.now
@@ -29,7 +35,7 @@ struct NoBrokerTests {
         #expect(!output.bySignal && output.status == 2, "\(output)")
         #expect(output.stderrText.contains("no broker answered at \(endpoint) within 1.0 s: start one with `nbus broker`"), "\(output.stderrText)")
         #expect(!output.stderrText.contains("no subscriber"), "\(output.stderrText)")
-        #expect(seconds < 10, "took \(seconds) s")
+        #expect(seconds < Self.bound, "took \(seconds) s")
     }
 
     @Test("publish --no-wait that sent nothing: exit 2 saying no broker answered (tcp refused, ipc file missing)")
@@ -42,7 +48,7 @@ struct NoBrokerTests {
             #expect(output.stderrText.contains("nothing was sent: no broker answered at \(endpoint)"), "\(output.stderrText)")
             #expect(output.stderrText.hasSuffix("nbus publish: posted 1, sent 0, unsent 0, unwanted 1 (no subscriber)\n"), "\(output.stderrText)")
             // The 2 s a handshake is given, and a process's start and close.
-            #expect(seconds < 10, "\(endpoint): took \(seconds) s")
+            #expect(seconds < Self.bound, "\(endpoint): took \(seconds) s")
         }
     }
 
@@ -54,7 +60,7 @@ struct NoBrokerTests {
         let (output, seconds) = try await Self.timed(children, "subscribe", ["subscribe", "x.>", "--connect", endpoint, "--connect-timeout", "1"])
         #expect(!output.bySignal && output.status == 2, "\(output)")
         #expect(output.stderrText.contains("no broker answered at \(endpoint) within 1.0 s: start one with `nbus broker`"), "\(output.stderrText)")
-        #expect(seconds < 10, "took \(seconds) s")
+        #expect(seconds < Self.bound, "took \(seconds) s")
 
         let sooner = try #require(try await children.run(
             "subscribe", ["subscribe", "x.>", "--connect", children.folder.ipc("none.sock"), "--count", "1", "--timeout", "0.5"]))
@@ -119,6 +125,6 @@ struct NoBrokerTests {
         let last = try #require(stamps.last, "\(output.stderrText)")
         let inside = last.timeIntervalSince(first)
         #expect(inside >= 2.9 && inside < 3.9, "from start to error \(inside) s:\n\(output.stderrText)")
-        #expect(seconds < 15, "took \(seconds) s")
+        #expect(seconds < Self.bound, "took \(seconds) s")
     }
 }

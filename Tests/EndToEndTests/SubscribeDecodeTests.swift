@@ -29,7 +29,10 @@ struct SubscribeDecodeTests {
         defer { children.killAll() }
         let endpoint = children.folder.ipc("decode.sock")
         let patterns = ["d.good", "d.>"]
-        let common = patterns + ["--connect", endpoint, "--timeout", "60"]
+        // The publisher binds only after the json subscriber's monitoring is up: on a loaded
+        // machine that can pass the 10 s `--connect-timeout` default, so the subscribers wait for
+        // it without one (`--timeout` bounds them).
+        let common = patterns + ["--connect", endpoint, "--timeout", "60", "--connect-timeout", "0"]
         let plain = try children.start("plain", ["subscribe"] + common + ["--format", "json", "--count", "\(Self.posts.count)"])
         let json = try children.start(
             "json",

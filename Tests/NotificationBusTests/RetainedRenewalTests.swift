@@ -72,9 +72,12 @@ struct RetainedRenewalTests {
         _ = await other.stop()
 
         let restarted = try broker(folder, state: state)
+        // At least once: on a loaded machine the connection may drop and come back more than
+        // once, each a renewal whose values were all seen (repeats, never delivered again: the
+        // close's counters below say so).
         try await waitUntil("the subscriber asked again and got r.a's new value") {
             let stats = subscriber.stats
-            return stats.retainedRenewals == 1 && stats.retainedReceived == 3 && stats.retainedRepeats == 1
+            return stats.retainedRenewals >= 1 && stats.retainedReceived >= 3 && stats.retainedRepeats >= 1
         }
         let received = await events.first(3)
         let texts = received.compactMap { event -> String? in
@@ -86,6 +89,7 @@ struct RetainedRenewalTests {
         let stats = await subscriber.close()
         #expect(stats.lostUpstream == 0)
         #expect(stats.duplicatesDiscarded == 0)
+        #expect(stats.retainedReceived == 3, "r.a=1, r.b=2, r.a=5, each once: \(stats)")
         _ = await restarted.stop()
     }
 

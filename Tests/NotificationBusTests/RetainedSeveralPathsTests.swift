@@ -68,6 +68,27 @@ struct RetainedSeveralPathsTests {
         #expect(receiver.counters.lostUpstream == 0)
     }
 
+    @Test("the stream reached this bus live, for another subscription, before this one was made: its kept value is handed over")
+    func keptValueOfAStreamStartedBefore() throws {
+        // A receiver of its own: an earlier subscription takes the live stream first.
+        var receiver = BusReceiver(maximumPayload: 1_024, maximumTrackedStreams: 100, paths: 2, gapTimeout: .seconds(2))
+        receiver.add(SubscriptionStorage(id: 2, pattern: "kept.>", policy: .default, core: core))
+        for path in [1, 0] { try live(6).withUnsafeBytes { receiver.receive($0, path: path, now: 0) } }
+        receiver.settleMergedStreams(now: 10_000_000_000)
+        receiver.add(SubscriptionStorage(id: 1, pattern: "kept.>", policy: .default, core: core, retained: true))
+        receiver.expectSnapshot(subscriptionID: 1, pattern: "kept.>", replyName: reply)
+        try snapshot(6).withUnsafeBytes { receiver.receive($0, path: 0, now: 0) }
+        let later = try #require(receiver.routes.firstIndex { $0.storage.id == 1 })
+        var events = receiver.routes[later].batch.events
+        var seen: [String] = []
+        while let event = events.popFirst() {
+            if case .notification(let n) = event { seen.append("\(n.sequence)\(n.isRetained ? " retained" : "")") }
+        }
+        #expect(seen == ["6 retained"], "the current value, though the bus had handed 6 on before")
+        #expect(receiver.counters.retainedSuperseded == 0)
+        #expect(receiver.counters.retainedReceived == 1)
+    }
+
     @Test("the other broker's live copy came first and is held for the stream's start: the kept value comes before it")
     mutating func keptValueBeforeAHeldLiveOne() throws {
         feed(try live(6), path: 1)  // held: path 0 has brought nothing of the stream yet

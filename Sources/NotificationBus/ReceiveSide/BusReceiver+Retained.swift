@@ -20,6 +20,10 @@ extension BusReceiver {
         /// or where another of this bus's snapshots started tracking it since (not a live
         /// notification: two retained subscriptions each get their values).
         var baseline: [StreamKey: UInt64]
+        /// Several paths: how far the merged live stream of each stream the pattern matches had
+        /// been handed on when the snapshot was asked for (to other subscriptions: this one did
+        /// not exist yet).
+        var mergedBaseline: [StreamKey: UInt64] = [:]
         /// Entries seen (a second broker's copy of one is skipped), and those handed over.
         var delivered: Set<DeliveredKey> = []
         var handedOver = 0
@@ -59,7 +63,9 @@ extension BusReceiver {
         var baseline: [StreamKey: UInt64] = [:]
         if let cached = cachedStream, pattern.matches(cached.key.name) { baseline[cached.key] = cached.last }
         for (key, value) in lastSequence where pattern.matches(key.name) { baseline[key] = value.last }
-        return PendingSnapshot(subscriptionID: subscriptionID, pattern: pattern, baseline: baseline)
+        var pending = PendingSnapshot(subscriptionID: subscriptionID, pattern: pattern, baseline: baseline)
+        if pathCount > 1 { pending.mergedBaseline = merged.handedOn(matching: pattern) }
+        return pending
     }
 
     // MARK: An embedded bus's own values
@@ -145,9 +151,15 @@ extension BusReceiver {
             if pathCount > 1, merged.isDuplicate(key, sequence: notification.sequence) {
                 // Several brokers: the live stream already handed on this sequence or a newer one
                 // (another broker's live copy came first and the stream had started), or holds it
-                // to hand on in order. Its value is not handed over again, nor after a newer one.
-                counters.retainedSuperseded += 1
-                continue
+                // to hand on in order. Its value is not handed over again, nor after a newer one,
+                // unless all of that happened before this subscription was made (another
+                // subscription's live stream): then it is this one's current value.
+                let now = merged.handedOn(key)
+                let beforeThisSubscription = now != nil && now == pending.mergedBaseline[key] && (now ?? 0) >= notification.sequence
+                if !beforeThisSubscription {
+                    counters.retainedSuperseded += 1
+                    continue
+                }
             }
             if pathCount == 1 {
                 let now = lastSeen(key)

@@ -56,6 +56,22 @@ struct MergedStreams {
         streams[key]?.merge.isDuplicate(sequence) == true
     }
 
+    /// How far each started stream `pattern` matches has been handed on (a retained
+    /// subscription's baseline: what reached the bus live before it was made).
+    func handedOn(matching pattern: NamePattern) -> [Key: UInt64] {
+        var positions: [Key: UInt64] = [:]
+        for (key, stream) in streams where stream.merge.started && pattern.matches(key.name) {
+            positions[key] = stream.merge.delivered
+        }
+        return positions
+    }
+
+    /// How far `key` has been handed on; nil before it started (or when it is not tracked).
+    func handedOn(_ key: Key) -> UInt64? {
+        guard let stream = streams[key], stream.merge.started else { return nil }
+        return stream.merge.delivered
+    }
+
     /// A copy of `key` holding sequence numbers `lowest` to `highest` arrived on `path`, not
     /// decoded: whether it brings nothing new, to be discarded unread (then the path is noted as
     /// having passed `highest`, and the stream as heard: `PathMergeStateMachine.discardCopy`).
