@@ -118,6 +118,23 @@ struct TracingTests {
         _ = await broker.stop()
     }
 
+    @Test("A post whose headers leave no room for the context (32 entries) still goes, untraced on the wire")
+    func fullHeadersStillPost() async throws {
+        let tracer = RecordingTracer()
+        var configuration = BusConfiguration.embedded()
+        configuration.tracing = .tracer(tracer)
+        let bus = try Bus(configuration)
+        let stream = try bus.notifications(named: "orders.>")
+        try await bus.ready("orders.>")
+        let full = NotificationHeaders((0..<32).map { ("k\($0)", "v") })
+        try await tracer.withSpan("checkout") { _ in
+            try await bus.post(name: "orders.created", headers: full)
+        }
+        let received = try #require(await stream.first(1).first)
+        #expect(received.headers.count == 32 && received.headers["traceparent"] == nil)
+        _ = await bus.close()
+    }
+
     @Test("Headers that carry a traceparent already keep it, and the post makes no span of its own")
     func userTraceparentIsKept() async throws {
         let tracer = RecordingTracer()

@@ -170,7 +170,9 @@ public struct BusConfiguration: Sendable {
     /// however large the notifications (issue 38 item 8: 1,000 notifications of 1 MiB fit the
     /// 8,192 count and took 1 GB). A notification counts its payload, headers and name plus 64
     /// bytes. One larger than the bound still passes alone. 0: no byte bound. 64 MiB unless set,
-    /// as the broker's `subscriberBudget`.
+    /// as the broker's `subscriberBudget`. A typed post of this bus handed to its own typed
+    /// subscription as the value (no payload) counts only its name and the 64 bytes: its size is
+    /// the application's, which the count bound covers.
     public var subscriptionBufferBytes = BusConfiguration.defaultSubscriptionBufferBytes
     /// `subscriptionBufferBytes` unless set: 64 MiB.
     public static let defaultSubscriptionBufferBytes = 64 << 20

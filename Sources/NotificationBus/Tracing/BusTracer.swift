@@ -86,7 +86,15 @@ final class BusTracer: Sendable {
             attributes[MessagingAttribute.operationName] = "post"
             if let payloadCount { attributes[MessagingAttribute.bodySize] = payloadCount }
         }
-        tracer.inject(span.context, into: &headers, using: NotificationHeadersInjector())
+        // Into a copy: a post whose own headers leave no room for the context (NBP/1's 32 entries
+        // or 4,096 bytes) goes as it would untraced, rather than failing because a tracer is on.
+        var traced = headers
+        tracer.inject(span.context, into: &traced, using: NotificationHeadersInjector())
+        if traced.count <= WireFormat.maximumHeaderCount, traced.encodedByteCount <= WireFormat.maximumHeadersLength,
+            traced.unrepresentable == nil
+        {
+            headers = traced
+        }
         return span
     }
 
