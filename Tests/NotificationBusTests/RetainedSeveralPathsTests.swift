@@ -89,6 +89,34 @@ struct RetainedSeveralPathsTests {
         #expect(receiver.counters.retainedReceived == 1)
     }
 
+    @Test("a slower broker's live copy of a value one subscription got as retained still reaches the others")
+    func slowerLiveCopyReachesTheOthers() throws {
+        var receiver = BusReceiver(maximumPayload: 1_024, maximumTrackedStreams: 100, paths: 2, gapTimeout: .seconds(2))
+        receiver.add(SubscriptionStorage(id: 1, pattern: "kept.>", policy: .default, core: core, retained: true))
+        receiver.add(SubscriptionStorage(id: 2, pattern: "kept.>", policy: .default, core: core))
+        receiver.expectSnapshot(subscriptionID: 1, pattern: "kept.>", replyName: reply)
+        for (frame, path) in [(try live(6), 1), (try snapshot(5), 0), (try live(5), 0), (try live(6), 0)] {
+            frame.withUnsafeBytes { receiver.receive($0, path: path, now: 0) }
+        }
+        receiver.settleMergedStreams(now: 10_000_000_000)
+        func seen(_ id: UInt64) -> [String] {
+            guard let index = receiver.routes.firstIndex(where: { $0.storage.id == id }) else { return [] }
+            var events = receiver.routes[index].batch.events
+            var result: [String] = []
+            while let event = events.popFirst() {
+                switch event {
+                case .notification(let n): result.append("\(n.sequence)\(n.isRetained ? " retained" : "")")
+                case .gap(let gap): result.append("gap \(gap.count)")
+                }
+            }
+            return result
+        }
+        #expect(seen(1) == ["5 retained", "6"], "the retained one: 5 once, as retained")
+        #expect(seen(2) == ["5", "6"], "the other: 5 live, from the slower broker, not lost")
+        #expect(receiver.counters.lostUpstream == 0)
+        #expect(receiver.retainedHandedOver.isEmpty)
+    }
+
     @Test("the other broker's live copy came first and is held for the stream's start: the kept value comes before it")
     mutating func keptValueBeforeAHeldLiveOne() throws {
         feed(try live(6), path: 1)  // held: path 0 has brought nothing of the stream yet

@@ -178,7 +178,10 @@ extension BusReceiver {
             if pathCount > 1 {
                 // A slower broker's live copy of it may still come: discarded then.
                 if retainedHandedOver.count >= Self.maximumRetainedHandedOver { retainedHandedOver.removeAll() }
-                retainedHandedOver[key] = max(retainedHandedOver[key] ?? 0, notification.sequence)
+                var kept = retainedHandedOver[key] ?? HandedOverValue(sequence: 0, subscriptions: [])
+                if notification.sequence > kept.sequence { kept = HandedOverValue(sequence: notification.sequence, subscriptions: []) }
+                kept.subscriptions.insert(routes[routeIndex].storage.id)
+                retainedHandedOver[key] = kept
             }
             notification.flags |= WireFormat.Flag.retainedCopy
             counters.retainedReceived += 1
@@ -217,14 +220,24 @@ extension BusReceiver {
         return true
     }
 
-    /// Several paths: whether a live notification of `key` from `lowest` on begins with a copy of
-    /// (or something older than) the retained value a snapshot handed over; forgets that value
-    /// once the merged stream covers it.
-    mutating func isCopyOfHandedOverValue(_ key: StreamKey, lowest: UInt64) -> Bool {
-        guard let kept = retainedHandedOver[key] else { return false }
-        if lowest <= kept { return true }
-        if merged.isDuplicate(key, sequence: kept) { retainedHandedOver[key] = nil }
-        return false
+    /// Several paths: hands a notification the merge hands on to the routes in `targets`, but
+    /// not to a subscription a snapshot already handed it (or a newer value of its stream) as
+    /// retained: a duplicate for that one, counted. Forgets the handed-over value once the merge
+    /// reaches its sequence (the merge discards later copies itself).
+    mutating func deliverMerged(_ notification: BusNotification, key: StreamKey, targets: [Int]) {
+        guard !retainedHandedOver.isEmpty, let kept = retainedHandedOver[key], notification.sequence <= kept.sequence else {
+            if !retainedHandedOver.isEmpty { retainedHandedOver[key] = nil }  // past it: forgotten
+            for index in targets { routes[index].batch.append(notification: notification) }
+            return
+        }
+        for index in targets {
+            if kept.subscriptions.contains(routes[index].storage.id) {
+                counters.duplicatesDiscarded += 1
+                continue
+            }
+            routes[index].batch.append(notification: notification)
+        }
+        if notification.sequence == kept.sequence { retainedHandedOver[key] = nil }
     }
 
     /// A snapshot started tracking `key` at `sequence`: the other snapshots still pending take it

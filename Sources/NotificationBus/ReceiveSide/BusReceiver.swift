@@ -102,10 +102,15 @@ struct BusReceiver {
     var pendingSnapshots: [NotificationName: PendingSnapshot] = [:]
     var endedSnapshots: [EndedSnapshot] = []
     /// Several paths: per stream, the sequence of the retained value a snapshot handed over
-    /// while the merged live stream did not cover it yet. A slower broker's live copy of it (or
-    /// of an older one) is discarded as a duplicate; forgotten once the merge covers it (it then
-    /// discards such copies itself). At most `maximumRetainedHandedOver` streams.
-    var retainedHandedOver: [StreamKey: UInt64] = [:]
+    /// while the merged live stream did not cover it yet, and the subscriptions it went to. A
+    /// slower broker's live copy of it (or of an older one) still goes through the merge, to the
+    /// other subscriptions, but not again to those (a duplicate for them, counted); forgotten
+    /// once the merge hands on the value's sequence. At most `maximumRetainedHandedOver` streams.
+    var retainedHandedOver: [StreamKey: HandedOverValue] = [:]
+    struct HandedOverValue {
+        var sequence: UInt64
+        var subscriptions: Set<UInt64>
+    }
     static let maximumRetainedHandedOver = 65_536
     /// Looped back (an embedded bus): the retained values of this bus's own posts.
     /// Bounded by `BusConfiguration.retainedNames` and `retainedBytes` (set by the event loop).
@@ -463,19 +468,9 @@ struct BusReceiver {
         let nameBytes = UnsafeRawBufferPointer(rebasing: frame[0..<nameLength])
         // The routes this name matches (the same for every record: one name).
         let targets = targets(in: matched, frame: frame, nameBytes: nameBytes, exactIndex: exactIndex)
-        if pathCount > 1, var first = notifications.first {
+        if pathCount > 1, let first = notifications.first {
             // One stream (a batch is one publisher's, of one name): one lookup for the whole batch.
             let key = StreamKey(publisherID: first.publisherID, name: first.name)
-            if !retainedHandedOver.isEmpty, isCopyOfHandedOverValue(key, lowest: first.sequence),
-                let kept = retainedHandedOver[key]
-            {
-                // The records up to the retained value handed over are copies of it or older.
-                let before = notifications.count
-                notifications.removeAll { $0.sequence <= kept }
-                counters.duplicatesDiscarded += UInt64(before - notifications.count)
-                guard let remaining = notifications.first else { return false }
-                first = remaining
-            }
             connectedPaths |= 1 << UInt64(currentPath)
             if let last = notifications.last, Self.areConsecutive(notifications),
                 merged.receivedInOrder(
@@ -483,9 +478,7 @@ struct BusReceiver {
             {
                 // The common case: the next ones of a stream that waits for nothing, handed on as
                 // with one path.
-                for notification in notifications {
-                    for index in targets { routes[index].batch.append(notification: notification) }
-                }
+                for notification in notifications { deliverMerged(notification, key: key, targets: targets) }
                 return true
             }
             var dispositions: [PathMergeStateMachine<BusNotification>.Disposition] = []
@@ -595,10 +588,6 @@ struct BusReceiver {
     /// out what it says for the routes in `targets`. Returns whether anything was delivered.
     private mutating func merge(_ notification: BusNotification, targets: [Int]) -> Bool {
         let key = StreamKey(publisherID: notification.publisherID, name: notification.name)
-        if !retainedHandedOver.isEmpty, isCopyOfHandedOverValue(key, lowest: notification.sequence) {
-            counters.duplicatesDiscarded += 1
-            return false
-        }
         // A path that brings a notification is connected, whatever its monitor said last.
         connectedPaths |= 1 << UInt64(currentPath)
         let (disposition, forgotten) = merged.received(
@@ -614,7 +603,7 @@ struct BusReceiver {
     ) -> Bool {
         switch disposition {
         case .deliver(let notification):
-            for index in targets { routes[index].batch.append(notification: notification) }
+            deliverMerged(notification, key: key, targets: targets)
             return true
         case .duplicate:
             counters.duplicatesDiscarded += 1
@@ -684,7 +673,7 @@ struct BusReceiver {
         for step in steps {
             switch step {
             case .deliver(let notification):
-                for index in targets { routes[index].batch.append(notification: notification) }
+                deliverMerged(notification, key: key, targets: targets)
             case .gap(let range):
                 let gap = Gap(
                     cause: .lostUpstream, count: range.upperBound - range.lowerBound + 1, name: key.name,
