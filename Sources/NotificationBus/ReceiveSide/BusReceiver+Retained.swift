@@ -186,6 +186,7 @@ extension BusReceiver {
             notification.flags |= WireFormat.Flag.retainedCopy
             counters.retainedReceived += 1
             pending.handedOver += 1
+            remember(DeliveredKey(stream: key, sequence: notification.sequence), givenTo: routes[routeIndex].storage.id)
             routes[routeIndex].batch.append(notification: notification)
             any = true
         }
@@ -199,10 +200,18 @@ extension BusReceiver {
     /// to every subscription its name matches, since the bus's tracking has moved past it.
     /// Returns whether it was delivered.
     private mutating func resume(_ notification: inout BusNotification, key: StreamKey, routeIndex: Int) -> Bool {
+        let given = DeliveredKey(stream: key, sequence: notification.sequence)
+        let subscriptionID = routes[routeIndex].storage.id
         if let seen = lastSeen(key), seen >= notification.sequence {
             counters.retainedRepeats += 1
             return false
         }
+        if retainedGiven[subscriptionID]?.contains(given) == true {
+            // Handed to it before, of a stream no longer tracked (its end of stream came).
+            counters.retainedRepeats += 1
+            return false
+        }
+        remember(given, givenTo: subscriptionID)
         var gap: Gap?
         switch trackSequence(publisherID: key.publisherID, name: key.name, sequence: notification.sequence) {
         case .inOrder: gap = nil
@@ -218,6 +227,13 @@ extension BusReceiver {
             routes[index].batch.append(notification: notification)
         }
         return true
+    }
+
+    /// Notes that `value` was handed to `subscriptionID` as retained (bounded per subscription).
+    private mutating func remember(_ value: DeliveredKey, givenTo subscriptionID: UInt64) {
+        if retainedGiven[subscriptionID, default: []].count < Self.maximumRemembered {
+            retainedGiven[subscriptionID, default: []].insert(value)
+        }
     }
 
     /// Several paths: hands a notification the merge hands on to the routes in `targets`, but

@@ -112,6 +112,12 @@ struct BusReceiver {
         var subscriptions: Set<UInt64>
     }
     static let maximumRetainedHandedOver = 65_536
+    /// Per retained subscription, the values (stream and sequence) handed to it as retained, so a
+    /// renewal after a reconnection never hands one again, even for a stream this bus no longer
+    /// tracks (ended by its end of stream, or forgotten past `maximumTrackedStreams`). At most
+    /// `maximumRemembered` a subscription; past it, what the bus tracks decides alone.
+    var retainedGiven: [UInt64: Set<DeliveredKey>] = [:]
+    static let maximumRemembered = 100_000
     /// Looped back (an embedded bus): the retained values of this bus's own posts.
     /// Bounded by `BusConfiguration.retainedNames` and `retainedBytes` (set by the event loop).
     var localRetained = RetainedStore(
@@ -205,6 +211,7 @@ struct BusReceiver {
     mutating func remove(id: UInt64) -> SubscriptionStorage? {
         guard let index = routes.firstIndex(where: { $0.storage.id == id }) else { return nil }
         let route = routes.remove(at: index)
+        retainedGiven[id] = nil
         spillCachedStream()
         // Only the streams the removed pattern matched can have lost their last subscription, and
         // only those are checked against the others: removing each of n subscriptions in turn
