@@ -142,7 +142,16 @@ class PathMerge:
     """Several brokers (NBP-1 section 17), one SUB socket each: the first copy of each
     (publisher id, name, sequence) is printed, in order; a hole one broker left is held while
     another broker that carries the stream and has not passed it may still fill it, at most
-    `wait` seconds; then it is a gap. The reference for a foreign consumer of two brokers."""
+    `wait` seconds; then it is a gap. The reference for a foreign consumer of two brokers.
+
+    A stream's start is held too (as NotificationBus's PathMergeStateMachine holds it): two
+    brokers forward a new subscriber's first notifications at slightly different moments, so the
+    first copy to arrive may be a later sequence than the slower broker's first. Taken as the
+    start, every older copy would be discarded as a duplicate and never printed nor counted. What
+    arrives is held until sequence 1 arrives, every path brought some of the stream, or
+    `START_WAIT` (1 s) passed; then the stream starts from the oldest held."""
+
+    START_WAIT = 1.0
 
     def __init__(self, paths: int, wait: float):
         self.paths, self.wait = paths, wait
@@ -156,6 +165,17 @@ class PathMerge:
 
     def _settle(self, key, s, now, out):
         """Declares holes no path can fill (or waited for long enough); returns what to print."""
+        if not s["started"]:
+            if not s["held"]:
+                return
+            first = min(s["held"])
+            every_path_brought = all(seen > 0 for seen in s["seen"])
+            if not (first == 1 or every_path_brought or now - s["since"] >= min(self.wait, self.START_WAIT)):
+                return
+            s["started"] = True
+            s["delivered"] = first - 1
+            self._release(key, s, out)
+            s["since"] = now
         while s["held"] or (s["end"] is not None and s["delivered"] < s["end"]):
             missing = s["delivered"] + 1
             if now - s["since"] < self.wait and self._can_still_bring(s, missing):
@@ -176,19 +196,18 @@ class PathMerge:
         """What to print, in order: ("deliver", n) and ("gap", key, count, first, last) items."""
         key, out = (n.publisher_id, n.name), []
         s = self.streams.get(key)
-        if s is None:                   # first of a stream, whichever broker brings it
-            s = self.streams[key] = {"delivered": n.sequence, "seen": [0] * self.paths, "held": {},
-                                     "since": now, "end": None}
-            s["seen"][path] = n.sequence
-            return [("deliver", n)]
+        if s is None:                   # first of a stream, whichever broker brings it: held (see above)
+            s = self.streams[key] = {"delivered": 0, "seen": [0] * self.paths, "held": {},
+                                     "since": now, "end": None, "started": False}
         s["seen"][path] = max(s["seen"][path], n.sequence)
-        if n.sequence <= s["delivered"] or n.sequence in s["held"]:
+        if (s["started"] and n.sequence <= s["delivered"]) or n.sequence in s["held"]:
             self.duplicates += 1
             return out
         if not s["held"]:
             s["since"] = now
         s["held"][n.sequence] = n
-        self._release(key, s, out)
+        if s["started"]:
+            self._release(key, s, out)
         self._settle(key, s, now, out)
         return out
 
@@ -203,7 +222,7 @@ class PathMerge:
                 continue
             s["seen"][path] = max(s["seen"][path], final)
             s["end"] = max(s["end"] or 0, final)
-            if s["delivered"] < final and not s["held"]:
+            if s["started"] and s["delivered"] < final and not s["held"]:
                 s["since"] = now
             self._settle((publisher_id, name), s, now, out)
         return out

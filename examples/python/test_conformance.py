@@ -755,6 +755,55 @@ class TwoBrokers(ConformanceCase):
         self.assertEqual(self.summary(err, "consumer.py")[:2], (count, 0), err)
 
 
+class PathMergeStart(unittest.TestCase):
+    """consumer.py's PathMerge holds a stream's start as PathMergeStateMachine does (socket-free,
+    the clock injected). Found by the two-brokers test under load: the faster broker's first copy
+    was sequence 174, the slower one's copies of 1 to 173 were then taken for duplicates, and
+    consumer.py printed 327 of 500 with nothing counted lost."""
+
+    @classmethod
+    def setUpClass(cls):
+        sys.path.insert(0, HERE)
+        import consumer
+        cls.merge = consumer.PathMerge
+
+    @staticmethod
+    def n(sequence):
+        return nbp.Notification(name="ha.py", publisher_id=7, sequence=sequence, payload=b"")
+
+    def delivered(self, items):
+        return [item[1].sequence for item in items if item[0] == "deliver"]
+
+    def test_an_older_copy_from_the_slower_path_is_not_a_duplicate(self):
+        merge, out = self.merge(2, 15.0), []
+        for sequence in range(174, 180):
+            out += merge.observe(1, self.n(sequence), 0.0)
+        self.assertEqual(out, [], "a later first copy is held, not taken as the start")
+        for sequence in range(1, 180):
+            out += merge.observe(0, self.n(sequence), 0.01)
+        self.assertEqual(self.delivered(out), list(range(1, 180)))
+        self.assertEqual((merge.lost, merge.duplicates), (0, 6))
+
+    def test_a_stream_joined_midway_starts_from_the_oldest_held_after_the_start_wait(self):
+        merge = self.merge(2, 15.0)
+        out = merge.observe(0, self.n(50), 0.0) + merge.observe(0, self.n(51), 0.2)
+        self.assertEqual(out, [])
+        self.assertEqual(merge.tick(0.9), [])
+        self.assertEqual(self.delivered(merge.tick(1.1)), [50, 51])
+        self.assertEqual(merge.lost, 0, "the first notification of a stream is never a loss")
+
+    def test_sequence_one_starts_at_once_and_its_copy_is_a_duplicate(self):
+        merge = self.merge(2, 15.0)
+        out = merge.observe(0, self.n(1), 0.0) + merge.observe(1, self.n(1), 0.0) + merge.observe(0, self.n(2), 0.0)
+        self.assertEqual(self.delivered(out), [1, 2])
+        self.assertEqual(merge.duplicates, 1)
+
+    def test_every_path_bringing_some_starts_without_waiting(self):
+        merge = self.merge(2, 15.0)
+        out = merge.observe(0, self.n(7), 0.0) + merge.observe(1, self.n(6), 0.0)
+        self.assertEqual(self.delivered(out), [6, 7])
+
+
 class BatchFrames(ConformanceCase):
     """Batch frames (NBP-1 section 2.3) through `nbus broker`, Swift and Python on either side."""
 
