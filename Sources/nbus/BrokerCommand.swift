@@ -81,7 +81,7 @@ struct BrokerCommand: AsyncParsableCommand {
     @Option(name: .customLong("retain-bytes"), parsing: .unconditional, help: ArgumentHelp(
         "With --retain-names: the most MiB of retained notifications kept (default 64); past it, or past --retain-names, the value updated longest ago is evicted, counted and logged.",
         valueName: "MiB"))
-    var retainBytes: Int = BrokerConfiguration.defaultRetainedBytes >> 20
+    var retainBytes: Int?
 
     @Option(name: .customLong("state"), help: ArgumentHelp(
         "With --retain-names: keep the retained values in this directory (created if missing) across restarts and crashes, a kill -9 included (a power loss may lose the last seconds); one broker per directory. Without it they live in memory only.",
@@ -144,6 +144,10 @@ struct BrokerCommand: AsyncParsableCommand {
                 throw ValidationError("\(error) (or 0: never)")
             }
         }
+        // A bound on what is kept, with nothing kept: said, as --state without --retain-names is.
+        if retainBytes != nil && retainNames == 0 {
+            throw ValidationError("--retain-bytes bounds the values --retain-names keeps: give --retain-names too (it is 0: keep none)")
+        }
         let curveFlags = [curveSecret, allowPublishers, allowSubscribers].compactMap { $0 }.count
         guard curveFlags == 0 || curveFlags == 3 else {
             throw ValidationError("CURVE needs all three of --curve-secret, --allow-publishers and --allow-subscribers")
@@ -174,7 +178,9 @@ struct BrokerCommand: AsyncParsableCommand {
             invalid = configuration.invalidSetting()
         }
         guard let (setting, reason) = invalid else { return }
-        throw ValidationError("\(flags[setting] ?? setting.name) \(reason)")
+        // A reason may name another setting ("needs retainedNames above 0"): by its flag here.
+        let said = flags.reduce(reason) { text, entry in text.replacingOccurrences(of: entry.key.name, with: entry.value) }
+        throw ValidationError("\(flags[setting] ?? setting.name) \(said)")
     }
 
     /// The CURVE settings from the key file and allow-list folders, or nil without CURVE. Throws
@@ -212,7 +218,7 @@ struct BrokerCommand: AsyncParsableCommand {
         configuration.idleSpin = span(idleSpin)
         configuration.drainTimeout = span(drain)
         configuration.retainedNames = retainNames
-        configuration.retainedBytes = mebibytes(retainBytes)
+        configuration.retainedBytes = mebibytes(retainBytes ?? BrokerConfiguration.defaultRetainedBytes >> 20)
         configuration.stateDirectory = state
         configuration.logger = logger
         return configuration

@@ -69,7 +69,7 @@ struct Publish: AsyncParsableCommand {
             valueName: "folder"))
     var allowSubscribers: String?
 
-    @Flag(help: "Send at once, without waiting for a subscriber.")
+    @Flag(help: "Send at once, without waiting for a subscriber (not with --retain: the broker that keeps the value is one).")
     var noWait = false
 
     @Flag(name: .customLong("no-batch"), help: "One frame per notification: no batch frames (NBP-1 §2.3), for receivers written before them.")
@@ -157,6 +157,12 @@ struct Publish: AsyncParsableCommand {
         if noWait {
             if subscribers != nil { throw ValidationError("--subscribers is how many to wait for, but --no-wait does not wait") }
             if timeout != nil { throw ValidationError("--timeout is how long to wait for subscribers, but --no-wait does not wait") }
+            // Measured: 6 of 6 such posts reached no broker (sent before the connection was up)
+            // and nothing was kept, the summary saying only "unwanted 1".
+            if retain {
+                throw ValidationError(
+                    "--retain with --no-wait sends before a broker that keeps values has subscribed, so nothing would be kept: drop --no-wait (a broker started with --retain-names counts as a subscriber of every name, so the wait ends as soon as it is connected)")
+            }
         }
         if let count { guard count >= 1 else { throw ValidationError("--count must be at least 1") } }
         if let rate { try SecondsOption.check(rate, "--rate", in: Self.rateRange, unit: "notifications per second") }

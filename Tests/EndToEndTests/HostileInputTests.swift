@@ -38,12 +38,14 @@ struct HostileInputTests {
         (["broker", "--max-memory", "1"], "--max-memory must be 64 MiB to 1 PiB or no limit (the process alone takes some 30 MiB), not 1 MiB"),
         (["broker", "--max-memory", "1073741825"], "--max-memory must be 64 MiB to 1 PiB or no limit"),
         (["broker", "--max-memory=-1"], "--max-memory must be 0 (no limit) or a size in MiB"),
-        (["broker", "--subscriber-budget", "1048577"], "--subscriber-budget must be 0 (none: highWaterMark messages) to 1 TiB, not 1048577 MiB"),
-        (["broker", "--subscriber-budget", "9223372036854775807"], "--subscriber-budget must be 0 (none: highWaterMark messages) to 1 TiB"),
+        (["broker", "--subscriber-budget", "1048577"], "--subscriber-budget must be 0 (none: --hwm messages) to 1 TiB, not 1048577 MiB"),
+        (["broker", "--subscriber-budget", "9223372036854775807"], "--subscriber-budget must be 0 (none: --hwm messages) to 1 TiB"),
         (["broker", "--slow-after", "3601"], "--slow-after must be zero to 3600 seconds"),
         (["subscribe", "s.x", "--max-memory", "99999999999999", "--timeout", "30"], "--max-memory must be 0 (no limit) or 64 to 1073741824 MiB"),
         (["subscribe", "s.x", "--max-payload", "99999999999", "--timeout", "30"], "--max-payload must be 0 to 1073741824 bytes"),
         (["publish", "s.x", "--hwm=-1", "--no-wait"], "--hwm must be 0 (no limit) or more"),
+        // Sent before a keeping broker has subscribed, a retained post was kept nowhere.
+        (["publish", "s.x", "v", "--retain", "--no-wait"], "--retain with --no-wait sends before a broker that keeps values has subscribed"),
         // A name or pattern is shown with its control characters escaped: an ESC would reach the terminal.
         (["publish", "a\u{1B}[31mb", "--no-wait"], "invalid name 'a\\u001b[31mb'"),
         (["subscribe", "a.\u{1B}", "--timeout", "30"], "invalid pattern 'a.\\u001b'"),

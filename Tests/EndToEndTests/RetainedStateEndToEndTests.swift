@@ -213,15 +213,17 @@ struct RetainedStateEndToEndTests {
         #expect(output?.stderrText.contains("--state \(state) is in use by another broker") == true, "\(second.describe())")
     }
 
-    @Test("--state without --retain-names, or naming a file, is a usage error naming the flag")
+    @Test("--state or --retain-bytes without --retain-names, a file, or 0 bytes: usage errors naming the flags")
     func invalidStateIsAUsageError() async throws {
         let children = try Children()
         defer { children.killAll() }
         let file = children.folder.file("plain")
         FileManager.default.createFile(atPath: file, contents: Data())
         for (arguments, words) in [
-            (["--state", children.folder.file("s")], "--state needs retainedNames above 0"),
+            (["--state", children.folder.file("s")], "--state needs --retain-names above 0"),
             (["--retain-names", "5", "--state", file], "--state must be a directory, not a file"),
+            (["--retain-bytes", "5"], "--retain-bytes bounds the values --retain-names keeps: give --retain-names too"),
+            (["--retain-names", "10", "--retain-bytes", "0"], "--retain-bytes must be 1 byte to 64 GiB (0 would keep nothing)"),
         ] {
             let output = try await children.run(
                 "broker", ["broker", "--frontend", children.folder.ipc("f.sock"), "--backend", children.folder.ipc("b.sock")] + arguments)

@@ -265,8 +265,9 @@ public struct BrokerConfiguration: Sendable {
         if !(0...Self.maximumRetainedNames).contains(retainedNames) {
             return (.retainedNames, "must be 0 (keep none) to 10000000, not \(retainedNames)")
         }
-        if !(0...Self.maximumRetainedBytes).contains(retainedBytes) {
-            return (.retainedBytes, "must be 0 to 64 GiB, not \(Self.bytes(retainedBytes))")
+        // 0 is refused, not read as "no bound": every value would be evicted as it arrives.
+        if !(1...Self.maximumRetainedBytes).contains(retainedBytes) {
+            return (.retainedBytes, "must be 1 byte to 64 GiB (0 would keep nothing), not \(Self.bytes(retainedBytes))")
         }
         if let stateDirectory, let reason = Self.stateDirectoryProblem(stateDirectory, retainedNames: retainedNames) {
             return (.stateDirectory, reason)
