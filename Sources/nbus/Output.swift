@@ -1,15 +1,40 @@
 import ArgumentParser
 import BusOperations
 import Foundation
+import Glibc
 import NotificationBus
 
 /// Unbuffered-enough writers for stdout/stderr that several tasks can share.
 enum FileWriter {
     case standardOutput, standardError
 
+    /// Writes all of `text` with write(2). Standard output closed by its reader (`| head -n 1`)
+    /// ends the process as SIGPIPE would have without `--http`: SwiftNIO ignores SIGPIPE once a
+    /// monitoring server runs, and Foundation's `FileHandle.write(_:)` then traps on EPIPE
+    /// (`try!`). Any other failure to write standard output is said on stderr, exit 74
+    /// (EX_IOERR); a failing stderr is let be.
     func write(_ text: String) {
-        let handle = self == .standardOutput ? FileHandle.standardOutput : FileHandle.standardError
-        handle.write(Data(text.utf8))
+        let descriptor: Int32 = self == .standardOutput ? STDOUT_FILENO : STDERR_FILENO
+        var failure: Int32 = 0
+        text.utf8CString.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return }
+            var offset = 0
+            let count = buffer.count - 1   // not the terminating NUL
+            while offset < count {
+                let written = Glibc.write(descriptor, base + offset, count - offset)
+                if written > 0 { offset += written; continue }
+                if written < 0 && errno == EINTR { continue }
+                failure = written < 0 ? errno : EIO
+                return
+            }
+        }
+        guard failure != 0, self == .standardOutput else { return }
+        if failure == EPIPE {
+            signal(SIGPIPE, SIG_DFL)
+            raise(SIGPIPE)
+        }
+        FileWriter.standardError.write("nbus: cannot write standard output: \(String(cString: strerror(failure)))\n")
+        exit(74)
     }
 }
 

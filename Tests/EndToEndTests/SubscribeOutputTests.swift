@@ -27,6 +27,29 @@ struct SubscribeOutputTests {
         #expect(subscriber.output.stderrText.contains("nbus subscribe: printed 3; lost upstream 0"), "\(subscriber.describe())")
     }
 
+    @Test("A reader that closes stdout ends subscribe as SIGPIPE does, with --http too (no trap)")
+    func closedStandardOutputWithHTTP() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("pipe.sock")
+        // `| head -n 1`: the second line meets a closed pipe. With --http, SwiftNIO ignores
+        // SIGPIPE, and Foundation's FileHandle.write trapped on EPIPE (exit 132, a backtrace).
+        // The shell prints subscribe's own status after head's line.
+        let script = #""$0" subscribe 'h.>' --connect "$1" --http 127.0.0.1:0 --timeout 30 2>err.txt; echo "status $?" >status.txt"#
+        let pipeline = try children.start(
+            "subscriber", command: URL(fileURLWithPath: "/bin/sh"),
+            ["-c", "(" + script + ") | head -n 1", children.executable.path, endpoint])
+        let publisher = try children.start(
+            "publisher", ["publish", "h.x", "p{n}", "--count", "200", "--rate", "100", "--bind", endpoint, "--timeout", "30"])
+        expectExit(await pipeline.waitForExit(timeout: .seconds(60)), 0, pipeline)
+        publisher.signal(SIGTERM)
+        #expect(pipeline.output.stdoutLines.count == 1, "\(pipeline.describe())")
+        let status = (try? String(contentsOfFile: children.folder.path + "/status.txt", encoding: .utf8)) ?? ""
+        let stderr = (try? String(contentsOfFile: children.folder.path + "/err.txt", encoding: .utf8)) ?? ""
+        #expect(status == "status 141\n", "subscribe ended by SIGPIPE (128 + 13); stderr: \(stderr.suffix(600))")
+        #expect(!stderr.contains("Fatal error"), "\(stderr.suffix(600))")
+    }
+
     @Test("A payload or header with a newline or an escape is one quoted text line, not two lines")
     func controlCharactersAreQuoted() async throws {
         let children = try Children()
