@@ -18,6 +18,9 @@ enum PayloadDecoding: String, ExpressibleByArgument, CaseIterable, Sendable {
 
     /// Why `notification` does not decode, or nil when it does.
     func failure(_ notification: BusNotification) -> String? {
+        // A retained post with no payload clears its name's value (NBP-1 §18.1): an operation,
+        // not a message that failed to decode. Printed as it is, as without --decode.
+        if notification.clearsRetainedValue { return nil }
         let type = notification.contentType
         switch self {
         case .json:
@@ -30,10 +33,39 @@ enum PayloadDecoding: String, ExpressibleByArgument, CaseIterable, Sendable {
         }
     }
 
-    /// Whether `payload` is one JSON text (RFC 8259: any value at the top level).
+    /// Whether `payload` is one JSON text (RFC 8259: any value at the top level) as a typed
+    /// observer reads it: through `BusJSON`, so its rules hold here too (no trailing comma,
+    /// valid UTF-8, nesting at most `BusJSON.maximumDepth`). Foundation's JSONSerialization,
+    /// used before, printed `{"a":1,}` and 129 nested arrays that every typed observer refuses.
     static func isJSON(_ payload: [UInt8]) -> Bool {
         guard !payload.isEmpty else { return false }
-        return (try? JSONSerialization.jsonObject(with: Data(payload), options: [.fragmentsAllowed])) != nil
+        return (try? BusJSON.decode(AnyJSONValue.self, from: payload)) != nil
+    }
+}
+
+/// Any JSON value, read whole through whatever decoder reads it: every member of an object,
+/// every element of an array, and a scalar of any kind. `--decode json` uses it to ask BusJSON
+/// whether a payload is JSON without knowing the type an observer would decode.
+private struct AnyJSONValue: Decodable {
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        if let object = try? decoder.container(keyedBy: Key.self) {
+            for key in object.allKeys { _ = try object.decode(AnyJSONValue.self, forKey: key) }
+            return
+        }
+        if var array = try? decoder.unkeyedContainer() {
+            while !array.isAtEnd { _ = try array.decode(AnyJSONValue.self) }
+            return
+        }
+        let scalar = try decoder.singleValueContainer()
+        if scalar.decodeNil() || (try? scalar.decode(Bool.self)) != nil || (try? scalar.decode(Double.self)) != nil { return }
+        _ = try scalar.decode(String.self)
     }
 }
 

@@ -100,6 +100,23 @@ struct SubscribeDecodeTests {
         #expect(summaryCounts(plainOutput?.stderrText, "subscribe", "undecodable") == [0], "\(plain.describe())")
     }
 
+    @Test("--decode json: a retained clear (no payload) is printed, not counted undecodable")
+    func retainedClearIsNotUndecodable() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let endpoint = children.folder.ipc("clear.sock")
+        let subscriber = try children.start(
+            "subscriber", ["subscribe", "c.y", "--connect", endpoint, "--decode", "json", "--format", "json", "--count", "1", "--timeout", "30"])
+        let publisher = try children.start(
+            "publisher", ["publish", "c.y", "", "--retain", "--content-type", "json", "--bind", endpoint, "--timeout", "30"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        let output = await subscriber.waitForExit()
+        expectExit(output, 0, subscriber)
+        #expect(subscriber.output.stdoutLines.count == 1, "\(subscriber.describe())")
+        #expect(summaryCounts(output?.stderrText, "subscribe", "undecodable") == [0], "\(subscriber.describe())")
+        #expect(output?.stderrText.contains("undecodable c.y") == false, "\(subscriber.describe())")
+    }
+
     @Test("--decode json with --count: undecodable ones do not count towards it; exit 0 once the good ones are printed")
     func countIsOfDecodedOnes() async throws {
         let children = try Children()
@@ -109,13 +126,16 @@ struct SubscribeDecodeTests {
             "subscriber", ["subscribe", "c.x", "--connect", endpoint, "--decode", "json", "--count", "2", "--timeout", "30"])
         let publisher = try children.start(
             "publisher", ["publish", "c.x", "--lines", "--bind", endpoint, "--timeout", "30"], withStdin: true)
-        try publisher.writeStdinAndClose(["not json", "{\"a\":1}", "{\"a\"", "2"].joined(separator: "\n") + "\n")
+        // A trailing comma and 129 nested arrays: JSON that Foundation reads but BusJSON, and so
+        // every typed observer, refuses; --decode json judged them by Foundation once.
+        let deep = String(repeating: "[", count: 129) + String(repeating: "]", count: 129)
+        try publisher.writeStdinAndClose(["not json", "{\"a\":1}", "{\"a\"", "{\"a\":1,}", deep, "2"].joined(separator: "\n") + "\n")
         expectExit(await publisher.waitForExit(), 0, publisher)
         let output = await subscriber.waitForExit()
         expectExit(output, 0, subscriber)
         let payloads = subscriber.output.stdoutLines.map { $0.components(separatedBy: " payload=").last ?? "" }
         #expect(payloads == ["{\"a\":1}", "2"], "\(subscriber.describe())")
         let last = output?.stderrText.split(separator: "\n").last.map(String.init) ?? ""
-        #expect(last.hasPrefix("nbus subscribe: printed 2;") && last.contains("; undecodable 2 ("), "\(subscriber.describe())")
+        #expect(last.hasPrefix("nbus subscribe: printed 2;") && last.contains("; undecodable 4 ("), "\(subscriber.describe())")
     }
 }
