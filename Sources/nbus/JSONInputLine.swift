@@ -15,8 +15,11 @@ import ToolSupport
 ///   a payload that is not UTF-8). Not together with `payload`.
 /// - `contentType` (optional): a name as in `--content-type` (what `subscribe` prints) or a code
 ///   0-255, as a number or a string; it wins over `--content-type`.
-/// - `flags`, `publisherID`, `sequence`, `time`, `timestamp`: accepted and ignored (this publisher
-///   stamps its own; NBP/1's flags are reserved and written 0).
+/// - `flags` (number, optional): its retain bit (`0x01`, NBP-1 §18) posts this line retained, as
+///   `--retain` does every line, so a retained state `subscribe --retained-only --format json`
+///   printed can be posted again; the other bits are the publisher's to set and are ignored.
+/// - `retained`, `publisherID`, `sequence`, `time`, `timestamp`: accepted and ignored (this
+///   publisher stamps its own; a retained copy's `flags` carries the retain bit too).
 ///
 /// Any other key makes the line invalid, as does a value of the wrong type.
 struct JSONInputLine {
@@ -28,11 +31,13 @@ struct JSONInputLine {
     var payload: [UInt8]
     /// The line's `contentType`, if it has one.
     var contentType: ContentType?
+    /// Whether the line's `flags` has the retain bit.
+    var retain = false
 
     /// Keys a line may have, and what is done with them.
-    static let usedKeys: Set<String> = ["name", "headers", "payload", "payloadBase64", "contentType"]
+    static let usedKeys: Set<String> = ["name", "headers", "payload", "payloadBase64", "contentType", "flags"]
     /// Keys `nbus subscribe --format json` prints that a publisher cannot set.
-    static let ignoredKeys: Set<String> = ["flags", "publisherID", "sequence", "time", "timestamp"]
+    static let ignoredKeys: Set<String> = ["retained", "publisherID", "sequence", "time", "timestamp"]
 
     /// Why a line cannot be published; `description` is the reason printed on stderr.
     struct Invalid: Error, CustomStringConvertible {
@@ -59,7 +64,7 @@ struct JSONInputLine {
         guard unknown.isEmpty else {
             throw Invalid(
                 "unknown key\(unknown.count == 1 ? "" : "s") \(unknown.map { "'\($0)'" }.joined(separator: ", ")) "
-                    + "(expected name, headers, payload or payloadBase64, contentType)")
+                    + "(expected name, headers, payload or payloadBase64, contentType, flags)")
         }
 
         switch object["name"] {
@@ -109,6 +114,15 @@ struct JSONInputLine {
             payload = Array(data)
         case (nil, _?):
             throw Invalid("'payloadBase64' must be a string")
+        }
+
+        switch object["flags"] {
+        case nil, is NSNull: break
+        case let number as NSNumber where !Self.isBoolean(number):
+            guard let flags = UInt8(number.stringValue) else { throw Invalid("flags \(number) is not a number 0-255") }
+            retain = flags & WireFormat.Flag.retain != 0
+        default:
+            throw Invalid("'flags' must be a number 0-255")
         }
 
         switch object["contentType"] {

@@ -42,7 +42,7 @@ struct JSONLineSource: PublishSource {
             for (key, value) in record.headers { lineHeaders[key] = value }
             return .post(
                 line: lineNumber, name: record.name ?? defaultName, payload: record.payload, headers: lineHeaders,
-                type: record.contentType ?? type)
+                type: record.contentType ?? type, retain: record.retain)
         }
         return nil
     }

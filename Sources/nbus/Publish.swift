@@ -319,7 +319,7 @@ struct Publish: AsyncParsableCommand {
             switch item {
             case .skip(let line, let reason):
                 skip(line, reason, &skipped)
-            case .post(let line, let name, let payload, let itemHeaders, let itemType):
+            case .post(let line, let name, let payload, let itemHeaders, let itemType, let itemRetain):
                 if !waited {
                     waited = true
                     guard try await awaitSubscribers(bus, name) else { return skipped }
@@ -333,7 +333,9 @@ struct Publish: AsyncParsableCommand {
                     }
                 }
                 do {
-                    guard try await postUnlessCancelled(bus, name, payload, itemHeaders, itemType) else { return skipped }
+                    guard try await postUnlessCancelled(bus, name, payload, itemHeaders, itemType, retain: retain || itemRetain) else {
+                        return skipped
+                    }
                     posted += 1
                 } catch {
                     guard let line, Self.isPerNotification(error) else { throw error }
@@ -346,7 +348,8 @@ struct Publish: AsyncParsableCommand {
 
     /// Posts one notification; false when the wait for room in the outbound queue was cancelled.
     private func postUnlessCancelled(
-        _ bus: Bus, _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ type: ContentType
+        _ bus: Bus, _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ type: ContentType,
+        retain: Bool
     ) async throws(BusError) -> Bool {
         do {
             try await bus.post(

@@ -35,6 +35,34 @@ struct RetainedValuesEndToEndTests {
         #expect(published?.stderrText.contains("unsent 0") == true, "\(publisher.describe())")
     }
 
+    @Test("A retained state printed by --retained-only --format json is posted again by publish --lines --input json")
+    func retainedStateCopiedToAnotherBroker() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontendA, backendA) = try await children.startBroker(["--retain-names", "100"], name: "a")
+        let (_, frontendB, backendB) = try await children.startBroker(["--retain-names", "100"], name: "b")
+        try await publishRetained(children, frontend: frontendA, names: 3)
+        let dump = try #require(
+            await children.run("dump", ["subscribe", "state.>", "--retained-only", "--format", "json", "--connect", backendA, "--timeout", "30"]))
+        #expect(dump.status == 0, "\(dump.stderrText)")
+        let dumped = dump.stdoutText.split(separator: "\n").map(String.init)
+        try #require(dumped.count == 3, "\(dump.stdoutText)")
+        // The lines carry `retained` and `flags` 3: read back, each is posted retained.
+        let copy = try children.start(
+            "copy", ["publish", "state.k1", "--lines", "--input", "json", "--connect", frontendB, "--timeout", "30"], withStdin: true)
+        try copy.writeStdinAndClose(dumped.joined(separator: "\n") + "\n")
+        let copied = await copy.waitForExit(timeout: .seconds(60))
+        expectExit(copied, 0, copy)
+        let check = try #require(
+            await children.run("check", ["subscribe", "state.>", "--retained-only", "--format", "json", "--connect", backendB, "--timeout", "30"]))
+        #expect(check.status == 0, "\(check.stderrText)")
+        let objects = check.stdoutText.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(Set(objects.compactMap { $0["name"] as? String }) == ["state.k1", "state.k2", "state.k3"], "\(check.stdoutText)")
+        #expect(objects.allSatisfy { $0["payload"] as? String == "v2" && $0["retained"] as? Bool == true }, "\(check.stdoutText)")
+    }
+
     @Test("1,000 names posted by a publisher that exited: a subscriber started afterwards gets all 1,000, marked, then live ones, no loss")
     func laterSubscriberGetsEveryCurrentValue() async throws {
         let children = try Children()
