@@ -93,6 +93,38 @@ struct RetainedRenewalTests {
         _ = await restarted.stop()
     }
 
+    @Test("a value had live before its publisher ended is not handed again by the restarted broker")
+    func valueHadLiveIsNotRepeatedAfterItsStreamEnded() async throws {
+        let folder = try TempFolder()
+        let state = folder.file("state")
+        let first = try broker(folder, state: state)
+        let subscriber = try Bus(BusConfiguration(subscribe: [.connect(first.backendEndpoint)]))
+        let events = try subscriber.events(named: "r.>", retained: true)
+        try await subscriber.ready("r.>")
+        // Live, then the publisher's end of stream: the bus stops tracking the stream.
+        try await post([("r.a", "live")], to: first)
+        try await waitUntil("the post and its end of stream reached the subscriber") {
+            let stats = subscriber.stats
+            return stats.notificationsReceived >= 1 && stats.endOfStreamRecords >= 1
+        }
+        _ = await first.stop()
+
+        let restarted = try broker(folder, state: state)
+        try await waitUntil("the subscriber asked again and took r.a's value for a repeat") {
+            let stats = subscriber.stats
+            return stats.retainedRenewals >= 1 && stats.retainedRepeats >= 1
+        }
+        let stats = await subscriber.close()
+        var texts: [String] = []
+        for await event in events {
+            guard case .notification(let n) = event else { texts.append("\(event)"); continue }
+            texts.append("\(n.name)=\(String(decoding: n.payload, as: UTF8.self))\(n.isRetained ? " retained" : "")")
+        }
+        #expect(texts == ["r.a=live"], "once, live; not again marked retained after the restart")
+        #expect(stats.retainedReceived == 0, "\(stats)")
+        _ = await restarted.stop()
+    }
+
     @Test("a newer value of a stream already seen resumes it: the posts lost while the broker was down are one gap, none counted twice")
     func reconnectionResumesAStreamWithItsGap() async throws {
         let folder = try TempFolder()

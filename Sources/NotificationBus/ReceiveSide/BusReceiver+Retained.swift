@@ -211,6 +211,12 @@ extension BusReceiver {
             counters.retainedRepeats += 1
             return false
         }
+        if let ended = endedRetainedStreams[key], ended >= notification.sequence {
+            // Had live before its stream ended (a reviewer's run: posted, publisher exited,
+            // broker restarted with --state: the value came a second time, marked retained).
+            counters.retainedRepeats += 1
+            return false
+        }
         remember(given, givenTo: subscriptionID)
         var gap: Gap?
         switch trackSequence(publisherID: key.publisherID, name: key.name, sequence: notification.sequence) {
@@ -227,6 +233,23 @@ extension BusReceiver {
             routes[index].batch.append(notification: notification)
         }
         return true
+    }
+
+    /// Notes that the stream `key` ended (its end of stream) when this bus had it up to `last`,
+    /// if a retained subscription matches it (only a renewal reads it); bounded, oldest first out.
+    mutating func rememberEnded(_ key: StreamKey, last: UInt64) {
+        guard routes.contains(where: { $0.storage.retained != nil && $0.pattern.matches(key.name) }) else { return }
+        if endedRetainedStreams.updateValue(last, forKey: key) != nil { return }
+        endedRetainedOrder.append(key)
+        if endedRetainedStreams.count > Self.maximumRemembered {
+            endedRetainedStreams[endedRetainedOrder[endedRetainedOrderStart]] = nil
+            endedRetainedOrderStart += 1
+        }
+        // The order's forgotten head is dropped now and then, not per removal.
+        if endedRetainedOrderStart >= 4_096 && endedRetainedOrderStart * 2 >= endedRetainedOrder.count {
+            endedRetainedOrder.removeFirst(endedRetainedOrderStart)
+            endedRetainedOrderStart = 0
+        }
     }
 
     /// Notes that `value` was handed to `subscriptionID` as retained (bounded per subscription).

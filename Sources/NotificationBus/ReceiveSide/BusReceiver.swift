@@ -118,6 +118,14 @@ struct BusReceiver {
     /// `maximumRemembered` a subscription; past it, what the bus tracks decides alone.
     var retainedGiven: [UInt64: Set<DeliveredKey>] = [:]
     static let maximumRemembered = 100_000
+    /// Streams ended by their end of stream while a retained subscription matched them, with the
+    /// last sequence this bus had of each: a renewal after a reconnection must not hand such a
+    /// stream's value again when the subscription had it live (the live delivery is not in
+    /// `retainedGiven`, and the stream is no longer tracked). At most `maximumRemembered`; past
+    /// it the oldest is forgotten.
+    var endedRetainedStreams: [StreamKey: UInt64] = [:]
+    var endedRetainedOrder: [StreamKey] = []
+    var endedRetainedOrderStart = 0
     /// Looped back (an embedded bus): the retained values of this bus's own posts.
     /// Bounded by `BusConfiguration.retainedNames` and `retainedBytes` (set by the event loop).
     var localRetained = RetainedStore(
@@ -744,7 +752,9 @@ struct BusReceiver {
                 if mergeEndOfStream(key: key, last: last) { anyGap = true }
                 continue
             }
-            guard let tracked = lastSequence.removeValue(forKey: key)?.last, last > tracked else { continue }
+            let removed = lastSequence.removeValue(forKey: key)?.last
+            if let removed { rememberEnded(key, last: removed) }
+            guard let tracked = removed, last > tracked else { continue }
             let gap = Gap(
                 cause: .lostUpstream, count: last - tracked, name: name, publisherID: notification.publisherID,
                 sequences: (tracked + 1)...last)
