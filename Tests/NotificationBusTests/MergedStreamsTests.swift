@@ -47,6 +47,25 @@ struct MergedStreamsTests {
         #expect(try feed(&table, orders, 3, path: 1) == "dup", "a late copy of what was declared lost")
     }
 
+    @Test("A stream joined late is counted once when its merged start settles, as one path counts it; one from 1 is not")
+    func joinedLateIsCounted() throws {
+        var table = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)
+        let late = try key(7, "prices.eur")
+        #expect(try feed(&table, late, 5, path: 0) == "held", "the start waits for the other path")
+        #expect((table.streamsJoinedLate, table.notificationsBeforeJoining) == (0, 0))
+        #expect(try feed(&table, late, 4, path: 1) == "steps:2", "every path brought some: it starts at 4")
+        #expect((table.streamsJoinedLate, table.notificationsBeforeJoining) == (1, 3))
+        #expect(try feed(&table, late, 6, path: 0) == "d:6")
+        #expect(try feed(&table, late, 5, path: 1) == "dup")
+        let fromOne = try key(8, "prices.usd")
+        #expect(try feed(&table, fromOne, 1, path: 0) == "steps:1")
+        // Settled by the clock: a stream heard on one path only starts after the start wait.
+        let alone = try key(9, "prices.gbp")
+        #expect(try feed(&table, alone, 10, path: 0, now: 0) == "held")
+        _ = table.settle(now: 2_000_000_000, connected: both, all: false)
+        #expect((table.streamsJoinedLate, table.notificationsBeforeJoining) == (2, 12))
+    }
+
     @Test("An ended stream no longer counts as tracked, and is forgotten once no path can bring more")
     func endedStreams() throws {
         var table = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)

@@ -239,8 +239,10 @@ extension BusEventLoop {
         stats.malformedEndOfStreamRecords = received.malformedEndOfStreamRecords
         stats.connectedEndpoints = sockets.connectedEndpointCount
         stats.streamsForgotten = received.streamsForgotten
-        stats.streamsJoinedLate = received.streamsJoinedLate
-        stats.notificationsBeforeJoining = received.notificationsBeforeJoining
+        // One path tracks streams in the receiver; several merge them (MergedStreams counts).
+        stats.streamsJoinedLate = received.streamsJoinedLate &+ receiver.merged.streamsJoinedLate
+        let (before, overflow) = received.notificationsBeforeJoining.addingReportingOverflow(receiver.merged.notificationsBeforeJoining)
+        stats.notificationsBeforeJoining = overflow ? .max : before
         stats.duplicatesDiscarded = received.duplicatesDiscarded
         stats.retainedReceived = received.retainedReceived
         stats.retainedSuperseded = received.retainedSuperseded

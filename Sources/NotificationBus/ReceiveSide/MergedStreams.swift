@@ -28,6 +28,18 @@ struct MergedStreams {
     }
 
     private var streams: [Key: Stream] = [:]
+    /// Streams whose merged start was past sequence 1, and the notifications before each start
+    /// (`BusStats.streamsJoinedLate`, `notificationsBeforeJoining`, as one path counts them).
+    private(set) var streamsJoinedLate: UInt64 = 0
+    private(set) var notificationsBeforeJoining: UInt64 = 0
+
+    /// Counts a start that a call on `merge` made (it was not started before).
+    private mutating func noteStart(wasStarted: Bool, _ merge: Merge) {
+        guard !wasStarted, merge.started, merge.startSequence > 1 else { return }
+        streamsJoinedLate &+= 1
+        let (sum, overflow) = notificationsBeforeJoining.addingReportingOverflow(merge.startSequence - 1)
+        notificationsBeforeJoining = overflow ? .max : sum
+    }
     private var waiting: Set<Key> = []
     private var ended: Set<Key> = []
     /// Paths per stream.
@@ -86,8 +98,10 @@ struct MergedStreams {
         _ notification: BusNotification, key: Key, path: Int, now: UInt64, connected: UInt64, heard: UInt64
     ) -> (disposition: Merge.Disposition, forgotten: Int) {
         let (index, forgotten) = streamIndex(key, heard: heard, now: now)
+        let wasStarted = streams.values[index].merge.started
         let (disposition, wasWaiting, isWaiting) = streams.values[index].received(
             notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard)
+        if !wasStarted { noteStart(wasStarted: false, streams.values[index].merge) }
         // Only a change costs a hash of the key (the common case: not waiting before nor after).
         if wasWaiting != isWaiting { noteWaiting(key, isWaiting) }
         return (disposition, forgotten)
@@ -119,6 +133,8 @@ struct MergedStreams {
         guard !notifications.isEmpty else { return 0 }
         let (index, forgotten) = streamIndex(key, heard: heard, now: now)
         let wasWaiting = streams.values[index].merge.isWaiting
+        let wasStarted = streams.values[index].merge.started
+        defer { noteStart(wasStarted: wasStarted, streams.values[index].merge) }
         for notification in notifications {
             dispositions.append(
                 streams.values[index].received(
@@ -148,7 +164,9 @@ struct MergedStreams {
     /// stream not tracked). A stream no path can bring more of is forgotten.
     mutating func endOfStream(_ key: Key, last: UInt64, path: Int, now: UInt64, connected: UInt64) -> [Merge.Step] {
         guard var stream = streams[key] else { return [] }
+        let wasStarted = stream.merge.started
         let steps = stream.merge.endOfStream(last: last, path: path, now: now, connected: connected, gapTimeout: gapTimeout)
+        noteStart(wasStarted: wasStarted, stream.merge)
         if stream.merge.isFinished(now: now, gapTimeout: gapTimeout) {
             forget(key)
         } else {
@@ -168,7 +186,9 @@ struct MergedStreams {
         for key in waiting {
             guard var stream = streams[key] else { continue }
             if !all, let deadline = stream.merge.deadline(gapTimeout: gapTimeout), deadline > now { continue }
+            let wasStarted = stream.merge.started
             let steps = stream.merge.settle(now: now, connected: connected, gapTimeout: gapTimeout)
+            noteStart(wasStarted: wasStarted, stream.merge)
             streams[key] = stream
             settled.append((key, steps))
             if !stream.merge.isWaiting { waiting.remove(key) }

@@ -45,6 +45,9 @@ struct PathMergeStateMachine<Item> {
     /// and those must not be taken for duplicates. It starts at sequence 1, once every connected
     /// path brought some of the stream, or after `startWait`, from the oldest held.
     private(set) var started = false
+    /// The sequence the stream started at (0 before it started): above 1, this subscriber joined
+    /// it late (NBP-1 §8), which `MergedStreams` counts as one path's tracking does.
+    private(set) var startSequence: UInt64 = 0
     /// How long the start is waited for (ns).
     let startWait: UInt64
     /// Per path, the highest sequence it brought (0: none yet), or announced as its last by an
@@ -212,6 +215,7 @@ struct PathMergeStateMachine<Item> {
             }
             guard first.sequence == 1 || everyPathBrought || now &- since >= min(gapTimeout, startWait) else { return }
             started = true
+            startSequence = first.sequence
             delivered = first.sequence - 1
             releaseContiguous(into: &steps)
             waitingSince = held.isEmpty && !awaitsTail ? nil : now
