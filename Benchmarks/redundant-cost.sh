@@ -103,6 +103,30 @@ for prefix in (["before-"] if sys.argv[2] else []) + [""]:
         n = statistics.median(values(prefix + label, "throughput", lambda r: r["n"]))
         cpu = ", ".join(f"{part} {statistics.median(v) / n * 1e6:.2f}" for part, v in parts.items() if v)
         print(f"{name} {label}: CPU per notification, us: {cpu}")
+    # The targets judge each process on its own (brokers run on their own hosts): publisher and
+    # subscriber two/one <= 1.25, each broker <= one broker's, round trip p50 <= 1.10.
+    def per_n(label, test, get):
+        return [get(r) / r["n"] for r in rows if r.get("label") == label and r.get("test") == test and "error" not in r]
+    one, two = prefix + "one", prefix + "two"
+    ratios = {
+        "publisher": (per_n(two, "throughput", lambda r: r["pub_cpu_s"]), per_n(one, "throughput", lambda r: r["pub_cpu_s"]), 1.25),
+        "subscriber": (per_n(two, "throughput", lambda r: r["sub_cpu_s"]), per_n(one, "throughput", lambda r: r["sub_cpu_s"]), 1.25),
+        "first broker": (per_n(two, "throughput", lambda r: r["server_cpu_s"]), per_n(one, "throughput", lambda r: r["server_cpu_s"]), 1.0),
+    }
+    second = [r["throughput_cpu_s"] / r["ticks_per_s"] for r in rows if r.get("label") == two and r.get("test") == "second-broker"]
+    twos = [r["n"] for r in rows if r.get("label") == two and r.get("test") == "throughput" and "error" not in r]
+    if second and len(second) == len(twos):
+        ratios["second broker"] = ([c / n for c, n in zip(second, twos)], ratios["first broker"][1], 1.0)
+    said = []
+    for part, (t, o, target) in ratios.items():
+        if t and o:
+            ratio = statistics.median(t) / statistics.median(o)
+            said.append(f"{part} {ratio:.2f}x ({'met' if ratio <= target else 'not met'}, target <= {target})")
+    one_p50s, two_p50s = values(one, "latency", p50), values(two, "latency", p50)
+    if one_p50s and two_p50s:
+        ratio = statistics.median(two_p50s) / statistics.median(one_p50s)
+        said.append(f"rtt p50 {ratio:.2f}x ({'met' if ratio <= 1.10 else 'not met'}, target <= 1.10)")
+    print(f"{name} two/one per process, CPU per notification: " + "; ".join(said))
 if sys.argv[2]:
     for label in ("one", "two"):
         after = statistics.median(values(label, "throughput", rate)) / statistics.median(values("before-" + label, "throughput", rate))
