@@ -150,8 +150,10 @@ public final class Bus: Sendable {
         // Inlinable: when the outbound queue has room (the common case) a post is synchronous
         // work in the caller's own frame, with no async call of its own (its frame allocation
         // and executor checks showed in the publisher's profile).
-        var message: Message? = try encodeForPost(name, payload, headers, contentType)
-        if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
+        // Usually encoded straight into the outbound queue (nil then); a message of its own only
+        // when it may be sent directly or must wait for room.
+        var message: Message? = try encodeOrQueue(name, payload, headers, contentType)
+        if message == nil { return }  // queued, or no subscriber wants it (counted in `stats.unwanted`)
         if try queue(&message, name) { return }
         try await queueWhenThereIsSpace(&message, name)
     }
@@ -165,7 +167,7 @@ public final class Bus: Sendable {
         let span = tracer?.startSend(name, payloadCount: payload.count, headers: &headers)
         defer { span?.end() }
         do throws(BusError) {
-            var message: Message? = try encodeForPost(name, payload, headers, contentType)
+            var message: Message? = try encodeOrQueue(name, payload, headers, contentType)
             if message == nil { return }
             if try queue(&message, name) { return }
             try await queueWhenThereIsSpace(&message, name)
@@ -215,8 +217,8 @@ public final class Bus: Sendable {
         var headers = headers
         let span = tracer?.startSend(name, payloadCount: payload.count, headers: &headers)
         defer { span?.end() }
-        var message: Message? = try encodeForPost(name, payload, headers, contentType)
-        if message == nil { return }  // no subscriber wants it (counted in `stats.unwanted`)
+        var message: Message? = try encodeOrQueue(name, payload, headers, contentType)
+        if message == nil { return }  // queued, or no subscriber wants it (counted in `stats.unwanted`)
         switch core.queue(message: &message, name: name) {
         case .queued: return
         case .closed: throw .closed
@@ -235,6 +237,35 @@ public final class Bus: Sendable {
         // Filtering before encoding: a post that no subscription at this publisher covers would
         // be dropped by ZeroMQ's prefix filter; it stops here, before any copy or hand-off.
         guard try isWanted(name) else { return nil }
+        return try frame(size: size, name, payload, headers, contentType)
+    }
+
+    /// Validates a post and, unless the loop may have lent the XPUB (a direct send needs a
+    /// message of its own), encodes it straight into the outbound queue with its sequence
+    /// number: nil then, and nil when no subscriber wants it. Otherwise (the queue is full, or
+    /// it may go directly) returns it encoded into a libzmq message, as `encodeForPost`.
+    @usableFromInline
+    func encodeOrQueue(
+        _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
+    ) throws(BusError) -> Message? {
+        try checkPostable(name)
+        let size = try encodedSize(name, payload, headers)
+        guard try isWanted(name) else { return nil }
+        if !core.mayLendPublisher {
+            let timestamp = Timestamps.wallClockNanoseconds()
+            let publisherID = configuration.publisherID
+            let outcome = core.queue(size: size, name: name) { sequence, out in
+                let written = EnvelopeCodec.write(
+                    name: name, flags: 0, contentType: contentType, headers: headers, payload: payload,
+                    sequence: sequence, publisherID: publisherID, timestamp: timestamp, into: out)
+                assert(written == size, "a post's size was miscounted")
+            }
+            switch outcome {
+            case .queued: return nil
+            case .closed: throw .closed
+            case .full: break  // waits for room with a message of its own
+            }
+        }
         return try frame(size: size, name, payload, headers, contentType)
     }
 

@@ -166,6 +166,8 @@ final class BusCore: Sendable {
     /// What `queue` decided under the lock.
     private enum QueueStep: ~Copyable {
         case queued(wake: Bool)
+        /// Queued as a copy: the message is freed by the caller, outside the lock.
+        case queuedCopy(wake: Bool, Message)
         case full
         case closed
         /// The loop sleeps and nothing waits before this post: the caller sends it itself.
@@ -174,9 +176,11 @@ final class BusCore: Sendable {
 
     /// Stamps the message's sequence number for its name and queues it (or, when the loop sleeps
     /// and nothing is queued, sends it on the XPUB itself), in one critical section so sequence
-    /// order is send order. Takes the message (leaving nil) only when it is queued or sent.
-    /// `localValue`: a looped-back typed post's value (never with a direct publisher, which a
-    /// looped-back bus has not: it would move the queue's indexes), queued beside its frame.
+    /// order is send order. Queued, its bytes are copied into the outbound queue and the message
+    /// is freed here, on the posting thread that made it. Takes the message (leaving nil) only
+    /// when it is queued or sent. `localValue`: a looped-back typed post's value (never with a
+    /// direct publisher, which a looped-back bus has not: it would move the queue's indexes),
+    /// queued beside its frame.
     func queue(message: inout Message?, name: NotificationName, localValue: (any AnyObject & Sendable)? = nil) -> PostOutcome {
         let nameByteCount = name.rawValue.utf8.count
         let now: UInt64? =
@@ -194,18 +198,22 @@ final class BusCore: Sendable {
                 }
                 return .sendDirectly(taken, directPublisher)
             }
-            box.outbound.append(taken)
+            box.outbound.append(copying: &taken)
             if let localValue { box.localValues[box.outbound.count - 1] = localValue }
-            box.outbound.withLastMessageBytes { raw in
+            box.outbound.withLastPostBytes { raw in
                 EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
                 keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
             }
             let wake = box.sleeping
             box.sleeping = false
-            return .queued(wake: wake)
+            return .queuedCopy(wake: wake, taken)
         }
         switch consume step {
         case .queued(let wake):
+            if wake { self.wake.signal() }
+            return .queued
+        case .queuedCopy(let wake, let copied):
+            _ = consume copied  // freed here, outside the lock
             if wake { self.wake.signal() }
             return .queued
         case .full:
@@ -216,6 +224,38 @@ final class BusCore: Sendable {
             sendDirectly(taken, on: publisher)
             return .queued
         }
+    }
+
+    /// Whether a post may be sent directly by its posting thread now (the loop may have lent
+    /// the XPUB): it is then encoded into its own message (`queue(message:name:)`), otherwise
+    /// straight into the outbound queue (`queue(size:name:encode:)`).
+    var mayLendPublisher: Bool {
+        directPublisher != nil && publisherLent.load(ordering: .relaxed)
+    }
+
+    /// Queues a post of `size` bytes that `encode` writes straight into the outbound queue with
+    /// the sequence number it is given, in one critical section so sequence order is queue
+    /// order: no message of its own, no second copy, nothing freed on another thread. Never sends
+    /// directly (`mayLendPublisher` is for that). `.full` leaves nothing done (no sequence used).
+    func queue(
+        size: Int, name: NotificationName, encode: (_ sequence: UInt64, _ into: UnsafeMutableRawBufferPointer) -> Void
+    ) -> PostOutcome {
+        let nameByteCount = name.rawValue.utf8.count
+        let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
+            guard box.lifecycle.isOpen else { return (.closed, false) }
+            if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
+            let sequence = box.sequences.next(for: name)
+            box.posted += 1
+            box.outbound.append(size: size) { out in
+                encode(sequence, out)
+                keepIfRetained(UnsafeRawBufferPointer(out), nameByteCount: nameByteCount)
+            }
+            let wake = box.sleeping
+            box.sleeping = false
+            return (.queued, wake)
+        }
+        if wake { self.wake.signal() }
+        return outcome
     }
 
     /// A binding publisher keeps a stamped frame that carries the retain bit as its name's value
@@ -278,7 +318,7 @@ final class BusCore: Sendable {
             case .wakeLoop:
                 wake = true
             case .requeue(let wakeLoop):
-                if let taken = unsent.take() { box.outbound.prepend(taken) }
+                if var taken = unsent.take() { box.outbound.prepend(copying: &taken) }
                 wake = wakeLoop
             }
             if wake { box.sleeping = false }

@@ -11,7 +11,7 @@ extension BusEventLoop {
         core.requestClose()
         // Posts are refused from now on; the XPUB is the loop's alone until it closes it.
         core.closePublisherSocket()
-        var queued = MessageBatch(capacity: 1)
+        var queued = OutboundPosts()
         var queuedValues = LocalValues()
         var jobs: [UnownedJob] = []
         core.changeInterest { $0.closed = true }
@@ -42,7 +42,9 @@ extension BusEventLoop {
         flushPending(until: deadline)
         // Then what was still in the mailbox, in order after what the loop had taken.
         // Not merged: what was still in the mailbox at close goes as it was posted.
-        if posts.takeLeftovers(&queued, localValues: &queuedValues) { flushPending(until: deadline) }
+        if posts.takeLeftovers(&queued, localValues: &queuedValues, allocationFailed: { record($0, "allocating a frame") }) {
+            flushPending(until: deadline)
+        }
         posts.dropUnsent(with: &queued)
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.

@@ -10,8 +10,9 @@ struct Mailbox: ~Copyable {
     var commands: [BusCommand] = []
     /// Jobs of tasks that prefer the bus's executor, run by the event loop between rounds.
     var jobs: [UnownedJob] = []
-    /// Encoded posts, as libzmq messages, waiting for the event loop (which swaps the whole batch out).
-    var outbound = MessageBatch(capacity: 1024)
+    /// Encoded posts, back to back in one reused buffer, waiting for the event loop (which swaps
+    /// the whole queue out).
+    var outbound = OutboundPosts()
     /// Looped back: the values of typed posts in `outbound`, by index (`LocalMessageValue`), so
     /// this bus's own typed subscriptions take them without JSON. Taken with `outbound`.
     var localValues = LocalValues()

@@ -14,12 +14,15 @@ struct PendingPosts: ~Copyable {
     /// notifications (a batch frame as its records) except `framesSent` and `pathsParked`; as
     /// `BusReceiver.counters` for the receive side.
     private(set) var counters = BusStats()
-    /// Posts taken from the mailbox; the unsent ones are not yet accepted by ZeroMQ.
+    /// The frames made of the posts taken from the mailbox (`coalesce`); the unsent ones are not
+    /// yet accepted by ZeroMQ.
     private var posts = MessageBatch(capacity: 1024)
-    /// Where `coalesce` builds the batched `posts` (then swapped in), kept for its capacity.
-    private var coalesced = MessageBatch(capacity: 1024)
-    /// Whether `posts` holds a batch frame; then `offsets[i]` is the notifications in its frames
-    /// before index `i` (one more entry than frames), which counting reads.
+    /// The posts as taken from the mailbox (their encoded frames back to back), until `coalesce`
+    /// makes `posts` of them; swapped with the mailbox's queue, so both buffers are reused.
+    private var taken = OutboundPosts()
+    /// Whether `posts` holds a batch frame (or lost a post it could not allocate); then
+    /// `offsets[i]` is the notifications in its frames before index `i` (one more entry than
+    /// frames), which counting reads.
     private var hasBatches = false
     private var offsets: [Int] = []
     /// Looped back: posts already handed to local subscriptions (sent ones are a prefix of them).
@@ -31,7 +34,7 @@ struct PendingPosts: ~Copyable {
     /// With several brokers: each publishing path's progress through `posts`, and whether any
     /// path took the frame at each index.
     private var paths: PublisherPathsStateMachine
-    private var taken: [Bool] = []
+    private var pathTook: [Bool] = []
     /// Looped back: only what local subscriptions have had may go out.
     private let loopback: Bool
     /// `configuration.batching.maximumFrameBytes` (0: no batching).
@@ -79,9 +82,10 @@ struct PendingPosts: ~Copyable {
     }
 
     /// Takes the mailbox's posts (under its lock), and the values of its typed posts, leaving it
-    /// this side's empty batch. Only after `emptyIfAllSent` returned true.
-    mutating func take(_ outbound: inout MessageBatch, localValues values: inout LocalValues) {
-        swap(&outbound, &posts)
+    /// this side's empty queue; `coalesce` then makes the frames. Only after `emptyIfAllSent`
+    /// returned true.
+    mutating func take(_ outbound: inout OutboundPosts, localValues values: inout LocalValues) {
+        swap(&outbound, &taken)
         if !values.isEmpty { swap(&values, &localValues) }
     }
 
@@ -89,23 +93,25 @@ struct PendingPosts: ~Copyable {
     /// posted (not merged); returns whether it did. Looped back, what local subscriptions had
     /// stays counted as theirs (`routedLocally` is kept).
     mutating func takeLeftovers(
-        _ queued: inout MessageBatch, localValues values: inout LocalValues
+        _ queued: inout OutboundPosts, localValues values: inout LocalValues, allocationFailed: (ZMQError) -> Void
     ) -> Bool {
         guard posts.unsentCount == 0 else { return false }
-        swap(&posts, &queued)
+        posts.removeAll()
+        swap(&taken, &queued)
         localValues = values
         values = LocalValues()
         byteOffsets.removeAll(keepingCapacity: true)
         restartPaths()
-        hasBatches = false
+        makeFrames(merging: false, allocationFailed: allocationFailed)
         return true
     }
 
     /// Counts every post still unsent (here and in `queued`) as unsent and lets go of them.
-    mutating func dropUnsent(with queued: inout MessageBatch) {
-        counters.unsent += UInt64(notifications(in: posts.sentCount..<posts.count) + queued.unsentCount)
+    mutating func dropUnsent(with queued: inout OutboundPosts) {
+        counters.unsent += UInt64(notifications(in: posts.sentCount..<posts.count) + queued.unsentCount + taken.count)
         posts.removeAll()
         queued.removeAll()
+        taken.removeAll()
     }
 
     /// No XPUB: every post taken is unsent.
@@ -218,8 +224,8 @@ struct PendingPosts: ~Copyable {
     ) -> Bool {
         let count = posts.count
         guard posts.sentCount < count else { return false }
-        if taken.count != count {
-            taken = Array(repeating: false, count: count)
+        if pathTook.count != count {
+            pathTook = Array(repeating: false, count: count)
         }
         var progressed = false
         for path in paths.paths.indices where paths.paths[path].cursor < count {
@@ -229,7 +235,7 @@ struct PendingPosts: ~Copyable {
             while cursor < count && !stopped() {
                 do {
                     let sent = try socket.sendCopies(of: posts, from: cursor)
-                    for index in cursor..<(cursor + sent) { taken[index] = true }
+                    for index in cursor..<(cursor + sent) { pathTook[index] = true }
                     cursor += sent
                     break
                 } catch {
@@ -258,7 +264,7 @@ struct PendingPosts: ~Copyable {
             var unsent = 0
             for index in posts.sentCount..<count {
                 let notifications = notifications(in: index..<(index + 1))
-                if taken[index] {
+                if pathTook[index] {
                     sent += notifications
                     frames += 1
                 } else {
@@ -277,7 +283,7 @@ struct PendingPosts: ~Copyable {
     private mutating func restartPaths() {
         guard !paths.paths.isEmpty else { return }
         paths.restart()
-        taken.removeAll(keepingCapacity: true)
+        pathTook.removeAll(keepingCapacity: true)
     }
 
     /// The notifications in the frames at `range`: one each, batch frames their count. Read
@@ -289,50 +295,76 @@ struct PendingPosts: ~Copyable {
 
     // MARK: Batching
 
-    /// Merges each run of consecutive posts of one name in the freshly taken `posts` into one
-    /// batch frame (NBP-1 §2.3), in place and in order. Only what is queued already is merged,
-    /// so batching adds no wait: a post that arrives alone stays alone. A run ends at another
-    /// name, at 1024 posts, or where the frame would pass `configuration.batching`'s size; a
-    /// post whose frame alone reaches that size goes alone. Control names are never merged.
+    /// Makes the frames ZeroMQ sends (`posts`) of the posts just taken, in order, merging each
+    /// run of consecutive posts of one name into one batch frame (NBP-1 §2.3). Only what is
+    /// queued already is merged, so batching adds no wait: a post that arrives alone stays alone
+    /// (its own message). A run ends at another name, at 1024 posts, or where the frame would
+    /// pass `configuration.batching`'s size; a post whose frame alone reaches that size goes
+    /// alone. Control names are never merged.
     ///
-    /// Costs one copy of the merged posts' bytes into the batch frame, paid back many times
-    /// over by handing ZeroMQ one message instead of many (NBP-1 §10).
+    /// Costs one copy of each post's bytes, into its batch frame or its own message: the post
+    /// was encoded straight into the mailbox's reused buffer, so there is no message per post
+    /// to allocate, nor to free here.
     mutating func coalesce(allocationFailed: (ZMQError) -> Void) {
+        makeFrames(merging: maximumBatchBytes > 0, allocationFailed: allocationFailed)
+    }
+
+    /// `coalesce`, or (`merging` false) every post as its own message.
+    private mutating func makeFrames(merging: Bool, allocationFailed: (ZMQError) -> Void) {
         hasBatches = false
+        offsets.removeAll(keepingCapacity: true)
+        offsets.append(0)
+        let count = taken.count
         let maximumBytes = maximumBatchBytes
-        guard maximumBytes > 0, posts.count >= 2, posts.sentCount == 0 else { return }
-        var merging = false
+        var lost = false
         var index = 0
-        while index < posts.count {
-            let run = runOfOneName(from: index, maximumBytes: maximumBytes)
+        while index < count {
+            let run =
+                merging && count - index >= 2
+                ? runOfOneName(from: index, maximumBytes: maximumBytes) : (end: index + 1, nameLength: 0, size: 0)
             if run.end - index >= 2 {
-                if !merging {
-                    // The first run found: what came before it moves over as it is.
-                    offsets.removeAll(keepingCapacity: true)
-                    offsets.append(0)
-                    for earlier in 0..<index {
-                        posts.moveMessage(at: earlier, to: &coalesced)
-                        offsets.append(earlier + 1)
-                    }
-                    merging = true
+                hasBatches = true
+                if !appendBatch(of: index..<run.end, nameLength: run.nameLength, size: run.size, allocationFailed: allocationFailed) {
+                    lost = true
                 }
-                appendBatch(of: index..<run.end, nameLength: run.nameLength, size: run.size, allocationFailed: allocationFailed)
-            } else if merging {
-                posts.moveMessage(at: index, to: &coalesced)
-                offsets.append(offsets[offsets.count - 1] + 1)
+            } else if !appendSingle(at: index, allocationFailed: allocationFailed) {
+                lost = true
             }
             index = run.end
         }
-        guard merging else { return }
-        swap(&posts, &coalesced)
-        coalesced.removeAll()  // the originals of merged posts, and the emptied slots of moved ones
-        hasBatches = true
+        taken.removeAll()
+        if lost {
+            // A post libzmq could not allocate a message for is counted unsent; the frames no
+            // longer match post indexes one for one, so counting reads `offsets`, and looped-back
+            // typed values (indexed by post) are not used for this batch.
+            hasBatches = true
+            if !localValues.isEmpty { localValues.removeAll(keepingCapacity: true) }
+        }
+    }
+
+    /// Appends the post at `index` of `taken` to `posts` as its own message; false when libzmq
+    /// could not allocate it (`allocationFailed` is told, the post counted unsent).
+    private mutating func appendSingle(at index: Int, allocationFailed: (ZMQError) -> Void) -> Bool {
+        let size = taken.withPostBytes(at: index) { $0.count }
+        do {
+            var message = try Message(size: size)
+            message.withUnsafeMutableBytes { out in
+                taken.withPostBytes(at: index) { if !$0.isEmpty { out.copyMemory(from: $0) } }
+            }
+            posts.append(message)
+            offsets.append(offsets[offsets.count - 1] + 1)
+            return true
+        } catch {
+            allocationFailed(error)
+            counters.unsent += 1
+            return false
+        }
     }
 
     /// Where the run of posts of one name that starts at `start` ends, the name's length, and the
     /// size of its batch frame.
     private func runOfOneName(from start: Int, maximumBytes: Int) -> (end: Int, nameLength: Int, size: Int) {
-        posts.withMessageBytes(at: start) { first -> (end: Int, nameLength: Int, size: Int) in
+        taken.withPostBytes(at: start) { first -> (end: Int, nameLength: Int, size: Int) in
             let alone = (end: start + 1, nameLength: 0, size: 0)
             let limit = min(first.count, WireFormat.maximumNameLength + 1)
             var nameLength = 0
@@ -349,8 +381,8 @@ struct PendingPosts: ~Copyable {
             var size = nameLength + 1 + WireFormat.batchHeaderSize
                 + EnvelopeCodec.batchedRecordSize(ofFrameCount: first.count, nameLength: nameLength)
             var end = start + 1
-            while end < posts.count && end - start < WireFormat.maximumBatchRecords {
-                let next = posts.withMessageBytes(at: end) { frame -> Int? in
+            while end < taken.count && end - start < WireFormat.maximumBatchRecords {
+                let next = taken.withPostBytes(at: end) { frame -> Int? in
                     guard frame.count >= headerEnd, frame.hasPrefix(name), frame[nameLength + 1] == WireFormat.version,
                         UnsafeRawBufferPointer(rebasing: frame[publisherOffset..<(publisherOffset + 8)])
                             .elementsEqual(publisher)
@@ -365,28 +397,29 @@ struct PendingPosts: ~Copyable {
         }
     }
 
-    /// Appends to `coalesced` one batch frame of the posts in `range`; if libzmq cannot allocate
-    /// it, the posts move over one by one instead (nothing is lost to batching).
+    /// Appends to `posts` one batch frame of the posts in `range`; if libzmq cannot allocate
+    /// it, the posts go one by one instead (nothing is lost to batching). False when a post was
+    /// lost even so.
     private mutating func appendBatch(
         of range: Range<Int>, nameLength: Int, size: Int, allocationFailed: (ZMQError) -> Void
-    ) {
+    ) -> Bool {
         do {
             var message = try Message(size: size)
             let written = message.withUnsafeMutableBytes { out in
                 EnvelopeCodec.writeBatch(
                     frameCount: range.count, nameLength: nameLength,
-                    frame: { offset, body in posts.withMessageBytes(at: range.lowerBound + offset) { body($0) } },
+                    frame: { offset, body in taken.withPostBytes(at: range.lowerBound + offset) { body($0) } },
                     into: out)
             }
             assert(written == size, "a batch frame's size was miscounted")
-            coalesced.append(message)
+            posts.append(message)
             offsets.append(offsets[offsets.count - 1] + range.count)
+            return true
         } catch {
             allocationFailed(error)
-            for index in range {
-                posts.moveMessage(at: index, to: &coalesced)
-                offsets.append(offsets[offsets.count - 1] + 1)
-            }
+            var allSent = true
+            for index in range where !appendSingle(at: index, allocationFailed: allocationFailed) { allSent = false }
+            return allSent
         }
     }
 }
