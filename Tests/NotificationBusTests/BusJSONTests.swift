@@ -314,4 +314,59 @@ struct BusJSONTests {
         }
         #expect(corrupted > bytes.count)
     }
+
+    @Test("A special byte at every offset of a long string is written and read as Foundation does (word-at-a-time scans)")
+    func stringScans() throws {
+        for special in ["\"", "\\", "/", "\n", "\u{0}", "\u{1F}", "\u{7F}", "é", "中", "😀"] {
+            for offset in 0..<20 {
+                let text = String(repeating: "a", count: offset) + special + String(repeating: "b", count: 19 - offset)
+                let written = try BusJSON.encode(text)
+                #expect(written == Array(try JSONEncoder().encode(text)), "\(offset) \(special.unicodeScalars.map(\.value))")
+                #expect(try BusJSON.decode(String.self, from: written) == text)
+                #expect(try JSONDecoder().decode(String.self, from: Data(written)) == text)
+            }
+        }
+        // Refused wherever they stand in a long string: a raw control character, invalid UTF-8.
+        for bad: [UInt8] in [[0x0A], [0x00], [0x1F], [0xFF], [0xC3, 0x28], [0xED, 0xA0, 0x80], [0xE2, 0x82]] {
+            for offset in 0..<20 {
+                let bytes = [UInt8(ascii: "\"")] + Array(repeating: UInt8(ascii: "a"), count: offset) + bad
+                    + Array(repeating: UInt8(ascii: "b"), count: 19 - offset) + [UInt8(ascii: "\"")]
+                #expect(throws: DecodingError.self) { try BusJSON.decode(String.self, from: bytes) }
+            }
+        }
+        // A string that ends where a word would: unterminated at every length.
+        for length in 0..<24 {
+            let bytes = [UInt8(ascii: "\"")] + Array(repeating: UInt8(ascii: "a"), count: length)
+            #expect(throws: DecodingError.self) { try BusJSON.decode(String.self, from: bytes) }
+        }
+    }
+
+    @Test("Large documents: the reader's entries and the writer's buffer grow, the bytes stay Foundation's")
+    func largeDocuments() throws {
+        let numbers = Array(-1_500...1_500)
+        let strings = (0..<300).map { "item \($0) \"quoted\" / \($0 % 7 == 0 ? "é" : "")" }
+        let nested = (0..<100).map { [$0, $0 * 2] }
+        let numbersJSON = try BusJSON.encode(numbers)
+        #expect(numbersJSON == Array(try JSONEncoder().encode(numbers)))
+        #expect(try BusJSON.decode([Int].self, from: numbersJSON) == numbers)
+        let stringsJSON = try BusJSON.encode(strings)
+        #expect(stringsJSON == Array(try JSONEncoder().encode(strings)))
+        #expect(try BusJSON.decode([String].self, from: stringsJSON) == strings)
+        let nestedJSON = try BusJSON.encode(nested)
+        #expect(nestedJSON == Array(try JSONEncoder().encode(nested)))
+        #expect(try BusJSON.decode([[Int]].self, from: nestedJSON) == nested)
+        // An object of many members: every one found.
+        let map = Dictionary(uniqueKeysWithValues: (0..<500).map { ("key\($0)", $0) })
+        #expect(try BusJSON.decode([String: Int].self, from: try BusJSON.encode(map)) == map)
+        #expect(try BusJSON.decode([String: Int].self, from: Array(try JSONEncoder().encode(map))) == map)
+    }
+
+    @Test("A duplicate key: the first member of that name is read, as before")
+    func duplicateKeys() throws {
+        struct One: Codable, Equatable { var a: Int; var b: String }
+        let text = #"{"a":1,"b":"x","a":2,"b":"y"}"#
+        #expect(try BusJSON.decode(One.self, from: Array(text.utf8)) == One(a: 1, b: "x"))
+        let escaped = #"{"\u0061":3,"a":4,"b":"z"}"#
+        #expect(try BusJSON.decode(One.self, from: Array(escaped.utf8)) == One(a: 3, b: "z"))
+    }
 }

@@ -32,7 +32,7 @@ struct BusJSONDecoderImpl: Decoder {
 }
 
 extension BusJSONDocument {
-    func kind(at index: Int) -> Kind { index < 0 ? .null : entries[index].kind }
+    func kind(at index: Int) -> Kind { index < 0 ? .null : self[index].kind }
 
     func expect(_ kind: Kind, at index: Int, as type: Any.Type, path: @autoclosure () -> [any CodingKey]) throws(DecodingError) {
         let found = self.kind(at: index)
@@ -82,8 +82,8 @@ extension BusJSONDocument {
         }
         if T.self == Decimal.self {
             try expect(.number, at: index, as: Decimal.self, path: path())
-            guard let decimal = Decimal(string: numberText(entries[index])) else {
-                throw corrupted("Parsed JSON number <\(numberText(entries[index]))> does not fit in Decimal.", path())
+            guard let decimal = Decimal(string: numberText(self[index])) else {
+                throw corrupted("Parsed JSON number <\(numberText(self[index]))> does not fit in Decimal.", path())
             }
             return BusJSONCast.cast(decimal, to: T.self)
         }
@@ -95,13 +95,13 @@ extension BusJSONDocument {
         at index: Int, path: @autoclosure () -> [any CodingKey], _ element: (Int, Int) throws -> E
     ) throws -> [E] {
         try expect(.array, at: index, as: [E].self, path: path())
-        let entry = entries[index]
+        let entry = self[index]
         var result: [E] = []
         result.reserveCapacity(entry.count)
         var child = index + 1
         for offset in 0..<entry.count {
             result.append(try element(child, offset))
-            child = entries[child].next
+            child = self[child].next
         }
         return result
     }
@@ -118,7 +118,7 @@ extension BusJSONDocument {
 
     func decodeString(at index: Int, path: @autoclosure () -> [any CodingKey]) throws(DecodingError) -> String {
         try expect(.string, at: index, as: String.self, path: path())
-        return string(entries[index])
+        return string(self[index])
     }
 
     func numberText(_ entry: Entry) -> String {
@@ -127,7 +127,7 @@ extension BusJSONDocument {
 
     func decodeInteger<I: FixedWidthInteger>(_ type: I.Type, at index: Int, path: @autoclosure () -> [any CodingKey]) throws(DecodingError) -> I {
         try expect(.number, at: index, as: I.self, path: path())
-        let entry = entries[index]
+        let entry = self[index]
         if let value = bytes.withUnsafeBufferPointer({ Self.integer(I.self, UnsafeBufferPointer(rebasing: $0[entry.start..<entry.end])) }) {
             return value
         }
@@ -166,7 +166,7 @@ extension BusJSONDocument {
 
     func decodeDouble(at index: Int, path: @autoclosure () -> [any CodingKey]) throws(DecodingError) -> Double {
         try expect(.number, at: index, as: Double.self, path: path())
-        let entry = entries[index]
+        let entry = self[index]
         if let fast = bytes.withUnsafeBufferPointer({ Self.exactDouble(UnsafeBufferPointer(rebasing: $0[entry.start..<entry.end])) }) {
             return fast
         }
@@ -180,7 +180,7 @@ extension BusJSONDocument {
     func decodeFloat(at index: Int, path: @autoclosure () -> [any CodingKey]) throws(DecodingError) -> Float {
         let double = try decodeDouble(at: index, path: path())
         let value = Float(double)
-        guard value.isFinite else { throw corrupted("Number \(numberText(entries[index])) is not representable in Float.", path()) }
+        guard value.isFinite else { throw corrupted("Number \(numberText(self[index])) is not representable in Float.", path()) }
         return value
     }
 
@@ -253,7 +253,7 @@ struct BusJSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return keys
     }
 
-    /// The entry of `key`'s value, nil when absent.
+    /// The entry of `key`'s value, nil when absent (the first member of that name, as before).
     private func find(_ key: String) -> Int? {
         var key = key
         return key.withUTF8 { wanted in
@@ -263,8 +263,7 @@ struct BusJSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
                     let entry = document[member]
                     if entry.escaped {
                         if document.unescape(entry).elementsEqual(wanted) { return member + 1 }
-                    } else if entry.end - entry.start == wanted.count,
-                              UnsafeBufferPointer(rebasing: bytes[entry.start..<entry.end]).elementsEqual(wanted) {
+                    } else if entry.end - entry.start == wanted.count, Self.equal(bytes, from: entry.start, wanted) {
                         return member + 1
                     }
                     member = document[member + 1].next
@@ -272,6 +271,17 @@ struct BusJSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
                 return nil
             }
         }
+    }
+
+    /// Whether `bytes` from `start` on begin with `wanted` (which fits: the caller checked).
+    @inline(__always)
+    private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        var offset = 0
+        while offset < wanted.count {
+            guard bytes[start + offset] == wanted[offset] else { return false }
+            offset += 1
+        }
+        return true
     }
 
     private func value(_ key: Key) throws(DecodingError) -> Int {

@@ -19,39 +19,88 @@ final class BusJSONDocument {
         }
     }
 
+    /// 20 bytes (offsets as `UInt32`: a document is at most 4 GiB), so a small message's
+    /// entries take a few cache lines.
     struct Entry {
         var kind: Kind
         /// A string's content has an escape (read through `unescape`).
-        var escaped = false
+        var escaped: Bool
+        private var start32: UInt32
+        private var end32: UInt32
+        private var next32: UInt32
+        private var count32: UInt32
+
+        init(kind: Kind, escaped: Bool = false, start: Int, end: Int, next: Int = 0, count: Int = 0) {
+            self.kind = kind
+            self.escaped = escaped
+            start32 = UInt32(truncatingIfNeeded: start)
+            end32 = UInt32(truncatingIfNeeded: end)
+            next32 = UInt32(truncatingIfNeeded: next)
+            count32 = UInt32(truncatingIfNeeded: count)
+        }
+
         /// Byte range: a string's content without its quotes, a number's text, a container's brackets.
-        var start: Int
-        var end: Int
+        var start: Int { Int(start32) }
+        var end: Int {
+            get { Int(end32) }
+            set { end32 = UInt32(truncatingIfNeeded: newValue) }
+        }
         /// The entry after this value and everything in it.
-        var next = 0
+        var next: Int {
+            get { Int(next32) }
+            set { next32 = UInt32(truncatingIfNeeded: newValue) }
+        }
         /// An object's members, an array's elements.
-        var count = 0
+        var count: Int {
+            get { Int(count32) }
+            set { count32 = UInt32(truncatingIfNeeded: newValue) }
+        }
     }
 
+    /// The largest text a document reads (its offsets are `UInt32`).
+    static let maximumLength = Int(UInt32.max - 1)
+
     let bytes: [UInt8]
-    let entries: [Entry]
+    /// The entries, in a buffer this document owns: the parse appends without an array's
+    /// uniqueness check per value, and a read has no bounds check (every index read is one the
+    /// parse made, below `count`). `Entry` is trivial: nothing to deinitialize.
+    private let entries: UnsafeMutablePointer<Entry>
+    /// How many entries the document has.
+    let count: Int
 
     init(_ bytes: [UInt8]) throws(DecodingError) {
-        var entries: [Entry] = []
-        entries.reserveCapacity(16)
-        try bytes.withUnsafeBufferPointer { (buffer) throws(DecodingError) in
-            var parser = Parser(bytes: buffer)
-            parser.skipWhitespace()
-            try parser.value(into: &entries, depth: 0)
-            parser.skipWhitespace()
-            guard parser.position == buffer.count else {
-                throw parser.error(buffer.isEmpty ? "The given data was empty." : "Unexpected text after the JSON value")
+        let (entries, count) = try bytes.withUnsafeBufferPointer { (buffer) throws(DecodingError) in
+            guard buffer.count <= Self.maximumLength else {
+                throw DecodingError.dataCorrupted(DecodingError.Context(
+                    codingPath: [], debugDescription: "The given data was not valid JSON: longer than \(Self.maximumLength) bytes."))
             }
+            var parser = Parser(bytes: buffer)
+            do throws(DecodingError) {
+                parser.skipWhitespace()
+                try parser.value(depth: 0)
+                parser.skipWhitespace()
+                guard parser.position == buffer.count else {
+                    throw parser.error(buffer.isEmpty ? "The given data was empty." : "Unexpected text after the JSON value")
+                }
+            } catch {
+                parser.entries.deallocate()
+                throw error
+            }
+            return (parser.entries, parser.count)
         }
         self.bytes = bytes
         self.entries = entries
+        self.count = count
     }
 
-    subscript(index: Int) -> Entry { entries[index] }
+    deinit {
+        entries.deallocate()
+    }
+
+    subscript(index: Int) -> Entry {
+        assert(index >= 0 && index < count)
+        return entries[index]
+    }
 
     /// A string entry's content (escapes resolved; the bytes were checked to be UTF-8).
     func string(_ entry: Entry) -> String {
@@ -134,8 +183,32 @@ final class BusJSONDocument {
     struct Parser {
         let bytes: UnsafeBufferPointer<UInt8>
         var position = 0
+        /// The entries so far (the document takes them, or the caller frees them on an error).
+        var entries: UnsafeMutablePointer<Entry>
+        var count = 0
+        private var capacity: Int
 
-        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+        init(bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = bytes
+            // About one value per 8 bytes in a typical message (grown when there are more).
+            capacity = Swift.min(bytes.count / 8 + 4, 64)
+            entries = .allocate(capacity: capacity)
+        }
+
+        /// Appends `entry`: its index.
+        @discardableResult
+        private mutating func append(_ entry: Entry) -> Int {
+            if count == capacity {
+                let grown = UnsafeMutablePointer<Entry>.allocate(capacity: capacity * 2)
+                grown.moveInitialize(from: entries, count: count)
+                entries.deallocate()
+                entries = grown
+                capacity *= 2
+            }
+            (entries + count).initialize(to: entry)
+            count += 1
+            return count - 1
+        }
 
         func error(_ what: String) -> DecodingError {
             .dataCorrupted(DecodingError.Context(
@@ -151,37 +224,36 @@ final class BusJSONDocument {
             }
         }
 
-        mutating func value(into entries: inout [Entry], depth: Int) throws(DecodingError) {
+        mutating func value(depth: Int) throws(DecodingError) {
             guard position < bytes.count else { throw error("Unexpected end of input") }
             switch bytes[position] {
-            case UInt8(ascii: "{"): try object(into: &entries, depth: depth + 1)
-            case UInt8(ascii: "["): try array(into: &entries, depth: depth + 1)
-            case UInt8(ascii: "\""): try string(into: &entries)
-            case UInt8(ascii: "t"): try literal("true", .true, into: &entries)
-            case UInt8(ascii: "f"): try literal("false", .false, into: &entries)
-            case UInt8(ascii: "n"): try literal("null", .null, into: &entries)
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number(into: &entries)
+            case UInt8(ascii: "{"): try object(depth: depth + 1)
+            case UInt8(ascii: "["): try array(depth: depth + 1)
+            case UInt8(ascii: "\""): try string()
+            case UInt8(ascii: "t"): try literal("true", .true)
+            case UInt8(ascii: "f"): try literal("false", .false)
+            case UInt8(ascii: "n"): try literal("null", .null)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
             default: throw error("Unexpected character '\(Unicode.Scalar(bytes[position]))'")
             }
         }
 
-        mutating func literal(_ text: StaticString, _ kind: Kind, into entries: inout [Entry]) throws(DecodingError) {
-            let count = text.utf8CodeUnitCount
-            let matches = position + count <= bytes.count && text.withUTF8Buffer { expected in
-                (0..<count).allSatisfy { bytes[position + $0] == expected[$0] }
+        mutating func literal(_ text: StaticString, _ kind: Kind) throws(DecodingError) {
+            let length = text.utf8CodeUnitCount
+            let matches = position + length <= bytes.count && text.withUTF8Buffer { expected in
+                (0..<length).allSatisfy { bytes[position + $0] == expected[$0] }
             }
             guard matches else { throw error("Invalid literal") }
-            entries.append(Entry(kind: kind, start: position, end: position + count, next: entries.count + 1))
-            position += count
+            append(Entry(kind: kind, start: position, end: position + length, next: count + 1))
+            position += length
         }
 
-        mutating func object(into entries: inout [Entry], depth: Int) throws(DecodingError) {
+        mutating func object(depth: Int) throws(DecodingError) {
             guard depth <= BusJSON.maximumDepth else { throw error("Nested deeper than \(BusJSON.maximumDepth)") }
-            let index = entries.count
-            entries.append(Entry(kind: .object, start: position, end: position))
+            let index = append(Entry(kind: .object, start: position, end: position))
             position += 1
             skipWhitespace()
-            var count = 0
+            var members = 0
             if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
                 position += 1
             } else {
@@ -189,36 +261,35 @@ final class BusJSONDocument {
                     guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else {
                         throw error(position < bytes.count ? "Expected a key (a string)" : "Unexpected end of input")
                     }
-                    try string(into: &entries)
+                    try string()
                     skipWhitespace()
                     guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("Expected ':'") }
                     position += 1
                     skipWhitespace()
-                    try value(into: &entries, depth: depth)
-                    count += 1
+                    try value(depth: depth)
+                    members += 1
                     if try !anotherElement(closer: UInt8(ascii: "}"), "Expected ',' or '}'") { break }
                 }
             }
-            close(&entries, index, count: count)
+            close(index, members: members)
         }
 
-        mutating func array(into entries: inout [Entry], depth: Int) throws(DecodingError) {
+        mutating func array(depth: Int) throws(DecodingError) {
             guard depth <= BusJSON.maximumDepth else { throw error("Nested deeper than \(BusJSON.maximumDepth)") }
-            let index = entries.count
-            entries.append(Entry(kind: .array, start: position, end: position))
+            let index = append(Entry(kind: .array, start: position, end: position))
             position += 1
             skipWhitespace()
-            var count = 0
+            var members = 0
             if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
                 position += 1
             } else {
                 while true {
-                    try value(into: &entries, depth: depth)
-                    count += 1
+                    try value(depth: depth)
+                    members += 1
                     if try !anotherElement(closer: UInt8(ascii: "]"), "Expected ',' or ']'") { break }
                 }
             }
-            close(&entries, index, count: count)
+            close(index, members: members)
         }
 
         /// After a container's element: true past a ',' (another element must follow: a trailing
@@ -237,13 +308,13 @@ final class BusJSONDocument {
         }
 
         /// A container read to its end: where it ends, its element count, and its next sibling.
-        private func close(_ entries: inout [Entry], _ index: Int, count: Int) {
+        private func close(_ index: Int, members: Int) {
             entries[index].end = position
-            entries[index].count = count
-            entries[index].next = entries.count
+            entries[index].count = members
+            entries[index].next = count
         }
 
-        mutating func number(into entries: inout [Entry]) throws(DecodingError) {
+        mutating func number() throws(DecodingError) {
             let start = position
             if bytes[position] == UInt8(ascii: "-") { position += 1 }
             guard position < bytes.count, isDigit(bytes[position]) else { throw error("Expected a digit") }
@@ -264,7 +335,7 @@ final class BusJSONDocument {
                 guard position < bytes.count, isDigit(bytes[position]) else { throw error("Expected a digit in the exponent") }
                 skipDigits()
             }
-            entries.append(Entry(kind: .number, start: start, end: position, next: entries.count + 1))
+            append(Entry(kind: .number, start: start, end: position, next: count + 1))
         }
 
         private func isDigit(_ byte: UInt8) -> Bool { byte &- UInt8(ascii: "0") < 10 }
@@ -273,10 +344,11 @@ final class BusJSONDocument {
             while position < bytes.count, isDigit(bytes[position]) { position += 1 }
         }
 
-        mutating func string(into entries: inout [Entry]) throws(DecodingError) {
+        mutating func string() throws(DecodingError) {
             position += 1  // the opening quote
             let start = position
             var escaped = false
+            position = BusJSONScan.plainASCII(bytes, from: position)
             while true {
                 guard position < bytes.count else { throw error("Unterminated string") }
                 let byte = bytes[position]
@@ -292,7 +364,7 @@ final class BusJSONDocument {
                     try utf8Sequence()
                 }
             }
-            entries.append(Entry(kind: .string, escaped: escaped, start: start, end: position, next: entries.count + 1))
+            append(Entry(kind: .string, escaped: escaped, start: start, end: position, next: count + 1))
             position += 1  // the closing quote
         }
 

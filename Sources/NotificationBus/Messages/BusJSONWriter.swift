@@ -30,7 +30,11 @@ final class BusJSONWriter {
     }
 
     struct State {
-        var bytes: [UInt8] = []
+        /// The output so far: a buffer this writer owns (appending to an array checked its
+        /// uniqueness and capacity through generic code on every byte: a fifth of an encoding).
+        var output: UnsafeMutablePointer<UInt8>
+        var count = 0
+        var capacity: Int
         var stack: [Frame] = []
         var nextID: UInt32 = 0
         /// A container was used after it was closed: the output is not the value.
@@ -42,9 +46,9 @@ final class BusJSONWriter {
     /// writer, on one task, ever reaches it (one writer per `BusJSON.encode` call).
     private let state: UnsafeMutablePointer<State>
 
+    /// The output, as an array of its own.
     var bytes: [UInt8] {
-        _read { yield state.pointee.bytes }
-        _modify { yield &state.pointee.bytes }
+        Array(UnsafeBufferPointer(start: state.pointee.output, count: state.pointee.count))
     }
 
     var stack: [Frame] {
@@ -59,14 +63,49 @@ final class BusJSONWriter {
 
     init() {
         state = .allocate(capacity: 1)
-        state.initialize(to: State())
-        state.pointee.bytes.reserveCapacity(128)
+        state.initialize(to: State(output: .allocate(capacity: 128), capacity: 128))
         state.pointee.stack.reserveCapacity(8)
     }
 
     deinit {
+        state.pointee.output.deallocate()
         state.deinitialize(count: 1)
         state.deallocate()
+    }
+
+    /// Room for `extra` more bytes.
+    @inline(__always)
+    private func reserve(_ extra: Int) {
+        if state.pointee.count + extra > state.pointee.capacity { grow(extra) }
+    }
+
+    private func grow(_ extra: Int) {
+        let capacity = Swift.max(state.pointee.capacity * 2, state.pointee.count + extra)
+        let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        grown.moveInitialize(from: state.pointee.output, count: state.pointee.count)
+        state.pointee.output.deallocate()
+        state.pointee.output = grown
+        state.pointee.capacity = capacity
+    }
+
+    @inline(__always)
+    func append(_ byte: UInt8) {
+        reserve(1)
+        (state.pointee.output + state.pointee.count).initialize(to: byte)
+        state.pointee.count += 1
+    }
+
+    @inline(__always)
+    func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        reserve(bytes.count)
+        (state.pointee.output + state.pointee.count).initialize(from: source, count: bytes.count)
+        state.pointee.count += bytes.count
+    }
+
+    @inline(__always)
+    func append(_ bytes: Slice<UnsafeBufferPointer<UInt8>>) {
+        append(UnsafeBufferPointer(rebasing: bytes))
     }
 
     func push(_ kind: Kind) -> (depth: Int, id: UInt32) {
@@ -88,12 +127,12 @@ final class BusJSONWriter {
     private func closeTop() {
         let frame = stack.removeLast()
         switch frame.kind {
-        case .object: bytes.append(UInt8(ascii: "}"))
-        case .array: bytes.append(UInt8(ascii: "]"))
+        case .object: append(UInt8(ascii: "}"))
+        case .array: append(UInt8(ascii: "]"))
         case .slot where !frame.filled:
             // A value that encoded nothing: an empty object, as Foundation writes it.
-            bytes.append(UInt8(ascii: "{"))
-            bytes.append(UInt8(ascii: "}"))
+            append(UInt8(ascii: "{"))
+            append(UInt8(ascii: "}"))
         case .slot: break
         }
     }
@@ -110,7 +149,7 @@ final class BusJSONWriter {
     /// Starts the next element of the open container at `depth` (its comma).
     func beginElement(_ depth: Int, _ id: UInt32) throws(OutOfOrder) {
         try enter(depth, id)
-        if stack[depth].count > 0 { bytes.append(UInt8(ascii: ",")) }
+        if stack[depth].count > 0 { append(UInt8(ascii: ",")) }
         stack[depth].count += 1
     }
 
@@ -118,12 +157,12 @@ final class BusJSONWriter {
     func beginMember(_ depth: Int, _ id: UInt32, _ key: String) throws(OutOfOrder) {
         try beginElement(depth, id)
         writeString(key)
-        bytes.append(UInt8(ascii: ":"))
+        append(UInt8(ascii: ":"))
     }
 
     /// Opens a container in the place the caller just began (a member or an element).
     func open(_ kind: Kind) -> (depth: Int, id: UInt32) {
-        bytes.append(kind == .object ? UInt8(ascii: "{") : UInt8(ascii: "["))
+        append(kind == .object ? UInt8(ascii: "{") : UInt8(ascii: "["))
         return push(kind)
     }
 
@@ -181,12 +220,12 @@ final class BusJSONWriter {
     }
 
     private func writeArray<E>(_ elements: [E], _ write: (E) -> Void) {
-        bytes.append(UInt8(ascii: "["))
+        append(UInt8(ascii: "["))
         for (index, element) in elements.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            if index > 0 { append(UInt8(ascii: ",")) }
             write(element)
         }
-        bytes.append(UInt8(ascii: "]"))
+        append(UInt8(ascii: "]"))
     }
 
     func writeNull() {
@@ -199,14 +238,14 @@ final class BusJSONWriter {
 
     /// A literal's bytes, from static storage (an array literal here would be allocated per call).
     private func writeLiteral(_ text: StaticString) {
-        text.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        text.withUTF8Buffer { append($0) }
     }
 
     func writeInteger<I: FixedWidthInteger>(_ value: I) {
-        if value < 0 { bytes.append(UInt8(ascii: "-")) }
+        if value < 0 { append(UInt8(ascii: "-")) }
         var magnitude = UInt64(value.magnitude)
         if magnitude < 10 {
-            bytes.append(UInt8(ascii: "0") &+ UInt8(magnitude))
+            append(UInt8(ascii: "0") &+ UInt8(magnitude))
             return
         }
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
@@ -216,7 +255,7 @@ final class BusJSONWriter {
                 digits[start] = UInt8(ascii: "0") &+ UInt8(magnitude % 10)
                 magnitude /= 10
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: digits[start..<20]))
+            append(UnsafeBufferPointer(rebasing: digits[start..<20]))
         }
     }
 
@@ -243,43 +282,48 @@ final class BusJSONWriter {
         text.withUTF8 { utf8 in
             var count = utf8.count
             if count > 2, utf8[count - 2] == UInt8(ascii: "."), utf8[count - 1] == UInt8(ascii: "0") { count -= 2 }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[0..<count]))
+            append(UnsafeBufferPointer(rebasing: utf8[0..<count]))
         }
     }
 
     private func writeASCII(_ text: String) {
         var text = text
-        text.withUTF8 { bytes.append(contentsOf: $0) }
+        text.withUTF8 { append($0) }
     }
 
     /// `string` as a JSON string: `"`, `\`, `/` and control characters escaped, the rest as UTF-8.
     func writeString(_ string: String) {
         var string = string
         string.withUTF8 { utf8 in
-            bytes.append(UInt8(ascii: "\""))
+            append(UInt8(ascii: "\""))
             var plainFrom = 0
-            for index in 0..<utf8.count {
+            for index in BusJSONScan.plainPrefix(utf8, escapingSlash: true)..<utf8.count {
                 let byte = utf8[index]
                 guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "/") else {
                     continue
                 }
-                if plainFrom < index { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom..<index])) }
+                if plainFrom < index { append(UnsafeBufferPointer(rebasing: utf8[plainFrom..<index])) }
                 plainFrom = index + 1
-                bytes.append(UInt8(ascii: "\\"))
+                append(UInt8(ascii: "\\"))
                 switch byte {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): bytes.append(byte)
-                case 0x08: bytes.append(UInt8(ascii: "b"))
-                case 0x0C: bytes.append(UInt8(ascii: "f"))
-                case 0x0A: bytes.append(UInt8(ascii: "n"))
-                case 0x0D: bytes.append(UInt8(ascii: "r"))
-                case 0x09: bytes.append(UInt8(ascii: "t"))
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): append(byte)
+                case 0x08: append(UInt8(ascii: "b"))
+                case 0x0C: append(UInt8(ascii: "f"))
+                case 0x0A: append(UInt8(ascii: "n"))
+                case 0x0D: append(UInt8(ascii: "r"))
+                case 0x09: append(UInt8(ascii: "t"))
                 default:
-                    let hex: [UInt8] = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                    // \u00XX, lowercase hex as Foundation writes it (XX below 0x20).
+                    append(UInt8(ascii: "u"))
+                    append(UInt8(ascii: "0"))
+                    append(UInt8(ascii: "0"))
+                    append(UInt8(ascii: "0") &+ (byte >> 4))
+                    let low = byte & 0xF
+                    append(low < 10 ? UInt8(ascii: "0") &+ low : UInt8(ascii: "a") &+ (low - 10))
                 }
             }
-            if plainFrom < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom...])) }
-            bytes.append(UInt8(ascii: "\""))
+            if plainFrom < utf8.count { append(UnsafeBufferPointer(rebasing: utf8[plainFrom...])) }
+            append(UInt8(ascii: "\""))
         }
     }
 }
@@ -290,5 +334,62 @@ enum BusJSONCast {
     @inline(__always)
     static func cast<T, U>(_ value: T, to type: U.Type) -> U {
         withUnsafePointer(to: value) { UnsafeRawPointer($0).load(as: U.self) }
+    }
+}
+
+/// Eight bytes at a time: how far a text has none of the bytes a JSON string must treat one by
+/// one (`"`, `\`, a control character; `/` when writing, as Foundation escapes it; a non-ASCII
+/// byte when reading, to check its UTF-8). Exact: a word is passed over only when none of its
+/// bytes is one of them (the "has a byte less than / equal to" bit tricks answer "any" exactly).
+enum BusJSONScan {
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    @inline(__always)
+    private static func hasZeroByte(_ word: UInt64) -> Bool {
+        (word &- ones) & ~word & highs != 0
+    }
+
+    /// Whether `word` has a byte below 0x20, `"`, `\`, or `/` (`slash`), or one at or above
+    /// 0x80 (`nonASCII`).
+    @inline(__always)
+    static func isSpecial(_ word: UInt64, slash: Bool, nonASCII: Bool) -> Bool {
+        if nonASCII, word & highs != 0 { return true }
+        // Below 0x20: only a byte with its high bit clear can set its lane's bit.
+        if (word &- ones &* 0x20) & ~word & highs != 0 { return true }
+        if hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C)) { return true }
+        return slash && hasZeroByte(word ^ (ones &* 0x2F))
+    }
+
+    /// The length of `bytes`' longest prefix of whole words with no special byte (a multiple
+    /// of 8; the caller reads the rest byte by byte). For the writer: `/` is special.
+    @inline(__always)
+    static func plainPrefix(_ bytes: UnsafeBufferPointer<UInt8>, escapingSlash: Bool) -> Int {
+        guard let base = bytes.baseAddress else { return 0 }
+        let raw = UnsafeRawPointer(base)
+        var index = 0
+        while index + 8 <= bytes.count {
+            if isSpecial(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self), slash: escapingSlash, nonASCII: false) {
+                break
+            }
+            index += 8
+        }
+        return index
+    }
+
+    /// From `start`, how far (a multiple of 8 bytes) `bytes` has only plain ASCII string
+    /// content: no `"`, `\`, control character or non-ASCII byte. For the reader.
+    @inline(__always)
+    static func plainASCII(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int {
+        guard let base = bytes.baseAddress else { return start }
+        let raw = UnsafeRawPointer(base)
+        var index = start
+        while index + 8 <= bytes.count {
+            if isSpecial(raw.loadUnaligned(fromByteOffset: index, as: UInt64.self), slash: false, nonASCII: true) {
+                break
+            }
+            index += 8
+        }
+        return index
     }
 }
