@@ -203,6 +203,9 @@ extension SocketOption where Value == Bool {
     public static var xpubVerboser: Self { .init(rawValue: ZMQ_XPUB_VERBOSER, name: "ZMQ_XPUB_VERBOSER") }
     /// `ZMQ_XPUB_NODROP`: at the HWM, send fails with `EAGAIN` instead of dropping silently.
     public static var xpubNoDrop: Self { .init(rawValue: ZMQ_XPUB_NODROP, name: "ZMQ_XPUB_NODROP") }
+    /// `ZMQ_ROUTER_MANDATORY`: a ROUTER's send to a routing id it no longer knows fails with
+    /// `EHOSTUNREACH` instead of vanishing.
+    public static var routerMandatory: Self { .init(rawValue: ZMQ_ROUTER_MANDATORY, name: "ZMQ_ROUTER_MANDATORY") }
     /// `ZMQ_IMMEDIATE`: queue messages only to completed connections. On a connecting socket the
     /// pipe to a peer then exists only while connected: a lost connection ends it (an XPUB sees
     /// that peer's subscriptions leave), and a reconnection makes a fresh one.

@@ -325,6 +325,10 @@ struct BrokerCommand: AsyncParsableCommand {
             + "memory resets \(stats.memoryLimitResets), end-of-stream replays \(stats.endOfStreamReplays), "
             + "connections \(stats.connections) (peak \(stats.peakConnections)), accept failures \(stats.acceptFailures), "
             + "refused frames with another connection's publisher id \(stats.foreignPublisherIDFrames)"
+        if stats.subscriberHandshakesHeld > 0 {
+            text += ", subscriber handshakes held back \(stats.subscriberHandshakesHeld) (never answered "
+                + "\(stats.subscriberHandshakesAbandoned))"
+        }
         if stats.endOfStreamRecordsTooLarge > 0 || stats.endOfStreamRecordsEvicted > 0 {
             text += ", end-of-stream records not kept for a replay: \(stats.endOfStreamRecordsTooLarge) over 64 KiB, "
                 + "\(stats.endOfStreamRecordsEvicted) evicted (more than 4,096 or 16 MiB kept)"
@@ -377,6 +381,8 @@ struct BrokerCommand: AsyncParsableCommand {
                 ("endOfStreamRecordsEvicted", .unsigned(stats.endOfStreamRecordsEvicted)),
                 ("connections", .integer(Int64(stats.connections))), ("peakConnections", .integer(Int64(stats.peakConnections))),
                 ("acceptFailures", .unsigned(stats.acceptFailures)), ("forwardingErrors", .unsigned(stats.forwardingErrors)),
+                ("subscriberHandshakesHeld", .unsigned(stats.subscriberHandshakesHeld)),
+                ("subscriberHandshakesAbandoned", .unsigned(stats.subscriberHandshakesAbandoned)),
                 ("foreignPublisherIDFrames", .unsigned(stats.foreignPublisherIDFrames)),
                 ("stopDrainSeconds", .number(Timestamps.seconds(stats.stopDrain))),
                 ("stopDrainTimedOut", .bool(stats.stopDrainTimedOut)),

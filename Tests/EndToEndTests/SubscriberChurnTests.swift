@@ -16,7 +16,7 @@ import Testing
 // the first one it saw, counted in its summary (`notificationsBeforeJoining`). Real processes on 127.0.0.1.
 
 /// A python3 that imports zmq, or nil (the test is then skipped).
-private let pythonWithZMQ: URL? = {
+let churnerPython: URL? = {
     guard let probe = try? SpawnedProcess.run("/usr/bin/env", ["python3", "-c", "import zmq"]) else { return nil }
     return probe.status == 0 ? URL(fileURLWithPath: "/usr/bin/env") : nil
 }()
@@ -24,7 +24,7 @@ private let pythonWithZMQ: URL? = {
 /// The churner: N SUB sockets (receive mark 100, linger 0) subscribed to `NAME\0` and a presence
 /// topic of their own, never read; K of them replaced every PERIOD seconds for SECONDS. Prints
 /// "ready" once all are made, "churned C" at the end.
-private let churnerScript = """
+let churnerScript = """
     import os, sys, time, zmq
     endpoint, name = sys.argv[1], sys.argv[2]
     n, k, period, seconds = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6])
@@ -58,9 +58,9 @@ private let churnerScript = """
 struct SubscriberChurnTests {
     @Test(
         "1,000 never-reading subscribers replacing 500 a second: the broker never stays stuck, and a steady subscriber accounts for all 50,000",
-        .enabled(if: pythonWithZMQ != nil, "needs python3 with pyzmq"))
+        .enabled(if: churnerPython != nil, "needs python3 with pyzmq"))
     func churnStorm() async throws {
-        let python = try #require(pythonWithZMQ)
+        let python = try #require(churnerPython)
         let children = try Children()
         defer { children.killAll() }
         let script = children.folder.path + "/churner.py"

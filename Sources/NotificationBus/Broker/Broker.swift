@@ -25,6 +25,8 @@ public final class Broker: Sendable {
     private let shared: BrokerShared
     private let thread: Mutex<pthread_t?>
     private let authentication: ZAPHandler?
+    /// Without CURVE: the pace of subscriber handshakes (see `SubscriberAdmission`).
+    private let admission: SubscriberAdmissionGate?
     private let tracker: ConnectionTracker
 
     /// Binds the configuration's frontend (for publishers) and backend (for subscribers) and
@@ -76,6 +78,19 @@ public final class Broker: Sendable {
                 })
         }
         self.authentication = authentication
+        // Without CURVE the backend's handshakes still pass a ZAP handler, which paces them by the
+        // forwarding loop's health (issue 38: departures cost it a walk of every subscription).
+        let admission: SubscriberAdmissionGate?
+        if security == nil {
+            admission = try SubscriberAdmissionGate(context: context) {
+                let last = shared.lastRound.load(ordering: .relaxed)
+                let now = Timestamps.monotonicNanoseconds()
+                return now > last ? now - last : 0
+            }
+        } else {
+            admission = nil
+        }
+        self.admission = admission
         // Sockets made, bound and monitored here, on the caller's thread (quick, non-blocking
         // calls), then handed whole to the forwarding thread: opening a broker never waits for
         // another thread, so it never blocks a cooperative one (ZAPHandler does the same).
@@ -130,6 +145,9 @@ public final class Broker: Sendable {
             if let security, let authentication {
                 try authentication.guardSocket(
                     xpub, as: .subscribers, keyPair: security.keyPair, alsoMonitoring: ConnectionTracker.events)
+            } else if admission != nil {
+                // Not enforced: should the gate be missing, handshakes go through unpaced.
+                try xpub.set(.zapDomain, SubscriberAdmissionGate.domain)
             }
             try xpub.bind(backend)
             endpoints = (boundFrontend, (try? xpub.lastEndpoint()) ?? backend)  // as for the frontend
@@ -146,9 +164,9 @@ public final class Broker: Sendable {
                 frontend: xsub, backend: xpub, shared: shared, configuration: configuration,
                 retained: retained, retainedLog: retainedLog,
                 boundEndpoints: [(xsub, endpoints.0), (xpub, endpoints.1)], monitorReaders: monitorReaders,
-                connections: connections, onEvent: onEvent)
+                connections: connections, pacedHandshakes: admission != nil, onEvent: onEvent)
         } catch {
-            Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)
+            Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication, admission: admission)
             throw .transport(error)  // the context ends with its last reference, here
         }
 
@@ -162,7 +180,7 @@ public final class Broker: Sendable {
             proxyThread = try spawnThread(named: "nbus-proxy") { [context] in
                 let (forwarder, sides, monitorReaders) = handoff.value
                 forwarder.run()
-                Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)
+                Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication, admission: admission)
                 // The context ends once its sockets closed; with a drain, only once the backend
                 // handed its queues to the subscribers or its linger (what is left of the drain
                 // time) passed: how long that took says which.
@@ -181,7 +199,7 @@ public final class Broker: Sendable {
                 shared.markStopped()
             }
         } catch {
-            Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication)
+            Self.close(sides: sides, monitorReaders: monitorReaders, authentication: authentication, admission: admission)
             throw error
         }
         frontendEndpoint = endpoints.0
@@ -259,7 +277,9 @@ public final class Broker: Sendable {
 
     /// Closes what `init` opened, on whichever thread owns it now (the caller's when opening
     /// failed, the forwarding thread's when it ends).
-    private static func close(sides: [Socket], monitorReaders: [Socket], authentication: ZAPHandler?) {
+    private static func close(
+        sides: [Socket], monitorReaders: [Socket], authentication: ZAPHandler?, admission: SubscriberAdmissionGate?
+    ) {
         // Monitors stop before their reader does, and the sides close before the handler:
         // libzmq would block on a reader-less monitor, and admit anyone without a handler.
         for side in sides {
@@ -268,6 +288,7 @@ public final class Broker: Sendable {
         }
         for reader in monitorReaders { reader.close() }
         authentication?.stop()
+        admission?.stop()
     }
 
     deinit {
@@ -304,6 +325,10 @@ public final class Broker: Sendable {
         stats.connections = tracker.open.load(ordering: .relaxed)
         stats.peakConnections = tracker.peak.load(ordering: .relaxed)
         stats.acceptFailures = tracker.acceptFailures.load(ordering: .relaxed)
+        if let counts = admission?.counts {
+            stats.subscriberHandshakesHeld = counts.held
+            stats.subscriberHandshakesAbandoned = counts.abandoned
+        }
         if let counts = authentication?.counts {
             stats.publisherAuthentication = counts[.publishers] ?? AuthenticationCounts()
             stats.subscriberAuthentication = counts[.subscribers] ?? AuthenticationCounts()

@@ -79,13 +79,18 @@ final class BrokerForwarder {
     private let drainNanoseconds: UInt64
     /// The longest the loop waits for work before starting a round anyway (ms): its heartbeat.
     static let heartbeatInterval = 1_000
+    /// The same while `SubscriberAdmissionGate` paces handshakes by the age of the last round: well
+    /// below its `healthyAge`, so an idle loop reads as well.
+    static let pacedHeartbeatInterval = 100
+    private let heartbeat: Int
 
     init(
         frontend: Socket, backend: Socket, shared: BrokerShared, configuration: BrokerConfiguration,
         retained: RetainedStore, retainedLog: RetainedLog?,
         boundEndpoints: [(socket: Socket, endpoint: String)], monitorReaders: [Socket], connections: ConnectionTracker,
-        onEvent: (@Sendable (BrokerEvent) -> Void)?
+        pacedHandshakes: Bool = false, onEvent: (@Sendable (BrokerEvent) -> Void)?
     ) throws(ZMQError) {
+        self.heartbeat = pacedHandshakes ? Self.pacedHeartbeatInterval : Self.heartbeatInterval
         let patienceNanoseconds = Timestamps.boundedNanoseconds(configuration.slowSubscriberPatience)
         self.spinNanoseconds = Timestamps.boundedNanoseconds(configuration.idleSpin)
         self.snapshotPatience = max(5_000_000_000, patienceNanoseconds.multipliedReportingOverflow(by: 10).partialValue)
@@ -175,7 +180,7 @@ final class BrokerForwarder {
                     // never finishes grows inside libzmq, where this loop sees no traffic.
                     // Never longer than the heartbeat, so a stuck loop shows (`Broker.forwardingLoopAge`);
                     // the trim is looked at on each of these wake-ups.
-                    var timeout = Self.heartbeatInterval
+                    var timeout = heartbeat
                     if memoryGuard != nil { timeout = min(timeout, Int(MemoryGuardTiming.checkIntervalMilliseconds)) }
                     if let due = endOfStream.nextReplay {
                         let now = Timestamps.monotonicNanoseconds()

@@ -71,6 +71,13 @@ public struct BrokerStatistics: Hashable, Sendable {
     public var peakConnections = 0
     /// accept() failures (out of file descriptors: new clients shut out).
     public var acceptFailures: UInt64 = 0
+    /// Without CURVE: subscriber handshakes the broker held back before letting them finish, so
+    /// a storm of connections coming and going cannot outrun the forwarding thread (each that
+    /// ends costs it a walk of every subscription); see docs/deployment.md.
+    public var subscriberHandshakesHeld: UInt64 = 0
+    /// Of those, handshakes never answered (held 20 s, or past 4,096 waiting): libzmq ended them
+    /// at its handshake timeout and their clients dialled again.
+    public var subscriberHandshakesAbandoned: UInt64 = 0
     /// Times the broker's memory passed its limit and every connection was dropped.
     public var memoryLimitResets: UInt64 = 0
     /// Errors of the forwarding loop's own socket calls (a bug if ever non-zero).

@@ -112,7 +112,7 @@ extension BusReceiver {
     /// Hands the subscription `subscriptionID` the values this bus keeps for `pattern` (looped
     /// back: no snapshot travels); returns how many.
     mutating func handOverLocalRetained(subscriptionID: UInt64, pattern: NamePattern) -> Int {
-        guard let routeIndex = routes.firstIndex(where: { $0.storage.id == subscriptionID }) else { return 0 }
+        guard let routeIndex = self.routeIndex(of: subscriptionID) else { return 0 }
         var pending = makePending(subscriptionID: subscriptionID, pattern: pattern)
         let (frames, expired) = localRetained.frames(matching: pattern, now: Timestamps.monotonicNanoseconds())
         localRetainedExpirations &+= UInt64(expired)
@@ -310,7 +310,7 @@ extension BusReceiver {
     mutating func receiveSnapshot(_ frame: UnsafeRawBufferPointer, nameLength: Int) -> Bool {
         let replyName = NotificationName(validatedBytes: UnsafeRawBufferPointer(rebasing: frame[0..<nameLength]))
         guard var pending = pendingSnapshots[replyName],
-            let routeIndex = routes.firstIndex(where: { $0.storage.id == pending.subscriptionID })
+            let routeIndex = self.routeIndex(of: pending.subscriptionID)
         else {
             return false
         }

@@ -60,11 +60,17 @@ struct PublisherView {
             if subscribe {
                 if presence[bus] == nil { arrivedBuses.append(bus) }
                 presence[bus, default: [:]][pattern, default: 0] += 1
-            } else if var patterns = presence[bus] {
-                let left = (patterns[pattern] ?? 1) - 1
-                patterns[pattern] = left > 0 ? left : nil
-                presence[bus] = patterns.isEmpty ? nil : patterns
-                if patterns.isEmpty { departedBuses.append(bus) }
+            } else if let index = presence.index(forKey: bus) {
+                // Changed in place: a copy out (`if var patterns = presence[bus]`) shared its
+                // storage with the dictionary, so each change copied every pattern of that bus,
+                // and a subscriber of 20,000 patterns leaving cost its publisher n x n copies
+                // (36.8 s of a 20,000-pattern `nbus subscribe` run, issue 38 item 10).
+                let left = (presence.values[index][pattern] ?? 1) - 1
+                presence.values[index][pattern] = left > 0 ? left : nil
+                if presence.values[index].isEmpty {
+                    presence.remove(at: index)
+                    departedBuses.append(bus)
+                }
             }
             return false
         case .malformedControl:
