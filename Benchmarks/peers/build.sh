@@ -1,6 +1,7 @@
 #!/bin/sh
 # Builds the peers' clients into DIR (default .build/peers/bin): natsbench (Go, nats.go from
-# Debian's GOPATH tree, nothing fetched), redisbench (C, hiredis) and zmqraw (C, libzmq).
+# Debian's GOPATH tree, nothing fetched), redisbench (C, hiredis), zmqraw (C, libzmq)
+# and tcprelay (C, the bare TCP relay that is the broker's floor).
 # Usage: sh Benchmarks/peers/build.sh [DIR]   (after Benchmarks/peers/deps.sh)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -14,4 +15,5 @@ cc=${CC:-cc}
   go build -o "$out/natsbench" natsbench.go)
 $cc -O2 -Wall -Wextra -o "$out/redisbench" "$here/src/redis/redisbench.c" -lhiredis
 $cc -O2 -Wall -Wextra -o "$out/zmqraw" "$here/src/zmqraw/zmqraw.c" $(pkg-config --cflags --libs libzmq)
-echo "peers' clients built in $out: natsbench redisbench zmqraw"
+$cc -O2 -Wall -Wextra -o "$out/tcprelay" "$here/src/relay/tcprelay.c"
+echo "peers' clients built in $out: natsbench redisbench zmqraw tcprelay"

@@ -12,13 +12,13 @@ import os
 import statistics
 import sys
 
-ORDER = ("nbus", "nats", "redis", "zmqraw")
+ORDER = ("nbus", "nats", "redis", "zmqraw", "relay")
 TITLES = {"nbus": "NotificationBus (nbus broker)", "nats": "NATS (nats-server)", "redis": "Redis (redis-server)",
-          "zmqraw": "bare ZeroMQ (zmq_proxy)"}
+          "zmqraw": "bare ZeroMQ (zmq_proxy)", "relay": "bus clients through a bare TCP relay (the broker's floor)"}
 # Short names for the charts' legends.
-SHORT = {"nbus": "nbus broker", "nats": "NATS", "redis": "Redis", "zmqraw": "bare ZeroMQ"}
+SHORT = {"nbus": "nbus broker", "nats": "NATS", "redis": "Redis", "zmqraw": "bare ZeroMQ", "relay": "TCP relay"}
 # One colour per system, the same in every chart (the first four of nbus demo's palette).
-COLORS = {"nbus": "#4e79a7", "nats": "#f28e2b", "redis": "#e15759", "zmqraw": "#8c8c8c"}
+COLORS = {"nbus": "#4e79a7", "nats": "#f28e2b", "redis": "#e15759", "zmqraw": "#8c8c8c", "relay": "#9c755f"}
 # The processes of a stacked bar: colours no system uses.
 SEGMENT_COLORS = ["#59a14f", "#76b7b2", "#b07aa1"]
 

@@ -34,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLK = os.sysconf("SC_CLK_TCK")
-SYSTEMS = ("nats", "redis", "zmqraw", "nbus")
+SYSTEMS = ("nats", "redis", "zmqraw", "nbus", "relay")
 TESTS = ("throughput", "filtered", "latency")
 
 
@@ -61,6 +61,13 @@ def system_specs(clients, nbus, nbus_client):
         "nbus": dict(
             server=[nbus, "broker", "--frontend", "tcp://127.0.0.1:15550", "--backend", "tcp://127.0.0.1:15551"],
             ready="broker: frontend", client=nbus_client_cmd),
+        # The broker's floor: the same bus clients through a bare TCP relay that copies bytes from
+        # the publisher's connection to the subscriber's (ZMTP end to end, no broker), so its CPU
+        # is what moving the same frames through the kernel costs (not in the default --systems).
+        "relay": dict(
+            server=[f"{clients}/tcprelay", "--frontend=tcp://127.0.0.1:15570", "--backend=tcp://127.0.0.1:15571"],
+            ready="relay: frontend",
+            client=[x.replace(":15550", ":15570").replace(":15551", ":15571") for x in nbus_client_cmd]),
     }
 
 
@@ -217,6 +224,16 @@ def server_cpu_s(pid):
         return proc_cpu_s(pid)
 
 
+def proc_minor_faults(pid):
+    """A process's minor page faults so far, all its threads (each one a fresh page touched:
+    a heap that grows, or gives pages back and takes them again, shows here)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[7])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def proc_status_kb(pid, key):
     with open(f"/proc/{pid}/status") as f:
         for line in f:
@@ -277,6 +294,7 @@ def pubsub(spec, server, base, test, n, sub_subject, pub_subjects, end_subject):
         os.unlink(ready)
     rec = dict(test=test, n=n, loadavg_before=loadavg())
     server_cpu0 = server_cpu_s(server.pid)
+    server_faults0 = proc_minor_faults(server.pid)
     waiter = ReadyFile(ready)
     sub = Child(spec["client"] + ["--mode=sub", f"--subject={sub_subject}", f"--ready={ready}"], base + ".sub.out")
     try:
@@ -293,6 +311,9 @@ def pubsub(spec, server, base, test, n, sub_subject, pub_subjects, end_subject):
     sub_ok = sub.wait(bound if pub_ok else 0)
     rec["anon_peak_kb"] = anon.done()
     rec["server_cpu_s"] = round(server_cpu_s(server.pid) - server_cpu0, 5)
+    faults = proc_minor_faults(server.pid)
+    if faults is not None and server_faults0 is not None:
+        rec["server_minor_faults"] = faults - server_faults0
     rec["pub_cpu_s"], rec["sub_cpu_s"] = pub.cpu_s(), sub.cpu_s()
     problems = []
     for role, child, ok in (("pub", pub, pub_ok), ("sub", sub, sub_ok)):
@@ -387,7 +408,8 @@ def main():
     ap.add_argument("--clients", default=".build/peers/bin", help="where build.sh put natsbench, redisbench, zmqraw")
     ap.add_argument("--work", default=".build/peers", help="results/ and logs/ go here")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--systems", default=",".join(SYSTEMS))
+    ap.add_argument("--systems", default=",".join(s for s in SYSTEMS if s != "relay"),
+                    help="a comma list of " + ",".join(SYSTEMS) + " (relay: the bare TCP relay, the broker's floor)")
     ap.add_argument("--tests", default=",".join(TESTS))
     ap.add_argument("--n", type=int, default=1_000_000, help="notifications per throughput and filtered test")
     ap.add_argument("--lat-n", type=int, default=20_000, help="measured round trips per latency test")

@@ -50,6 +50,9 @@ package struct PeerClientOptions: Sendable {
     package var workNanoseconds = 0
     /// sub, ping, pong: where the loops run (`--work` always runs the sub loop on the pool).
     package var loop = Loop.executor
+    /// pub: `BusConfiguration.batching`'s largest batch frame, bytes (0: batching off); nil: the
+    /// bus's default. For measuring what the frame size costs each process.
+    package var batchBytes: Int?
 
     package init(mode: Mode) {
         self.mode = mode
@@ -64,6 +67,9 @@ package struct PeerClientOptions: Sendable {
         guard warmup >= 0 else { throw .invalidOptions("--warmup must be 0 or more") }
         guard (0...1_000_000).contains(idleSpinMicroseconds) else { throw .invalidOptions("--spin must be from 0 to 1 second") }
         guard (0...1_000_000_000).contains(workNanoseconds) else { throw .invalidOptions("--work must be from 0 to 1 second") }
+        if let batchBytes, !(0...WireFormat.maximumBatchFrame).contains(batchBytes) {
+            throw .invalidOptions("--batch-bytes must be 0...\(WireFormat.maximumBatchFrame)")
+        }
         if loop == .plain && mode == .pub { throw .invalidOptions("--loop is for sub, ping and pong (pub has no loop)") }
         let subjects = subject.split(separator: ",").map(String.init)
         guard !subjects.isEmpty else { throw .invalidOptions("--subject is empty") }
@@ -83,6 +89,7 @@ extension PeerClientOptions {
     func configuration(_ base: BusConfiguration) -> BusConfiguration {
         var configuration = base
         configuration.idleSpin = .microseconds(idleSpinMicroseconds)
+        if let batchBytes { configuration.batching = Batching(maximumFrameBytes: batchBytes) }
         return configuration
     }
 }

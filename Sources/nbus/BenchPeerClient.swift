@@ -64,6 +64,11 @@ struct BenchPeerClient: AsyncParsableCommand {
         valueName: "executor|plain"))
     var loop: PeerClientOptions.Loop = .executor
 
+    @Option(name: .customLong("batch-bytes"), parsing: .unconditional, help: ArgumentHelp(
+        "The largest batch frame the client's bus builds, bytes (0: batching off); default: the bus's default.",
+        valueName: "bytes"))
+    var batchBytes: Int?
+
     var options: PeerClientOptions {
         var options = PeerClientOptions(mode: mode)
         options.subject = subject
@@ -76,6 +81,7 @@ struct BenchPeerClient: AsyncParsableCommand {
         options.frontend = frontend
         options.backend = backend
         options.loop = loop
+        options.batchBytes = batchBytes
         // Checked in validate(): a value that got here converts.
         options.idleSpinMicroseconds =
             (try? SecondsOption.span(spin, "--spin", perSecond: 1e6, default: 0, in: 0...1)) ?? 0

@@ -285,13 +285,25 @@ struct BusReceiver {
 
     // MARK: Reading
 
-    /// Reads up to `limit` frames without waiting; returns how many were read (fewer when none
-    /// is waiting: would-block ends the read, it is not an error). Other socket errors are thrown;
-    /// what was read before stays in the subscriptions' batches for `flush()`.
-    mutating func read(from socket: Socket, path: Int = 0, limit: Int) throws(ZMQError) -> Int {
+    /// The most frame bytes one `read` takes (the round then ends, as at `limit` frames): 4 MiB,
+    /// what 1,024 frames of the default 4 KiB batches come to. libzmq's I/O thread refills the
+    /// socket's queue while a round reads it, so a round of 1,024 frames decoded up to 1,024 of
+    /// whatever size the publishers batch: with 32 KiB frames a flooded subscriber's private
+    /// memory went from 12 to 39-65 MB, with 64 KiB frames to 90-119 MB (peers kit, 1,000,000 x
+    /// 256 B). Bounded in bytes, what a round holds no longer follows the publishers' frame size.
+    static let roundByteLimit = 4 << 20
+
+    /// Reads up to `limit` frames (and about `byteLimit` bytes: the frame that reaches it is the
+    /// last) without waiting; returns how many were read (fewer when none is waiting: would-block
+    /// ends the read, it is not an error). Other socket errors are thrown; what was read before
+    /// stays in the subscriptions' batches for `flush()`.
+    mutating func read(
+        from socket: Socket, path: Int = 0, limit: Int, byteLimit: Int = BusReceiver.roundByteLimit
+    ) throws(ZMQError) -> Int {
         currentPath = path
         var count = 0
-        while count < limit {
+        var bytesRead = 0
+        while count < limit && bytesRead < byteLimit {
             let isMultipart: Bool
             do {
                 // A one-frame message is routed while its bytes are lent; more parts are rejected below.
@@ -299,6 +311,7 @@ struct BusReceiver {
                     // Several paths: the merge's clock, read once a read finds a frame (most
                     // reads of the second path in a round find none).
                     if count == 0 && pathCount > 1 { now = Timestamps.monotonicNanoseconds() }
+                    bytesRead &+= bytes.count
                     if !more { route(bytes) }
                     return more
                 }
