@@ -442,6 +442,10 @@ def main():
                 # A fresh server for each test: what one test leaves in the server's memory (its
                 # allocator rarely gives it back) is not counted in the next test's peak.
                 for test in [t for t in TESTS if t in a.tests.split(",")]:
+                    # The relay joins one publisher's connection to one subscriber's: the round
+                    # trip's two clients each publish and subscribe, so it has no latency test.
+                    if name == "relay" and test == "latency":
+                        continue
                     try:
                         server = Server(spec, f"{logs_dir}/{tag}.{test}.server.log")
                     except RuntimeError as error:
