@@ -166,8 +166,6 @@ final class BusCore: Sendable {
     /// What `queue` decided under the lock.
     private enum QueueStep: ~Copyable {
         case queued(wake: Bool)
-        /// Queued as a copy: the message is freed by the caller, outside the lock.
-        case queuedCopy(wake: Bool, Message)
         case full
         case closed
         /// The loop sleeps and nothing waits before this post: the caller sends it itself.
@@ -176,8 +174,9 @@ final class BusCore: Sendable {
 
     /// Stamps the message's sequence number for its name and queues it (or, when the loop sleeps
     /// and nothing is queued, sends it on the XPUB itself), in one critical section so sequence
-    /// order is send order. Queued, its bytes are copied into the outbound queue and the message
-    /// is freed here, on the posting thread that made it. Takes the message (leaving nil) only
+    /// order is send order. Queued, the message itself goes into the outbound queue (an entry of
+    /// its own, `OutboundPosts.append(message:)`): its bytes are not copied under the lock. Takes
+    /// the message (leaving nil) only
     /// when it is queued or sent. `localValue`: a looped-back typed post's value (never with a
     /// direct publisher, which a looped-back bus has not: it would move the queue's indexes),
     /// queued beside its frame.
@@ -191,29 +190,21 @@ final class BusCore: Sendable {
             guard var taken = message.take() else { return .queued(wake: false) }
             let sequence = box.sequences.next(for: name)
             box.posted += 1
-            if let directPublisher, let now, box.lending.claim(now: now, queueEmpty: box.outbound.isEmpty) == .sendDirectly {
-                taken.withUnsafeMutableBytes { raw in
-                    EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
-                    keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
-                }
-                return .sendDirectly(taken, directPublisher)
-            }
-            box.outbound.append(copying: &taken)
-            if let localValue { box.localValues[box.outbound.count - 1] = localValue }
-            box.outbound.withLastPostBytes { raw in
+            taken.withUnsafeMutableBytes { raw in
                 EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
                 keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
             }
+            if let directPublisher, let now, box.lending.claim(now: now, queueEmpty: box.outbound.isEmpty) == .sendDirectly {
+                return .sendDirectly(taken, directPublisher)
+            }
+            box.outbound.append(message: taken)
+            if let localValue { box.localValues[box.outbound.count - 1] = localValue }
             let wake = box.sleeping
             box.sleeping = false
-            return .queuedCopy(wake: wake, taken)
+            return .queued(wake: wake)
         }
         switch consume step {
         case .queued(let wake):
-            if wake { self.wake.signal() }
-            return .queued
-        case .queuedCopy(let wake, let copied):
-            _ = consume copied  // freed here, outside the lock
             if wake { self.wake.signal() }
             return .queued
         case .full:
@@ -318,7 +309,7 @@ final class BusCore: Sendable {
             case .wakeLoop:
                 wake = true
             case .requeue(let wakeLoop):
-                if var taken = unsent.take() { box.outbound.prepend(copying: &taken) }
+                if let taken = unsent.take() { box.outbound.prepend(message: taken) }
                 wake = wakeLoop
             }
             if wake { box.sleeping = false }
