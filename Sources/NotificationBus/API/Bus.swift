@@ -84,7 +84,8 @@ public final class Bus: Sendable {
             idleSpinNanoseconds: configuration.idleSpinInNanoseconds, directPublisher: direct,
             // A publisher that binds (one XPUB, not looped back) keeps its own retained values.
             keepsOwnRetained: !sockets.loopback && sockets.publishers.count == 1 && configuration.publish.contains(where: \.isBind),
-            retainedNames: configuration.retainedNames, retainedBytes: configuration.retainedBytes)
+            retainedNames: configuration.retainedNames, retainedBytes: configuration.retainedBytes,
+            ownMessageBytes: OutboundPosts.ownMessageThreshold(batchBytes: configuration.batching.maximumFrameBytes))
         self.core = core
         let executor = BusExecutor(core: core)
         self.executor = executor
@@ -253,9 +254,7 @@ public final class Bus: Sendable {
         try checkPostable(name)
         let size = try encodedSize(name, payload, headers)
         guard try isWanted(name) else { return nil }
-        if size < OutboundPosts.ownMessageThreshold(batchBytes: configuration.batching.maximumFrameBytes),
-            !core.mayLendPublisher
-        {
+        if size < core.ownMessageBytes, !core.mayLendPublisher {
             let timestamp = Timestamps.wallClockNanoseconds()
             let publisherID = configuration.publisherID
             let outcome = core.queue(size: size, name: name) { sequence, out in
