@@ -8,7 +8,7 @@ struct OutboundPostsTests {
         (0..<posts.count).map { index in posts.withPostBytes(at: index) { Array($0) } }
     }
 
-    @Test("Posts keep their order and bytes; a prepended copy goes first; emptied, the queue is reused")
+    @Test("Posts keep their order and bytes, messages of their own among them; a prepended message goes first; emptied, the queue is reused")
     func appendPrependRemove() throws {
         var posts = OutboundPosts()
         #expect(posts.isEmpty && posts.unsentCount == 0)
@@ -16,16 +16,24 @@ struct OutboundPostsTests {
         posts.append(size: 0) { _ in }
         var message = try Message(size: 2)
         message.withUnsafeMutableBytes { $0.copyBytes(from: [7, 8]) }
-        posts.append(copying: &message)
-        #expect(message.count == 2, "the caller keeps its message")
-        posts.withLastPostBytes { $0[0] = 9 }
+        posts.append(message: message)
+        posts.append(size: 1) { out in out[0] = 5 }
         var first = try Message(size: 4)
         first.withUnsafeMutableBytes { $0.copyBytes(from: [4, 4, 4, 4]) }
-        posts.prepend(copying: &first)
-        #expect(frames(posts) == [[4, 4, 4, 4], [1, 2, 3], [], [9, 8]])
-        #expect(posts.count == 4 && posts.byteCount == 9)
+        posts.prepend(message: first)
+        #expect(frames(posts) == [[4, 4, 4, 4], [1, 2, 3], [], [7, 8], [5]])
+        #expect(posts.count == 5 && posts.byteCount == 4, "messages of their own take no bytes in the buffer")
+        let kinds = (0..<5).map { posts.isMessage(at: $0) }
+        #expect(kinds == [true, false, false, true, false])
+        // A message of its own is moved out whole, not copied.
+        var batch = MessageBatch()
+        posts.moveMessage(at: 3, to: &batch)
+        let moved = batch.withMessageBytes(at: 0) { Array($0) }
+        #expect(moved == [7, 8])
         posts.removeAll()
         #expect(posts.isEmpty && posts.byteCount == 0)
+        let stillMessage = posts.isMessage(at: 0)
+        #expect(!stillMessage)
         // Growth past the first buffer keeps every frame whole.
         for index in 0..<2_000 {
             posts.append(size: 5) { out in out.copyBytes(from: [UInt8(index & 0xff), 1, 2, 3, UInt8(index >> 8)]) }

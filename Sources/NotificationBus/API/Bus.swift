@@ -84,7 +84,8 @@ public final class Bus: Sendable {
             idleSpinNanoseconds: configuration.idleSpinInNanoseconds, directPublisher: direct,
             // A publisher that binds (one XPUB, not looped back) keeps its own retained values.
             keepsOwnRetained: !sockets.loopback && sockets.publishers.count == 1 && configuration.publish.contains(where: \.isBind),
-            retainedNames: configuration.retainedNames, retainedBytes: configuration.retainedBytes)
+            retainedNames: configuration.retainedNames, retainedBytes: configuration.retainedBytes,
+            ownMessageBytes: OutboundPosts.ownMessageThreshold(batchBytes: configuration.batching.maximumFrameBytes))
         self.core = core
         let executor = BusExecutor(core: core)
         self.executor = executor
@@ -241,9 +242,11 @@ public final class Bus: Sendable {
     }
 
     /// Validates a post and, unless the loop may have lent the XPUB (a direct send needs a
-    /// message of its own), encodes it straight into the outbound queue with its sequence
-    /// number: nil then, and nil when no subscriber wants it. Otherwise (the queue is full, or
-    /// it may go directly) returns it encoded into a libzmq message, as `encodeForPost`.
+    /// message of its own) or it is large (`OutboundPosts.ownMessageThreshold`: it goes as its
+    /// own message anyway, and is then encoded outside the mailbox's lock and never copied
+    /// again), encodes it straight into the outbound queue with its sequence number: nil then,
+    /// and nil when no subscriber wants it. Otherwise (the queue is full, it may go directly, or
+    /// it is large) returns it encoded into a libzmq message, as `encodeForPost`.
     @usableFromInline
     func encodeOrQueue(
         _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ contentType: ContentType
@@ -251,7 +254,7 @@ public final class Bus: Sendable {
         try checkPostable(name)
         let size = try encodedSize(name, payload, headers)
         guard try isWanted(name) else { return nil }
-        if !core.mayLendPublisher {
+        if size < core.ownMessageBytes, !core.mayLendPublisher {
             let timestamp = Timestamps.wallClockNanoseconds()
             let publisherID = configuration.publisherID
             let outcome = core.queue(size: size, name: name) { sequence, out in

@@ -10,6 +10,9 @@ final class BusCore: Sendable {
     let mailbox = Mutex(Mailbox())
     let wake: WakeSignal
     let outboundCapacity: Int
+    /// A post's frame at least this large is queued as its own message, never copied into the
+    /// outbound queue (`OutboundPosts.ownMessageThreshold`).
+    let ownMessageBytes: Int
     /// `BusConfiguration.idleSpin`, for consumers: how long one looks before suspending.
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
@@ -68,8 +71,10 @@ final class BusCore: Sendable {
     init(
         wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0, directPublisher: DirectPublisher? = nil,
         keepsOwnRetained: Bool = false, retainedNames: Int = BusConfiguration.defaultRetainedNames,
-        retainedBytes: Int = BusConfiguration.defaultRetainedBytes
+        retainedBytes: Int = BusConfiguration.defaultRetainedBytes,
+        ownMessageBytes: Int = OutboundPosts.ownMessageThreshold(batchBytes: WireFormat.defaultMaximumBatchFrame)
     ) {
+        self.ownMessageBytes = ownMessageBytes
         self.directPublisher = directPublisher
         self.keepsOwnRetained = keepsOwnRetained
         self.ownRetained =
@@ -176,8 +181,10 @@ final class BusCore: Sendable {
 
     /// Stamps the message's sequence number for its name and queues it (or, when the loop sleeps
     /// and nothing is queued, sends it on the XPUB itself), in one critical section so sequence
-    /// order is send order. Queued, its bytes are copied into the outbound queue and the message
-    /// is freed here, on the posting thread that made it. Takes the message (leaving nil) only
+    /// order is send order. Queued, a message of at least `ownMessageBytes` goes into the outbound
+    /// queue itself (an entry of its own, `OutboundPosts.append(message:)`: its bytes are not
+    /// copied under the lock); a smaller one is copied into the queue and freed here, on the
+    /// posting thread that made it. Takes the message (leaving nil) only
     /// when it is queued or sent. `localValue`: a looped-back typed post's value (never with a
     /// direct publisher, which a looped-back bus has not: it would move the queue's indexes),
     /// queued beside its frame.
@@ -191,21 +198,22 @@ final class BusCore: Sendable {
             guard var taken = message.take() else { return .queued(wake: false) }
             let sequence = box.sequences.next(for: name)
             box.posted += 1
-            if let directPublisher, let now, box.lending.claim(now: now, queueEmpty: box.outbound.isEmpty) == .sendDirectly {
-                taken.withUnsafeMutableBytes { raw in
-                    EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
-                    keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
-                }
-                return .sendDirectly(taken, directPublisher)
-            }
-            box.outbound.append(copying: &taken)
-            if let localValue { box.localValues[box.outbound.count - 1] = localValue }
-            box.outbound.withLastPostBytes { raw in
+            taken.withUnsafeMutableBytes { raw in
                 EnvelopeCodec.stampSequence(sequence, nameByteCount: nameByteCount, into: raw)
                 keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
             }
+            if let directPublisher, let now, box.lending.claim(now: now, queueEmpty: box.outbound.isEmpty) == .sendDirectly {
+                return .sendDirectly(taken, directPublisher)
+            }
             let wake = box.sleeping
             box.sleeping = false
+            if taken.count >= ownMessageBytes {
+                box.outbound.append(message: taken)
+                if let localValue { box.localValues[box.outbound.count - 1] = localValue }
+                return .queued(wake: wake)
+            }
+            box.outbound.append(copying: &taken)
+            if let localValue { box.localValues[box.outbound.count - 1] = localValue }
             return .queuedCopy(wake: wake, taken)
         }
         switch consume step {
@@ -318,7 +326,7 @@ final class BusCore: Sendable {
             case .wakeLoop:
                 wake = true
             case .requeue(let wakeLoop):
-                if var taken = unsent.take() { box.outbound.prepend(copying: &taken) }
+                if let taken = unsent.take() { box.outbound.prepend(message: taken) }
                 wake = wakeLoop
             }
             if wake { box.sleeping = false }

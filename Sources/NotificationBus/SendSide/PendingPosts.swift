@@ -304,7 +304,8 @@ struct PendingPosts: ~Copyable {
     ///
     /// Costs one copy of each post's bytes, into its batch frame or its own message: the post
     /// was encoded straight into the mailbox's reused buffer, so there is no message per post
-    /// to allocate, nor to free here.
+    /// to allocate, nor to free here. A post queued as a message of its own (large, typed,
+    /// retained) goes as it is when alone, with no copy; merged, it is copied into the frame.
     mutating func coalesce(allocationFailed: (ZMQError) -> Void) {
         makeFrames(merging: maximumBatchBytes > 0, allocationFailed: allocationFailed)
     }
@@ -345,6 +346,12 @@ struct PendingPosts: ~Copyable {
     /// Appends the post at `index` of `taken` to `posts` as its own message; false when libzmq
     /// could not allocate it (`allocationFailed` is told, the post counted unsent).
     private mutating func appendSingle(at index: Int, allocationFailed: (ZMQError) -> Void) -> Bool {
+        if taken.isMessage(at: index) {
+            // A message of its own (large, typed, retained): it goes as it is, no copy.
+            taken.moveMessage(at: index, to: &posts)
+            offsets.append(offsets[offsets.count - 1] + 1)
+            return true
+        }
         let size = taken.withPostBytes(at: index) { $0.count }
         do {
             var message = try Message(size: size)
