@@ -98,8 +98,12 @@ struct BrokeredLosslessTests {
              "--timeout", "30", "--close-timeout", "60"])
         #expect(await healthy.waitForStdoutLines(1), "\(healthy.describe())")
         stopped.signal(SIGSTOP)
+        // The stopped one passes its budget only as fast as the healthy one lets the publisher
+        // go on (flow control): beside `stress-ng --cpu 2` and a CI run, the disconnection came
+        // after more than 30 s once (it did come: the report below counted it). 75 s is the
+        // margin such a machine needs, not a target.
         #expect(
-            await broker.waitForStderr(containing: "slow subscriber: disconnected subscriber", timeout: .seconds(30)),
+            await broker.waitForStderr(containing: "slow subscriber: disconnected subscriber", timeout: .seconds(75)),
             "\(broker.describe())")
         let brokerMemory = peakMemoryKilobytes(of: broker.pid)
         // The scenario's stop: resumed 5 s after it began (the disconnection came sooner).
