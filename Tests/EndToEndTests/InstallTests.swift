@@ -38,7 +38,7 @@ struct InstallTests {
         let left = FileManager.default.enumerator(atPath: destination.path)?.allObjects.compactMap { $0 as? String }
             .filter { path in
                 var isDirectory: ObjCBool = false
-                FileManager.default.fileExists(atPath: destination.path + "/" + path, isDirectory: &isDirectory)
+                _ = FileManager.default.fileExists(atPath: destination.path + "/" + path, isDirectory: &isDirectory)
                 return !isDirectory.boolValue
             } ?? []
         #expect(left.isEmpty, "left after uninstall: \(left)")

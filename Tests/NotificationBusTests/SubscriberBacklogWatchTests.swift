@@ -162,21 +162,21 @@ struct SubscriberBacklogWatchTests {
     func policyHolds() {
         var policy = SubscriberBudgetPolicy(budget: Self.budget, patienceNanoseconds: 500 * Self.ms)
         let moving = { (acked: UInt64) in [Self.tcp: self.tcp(unsent: 4 << 20, acked: acked)] }
-        var outcome = policy.look(moving(0), sent: 0, wireSent: 0, now: 0) { _, _, _ in true }
+        var outcome = policy.look(moving(0), sent: 0, wireSent: 0, now: 0)
         #expect(!outcome.holdBegan && !policy.mustHold(wireSent: 3 * Self.mib))
         // 4 MiB of headroom used up: hold until looked at again (at most every 2 ms).
         #expect(policy.mustHold(wireSent: 4 * Self.mib))
         #expect(!policy.lookIsDue(now: 1 * Self.ms, wireSent: 4 * Self.mib))
         #expect(policy.lookIsDue(now: 2 * Self.ms, wireSent: 4 * Self.mib))
-        outcome = policy.look(moving(1), sent: 6 * Self.mib, wireSent: 6 * Self.mib, now: 2 * Self.ms) { _, _, _ in true }
+        outcome = policy.look(moving(1), sent: 6 * Self.mib, wireSent: 6 * Self.mib, now: 2 * Self.ms)
         #expect(outcome.holdBegan && policy.holdingForBacklog && policy.mustHold(wireSent: 6 * Self.mib))
         // It drained 3 MiB: 7 MiB held, within; let go.
-        outcome = policy.look(moving(3 * Self.mib), sent: 6 * Self.mib, wireSent: 6 * Self.mib, now: 4 * Self.ms) { _, _, _ in true }
+        outcome = policy.look(moving(3 * Self.mib), sent: 6 * Self.mib, wireSent: 6 * Self.mib, now: 4 * Self.ms)
         #expect(!outcome.holdBegan && !policy.holdingForBacklog && !policy.mustHold(wireSent: 6 * Self.mib + 1))
         // A sender that holds nothing back (`holdsForBacklog` false) does not hold for it.
         var publisher = SubscriberBudgetPolicy(budget: Self.budget, patienceNanoseconds: 500 * Self.ms, holdsForBacklog: false)
-        _ = publisher.look(moving(0), sent: 0, wireSent: 0, now: 0) { _, _, _ in true }
-        _ = publisher.look(moving(1), sent: 20 * Self.mib, wireSent: 20 * Self.mib, now: 2 * Self.ms) { _, _, _ in true }
+        _ = publisher.look(moving(0), sent: 0, wireSent: 0, now: 0)
+        _ = publisher.look(moving(1), sent: 20 * Self.mib, wireSent: 20 * Self.mib, now: 2 * Self.ms)
         #expect(!publisher.holdingForBacklog && !publisher.mustHold(wireSent: 40 * Self.mib))
         #expect(publisher.allowance(wireSent: 40 * Self.mib) == .max)
     }
@@ -185,8 +185,8 @@ struct SubscriberBacklogWatchTests {
     func allowance() {
         var policy = SubscriberBudgetPolicy(budget: Self.budget, patienceNanoseconds: 500 * Self.ms)
         let moving = { (acked: UInt64) in [Self.tcp: self.tcp(unsent: 4 << 20, acked: acked)] }
-        _ = policy.look([:], sent: 0, wireSent: 8 * Self.mib, now: 0) { _, _, _ in true }
-        _ = policy.look(moving(0), sent: 0, wireSent: 10 * Self.mib, now: 1 * Self.ms) { _, _, _ in true }
+        _ = policy.look([:], sent: 0, wireSent: 8 * Self.mib, now: 0)
+        _ = policy.look(moving(0), sent: 0, wireSent: 10 * Self.mib, now: 1 * Self.ms)
         // First seen with 4 MiB in its kernel queue (more than the 2 MiB sent since the last look):
         // 4 MiB held, 4 MiB of headroom from 10 MiB sent.
         for (sent, expected) in [(10 * Self.mib, 4 * Self.mib), (13 * Self.mib, Self.mib), (14 * Self.mib, 0), (20 * Self.mib, 0)] {
@@ -194,7 +194,7 @@ struct SubscriberBacklogWatchTests {
             #expect(policy.mustHold(wireSent: sent) == (expected == 0), "after \(sent) bytes")
         }
         // Holding for it: nothing, whatever was sent.
-        _ = policy.look(moving(1), sent: 0, wireSent: 16 * Self.mib, now: 2 * Self.ms) { _, _, _ in true }
+        _ = policy.look(moving(1), sent: 0, wireSent: 16 * Self.mib, now: 2 * Self.ms)
         #expect(policy.holdingForBacklog && policy.allowance(wireSent: 16 * Self.mib) == 0)
         let none = SubscriberBudgetPolicy(budget: 0, patienceNanoseconds: 500 * Self.ms)
         #expect(none.allowance(wireSent: 1 << 40) == .max)

@@ -51,16 +51,27 @@ struct SubscriberBudgetPolicyTests {
             var outcome = Expected.nothing
             switch step.input {
             case .refused:
-                switch policy.refused(now: now, samples: { samples }, disconnect: disconnect).decision {
-                case .retry(let began): outcome = .retry(waitBegan: began)
+                // The actions carried out as `SubscriberBudgetSide` carries them out.
+                var action = policy.refused(now: now)
+                if case .findStalled = action {
+                    let ended = policy.stalled(in: samples).filter { disconnect($0, samples[$0]?.unsentBytes ?? 0) }
+                    ended.forEach { policy.ended($0) }
+                    action = policy.stalledFound(disconnected: ended.count, samples: samples, now: now)
+                }
+                switch action {
+                case .retry(let began, let takeBaseline):
+                    if takeBaseline { policy.beginWait(samples) }
+                    outcome = .retry(waitBegan: began)
                 case .sendPast(let started, _): outcome = .sendPast(episodeStarted: started)
+                case .findStalled: Issue.record("findStalled asked twice", sourceLocation: sourceLocation)
                 }
             case .accepted:
                 _ = policy.accepted(now: now)
             case .watch(let sent):
                 if policy.lookIsDue(now: now, wireSent: sent * Self.mib) {
-                    _ = policy.look(samples, sent: sent * Self.mib, wireSent: sent * Self.mib, now: now) { descriptor, unsent, _ in
-                        disconnect(descriptor, unsent)
+                    let actions = policy.look(samples, sent: sent * Self.mib, wireSent: sent * Self.mib, now: now)
+                    for disconnection in actions.disconnect where disconnect(disconnection.descriptor, disconnection.unsentBytes) {
+                        policy.ended(disconnection.descriptor)
                     }
                 }
             }
@@ -129,10 +140,11 @@ struct SubscriberBudgetPolicyTests {
     func nothingReadable() {
         var policy = SubscriberBudgetPolicy(budget: 8 << 20, patienceNanoseconds: 500 * Self.ms)
         let none: [ConnectionDescriptor: ConnectionSample] = [Self.stopped: ConnectionSample(unsentBytes: 4_096, progress: nil)]
-        let first = policy.refused(now: 0, samples: { none }, disconnect: { _, _ in true }).decision
-        #expect(first == .retry(waitBegan: true))
-        let second = policy.refused(now: 500 * Self.ms, samples: { none }, disconnect: { _, _ in true }).decision
-        #expect(second == .sendPast(episodeStarted: true, since: 0))
+        #expect(policy.refused(now: 0) == .retry(waitBegan: true, takeBaseline: true))
+        policy.beginWait(none)
+        #expect(policy.refused(now: 500 * Self.ms) == .findStalled)
+        #expect(policy.stalled(in: none).isEmpty)
+        #expect(policy.stalledFound(disconnected: 0, samples: none, now: 500 * Self.ms) == .sendPast(episodeStarted: true, since: 0))
     }
 
     @Test("the watches look ten times a second, not more, while nothing can be past its budget")
@@ -142,7 +154,7 @@ struct SubscriberBudgetPolicyTests {
         for at in [1_000, 1_050, 1_100] as [UInt64] {
             let due = policy.lookIsDue(now: at * Self.ms, wireSent: 0)
             looks.append(due)
-            if due { _ = policy.look([:], sent: 0, wireSent: 0, now: at * Self.ms) { _, _, _ in true } }
+            if due { _ = policy.look([:], sent: 0, wireSent: 0, now: at * Self.ms) }
         }
         #expect(looks == [true, false, true])
         let none = SubscriberBudgetPolicy(budget: 0, patienceNanoseconds: 500 * Self.ms)

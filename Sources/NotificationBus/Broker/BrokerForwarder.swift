@@ -17,11 +17,11 @@ final class BrokerForwarder {
     private let frontend: Socket
     private let backend: Socket
     private let shared: BrokerShared
-    /// The budget's two sides (`SubscriberBudgetPolicy`, shared with a binding bus): the stall
-    /// watch ten times a second (a stopped subscriber's queue passes its budget by at most a
-    /// tenth of a second of traffic, 15 MB at 500,000 notifications of 300 B a second), and the
-    /// slow-subscriber decisions when the backend refuses.
-    private var budget: SubscriberBudgetPolicy
+    /// The budget's side (`SubscriberBudgetSide`, shared with a binding bus): the stall watch ten
+    /// times a second (a stopped subscriber's queue passes its budget by at most a tenth of a
+    /// second of traffic, 15 MB at 500,000 notifications of 300 B a second), the slow-subscriber
+    /// decisions when the backend refuses, and the sends past full queues.
+    private var budget: SubscriberBudgetSide
     private let onEvent: (@Sendable (BrokerEvent) -> Void)?
     /// Readers of the sides' connection events (empty with CURVE: the ZAP handler reads them).
     private let monitorReaders: [Socket]
@@ -105,7 +105,9 @@ final class BrokerForwarder {
         // budget that is slow but moving: at least 10 s, and 20 patiences. Stalled subscribers are
         // named only when a budget says who is past it: without one a full queue is just --hwm
         // messages, which a healthy subscriber reaches too.
-        self.budget = SubscriberBudgetPolicy(budget: configuration.subscriberBudget, patienceNanoseconds: patienceNanoseconds)
+        self.budget = SubscriberBudgetSide(
+            policy: SubscriberBudgetPolicy(budget: configuration.subscriberBudget, patienceNanoseconds: patienceNanoseconds),
+            connections: connections)
         self.memoryGuard = configuration.memoryLimit.map { MemoryGuardStateMachine(limitBytes: $0) }
         self.bindsIDsToKeys = configuration.security != nil
         // The listed publisher keys' tagged ids are theirs alone (NBP-1 §15.3). A key that does
@@ -125,7 +127,7 @@ final class BrokerForwarder {
             stats.retainedStateDamaged = 1
             stats.retainedStateBytesCut = UInt64(loaded.skippedBytes)
         }
-        try backend.set(.xpubNoDrop, true)
+        try SubscriberBudgetSide.refusesAtFullQueues(backend, true)
         try backend.set(.sendTimeout, .milliseconds(1))
         // What the start read back (retained values, a damaged --state log) shows before any traffic.
         publishStatistics()
@@ -165,7 +167,7 @@ final class BrokerForwarder {
                 } else if !held.isEmpty {
                     try holding.poll(timeoutMilliseconds: 0)
                     if holding.ready(at: holdingWake).contains(.readable) { shared.wake.drain() }
-                } else if budget.mustHold(wireSent: wireBytesToSubscribers) {
+                } else if budget.policy.mustHold(wireSent: wireBytesToSubscribers) {
                     // Holding back for a subscriber past its budget: the publishers are not read
                     // until the next look (2 ms) finds it within.
                     try holding.poll(timeoutMilliseconds: Int(SubscriberBudgetPolicy.holdCheckInterval / 1_000_000))
@@ -312,13 +314,9 @@ final class BrokerForwarder {
     private func replayEndOfStreamRecords() {
         guard let due = endOfStream.nextReplay, Timestamps.monotonicNanoseconds() >= due else { return }
         for frame in endOfStream.takeDue(now: Timestamps.monotonicNanoseconds()) {
-            do {
-                try backend.set(.xpubNoDrop, false)
-                try backend.send(frame, mode: .dontWait)
-                try backend.set(.xpubNoDrop, true)
+            // Past full queues; the replay is best effort.
+            if (try? SubscriberBudgetSide.sendPast(on: backend, { () throws(ZMQError) in try backend.send(frame, mode: .dontWait) })) != nil {
                 stats.endOfStreamReplays &+= 1
-            } catch {
-                try? backend.set(.xpubNoDrop, true)  // restore; the replay is best effort
             }
         }
         stats.endOfStreamReplayBytes = endOfStream.heldBytes
@@ -346,6 +344,10 @@ final class BrokerForwarder {
     }
 
     private func publishStatistics() {
+        stats.backpressureWaits = budget.counters.waits
+        stats.slowSubscriberEpisodes = budget.counters.slowEpisodes
+        stats.stalledSubscribersDisconnected = budget.counters.stalledDisconnected
+        stats.slowSubscribersDisconnected = budget.counters.slowDisconnected
         if let retainedLog { stats.retainedStateWriteFailures = retainedLog.writeFailures }
         let snapshot = stats
         shared.statistics.withLock { $0 = snapshot }
@@ -381,11 +383,11 @@ final class BrokerForwarder {
     private func forwardNotifications() throws(ZMQError) -> Int {
         var moved = 0
         while moved < Self.roundLimit {
-            if held.isEmpty, budget.mustHold(wireSent: wireBytesToSubscribers) {
+            if held.isEmpty, budget.policy.mustHold(wireSent: wireBytesToSubscribers) {
                 // A subscriber may be past its budget: look (if not looked at just now); while one
                 // is past it and moving, nothing new is read from the publishers (flow control).
                 watchSubscribers()
-                if budget.mustHold(wireSent: wireBytesToSubscribers) { break }
+                if budget.policy.mustHold(wireSent: wireBytesToSubscribers) { break }
             }
             if held.isEmpty {
                 guard let bytes = try receiveWholeMessage(from: frontend, into: &held) else { break }
@@ -416,10 +418,8 @@ final class BrokerForwarder {
                 }
             }
             // A held notification was refused before: this try waits up to 1 ms for room.
-            if try backend.sendParts(&held, mode: budget.waiting ? .blocking : .dontWait) {
-                if case .episodeEnded(let duration, let sentPast) = budget.accepted(now: Timestamps.monotonicNanoseconds()) {
-                    onEvent?(.slowSubscriberEnded(after: .nanoseconds(Int64(clamping: duration)), sentPast: sentPast))
-                }
+            if try backend.sendParts(&held, mode: budget.policy.waiting ? .blocking : .dontWait) {
+                if let ended = budget.accepted(now: Timestamps.monotonicNanoseconds()) { onEvent?(ended) }
                 delivered()
                 moved += 1
                 continue
@@ -432,28 +432,17 @@ final class BrokerForwarder {
             // the descriptors: one reused by a new connection since the wait began has another
             // progress (a new TCP connection's count starts again; over ipc its peer is another
             // process), so it is not taken for a stalled one.
-            let (decision, _) = budget.refused(
-                now: now, samples: { subscriberSamples() },
-                disconnect: { disconnect($0, unsentBytes: $1, .stalled) })
-            switch decision {
+            switch budget.refused(now: now, report: { onEvent?($0) }) {
             case .retry(let waitBegan):
-                if waitBegan {
-                    stats.backpressureWaits &+= 1
-                    publishStatistics()  // --stats shows a wait while it lasts
-                }
-                // The next try of the held notification waits up to 1 ms for room (`budget.waiting`).
+                // --stats shows a wait while it lasts.
+                if waitBegan { publishStatistics() }
+                // The next try of the held notification waits up to 1 ms for room (`policy.waiting`).
                 return moved
-            case .sendPast(let episodeStarted, let since):
-                if episodeStarted {
-                    stats.slowSubscriberEpisodes &+= 1
-                    onEvent?(.slowSubscriberStarted(waited: .nanoseconds(Int64(clamping: now &- since))))
-                }
+            case .sendPast:
                 // For this one send the XPUB drops for full subscribers instead of refusing.
                 // Counted in notifications (a batch frame as its records).
                 let notifications = heldNotifications
-                try backend.set(.xpubNoDrop, false)
-                let sent = try backend.sendParts(&held)
-                try backend.set(.xpubNoDrop, true)
+                let sent = try SubscriberBudgetSide.sendPast(on: backend) { () throws(ZMQError) in try backend.sendParts(&held) }
                 stats.sentPastSlowSubscribers &+= UInt64(notifications)
                 if !sent { stats.forwardingErrors &+= 1 }
                 delivered()
@@ -591,44 +580,18 @@ final class BrokerForwarder {
         evictionsSinceReport = 0
     }
 
-    /// Every subscriber connection's sample now (see `ConnectionTracker.samples`).
-    private func subscriberSamples(onlyBehind: Bool = false) -> [ConnectionDescriptor: ConnectionSample] {
-        connections.samples(side: .subscriber, onlyBehind: onlyBehind)
-    }
-
     /// With a budget, ten times a second and sooner while holding back (`SubscriberBudgetPolicy`):
     /// disconnects the subscribers past their budget that take nothing (nobody waited for them)
     /// or that stayed past it for the longest hold; while one past it moves, the forwarder holds
     /// back. Those disconnected reconnect by themselves and count what they missed as gaps.
     private func watchSubscribers() {
-        let now = Timestamps.monotonicNanoseconds()
-        guard budget.lookIsDue(now: now, wireSent: wireBytesToSubscribers) else { return }
-        let samples = subscriberSamples(onlyBehind: true)
-        let outcome = budget.look(samples, sent: stats.bytesToSubscribers, wireSent: wireBytesToSubscribers, now: now) {
-            disconnect($0, unsentBytes: $1, $2)
-        }
-        if outcome.holdBegan { stats.backpressureWaits &+= 1 }
-        if outcome != SubscriberBudgetPolicy.LookOutcome() { publishStatistics() }
-    }
-
-    /// Shuts a subscriber's connection down (libzmq then drops its queue; it reconnects and counts
-    /// the gap), counts and reports it. False when the descriptor was already gone.
-    private func disconnect(
-        _ descriptor: ConnectionDescriptor, unsentBytes: Int, _ reason: SubscriberBudgetPolicy.DisconnectReason
-    ) -> Bool {
-        // Its record is read before the shutdown: with CURVE the ZAP handler's thread reads the
-        // monitor, and may read the disconnection (and forget the record) at once.
-        let connection = connections.connection(side: .subscriber, descriptor: descriptor.rawValue)
-        guard descriptor.shutDown() else { return false }
-        switch reason {
-        case .stalled:
-            stats.stalledSubscribersDisconnected &+= 1
-            onEvent?(.stalledSubscriberDisconnected(connection, unsentBytes: unsentBytes))
-        case .slow:
-            stats.slowSubscribersDisconnected &+= 1
-            onEvent?(.slowSubscriberDisconnected(connection, unsentBytes: unsentBytes))
-        }
-        return true
+        let before = budget.counters
+        guard
+            budget.lookIfDue(
+                now: Timestamps.monotonicNanoseconds(), sent: stats.bytesToSubscribers, wireSent: wireBytesToSubscribers,
+                report: { onEvent?($0) }) != nil
+        else { return }
+        if budget.counters != before { publishStatistics() }
     }
 
     /// Counts the held notification as sent and lets it go.

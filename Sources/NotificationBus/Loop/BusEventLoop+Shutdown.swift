@@ -90,7 +90,7 @@ extension BusEventLoop {
                 }
                 // With a kept budget, short waits: the policy decides between them (its patience).
                 var wait = Timestamps.milliseconds(until: deadline)
-                if budgetPolicy != nil { wait = min(wait, 10) }
+                if budgetSide != nil { wait = min(wait, 10) }
                 do {
                     try publisher.set(.sendTimeout, .milliseconds(Int32(clamping: wait)))
                 } catch {
@@ -123,8 +123,8 @@ extension BusEventLoop {
         // With a kept budget the XPUB refuses a frame while any matching queue is full: the end of
         // stream goes past full queues instead (it is re-sent every 20 ms until acknowledged), so
         // one stopped subscriber never keeps it from the others.
-        if budgetPolicy != nil, let publisher = sockets.publisher {
-            do { try publisher.set(.xpubNoDrop, false) } catch { record(error, "switching ZMQ_XPUB_NODROP") }
+        if budgetSide != nil, let publisher = sockets.publisher {
+            do { try SubscriberBudgetSide.refusesAtFullQueues(publisher, false) } catch { record(error, "switching ZMQ_XPUB_NODROP") }
         }
         // Unsubscriptions may be read a moment before the monitor's disconnect that explains
         // them: a departure in the last 100 ms is given that moment before the close gives up.

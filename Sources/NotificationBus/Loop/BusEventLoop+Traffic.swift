@@ -15,7 +15,7 @@ extension BusEventLoop {
         }
         if posts.hasSeveralPaths { return sendToPaths() }
         guard sockets.loopback else {
-            return budgetPolicy != nil ? sendKeepingBudget(on: publisher) : send(on: publisher, mode: .dontWait) > 0
+            return budgetSide != nil ? sendKeepingBudget(on: publisher) : send(on: publisher, mode: .dontWait) > 0
         }
         var progressed = false
         while true {

@@ -43,7 +43,7 @@ final class BusEventLoop {
     /// With `maximumResidentMemory`: the memory guard (BusEventLoop+MemoryGuard.swift).
     lazy var memoryGuard = configuration.maximumResidentMemory.map { MemoryGuardStateMachine(limitBytes: $0) }
     /// A binding publisher that keeps its subscribers' budget (BusEventLoop+SubscriberBudget.swift).
-    var budgetPolicy: SubscriberBudgetPolicy?
+    var budgetSide: SubscriberBudgetSide?
 
     static let batchLimit = 1024
 
@@ -67,12 +67,14 @@ final class BusEventLoop {
             loopback: sockets.loopback, maximumBatchBytes: configuration.batching.maximumFrameBytes,
             paths: sockets.publishers.count, pathStallLimit: Timestamps.boundedNanoseconds(configuration.pathStallLimit),
             countsBytes: sockets.subscriberConnections != nil, curve: configuration.curveServer != nil)
-        if sockets.subscriberConnections != nil {
+        if let connections = sockets.subscriberConnections {
             // As the broker: a subscriber past its budget that moves holds everything new back.
-            budgetPolicy = SubscriberBudgetPolicy(
-                budget: configuration.subscriberBudget,
-                patienceNanoseconds: Timestamps.boundedNanoseconds(BusConfiguration.subscriberPatience),
-                holdsForBacklog: true)
+            budgetSide = SubscriberBudgetSide(
+                policy: SubscriberBudgetPolicy(
+                    budget: configuration.subscriberBudget,
+                    patienceNanoseconds: Timestamps.boundedNanoseconds(BusConfiguration.subscriberPatience),
+                    holdsForBacklog: true),
+                connections: connections)
         }
         topics = SubscriberTopics(busID: configuration.publisherID, loopback: sockets.loopback)
         if core.directPublisher != nil, let publisher = sockets.publisher {
@@ -155,7 +157,7 @@ final class BusEventLoop {
                 // for the bytes its headroom allows, and not at all while it holds back for a
                 // subscriber past it (posts then queue, and wait: flow control).
                 if publisherSignal != nil {
-                    let allowance = budgetPolicy?.allowance(wireSent: posts.bytesSent &+ box.lending.sentBytes) ?? .max
+                    let allowance = budgetSide?.policy.allowance(wireSent: posts.bytesSent &+ box.lending.sentBytes) ?? .max
                     if allowance > 0, box.lending.lend(allowance: allowance) == .lent {
                         core.publisherLent.store(true, ordering: .relaxed)
                     }

@@ -141,7 +141,7 @@ final class BusSockets {
             try socket.set(.maximumMessageSize, Int64(WireFormat.maximumSubscriptionLength + 64))
             // Keeping the budget needs the refusals too: the loop decides who is waited for
             // (`SubscriberBudgetPolicy`), never libzmq's silent drop at the mark.
-            try socket.set(.xpubNoDrop, configuration.publisherBackpressure || configuration.publisherWatchesSubscribers)
+            try SubscriberBudgetSide.refusesAtFullQueues(socket, configuration.publisherBackpressure || configuration.publisherWatchesSubscribers)
             try socket.set(.linger, .zero)
             // A connected publisher (brokered) must forget a lost broker's subscriptions: with
             // the default, libzmq keeps the pipe across the outage, so the stale subscriptions

@@ -18,9 +18,9 @@ import ZeroMQ
 ///   bytes sent since the last look could have put one past it; one past it for the longest hold
 ///   is disconnected (slow).
 ///
-/// Socket-free, clock as input: the caller gives the connections' samples and a way to end one
-/// (`disconnect` says whether it did: libzmq may have closed the descriptor already), and does
-/// what `refused` returns.
+/// Socket-free, clock as input: every input returns an action (`RefusalAction`, `LookActions`)
+/// that the sender's `SubscriberBudgetSide` carries out against the connections, telling the
+/// policy what happened (`beginWait`, `ended`, `stalledFound`).
 struct SubscriberBudgetPolicy {
     private(set) var machine: SlowSubscriberStateMachine
     private var finder = StalledConnectionFinder()
@@ -68,49 +68,68 @@ struct SubscriberBudgetPolicy {
         headroom = UInt64(max(0, budget))
     }
 
-    /// What to do with the refused frame.
-    enum Decision: Equatable {
+    /// What the sender does next about the refused frame (`refused`, `stalledFound`).
+    enum RefusalAction: Equatable {
         /// Hold it and try again (the posters wait). `waitBegan`: a new wait (count it).
-        case retry(waitBegan: Bool)
+        /// `takeBaseline`: hand `beginWait` the connections' samples now (what each must have
+        /// moved from by the patience's end).
+        case retry(waitBegan: Bool, takeBaseline: Bool)
         /// Send it past the full queues (`ZMQ_XPUB_NODROP` off for that one frame). `episodeStarted`:
         /// the first of a slow episode (log it), whose refusals began at `since`.
         case sendPast(episodeStarted: Bool, since: UInt64)
+        /// The patience ran out: hand `stalled(in:)` the connections' samples, end the ones it
+        /// names (`ended` for each that went), then ask `stalledFound`.
+        case findStalled
     }
 
-    /// The socket refused the frame at the head of the queue at `now`. May disconnect stalled
-    /// connections (through `disconnect`) before it decides; returns the decision and how many
-    /// it disconnected.
-    mutating func refused(
-        now: UInt64, samples: () -> [ConnectionDescriptor: ConnectionSample],
-        disconnect: (ConnectionDescriptor, _ unsentBytes: Int) -> Bool
-    ) -> (decision: Decision, disconnected: Int) {
-        var action = machine.refused(now: now)
-        var disconnected = 0
-        var restarted = false
-        if case .findStalled = action {
-            let current = samples()
-            for descriptor in finder.stalled(current) where disconnect(descriptor, current[descriptor]?.unsentBytes ?? 0) {
-                forget(descriptor)
-                disconnected += 1
-            }
-            action = machine.stalledFound(disconnected: disconnected, moving: finder.moving(current).count, now: now)
-            restarted = true
+    /// The socket refused the frame at the head of the queue at `now`.
+    mutating func refused(now: UInt64) -> RefusalAction {
+        switch machine.refused(now: now) {
+        case .findStalled: return .findStalled
+        case .retry: return retry(restarted: false)
+        case .sendPast(let episodeStarted, let since): return sendPast(episodeStarted: episodeStarted, since: since)
         }
-        switch action {
-        case .retry:
-            // A wait begins (or begins again without the ones just disconnected): what each
-            // connection holds now is what it must have moved from by the deadline.
-            let began = !waiting
-            if machine.disconnectsStalled && (began || restarted) { finder.begin(samples()) }
-            waiting = true
-            return (.retry(waitBegan: began), disconnected)
-        case .sendPast(let episodeStarted, let since):
-            waiting = false
-            return (.sendPast(episodeStarted: episodeStarted, since: since), disconnected)
-        case .findStalled:
-            // `stalledFound` never asks again; should it, the frame is held and asked about next time.
-            return (.retry(waitBegan: false), disconnected)
+    }
+
+    /// The connections that took nothing since the wait began, to be ended (`findStalled`).
+    func stalled(in samples: [ConnectionDescriptor: ConnectionSample]) -> [ConnectionDescriptor] {
+        finder.stalled(samples)
+    }
+
+    /// After `findStalled`: `disconnected` of the stalled ones went, `samples` are the connections
+    /// as they are now. Never `findStalled` again.
+    mutating func stalledFound(
+        disconnected: Int, samples: [ConnectionDescriptor: ConnectionSample], now: UInt64
+    ) -> RefusalAction {
+        switch machine.stalledFound(disconnected: disconnected, moving: finder.moving(samples).count, now: now) {
+        // A wait begins again without the ones just disconnected.
+        case .retry: return retry(restarted: true)
+        case .sendPast(let episodeStarted, let since): return sendPast(episodeStarted: episodeStarted, since: since)
+        // `stalledFound` never asks again; should it, the frame is held and asked about next time.
+        case .findStalled: return .retry(waitBegan: false, takeBaseline: false)
         }
+    }
+
+    /// A wait begins (or begins again without the ones just disconnected): what each connection
+    /// holds now is what it must have moved from by the deadline.
+    mutating func beginWait(_ samples: [ConnectionDescriptor: ConnectionSample]) {
+        finder.begin(samples)
+    }
+
+    /// A connection this policy named (a look's `disconnect`, or `stalled(in:)`) was ended.
+    mutating func ended(_ descriptor: ConnectionDescriptor) {
+        forget(descriptor)
+    }
+
+    private mutating func retry(restarted: Bool) -> RefusalAction {
+        let began = !waiting
+        waiting = true
+        return .retry(waitBegan: began, takeBaseline: machine.disconnectsStalled && (began || restarted))
+    }
+
+    private mutating func sendPast(episodeStarted: Bool, since: UInt64) -> RefusalAction {
+        waiting = false
+        return .sendPast(episodeStarted: episodeStarted, since: since)
     }
 
     /// The socket took a frame whole at `now`: the wait, if any, is over. Says when a slow
@@ -153,47 +172,51 @@ struct SubscriberBudgetPolicy {
         case slow
     }
 
-    /// What a look did.
-    struct LookOutcome: Equatable {
-        var stalledDisconnected = 0
-        var slowDisconnected = 0
-        /// A hold for a moving subscriber past its budget began with this look.
+    /// A connection a look says to end, and why.
+    struct Disconnection: Equatable {
+        let descriptor: ConnectionDescriptor
+        /// The bytes held for it when sampled (for the report).
+        let unsentBytes: Int
+        let reason: DisconnectReason
+    }
+
+    /// What a look asks the sender to do.
+    struct LookActions: Equatable {
+        /// End these connections, in this order (`ended` for each that went).
+        var disconnect: [Disconnection] = []
+        /// A hold for a moving subscriber past its budget began with this look (count a wait).
         var holdBegan = false
     }
 
     /// The watches' look at `now`, `sent` bytes (messages) and `wireSent` bytes (with ZMTP's
-    /// framing) sent in all so far: disconnects (through `disconnect`) the connections past their
-    /// budget that take nothing (`SubscriberStallWatch`, `SubscriberBacklogWatch`) or that stayed
-    /// past it for the longest hold while moving, and holds for the others past it
+    /// framing) sent in all so far: names the connections past their budget that take nothing
+    /// (`SubscriberStallWatch`, `SubscriberBacklogWatch`), then those that stayed past it for the
+    /// longest hold while moving, to be ended; and holds for the others past it
     /// (`holdingForBacklog`).
     mutating func look(
-        _ samples: [ConnectionDescriptor: ConnectionSample], sent: UInt64, wireSent: UInt64, now: UInt64,
-        disconnect: (ConnectionDescriptor, _ unsentBytes: Int, DisconnectReason) -> Bool
-    ) -> LookOutcome {
-        var outcome = LookOutcome()
+        _ samples: [ConnectionDescriptor: ConnectionSample], sent: UInt64, wireSent: UInt64, now: UInt64
+    ) -> LookActions {
+        var actions = LookActions()
         let found = backlog.look(samples, sent: wireSent, now: now)
         var stalled = Set(watch.observe(samples, forwarded: sent, now: now))
         stalled.formUnion(found.stalled)
-        for descriptor in stalled.sorted(by: { $0.rawValue < $1.rawValue })
-        where disconnect(descriptor, samples[descriptor]?.unsentBytes ?? 0, .stalled) {
-            forget(descriptor)
-            outcome.stalledDisconnected += 1
+        for descriptor in stalled.sorted(by: { $0.rawValue < $1.rawValue }) {
+            actions.disconnect.append(
+                Disconnection(descriptor: descriptor, unsentBytes: samples[descriptor]?.unsentBytes ?? 0, reason: .stalled))
         }
         for descriptor in found.slow where holdsForBacklog && !stalled.contains(descriptor) {
-            if disconnect(descriptor, samples[descriptor]?.unsentBytes ?? 0, .slow) {
-                forget(descriptor)
-                outcome.slowDisconnected += 1
-            }
+            actions.disconnect.append(
+                Disconnection(descriptor: descriptor, unsentBytes: samples[descriptor]?.unsentBytes ?? 0, reason: .slow))
         }
         let holding = holdsForBacklog && !found.holdFor.isEmpty
-        outcome.holdBegan = holding && !waitingForBacklog
+        actions.holdBegan = holding && !waitingForBacklog
         waitingForBacklog = holding
         holdingForBacklog = holding || (holdsForBacklog && !found.confirm.isEmpty)
         headroom = found.headroom
         sentAtLook = wireSent
         lastLook = now
         nextCheck = now &+ Self.checkInterval
-        return outcome
+        return actions
     }
 
     private mutating func forget(_ descriptor: ConnectionDescriptor) {
