@@ -346,6 +346,7 @@ final class BrokerForwarder {
     private func publishStatistics() {
         stats.backpressureWaits = budget.counters.waits
         stats.slowSubscriberEpisodes = budget.counters.slowEpisodes
+        stats.sentPastSlowSubscribers = budget.counters.sentPast
         stats.stalledSubscribersDisconnected = budget.counters.stalledDisconnected
         stats.slowSubscribersDisconnected = budget.counters.slowDisconnected
         if let retainedLog { stats.retainedStateWriteFailures = retainedLog.writeFailures }
@@ -443,7 +444,7 @@ final class BrokerForwarder {
                 // Counted in notifications (a batch frame as its records).
                 let notifications = heldNotifications
                 let sent = try SubscriberBudgetSide.sendPast(on: backend) { () throws(ZMQError) in try backend.sendParts(&held) }
-                stats.sentPastSlowSubscribers &+= UInt64(notifications)
+                budget.sentPast(UInt64(notifications))
                 if !sent { stats.forwardingErrors &+= 1 }
                 delivered()
                 moved += 1

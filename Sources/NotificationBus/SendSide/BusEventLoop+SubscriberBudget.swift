@@ -77,7 +77,8 @@ extension BusEventLoop {
                     on: publisher, mode: .dontWait, maximumFrames: 1, stopped: { contextTerminated },
                     failed: { record($0, "sending a notification past a full subscriber") })
             }
-            stats.sentPastSlowSubscribers += posts.counters.sent &- before
+            budgetSide?.sentPast(posts.counters.sent &- before)
+            copyBudgetCounters()
             return frames > 0
         } catch {
             record(error, "switching ZMQ_XPUB_NODROP")
@@ -121,6 +122,7 @@ extension BusEventLoop {
         guard let counters = budgetSide?.counters else { return }
         stats.subscriberWaits = counters.waits
         stats.slowSubscriberEpisodes = counters.slowEpisodes
+        stats.sentPastSlowSubscribers = counters.sentPast
         stats.stalledSubscribersDisconnected = counters.stalledDisconnected
         stats.slowSubscribersDisconnected = counters.slowDisconnected
     }

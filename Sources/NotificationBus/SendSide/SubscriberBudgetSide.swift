@@ -17,6 +17,8 @@ struct SubscriberBudgetSide {
         var waits: UInt64 = 0
         /// Slow episodes: frames began to go past a subscriber that moves too slowly.
         var slowEpisodes: UInt64 = 0
+        /// Notifications sent past full queues (`sentPast`), lost for those queues' subscribers.
+        var sentPast: UInt64 = 0
         /// Subscribers past their budget that took nothing for the patience, disconnected.
         var stalledDisconnected: UInt64 = 0
         /// Subscribers past their budget that moved, but not back within it for the longest hold.
@@ -91,6 +93,11 @@ struct SubscriberBudgetSide {
         }
         if actions.holdBegan { counters.waits &+= 1 }
         return ended
+    }
+
+    /// `notifications` went past full queues (`sendPast`).
+    mutating func sentPast(_ notifications: UInt64) {
+        counters.sentPast &+= notifications
     }
 
     /// Sends through `send` with `ZMQ_XPUB_NODROP` off on `socket` for that one send, so libzmq
