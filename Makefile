@@ -222,7 +222,7 @@ PEERS_N ?= 1000000
 PEERS_LAT_N ?= 20000
 PEERS_RUNS ?= 3
 PEERS_SYSTEMS ?= nats,redis,zmqraw,nbus
-PEERS_TESTS ?= throughput,filtered,latency
+PEERS_TESTS ?= throughput,filtered,fanout,latency
 PEERS_FLAGS ?=
 bench-peers-clients:
 	sh Benchmarks/peers/deps.sh

@@ -80,6 +80,8 @@ class Summary:
     @staticmethod
     def expected(r):
         n = r["pub"].get("n", r["n"])
+        if r["test"] == "fanout":
+            return n * r["sub"].get("subscribers", 4)
         return n // 10 if r["test"] == "filtered" else n
 
     @staticmethod
@@ -126,7 +128,7 @@ def markdown(s):
             if other == "nbus":
                 continue
             parts = []
-            for test, label in (("throughput", "1 -> 1"), ("filtered", "filtered")):
+            for test, label in (("throughput", "1 -> 1"), ("filtered", "filtered"), ("fanout", "fan-out per subscriber")):
                 r = s.ratio(lambda x: s.rate(x, test), "nbus", other)
                 if r:
                     parts.append(f"{label} {r:.2f}x")
@@ -138,7 +140,9 @@ def markdown(s):
         if heads:
             out += ["nbus's subscriber rate and round trip as a multiple of each peer's (same invocation):", ""] + heads + [""]
     for test, title in (("throughput", "1 publisher -> 1 subscriber, bench.a, 256 B"),
-                        ("filtered", "filtered: the publisher cycles bench.0 .. bench.9, the subscriber takes bench.3 (1 in 10)")):
+                        ("filtered", "filtered: the publisher cycles bench.0 .. bench.9, the subscriber takes bench.3 (1 in 10)"),
+                        ("fanout", "fan-out: 1 publisher -> 4 subscribers, bench.a, 256 B (sub msg/s: the median subscriber's; "
+                                   "CPU per delivered copy, sub: the four together; RssAnon sub: the largest)")):
         if not any(s.ok(x, test) for x in s.systems):
             continue
         out += [f"## {title}", "",
@@ -337,9 +341,9 @@ def page(s, md):
     systems = s.systems
     colors = [COLORS[x] for x in systems]
     charts = []
-    tests = [t for t in ("throughput", "filtered") if any(s.ok(x, t) for x in systems)]
+    tests = [t for t in ("throughput", "filtered", "fanout") if any(s.ok(x, t) for x in systems)]
     if tests:
-        names = {"throughput": "1 -> 1", "filtered": "filtered (1 name of 10)"}
+        names = {"throughput": "1 -> 1", "filtered": "filtered (1 name of 10)", "fanout": "fan-out 1 -> 4, each"}
         charts.append(bar_chart("Subscriber rate", "notifications a second, median over runs (higher is better)",
                                 [names[t] for t in tests], [SHORT[x] for x in systems],
                                 [[s.rate(x, t) for x in systems] for t in tests], colors))

@@ -5,6 +5,7 @@ For each run and each system (the order rotates from run to run, so the machine'
 every system alike), each test with a fresh server on 127.0.0.1:
   throughput  1 publisher -> 1 subscriber on bench.a, N x 256 B, then one END message
   filtered    the publisher cycles bench.0 .. bench.9 (N in all), the subscriber takes bench.3
+  fanout      1 publisher -> 4 subscribers on bench.a, N/4 x 256 B each (N copies delivered in all)
   latency     ping/pong round trips of 16 B: 1,000 warm-up, then --lat-n measured
 after which the server is stopped by its PID. Per process (publisher, server, subscriber) each
 throughput test records the CPU time (user + system) and the peak private memory (RssAnon).
@@ -35,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLK = os.sysconf("SC_CLK_TCK")
 SYSTEMS = ("nats", "redis", "zmqraw", "nbus", "relay")
-TESTS = ("throughput", "filtered", "latency")
+TESTS = ("throughput", "filtered", "fanout", "latency")
 
 
 def system_specs(clients, nbus, nbus_client):
@@ -288,35 +289,50 @@ def bound_seconds(n):
     return 120 + n / 10_000
 
 
-def pubsub(spec, server, base, test, n, sub_subject, pub_subjects, end_subject):
-    ready = base + ".ready"
-    if os.path.exists(ready):
-        os.unlink(ready)
+def pubsub(spec, server, base, test, n, sub_subject, pub_subjects, end_subject, subs=1):
+    """One publisher, `subs` subscribers of `sub_subject`. With several (fan-out), "sub" is their
+    sum: received and CPU added up (CPU per delivered copy), the rate the median subscriber's,
+    peak RssAnon the largest; each subscriber's own result is kept in "subs"."""
     rec = dict(test=test, n=n, loadavg_before=loadavg())
     server_cpu0 = server_cpu_s(server.pid)
     server_faults0 = proc_minor_faults(server.pid)
-    waiter = ReadyFile(ready)
-    sub = Child(spec["client"] + ["--mode=sub", f"--subject={sub_subject}", f"--ready={ready}"], base + ".sub.out")
-    try:
-        waiter.wait(sub)
-    except RuntimeError as error:
-        sub.wait(0)
-        rec["error"] = str(error)
-        return rec
+    children = []
+    for k in range(subs):
+        tag = "sub" if subs == 1 else f"sub{k}"
+        ready = f"{base}.{tag}.ready" if subs > 1 else base + ".ready"
+        if os.path.exists(ready):
+            os.unlink(ready)
+        waiter = ReadyFile(ready)
+        child = Child(spec["client"] + ["--mode=sub", f"--subject={sub_subject}", f"--ready={ready}"], f"{base}.{tag}.out")
+        children.append((tag, child))
+        try:
+            waiter.wait(child)
+        except RuntimeError as error:
+            for _, c in children:
+                c.wait(0)
+            rec["error"] = str(error)
+            return rec
     pub = Child(spec["client"] + ["--mode=pub", f"--n={n}", "--size=256", f"--subject={pub_subjects}",
                                   f"--end-subject={end_subject}"], base + ".pub.out")
-    anon = AnonPeak(dict(pub=pub.pid, server=server.pid, sub=sub.pid))
+    pids = dict(pub=pub.pid, server=server.pid)
+    pids.update({tag: c.pid for tag, c in children})
+    anon = AnonPeak(pids)
     bound = bound_seconds(n)
     pub_ok = pub.wait(bound)
-    sub_ok = sub.wait(bound if pub_ok else 0)
-    rec["anon_peak_kb"] = anon.done()
+    subs_ok = [c.wait(bound if pub_ok else 0) for _, c in children]
+    peaks = anon.done()
+    if subs > 1:
+        peaks["sub"] = max(peaks[tag] for tag, _ in children)
+    rec["anon_peak_kb"] = peaks
     rec["server_cpu_s"] = round(server_cpu_s(server.pid) - server_cpu0, 5)
     faults = proc_minor_faults(server.pid)
     if faults is not None and server_faults0 is not None:
         rec["server_minor_faults"] = faults - server_faults0
-    rec["pub_cpu_s"], rec["sub_cpu_s"] = pub.cpu_s(), sub.cpu_s()
+    rec["pub_cpu_s"] = pub.cpu_s()
+    sub_cpus = [c.cpu_s() for _, c in children]
+    rec["sub_cpu_s"] = None if any(v is None for v in sub_cpus) else round(sum(sub_cpus), 5)
     problems = []
-    for role, child, ok in (("pub", pub, pub_ok), ("sub", sub, sub_ok)):
+    for role, child, ok in [("pub", pub, pub_ok)] + [(tag, c, ok) for (tag, c), ok in zip(children, subs_ok)]:
         if not ok:
             problems.append(f"{role} killed after {bound:.0f} s")
         elif child.exit_code() != 0:
@@ -325,6 +341,12 @@ def pubsub(spec, server, base, test, n, sub_subject, pub_subjects, end_subject):
             rec[role] = last_json(f"{base}.{role}.out")
         except RuntimeError as error:
             problems.append(str(error))
+    if subs > 1 and not problems:
+        each = [rec.pop(tag) for tag, _ in children]
+        rates = sorted(r["rate"] for r in each)
+        rec["subs"] = each
+        rec["sub"] = dict(rate=rates[len(rates) // 2], slowest_rate=rates[0], received=sum(r["received"] for r in each),
+                          end_marker=all(r.get("end_marker") for r in each), subscribers=subs)
     if problems:
         rec["error"] = "; ".join(problems)
     return rec
@@ -411,7 +433,7 @@ def main():
     ap.add_argument("--systems", default=",".join(s for s in SYSTEMS if s != "relay"),
                     help="a comma list of " + ",".join(SYSTEMS) + " (relay: the bare TCP relay, the broker's floor)")
     ap.add_argument("--tests", default=",".join(TESTS))
-    ap.add_argument("--n", type=int, default=1_000_000, help="notifications per throughput and filtered test")
+    ap.add_argument("--n", type=int, default=1_000_000, help="notifications per throughput and filtered test (a quarter of it per fan-out subscriber)")
     ap.add_argument("--lat-n", type=int, default=20_000, help="measured round trips per latency test")
     ap.add_argument("--label", default=None, help="names the result files (default: the date and time)")
     a = ap.parse_args()
@@ -444,7 +466,8 @@ def main():
                 for test in [t for t in TESTS if t in a.tests.split(",")]:
                     # The relay joins one publisher's connection to one subscriber's: the round
                     # trip's two clients each publish and subscribe, so it has no latency test.
-                    if name == "relay" and test == "latency":
+                    # (Nor a fan-out: it joins one publisher to one subscriber.)
+                    if name == "relay" and test in ("latency", "fanout"):
                         continue
                     try:
                         server = Server(spec, f"{logs_dir}/{tag}.{test}.server.log")
@@ -455,6 +478,9 @@ def main():
                         if test == "throughput":
                             recs.append(pubsub(spec, server, base + ".throughput", "throughput", a.n,
                                                "bench.a", "bench.a", "bench.a"))
+                        elif test == "fanout":
+                            recs.append(pubsub(spec, server, base + ".fanout", "fanout", a.n // 4,
+                                               "bench.a", "bench.a", "bench.a", subs=4))
                         elif test == "filtered":
                             names = ",".join(f"bench.{i}" for i in range(10))
                             recs.append(pubsub(spec, server, base + ".filtered", "filtered", a.n,
