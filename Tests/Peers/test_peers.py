@@ -82,6 +82,25 @@ class ReportTests(unittest.TestCase):
             self.assertGreater(len(root.findall(".//{http://www.w3.org/2000/svg}rect")), 4)
         self.assertEqual(page.count("<table"), 4)  # three of figures, one of the run
 
+    def test_fanout_is_per_subscriber(self):
+        # A recorded fan-out run (testdata/fanout.jsonl): four subscribers a system.
+        raw = os.path.join(self.dir, "fanout.jsonl")
+        shutil.copy(os.path.join(PEERS, "testdata", "fanout.jsonl"), raw)
+        md_path, _ = report.write(raw)
+        md = read(md_path)
+        self.assertIn("## fan-out: 1 publisher -> 4 subscribers", md)
+        meta, recs = report.load(raw)
+        s = report.Summary(meta, recs)
+        for rec in (r for r in recs if r["test"] == "fanout"):
+            self.assertEqual(len(rec["subs"]), 4)
+            self.assertEqual(rec["sub"]["received"], sum(x["received"] for x in rec["subs"]))
+            self.assertEqual(s.lost(rec), 0)
+            rates = sorted(x["rate"] for x in rec["subs"])
+            self.assertEqual(rec["sub"]["rate"], rates[2])
+            self.assertEqual(rec["anon_peak_kb"]["sub"], max(rec["anon_peak_kb"][f"sub{k}"] for k in range(4)))
+        ratio = s.rate("nbus", "fanout") / s.rate("nats", "fanout")
+        self.assertIn(f"fan-out per subscriber {ratio:.2f}x", md)
+
     def test_failed_test_is_reported(self):
         with open(self.raw, "a") as f:
             f.write(json.dumps(dict(system="redis", run=2, test="throughput", n=10, error="sub exited 1")) + "\n")
@@ -164,13 +183,14 @@ class SmokeRunTests(unittest.TestCase):
         self.assertEqual(out.returncode, 0, out.stdout[-3000:] + out.stderr[-3000:])
         meta, recs = report.load(os.path.join(work, "results", "smoke.jsonl"))
         self.assertEqual(meta["n"], SMOKE_N)
-        self.assertEqual(sorted(r["test"] for r in recs), ["filtered", "latency", "throughput"])
+        self.assertEqual(sorted(r["test"] for r in recs), ["fanout", "filtered", "latency", "throughput"])
         for rec in recs:
             self.assertNotIn("error", rec)
             if rec["test"] == "latency":
                 self.assertEqual(rec["ping"]["n"], SMOKE_LAT_N)
                 self.assertGreater(rec["ping"]["p50_us"], 0)
                 continue
+            # Fan-out: SMOKE_N / 4 to each of four subscribers.
             expected = SMOKE_N // 10 if rec["test"] == "filtered" else SMOKE_N
             self.assertEqual(rec["sub"]["received"], expected, rec)
             self.assertTrue(rec["sub"]["end_marker"], rec)
