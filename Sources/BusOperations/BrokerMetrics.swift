@@ -138,7 +138,7 @@ final class BrokerMetrics: Sendable {
             for (counter, read) in counters {
                 let now = read(stats)
                 let before = read(previous)
-                if now > before { counter.increment(by: Int64(clamping: now - before)) }
+                CounterAdvance.advance(counter, from: before, to: now)
             }
             last.withLock { $0 = stats }
             publishersGauge.set(Double(publishers))

@@ -224,7 +224,7 @@ final class BusMetricsSampler: Sendable {
     }
 
     private func advance(_ counter: Counter, from before: UInt64, to now: UInt64) {
-        if now > before { counter.increment(by: Int64(clamping: now - before)) }
+        CounterAdvance.advance(counter, from: before, to: now)
     }
 
     /// Debug lines for what grew since the last sample (the bus has no event for these yet).
