@@ -54,8 +54,10 @@ struct BrokerEndpointOptions: ParsableArguments {
     func validate() throws {
         for endpoint in frontends { try validateEndpoint(endpoint, option: "--frontend", connecting: true) }
         for endpoint in backends { try validateEndpoint(endpoint, option: "--backend", connecting: true) }
-        if frontends.count != backends.count && !frontends.isEmpty && !backends.isEmpty {
-            throw ValidationError("--frontend and --backend name one broker each: give as many of one as of the other")
+        // One without the other would be paired with the default of the other, silently.
+        if frontends.count != backends.count {
+            throw ValidationError(
+                "--frontend and --backend name one broker each: give as many of one as of the other (got \(frontends.count) and \(backends.count)), or --connect FRONTEND,BACKEND")
         }
         for (pair, split) in zip(connects, connectPairs) {
             guard let split else {

@@ -31,6 +31,8 @@ func endpointProblem(_ endpoint: String, option: String, connecting: Bool) -> Un
     // inproc:// joins only sockets of one ZeroMQ context, inside one process: a command binding or
     // connecting there would wait for peers that can never come.
     if lowered.hasPrefix("inproc://") { return .inproc(option, endpoint) }
+    // A FRONTEND,BACKEND pair given where one endpoint goes (libzmq would take the rest as a host).
+    if endpoint.contains(",") { return .comma(option, endpoint) }
     // What libzmq would refuse with a bare EINVAL at bind or connect: say what is expected.
     guard lowered.hasPrefix("tcp://") || lowered.hasPrefix("ipc://") else { return .unknownTransport(option, endpoint) }
     if lowered.hasPrefix("tcp://") {

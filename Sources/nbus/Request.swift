@@ -67,23 +67,60 @@ struct Request: AsyncParsableCommand {
 
     func validate() throws {
         try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout)
+        let requestName = try parsedName()
+        let headerMap = try parsedHeaders()
+        // What the request will carry: these headers, and the reply-to header the bus adds (an
+        // inbox name, at its longest here).
+        var carried = headerMap
+        carried[RequestReply.replyToHeader] = RequestReply.inboxName(requester: .max, number: .max).rawValue
+        do {
+            _ = try EnvelopeCodec.encodedSize(of: BusNotification(name: requestName, headers: carried))
+        } catch {
+            throw ValidationError("--header: \(error) (with the reply-to header the request adds)")
+        }
+    }
+
+    func parsedName() throws -> NotificationName {
+        do { return try NotificationName(name) } catch { throw ValidationError("invalid name '\(displayed(name))': \(error)") }
+    }
+
+    /// The --header options: a key given twice is an error (a notification has one value per
+    /// key), and reply-to is the request's own.
+    func parsedHeaders() throws -> NotificationHeaders {
+        var result = NotificationHeaders()
+        for header in headers {
+            guard let equals = header.firstIndex(of: "="), equals != header.startIndex else {
+                throw ValidationError("--header takes key=value, got '\(header)'")
+            }
+            let key = String(header[..<equals])
+            let value = String(header[header.index(after: equals)...])
+            if key == RequestReply.replyToHeader {
+                throw ValidationError("--header \(key): the request sets its own reply-to header (where the reply goes)")
+            }
+            if let earlier = result[key] {
+                throw ValidationError(
+                    "--header \(key) is given twice (\(key)=\(earlier) and \(key)=\(value)); a notification has one value per key")
+            }
+            result[key] = value
+        }
+        return result
     }
 
     func run() async throws {
         logging.bootstrap()
-        let requestName: NotificationName
-        do { requestName = try NotificationName(name) } catch { throw ValidationError("invalid name '\(displayed(name))': \(error)") }
-        var headerMap = NotificationHeaders()
-        for header in headers {
-            guard let equals = header.firstIndex(of: "="), equals != header.startIndex else {
-                throw ValidationError("--header \(header): expected key=value")
-            }
-            headerMap[String(header[..<equals])] = String(header[header.index(after: equals)...])
-        }
+        let requestName = try parsedName()
+        let headerMap = try parsedHeaders()
         let payloadBytes: [UInt8]
         if payload == "-" {
             // Read before the bus opens: the wait for a slow writer is not the reply's timeout.
-            payloadBytes = try await Self.readStandardInput(limit: Self.standardInputLimit)
+            do {
+                payloadBytes = try await Self.readStandardInput(limit: Self.standardInputLimit)
+            } catch {
+                // Known only now, after parsing: said as the usage error it is (status 64), as
+                // `validate()` says the others.
+                logLine(.error, "request", "nbus request: \((error as? ValidationError)?.message ?? "\(error)")")
+                throw ExitCode.validationFailure
+            }
         } else {
             payloadBytes = Array(payload.utf8)
         }

@@ -21,6 +21,12 @@ struct UnusableEndpoint: Error, CustomStringConvertible {
             reason: "inproc:// endpoints are reachable only inside one process; use ipc:// (this machine) or tcp:// to reach other nbus processes")
     }
 
+    static func comma(_ option: String, _ endpoint: String) -> Self {
+        Self(
+            option: option, endpoint: endpoint,
+            reason: "one endpoint has no comma: publish --connect takes a broker's frontend (tcp://127.0.0.1:5550) and subscribe --connect its backend (tcp://127.0.0.1:5551), repeated for several brokers; FRONTEND,BACKEND pairs are for request and reply")
+    }
+
     static func unknownTransport(_ option: String, _ endpoint: String) -> Self {
         Self(
             option: option, endpoint: endpoint,

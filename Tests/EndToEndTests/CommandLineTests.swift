@@ -175,6 +175,42 @@ struct CommandLineTests {
         #expect(single.status == 64 && single.stderrText.contains("FRONTEND,BACKEND"), "\(single.stderrText)")
     }
 
+    /// request and reply arguments refused before connecting (exit 64), with their own command's
+    /// usage, and what the message must say.
+    static let refusedRequestArguments: [([String], String)] = [
+        (["request", "text.*", "hi"], "invalid name 'text.*'"),
+        (["request", "a.b", "hi", "--header", "novalue"], "--header takes key=value"),
+        (["request", "a.b", "hi", "--header", "a=1", "--header", "a=2"], "--header a is given twice (a=1 and a=2)"),
+        (["request", "a.b", "hi", "--header", "reply-to=x.y"], "sets its own reply-to header"),
+        (["request", "a.b", "hi", "--header", "k=" + String(repeating: "v", count: 1_025)], "1025-byte value; the limit is 1024"),
+        (["request", "a.b", "hi"] + (1...32).flatMap { ["--header", "k\($0)=v"] }, "with the reply-to header the request adds"),
+        (["request", "a.b", "hi", "--frontend", "tcp://127.0.0.1:46550"], "--frontend and --backend name one broker each"),
+        (["reply", "a..b", "--echo"], "invalid pattern 'a..b'"),
+    ]
+
+    @Test("request and reply refuse bad arguments at once, exit 64, with their own usage", arguments: refusedRequestArguments)
+    func requestArgumentsRefused(arguments: [String], message: String) async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let output = try #require(try await children.run(arguments[0], arguments, timeout: .seconds(20)))
+        #expect(output.status == 64 && !output.bySignal, "exit \(output.status): \(output.stderrText.prefix(300))")
+        #expect(output.stderrText.contains(message), "\(output.stderrText.prefix(300))")
+        #expect(output.stderrText.contains("Usage: nbus \(arguments[0])"), "\(output.stderrText.prefix(400))")
+    }
+
+    @Test("publish and subscribe --connect given a FRONTEND,BACKEND pair say so, exit 2")
+    func commaInOneEndpoint() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        for command in [["publish", "a.b", "hi"], ["subscribe", "a.b"]] {
+            let output = try #require(
+                try await children.run(command[0], command + ["--connect", "tcp://127.0.0.1:46550,tcp://127.0.0.1:46551"]))
+            #expect(output.status == 2, "\(output.stderrText)")
+            #expect(output.stderrText.contains("one endpoint has no comma"), "\(output.stderrText)")
+            #expect(!output.stderrText.contains("IPv6"), "\(output.stderrText)")
+        }
+    }
+
     @Test("a broker endpoint already in use names the option to change, exit 2")
     func endpointInUseNamesTheOption() async throws {
         let children = try Children()
