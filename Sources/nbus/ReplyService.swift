@@ -30,6 +30,12 @@ struct ReplyService: Service {
             await withTaskGroup(of: Void.self) { replies in
                 var posting = 0
                 for await request in requests {
+                    // This responder's own replies, where its pattern also matches their inbox
+                    // names (`>`): not requests, not counted as received.
+                    if request.publisherID == bus.publisherID {
+                        tally.own()
+                        continue
+                    }
                     guard RequestReply.replyName(of: request) != nil else {
                         tally.ignored()
                         logLine(.warning, "reply", "\(request.name): ignored, no valid reply-to header")
@@ -131,6 +137,8 @@ private final class ReplyTally: Sendable {
         var error = 0
         var notSent = 0
         var ignored = 0
+        /// This responder's own posts its pattern matched (its replies): not requests.
+        var own = 0
         var handled: Int { ok + error + notSent }
     }
 
@@ -152,6 +160,10 @@ private final class ReplyTally: Sendable {
 
     func ignored() {
         counts.withLock { $0.ignored += 1 }
+    }
+
+    func own() {
+        counts.withLock { $0.own += 1 }
     }
 
     /// Counts a request handled (a reply sent or given up), and says when `limit` is reached.
@@ -181,7 +193,7 @@ private final class ReplyTally: Sendable {
     /// every request was answered.
     func warning(_ stats: SubscriptionStats) -> String? {
         let counts = counts.withLock { $0 }
-        let unanswered = max(0, Int(clamping: stats.received) - counts.handled - counts.ignored)
+        let unanswered = max(0, Int(clamping: stats.received) - counts.own - counts.handled - counts.ignored)
         guard counts.notSent > 0 || unanswered > 0 else { return nil }
         return "\(counts.notSent) reply(ies) not sent (the requester's subscription did not come), "
             + "\(unanswered) request(s) unanswered (dropped from a full buffer, or still queued at the stop)"
@@ -189,7 +201,7 @@ private final class ReplyTally: Sendable {
 
     func summary(_ stats: SubscriptionStats) -> CommandSummary {
         let counts = counts.withLock { $0 }
-        let received = Int(clamping: stats.received)
+        let received = max(0, Int(clamping: stats.received) - counts.own)
         let unanswered = max(0, received - counts.handled - counts.ignored)
         let text = "received \(received) request(s): replied \(counts.ok + counts.error) (ok \(counts.ok), error \(counts.error)), "
             + "not sent \(counts.notSent), ignored \(counts.ignored) without a reply-to, unanswered \(unanswered)"

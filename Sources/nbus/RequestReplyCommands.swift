@@ -17,7 +17,8 @@ struct ReplyCommand: AsyncParsableCommand {
             --echo answers each request with its own payload. --command runs CMD with /bin/sh -c \
             for each request (one at a time): the request's payload on its standard input, the \
             reply from its standard output (at most 1 MiB); the request's name in NBUS_NAME and \
-            each header in NBUS_HEADER_<KEY> (upper case, - and . as _). A command that exits \
+            each header in NBUS_HEADER_<KEY> (upper case, - and . as _; of two keys with one \
+            variable, the first in key order is passed and the other said in a warning). A command that exits \
             non-zero is answered with status error and its standard error as the reason. \
             Requests without a reply-to header are ignored. Each reply is posted once the \
             requester's subscription to its reply name has reached this responder (at most 5 s: \
@@ -66,12 +67,16 @@ struct ReplyCommand: AsyncParsableCommand {
         guard echo != (command != nil) else { throw ValidationError("give exactly one of --echo and --command") }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
         try SecondsOption.check(commandTimeout, "--command-timeout", in: 0.001...SecondsOption.maximumTimeout)
+        _ = try parsedPattern()
+    }
+
+    func parsedPattern() throws -> NamePattern {
+        do { return try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(displayed(pattern))': \(error)") }
     }
 
     func run() async throws {
         logging.bootstrap()
-        let requestPattern: NamePattern
-        do { requestPattern = try NamePattern(pattern) } catch { throw ValidationError("invalid pattern '\(displayed(pattern))': \(error)") }
+        let requestPattern = try parsedPattern()
         try await CommandLifecycle.run(name: "reply") { () async throws -> (ReplyService, [any Service]) in
             let bus: Bus
             let requests: NotificationSequence
@@ -108,11 +113,25 @@ extension ReplyCommand {
         }
     }
 
+    /// A header's environment variable: NBUS_HEADER_ and its key in upper case, any character
+    /// other than a letter or a digit as `_`.
+    static func environmentName(ofHeader key: String) -> String {
+        "NBUS_HEADER_" + key.uppercased().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()
+    }
+
     /// Runs `command` for `request`: payload in, reply out, headers in the environment.
     static func run(_ command: String, for request: BusNotification) async -> Reply {
         var environment: [Environment.Key: String] = ["NBUS_NAME": request.name.rawValue]
-        for (key, value) in request.headers {
-            let variable = "NBUS_HEADER_" + key.uppercased().map { $0.isLetter || $0.isNumber ? String($0) : "_" }.joined()
+        var named: [String: String] = [:]
+        // In key order, so that of two keys with one variable (a-b and a.b) the same one is kept
+        // each time, and the other is said, not dropped silently.
+        for (key, value) in request.headers.sorted(by: { $0.key < $1.key }) {
+            let variable = Self.environmentName(ofHeader: key)
+            if let earlier = named[variable] {
+                logLine(.warning, "reply", "\(request.name): headers \(earlier) and \(key) are both \(variable): \(key)'s value is not passed")
+                continue
+            }
+            named[variable] = key
             environment[Environment.Key(stringLiteral: variable)] = value
         }
         do {

@@ -23,6 +23,34 @@ struct RequestReplyEndToEndTests {
         expectExit(await responder.waitForExit(), 0, responder)
     }
 
+    @Test("reply '>' does not take its own replies for requests; two header keys with one variable are said, not dropped silently")
+    func ownRepliesAndHeaderVariables() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend]
+        let everything = try children.start("reply", ["reply", ">", "--echo", "--count", "2", "--format", "json"] + endpoints)
+        try #require(await everything.waitForStderr(containing: "answering"), "\(everything.describe())")
+        for text in ["one", "two"] {
+            let request = try #require(try await children.run("request", ["request", "any.thing", text] + endpoints))
+            #expect(request.status == 0 && request.stdoutText == "\(text)\n", "\(request.stderrText)")
+        }
+        expectExit(await everything.waitForExit(), 0, everything)
+        let summary = everything.output.stderrText.split(separator: "\n").last.map(String.init) ?? ""
+        // Its two replies (on _inbox names, which '>' matches) are neither received nor ignored.
+        #expect(summary.contains(#""received":2"#) && summary.contains(#""ignored":0"#), "\(everything.output.stderrText.suffix(600))")
+        #expect(!everything.output.stderrText.contains("no valid reply-to header"), "\(everything.output.stderrText.suffix(600))")
+
+        let shell = try children.start("reply-env", ["reply", "cmd.*", "--command", "env | grep '^NBUS_HEADER_A_B='", "--count", "1"] + endpoints)
+        try #require(await shell.waitForStderr(containing: "answering"), "\(shell.describe())")
+        let request = try #require(
+            try await children.run("request", ["request", "cmd.h", "x", "--header", "a-b=1", "--header", "a.b=2"] + endpoints))
+        // Key order: a-b before a.b; a.b's value is said in a warning.
+        #expect(request.status == 0 && request.stdoutText == "NBUS_HEADER_A_B=1\n", "\(request.stdoutText) \(request.stderrText)")
+        expectExit(await shell.waitForExit(), 0, shell)
+        #expect(shell.output.stderrText.contains("headers a-b and a.b are both NBUS_HEADER_A_B"), "\(shell.output.stderrText.suffix(600))")
+    }
+
     @Test("reply --http: the requests it received on /metrics, /healthz ok; SIGINT stops it and its server (exit 0)")
     func replyMetrics() async throws {
         let children = try Children()
