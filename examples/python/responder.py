@@ -97,11 +97,17 @@ def main(argv=None) -> int:
         start = name.encode("utf-8") + b"\0"
         return any(start.startswith(topic) for topic in subscribed)
 
+    fresh = False        # a request was just queued: look at once whether its requester is here
     try:
         while a.count is None or replied < a.count:
             timeout = None
-            if waiting:
+            if fresh:
+                # Its requester subscribed before it posted (NBP-1 section 16): usually it is
+                # already here, and nothing else would wake this poll before the deadline.
+                timeout = 0
+            elif waiting:
                 timeout = max(0, int((min(w[0] for w in waiting) - time.monotonic()) * 1000))
+            fresh = False
             events = dict(poller.poll(timeout))
             while pub.poll(0):
                 message = pub.recv()      # subscription messages: 1 subscribes a topic, 0 drops it
@@ -140,9 +146,13 @@ def main(argv=None) -> int:
                 continue
             payload, error = answer(request, a.echo)
             waiting.append((time.monotonic() + REQUESTER_WAIT, reply_to, payload, error, request.name))
+            fresh = True
     except KeyboardInterrupt:
         pass
     finally:
+        # A second signal while the last replies linger out must not end in a traceback.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         sub.close()
         pub.close()
         ctx.term()

@@ -6,8 +6,8 @@
 Subscribes `orders.created` exactly (the ZeroMQ prefix "orders.created\\0", NBP-1
 section 5.1), decodes each frame (a batch frame yields several notifications),
 and prints "order ID TOTAL" for each body that is an OrderCreated: a JSON object
-with an integer "id" and a number "total", content type json (2) or unspecified
-(0). Anything else is counted and printed as "undecodable REASON", never fatal.
+with an integer "id" (64 bits) and a finite number "total", content type json (2)
+or unspecified (0), RFC 8259 JSON (no NaN or Infinity), as the Swift decoder has it. Anything else is counted and printed as "undecodable REASON", never fatal.
 Prints "ready" once subscribed, and ends after --count orders (exit 0), or after
 --timeout seconds without one (exit 1).
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -32,18 +33,29 @@ except ImportError:  # pragma: no cover - depends on the machine
 NAME = "orders.created"
 
 
+def _not_json(constant):
+    # Python's json reads NaN, Infinity and -Infinity; RFC 8259 (and the Swift side) does not.
+    raise ValueError(f"{constant} is not JSON")
+
+
 def as_order(notification):
-    """(id, total) of an OrderCreated body, or raises ValueError saying why not."""
+    """(id, total) of an OrderCreated body, or raises ValueError saying why not: what the Swift
+    side's decoder refuses is refused here too (not RFC 8259 JSON, an id outside Int's 64 bits,
+    a total that is not a finite Double)."""
     if notification.content_type not in (0, 2):
         raise ValueError(f"content type {notification.content_type}, not json")
-    value = json.loads(bytes(notification.payload).decode("utf-8"))
+    value = json.loads(bytes(notification.payload).decode("utf-8"), parse_constant=_not_json)
     if not isinstance(value, dict):
         raise ValueError("not a JSON object")
     number, total = value.get("id"), value.get("total")
     if not isinstance(number, int) or isinstance(number, bool):
         raise ValueError("id is not an integer")
+    if not -(1 << 63) <= number < (1 << 63):
+        raise ValueError("id does not fit a 64-bit Int")
     if not isinstance(total, (int, float)) or isinstance(total, bool):
         raise ValueError("total is not a number")
+    if not math.isfinite(float(total)):
+        raise ValueError("total does not fit a Double")
     return number, total
 
 
