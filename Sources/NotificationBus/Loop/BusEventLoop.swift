@@ -116,7 +116,14 @@ final class BusEventLoop {
             for command in commands { handle(command) }
             commands.removeAll(keepingCapacity: true)
             if !open { break }
-            didWork = sendPending() || didWork
+            // A round whose only work was sending everything it had needs no second look before
+            // sleeping (two libzmq command rounds saved for every sparse post): the reads below
+            // come after the sends (so a send that took the XPUB's signal is read past), and the
+            // park checks the mailbox under its lock. Anything left unsent (a refusal, a budget's
+            // allowance, several paths), or posts routed to this bus's own subscriptions, still
+            // take the round after.
+            let sent = sendPending()
+            if sent && (posts.hasUnsent || sockets.loopback || posts.hasSeveralPaths) { didWork = true }
             didWork = readSubscriptions() || didWork
             if !receiver.readingPaused { didWork = readNotifications() || didWork }
             // A consumer on the bus's executor that this round resumed runs now, not a round later.
@@ -135,6 +142,7 @@ final class BusEventLoop {
                 if spinNanoseconds > 0 { lastWork = Timestamps.monotonicNanoseconds() }
                 continue
             }
+            if sent && spinNanoseconds > 0 { lastWork = Timestamps.monotonicNanoseconds() }
             if posts.hasUnsent {
                 // Held back for a subscriber past its budget, nothing may go: sleep until the next look.
                 if holdsForSubscriberBudget { parkWhileHoldingForBudget() } else { waitForRoomToSend() }
@@ -210,35 +218,69 @@ final class BusEventLoop {
         return timeout
     }
 
-    /// Sleeps in `zmq_poll` on the wake-up eventfd and every socket it reads, for `timeout` ms
-    /// (-1: until something happens).
+    /// Sleeps in poll(2) on the wake-up eventfd and the `ZMQ_FD` of every socket it reads, for
+    /// `timeout` ms (-1: until something happens).
+    ///
+    /// Not `zmq_poll`: it looks at every socket's `ZMQ_EVENTS` (a command round of libzmq's: a
+    /// `getpid` and a `poll` each) once before a zero-timeout poll, again before the real one and
+    /// again after it, ten look-ups for one sleep of a bus with a SUB and two monitors, and the
+    /// round after the wake reads each socket anyway. Here a socket is looked at once before the
+    /// sleep, which is what `ZMQ_FD`'s edge needs (a message already queued does not signal it), and
+    /// not at all when its last use drained it: the monitors, which are only ever read until empty
+    /// (`readHandshakeFailures`), so their descriptor signals the next event.
     func park(timeout: Int, includePublisher: Bool = true) {
-        var poller = Poller()
-        let wakeIndex = poller.register(fileDescriptor: core.wake.fileDescriptor)
+        var descriptors: [pollfd] = []
+        descriptors.reserveCapacity(8)
+        descriptors.append(pollfd(fd: core.wake.fileDescriptor, events: Int16(POLLIN), revents: 0))
+        var lookedAt: [Socket] = []
         if includePublisher {
-            // Lent to posting threads, the XPUB is watched through its signal fd: polling the
+            // Lent to posting threads, the XPUB is watched through its signal fd: looking at the
             // socket itself would use it at the same time as a poster's send.
             if let publisherSignal {
-                poller.register(fileDescriptor: publisherSignal)
+                descriptors.append(pollfd(fd: publisherSignal, events: Int16(POLLIN), revents: 0))
             } else {
-                for publisher in sockets.publishers { poller.register(publisher) }
+                lookedAt.append(contentsOf: sockets.publishers)
             }
         }
-        if !receiver.readingPaused { for subscriber in sockets.subscribers { poller.register(subscriber) } }
-        for monitor in sockets.handshakeMonitors { poller.register(monitor.reader) }
-        for monitor in sockets.acceptMonitors { poller.register(monitor.reader) }
+        if !receiver.readingPaused { lookedAt.append(contentsOf: sockets.subscribers) }
         do {
-            try poller.poll(timeoutMilliseconds: timeout)
+            for socket in lookedAt {
+                // Something is queued already: no sleep, the next round reads it.
+                if try socket.get(.events) & Int32(PollEvents.readable.rawValue) != 0 { return }
+                descriptors.append(pollfd(fd: try socket.get(.fileDescriptor), events: Int16(POLLIN), revents: 0))
+            }
         } catch {
-            record(error, "zmq_poll")
-            // A poll that keeps failing must not become a busy loop: back off a little.
+            record(error, "looking at a socket before sleeping")
             if !contextTerminated { usleep(10_000) }
+            return
+        }
+        let firstMonitor = descriptors.count
+        for monitor in sockets.handshakeMonitors { appendDescriptor(of: monitor.reader, to: &descriptors) }
+        for monitor in sockets.acceptMonitors { appendDescriptor(of: monitor.reader, to: &descriptors) }
+        if contextTerminated { return }
+        let count = descriptors.count
+        let result = descriptors.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t(count), Int32(clamping: timeout)) }
+        if result < 0 {
+            // EINTR: a signal, the next round looks again. Anything else must not become a busy loop.
+            if errno != EINTR { usleep(10_000) }
             return
         }
         // Only when it fired: woken by a socket, reading the eventfd would be one more syscall
         // between the wake-up and the message (a later signal makes the next poll return at once).
-        if poller.ready(at: wakeIndex).contains(.readable) { core.wake.drain() }
-        roundsUntilHandshakeCheck = 0
+        if descriptors[0].revents != 0 { core.wake.drain() }
+        // The monitors are read when one signalled, or a wait ran out (a look now and then anyway).
+        if result == 0 || descriptors[firstMonitor...].contains(where: { $0.revents != 0 }) { roundsUntilHandshakeCheck = 0 }
+    }
+
+    /// Adds a drained socket's `ZMQ_FD` (a failure to read it, the socket closing, is recorded
+    /// and makes the next round read the monitors).
+    private func appendDescriptor(of socket: Socket, to descriptors: inout [pollfd]) {
+        do {
+            descriptors.append(pollfd(fd: try socket.get(.fileDescriptor), events: Int16(POLLIN), revents: 0))
+        } catch {
+            record(error, "reading a monitor's descriptor")
+            roundsUntilHandshakeCheck = 0
+        }
     }
 
     // MARK: Commands and waits

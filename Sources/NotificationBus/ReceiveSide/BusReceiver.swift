@@ -304,23 +304,17 @@ struct BusReceiver {
         var count = 0
         var bytesRead = 0
         while count < limit && bytesRead < byteLimit {
-            let isMultipart: Bool
-            do {
-                // A one-frame message is routed while its bytes are lent; more parts are rejected below.
-                isMultipart = try socket.receive(mode: .dontWait) { bytes, more in
+            // Would-block ends the read as a value (no error made each round).
+            guard
+                let isMultipart = try socket.receiveIfReady({ bytes, more in
                     // Several paths: the merge's clock, read once a read finds a frame (most
                     // reads of the second path in a round find none).
                     if count == 0 && pathCount > 1 { now = Timestamps.monotonicNanoseconds() }
                     bytesRead &+= bytes.count
+                    // A one-frame message is routed while its bytes are lent; more parts are rejected below.
                     if !more { route(bytes) }
-                    return more
-                }
-            } catch let error as ZMQError {
-                if error.kind == .wouldBlock { break }
-                throw error
-            } catch {
-                preconditionFailure("the receive body does not throw: \(error)")
-            }
+                })
+            else { break }
             if isMultipart {
                 // NBP/1 is one frame: drain the remaining parts and reject the message once. The
                 // parts are already here (libzmq delivers messages whole): a failure to read one
