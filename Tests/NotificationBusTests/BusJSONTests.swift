@@ -369,4 +369,111 @@ struct BusJSONTests {
         let escaped = #"{"\u0061":3,"a":4,"b":"z"}"#
         #expect(try BusJSON.decode(One.self, from: Array(escaped.utf8)) == One(a: 3, b: "z"))
     }
+
+    /// A struct whose keys are read in declaration order: what the in-order look-up serves.
+    struct Ordered: Codable, Equatable {
+        var id: Int
+        var total: Double
+        var customer: String
+        var items: [String]
+        var express: Bool
+        var note: String?
+        var inner: Inner?
+    }
+
+    /// Reads keys out of declaration order, twice, and asks `contains` between.
+    struct Revisits: Decodable, Equatable {
+        var a: Int, b: Int, c: Int, again: Int, hasD: Bool
+        enum CodingKeys: String, CodingKey { case a, b, c, d }
+        init(a: Int, b: Int, c: Int, again: Int, hasD: Bool) {
+            (self.a, self.b, self.c, self.again, self.hasD) = (a, b, c, again, hasD)
+        }
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            c = try container.decode(Int.self, forKey: .c)
+            a = try container.decode(Int.self, forKey: .a)
+            hasD = container.contains(.d)
+            b = try container.decode(Int.self, forKey: .b)
+            again = try container.decode(Int.self, forKey: .a)
+        }
+    }
+
+    @Test("Keys in any order, missing, repeated, unknown or nested: read as Foundation's JSONDecoder reads them")
+    func keyOrderAndLookUp() throws {
+        func both<T: Decodable & Equatable>(_ type: T.Type, _ text: String) throws -> T {
+            let ours = try BusJSON.decode(type, from: Array(text.utf8))
+            #expect(try JSONDecoder().decode(type, from: Data(text.utf8)) == ours, "\(text)")
+            return ours
+        }
+        let inOrder = Ordered(id: 7, total: 9.5, customer: "Acme", items: ["w", "g"], express: true, note: nil, inner: nil)
+        // Declaration order, as BusJSON writes it.
+        #expect(try BusJSON.decode(Ordered.self, from: try BusJSON.encode(inOrder)) == inOrder)
+        #expect(try both(Ordered.self, #"{"id":7,"total":9.5,"customer":"Acme","items":["w","g"],"express":true}"#) == inOrder)
+        // Reversed, shuffled, with unknown keys between and around.
+        #expect(try both(Ordered.self, #"{"express":true,"items":["w","g"],"customer":"Acme","total":9.5,"id":7}"#) == inOrder)
+        #expect(try both(Ordered.self, #"{"x":1,"total":9.5,"zz":{"id":3},"id":7,"express":true,"customer":"Acme","y":[1],"items":["w","g"]}"#) == inOrder)
+        // Optional members present, out of order, nested objects with keys of the outer one's names.
+        let nested = try both(Ordered.self,
+            #"{"inner":{"label":"id","weight":2},"id":7,"note":"n","total":9.5,"customer":"Acme","items":["w","g"],"express":true}"#)
+        #expect(nested.inner == Inner(label: "id", weight: 2))
+        #expect(nested.note == "n")
+        let list = try both([Ordered].self, #"[{"id":1,"total":1,"customer":"a","items":[],"express":false},"#
+            + #"{"customer":"b","id":2,"total":2,"items":["x"],"express":true,"note":null}]"#)
+        #expect(list.map(\.id) == [1, 2])
+        #expect(list.map(\.customer) == ["a", "b"])
+        // A missing key: keyNotFound, at the same key.
+        for text in [#"{"id":7,"total":9.5,"customer":"Acme","express":true}"#, #"{"items":[],"id":7,"total":9.5,"customer":"Acme"}"#, "{}"] {
+            #expect(throws: DecodingError.self) { try BusJSON.decode(Ordered.self, from: Array(text.utf8)) }
+            #expect(throws: DecodingError.self) { try JSONDecoder().decode(Ordered.self, from: Data(text.utf8)) }
+        }
+        do {
+            _ = try BusJSON.decode(Ordered.self, from: Array(#"{"id":7,"total":9.5,"customer":"Acme","express":true}"#.utf8))
+        } catch DecodingError.keyNotFound(let key, _) {
+            #expect(key.stringValue == "items")
+        }
+        // Keys read out of order and again, and `contains` between: the same values each time.
+        let expected = Revisits(a: 1, b: 2, c: 3, again: 1, hasD: true)
+        #expect(try both(Revisits.self, #"{"a":1,"b":2,"c":3,"d":4}"#) == expected)
+        #expect(try both(Revisits.self, #"{"d":4,"c":3,"b":2,"a":1}"#) == expected)
+        #expect(try both(Revisits.self, #"{"c":3,"a":1,"b":2,"e":5}"#) == Revisits(a: 1, b: 2, c: 3, again: 1, hasD: false))
+        // A repeated key (BusJSON reads the first, as before) read out of order and again, and
+        // keys that share a length and end bytes without being the same (the sieve's near misses).
+        #expect(try BusJSON.decode(Revisits.self, from: Array(#"{"a":1,"b":2,"a":9,"c":3,"d":0}"#.utf8)) == expected)
+        #expect(try BusJSON.decode(Revisits.self, from: Array(#"{"c":3,"a":1,"a":8,"b":2,"a":9}"#.utf8))
+            == Revisits(a: 1, b: 2, c: 3, again: 1, hasD: false))
+        struct Near: Codable, Equatable { var ab: Int; var aab: Int; var axb: Int; var ayb: Int; var b: Int }
+        let near = Near(ab: 1, aab: 2, axb: 3, ayb: 4, b: 5)
+        #expect(try both(Near.self, #"{"ab":1,"aab":2,"axb":3,"ayb":4,"b":5}"#) == near)
+        #expect(try both(Near.self, #"{"b":5,"ayb":4,"axb":3,"aab":2,"ab":1}"#) == near)
+        #expect(try BusJSON.decode(Near.self, from: Array(#"{"ab":1,"aab":2,"axb":3,"ayb":4,"b":5,"axb":30}"#.utf8)) == near)
+        #expect(try BusJSON.decode(Near.self, from: Array(#"{"ab":1,"aab":2,"a\u0078b":3,"ayb":4,"b":5,"axb":30}"#.utf8)) == near)
+        // Many members (more than the sieve's 64 bits), each found in order and reversed.
+        let keys = (0..<150).map { "k\($0)" }
+        let forward = "{" + keys.enumerated().map { "\"\($1)\":\($0)" }.joined(separator: ",") + "}"
+        let backward = "{" + keys.enumerated().reversed().map { "\"\($1)\":\($0)" }.joined(separator: ",") + "}"
+        let map = Dictionary(uniqueKeysWithValues: keys.enumerated().map { ($1, $0) })
+        #expect(try both([String: Int].self, forward) == map)
+        #expect(try both([String: Int].self, backward) == map)
+    }
+
+    @Test("Doubles with few fraction digits (written without their description) are Foundation's bytes")
+    func shortDecimalDoubles() throws {
+        var values: [Double] = [9.5, 0.1, 0.2, 0.3, 1.1, 2.675, 1.005, 4.35, 0.07, 0.001, 0.0011, 0.00099, 0.0001,
+                                999_999_999.9999, 999_999_999.99999, 1e9, 1e9 - 1, 123_456.789, -0.25, -12, 12.0, 1 / 3.0,
+                                0, -0.0, 0.5, 0.05, 0.005, 0.0005, 1e-7, 1e15, 1e16, 2.5e-300]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<20_000 {
+            let fractionDigits = Int.random(in: 0...6, using: &generator)
+            let digits = Double(Int64.random(in: -10_000_000_000...10_000_000_000, using: &generator) / Int64.random(in: 1...100_000, using: &generator))
+            let scaled = digits / [1, 10, 100, 1e3, 1e4, 1e5, 1e6][fractionDigits]
+            values += [scaled, scaled.nextUp, scaled.nextDown, Double.random(in: -1e9...1e9, using: &generator),
+                       Double.random(in: -2...2, using: &generator)]
+        }
+        for digits in 1...2_000 {
+            for scale in [1.0, 10, 100, 1_000, 10_000] { values += [Double(digits) / scale, -Double(digits) / scale] }
+        }
+        let ours = try BusJSON.encode(values)
+        #expect(ours == Array(try JSONEncoder().encode(values)))
+        #expect(try BusJSON.decode([Double].self, from: ours).elementsEqual(values) { $0 == $1 })
+    }
 }

@@ -254,19 +254,42 @@ struct BusJSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     /// The entry of `key`'s value, nil when absent (the first member of that name, as before).
+    ///
+    /// The member after the one found last is tried first (the object's `cursor`): a synthesized
+    /// `Decodable` asks for its keys in declaration order, the order BusJSON (and Foundation's
+    /// encoder, for a synthesized `Encodable`) writes them, so each look-up is one comparison.
+    /// Taken only when no key of the object repeats (then the member found is the only one of
+    /// that name); otherwise, or when it is not the key, the members are searched from the first.
     private func find(_ key: String) -> Int? {
         var key = key
         return key.withUTF8 { wanted in
             document.bytes.withUnsafeBufferPointer { bytes in
+                let object = document[index]
+                guard object.count > 0 else { return nil }
+                if !object.mayRepeatKeys {
+                    let tried = object.cursor == 0 ? index + 1 : object.cursor
+                    if tried < object.next {  // a member (the cursor steps from member to member)
+                        let entry = document[tried]
+                        if entry.end - entry.start == wanted.count, Self.equal(bytes, from: entry.start, wanted) {
+                            document.setCursor(document[tried + 1].next, of: index)
+                            return tried + 1
+                        }
+                    }
+                }
                 var member = index + 1
-                for _ in 0..<document[index].count {
+                for _ in 0..<object.count {
                     let entry = document[member]
+                    let following = document[member + 1].next
                     if entry.escaped {
-                        if document.unescape(entry).elementsEqual(wanted) { return member + 1 }
+                        if document.unescape(entry).elementsEqual(wanted) {
+                            document.setCursor(following, of: index)
+                            return member + 1
+                        }
                     } else if entry.end - entry.start == wanted.count, Self.equal(bytes, from: entry.start, wanted) {
+                        document.setCursor(following, of: index)
                         return member + 1
                     }
-                    member = document[member + 1].next
+                    member = following
                 }
                 return nil
             }

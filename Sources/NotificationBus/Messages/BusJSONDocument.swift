@@ -19,16 +19,19 @@ final class BusJSONDocument {
         }
     }
 
-    /// 20 bytes (offsets as `UInt32`: a document is at most 4 GiB), so a small message's
+    /// 24 bytes (offsets as `UInt32`: a document is at most 4 GiB), so a small message's
     /// entries take a few cache lines.
     struct Entry {
         var kind: Kind
-        /// A string's content has an escape (read through `unescape`).
+        /// A string's content has an escape (read through `unescape`). For an object: two of
+        /// its keys may be the same name (`mayRepeatKeys`).
         var escaped: Bool
         private var start32: UInt32
         private var end32: UInt32
         private var next32: UInt32
         private var count32: UInt32
+        /// For an object: the entry of the member key a look-up tries first (`cursor`).
+        private var cursor32: UInt32 = 0
 
         init(kind: Kind, escaped: Bool = false, start: Int, end: Int, next: Int = 0, count: Int = 0) {
             self.kind = kind
@@ -54,6 +57,21 @@ final class BusJSONDocument {
         var count: Int {
             get { Int(count32) }
             set { count32 = UInt32(truncatingIfNeeded: newValue) }
+        }
+        /// For an object: whether two of its keys may name the same member (the parse's cheap
+        /// sieve said so, or a key has an escape). When not, a key found is the only member of
+        /// that name, so a look-up may take the member it tries first without scanning.
+        var mayRepeatKeys: Bool {
+            get { escaped }
+            set { escaped = newValue }
+        }
+        /// For an object: the entry of the member key a look-up tries first, the one after the
+        /// member found last (the keys of a synthesized `Decodable` come in declaration order,
+        /// BusJSON writes them in that order, so it is usually the one wanted); 0: none yet,
+        /// the first member.
+        var cursor: Int {
+            get { Int(cursor32) }
+            set { cursor32 = UInt32(truncatingIfNeeded: newValue) }
         }
     }
 
@@ -100,6 +118,13 @@ final class BusJSONDocument {
     subscript(index: Int) -> Entry {
         assert(index >= 0 && index < count)
         return entries[index]
+    }
+
+    /// Sets object `index`'s look-up cursor (the entries are this document's own buffer: no
+    /// exclusivity check, and a document is read by one decode on one task).
+    func setCursor(_ cursor: Int, of index: Int) {
+        assert(index >= 0 && index < count && entries[index].kind == .object)
+        entries[index].cursor = cursor
     }
 
     /// A string entry's content (escapes resolved; the bytes were checked to be UTF-8).
@@ -254,6 +279,11 @@ final class BusJSONDocument {
             position += 1
             skipWhitespace()
             var members = 0
+            // A sieve of the keys so far (a bit from each key's length and end bytes): two keys of
+            // one name set the same bit, so only a bit set twice is checked against the keys
+            // before it. An escaped key counts as a possible repeat.
+            var seen: UInt64 = 0
+            var mayRepeat = false
             if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
                 position += 1
             } else {
@@ -262,6 +292,16 @@ final class BusJSONDocument {
                         throw error(position < bytes.count ? "Expected a key (a string)" : "Unexpected end of input")
                     }
                     try string()
+                    if !mayRepeat {
+                        let key = entries[count - 1]
+                        if key.escaped {
+                            mayRepeat = true
+                        } else {
+                            let bit = Self.sieveBit(bytes, key.start, key.end)
+                            if seen & bit != 0 { mayRepeat = repeats(key, inObject: index, before: count - 1) }
+                            seen |= bit
+                        }
+                    }
                     skipWhitespace()
                     guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("Expected ':'") }
                     position += 1
@@ -272,6 +312,32 @@ final class BusJSONDocument {
                 }
             }
             close(index, members: members)
+            entries[index].mayRepeatKeys = mayRepeat
+        }
+
+        /// Whether `key` (unescaped) has the bytes of an unescaped key of object `index` before it
+        /// (entry `before` is the key itself).
+        private func repeats(_ key: Entry, inObject index: Int, before: Int) -> Bool {
+            var member = index + 1
+            while member < before {
+                let other = entries[member]
+                if !other.escaped, other.end - other.start == key.end - key.start {
+                    var offset = 0
+                    while offset < key.end - key.start, bytes[other.start + offset] == bytes[key.start + offset] { offset += 1 }
+                    if offset == key.end - key.start { return true }
+                }
+                member = entries[member + 1].next
+            }
+            return false
+        }
+
+        /// A key's bit in an object's sieve: from its length and its first and last bytes.
+        @inline(__always)
+        private static func sieveBit(_ bytes: UnsafeBufferPointer<UInt8>, _ start: Int, _ end: Int) -> UInt64 {
+            let length = end - start
+            guard length > 0 else { return 1 }
+            let mixed = UInt64(truncatingIfNeeded: length) &* 0x9E37 &+ UInt64(bytes[start]) &* 0x1F &+ UInt64(bytes[end - 1])
+            return 1 << (mixed & 63)
         }
 
         mutating func array(depth: Int) throws(DecodingError) {

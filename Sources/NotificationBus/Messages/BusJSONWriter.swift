@@ -264,7 +264,69 @@ final class BusJSONWriter {
             throw EncodingError.invalidValue(value, EncodingError.Context(
                 codingPath: path(), debugDescription: "Unable to encode Double.\(value) directly in JSON: JSON has no \(value)."))
         }
-        writeFloatDescription(value.description)
+        if let (digits, fractionDigits) = Self.shortDecimal(value) {
+            writeDecimal(digits, fractionDigits: fractionDigits)
+        } else {
+            writeFloatDescription(value.description)
+        }
+    }
+
+    private static let scales: (Double, Double, Double, Double, Double) = (1, 10, 100, 1_000, 10_000)
+
+    /// `value` as `digits` / 10^`fractionDigits` when that is exactly what `value.description`
+    /// writes, without making the description (a fifteenth of a five-field message's encoding):
+    /// a magnitude from 0.001 to below 10^9 whose shortest form has at most 4 fraction digits
+    /// (prices, rates, durations). In that range `description` uses plain notation and the
+    /// shortest decimal that reads back as `value`; the smallest count of fraction digits whose
+    /// nearest decimal reads back as `value` is that decimal (its digits are fewer, and the
+    /// range is narrow enough that a count of fraction digits has one such decimal at most).
+    /// Nil otherwise (zero too: its sign): `description` is used.
+    @inline(__always)
+    static func shortDecimal(_ value: Double) -> (Int64, Int)? {
+        let magnitude = value.magnitude
+        guard magnitude >= 0.001, magnitude < 1e9 else { return nil }
+        for fractionDigits in 0...4 {
+            let scale: Double
+            switch fractionDigits {
+            case 0: scale = scales.0
+            case 1: scale = scales.1
+            case 2: scale = scales.2
+            case 3: scale = scales.3
+            default: scale = scales.4
+            }
+            let scaled = (value * scale).rounded()
+            // Exact: |scaled| < 10^13 < 2^53, and a quotient of two exact values is correctly
+            // rounded, as reading the decimal back is.
+            if scaled / scale == value {
+                let digits = Int64(scaled)
+                // A trailing zero would have been found with one digit fewer: never, but then
+                // the description decides.
+                if fractionDigits > 0, digits % 10 == 0 { return nil }
+                return (digits, fractionDigits)
+            }
+        }
+        return nil
+    }
+
+    /// `digits` / 10^`fractionDigits` in plain notation ("9.5", "-0.25", "12").
+    private func writeDecimal(_ digits: Int64, fractionDigits: Int) {
+        if digits < 0 { append(UInt8(ascii: "-")) }
+        var magnitude = digits.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 24) { text in
+            var start = 24
+            var written = 0
+            repeat {
+                if written == fractionDigits && fractionDigits > 0 {
+                    start -= 1
+                    text[start] = UInt8(ascii: ".")
+                }
+                start -= 1
+                text[start] = UInt8(ascii: "0") &+ UInt8(magnitude % 10)
+                magnitude /= 10
+                written += 1
+            } while magnitude > 0 || written <= fractionDigits
+            append(UnsafeBufferPointer(rebasing: text[start..<24]))
+        }
     }
 
     func writeFloat(_ value: Float, path: @autoclosure () -> [any CodingKey]) throws {
