@@ -24,7 +24,7 @@ public struct BusNotification: Hashable, Sendable {
     /// subscriptions in this process (the typed layer takes it instead of decoding the payload).
     /// One reference wide, so the byte path's notifications grow by a word, not an existential.
     /// Not part of equality: the same notification, however it travelled.
-    package var localValue: (any AnyObject & Sendable)?
+    @usableFromInline package var localValue: (any AnyObject & Sendable)?
 
     /// Creates a notification; the bus fills in `sequence`, `publisherID` and `timestamp` when posting.
     public init(

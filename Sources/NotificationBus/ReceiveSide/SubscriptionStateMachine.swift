@@ -147,9 +147,11 @@ struct SubscriptionStateMachine {
 
     private mutating func popFirst() -> BusEvent? {
         guard let event = buffer.popFirst() else { return nil }
-        if case .notification(let notification) = event {
+        // Through `BusEvent`'s own properties: binding the notification (`if case let`) copied
+        // the event, a retain and a release of each of its fields per event.
+        if event.isNotification {
             bufferedNotifications -= 1
-            bufferedBytes -= notification.bufferedSize
+            bufferedBytes -= event.bufferedSize
             stats.delivered += 1
         }
         return event
@@ -190,7 +192,9 @@ struct SubscriptionStateMachine {
             for _ in 0..<Self.consumerBatchLimit {
                 guard taken == 0 || taken < consumerBatchBytes, let event = popFirst() else { break }
                 taken += event.bufferedSize
-                local.append(event)
+                // Moved, not copied: a copy retained and released each notification's fields
+                // (4% of a typed in-process run's samples, where the consumer lags).
+                local.append(consume event)
             }
         }
         return (true, checkResumeProducer())
