@@ -43,8 +43,10 @@ public struct BusNotification: Hashable, Sendable {
     }
 
     /// What this notification counts against a subscriber's byte bound: payload, headers and
-    /// name, plus 64 bytes for the rest (stamp, content type, the buffer's slot).
-    package var bufferedSize: Int {
+    /// name, plus 64 bytes for the rest (stamp, content type, the buffer's slot). Inlinable: a
+    /// call across modules made the subscription buffer copy the event it sized (a retain and a
+    /// release of each field).
+    @inlinable package var bufferedSize: Int {
         payload.count + headers.encodedByteCount + name.rawValue.utf8.count + 64
     }
 
