@@ -59,6 +59,9 @@ final class ViewProbe: Sendable {
         case .gap(let gap):
             note(gap)
             return (false, nil)
+        case .cleared:
+            // Not a message (the probe posts none: it retains nothing).
+            return (false, nil)
         }
     }
 

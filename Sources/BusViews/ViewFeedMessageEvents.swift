@@ -1,8 +1,8 @@
 import NotificationBus
 
 /// A `ViewFeed` as `MessageEvent`s of one message type (`feed.messageEvents(of:)`): decoded
-/// messages with the notification that carried them, gaps, and notifications that did not decode,
-/// in-band where they happened. Decodes in `next()`, on the consuming task's isolation; a message
+/// messages with the notification that carried them, gaps, notifications that did not decode and
+/// clears of a retained value, in-band where they happened. Decodes in `next()`, on the consuming task's isolation; a message
 /// this process's bus posted itself is the value as posted, with no coding.
 public struct ViewFeedMessageEvents<Message: BusMessage>: AsyncSequence, Sendable {
     public typealias Element = MessageEvent<Message>
@@ -24,6 +24,8 @@ public struct ViewFeedMessageEvents<Message: BusMessage>: AsyncSequence, Sendabl
             case .gap(let gap):
                 return .gap(gap)
             case .notification(let notification):
+                // A retained value's clear: in-band, not counted as undecodable.
+                if notification.clearsRetainedValue { return .cleared(notification) }
                 do throws(UndecodableMessage) {
                     let message = try notification.message(as: Message.self, countingIn: storage.decodeCounter)
                     return .message(TypedNotification(message: message, notification: notification))

@@ -208,7 +208,10 @@ public final class ViewHost {
 
     /// `onReceive`: the action runs, then `body` is re-evaluated, state change or not.
     private func deliver(_ notification: BusNotification, through slot: ModifierSlot, to node: ViewNode) {
-        guard node.exists, case .onReceive(_, _, _, _, let action) = slot.modifier else { return }
+        guard node.exists, case .onReceive(_, _, _, let typed, let action) = slot.modifier else { return }
+        // A typed action's clear of a retained value: no message, so nothing runs, and it is not
+        // undecodable (a byte action gets the empty notification, as any subscription does).
+        if typed && notification.clearsRetainedValue { return }
         batch {
             let updatesBefore = node.stateUpdateCount
             let start = Timestamps.monotonicNanoseconds()

@@ -24,7 +24,7 @@ public struct BusNotification: Hashable, Sendable {
     /// subscriptions in this process (the typed layer takes it instead of decoding the payload).
     /// One reference wide, so the byte path's notifications grow by a word, not an existential.
     /// Not part of equality: the same notification, however it travelled.
-    package var localValue: (any AnyObject & Sendable)?
+    @usableFromInline package var localValue: (any AnyObject & Sendable)?
 
     /// Creates a notification; the bus fills in `sequence`, `publisherID` and `timestamp` when posting.
     public init(
@@ -43,8 +43,10 @@ public struct BusNotification: Hashable, Sendable {
     }
 
     /// What this notification counts against a subscriber's byte bound: payload, headers and
-    /// name, plus 64 bytes for the rest (stamp, content type, the buffer's slot).
-    package var bufferedSize: Int {
+    /// name, plus 64 bytes for the rest (stamp, content type, the buffer's slot). Inlinable: a
+    /// call across modules made the subscription buffer copy the event it sized (a retain and a
+    /// release of each field).
+    @inlinable package var bufferedSize: Int {
         payload.count + headers.encodedByteCount + name.rawValue.utf8.count + 64
     }
 

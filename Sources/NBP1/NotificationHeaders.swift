@@ -11,7 +11,7 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     public typealias Element = (key: String, value: String)
 
     /// The entries in NBP/1 wire form.
-    private(set) var wire: [UInt8] = []
+    @usableFromInline private(set) var wire: [UInt8] = []
     /// The number of entries.
     public private(set) var count = 0
     /// Entries that could not be stored in wire form at all (a key over 255 bytes or a value over
@@ -44,7 +44,7 @@ public struct NotificationHeaders: Hashable, Sendable, Sequence, ExpressibleByDi
     public var isEmpty: Bool { count == 0 }
 
     /// The entries' size as NBP/1 encodes them (what they cost a buffer).
-    package var encodedByteCount: Int { wire.count }
+    @inlinable package var encodedByteCount: Int { wire.count }
 
     /// The value for `key` (compared byte-wise), or nil; setting nil removes the entry, setting a
     /// new key appends it, setting an existing key replaces its value in place. A key over 255

@@ -138,6 +138,15 @@ struct RetainedStartTests {
         try await publisher.post(EuroPrice(text: "1.20"))
         let rendered = await log.wait { $0.last == "shows 1.20" }
         #expect(rendered.first == "shows nothing")
+        // A clear of the value reaches the typed onReceive as no message: nothing runs, and it is
+        // not undecodable; the next post shows as before.
+        let node = try #require(host.node(at: "root"))
+        try await publisher.clearRetained(name: EuroPrice.busName)
+        try await publisher.post(EuroPrice(text: "1.30"))
+        let after = await log.wait { $0.last == "shows 1.30" }
+        #expect(after.count == rendered.count + 1, "\(after)")
+        let metrics = await node.waitForMetrics(within: standardWait) { $0.messagesHandled >= 3 }
+        #expect(metrics.undecodable == 0, "\(metrics)")
         host.unmount()
         let stats = await viewBus.close()
         #expect(stats.retainedReceived == 1 && stats.lostUpstream == 0)

@@ -168,6 +168,7 @@ struct TypedViewsCodingTests {
             switch event {
             case .message(let envelope): "m\(envelope.message.count)"
             case .gap: "gap"
+            case .cleared: "cleared"
             case .undecodable(let notification, let error):
                 notification.name == Badge.busName && error.type == "Badge" ? "u\(notification.sequence)" : "?"
             }

@@ -137,6 +137,7 @@ struct TypedMessageTests {
                 #expect(notification.name == TypedOrderCreated.busName && error.type == "TypedOrderCreated")
                 undecodable.append(error.reason)
             case .gap(let gap): Issue.record("unexpected \(gap)")
+            case .cleared(let notification): Issue.record("unexpected clear \(notification)")
             }
         }
         #expect(decoded == [1, 4, 6])

@@ -245,8 +245,10 @@ final class BusCore: Sendable {
     /// the sequence number it is given, in one critical section so sequence order is queue
     /// order: no message of its own, no second copy, nothing freed on another thread. Never sends
     /// directly (`mayLendPublisher` is for that). `.full` leaves nothing done (no sequence used).
+    /// `localValue`: a looped-back typed post's value, queued beside it (as `queue(message:...)`).
     func queue(
-        size: Int, name: NotificationName, encode: (_ sequence: UInt64, _ into: UnsafeMutableRawBufferPointer) -> Void
+        size: Int, name: NotificationName, localValue: LocalMessageValue? = nil,
+        encode: (_ sequence: UInt64, _ into: UnsafeMutableRawBufferPointer) -> Void
     ) -> PostOutcome {
         let nameByteCount = name.rawValue.utf8.count
         let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
@@ -258,6 +260,7 @@ final class BusCore: Sendable {
                 encode(sequence, out)
                 keepIfRetained(UnsafeRawBufferPointer(out), nameByteCount: nameByteCount)
             }
+            if let localValue { box.localValues[box.outbound.count - 1] = localValue }
             let wake = box.sleeping
             box.sleeping = false
             return (.queued, wake)

@@ -43,10 +43,47 @@ extension Bus {
     ) throws(BusError) -> ZeroMQ.Message? {
         guard !M.hasBusSubject else { throw .subjectRequired(type: String(describing: M.self), name: M.busName) }
         guard deliversToItself else { return try encodeMessageForPost(value, M.busName, headers) }
-        let frame = try localFrame(value, M.busName, headers)
-        if frame == nil { return nil }
-        local = LocalMessage(value, core: core)
+        guard let payload = try localPayload(value, M.busName) else { return nil }
+        let localValue = LocalMessage(value, core: core)
+        let frame = try queueLocally(M.busName, payload, headers, localValue)
+        if frame != nil { local = localValue }
         return frame
+    }
+
+    /// A looped-back typed post's payload: JSON only for subscribers through the XPUB, else
+    /// empty; nil when no subscriber wants the name (after the checks every post passes).
+    @usableFromInline
+    func localPayload<M: BusMessage>(_ value: M, _ name: NotificationName) throws(BusError) -> [UInt8]? {
+        try checkPostable(name)
+        guard try isWanted(name) else { return nil }
+        return core.isWantedRemotely(name) ? try encodeBusPayload(value) : []
+    }
+
+    /// `encodeOrQueue` for a looped-back typed post: written straight into the outbound queue
+    /// with its value beside it when there is room (nil then: no frame of its own, made, copied
+    /// and freed per post as before); otherwise its own frame, which the caller queues with the
+    /// value when there is room.
+    @usableFromInline
+    func queueLocally(
+        _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ localValue: LocalMessageValue
+    ) throws(BusError) -> ZeroMQ.Message? {
+        let size = try encodedSize(name, payload, headers)
+        if size < core.ownMessageBytes, !core.mayLendPublisher {
+            let timestamp = Timestamps.wallClockNanoseconds()
+            let publisherID = configuration.publisherID
+            let outcome = core.queue(size: size, name: name, localValue: localValue) { sequence, out in
+                let written = EnvelopeCodec.write(
+                    name: name, flags: 0, contentType: .json, headers: headers, payload: payload,
+                    sequence: sequence, publisherID: publisherID, timestamp: timestamp, into: out)
+                assert(written == size, "a post's size was miscounted")
+            }
+            switch outcome {
+            case .queued: return nil
+            case .closed: throw .closed
+            case .full: break  // waits for room with a frame of its own
+            }
+        }
+        return try frame(size: size, name, payload, headers, .json)
     }
 
     /// Posts `message` about `subject`: under `<busName>.<subject.busSubjectID>`, so only that

@@ -6,10 +6,23 @@
 class LocalMessageValue: @unchecked Sendable {  // immutable: `core`, and `LocalMessage.value`
     /// Counts the JSON made here (`BusStats.messagesEncoded`).
     let core: BusCore
+    /// The value's own type (`LocalValue<T>`'s `T`), compared by `take(_:as:)` in the consumer's
+    /// specialized code: no virtual call, no closure and no generic metadata look-up per message.
+    @usableFromInline let valueType: ObjectIdentifier
 
     @usableFromInline
-    init(core: BusCore) {
+    init(core: BusCore, valueType: ObjectIdentifier) {
         self.core = core
+        self.valueType = valueType
+    }
+
+    /// `localValue`'s value when it is a `T` posted by this bus in this process (nil otherwise:
+    /// no local value, or one of another type, which is then decoded from its JSON). Inlinable:
+    /// specialized for `T` in the consumer's module, it is a class check, a compare and a load.
+    @inlinable
+    static func take<T: Sendable>(_ localValue: (any AnyObject & Sendable)?, as type: T.Type) -> T? {
+        guard let local = localValue as? LocalMessageValue, local.valueType == ObjectIdentifier(T.self) else { return nil }
+        return unsafeDowncast(local, to: LocalValue<T>.self).value
     }
 
     /// The message as posted, boxed (a family's subscription asks; a single type uses `value(as:)`).
@@ -37,16 +50,26 @@ class LocalMessageValue: @unchecked Sendable {  // immutable: `core`, and `Local
     }
 }
 
+/// The value of a local post, held as its own type `T` (unconstrained, so the typed sequences,
+/// generic over any `Sendable` element, can name it in `LocalMessageValue.take(_:as:)`).
+@usableFromInline
+class LocalValue<T: Sendable>: LocalMessageValue, @unchecked Sendable {  // immutable
+    @usableFromInline let value: T
+
+    @usableFromInline
+    init(_ value: T, core: BusCore) {
+        self.value = value
+        super.init(core: core, valueType: ObjectIdentifier(T.self))
+    }
+}
+
 /// `LocalMessageValue` for one message type: the value held as its own type, so a post costs no
 /// existential box and a typed subscription of that type takes it back by comparing types.
 @usableFromInline
-final class LocalMessage<M: BusMessage>: LocalMessageValue, @unchecked Sendable {
-    let value: M
-
+final class LocalMessage<M: BusMessage>: LocalValue<M>, @unchecked Sendable {
     @usableFromInline
-    init(_ value: M, core: BusCore) {
-        self.value = value
-        super.init(core: core)
+    override init(_ value: M, core: BusCore) {
+        super.init(value, core: core)
     }
 
     override var message: any BusMessage { value }

@@ -1,6 +1,6 @@
 /// A typed subscription yielding each message with its notification (publisher, sequence, time,
-/// headers). Gaps and undecodable notifications are counted in `stats`, not yielded; use
-/// `MessageEventSequence` to see them in-band.
+/// headers). Gaps and undecodable notifications are counted in `stats`, not yielded, and a
+/// retained value's clear is skipped; use `MessageEventSequence` to see them in-band.
 public struct MessageEnvelopeSequence<Message: Sendable>: AsyncSequence, Sendable {
     public typealias Element = TypedNotification<Message>
     /// The same subscription with its gaps and undecodable notifications.

@@ -50,10 +50,15 @@ public struct MessageEventSequence<Message: Sendable>: AsyncSequence, Sendable {
         @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async -> MessageEvent<Message>? {
             guard let event = await events.next(isolation: actor) else { return nil }
-            switch event {
+            switch consume event {  // moved out: binding a copy retained each field
             case .gap(let gap):
                 return .gap(gap)
             case .notification(var notification):
+                // This bus's own post of a `Message`: the value as posted, no coding.
+                if let message = LocalMessageValue.take(notification.localValue, as: Message.self) {
+                    return .message(TypedNotification(message: message, notification: notification))
+                }
+                if notification.clearsRetainedValue { return .cleared(notification) }
                 do throws(UndecodableMessage) {
                     let message = try decoding.message(of: &notification, storage: storage)
                     return .message(TypedNotification(message: message, notification: notification))
@@ -63,12 +68,19 @@ public struct MessageEventSequence<Message: Sendable>: AsyncSequence, Sendable {
             }
         }
 
-        /// The next message, skipping gaps and undecodable notifications (counted): what
-        /// `MessageSequence` and `MessageEnvelopeSequence` read, without making an event of each.
+        /// The next message, skipping gaps, clears of a retained value and undecodable
+        /// notifications (counted): what `MessageSequence` and `MessageEnvelopeSequence` read,
+        /// without making an event of each.
         @inlinable
         mutating func nextMessage(isolation actor: isolated (any Actor)?) async -> (Message, BusNotification)? {
             while let event = await events.next(isolation: actor) {
                 guard case .notification(var notification) = event else { continue }
+                // This bus's own post of a `Message`: the value as posted, no coding.
+                if let message = LocalMessageValue.take(notification.localValue, as: Message.self) {
+                    return (message, notification)
+                }
+                // A clear says the name has no current value: no message, and not undecodable.
+                if notification.clearsRetainedValue { continue }
                 do throws(UndecodableMessage) {
                     return (try decoding.message(of: &notification, storage: storage), notification)
                 } catch {

@@ -1,6 +1,7 @@
 /// A typed subscription as an `AsyncSequence` of message values: `for await order in try
 /// bus.messages(of: OrderCreated.self)`. Gaps and undecodable notifications are counted in
-/// `stats` (`lostUpstream`, `undecodable`), not yielded.
+/// `stats` (`lostUpstream`, `undecodable`), not yielded; the clear of a retained value (no
+/// current message) is skipped, not counted as undecodable.
 public struct MessageSequence<Message: Sendable>: AsyncSequence, Sendable {
     public typealias Element = Message
     /// The same subscription with gaps and undecodable notifications in-band.

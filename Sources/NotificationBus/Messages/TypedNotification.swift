@@ -29,8 +29,9 @@ public struct TypedNotification<Message: Sendable>: Sendable {
 extension TypedNotification: Equatable where Message: Equatable {}
 extension TypedNotification: Hashable where Message: Hashable {}
 
-/// One element of `Bus.messageEvents(of:)`: a message, a gap where notifications were lost, or a
-/// notification that did not decode (counted in `SubscriptionStats.undecodable` too).
+/// One element of `Bus.messageEvents(of:)`: a message, a gap where notifications were lost, a
+/// notification that did not decode (counted in `SubscriptionStats.undecodable` too), or the
+/// clear of a retained value.
 public enum MessageEvent<Message: Sendable>: Sendable {
     /// A decoded message and its notification.
     case message(TypedNotification<Message>)
@@ -39,6 +40,11 @@ public enum MessageEvent<Message: Sendable>: Sendable {
     /// A notification whose payload is not a `Message`: malformed or mistyped JSON, another
     /// content type, or (for a family) a name no member has.
     case undecodable(BusNotification, UndecodableMessage)
+    /// A retained post with an empty payload (`Bus.clearRetained(name:)`, NBP-1 §18): the name's
+    /// kept value was removed, so it has no current message from now on. Not a message and not
+    /// undecodable (not counted in `SubscriptionStats.undecodable`); `messages(of:)`,
+    /// `messageEnvelopes(of:)` and the typed observers skip it.
+    case cleared(BusNotification)
 }
 
 extension MessageEvent: Equatable where Message: Equatable {}

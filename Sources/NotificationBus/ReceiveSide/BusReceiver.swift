@@ -531,13 +531,18 @@ struct BusReceiver {
             swap(&dispositions, &mergeDispositions)
             return any
         }
-        for notification in notifications {
+        // Moved out of the array into the last target's batch (copied only for the others): a
+        // copy per notification retained and released each of its fields.
+        notifications.reverse()
+        while let notification = notifications.popLast() {
             let (fresh, gap) = track(notification)
-            guard fresh else { continue }
-            for index in targets {
+            guard fresh, let last = targets.last else { continue }
+            for index in targets.dropLast() {
                 if let gap { routes[index].batch.append(gap: gap) }
                 routes[index].batch.append(notification: notification)
             }
+            if let gap { routes[last].batch.append(gap: gap) }
+            routes[last].batch.append(notification: consume notification)
         }
         return true
     }

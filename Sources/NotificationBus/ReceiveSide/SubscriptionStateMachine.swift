@@ -147,9 +147,11 @@ struct SubscriptionStateMachine {
 
     private mutating func popFirst() -> BusEvent? {
         guard let event = buffer.popFirst() else { return nil }
-        if case .notification(let notification) = event {
+        // Through `BusEvent`'s own properties: binding the notification (`if case let`) copied
+        // the event, a retain and a release of each of its fields per event.
+        if event.isNotification {
             bufferedNotifications -= 1
-            bufferedBytes -= notification.bufferedSize
+            bufferedBytes -= event.bufferedSize
             stats.delivered += 1
         }
         return event
@@ -188,9 +190,13 @@ struct SubscriptionStateMachine {
             // At least one event; then up to the limits (large notifications go a few at a time).
             var taken = 0
             for _ in 0..<Self.consumerBatchLimit {
+                let before = bufferedBytes
                 guard taken == 0 || taken < consumerBatchBytes, let event = popFirst() else { break }
-                taken += event.bufferedSize
-                local.append(event)
+                // Its size as `popFirst` counted it out: reading `event.bufferedSize` here copied
+                // the event (a retain and a release of each field; 6% of a typed in-process run's
+                // samples, where the consumer lags and events are taken one by one).
+                taken += before - bufferedBytes
+                local.append(consume event)
             }
         }
         return (true, checkResumeProducer())
