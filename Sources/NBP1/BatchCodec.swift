@@ -13,17 +13,13 @@ extension WireFormat {
     /// notifications one frame can make a receiver allocate, whatever their size.
     public static let maximumBatchRecords = 1024
     /// The largest batch frame NotificationBus builds by default (name, headers and payloads
-    /// included), far below every receiver's limits: 16 KiB, about 55 notifications of 256
-    /// bytes. It only caps what is merged; a post is never held back for a frame to fill (only
-    /// what is queued already is merged), so it adds no latency to a sparse post. It was 4 KiB
-    /// (the broker's CPU per notification 0.86-1.23x a NATS server's; 32 KiB 0.42-0.62x, issue
-    /// 41). Not larger: with 32 KiB frames a subscriber slowed to 5 us a notification was taken
-    /// by its broker as stopped and disconnected, losing 28-32% of 1,000,000 (2 runs of 2; 0 at
-    /// 4 and 16 KiB, docs/benchmarks/send-side.md); and ZeroMQ's high-water marks count frames,
-    /// so a full queue holds up to its mark × 16 KiB (docs/deployment.md). (With 64 KiB frames a
-    /// stopped subscriber within its 64 MiB budget was once disconnected after 42 MB, when the
-    /// broker sized its queue from the largest frame it forwarded.)
-    public static let defaultMaximumBatchFrame = 16 * 1024
+    /// included), far below every receiver's limits. Small on purpose: a broker sizes each
+    /// subscriber's queue (in messages) from the largest frame it forwards lately, so batches
+    /// much larger than the typical batch shrink what a subscriber's byte budget holds (with
+    /// 64 KiB frames a stopped subscriber within its 64 MiB budget was disconnected after 42 MB);
+    /// and ZeroMQ's high-water marks count frames, so a full queue holds a batch's worth per frame.
+    /// 4 KiB is about 13 notifications of 256 bytes: most of the gain per message (NBP-1 §10).
+    public static let defaultMaximumBatchFrame = 4 * 1024
 
     /// The largest batch frame a producer may send (NBP-1 §2.3): the largest version 1 frame at
     /// the default maximum payload, 4384 + 1048576 = 1,052,960 bytes. Fixed, because a producer

@@ -293,15 +293,13 @@ private func stopBrokerForReport(_ broker: Child, sourceLocation: SourceLocation
 }
 
 /// The bound docs/deployment.md gives the broker's resident memory: idle (under 64 MiB here) +
-/// per subscriber behind, twice its budget (its bytes are counted, whatever its frames) + per
-/// publisher, --hwm frames (full default batches of 16 KiB and libzmq's 128 B each), or all of a
-/// 150,000 x 256 B burst (frames of about 300 B and 128 B each) when that is less.
+/// per subscriber behind, twice its budget (full 4 KiB batches; the mark assumes 2 KiB frames) +
+/// per publisher, --hwm frames of about 300 B and libzmq's 128.
 private func expectBrokerMemory(
     _ kilobytes: Int?, subscribers: Int, budgetMiB: Int, sourceLocation: SourceLocation = #_sourceLocation
 ) {
     guard let kilobytes else { return }
-    let publisher = min(10_000 * (WireFormat.defaultMaximumBatchFrame + 128), 150_000 * 430) / 1_024
-    let bound = 64 * 1_024 + subscribers * 2 * budgetMiB * 1_024 + publisher
+    let bound = 64 * 1_024 + subscribers * 2 * budgetMiB * 1_024 + 10_000 * 430 / 1_024
     #expect(kilobytes < bound, "broker peak RSS \(kilobytes) kB, bound \(bound) kB", sourceLocation: sourceLocation)
 }
 

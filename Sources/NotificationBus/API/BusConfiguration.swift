@@ -14,30 +14,22 @@ public struct BusConfiguration: Sendable {
     ///
     /// Unless set, 10,000; and a publisher that binds and does not wait then follows
     /// `subscriberBudget` instead (a mark in bytes). Set, it is the mark, budget or not.
-    /// A publisher that waits (`publisherBackpressure`) with every attachment tcp keeps 4 MiB
-    /// of full batch frames unless set, from 128 to 1,000 frames (256 of the default 16 KiB;
-    /// 1,000 of 4 KiB, or with batching off): a faster publisher's backlog then waits in `post`
-    /// (bounded by `outboundCapacity`) instead of as up to 165 MB of 16 KiB batch frames in
-    /// ZeroMQ's queue. (1,000 frames of 32 KiB took the peers kit's publisher from 21 to 35-38 MB
-    /// of private memory.)
+    /// A publisher that waits (`publisherBackpressure`) with every attachment tcp keeps 1,000
+    /// unless set: a faster publisher's backlog then waits in `post` (bounded by
+    /// `outboundCapacity`) instead of as up to 40 MB of 4 KiB batch frames in ZeroMQ's queue.
     public var sendHighWaterMark: Int32 {
-        get { sendHighWaterMarkSetting ?? (publisherBackpressure && publishesOverTCPOnly ? byteBoundedSendMark : 10_000) }
+        get { sendHighWaterMarkSetting ?? (publisherBackpressure && publishesOverTCPOnly ? 1_000 : 10_000) }
         set { sendHighWaterMarkSetting = newValue }
     }
-    /// The send mark of a publisher that waits over tcp: 4 MiB of full batch frames, 128 to 1,000.
-    private var byteBoundedSendMark: Int32 {
-        guard batching.isOn else { return 1_000 }
-        return Int32(min(1_000, max(128, (4 << 20) / batching.maximumFrameBytes)))
-    }
     private var sendHighWaterMarkSetting: Int32?
-    /// ZeroMQ receive high-water mark per connection (messages; a message may be a 16 KiB batch
+    /// ZeroMQ receive high-water mark per connection (messages; a message may be a 4 KiB batch
     /// frame). Full, the subscriber stops reading the connection: over tcp the sender's queue
     /// (a broker's or a binding publisher's, with their budgets) takes the back-pressure, and
     /// nothing is lost.
     ///
     /// Unless set, when every `subscribe` attachment is tcp: as many of the largest frames
     /// `maximumPayload` allows as fit in `subscriptionBufferBytes`, from 64 to 1,000 (64 with the
-    /// defaults: at most 64 MiB of 1 MiB notifications, or 1 MiB of 16 KiB batch frames, held
+    /// defaults: at most 64 MiB of 1 MiB notifications, or 256 KiB of 4 KiB batch frames, held
     /// by libzmq per connection while the consumer is paused; a mark of 1,000 let 1,000
     /// notifications of 1 MiB take 1 GB, issue 38 item 8); 1,000 with no byte bound. Else
     /// 10,000 (over ipc, a 1,000-frame mark made a raw publisher's closing burst lose its tail:
@@ -411,8 +403,8 @@ public struct Batching: Hashable, Sendable, CustomStringConvertible {
         self.maximumFrameBytes = max(0, maximumFrameBytes)
     }
 
-    /// The default: frames of at most `WireFormat.defaultMaximumBatchFrame` (16 KiB; why that
-    /// size is said there).
+    /// The default: frames of at most `WireFormat.defaultMaximumBatchFrame` (4 KiB; why so
+    /// small is said there).
     public static let on = Batching(maximumFrameBytes: WireFormat.defaultMaximumBatchFrame)
     /// Every post its own frame (version 1), as before batch frames.
     public static let off = Batching(maximumFrameBytes: 0)

@@ -26,16 +26,11 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
     private var messageIndexes: [Int] = []
 
     /// A post whose frame is at least this large is encoded into a libzmq message of its own
-    /// and queued as it is (`append(message:)`), not into the buffer: copying it into the buffer
-    /// under the mailbox's lock and out again on the loop costs two copies (~50-100 us for 1 MB)
-    /// with the lock held against other posters and the loop. 16 KiB whatever the batch frame
-    /// (the default frame's size): with larger frames set by hand, a post this large fills half
-    /// of a 32 KiB frame or more, so merging it saves at most one message for another post, less
-    /// than the two copies cost; it may still be merged (copied into a batch frame) when it fits
-    /// beside another post of its name. With smaller
-    /// frames set by hand (4 KiB), posts of 4-16 KiB, which never merge, are still copied into
-    /// the buffer, as before. `batchBytes` is not used any more; the argument stays for callers.
-    static func ownMessageThreshold(batchBytes: Int) -> Int { 16 << 10 }
+    /// and queued as it is (`append(message:)`), not into the buffer: it is never merged into a
+    /// batch frame (it is as large as one, `batchBytes`), and copying it into the buffer under
+    /// the mailbox's lock and out again on the loop costs two copies (~50-100 us for 1 MB) with
+    /// the lock held against other posters and the loop. Never below 16 KiB (batching off).
+    static func ownMessageThreshold(batchBytes: Int) -> Int { max(batchBytes, 16 << 10) }
 
     /// A buffer holding more than this once emptied is given back (a burst of large posts does
     /// not keep its memory); below it, it is kept for the next round.
