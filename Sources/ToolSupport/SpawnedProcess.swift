@@ -47,6 +47,9 @@ package final class SpawnedProcess: Sendable {
 
     package let pid: pid_t
     private let termination = Mutex<Termination?>(nil)
+    /// Set once `onExit` has run (after `termination`): `waitUntilExit`'s fast path looks at this,
+    /// so that it never returns between the reaping and the end of `onExit`.
+    private let exitHandled = Atomic<Bool>(false)
     /// Signalled once by the reaper; each waiter passes it on to the next.
     private let exited = DispatchSemaphore(value: 0)
 
@@ -127,6 +130,7 @@ package final class SpawnedProcess: Sendable {
                     ? Termination(status: signal, bySignal: true) : Termination(status: (status >> 8) & 0xff, bySignal: false)
             process.termination.withLock { $0 = ended }
             onExit?(ended)
+            process.exitHandled.store(true, ordering: .releasing)
             process.exited.signal()
         }
         reaper.name = "reaper-\(pid)"
@@ -142,7 +146,7 @@ package final class SpawnedProcess: Sendable {
     /// Blocks until the child ended and was reaped.
     @discardableResult
     package func waitUntilExit() -> Termination {
-        if let ended = terminated { return ended }
+        if exitHandled.load(ordering: .acquiring), let ended = terminated { return ended }
         exited.wait()
         exited.signal()  // for the next waiter
         return terminated ?? Termination(status: -1, bySignal: false)
