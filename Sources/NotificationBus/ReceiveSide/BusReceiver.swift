@@ -293,33 +293,17 @@ struct BusReceiver {
     /// 256 B). Bounded in bytes, what a round holds no longer follows the publishers' frame size.
     static let roundByteLimit = 4 << 20
 
-    /// The most notifications one `read` takes, a batch frame counting as its records (the frame
-    /// that reaches it is the last): 1,024. A round lands in the subscriptions at once, so a
-    /// `suspendProducer` subscription passes its capacity by up to a round, and reading then stops
-    /// until its consumer has taken it back to half: the socket goes unread for that round and
-    /// half the capacity, at the consumer's pace. Bounded in bytes only, a round of 32 KiB batches
-    /// took up to 14,918 notifications of 256 B (4 MiB), and a consumer at 23k/s left the socket
-    /// unread for 598 ms: its broker, seeing no TCP progress for its patience (0.5 s), disconnected
-    /// it as stalled (docs/benchmarks/send-side.md). Bounded in notifications, the pause no longer
-    /// follows the publishers' frame size (314 ms at most in the same run, nothing lost).
-    static let roundNotificationLimit = 1_024
-
-    /// Reads up to `limit` frames (and about `byteLimit` bytes, and `notificationLimit`
-    /// notifications: the frame that reaches either is the last) without waiting; returns how many
-    /// were read (fewer when none is waiting: would-block ends the read, it is not an error). Other
-    /// socket errors are thrown; what was read before stays in the subscriptions' batches for
-    /// `flush()`.
+    /// Reads up to `limit` frames (and about `byteLimit` bytes: the frame that reaches it is the
+    /// last) without waiting; returns how many were read (fewer when none is waiting: would-block
+    /// ends the read, it is not an error). Other socket errors are thrown; what was read before
+    /// stays in the subscriptions' batches for `flush()`.
     mutating func read(
-        from socket: Socket, path: Int = 0, limit: Int, byteLimit: Int = BusReceiver.roundByteLimit,
-        notificationLimit: Int = BusReceiver.roundNotificationLimit
+        from socket: Socket, path: Int = 0, limit: Int, byteLimit: Int = BusReceiver.roundByteLimit
     ) throws(ZMQError) -> Int {
         currentPath = path
         var count = 0
         var bytesRead = 0
-        // Batch frames count as their records (`route` adds them to this counter).
-        let notificationsBefore = counters.notificationsReceived
-        let notificationLimit = UInt64(max(1, notificationLimit))
-        while count < limit && bytesRead < byteLimit && counters.notificationsReceived &- notificationsBefore < notificationLimit {
+        while count < limit && bytesRead < byteLimit {
             // Would-block ends the read as a value (no error made each round).
             guard
                 let isMultipart = try socket.receiveIfReady({ bytes, more in
