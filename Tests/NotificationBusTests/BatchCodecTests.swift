@@ -1,5 +1,5 @@
 import Testing
-@testable import NotificationBus
+@testable import NBP1
 
 @Suite("BatchCodec: batch frames against the vectors, round trips and limits")
 struct BatchCodecTests {

@@ -1,5 +1,5 @@
 import Testing
-@testable import NotificationBus
+@testable import NBP1
 
 @Suite("EnvelopeCodec against the NBP/1 vectors and round trips")
 struct EnvelopeCodecTests {

@@ -1,5 +1,5 @@
 import Testing
-@testable import NotificationBus
+@testable import NBP1
 
 @Suite("Notification names and patterns")
 struct NamePatternTests {

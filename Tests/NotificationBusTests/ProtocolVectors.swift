@@ -1,5 +1,5 @@
 import Foundation
-import NotificationBus
+import NBP1
 
 /// The NBP/1 test vectors in `protocol/vectors/`, shared with the Python reference codec.
 struct ProtocolVector: Decodable, Sendable, CustomStringConvertible {
@@ -46,9 +46,7 @@ struct ProtocolVector: Decodable, Sendable, CustomStringConvertible {
 
     static func load(_ file: String) throws -> [ProtocolVector] {
         struct File: Decodable { let vectors: [ProtocolVector] }
-        let url = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("protocol/vectors/\(file)")
+        let url = try vectorFile(file)
         return try JSONDecoder().decode(File.self, from: Data(contentsOf: url)).vectors
     }
 
@@ -74,12 +72,23 @@ struct BatchVector: Decodable, Sendable, CustomStringConvertible {
 
     static func load(_ file: String) throws -> [BatchVector] {
         struct File: Decodable { let vectors: [BatchVector] }
-        let url = URL(fileURLWithPath: #filePath)
-            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("protocol/vectors/\(file)")
+        let url = try vectorFile(file)
         return try JSONDecoder().decode(File.self, from: Data(contentsOf: url)).vectors
     }
 
     static let valid: [BatchVector] = (try? load("batch-valid.json")) ?? []
     static let invalid: [BatchVector] = (try? load("batch-invalid.json")) ?? []
+}
+
+/// `protocol/vectors/<file>` in the repository this test file is in: the nearest folder above
+/// `#filePath` that has it. Found by walking up rather than by a fixed depth, because the codec
+/// tests are also compiled from `Tests/ASan` (the AddressSanitizer package), through symbolic links.
+func vectorFile(_ file: String, from path: String = #filePath) throws -> URL {
+    var folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+    while folder.path != "/" {
+        let candidate = folder.appendingPathComponent("protocol/vectors/\(file)")
+        if FileManager.default.fileExists(atPath: candidate.path) { return candidate }
+        folder = folder.deletingLastPathComponent()
+    }
+    throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "protocol/vectors/\(file) above \(path)"])
 }

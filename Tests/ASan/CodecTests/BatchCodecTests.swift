@@ -1,0 +1,1 @@
+../../NotificationBusTests/BatchCodecTests.swift

@@ -1,0 +1,1 @@
+../../NotificationBusTests/NamePatternTests.swift
