@@ -2,10 +2,13 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 import ZeroMQ
 
 /// A fresh folder `/tmp/PREFIX-XXXXXXXX` (short: Unix socket paths stop near 107 bytes) for ipc
-/// socket files and other files of one test, removed by `remove()`.
+/// socket files and other files of one test, removed by `remove()`, and in any case when the test
+/// process exits (`temporaryIPCEndpoint()` never calls `remove()`: before, each run of the suite
+/// left hundreds of folders in /tmp).
 public struct TempFolder: Sendable {
     public let path: String
 
@@ -14,6 +17,7 @@ public struct TempFolder: Sendable {
         let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard created != nil else { throw TestSetupError("mkdtemp failed: errno \(errno)") }
         path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        TempFolderJanitor.register(path)
     }
 
     /// `ipc://<folder>/<file>`.
@@ -23,6 +27,24 @@ public struct TempFolder: Sendable {
     public func file(_ name: String) -> String { "\(path)/\(name)" }
 
     public func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// The folders `TempFolder` made in this process, removed at its exit (`atexit`: a normal exit,
+/// not a kill). A folder a test removed itself is skipped.
+private enum TempFolderJanitor {
+    static let folders = Mutex<[String]>([])
+    static let installed: Void = {
+        atexit {
+            for folder in TempFolderJanitor.folders.withLock({ $0 }) {
+                try? FileManager.default.removeItem(atPath: folder)
+            }
+        }
+    }()
+
+    static func register(_ folder: String) {
+        _ = installed
+        folders.withLock { $0.append(folder) }
+    }
 }
 
 /// A fresh `ipc://` endpoint in its own temp folder.
