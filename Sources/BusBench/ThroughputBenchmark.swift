@@ -53,10 +53,20 @@ package enum ThroughputBenchmark {
         return try await withTaskCancellationHandler {
             for run in 1...options.runs {
                 try Task.checkCancellation()
-                for typed in run % 2 == 0 ? [true, false] : [false, true] {
-                    progress("run \(run)/\(options.runs): through nbus broker, \(typed ? "typed" : "JSON bytes"), \(options.count)")
-                    let result = try await runner.brokeredBusThroughput(run: run * 2 + (typed ? 1 : 0), body: typed ? .typed : .json)
-                    if typed { report.brokerTyped.append(result) } else { report.brokerJSON.append(result) }
+                // The order rotates each round, so no body always runs first (a warm cache, a
+                // quieter machine).
+                var bodies: [BusWorkerOptions.Body] = options.typedCodable ? [.json, .typed, .typedCodable] : [.json, .typed]
+                let shift = (run - 1) % bodies.count
+                bodies = Array(bodies[shift...] + bodies[..<shift])
+                for (offset, body) in bodies.enumerated() {
+                    let label = body == .json ? "JSON bytes" : body == .typed ? "typed, field coding" : "typed, Codable coding"
+                    progress("run \(run)/\(options.runs): through nbus broker, \(label), \(options.count)")
+                    let result = try await runner.brokeredBusThroughput(run: run * 3 + offset, body: body)
+                    switch body {
+                    case .typed: report.brokerTyped.append(result)
+                    case .typedCodable: report.brokerTypedCodable.append(result)
+                    default: report.brokerJSON.append(result)
+                    }
                     progress("  \(Format.rate(result.subscriber.rate))/s")
                 }
             }

@@ -52,6 +52,9 @@ package struct ThroughputOptions: Sendable {
     package var roundTrips = 20_000
     /// Skip the in-process rows (Foundation vs embedded bus).
     package var skipInProcess = false
+    /// `--typed --topology brokered`: a third run per round, the typed side with `BenchOrder`'s
+    /// `Codable` coding (its field coding is the `typed` run).
+    package var typedCodable = false
     /// The `nbus` executable to start workers from (normally this process's own executable).
     package var nbusExecutable: String
     /// The `nbus-baseline` executable.

@@ -23,9 +23,11 @@ package struct TypedMessagesReport: Codable, Sendable {
     /// Foundation's `messages(of:for:bufferSize:)`, read by a `for await` task (once).
     package var foundationSequence: InProcessSample?
     /// Through `nbus broker`, two processes: the byte API with `BenchOrder`'s JSON built by hand
-    /// and read as bytes, alternating with `post(BenchOrder)` to `messageEnvelopes(of:)`.
+    /// and read as bytes, alternating with `post(BenchOrder)` to `messageEnvelopes(of:)` (its
+    /// field coding) and, with `--codable`, the same with its `Codable` coding.
     package var brokerJSON: [BusThroughputRun] = []
     package var brokerTyped: [BusThroughputRun] = []
+    package var brokerTypedCodable: [BusThroughputRun] = []
     /// Typed through the broker over bytes: at least this.
     package static let brokerTypedOverBytesTarget = 0.7
 
@@ -48,6 +50,11 @@ package struct TypedMessagesReport: Codable, Sendable {
     package var brokerTypedOverBytes: Double {
         median(zip(brokerTyped, brokerJSON).map { $0.subscriber.rate / max($1.subscriber.rate, 1) })
     }
+    /// The same for the `Codable` coding's runs (0 without them).
+    package var brokerTypedCodableOverBytes: Double {
+        brokerTypedCodable.isEmpty
+            ? 0 : median(zip(brokerTypedCodable, brokerJSON).map { $0.subscriber.rate / max($1.subscriber.rate, 1) })
+    }
 
     /// Runs that lost something, or typed runs that coded.
     package var accountingErrors: [String] {
@@ -57,7 +64,7 @@ package struct TypedMessagesReport: Codable, Sendable {
                 errors.append("\(label) run \(index + 1): delivered \(sample.delivered) of \(sample.posted)")
             }
         }
-        for (label, runs) in [("broker json", brokerJSON), ("broker typed", brokerTyped)] {
+        for (label, runs) in [("broker json", brokerJSON), ("broker typed", brokerTyped), ("broker typed codable", brokerTypedCodable)] {
             for (index, run) in runs.enumerated() where run.subscriber.count != count {
                 errors.append("\(label) run \(index + 1): received \(run.subscriber.count) of \(count)")
             }
@@ -74,11 +81,12 @@ package struct TypedMessagesReport: Codable, Sendable {
             let typedOverBytes: Double
             let typedOverFoundation: Double
             let brokerTypedOverBytes: Double
+            let brokerTypedCodableOverBytes: Double
         }
         return try ReportJSON.encode(
             Envelope(
                 report: self, typedOverBytes: typedOverBytes, typedOverFoundation: typedOverFoundation,
-                brokerTypedOverBytes: brokerTypedOverBytes))
+                brokerTypedOverBytes: brokerTypedOverBytes, brokerTypedCodableOverBytes: brokerTypedCodableOverBytes))
     }
 
     package func table() -> String {
@@ -95,9 +103,17 @@ package struct TypedMessagesReport: Codable, Sendable {
             let (typed, typedRuns) = rates(brokerTyped)
             row("Through nbus broker, 1 -> 1 (\(Format.count(count)) x BenchOrder)", "msgs/s", "runs")
             row("  bytes, JSON built by hand, read as bytes", Format.rate(json), jsonRuns)
-            row("  post(BenchOrder) -> messageEnvelopes(of:)", Format.rate(typed), typedRuns)
+            row("  post(BenchOrder) -> messageEnvelopes(of:), field coding", Format.rate(typed), typedRuns)
             if json > 0 && typed > 0 {
                 row("    coding cost per notification", Format.nanoseconds(1e9 / typed - 1e9 / json))
+            }
+            if !brokerTypedCodable.isEmpty {
+                let (codable, codableRuns) = rates(brokerTypedCodable)
+                row("  the same, Codable coding (BusJSON.encode/decode)", Format.rate(codable), codableRuns)
+                if json > 0 && codable > 0 {
+                    row("    coding cost per notification", Format.nanoseconds(1e9 / codable - 1e9 / json))
+                }
+                row("  ratio typed Codable/bytes (median of rounds)", String(format: "%.2f", brokerTypedCodableOverBytes), "(info)")
             }
             row("  ratio typed/bytes (median of pairs)", String(format: "%.2f", brokerTypedOverBytes),
                 "target >= \(Self.brokerTypedOverBytesTarget): \(verdict(brokerTypedOverBytes >= Self.brokerTypedOverBytesTarget))")

@@ -69,6 +69,10 @@ struct BenchThroughput: AsyncParsableCommand {
         discussion: ""))
     var typed = false
 
+    @Flag(help: ArgumentHelp(
+        "With --typed --topology brokered: a third run per round, the typed side with the message's Codable coding (BusJSON.encode/decode) beside its field coding (BusJSON.writeObject/readObject)."))
+    var codable = false
+
     @Flag(name: .customLong("no-batch"), help: "The bus publisher sends one frame per notification (BusConfiguration.batching off).")
     var noBatch = false
 
@@ -107,6 +111,7 @@ struct BenchThroughput: AsyncParsableCommand {
         options.latencySpinMicroseconds = (try? latencySpinMicroseconds) ?? 0
         options.roundTrips = roundTrips
         options.skipInProcess = noInProcess
+        options.typedCodable = codable
         return options
     }
 

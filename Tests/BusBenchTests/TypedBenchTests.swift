@@ -12,6 +12,18 @@ struct TypedBenchTests {
         }
     }
 
+    @Test("BenchOrder's field coding (the broker runs' typed side) and its Codable coding (--codable) agree")
+    func bothCodingsAgree() throws {
+        for id in [0, 1, 42, -7, 1_000_001] {
+            let order = BenchOrder(id: id)
+            let fields = try BenchOrder.encodeBusPayload(order)
+            let codable = try BusJSON.encode(order)
+            #expect(fields == codable)
+            #expect(try BenchOrder.decodeBusPayload(codable) == order)
+            #expect(try BusJSON.decode(BenchOrder.self, from: fields) == order)
+        }
+    }
+
     @Test("In one process: every run delivers all it posts, and the typed runs code nothing")
     func inProcessRun() async throws {
         var options = ThroughputOptions(workerCommand: [])

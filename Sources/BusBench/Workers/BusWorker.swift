@@ -53,12 +53,16 @@ package struct BusWorkerOptions: Sendable, Codable {
     package var batchBytes = Batching.on.maximumFrameBytes
     /// What is posted and read (issue 42's broker target): `size` bytes, or the five-field
     /// `BenchOrder` as JSON built by hand and read as bytes, or the same as a message type
-    /// (`post(BenchOrder)` to `messageEnvelopes(of:)`: encoded and decoded).
+    /// (`post(BenchOrder)` to `messageEnvelopes(of:)`: encoded and decoded) with its field
+    /// coding (`typed`) or its `Codable` coding (`typedCodable`).
     package var body = Body.bytes
 
     /// What a throughput run posts.
     package enum Body: String, Sendable, Codable, CaseIterable {
-        case bytes, json, typed
+        case bytes, json, typed, typedCodable
+
+        /// A message type's post and subscription (either coding).
+        var isTyped: Bool { self == .typed || self == .typedCodable }
     }
 
     /// Options with the required values; the rest keep their defaults.
@@ -113,6 +117,7 @@ package enum BusWorker {
     // MARK: Publisher
 
     private static func runPublisher(_ options: BusWorkerOptions) async throws -> Int32 {
+        BenchOrder.codableCoding.store(options.body == .typedCodable, ordering: .relaxed)
         let name = options.body == .bytes ? try NotificationName(options.name) : BenchOrder.busName
         var configuration: BusConfiguration
         if options.connectPublisher {
@@ -143,7 +148,7 @@ package enum BusWorker {
             try await Task(executorPreference: bus.executor) {
                 for _ in 0..<count { try await bus.post(name: name, payload: payload) }
             }.value
-        } else if options.body == .typed {
+        } else if options.body.isTyped {
             for id in 0..<options.count { try await bus.post(BenchOrder(id: id)) }
         } else if options.body == .json {
             for id in 0..<options.count {
@@ -209,6 +214,7 @@ package enum BusWorker {
     // MARK: Subscriber
 
     private static func runSubscriber(_ options: BusWorkerOptions) async throws -> Int32 {
+        BenchOrder.codableCoding.store(options.body == .typedCodable, ordering: .relaxed)
         let name = options.body == .bytes ? try NotificationName(options.name) : BenchOrder.busName
         var configuration = BusConfiguration.directSubscriber(connect: [options.endpoint])
         configuration.receiveHighWaterMark = options.highWaterMark
@@ -218,7 +224,7 @@ package enum BusWorker {
         let pattern = NamePattern(exactly: name)
         // Typed: each notification decoded as a `BenchOrder` in the loop, with its metadata.
         let buffering = BufferingPolicy.suspendProducer(capacity: 8192)
-        let typed = options.body == .typed ? try bus.messageEnvelopes(of: BenchOrder.self, buffering: buffering) : nil
+        let typed = options.body.isTyped ? try bus.messageEnvelopes(of: BenchOrder.self, buffering: buffering) : nil
         let sequence = typed == nil ? try bus.notifications(named: pattern, buffering: buffering) : nil
         let cancel = { @Sendable in
             sequence?.cancel()

@@ -237,6 +237,63 @@ extension BusJSONDocument {
     }
 }
 
+extension BusJSONDocument {
+    /// The entry of `key`'s value, nil when absent (the first member of that name, as before).
+    ///
+    /// The member after the one found last is tried first (the object's `cursor`): a synthesized
+    /// `Decodable` asks for its keys in declaration order, the order BusJSON (and Foundation's
+    /// encoder, for a synthesized `Encodable`) writes them, so each look-up is one comparison.
+    /// Taken only when no key of the object repeats (then the member found is the only one of
+    /// that name); otherwise, or when it is not the key, the members are searched from the first.
+    func member(_ key: String, in index: Int) -> Int? {
+        var key = key
+        return key.withUTF8 { wanted in
+            bytes.withUnsafeBufferPointer { bytes in
+                let object = self[index]
+                guard object.count > 0 else { return nil }
+                if !object.mayRepeatKeys {
+                    let tried = object.cursor == 0 ? index + 1 : object.cursor
+                    if tried < object.next {  // a member (the cursor steps from member to member)
+                        let entry = self[tried]
+                        if entry.end - entry.start == wanted.count, Self.equalBytes(bytes, from: entry.start, wanted) {
+                            setCursor(self[tried + 1].next, of: index)
+                            return tried + 1
+                        }
+                    }
+                }
+                var member = index + 1
+                for _ in 0..<object.count {
+                    let entry = self[member]
+                    let following = self[member + 1].next
+                    if entry.escaped {
+                        if unescape(entry).elementsEqual(wanted) {
+                            setCursor(following, of: index)
+                            return member + 1
+                        }
+                    } else if entry.end - entry.start == wanted.count, Self.equalBytes(bytes, from: entry.start, wanted) {
+                        setCursor(following, of: index)
+                        return member + 1
+                    }
+                    member = following
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Whether `bytes` from `start` on begin with `wanted` (which fits: the caller checked).
+    @inline(__always)
+    private static func equalBytes(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        var offset = 0
+        while offset < wanted.count {
+            guard bytes[start + offset] == wanted[offset] else { return false }
+            offset += 1
+        }
+        return true
+    }
+
+}
+
 /// A JSON object being read: members are found by comparing the key's UTF-8 with each member's.
 struct BusJSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let document: BusJSONDocument
@@ -253,59 +310,8 @@ struct BusJSONKeyedDecoding<Key: CodingKey>: KeyedDecodingContainerProtocol {
         return keys
     }
 
-    /// The entry of `key`'s value, nil when absent (the first member of that name, as before).
-    ///
-    /// The member after the one found last is tried first (the object's `cursor`): a synthesized
-    /// `Decodable` asks for its keys in declaration order, the order BusJSON (and Foundation's
-    /// encoder, for a synthesized `Encodable`) writes them, so each look-up is one comparison.
-    /// Taken only when no key of the object repeats (then the member found is the only one of
-    /// that name); otherwise, or when it is not the key, the members are searched from the first.
-    private func find(_ key: String) -> Int? {
-        var key = key
-        return key.withUTF8 { wanted in
-            document.bytes.withUnsafeBufferPointer { bytes in
-                let object = document[index]
-                guard object.count > 0 else { return nil }
-                if !object.mayRepeatKeys {
-                    let tried = object.cursor == 0 ? index + 1 : object.cursor
-                    if tried < object.next {  // a member (the cursor steps from member to member)
-                        let entry = document[tried]
-                        if entry.end - entry.start == wanted.count, Self.equal(bytes, from: entry.start, wanted) {
-                            document.setCursor(document[tried + 1].next, of: index)
-                            return tried + 1
-                        }
-                    }
-                }
-                var member = index + 1
-                for _ in 0..<object.count {
-                    let entry = document[member]
-                    let following = document[member + 1].next
-                    if entry.escaped {
-                        if document.unescape(entry).elementsEqual(wanted) {
-                            document.setCursor(following, of: index)
-                            return member + 1
-                        }
-                    } else if entry.end - entry.start == wanted.count, Self.equal(bytes, from: entry.start, wanted) {
-                        document.setCursor(following, of: index)
-                        return member + 1
-                    }
-                    member = following
-                }
-                return nil
-            }
-        }
-    }
-
-    /// Whether `bytes` from `start` on begin with `wanted` (which fits: the caller checked).
-    @inline(__always)
-    private static func equal(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
-        var offset = 0
-        while offset < wanted.count {
-            guard bytes[start + offset] == wanted[offset] else { return false }
-            offset += 1
-        }
-        return true
-    }
+    /// The entry of `key`'s value, nil when absent (`BusJSONDocument.member(_:in:)`).
+    private func find(_ key: String) -> Int? { document.member(key, in: index) }
 
     private func value(_ key: Key) throws(DecodingError) -> Int {
         guard let value = find(key.stringValue) else {

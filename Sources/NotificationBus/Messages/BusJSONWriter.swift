@@ -61,10 +61,12 @@ final class BusJSONWriter {
         set { state.pointee.outOfOrder = newValue }
     }
 
-    init() {
+    /// `reservingStack`: room for 8 open containers at once (what a `Codable` value uses); the
+    /// field writers (`BusJSONObjectWriter`) never push, so they skip that allocation.
+    init(reservingStack: Bool = true) {
         state = .allocate(capacity: 1)
         state.initialize(to: State(output: .allocate(capacity: 128), capacity: 128))
-        state.pointee.stack.reserveCapacity(8)
+        if reservingStack { state.pointee.stack.reserveCapacity(8) }
     }
 
     deinit {
@@ -348,7 +350,7 @@ final class BusJSONWriter {
         }
     }
 
-    private func writeASCII(_ text: String) {
+    func writeASCII(_ text: String) {
         var text = text
         text.withUTF8 { append($0) }
     }
