@@ -73,6 +73,13 @@ extension Bus {
 
     /// Removes `name`'s retained value at the brokers that keep it (a retained post with an
     /// empty payload; subscribers now receive that empty notification).
+    ///
+    /// Order: on an embedded bus and a publisher that binds (they keep their own values), a
+    /// subscription made with `retained: true` after this returns never gets the value cleared
+    /// (the one exception: an embedded bus whose `suspendProducer` subscription is full holds
+    /// its own posts back; one made then may get the old value, then the clear). Through a
+    /// broker the clear and the subscription's request travel on different connections: one made
+    /// right after may get the old value first, then the clear itself, live.
     public nonisolated(nonsending) func clearRetained(name: NotificationName) async throws(BusError) {
         try await post(name: name, payload: [], retain: true)
     }
@@ -81,6 +88,9 @@ extension Bus {
     /// name `pattern` matches, each marked `isRetained`, before that name's live notifications;
     /// at most one per name and publisher. Through a broker that keeps retained values
     /// (`BrokerConfiguration.retainedNames`); `ready(pattern)` returns once they were handed over.
+    /// An embedded bus and a publisher that binds keep their own values: a subscription starts
+    /// from the state every post (and `clearRetained`) this bus made before it left, as
+    /// `clearRetained(name:)` says.
     public func notifications(
         named pattern: NamePattern, buffering: BufferingPolicy = .default, retained: Bool
     ) throws(BusError) -> NotificationSequence {

@@ -254,10 +254,24 @@ public final class Bus: Sendable {
         try checkPostable(name)
         let size = try encodedSize(name, payload, headers)
         guard try isWanted(name) else { return nil }
+        return try queueOrFrame(size: size, name, payload, headers, contentType)
+    }
+
+    /// The end of every post that may be written straight into the outbound queue (the byte
+    /// API's `encodeOrQueue`, the looped-back typed `queueLocally`): unless the loop may have
+    /// lent the XPUB or the post is large (`OutboundPosts.ownMessageThreshold`), it is encoded
+    /// into the queue with its sequence number, `localValue` beside it, and nil returned;
+    /// otherwise, and when the queue is full, it is returned encoded into a message of its own,
+    /// which the caller queues (with the value) when there is room. `size`: its encoded size.
+    @inline(__always)
+    func queueOrFrame(
+        size: Int, _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders,
+        _ contentType: ContentType, localValue: LocalMessageValue? = nil
+    ) throws(BusError) -> Message? {
         if size < core.ownMessageBytes, !core.mayLendPublisher {
             let timestamp = Timestamps.wallClockNanoseconds()
             let publisherID = configuration.publisherID
-            let outcome = core.queue(size: size, name: name) { sequence, out in
+            let outcome = core.queue(size: size, name: name, localValue: localValue) { sequence, out in
                 let written = EnvelopeCodec.write(
                     name: name, flags: 0, contentType: contentType, headers: headers, payload: payload,
                     sequence: sequence, publisherID: publisherID, timestamp: timestamp, into: out)

@@ -11,4 +11,10 @@ enum BusCommand: Sendable {
     case addWaiter(WaitRequest, CheckedContinuation<Result<Void, BusError>, Never>)
     case cancelWaiter(UInt64)
     case resumeReading
+
+    /// A subscription that starts from the retained values (`retained: true`).
+    var addsRetainedSubscription: Bool {
+        if case .addSubscription(let storage) = self { return storage.retained != nil }
+        return false
+    }
 }

@@ -113,6 +113,11 @@ final class BusEventLoop {
             for waiter in spaceWaiters { waiter.resume() }
             if takeOutbound { posts.coalesce(allocationFailed: { record($0, "allocating a batch frame") }) }
             didWork = didWork || !commands.isEmpty
+            // Looped back, a subscription that starts from this bus's own retained values takes
+            // them as the posts queued before it left them: those posts reach the local
+            // subscriptions (and `localRetained`) first, so a value cleared or replaced before
+            // the subscription was made is not handed over (RetainedClearOrderTests).
+            if sockets.loopback, commands.contains(where: \.addsRetainedSubscription) { deliverTakenPostsLocally() }
             for command in commands { handle(command) }
             commands.removeAll(keepingCapacity: true)
             if !open { break }
@@ -178,6 +183,15 @@ final class BusEventLoop {
             }
         }
         shutDown()
+    }
+
+    /// Looped back: hands every post taken from the mailbox so far to the local subscriptions,
+    /// unless a full one holds them back (`readingPaused`: they wait, as in `sendPending`, which
+    /// sends them to ZeroMQ afterwards).
+    private func deliverTakenPostsLocally() {
+        while !receiver.readingPaused && posts.deliverLocally(atMost: Self.batchLimit, to: &receiver) {
+            receiver.flush()
+        }
     }
 
     /// Runs the jobs of tasks on the bus's executor that are queued now; returns whether any ran.

@@ -67,23 +67,7 @@ extension Bus {
     func queueLocally(
         _ name: NotificationName, _ payload: [UInt8], _ headers: NotificationHeaders, _ localValue: LocalMessageValue
     ) throws(BusError) -> ZeroMQ.Message? {
-        let size = try encodedSize(name, payload, headers)
-        if size < core.ownMessageBytes, !core.mayLendPublisher {
-            let timestamp = Timestamps.wallClockNanoseconds()
-            let publisherID = configuration.publisherID
-            let outcome = core.queue(size: size, name: name, localValue: localValue) { sequence, out in
-                let written = EnvelopeCodec.write(
-                    name: name, flags: 0, contentType: .json, headers: headers, payload: payload,
-                    sequence: sequence, publisherID: publisherID, timestamp: timestamp, into: out)
-                assert(written == size, "a post's size was miscounted")
-            }
-            switch outcome {
-            case .queued: return nil
-            case .closed: throw .closed
-            case .full: break  // waits for room with a frame of its own
-            }
-        }
-        return try frame(size: size, name, payload, headers, .json)
+        try queueOrFrame(size: try encodedSize(name, payload, headers), name, payload, headers, .json, localValue: localValue)
     }
 
     /// Posts `message` about `subject`: under `<busName>.<subject.busSubjectID>`, so only that
