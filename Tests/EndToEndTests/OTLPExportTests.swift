@@ -61,7 +61,8 @@ struct OTLPExportTests {
         let (receiver, url) = try await Self.startReceiver(children)
         let (_, frontend, backend) = try await children.startBroker()
         let subscriber = try children.start(
-            "subscribe", ["subscribe", "orders.created", "--connect", backend, "--count", "1", "--timeout", "60", "--otlp-endpoint", url])
+            "subscribe",
+            ["subscribe", "orders.created", "--connect", backend, "--count", "1", "--timeout", "60", "--format", "json", "--otlp-endpoint", url])
         let publisher = try children.start(
             "publish",
             [
@@ -100,6 +101,23 @@ struct OTLPExportTests {
         #expect(receiveAttributes["notificationbus.sequence"] as? Int == 1)
         #expect((receiveAttributes["messaging.message.id"] as? String)?.hasSuffix("-1") == true)
         #expect(Self.spans(receiver).count == 2, "\(receiver.output.stdoutText)")
+        // The context the publisher sent is the send span's.
+        let received = try #require(parseJSONLines(subscriber.output.stdoutLines).notifications.first, "\(subscriber.describe())")
+        #expect(received.headers["traceparent"] == "00-\(traceID)-\(send["spanId"] as? String ?? "")-01", "\(received.headers)")
+    }
+
+    @Test("Without --otlp-endpoint no tracer is bootstrapped: nbus publish adds no trace context")
+    func noEndpointNoTracing() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (_, frontend, backend) = try await children.startBroker()
+        let subscriber = try children.start(
+            "subscribe", ["subscribe", "orders.created", "--connect", backend, "--count", "1", "--timeout", "60", "--format", "json"])
+        let publisher = try children.start("publish", ["publish", "orders.created", "x", "--connect", frontend, "--timeout", "60"])
+        expectExit(await publisher.waitForExit(), 0, publisher)
+        expectExit(await subscriber.waitForExit(), 0, subscriber)
+        let received = try #require(parseJSONLines(subscriber.output.stdoutLines).notifications.first, "\(subscriber.describe())")
+        #expect(received.headers.isEmpty, "\(received.headers)")
     }
 
     @Test(
