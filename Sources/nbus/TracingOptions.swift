@@ -1,5 +1,6 @@
 import ArgumentParser
 import BusOperations
+import NotificationBus
 import OTLPTracing
 import Tracing
 
@@ -10,7 +11,7 @@ struct TracingOptions: ParsableArguments {
     @Option(
         name: .customLong("otlp-endpoint"),
         help: ArgumentHelp(
-            "Export this command's spans (send, receive; docs/tracing.md) to an OpenTelemetry receiver over OTLP/HTTP (protobuf, POST URL/v1/traces), e.g. http://127.0.0.1:4318; plain http only (for https, a local OpenTelemetry Collector). W3C trace context crosses in the headers either way.",
+            "Export this command's spans (send, receive) to an OpenTelemetry receiver over OTLP/HTTP (protobuf, POST URL/v1/traces), e.g. http://127.0.0.1:4318; plain http only (for https, a local OpenTelemetry Collector). W3C trace context crosses in the headers either way.",
             valueName: "url"))
     var otlpEndpoint: String?
 
@@ -56,5 +57,22 @@ struct TracingOptions: ParsableArguments {
             "OTLP: \(counts.exported) span(s) exported to \(exporter.configuration.endpoint)"
             + (lost > 0 ? ", \(lost) lost (\(counts.dropped) dropped with the queue full, \(counts.failed) in \(counts.failedExports) failed export(s), \(counts.unsent) unsent at exit)" : "")
         if lost > 0 { logLine(.warning, command, text) } else { logLine(.debug, command, text) }
+    }
+
+    /// Runs `body` (a reply's post) in the trace `request` carries, when `traced`: its `send`
+    /// span is then a child of the requester's, so a request and its reply make one trace (a
+    /// `for await` loop's `receive` span is not the current one in the loop's body).
+    static func continuing<Result: Sendable>(
+        _ request: BusNotification, if traced: Bool, _ body: () async throws -> Result
+    ) async throws -> Result {
+        guard traced else { return try await body() }
+        var context = InstrumentationContext.topLevel
+        InstrumentationSystem.tracer.extract(request.headers, into: &context, using: HeadersExtractor())
+        return try await InstrumentationContext.$current.withValue(context) { try await body() }
+    }
+
+    /// A notification's headers as the tracer's carrier.
+    struct HeadersExtractor: Extractor {
+        func extract(key: String, from carrier: NotificationHeaders) -> String? { carrier[key] }
     }
 }

@@ -106,6 +106,34 @@ struct OTLPExportTests {
         #expect(received.headers["traceparent"] == "00-\(traceID)-\(send["spanId"] as? String ?? "")-01", "\(received.headers)")
     }
 
+    @Test(
+        "nbus request -> nbus reply, both --otlp-endpoint: request, its receipt, the reply and its receipt make one trace",
+        .enabled(if: receiverPython, "needs python3 with opentelemetry-proto (make test-deps installs it as root)"))
+    func requestReplyIsOneTrace() async throws {
+        let children = try Children()
+        defer { children.killAll() }
+        let (receiver, url) = try await Self.startReceiver(children)
+        let (_, frontend, backend) = try await children.startBroker()
+        let endpoints = ["--frontend", frontend, "--backend", backend, "--otlp-endpoint", url]
+        let responder = try children.start("reply", ["reply", "math.*", "--echo", "--count", "1"] + endpoints)
+        try #require(await responder.waitForStderr(containing: "answering"), "\(responder.describe())")
+        let request = try children.start("request", ["request", "math.double", "21"] + endpoints)
+        expectExit(await request.waitForExit(), 0, request)
+        expectExit(await responder.waitForExit(), 0, responder)
+        let sent = try #require(await Self.waitForSpan("send math.double", in: receiver), "\(receiver.describe())")
+        let taken = try #require(await Self.waitForSpan("receive math.double", in: receiver), "\(receiver.describe())")
+        _ = await receiver.wait(timeout: standardWait) { $0.completeStdoutLineCount >= 5 || $0.stdoutClosed }
+        let spans = Self.spans(receiver)
+        let replySend = try #require(spans.first { ($0["name"] as? String)?.hasPrefix("send _inbox.") == true }, "\(spans)")
+        let replyReceive = try #require(spans.first { ($0["name"] as? String)?.hasPrefix("receive _inbox.") == true }, "\(spans)")
+        #expect(sent["service"] as? String == "nbus-request" && taken["service"] as? String == "nbus-reply")
+        #expect(replySend["service"] as? String == "nbus-reply" && replyReceive["service"] as? String == "nbus-request")
+        #expect(Set(spans.map { $0["traceId"] as? String ?? "" }).count == 1, "\(spans)")
+        #expect(taken["parentSpanId"] as? String == sent["spanId"] as? String)
+        #expect(replySend["parentSpanId"] as? String == sent["spanId"] as? String)
+        #expect(replyReceive["parentSpanId"] as? String == replySend["spanId"] as? String)
+    }
+
     @Test("Without --otlp-endpoint no tracer is bootstrapped: nbus publish adds no trace context")
     func noEndpointNoTracing() async throws {
         let children = try Children()
