@@ -78,8 +78,9 @@ struct OTLPHTTPClient {
     private func send(_ bytes: [UInt8], on descriptor: Int32, deadline: Int) -> String? {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes.withUnsafeBytes { buffer in
-                Glibc.send(descriptor, buffer.baseAddress! + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+            let sent = bytes.withUnsafeBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return Glibc.send(descriptor, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
             }
             if sent > 0 {
                 offset += sent

@@ -20,6 +20,7 @@ OpenTelemetry Collector, Jaeger or any other OTLP receiver.
 import argparse
 import json
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 try:
@@ -29,6 +30,17 @@ try:
     from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 except ImportError:
     sys.exit("otlp_receiver.py needs opentelemetry-proto: python3 -m pip install opentelemetry-proto")
+
+
+# Requests are handled on threads of their own (several exporters at once): one line at a time.
+_output = threading.Lock()
+
+
+def emit(record):
+    line = json.dumps(record) + "\n"
+    with _output:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 
 
 def any_value(value):
@@ -81,14 +93,14 @@ class Handler(BaseHTTPRequestHandler):
                 raise ValueError(f"Content-Type {content_type!r}, not application/x-protobuf")
             request = ExportTraceServiceRequest.FromString(body)
         except (DecodeError, ValueError) as error:
-            print(json.dumps({"error": str(error)}), flush=True)
+            emit({"error": str(error)})
             self.answer(400, b"")
             return
         for resource_spans in request.resource_spans:
             service = attributes(resource_spans.resource.attributes).get("service.name")
             for scope_spans in resource_spans.scope_spans:
                 for span in scope_spans.spans:
-                    print(json.dumps(span_json(service, scope_spans.scope, span)), flush=True)
+                    emit(span_json(service, scope_spans.scope, span))
         self.answer(200, ExportTraceServiceResponse().SerializeToString())
 
     def answer(self, status, body):
