@@ -121,9 +121,12 @@ public final class OTLPExporter: @unchecked Sendable {
     private func run() {
         let interval = Self.milliseconds(configuration.interval)
         var due = OTLPHTTPClient.now() + interval
+        // After a failed export, the next waits for the interval even when a batch is full: a
+        // receiver that is down must not cost an encoding and a connection per batch at full rate.
+        var holdingOff = false
         while true {
             condition.lock()
-            while state.queue.count < configuration.batchSize, !state.shuttingDown, !state.flushRequested {
+            while state.queue.count < configuration.batchSize || holdingOff, !state.shuttingDown, !state.flushRequested {
                 let left = due - OTLPHTTPClient.now()
                 if left <= 0 { break }
                 _ = condition.wait(until: Date(timeIntervalSinceNow: Double(left) / 1_000))
@@ -139,9 +142,13 @@ public final class OTLPExporter: @unchecked Sendable {
             if !batch.isEmpty {
                 var timeout = Self.milliseconds(configuration.requestTimeout)
                 if let stopBy { timeout = min(timeout, stopBy - OTLPHTTPClient.now()) }
-                if timeout > 0 { export(batch, timeoutMilliseconds: timeout) } else { noteFailure(batch.count, "shutdown timeout reached") }
+                if timeout > 0 {
+                    holdingOff = !export(batch, timeoutMilliseconds: timeout)
+                } else {
+                    noteFailure(batch.count, "shutdown timeout reached")
+                }
             }
-            if !more { due = OTLPHTTPClient.now() + interval }
+            if !more || holdingOff { due = OTLPHTTPClient.now() + interval }
             if stopping {
                 condition.lock()
                 let done = state.queue.isEmpty || (state.stopBy.map { OTLPHTTPClient.now() >= $0 } ?? false)
@@ -156,7 +163,8 @@ public final class OTLPExporter: @unchecked Sendable {
         }
     }
 
-    private func export(_ batch: [OTLPSpanData], timeoutMilliseconds: Int) {
+    /// Sends `batch`; whether the receiver took it.
+    private func export(_ batch: [OTLPSpanData], timeoutMilliseconds: Int) -> Bool {
         let body = OTLPEncoding.exportTraceServiceRequest(
             serviceName: configuration.serviceName, resourceAttributes: configuration.resourceAttributes,
             scopeName: configuration.scopeName, scopeVersion: configuration.scopeVersion, spans: batch)
@@ -165,11 +173,13 @@ public final class OTLPExporter: @unchecked Sendable {
             condition.lock()
             state.counts.exported += batch.count
             condition.unlock()
+            return true
         case .status(let code):
             noteFailure(batch.count, "HTTP status \(code)")
         case .failed(let reason):
             noteFailure(batch.count, reason)
         }
+        return false
     }
 
     /// Counts a failed export; logs the first one (a receiver that is down would otherwise log once a second).

@@ -1,3 +1,4 @@
+import Synchronization
 import Tracing
 
 /// A 128-bit W3C trace id, as two big-endian halves.
@@ -12,9 +13,8 @@ public struct OTLPTraceID: Sendable, Hashable {
 
     /// A random, never all-zero id (W3C Trace Context: all zeros is invalid).
     static func random() -> OTLPTraceID {
-        var generator = SystemRandomNumberGenerator()
         while true {
-            let id = OTLPTraceID(high: generator.next(), low: generator.next())
+            let id = OTLPTraceID(high: OTLPRandom.next(), low: OTLPRandom.next())
             if id.high != 0 || id.low != 0 { return id }
         }
     }
@@ -108,5 +108,20 @@ enum OTLPHex {
             value = value << 4 | UInt64(nibble)
         }
         return value
+    }
+}
+
+/// Ids for spans and traces: SplitMix64 over a Weyl sequence whose start is drawn from the
+/// system's generator once. `SystemRandomNumberGenerator` is a `getrandom` call per number, three
+/// per root span; this is one atomic add, and its outputs are uniform and distinct for 2^64 calls,
+/// which is what W3C Trace Context asks of ids (random, not secret).
+enum OTLPRandom {
+    private static let state = Atomic<UInt64>(UInt64.random(in: .min ... .max))
+
+    static func next() -> UInt64 {
+        var z = state.wrappingAdd(0x9E37_79B9_7F4A_7C15, ordering: .relaxed).newValue
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

@@ -58,9 +58,8 @@ public final class OTLPTracer: Tracer, Sendable {
     }
 
     static func randomSpanID() -> UInt64 {
-        var generator = SystemRandomNumberGenerator()
         while true {
-            let id: UInt64 = generator.next()
+            let id = OTLPRandom.next()
             if id != 0 { return id }
         }
     }
