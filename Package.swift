@@ -2,7 +2,8 @@
 // NotificationBus: a cross-process NotificationCenter carried by ZeroMQ.
 // Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ,
 // nbus -> BusOperations -> NotificationBus, nbus and BusBench -> ToolSupport (no bus, no ZeroMQ),
-// and NotificationBus -> NBP1 (the wire protocol, pure Swift: no ZeroMQ, no Foundation).
+// and NotificationBus -> NBP1 (the wire protocol, pure Swift: no ZeroMQ, no Foundation), nbus -> OTLPTracing
+// (--otlp-endpoint; the Tracing API and swift-log only).
 
 import PackageDescription
 
@@ -123,6 +124,19 @@ let package = Package(
             ],
             swiftSettings: strictSettings
         ),
+        // `nbus --otlp-endpoint`: a Tracer (swift-distributed-tracing) whose spans go to an OTLP/HTTP
+        // receiver, protobuf written by hand over a small blocking HTTP/1.1 client on a thread of its
+        // own. Not swift-otel: its dependencies (swift-nio-ssl, async-http-client, swift-nio-http2,
+        // swift-protobuf) added some 7 minutes per build configuration. Not in NotificationBus, which
+        // uses the Tracing API only.
+        .target(
+            name: "OTLPTracing",
+            dependencies: [
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings
+        ),
         // What the command-line tool and the benchmark share that is neither bus nor ZeroMQ: a
         // one-shot signal (signals, a child's exit, a worker's go line) and lines read from a file
         // descriptor (publish --lines, request's stdin, the workers' stdin, a child's stdout).
@@ -158,8 +172,10 @@ let package = Package(
                 "BusBench",
                 "ToolSupport",
                 "BusOperations",
+                "OTLPTracing",
                 "ZeroMQ",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "Subprocess", package: "swift-subprocess"),
@@ -235,6 +251,14 @@ let package = Package(
                 "BusServices", "NotificationBus", "ZeroMQ", "TestSupport",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "OTLPTracingTests",
+            dependencies: [
+                "OTLPTracing", "TestSupport", "ToolSupport",
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             swiftSettings: strictSettings
         ),

@@ -63,6 +63,8 @@ struct Publish: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    @OptionGroup var tracing: TracingOptions
+
     @Option(
         help: ArgumentHelp(
             "With --bind and --curve-secret: the folder of subscriber public keys (*.pub) to admit.",
@@ -256,6 +258,8 @@ struct Publish: AsyncParsableCommand {
         let headerMap = try parsedHeaders()
         let type = try parsedContentType()
         logging.bootstrap()
+        let exporter = tracing.start(command: "publish")
+        defer { TracingOptions.finish(exporter, command: "publish") }
         try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             if let hwm { configuration.sendHighWaterMark = hwm }

@@ -20,6 +20,7 @@ struct ReplyService: Service {
         let tally = ReplyTally(limit: command.count)
         let shellCommand = command.command
         let commandTimeout = SecondsOption.duration(command.commandTimeout)
+        let traced = command.tracing.otlpEndpoint != nil
         // Requests are taken one at a time (a command runs alone), in a task of its own that
         // shutdown cancels and then awaits: a command still running is stopped then (Subprocess's
         // teardown of its session) before this process exits, instead of being left behind.
@@ -54,7 +55,9 @@ struct ReplyService: Service {
                             // Shielded from shutdown's cancellation: a reply taken is sent, the
                             // "responder is stopping" one of a command cut short included (its
                             // wait for the requester is bounded by `Bus.requesterWait`).
-                            try await Task.detached { try await bus.reply(to: request, with: reply) }.value
+                            try await Task.detached {
+                                try await TracingOptions.continuing(request, if: traced) { try await bus.reply(to: request, with: reply) }
+                            }.value
                             tally.replied(isError: reply.isError)
                             logLine(.info, "reply", "\(request.name): \(reply.isError ? "error" : "ok"), \(reply.payload.count) bytes")
                         } catch {

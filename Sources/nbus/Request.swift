@@ -65,6 +65,8 @@ struct Request: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    @OptionGroup var tracing: TracingOptions
+
     func validate() throws {
         try SecondsOption.check(timeout, "--timeout", in: 0.001...SecondsOption.maximumTimeout)
         let requestName = try parsedName()
@@ -124,6 +126,8 @@ struct Request: AsyncParsableCommand {
         } else {
             payloadBytes = Array(payload.utf8)
         }
+        let exporter = tracing.start(command: "request")
+        defer { TracingOptions.finish(exporter, command: "request") }
         let bus: Bus
         do { bus = try Bus(try endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
         // --timeout bounds the whole request, the look at the handshakes below included.

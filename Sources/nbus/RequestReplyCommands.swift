@@ -63,6 +63,8 @@ struct ReplyCommand: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    @OptionGroup var tracing: TracingOptions
+
     func validate() throws {
         guard echo != (command != nil) else { throw ValidationError("give exactly one of --echo and --command") }
         if let count, count < 1 { throw ValidationError("--count must be at least 1") }
@@ -77,6 +79,8 @@ struct ReplyCommand: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let requestPattern = try parsedPattern()
+        let exporter = tracing.start(command: "reply")
+        defer { TracingOptions.finish(exporter, command: "reply") }
         try await CommandLifecycle.run(name: "reply") { () async throws -> (ReplyService, [any Service]) in
             let bus: Bus
             let requests: NotificationSequence

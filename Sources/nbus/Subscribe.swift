@@ -93,6 +93,8 @@ struct Subscribe: AsyncParsableCommand {
 
     @OptionGroup var logging: LoggingOptions
 
+    @OptionGroup var tracing: TracingOptions
+
     @Flag(help: "Start each pattern with the current (retained) values of the names it matches, from a broker that keeps them (nbus broker --retain-names), each marked retained, then the live notifications.")
     var retained = false
 
@@ -151,6 +153,8 @@ struct Subscribe: AsyncParsableCommand {
 
     func run() async throws {
         logging.bootstrap()
+        let exporter = tracing.start(command: "subscribe")
+        defer { TracingOptions.finish(exporter, command: "subscribe") }
         try await CommandLifecycle.run(name: "subscribe") { () async throws -> (SubscribeService, [any Service]) in
             var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
             configuration.maximumPayload = maxPayload
