@@ -33,11 +33,16 @@ struct SubscriptionStateMachine {
     }
 
     /// Whether the I/O thread should stop reading for this subscription (suspendProducer only).
-    var wantsProducerPaused: Bool {
-        if case .suspendProducer = policy, phase == .active {
-            return bufferedNotifications >= policy.capacity || (byteLimit > 0 && bufferedBytes >= byteLimit)
-        }
-        return false
+    var wantsProducerPaused: Bool { room.isExhausted }
+
+    /// What the buffer takes before it is full (suspendProducer only; unbounded otherwise): the
+    /// I/O thread reads no more than the least room of its subscriptions in one round, so a
+    /// round fills the buffer to its capacity and passes it by one frame at most.
+    var room: ReadingRoom {
+        guard case .suspendProducer = policy, phase == .active else { return .unbounded }
+        return ReadingRoom(
+            notifications: policy.capacity - bufferedNotifications,
+            bytes: byteLimit > 0 ? byteLimit - bufferedBytes : .max)
     }
 
     /// Whether `bytes` more (in `count` notifications) would pass the bounds. One notification
@@ -68,7 +73,8 @@ struct SubscriptionStateMachine {
         let fits: Bool
         switch policy {
         case .suspendProducer:
-            // The I/O thread stops reading once full; a batch may overshoot by its own size.
+            // The I/O thread stops reading once full; a batch may overshoot by one frame (a
+            // round reads no more than the room: `room`).
             fits = true
         case .dropNewest, .dropOldest:
             fits = !wouldOverflow(adding: batch.notifications, bytes: batch.bytes)
@@ -178,7 +184,7 @@ struct SubscriptionStateMachine {
     /// Without suspending: moves up to `consumerBatchLimit` buffered events into the consumer's own
     /// `local` buffer (one lock for many events); returns whether anything moved and whether the
     /// I/O thread may read again. The limit keeps what a consumer holds outside the policy's reach
-    /// small: a subscription holds at most its capacity, one I/O batch and one consumer batch.
+    /// small: a subscription holds at most its capacity, one frame past it (`room`) and one consumer batch.
     mutating func takeAll(into local: inout EventQueue) -> (moved: Bool, resumeProducer: Bool) {
         guard !buffer.isEmpty else { return (false, false) }
         if buffer.count <= Self.consumerBatchLimit && bufferedBytes <= consumerBatchBytes {
