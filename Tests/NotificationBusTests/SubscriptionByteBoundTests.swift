@@ -27,7 +27,7 @@ struct SubscriptionByteBoundTests {
         return result
     }
 
-    @Test("suspendProducer pauses at the byte bound long before the count, and resumes at half")
+    @Test("suspendProducer pauses at the byte bound long before the count, and resumes at 7/8 of it")
     func suspendPausesOnBytes() throws {
         var machine = SubscriptionStateMachine(policy: .suspendProducer(capacity: 8_192), byteLimit: 100 * Self.kib)
         var first = try batch(1...3, payload: 30 * Self.kib)
@@ -38,14 +38,36 @@ struct SubscriptionByteBoundTests {
         #expect(machine.wantsProducerPaused, "4 notifications of 30 KiB pass 100 KiB: stop reading")
         #expect(machine.statsSnapshot.bufferedBytes > 100 * UInt64(Self.kib))
         var local = EventQueue()
-        // A consumer takes at most 64 KiB at once: three of 30 KiB reach it; one stays, under half.
+        // A consumer takes at most 64 KiB at once: three of 30 KiB reach it; one stays, under 7/8.
         let (moved, resume) = machine.takeAll(into: &local)
-        #expect(moved && resume, "the consumer took three: under half the bound, reading resumes")
+        #expect(moved && resume, "the consumer took three: under 7/8 of the bound, reading resumes")
         #expect(machine.statsSnapshot.buffered == 1)
         #expect(sequences(&local) == [1, 2, 3])
         #expect(machine.takeAll(into: &local) == (true, false))  // `local` is empty on entry, as a consumer's is
         #expect(machine.statsSnapshot.bufferedBytes == 0 && machine.statsSnapshot.buffered == 0)
         #expect(sequences(&local) == [4])
+    }
+
+    /// Resuming at half, a consumer under about 8,000 a second took longer than a broker's
+    /// patience (0.5 s) to work through 4,096 of the default 8,192, and the broker cut it as
+    /// stalled while it moved (issue 41). Now one consumer batch (256) below the capacity, at
+    /// most an eighth of it.
+    @Test("suspendProducer resumes reading one consumer batch below its count: 8,192 - 256, 1,024 - 128 (an eighth)")
+    func suspendResumesOneBatchBelow() throws {
+        for (capacity, appended, resumes) in [(8_192, 8_192, true), (8_192, 8_193, false), (1_024, 1_152, true), (1_024, 1_153, false)] {
+            var machine = SubscriptionStateMachine(policy: .suspendProducer(capacity: capacity), byteLimit: 0)
+            var arriving = try batch(1...UInt64(appended), payload: 8)
+            _ = machine.append(&arriving)
+            #expect(machine.wantsProducerPaused && machine.room.isExhausted)
+            var local = EventQueue()
+            // A consumer takes at most 256 at once.
+            #expect(machine.takeAll(into: &local) == (true, resumes), "\(appended) buffered of \(capacity), 256 taken")
+            #expect(machine.statsSnapshot.buffered == UInt64(appended - 256))
+            #expect(machine.room.notifications == capacity - (appended - 256))
+        }
+        #expect(SubscriptionStateMachine.resumeThreshold(8_192) == 7_936)
+        #expect(SubscriptionStateMachine.resumeThreshold(1_024) == 896)
+        #expect(SubscriptionStateMachine.resumeThreshold(1) == 0, "a capacity of one resumes when empty")
     }
 
     @Test("dropNewest refuses past the byte bound and counts it; dropOldest makes room by bytes")

@@ -8,7 +8,10 @@ public enum BufferingPolicy: Hashable, Sendable {
     case dropNewest(capacity: Int)
     /// Stop reading the bus's socket until the consumer catches up, so the back-pressure moves to
     /// ZeroMQ's high-water marks (where any loss shows up as an upstream sequence gap). It pauses
-    /// every subscription of this bus, like a full pipe would.
+    /// every subscription of this bus, like a full pipe would. Reading resumes once the consumer
+    /// has taken 256 notifications (an eighth of a smaller capacity), and a read takes no more
+    /// than the room left, so the socket goes unread for at most about two consumer batches of
+    /// the consumer's work, however slow it is.
     case suspendProducer(capacity: Int)
 
     /// The default: `.suspendProducer(capacity: 8192)`, lossless inside the process.

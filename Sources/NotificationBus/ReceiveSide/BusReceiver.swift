@@ -67,6 +67,9 @@ struct BusReceiver {
         /// `exactName != nil`, readable without copying the name out.
         let isExact: Bool
         var batch = SubscriptionBatch()
+        /// What the subscription took before it is full, as it said when last handed a batch (or
+        /// when reading resumed): only its consumer changes it meanwhile, and only upwards.
+        var room = ReadingRoom.unbounded
 
         init(storage: SubscriptionStorage) {
             self.storage = storage
@@ -186,6 +189,8 @@ struct BusReceiver {
     /// Whether reading stops (a `suspendProducer` subscription is full) until its consumer
     /// makes room (`resumeReadingUnlessFull`).
     private(set) var readingPaused = false
+    /// The least room of the subscriptions (`Route.room`), which bounds the next round (`read`).
+    private(set) var readingRoom = ReadingRoom.unbounded
     let maximumPayload: Int
     /// This receiver's own header limit (at most NBP/1's 32).
     let maximumHeaderCount: Int
@@ -215,7 +220,11 @@ struct BusReceiver {
 
     mutating func add(_ storage: SubscriptionStorage) {
         routeIndexByID[storage.id] = routes.count
-        routes.append(Route(storage: storage))
+        var route = Route(storage: storage)
+        // Its room bounds the next round already (its capacity, for a new one).
+        route.room = storage.room
+        readingRoom = readingRoom.narrowed(to: route.room)
+        routes.append(route)
     }
 
     /// Where the route of subscription `id` is in `routes`, found without a search.
@@ -260,15 +269,27 @@ struct BusReceiver {
 
     var wantsProducerPaused: Bool { routes.contains { $0.storage.wantsProducerPaused } }
 
+    /// Sets `readingRoom` to the least of the routes' rooms, and pauses reading if it is none.
+    private mutating func settleReadingRoom() {
+        var least = ReadingRoom.unbounded
+        for route in routes { least = least.narrowed(to: route.room) }
+        readingRoom = least
+        if least.isExhausted { readingPaused = true }
+    }
+
     /// A consumer made room, or a subscription went: reading resumes unless a `suspendProducer`
     /// subscription is still full.
     /// Only a paused receiver looks: a subscription asks for the pause when a batch fills it
     /// (`flush`), never otherwise, so one not paused stays so. The look takes each
     /// subscription's lock, and the loop calls this after every command: looking unpaused made
     /// 10,000 subscriptions cost 10,000 x 10,000 looks to start.
+    /// Each subscription's room is asked afresh (it grew as its consumer took), so the first
+    /// round after the pause reads what fits, not one frame.
     mutating func resumeReadingUnlessFull() {
         guard readingPaused else { return }
-        readingPaused = wantsProducerPaused
+        readingPaused = false
+        for index in routes.indices { routes[index].room = routes[index].storage.room }
+        settleReadingRoom()
     }
 
     /// The readiness tokens echoed since the last call, for the loop to resolve.
@@ -293,17 +314,35 @@ struct BusReceiver {
     /// 256 B). Bounded in bytes, what a round holds no longer follows the publishers' frame size.
     static let roundByteLimit = 4 << 20
 
-    /// Reads up to `limit` frames (and about `byteLimit` bytes: the frame that reaches it is the
-    /// last) without waiting; returns how many were read (fewer when none is waiting: would-block
-    /// ends the read, it is not an error). Other socket errors are thrown; what was read before
-    /// stays in the subscriptions' batches for `flush()`.
+    /// Reads up to `limit` frames (and about `byteLimit` bytes, and about the subscriptions'
+    /// room, `readingRoom`, shared among the paths: the frame that reaches any is the last)
+    /// without waiting; returns how many were read (fewer when none is waiting: would-block ends
+    /// the read, it is not an error). Other socket errors are thrown; what was read before stays
+    /// in the subscriptions' batches for `flush()`.
+    ///
+    /// The room bound: a round lands in the subscriptions at once, and a full `suspendProducer`
+    /// one stops reading until its consumer has made room again, so whatever a round takes past
+    /// the capacity is socket left unread for the consumer to work through first. Bounded by the
+    /// room, a round fills the fullest subscription to its capacity and passes it by one frame
+    /// at most; a subscriber that keeps up has nearly all its capacity as room, so its rounds
+    /// hardly change (a fixed bound of 1,024 notifications cost a fast subscriber 15-37%,
+    /// docs/benchmarks/send-side.md). Counted as `notificationsReceived` counts (a batch frame
+    /// as its records, whichever subscription they go to) and in frame bytes, which are close to
+    /// what the buffer counts per notification.
     mutating func read(
         from socket: Socket, path: Int = 0, limit: Int, byteLimit: Int = BusReceiver.roundByteLimit
     ) throws(ZMQError) -> Int {
         currentPath = path
         var count = 0
         var bytesRead = 0
-        while count < limit && bytesRead < byteLimit {
+        // Each path its share, at least one frame: a path never read while another takes the
+        // room would be cut by its own broker as stalled.
+        let notificationLimit = UInt64(max(1, readingRoom.notifications / pathCount))
+        let byteLimit = min(byteLimit, max(1, readingRoom.bytes / pathCount))
+        let notificationsBefore = counters.notificationsReceived
+        while count < limit && bytesRead < byteLimit
+            && counters.notificationsReceived &- notificationsBefore < notificationLimit
+        {
             // Would-block ends the read as a value (no error made each round).
             guard
                 let isMultipart = try socket.receiveIfReady({ bytes, more in
@@ -831,17 +870,23 @@ struct BusReceiver {
 
     // MARK: Handing over
 
-    /// Hands every subscription its batch (one lock each); returns whether reading must pause
-    /// (a `suspendProducer` subscription is full), and pauses it then.
+    /// Hands every subscription its batch (one lock each, which also says the room it has
+    /// left); returns whether reading must pause (a `suspendProducer` subscription is full), and
+    /// pauses it then. The least room bounds the next round (`read`).
     @discardableResult
     mutating func flush() -> Bool {
-        var pause = false
-        for index in routes.indices where !routes[index].batch.isEmpty {
-            if routes[index].storage.append(&routes[index].batch) { pause = true }
-            routes[index].batch.reset()
+        var least = ReadingRoom.unbounded
+        for index in routes.indices {
+            if !routes[index].batch.isEmpty {
+                routes[index].room = routes[index].storage.append(&routes[index].batch)
+                routes[index].batch.reset()
+            }
+            least = least.narrowed(to: routes[index].room)
         }
-        if pause { readingPaused = true }
-        return pause
+        readingRoom = least
+        guard least.isExhausted else { return false }
+        readingPaused = true
+        return true
     }
 }
 

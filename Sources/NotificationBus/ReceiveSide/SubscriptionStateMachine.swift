@@ -33,11 +33,16 @@ struct SubscriptionStateMachine {
     }
 
     /// Whether the I/O thread should stop reading for this subscription (suspendProducer only).
-    var wantsProducerPaused: Bool {
-        if case .suspendProducer = policy, phase == .active {
-            return bufferedNotifications >= policy.capacity || (byteLimit > 0 && bufferedBytes >= byteLimit)
-        }
-        return false
+    var wantsProducerPaused: Bool { room.isExhausted }
+
+    /// What the buffer takes before it is full (suspendProducer only; unbounded otherwise): the
+    /// I/O thread reads no more than the least room of its subscriptions in one round, so a
+    /// round fills the buffer to its capacity and passes it by one frame at most.
+    var room: ReadingRoom {
+        guard case .suspendProducer = policy, phase == .active else { return .unbounded }
+        return ReadingRoom(
+            notifications: policy.capacity - bufferedNotifications,
+            bytes: byteLimit > 0 ? byteLimit - bufferedBytes : .max)
     }
 
     /// Whether `bytes` more (in `count` notifications) would pass the bounds. One notification
@@ -68,7 +73,8 @@ struct SubscriptionStateMachine {
         let fits: Bool
         switch policy {
         case .suspendProducer:
-            // The I/O thread stops reading once full; a batch may overshoot by its own size.
+            // The I/O thread stops reading once full; a batch may overshoot by one frame (a
+            // round reads no more than the room: `room`).
             fits = true
         case .dropNewest, .dropOldest:
             fits = !wouldOverflow(adding: batch.notifications, bytes: batch.bytes)
@@ -178,7 +184,7 @@ struct SubscriptionStateMachine {
     /// Without suspending: moves up to `consumerBatchLimit` buffered events into the consumer's own
     /// `local` buffer (one lock for many events); returns whether anything moved and whether the
     /// I/O thread may read again. The limit keeps what a consumer holds outside the policy's reach
-    /// small: a subscription holds at most its capacity, one I/O batch and one consumer batch.
+    /// small: a subscription holds at most its capacity, one frame past it (`room`) and one consumer batch.
     mutating func takeAll(into local: inout EventQueue) -> (moved: Bool, resumeProducer: Bool) {
         guard !buffer.isEmpty else { return (false, false) }
         if buffer.count <= Self.consumerBatchLimit && bufferedBytes <= consumerBatchBytes {
@@ -231,13 +237,29 @@ struct SubscriptionStateMachine {
         return resumeWaitersIfPossible()
     }
 
-    /// Hysteresis: let the I/O thread read again once half the buffer has drained.
+    /// Hysteresis: let the I/O thread read again once the consumer has taken a batch's worth
+    /// (`resumeThreshold`).
     private mutating func checkResumeProducer() -> Bool {
-        guard producerPaused, bufferedNotifications <= policy.capacity / 2,
-            byteLimit == 0 || bufferedBytes <= byteLimit / 2
+        guard producerPaused, bufferedNotifications <= Self.resumeThreshold(policy.capacity),
+            byteLimit == 0 || bufferedBytes <= byteLimit - max(1, byteLimit / 8)
         else { return false }
         producerPaused = false
         return true
+    }
+
+    /// Where a paused subscription lets reading resume: once one consumer batch
+    /// (`consumerBatchLimit`, 256), at most an eighth of the capacity and at least one, has gone
+    /// below it. While reading is paused the socket goes unread, and a broker holding its budget
+    /// for this subscriber cuts it as stalled once its TCP progress stops for the broker's
+    /// patience (0.5 s by default). Resuming at half, a consumer had to work through 4,096 of the
+    /// default 8,192 first, longer than the patience below about 8,000 a second, and a subscriber
+    /// that kept moving was cut (issue 41: 5,108/s lost 803,892 of 1,000,000). At 7/8 (1,024,
+    /// plus the batch the consumer held and the frame a round may overshoot by) one at 5,000 a
+    /// second was still cut on a loaded machine (`SlowBusSubscriberTests`, debug build). One
+    /// batch: the pause is at most two batches of the consumer's work (the one it holds, the one
+    /// it takes), for a wake-up of the I/O thread per 256 notifications while it is behind.
+    static func resumeThreshold(_ capacity: Int) -> Int {
+        capacity - max(1, min(capacity / 8, consumerBatchLimit))
     }
 
     // MARK: Ending

@@ -45,26 +45,31 @@ final class SubscriptionStorage: Sendable {
 
     // MARK: Called by the I/O thread
 
-    /// Appends one batch under one lock, resuming the consumer at most once. Returns whether the
-    /// I/O thread should stop reading (suspendProducer and full).
-    func append(_ batch: inout SubscriptionBatch) -> Bool {
+    /// Appends one batch under one lock, resuming the consumer at most once. Returns the room
+    /// left (`SubscriptionStateMachine.room`), read under that same lock: exhausted, the I/O
+    /// thread stops reading (suspendProducer and full, or a full sink); otherwise its next round
+    /// reads no more than that.
+    func append(_ batch: inout SubscriptionBatch) -> ReadingRoom {
         if isSink {
-            guard let sink = state.withLock({ $0.recordHandedToSink(batch) }) else { return false }
+            guard let sink = state.withLock({ $0.recordHandedToSink(batch) }) else { return .unbounded }
             while let event = batch.events.popFirst() { sink.receive(event) }
-            return sink.isFull
+            return sink.isFull ? .none : .unbounded
         }
-        let (action, pause) = state.withLock { machine in
-            (machine.append(&batch), machine.wantsProducerPaused)
+        let (action, room) = state.withLock { machine in
+            (machine.append(&batch), machine.room)
         }
         Self.run(action)
-        return pause
+        return room
+    }
+
+    /// The room left now (a sink: none while it is full, else unbounded).
+    var room: ReadingRoom {
+        if isSink { return (state.withLock({ $0.sink })?.isFull ?? false) ? .none : .unbounded }
+        return state.withLock { $0.room }
     }
 
     /// Whether this subscription still wants the I/O thread paused.
-    var wantsProducerPaused: Bool {
-        if isSink { return state.withLock({ $0.sink })?.isFull ?? false }
-        return state.withLock { $0.wantsProducerPaused }
-    }
+    var wantsProducerPaused: Bool { room.isExhausted }
 
     /// A sink has room again: the I/O thread may read (it re-checks every subscription).
     func sinkHasRoom() {

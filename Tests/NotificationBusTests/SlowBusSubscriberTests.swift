@@ -1,0 +1,57 @@
+import Foundation
+import Testing
+import TestSupport
+
+@testable import NotificationBus
+
+// A bus subscriber on the default buffer (`suspendProducer`, 8,192) whose consumer is slower than
+// the publisher, behind a broker that holds its byte budget for it, over TCP (issue 41). Its I/O
+// thread stops reading the socket while the buffer is full, and its broker, seeing no TCP
+// progress for its patience (0.5 s) while past the budget, takes a stopped reader for a stalled
+// one and disconnects it. Reading used to resume once the consumer had taken the buffer back to
+// half, and a round could pass the capacity by thousands of notifications (what libzmq had
+// queued): a consumer at 5,000 a second left its socket unread 1-2 s and was cut, losing what
+// followed. A round now stops at the buffer's room and reading resumes one consumer batch (256)
+// below the capacity: at most about 512 notifications of the consumer's work per pause, 0.1 s at
+// this pace. Still cut (disabled below): the pause that remains is not explained yet.
+//
+// Run alone (Makefile LOAD_TESTS): the consumer spins 200 us per notification on a cooperative
+// thread, and its pauses must stay within the broker's patience.
+@Suite("A slow bus subscriber behind a broker's budget", .serialized, .timeLimit(.minutes(3)))
+struct SlowBusSubscriberTests {
+    @Test(
+        "a consumer at 5,000 a second past a 1 MiB budget over TCP is waited for, not cut: nothing lost",
+        .disabled(
+            "fails: disconnected by the broker with the round bound and a resume at 7/8 (as stalled, 21,315 of 30,000 received) or one batch below the capacity (23,174), debug build, load 15; the cause is not found (issue 41, docs/benchmarks/send-side.md)"
+        ))
+    func slowBusSubscriberIsNotCut() async throws {
+        var configuration = BrokerConfiguration(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*")
+        // A budget that 30,000 notifications of 256 B pass many times over (the subscriber's
+        // buffer, its libzmq queue and the kernel's buffers hold some 20,000 before it).
+        configuration.subscriberBudget = 1 << 20
+        let broker = try Broker(configuration)
+        let publisher = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
+        let subscriberBus = try Bus(.brokered(frontend: broker.frontendEndpoint, backend: broker.backendEndpoint))
+        let name: NotificationName = "slowbus.feed"
+        let events = try subscriberBus.events(named: "slowbus.>", buffering: .default)
+        try await subscriberBus.ready("slowbus.>")
+        let published = 30_000
+        let (consumer, progress) = startSlowHandler(events, perNotification: .microseconds(200))
+        let payload = [UInt8](repeating: 1, count: 256)
+        for _ in 0..<published { try await publisher.post(name: name, payload: payload) }
+        // A disconnected subscriber reconnects and reports what it missed as a gap (at the next
+        // notification or the publisher's end of stream): a bounded wait fails instead of hanging.
+        let done = await progress.wait(timeout: .seconds(100)) { $0.received + Int($0.lost) >= published }
+        consumer.cancel()
+        let (received, lost) = progress.value
+        let stats = await broker.stop()
+        #expect(done && received == published && lost == 0, "received \(received), lost \(lost) of \(published): \(stats)")
+        // The scenario's precondition: the budget was reached and the broker held the publisher.
+        #expect(stats.backpressureWaits > 0, "the broker never held the publisher: the budget was not reached (\(stats))")
+        #expect(
+            stats.stalledSubscribersDisconnected == 0 && stats.slowSubscribersDisconnected == 0
+                && stats.sentPastSlowSubscribers == 0, "\(stats)")
+        _ = await publisher.close()
+        _ = await subscriberBus.close()
+    }
+}
