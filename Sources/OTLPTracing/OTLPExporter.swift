@@ -9,6 +9,10 @@ import Logging
 /// thread sends a batch every `interval`, or as soon as `batchSize` spans are queued, and what is
 /// left at `shutdown`, within its timeout. A receiver that cannot be reached or answers other than
 /// 2xx costs the spans of that batch (counted; logged once), never the bus.
+///
+/// `@unchecked Sendable`: `state` is read and written only with `condition` locked (an
+/// `NSCondition` rather than a `Mutex`, because the thread and `shutdown` wait on it); the other
+/// stored properties are immutable.
 public final class OTLPExporter: @unchecked Sendable {
     public struct Configuration: Sendable {
         public var endpoint: OTLPEndpoint
@@ -44,12 +48,14 @@ public final class OTLPExporter: @unchecked Sendable {
         public var failed = 0
         /// Exports that failed.
         public var failedExports = 0
-        /// Spans still queued when `shutdown` gave up.
+        /// Spans still queued, or in the export under way, when `shutdown` gave up.
         public var unsent = 0
     }
 
     private struct State {
         var queue: [OTLPSpanData] = []
+        /// Spans taken off the queue for the export under way: neither exported nor failed yet.
+        var inFlight = 0
         var counts = Counts()
         var flushRequested = false
         var shuttingDown = false
@@ -114,7 +120,9 @@ public final class OTLPExporter: @unchecked Sendable {
             if !condition.wait(until: limit) { break }
         }
         var counts = state.counts
-        counts.unsent = state.finished ? 0 : state.queue.count
+        // Given up waiting: what is queued and the batch being sent are both lost (the exporting
+        // thread, still in its request, counts nothing more that the caller would see).
+        if !state.finished { counts.unsent = state.queue.count + state.inFlight }
         return counts
     }
 
@@ -134,6 +142,7 @@ public final class OTLPExporter: @unchecked Sendable {
             state.flushRequested = false
             let batch = Array(state.queue.prefix(configuration.batchSize))
             state.queue.removeFirst(batch.count)
+            state.inFlight = batch.count
             let stopping = state.shuttingDown
             let stopBy = state.stopBy
             let more = !state.queue.isEmpty
@@ -147,6 +156,9 @@ public final class OTLPExporter: @unchecked Sendable {
                 } else {
                     noteFailure(batch.count, "shutdown timeout reached")
                 }
+                condition.lock()
+                state.inFlight = 0
+                condition.unlock()
             }
             if !more || holdingOff { due = OTLPHTTPClient.now() + interval }
             if stopping {

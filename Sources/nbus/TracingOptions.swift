@@ -11,7 +11,7 @@ struct TracingOptions: ParsableArguments {
     @Option(
         name: .customLong("otlp-endpoint"),
         help: ArgumentHelp(
-            "Export this command's spans (send, receive) to an OpenTelemetry receiver over OTLP/HTTP (protobuf, POST URL/v1/traces), e.g. http://127.0.0.1:4318; plain http only (for https, a local OpenTelemetry Collector). W3C trace context crosses in the headers either way.",
+            "Export this command's spans (send, receive) to an OpenTelemetry receiver over OTLP/HTTP (protobuf, POST URL/v1/traces), e.g. http://127.0.0.1:4318; plain http only (for https, a local OpenTelemetry Collector). Spans are sent in batches every second; at exit the command waits up to 3 s for the last ones, and counts any it could not send. W3C trace context crosses in the headers either way.",
             valueName: "url"))
     var otlpEndpoint: String?
 
