@@ -300,7 +300,8 @@ fuzz: fuzz-build
 
 # The codec test suites under AddressSanitizer. They are built as their own small package,
 # Tests/ASan (NBP1 and the codec test files, through symbolic links to the same files `make test`
-# runs), so only NBP1 is compiled with ASan: about a minute, where building the whole package's
+# runs; a new codec test file needs its own link in Tests/ASan/CodecTests, see its Package.swift),
+# so only NBP1 is compiled with ASan: about a minute, where building the whole package's
 # tests with ASan took five to six. XCTest is disabled: the codec suites use Swift Testing, and
 # XCTest's own runner leaks a few objects that LeakSanitizer would report. Fails if no test ran.
 ASAN_PACKAGE := Tests/ASan
