@@ -480,55 +480,25 @@ extension Float: BusJSONWritable, BusJSONReadable {
     public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(Float.self) }
 }
 
-extension Int: BusJSONWritable, BusJSONReadable {
+/// Every integer type writes and reads itself as a JSON number, range-checked on reading.
+extension BusJSONWritable where Self: FixedWidthInteger {
     public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: Int.self) }
 }
 
-extension Int8: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: Int8.self) }
+extension BusJSONReadable where Self: FixedWidthInteger {
+    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: Self.self) }
 }
 
-extension Int16: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: Int16.self) }
-}
-
-extension Int32: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: Int32.self) }
-}
-
-extension Int64: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: Int64.self) }
-}
-
-extension UInt: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: UInt.self) }
-}
-
-extension UInt8: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: UInt8.self) }
-}
-
-extension UInt16: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: UInt16.self) }
-}
-
-extension UInt32: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: UInt32.self) }
-}
-
-extension UInt64: BusJSONWritable, BusJSONReadable {
-    public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(integer: self) }
-    public init(busJSON reader: BusJSONValueReader) throws { self = try reader.read(integer: UInt64.self) }
-}
+extension Int: BusJSONWritable, BusJSONReadable {}
+extension Int8: BusJSONWritable, BusJSONReadable {}
+extension Int16: BusJSONWritable, BusJSONReadable {}
+extension Int32: BusJSONWritable, BusJSONReadable {}
+extension Int64: BusJSONWritable, BusJSONReadable {}
+extension UInt: BusJSONWritable, BusJSONReadable {}
+extension UInt8: BusJSONWritable, BusJSONReadable {}
+extension UInt16: BusJSONWritable, BusJSONReadable {}
+extension UInt32: BusJSONWritable, BusJSONReadable {}
+extension UInt64: BusJSONWritable, BusJSONReadable {}
 
 /// Foundation's defaults, as `BusJSON` codes them: seconds since 2001-01-01.
 extension Date: BusJSONWritable, BusJSONReadable {
