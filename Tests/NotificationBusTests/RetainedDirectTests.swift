@@ -20,6 +20,24 @@ struct RetainedDirectTests {
         }
     }
 
+    /// Waits (bounded) until the publisher's loop has handed `count` notifications to ZeroMQ. A
+    /// post returns once queued: one the loop sends only after a subscriber connected reaches it
+    /// live, before its snapshot, and the snapshot's entry of that name is then skipped (NBP-1
+    /// §18, counted as superseded). Sent before any subscriber, ZeroMQ drops it. `stats.sent` is
+    /// the loop's own count, polled (nothing else says when it sent).
+    private func waitUntilSent(_ publisher: Bus, _ count: UInt64, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while publisher.stats.sent < count {
+            guard clock.now < deadline else {
+                Issue.record("the publisher never sent its \(count) posts: \(publisher.stats)", sourceLocation: sourceLocation)
+                throw TimedOut("the publisher's posts")
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(publisher.stats.sent == count, "\(publisher.stats)", sourceLocation: sourceLocation)
+    }
+
     @Test("tcp: a subscriber connected after the posts gets each name's current value, marked, ready returns, then live ones with no gap")
     func tcpSubscriberGetsCurrentValues() async throws {
         let publisher = try Bus(.directPublisher(bind: "tcp://127.0.0.1:*"))
@@ -29,6 +47,8 @@ struct RetainedDirectTests {
         try await publisher.post(name: "d.c", payload: [7])  // not retained: not kept
         try await publisher.post(name: "d.e", payload: [1], retain: true)
         try await publisher.clearRetained(name: "d.e")
+        // Out before the subscriber connects (d.c, wanted by no one, is not sent at all).
+        try await waitUntilSent(publisher, 6)
 
         let subscriber = try Bus(.directSubscriber(connect: publisher.endpoints))
         let events = try subscriber.events(named: "d.>", retained: true)
@@ -51,6 +71,7 @@ struct RetainedDirectTests {
         let publisher = try Bus(.directPublisher(bind: endpoint))
         try await publisher.post(name: "i.x.one", payload: [1], retain: true)
         try await publisher.post(name: "i.y.two", payload: [2], retain: true)
+        try await waitUntilSent(publisher, 2)
 
         let subscriber = try Bus(.directSubscriber(connect: [endpoint]))
         let narrow = try subscriber.events(named: "i.x.>", retained: true)
