@@ -156,9 +156,6 @@ public final class OTLPExporter: @unchecked Sendable {
                 } else {
                     noteFailure(batch.count, "shutdown timeout reached")
                 }
-                condition.lock()
-                state.inFlight = 0
-                condition.unlock()
             }
             if !more || holdingOff { due = OTLPHTTPClient.now() + interval }
             if stopping {
@@ -184,6 +181,7 @@ public final class OTLPExporter: @unchecked Sendable {
         case .status(let code) where (200..<300).contains(code):
             condition.lock()
             state.counts.exported += batch.count
+            state.inFlight = 0  // in the same lock: shutdown never sees the batch in two counts
             condition.unlock()
             return true
         case .status(let code):
@@ -198,6 +196,7 @@ public final class OTLPExporter: @unchecked Sendable {
     private func noteFailure(_ spans: Int, _ reason: String) {
         condition.lock()
         state.counts.failed += spans
+        state.inFlight = 0  // in the same lock: shutdown never sees the batch in two counts
         state.counts.failedExports += 1
         let first = !state.loggedFailure
         state.loggedFailure = true
