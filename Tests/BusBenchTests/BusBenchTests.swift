@@ -32,13 +32,14 @@ struct ChildProcessTests {
     func timeoutKills() async throws {
         let group = ChildGroup()
         defer { group.killAll() }
-        let start = ContinuousClock.now
         let child = try await group.start(label: "sleeper", executable: "/bin/sleep", arguments: ["30"], timeout: .milliseconds(300))
         let end = await child.waitForExit()
         #expect(end.timedOut && !end.succeeded)
-        // Killed, not run to its end (30 s): the bound says only that. A loaded machine took 12 s
-        // to start, time out and reap it once, past an earlier bound of 10 s.
-        #expect(ContinuousClock.now - start < .seconds(25))
+        // Killed, not run to its end (30 s): `sleep` ends by a signal only when one is sent. A
+        // bound on the wall clock said the same until a loaded CI machine took 25.7 s to start,
+        // time out and reap it (every test of that parallel run was starved alike): the signal is
+        // the evidence, the suite's time limit the bound.
+        #expect(end.bySignal && (end.status == SIGTERM || end.status == SIGKILL), "\(end)")
     }
 
     @Test("killAll ends every child; closing stdin ends a child that reads it")
