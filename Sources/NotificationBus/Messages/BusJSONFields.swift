@@ -512,11 +512,7 @@ extension Date: BusJSONWritable, BusJSONReadable {
 extension Data: BusJSONWritable, BusJSONReadable {
     public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(base64EncodedString()) }
     public init(busJSON reader: BusJSONValueReader) throws {
-        guard let data = Data(base64Encoded: try reader.read(String.self)) else {
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: reader.codingPath, debugDescription: "Encountered Data is not valid Base64."))
-        }
-        self = data
+        self = try reader.read(converting: { Data(base64Encoded: $0) }, invalid: "Encountered Data is not valid Base64.")
     }
 }
 
@@ -524,11 +520,18 @@ extension Data: BusJSONWritable, BusJSONReadable {
 extension URL: BusJSONWritable, BusJSONReadable {
     public func writeBusJSON(to writer: inout BusJSONValueWriter) throws { try writer.write(absoluteString) }
     public init(busJSON reader: BusJSONValueReader) throws {
-        guard let url = URL(string: try reader.read(String.self)) else {
-            throw DecodingError.dataCorrupted(DecodingError.Context(
-                codingPath: reader.codingPath, debugDescription: "Invalid URL string."))
+        self = try reader.read(converting: { URL(string: $0) }, invalid: "Invalid URL string.")
+    }
+}
+
+extension BusJSONValueReader {
+    /// A JSON string converted by `convert`; a string it refuses is corrupted data, described as
+    /// `JSONDecoder` describes it for the same type (the messages match the `Codable` path's).
+    fileprivate func read<Value>(converting convert: (String) -> Value?, invalid: String) throws -> Value {
+        guard let value = convert(try read(String.self)) else {
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: codingPath, debugDescription: invalid))
         }
-        self = url
+        return value
     }
 }
 
