@@ -13,6 +13,9 @@ final class BusCore: Sendable {
     /// A post's frame at least this large is queued as its own message, never copied into the
     /// outbound queue (`OutboundPosts.ownMessageThreshold`).
     let ownMessageBytes: Int
+    /// `BusConfiguration.batching`'s largest batch frame (0: no batching): a post queued through
+    /// `queue(size:...)` with a record encoder is written as a batch record within it.
+    let batchBytes: Int
     /// `BusConfiguration.idleSpin`, for consumers: how long one looks before suspending.
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
@@ -72,9 +75,11 @@ final class BusCore: Sendable {
         wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0, directPublisher: DirectPublisher? = nil,
         keepsOwnRetained: Bool = false, retainedNames: Int = BusConfiguration.defaultRetainedNames,
         retainedBytes: Int = BusConfiguration.defaultRetainedBytes,
-        ownMessageBytes: Int = OutboundPosts.ownMessageThreshold(batchBytes: WireFormat.defaultMaximumBatchFrame)
+        ownMessageBytes: Int = OutboundPosts.ownMessageThreshold(batchBytes: WireFormat.defaultMaximumBatchFrame),
+        batchBytes: Int = 0
     ) {
         self.ownMessageBytes = ownMessageBytes
+        self.batchBytes = batchBytes
         self.directPublisher = directPublisher
         self.keepsOwnRetained = keepsOwnRetained
         self.ownRetained =
@@ -246,19 +251,34 @@ final class BusCore: Sendable {
     /// order: no message of its own, no second copy, nothing freed on another thread. Never sends
     /// directly (`mayLendPublisher` is for that). `.full` leaves nothing done (no sequence used).
     /// `localValue`: a looped-back typed post's value, queued beside it (as `queue(message:...)`).
+    /// `record`, with batching on: the post (never a retained one) as a batch record of that
+    /// size, which `encodeRecord` writes, into the batch frame the last posts of its name began
+    /// (`OutboundPosts.appendRecord`), so the loop sends the frame as it is; `encode` writes its
+    /// frame only when it cannot be a record.
     func queue(
         size: Int, name: NotificationName, localValue: LocalMessageValue? = nil,
+        record: (size: Int, publisherID: UInt64)? = nil,
+        encodeRecord: (_ sequence: UInt64, _ into: UnsafeMutableRawBufferPointer) -> Void = { _, _ in },
         encode: (_ sequence: UInt64, _ into: UnsafeMutableRawBufferPointer) -> Void
     ) -> PostOutcome {
         let nameByteCount = name.rawValue.utf8.count
+        let batchBytes = batchBytes
         let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
             guard box.lifecycle.isOpen else { return (.closed, false) }
             if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
             let sequence = box.sequences.next(for: name)
             box.posted += 1
-            box.outbound.append(size: size) { out in
-                encode(sequence, out)
-                keepIfRetained(UnsafeRawBufferPointer(out), nameByteCount: nameByteCount)
+            if let record, batchBytes > 0,
+                box.outbound.appendRecord(
+                    name: name, nameLength: nameByteCount, publisherID: record.publisherID, recordSize: record.size,
+                    maximumBytes: batchBytes, { out in encodeRecord(sequence, out) })
+            {
+                // Written as a record of a batch frame (not retained: nothing to keep).
+            } else {
+                box.outbound.append(size: size) { out in
+                    encode(sequence, out)
+                    keepIfRetained(UnsafeRawBufferPointer(out), nameByteCount: nameByteCount)
+                }
             }
             if let localValue { box.localValues[box.outbound.count - 1] = localValue }
             let wake = box.sleeping
