@@ -58,7 +58,8 @@ struct OutboundPostsTests {
     @discardableResult
     func appendRecord(
         _ posts: inout OutboundPosts, _ name: NotificationName, sequence: UInt64, payload: [UInt8],
-        headers: NotificationHeaders = NotificationHeaders(), publisherID: UInt64 = 77, maximumBytes: Int = 4096
+        headers: NotificationHeaders = NotificationHeaders(), publisherID: UInt64 = 77, maximumBytes: Int = 4096,
+        sameName: Bool? = nil
     ) throws -> (queued: Bool, frame: [UInt8]) {
         let size = try EnvelopeCodec.encodedSize(name: name, headers: headers, payloadCount: payload.count)
         let nameLength = name.rawValue.utf8.count
@@ -69,7 +70,7 @@ struct OutboundPostsTests {
                 publisherID: publisherID, timestamp: 1_000 + sequence, into: UnsafeMutableRawBufferPointer(buffer))
         }
         let queued = posts.appendRecord(
-            name: name, nameLength: nameLength, publisherID: publisherID, recordSize: recordSize, maximumBytes: maximumBytes
+            name: name, sameName: sameName, nameLength: nameLength, publisherID: publisherID, recordSize: recordSize, maximumBytes: maximumBytes
         ) { out in
             EnvelopeCodec.writeBatchRecord(
                 flags: 0, contentType: .json, headers: headers, payload: payload, sequence: sequence,
@@ -164,6 +165,15 @@ struct OutboundPostsTests {
         #expect(posts.runCount == 3 && posts.run(at: 2).count == 3)
         let decoded = try EnvelopeCodec.decodeAll(frames: [batchFrame(posts, run: 2)])
         #expect(decoded.map(\.sequence) == [3, 4, 5])
+        // The caller's word that the name is the last one's (the mailbox's sequences) joins the
+        // run with no comparison; a run ended (a sequence number taken with no post) is not joined.
+        try appendRecord(&posts, a, sequence: 6, payload: [6], sameName: true)
+        #expect(posts.runCount == 3 && posts.run(at: 2).count == 4)
+        posts.endRun()
+        try appendRecord(&posts, a, sequence: 8, payload: [8], sameName: true)
+        #expect(posts.runCount == 4 && posts.run(at: 3).count == 1 && posts.run(at: 3).firstPost == 8)
+        try appendRecord(&posts, NotificationName("b"), sequence: 1, payload: [], sameName: false)
+        #expect(posts.runCount == 5)
 
         // The byte bound: 100-byte payloads in 512 bytes.
         var bounded = OutboundPosts()

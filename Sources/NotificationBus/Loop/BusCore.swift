@@ -208,6 +208,7 @@ final class BusCore: Sendable {
                 keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
             }
             if let directPublisher, let now, box.lending.claim(now: now, queueEmpty: box.outbound.isEmpty) == .sendDirectly {
+                box.outbound.endRun()  // empty already: no open batch frame (kept so by `appendRecord`'s rule)
                 return .sendDirectly(taken, directPublisher)
             }
             let wake = box.sleeping
@@ -266,12 +267,12 @@ final class BusCore: Sendable {
         let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
             guard box.lifecycle.isOpen else { return (.closed, false) }
             if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
-            let sequence = box.sequences.next(for: name)
+            let (sequence, sameName) = box.sequences.nextNotingRepeat(for: name)
             box.posted += 1
             if let record, batchBytes > 0,
                 box.outbound.appendRecord(
-                    name: name, nameLength: nameByteCount, publisherID: record.publisherID, recordSize: record.size,
-                    maximumBytes: batchBytes, { out in encodeRecord(sequence, out) })
+                    name: name, sameName: sameName, nameLength: nameByteCount, publisherID: record.publisherID,
+                    recordSize: record.size, maximumBytes: batchBytes, { out in encodeRecord(sequence, out) })
             {
                 // Written as a record of a batch frame (not retained: nothing to keep).
             } else {
@@ -431,7 +432,11 @@ final class BusCore: Sendable {
 
     /// Uses `name`'s next sequence number for a post that is not sent (nobody wants it now).
     func skipSequence(of name: NotificationName) {
-        mailbox.withLock { _ = $0.sequences.next(for: name) }
+        mailbox.withLock { box in
+            _ = box.sequences.next(for: name)
+            // The next post of the open batch frame's name may be this name's: it starts its own.
+            box.outbound.endRun()
+        }
     }
 
     /// Suspends until the outbound queue has room, the bus closed, or the task is cancelled.

@@ -31,7 +31,7 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
     /// frame, its name, NUL and batch header at `start`, then one record per post. Empty when
     /// batching is off. Every other post is a frame (or a message) of its own.
     private var runs: [Run] = []
-    /// The name of the last run while a record may still join it (the last post is its last).
+    /// Whether a record may still join the last run (the last post is its last), and its name.
     private var openName: NotificationName?
 
     /// Posts written as records of one batch frame (`appendRecord`).
@@ -87,14 +87,21 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
     /// then sends each run as it is (one copy of the whole frame, no pass over its posts), a run
     /// of one post as the frame it would otherwise have been. False, nothing done, when even a
     /// new frame of this one record would pass `maximumBytes` (the caller queues a frame).
+    ///
+    /// `sameName`: whether `name` is the name of the post before, as far as the caller knows (the
+    /// mailbox: `PostSequences` compared it as it took the sequence number, and every sequence
+    /// number taken without a post queued here ends the run, `endRun`); the name is not
+    /// compared again (it showed in the publisher's profile). Nil: compare it here.
     mutating func appendRecord(
-        name: NotificationName, nameLength: Int, publisherID: UInt64, recordSize: Int, maximumBytes: Int,
-        _ write: (UnsafeMutableRawBufferPointer) -> Void
+        name: NotificationName, sameName: Bool? = nil, nameLength: Int, publisherID: UInt64, recordSize: Int,
+        maximumBytes: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void
     ) -> Bool {
         let start = byteCount
         if let openName, let last = runs.last, last.publisherID == publisherID,
-            last.count < WireFormat.maximumBatchRecords, start - last.start + recordSize <= maximumBytes, openName == name
+            last.count < WireFormat.maximumBatchRecords, start - last.start + recordSize <= maximumBytes,
+            sameName ?? (openName == name)
         {
+            assert(openName == name, "a record joined the batch frame of another name")
             reserve(start + recordSize)
             write(UnsafeMutableRawBufferPointer(start: bytes.map { $0 + start }, count: recordSize))
             ends.append(start + recordSize)
@@ -115,6 +122,9 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
         openName = name
         return true
     }
+
+    /// No record joins the last run any more (a sequence number was taken without a post queued).
+    mutating func endRun() { openName = nil }
 
     /// The runs of records (`appendRecord`), in order.
     var runCount: Int { runs.count }
