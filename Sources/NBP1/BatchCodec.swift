@@ -472,10 +472,14 @@ extension EnvelopeCodec {
 
     /// Writes a batch frame's name, NUL and batch header (record count 0: `setBatchRecordCount`
     /// writes it once the frame is complete) into `out`, which must hold `batchHeaderBytes`.
-    package static func writeBatchHeader(name: NotificationName, publisherID: UInt64, into out: UnsafeMutableRawBufferPointer) {
+    package static func writeBatchHeader(
+        name: NotificationName, publisherID: UInt64, into out: UnsafeMutableRawBufferPointer
+    ) {
         var name = name.rawValue
         let nameLength = name.withUTF8 { bytes -> Int in
-            if bytes.count > 0 { UnsafeMutableRawBufferPointer(rebasing: out[0..<bytes.count]).copyMemory(from: UnsafeRawBufferPointer(bytes)) }
+            if bytes.count > 0 {
+                UnsafeMutableRawBufferPointer(rebasing: out[0..<bytes.count]).copyMemory(from: UnsafeRawBufferPointer(bytes))
+            }
             return bytes.count
         }
         typealias Batch = WireFormat.BatchHeaderOffset
@@ -510,8 +514,10 @@ extension EnvelopeCodec {
         out[Record.contentType] = contentType.rawValue
         out[Record.headerCount] = UInt8(truncatingIfNeeded: headers.count)
         out[Record.reserved] = 0
-        out.storeBytes(of: UInt16(truncatingIfNeeded: headersLength).bigEndian, toByteOffset: Record.headersLength, as: UInt16.self)
-        out.storeBytes(of: UInt32(truncatingIfNeeded: payload.count).bigEndian, toByteOffset: Record.payloadLength, as: UInt32.self)
+        out.storeBytes(
+            of: UInt16(truncatingIfNeeded: headersLength).bigEndian, toByteOffset: Record.headersLength, as: UInt16.self)
+        out.storeBytes(
+            of: UInt32(truncatingIfNeeded: payload.count).bigEndian, toByteOffset: Record.payloadLength, as: UInt32.self)
         out.storeBytes(of: sequence.bigEndian, toByteOffset: Record.sequence, as: UInt64.self)
         out.storeBytes(of: timestamp.bigEndian, toByteOffset: Record.timestamp, as: UInt64.self)
         var position = WireFormat.batchRecordHeaderSize
@@ -523,7 +529,9 @@ extension EnvelopeCodec {
         }
         let start = position
         payload.withUnsafeBytes { source in
-            if source.count > 0 { UnsafeMutableRawBufferPointer(rebasing: out[start..<(start + source.count)]).copyMemory(from: source) }
+            if source.count > 0 {
+                UnsafeMutableRawBufferPointer(rebasing: out[start..<(start + source.count)]).copyMemory(from: source)
+            }
         }
     }
 
@@ -545,7 +553,8 @@ extension EnvelopeCodec {
         typealias Batch = WireFormat.BatchHeaderOffset
         typealias Record = WireFormat.BatchRecordOffset
         let headerStart = nameLength + 1
-        UnsafeMutableRawBufferPointer(rebasing: out[0..<headerStart]).copyMemory(from: UnsafeRawBufferPointer(rebasing: header[0..<headerStart]))
+        UnsafeMutableRawBufferPointer(rebasing: out[0..<headerStart])
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: header[0..<headerStart]))
         out[headerStart + Fixed.version] = WireFormat.version
         out[headerStart + Fixed.flags] = record[Record.flags]
         out[headerStart + Fixed.contentType] = record[Record.contentType]
@@ -557,7 +566,9 @@ extension EnvelopeCodec {
         UnsafeMutableRawBufferPointer(rebasing: out[(headerStart + Fixed.sequence)..<(headerStart + Fixed.sequence + 8)])
             .copyMemory(from: UnsafeRawBufferPointer(rebasing: record[Record.sequence..<(Record.sequence + 8)]))
         UnsafeMutableRawBufferPointer(rebasing: out[(headerStart + Fixed.publisherID)..<(headerStart + Fixed.publisherID + 8)])
-            .copyMemory(from: UnsafeRawBufferPointer(rebasing: header[(headerStart + Batch.publisherID)..<(headerStart + Batch.publisherID + 8)]))
+            .copyMemory(
+                from: UnsafeRawBufferPointer(
+                    rebasing: header[(headerStart + Batch.publisherID)..<(headerStart + Batch.publisherID + 8)]))
         UnsafeMutableRawBufferPointer(rebasing: out[(headerStart + Fixed.timestamp)..<(headerStart + Fixed.timestamp + 8)])
             .copyMemory(from: UnsafeRawBufferPointer(rebasing: record[Record.timestamp..<(Record.timestamp + 8)]))
         let body = record.count - WireFormat.batchRecordHeaderSize

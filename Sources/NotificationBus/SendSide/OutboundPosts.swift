@@ -115,7 +115,8 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
         }
         reserve(start + header + recordSize)
         EnvelopeCodec.writeBatchHeader(
-            name: name, publisherID: publisherID, into: UnsafeMutableRawBufferPointer(start: bytes.map { $0 + start }, count: header))
+            name: name, publisherID: publisherID,
+            into: UnsafeMutableRawBufferPointer(start: bytes.map { $0 + start }, count: header))
         write(UnsafeMutableRawBufferPointer(start: bytes.map { $0 + start + header }, count: recordSize))
         ends.append(start + header + recordSize)
         runs.append(Run(firstPost: ends.count - 1, count: 1, start: start, nameLength: nameLength, publisherID: publisherID))
@@ -141,7 +142,8 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
     /// Lends the record of the post at `index`, which is in the run at `position`, and the run's
     /// name and batch header, to `body`.
     func withRecordBytes<Result>(
-        at index: Int, inRunAt position: Int, _ body: (_ record: UnsafeRawBufferPointer, _ header: UnsafeRawBufferPointer) throws -> Result
+        at index: Int, inRunAt position: Int,
+        _ body: (_ record: UnsafeRawBufferPointer, _ header: UnsafeRawBufferPointer) throws -> Result
     ) rethrows -> Result {
         let run = runs[position]
         precondition(index >= run.firstPost && index < run.firstPost + run.count, "post not in that run")

@@ -387,7 +387,9 @@ struct PendingPosts: ~Copyable {
     /// Where the run of posts of one name that starts at `start` ends (at `runLimit` at the
     /// latest: where the next run of records begins), the name's length, and the size of its
     /// batch frame.
-    private func runOfOneName(from start: Int, before runLimit: Int, maximumBytes: Int) -> (end: Int, nameLength: Int, size: Int) {
+    private func runOfOneName(
+        from start: Int, before runLimit: Int, maximumBytes: Int
+    ) -> (end: Int, nameLength: Int, size: Int) {
         taken.withPostBytes(at: start) { first -> (end: Int, nameLength: Int, size: Int) in
             let alone = (end: start + 1, nameLength: 0, size: 0)
             let limit = min(first.count, WireFormat.maximumNameLength + 1)
