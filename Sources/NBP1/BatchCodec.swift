@@ -451,3 +451,131 @@ extension EnvelopeCodec {
         return position
     }
 }
+
+// MARK: Records written in place
+
+/// A publisher that writes its posts straight into an open batch frame (`OutboundPosts`): the
+/// batch header once per run of one name, then each post as its record, so the frame is made
+/// as the posts come and sent with no second pass over them.
+extension EnvelopeCodec {
+    /// The bytes a batch frame's name, NUL and batch header take for a name of `nameLength` bytes.
+    @inlinable
+    package static func batchHeaderBytes(nameLength: Int) -> Int {
+        nameLength + 1 + WireFormat.batchHeaderSize
+    }
+
+    /// The bytes one post takes as a batch record: its fixed part, header map and payload.
+    @inlinable
+    package static func batchRecordBytes(headersLength: Int, payloadCount: Int) -> Int {
+        WireFormat.batchRecordHeaderSize + headersLength + payloadCount
+    }
+
+    /// Writes a batch frame's name, NUL and batch header (record count 0: `setBatchRecordCount`
+    /// writes it once the frame is complete) into `out`, which must hold `batchHeaderBytes`.
+    package static func writeBatchHeader(
+        name: NotificationName, publisherID: UInt64, into out: UnsafeMutableRawBufferPointer
+    ) {
+        var name = name.rawValue
+        let nameLength = name.withUTF8 { bytes -> Int in
+            if bytes.count > 0 {
+                UnsafeMutableRawBufferPointer(rebasing: out[0..<bytes.count]).copyMemory(from: UnsafeRawBufferPointer(bytes))
+            }
+            return bytes.count
+        }
+        typealias Batch = WireFormat.BatchHeaderOffset
+        let headerStart = nameLength + 1
+        out[nameLength] = 0
+        out[headerStart + Batch.version] = WireFormat.batchVersion
+        out[headerStart + Batch.flags] = 0
+        out[headerStart + Batch.nameLength] = UInt8(truncatingIfNeeded: nameLength)
+        out[headerStart + Batch.reserved] = 0
+        out.storeBytes(of: UInt16(0), toByteOffset: headerStart + Batch.recordCount, as: UInt16.self)
+        out.storeBytes(of: UInt16(0), toByteOffset: headerStart + Batch.reserved2, as: UInt16.self)
+        out.storeBytes(of: publisherID.bigEndian, toByteOffset: headerStart + Batch.publisherID, as: UInt64.self)
+    }
+
+    /// Writes the record count into a batch frame `writeBatchHeader` began.
+    @inlinable
+    package static func setBatchRecordCount(_ count: Int, nameLength: Int, in frame: UnsafeMutableRawBufferPointer) {
+        frame.storeBytes(
+            of: UInt16(truncatingIfNeeded: count).bigEndian,
+            toByteOffset: nameLength + 1 + WireFormat.BatchHeaderOffset.recordCount, as: UInt16.self)
+    }
+
+    /// Writes one post as a batch record into `out`, which must hold exactly
+    /// `batchRecordBytes(headersLength:payloadCount:)`; the fields are those `write` takes.
+    package static func writeBatchRecord(
+        flags: UInt8, contentType: ContentType, headers: NotificationHeaders, payload: [UInt8], sequence: UInt64,
+        timestamp: UInt64, into out: UnsafeMutableRawBufferPointer
+    ) {
+        typealias Record = WireFormat.BatchRecordOffset
+        let headersLength = headers.wire.count
+        out[Record.flags] = flags
+        out[Record.contentType] = contentType.rawValue
+        out[Record.headerCount] = UInt8(truncatingIfNeeded: headers.count)
+        out[Record.reserved] = 0
+        out.storeBytes(
+            of: UInt16(truncatingIfNeeded: headersLength).bigEndian, toByteOffset: Record.headersLength, as: UInt16.self)
+        out.storeBytes(
+            of: UInt32(truncatingIfNeeded: payload.count).bigEndian, toByteOffset: Record.payloadLength, as: UInt32.self)
+        out.storeBytes(of: sequence.bigEndian, toByteOffset: Record.sequence, as: UInt64.self)
+        out.storeBytes(of: timestamp.bigEndian, toByteOffset: Record.timestamp, as: UInt64.self)
+        var position = WireFormat.batchRecordHeaderSize
+        if headersLength > 0 {
+            headers.wire.withUnsafeBytes { source in
+                UnsafeMutableRawBufferPointer(rebasing: out[position..<(position + headersLength)]).copyMemory(from: source)
+            }
+            position += headersLength
+        }
+        let start = position
+        payload.withUnsafeBytes { source in
+            if source.count > 0 {
+                UnsafeMutableRawBufferPointer(rebasing: out[start..<(start + source.count)]).copyMemory(from: source)
+            }
+        }
+    }
+
+    /// The bytes a record of `recordCount` bytes takes as a frame of its own (name of `nameLength`).
+    @inlinable
+    package static func frameBytes(ofBatchRecordCount recordCount: Int, nameLength: Int) -> Int {
+        recordCount - WireFormat.batchRecordHeaderSize + nameLength + 1 + WireFormat.fixedHeaderSize
+    }
+
+    /// Writes the record `record` of the batch frame whose name and batch header are `header`
+    /// (`batchHeaderBytes` of them) as a version 1 frame of its own into `out`, which must hold
+    /// `frameBytes(ofBatchRecordCount:nameLength:)`: a run of one post goes as the frame it would
+    /// have been had it not been written as a record. The record is trusted (this process's own).
+    package static func writeFrame(
+        ofBatchRecord record: UnsafeRawBufferPointer, header: UnsafeRawBufferPointer, nameLength: Int,
+        into out: UnsafeMutableRawBufferPointer
+    ) {
+        typealias Fixed = WireFormat.FixedHeaderOffset
+        typealias Batch = WireFormat.BatchHeaderOffset
+        typealias Record = WireFormat.BatchRecordOffset
+        let headerStart = nameLength + 1
+        UnsafeMutableRawBufferPointer(rebasing: out[0..<headerStart])
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: header[0..<headerStart]))
+        out[headerStart + Fixed.version] = WireFormat.version
+        out[headerStart + Fixed.flags] = record[Record.flags]
+        out[headerStart + Fixed.contentType] = record[Record.contentType]
+        out[headerStart + Fixed.nameLength] = UInt8(truncatingIfNeeded: nameLength)
+        out[headerStart + Fixed.headersLength] = record[Record.headersLength]
+        out[headerStart + Fixed.headersLength + 1] = record[Record.headersLength + 1]
+        out[headerStart + Fixed.headerCount] = record[Record.headerCount]
+        out[headerStart + Fixed.reserved] = 0
+        UnsafeMutableRawBufferPointer(rebasing: out[(headerStart + Fixed.sequence)..<(headerStart + Fixed.sequence + 8)])
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: record[Record.sequence..<(Record.sequence + 8)]))
+        UnsafeMutableRawBufferPointer(rebasing: out[(headerStart + Fixed.publisherID)..<(headerStart + Fixed.publisherID + 8)])
+            .copyMemory(
+                from: UnsafeRawBufferPointer(
+                    rebasing: header[(headerStart + Batch.publisherID)..<(headerStart + Batch.publisherID + 8)]))
+        UnsafeMutableRawBufferPointer(rebasing: out[(headerStart + Fixed.timestamp)..<(headerStart + Fixed.timestamp + 8)])
+            .copyMemory(from: UnsafeRawBufferPointer(rebasing: record[Record.timestamp..<(Record.timestamp + 8)]))
+        let body = record.count - WireFormat.batchRecordHeaderSize
+        if body > 0 {
+            let start = headerStart + WireFormat.fixedHeaderSize
+            UnsafeMutableRawBufferPointer(rebasing: out[start..<(start + body)])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: record[WireFormat.batchRecordHeaderSize...]))
+        }
+    }
+}

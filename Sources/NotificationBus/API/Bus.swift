@@ -85,7 +85,8 @@ public final class Bus: Sendable {
             // A publisher that binds (one XPUB, not looped back) keeps its own retained values.
             keepsOwnRetained: !sockets.loopback && sockets.publishers.count == 1 && configuration.publish.contains(where: \.isBind),
             retainedNames: configuration.retainedNames, retainedBytes: configuration.retainedBytes,
-            ownMessageBytes: OutboundPosts.ownMessageThreshold(batchBytes: configuration.batching.maximumFrameBytes))
+            ownMessageBytes: OutboundPosts.ownMessageThreshold(batchBytes: configuration.batching.maximumFrameBytes),
+            batchBytes: configuration.batching.maximumFrameBytes)
         self.core = core
         let executor = BusExecutor(core: core)
         self.executor = executor
@@ -271,7 +272,17 @@ public final class Bus: Sendable {
         if size < core.ownMessageBytes, !core.mayLendPublisher {
             let timestamp = Timestamps.wallClockNanoseconds()
             let publisherID = configuration.publisherID
-            let outcome = core.queue(size: size, name: name, localValue: localValue) { sequence, out in
+            // With batching on, written as a batch record (`BusCore.queue`): the frame made as the
+            // posts come, sent by the loop as it is. Flags 0: never retained.
+            let recordSize = EnvelopeCodec.batchedRecordSize(ofFrameCount: size, nameLength: name.rawValue.utf8.count)
+            let outcome = core.queue(
+                size: size, name: name, localValue: localValue, record: (recordSize, publisherID),
+                encodeRecord: { sequence, out in
+                    EnvelopeCodec.writeBatchRecord(
+                        flags: 0, contentType: contentType, headers: headers, payload: payload, sequence: sequence,
+                        timestamp: timestamp, into: out)
+                }
+            ) { sequence, out in
                 let written = EnvelopeCodec.write(
                     name: name, flags: 0, contentType: contentType, headers: headers, payload: payload,
                     sequence: sequence, publisherID: publisherID, timestamp: timestamp, into: out)

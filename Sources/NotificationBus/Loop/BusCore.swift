@@ -13,6 +13,9 @@ final class BusCore: Sendable {
     /// A post's frame at least this large is queued as its own message, never copied into the
     /// outbound queue (`OutboundPosts.ownMessageThreshold`).
     let ownMessageBytes: Int
+    /// `BusConfiguration.batching`'s largest batch frame (0: no batching): a post queued through
+    /// `queue(size:...)` with a record encoder is written as a batch record within it.
+    let batchBytes: Int
     /// `BusConfiguration.idleSpin`, for consumers: how long one looks before suspending.
     let idleSpinNanoseconds: UInt64
     let statsSnapshot = Mutex(BusStats())
@@ -72,9 +75,11 @@ final class BusCore: Sendable {
         wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0, directPublisher: DirectPublisher? = nil,
         keepsOwnRetained: Bool = false, retainedNames: Int = BusConfiguration.defaultRetainedNames,
         retainedBytes: Int = BusConfiguration.defaultRetainedBytes,
-        ownMessageBytes: Int = OutboundPosts.ownMessageThreshold(batchBytes: WireFormat.defaultMaximumBatchFrame)
+        ownMessageBytes: Int = OutboundPosts.ownMessageThreshold(batchBytes: WireFormat.defaultMaximumBatchFrame),
+        batchBytes: Int = 0
     ) {
         self.ownMessageBytes = ownMessageBytes
+        self.batchBytes = batchBytes
         self.directPublisher = directPublisher
         self.keepsOwnRetained = keepsOwnRetained
         self.ownRetained =
@@ -203,6 +208,7 @@ final class BusCore: Sendable {
                 keepIfRetained(UnsafeRawBufferPointer(raw), nameByteCount: nameByteCount)
             }
             if let directPublisher, let now, box.lending.claim(now: now, queueEmpty: box.outbound.isEmpty) == .sendDirectly {
+                box.outbound.endRun()  // empty already: no open batch frame (kept so by `appendRecord`'s rule)
                 return .sendDirectly(taken, directPublisher)
             }
             let wake = box.sleeping
@@ -246,19 +252,34 @@ final class BusCore: Sendable {
     /// order: no message of its own, no second copy, nothing freed on another thread. Never sends
     /// directly (`mayLendPublisher` is for that). `.full` leaves nothing done (no sequence used).
     /// `localValue`: a looped-back typed post's value, queued beside it (as `queue(message:...)`).
+    /// `record`, with batching on: the post (never a retained one) as a batch record of that
+    /// size, which `encodeRecord` writes, into the batch frame the last posts of its name began
+    /// (`OutboundPosts.appendRecord`), so the loop sends the frame as it is; `encode` writes its
+    /// frame only when it cannot be a record.
     func queue(
         size: Int, name: NotificationName, localValue: LocalMessageValue? = nil,
+        record: (size: Int, publisherID: UInt64)? = nil,
+        encodeRecord: (_ sequence: UInt64, _ into: UnsafeMutableRawBufferPointer) -> Void = { _, _ in },
         encode: (_ sequence: UInt64, _ into: UnsafeMutableRawBufferPointer) -> Void
     ) -> PostOutcome {
         let nameByteCount = name.rawValue.utf8.count
+        let batchBytes = batchBytes
         let (outcome, wake) = mailbox.withLock { box -> (PostOutcome, Bool) in
             guard box.lifecycle.isOpen else { return (.closed, false) }
             if box.outbound.unsentCount >= outboundCapacity { return (.full, false) }
-            let sequence = box.sequences.next(for: name)
+            let (sequence, sameName) = box.sequences.nextNotingRepeat(for: name)
             box.posted += 1
-            box.outbound.append(size: size) { out in
-                encode(sequence, out)
-                keepIfRetained(UnsafeRawBufferPointer(out), nameByteCount: nameByteCount)
+            if let record, batchBytes > 0,
+                box.outbound.appendRecord(
+                    name: name, sameName: sameName, nameLength: nameByteCount, publisherID: record.publisherID,
+                    recordSize: record.size, maximumBytes: batchBytes, { out in encodeRecord(sequence, out) })
+            {
+                // Written as a record of a batch frame (not retained: nothing to keep).
+            } else {
+                box.outbound.append(size: size) { out in
+                    encode(sequence, out)
+                    keepIfRetained(UnsafeRawBufferPointer(out), nameByteCount: nameByteCount)
+                }
             }
             if let localValue { box.localValues[box.outbound.count - 1] = localValue }
             let wake = box.sleeping
@@ -411,7 +432,11 @@ final class BusCore: Sendable {
 
     /// Uses `name`'s next sequence number for a post that is not sent (nobody wants it now).
     func skipSequence(of name: NotificationName) {
-        mailbox.withLock { _ = $0.sequences.next(for: name) }
+        mailbox.withLock { box in
+            _ = box.sequences.next(for: name)
+            // The next post of the open batch frame's name may be this name's: it starts its own.
+            box.outbound.endRun()
+        }
     }
 
     /// Suspends until the outbound queue has room, the bus closed, or the task is cancelled.

@@ -3,9 +3,12 @@ import ZeroMQ
 /// The mailbox's queue of encoded posts: their frames back to back in one byte buffer that is
 /// reused round after round (the mailbox and `PendingPosts` swap two of them), so a post costs
 /// no allocation of its own and nothing is freed on the event loop's thread. A post is encoded
-/// straight into it (`append(size:_:)`), under the mailbox's lock, with its sequence number;
-/// the loop then builds the frames ZeroMQ sends from it (`PendingPosts.coalesce`): a run of one
-/// name as one batch frame, its bytes copied once, a lone post as its own message.
+/// straight into it, under the mailbox's lock, with its sequence number: with batching on, as a
+/// record of the batch frame the posts of its name just before it began (`appendRecord`), so a
+/// run of one name is a whole batch frame when the loop takes it, sent with one copy of the
+/// frame and no pass over its posts (a run of one post goes as the frame it would have been);
+/// otherwise as its frame (`append(size:_:)`), which the loop merges with its neighbours
+/// (`PendingPosts.coalesce`): a run of one name as one batch frame, a lone post as its own message.
 ///
 /// A post as large as `ownMessageThreshold` comes as a libzmq message of its own (a large byte
 /// post, a large typed one) and stays that message: an entry that refers to it
@@ -24,6 +27,24 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
     /// (ascending). Empty on the small-post path, which then costs nothing more.
     private var messages = MessageBatch(capacity: 16)
     private var messageIndexes: [Int] = []
+    /// The runs of posts written as batch records (`appendRecord`), in order: each one batch
+    /// frame, its name, NUL and batch header at `start`, then one record per post. Empty when
+    /// batching is off. Every other post is a frame (or a message) of its own.
+    private var runs: [Run] = []
+    /// Whether a record may still join the last run (the last post is its last), and its name.
+    private var openName: NotificationName?
+
+    /// Posts written as records of one batch frame (`appendRecord`).
+    struct Run {
+        /// The index of its first post.
+        var firstPost: Int
+        /// Its posts (records).
+        var count: Int
+        /// Where its name begins in the buffer (the first post's bytes begin with the header).
+        let start: Int
+        let nameLength: Int
+        let publisherID: UInt64
+    }
 
     /// A post whose frame is at least this large is encoded into a libzmq message of its own
     /// and queued as it is (`append(message:)`), not into the buffer: it is never merged into a
@@ -52,10 +73,86 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
 
     /// Queues a post of `size` bytes that `write` encodes in place (it must fill them all).
     mutating func append(size: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void) {
+        openName = nil
         let start = byteCount
         reserve(start + size)
         write(UnsafeMutableRawBufferPointer(start: bytes.map { $0 + start }, count: size))
         ends.append(start + size)
+    }
+
+    /// Queues a post as a batch record of `recordSize` bytes that `write` encodes in place (it
+    /// must fill them all): after the last post when that is a record of the same name and
+    /// publisher and the frame stays within `maximumBytes` and `WireFormat.maximumBatchRecords`,
+    /// otherwise as the first record of a new batch frame (its header written here). The loop
+    /// then sends each run as it is (one copy of the whole frame, no pass over its posts), a run
+    /// of one post as the frame it would otherwise have been. False, nothing done, when even a
+    /// new frame of this one record would pass `maximumBytes` (the caller queues a frame).
+    ///
+    /// `sameName`: whether `name` is the name of the post before, as far as the caller knows (the
+    /// mailbox: `PostSequences` compared it as it took the sequence number, and every sequence
+    /// number taken without a post queued here ends the run, `endRun`); the name is not
+    /// compared again (it showed in the publisher's profile). Nil: compare it here.
+    mutating func appendRecord(
+        name: NotificationName, sameName: Bool? = nil, nameLength: Int, publisherID: UInt64, recordSize: Int,
+        maximumBytes: Int, _ write: (UnsafeMutableRawBufferPointer) -> Void
+    ) -> Bool {
+        let start = byteCount
+        if let openName, let last = runs.last, last.publisherID == publisherID,
+            last.count < WireFormat.maximumBatchRecords, start - last.start + recordSize <= maximumBytes,
+            sameName ?? (openName == name)
+        {
+            assert(openName == name, "a record joined the batch frame of another name")
+            reserve(start + recordSize)
+            write(UnsafeMutableRawBufferPointer(start: bytes.map { $0 + start }, count: recordSize))
+            ends.append(start + recordSize)
+            runs[runs.count - 1].count += 1
+            return true
+        }
+        let header = EnvelopeCodec.batchHeaderBytes(nameLength: nameLength)
+        guard header + recordSize <= maximumBytes, !ControlNames.isReserved(name) else {
+            openName = nil
+            return false
+        }
+        reserve(start + header + recordSize)
+        EnvelopeCodec.writeBatchHeader(
+            name: name, publisherID: publisherID,
+            into: UnsafeMutableRawBufferPointer(start: bytes.map { $0 + start }, count: header))
+        write(UnsafeMutableRawBufferPointer(start: bytes.map { $0 + start + header }, count: recordSize))
+        ends.append(start + header + recordSize)
+        runs.append(Run(firstPost: ends.count - 1, count: 1, start: start, nameLength: nameLength, publisherID: publisherID))
+        openName = name
+        return true
+    }
+
+    /// No record joins the last run any more (a sequence number was taken without a post queued).
+    mutating func endRun() { openName = nil }
+
+    /// The runs of records (`appendRecord`), in order.
+    var runCount: Int { runs.count }
+    func run(at position: Int) -> Run { runs[position] }
+
+    /// Lends the bytes of the run at `position`, a whole batch frame but for its record count
+    /// (`EnvelopeCodec.setBatchRecordCount`), to `body`.
+    func withRunBytes<Result>(at position: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        let run = runs[position]
+        let end = ends[run.firstPost + run.count - 1]
+        return try body(UnsafeRawBufferPointer(start: bytes.map { UnsafeRawPointer($0 + run.start) }, count: end - run.start))
+    }
+
+    /// Lends the record of the post at `index`, which is in the run at `position`, and the run's
+    /// name and batch header, to `body`.
+    func withRecordBytes<Result>(
+        at index: Int, inRunAt position: Int,
+        _ body: (_ record: UnsafeRawBufferPointer, _ header: UnsafeRawBufferPointer) throws -> Result
+    ) rethrows -> Result {
+        let run = runs[position]
+        precondition(index >= run.firstPost && index < run.firstPost + run.count, "post not in that run")
+        let headerEnd = run.start + EnvelopeCodec.batchHeaderBytes(nameLength: run.nameLength)
+        let start = index == run.firstPost ? headerEnd : ends[index - 1]
+        let base = bytes.map { UnsafeRawPointer($0) }
+        return try body(
+            UnsafeRawBufferPointer(start: base.map { $0 + start }, count: ends[index] - start),
+            UnsafeRawBufferPointer(start: base.map { $0 + run.start }, count: headerEnd - run.start))
     }
 
     /// Queues a copy of `message`'s bytes (an encoded frame), which the caller keeps and frees
@@ -73,6 +170,7 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
 
     /// Queues `message` (an encoded, stamped frame) as it is: moved, its bytes not copied.
     mutating func append(message: consuming Message) {
+        openName = nil
         messageIndexes.append(ends.count)
         ends.append(byteCount)
         messages.append(message)
@@ -82,6 +180,7 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
     /// before what was queued meanwhile).
     mutating func prepend(message: consuming Message) {
         for index in messageIndexes.indices { messageIndexes[index] += 1 }
+        for index in runs.indices { runs[index].firstPost += 1 }
         messageIndexes.insert(0, at: 0)
         ends.insert(0, at: 0)
         messages.prepend(message)
@@ -110,7 +209,8 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
         messages.moveMessage(at: position, to: &batch)
     }
 
-    /// Lends the frame of the post at `index` to `body`.
+    /// Lends the frame of the post at `index` to `body`; not for a post written as a record
+    /// (`withRecordBytes`).
     func withPostBytes<Result>(at index: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         precondition(index >= 0 && index < ends.count, "post index out of range")
         if let position = messagePosition(of: index) { return try messages.withMessageBytes(at: position, body) }
@@ -122,6 +222,8 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
     /// their own still here are freed.
     mutating func removeAll() {
         ends.removeAll(keepingCapacity: ends.capacity <= 65_536)
+        if !runs.isEmpty { runs.removeAll(keepingCapacity: runs.capacity <= 4_096) }
+        openName = nil
         if !messageIndexes.isEmpty {
             messageIndexes.removeAll(keepingCapacity: true)
             messages.removeAll()

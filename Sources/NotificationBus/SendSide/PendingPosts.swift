@@ -304,7 +304,9 @@ struct PendingPosts: ~Copyable {
     ///
     /// Costs one copy of each post's bytes, into its batch frame or its own message: the post
     /// was encoded straight into the mailbox's reused buffer, so there is no message per post
-    /// to allocate, nor to free here. A post queued as a message of its own (large, typed,
+    /// to allocate, nor to free here. A run the posting threads already wrote as a batch frame
+    /// (`OutboundPosts.appendRecord`, the byte posts with batching on) is copied as a whole, its
+    /// posts not looked at. A post queued as a message of its own (large, typed,
     /// retained) goes as it is when alone, with no copy; merged, it is copied into the frame.
     mutating func coalesce(allocationFailed: (ZMQError) -> Void) {
         makeFrames(merging: maximumBatchBytes > 0, allocationFailed: allocationFailed)
@@ -319,10 +321,24 @@ struct PendingPosts: ~Copyable {
         let maximumBytes = maximumBatchBytes
         var lost = false
         var index = 0
+        // The runs the posting threads wrote as batch frames (`OutboundPosts.appendRecord`): the
+        // next one's position and first post; the frames before it are merged as before.
+        var nextRun = 0
+        var nextRunStart = taken.runCount > 0 ? taken.run(at: 0).firstPost : count
         while index < count {
+            if index == nextRunStart {
+                let run = taken.run(at: nextRun)
+                if !appendRun(at: nextRun, merging: merging, allocationFailed: allocationFailed) { lost = true }
+                if run.count >= 2 && merging { hasBatches = true }
+                index += run.count
+                nextRun += 1
+                nextRunStart = nextRun < taken.runCount ? taken.run(at: nextRun).firstPost : count
+                continue
+            }
             let run =
-                merging && count - index >= 2
-                ? runOfOneName(from: index, maximumBytes: maximumBytes) : (end: index + 1, nameLength: 0, size: 0)
+                merging && nextRunStart - index >= 2
+                ? runOfOneName(from: index, before: nextRunStart, maximumBytes: maximumBytes)
+                : (end: index + 1, nameLength: 0, size: 0)
             if run.end - index >= 2 {
                 hasBatches = true
                 if !appendBatch(of: index..<run.end, nameLength: run.nameLength, size: run.size, allocationFailed: allocationFailed) {
@@ -368,9 +384,12 @@ struct PendingPosts: ~Copyable {
         }
     }
 
-    /// Where the run of posts of one name that starts at `start` ends, the name's length, and the
-    /// size of its batch frame.
-    private func runOfOneName(from start: Int, maximumBytes: Int) -> (end: Int, nameLength: Int, size: Int) {
+    /// Where the run of posts of one name that starts at `start` ends (at `runLimit` at the
+    /// latest: where the next run of records begins), the name's length, and the size of its
+    /// batch frame.
+    private func runOfOneName(
+        from start: Int, before runLimit: Int, maximumBytes: Int
+    ) -> (end: Int, nameLength: Int, size: Int) {
         taken.withPostBytes(at: start) { first -> (end: Int, nameLength: Int, size: Int) in
             let alone = (end: start + 1, nameLength: 0, size: 0)
             let limit = min(first.count, WireFormat.maximumNameLength + 1)
@@ -388,7 +407,7 @@ struct PendingPosts: ~Copyable {
             var size = nameLength + 1 + WireFormat.batchHeaderSize
                 + EnvelopeCodec.batchedRecordSize(ofFrameCount: first.count, nameLength: nameLength)
             var end = start + 1
-            while end < taken.count && end - start < WireFormat.maximumBatchRecords {
+            while end < runLimit && end - start < WireFormat.maximumBatchRecords {
                 let next = taken.withPostBytes(at: end) { frame -> Int? in
                     guard frame.count >= headerEnd, frame.hasPrefix(name), frame[nameLength + 1] == WireFormat.version,
                         UnsafeRawBufferPointer(rebasing: frame[publisherOffset..<(publisherOffset + 8)])
@@ -402,6 +421,50 @@ struct PendingPosts: ~Copyable {
             }
             return end - start >= 2 ? (end, nameLength, size) : alone
         }
+    }
+
+    /// Appends to `posts` the run of records at `position` of `taken`: as it is, one batch frame
+    /// (one copy of its bytes, its record count written), when `merging` and it has two posts or
+    /// more; otherwise each record as the frame of its own it would have been. If libzmq cannot
+    /// allocate the batch frame, the posts go one by one instead. False when a post was lost.
+    private mutating func appendRun(at position: Int, merging: Bool, allocationFailed: (ZMQError) -> Void) -> Bool {
+        let run = taken.run(at: position)
+        if merging && run.count >= 2 {
+            let size = taken.withRunBytes(at: position) { $0.count }
+            do {
+                var message = try Message(size: size)
+                message.withUnsafeMutableBytes { out in
+                    taken.withRunBytes(at: position) { out.copyMemory(from: $0) }
+                    EnvelopeCodec.setBatchRecordCount(run.count, nameLength: run.nameLength, in: out)
+                }
+                posts.append(message)
+                offsets.append(offsets[offsets.count - 1] + run.count)
+                return true
+            } catch {
+                allocationFailed(error)
+            }
+        }
+        var allSent = true
+        for index in run.firstPost..<(run.firstPost + run.count) {
+            let size = taken.withRecordBytes(at: index, inRunAt: position) { record, _ in
+                EnvelopeCodec.frameBytes(ofBatchRecordCount: record.count, nameLength: run.nameLength)
+            }
+            do {
+                var message = try Message(size: size)
+                message.withUnsafeMutableBytes { out in
+                    taken.withRecordBytes(at: index, inRunAt: position) { record, header in
+                        EnvelopeCodec.writeFrame(ofBatchRecord: record, header: header, nameLength: run.nameLength, into: out)
+                    }
+                }
+                posts.append(message)
+                offsets.append(offsets[offsets.count - 1] + 1)
+            } catch {
+                allocationFailed(error)
+                counters.unsent += 1
+                allSent = false
+            }
+        }
+        return allSent
     }
 
     /// Appends to `posts` one batch frame of the posts in `range`; if libzmq cannot allocate

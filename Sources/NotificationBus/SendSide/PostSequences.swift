@@ -12,15 +12,21 @@ struct PostSequences {
 
     /// The next sequence number for `name` (1 for its first post), recorded as its last.
     mutating func next(for name: NotificationName) -> UInt64 {
+        nextNotingRepeat(for: name).sequence
+    }
+
+    /// `next(for:)`, and whether `name` is the name of the call before (the comparison this makes
+    /// anyway): the outbound queue continues its open batch frame on it without comparing again.
+    mutating func nextNotingRepeat(for name: NotificationName) -> (sequence: UInt64, sameName: Bool) {
         if var entry = current, entry.name == name {
             entry.last += 1
             current = entry
-            return entry.last
+            return (entry.last, true)
         }
         if let entry = current { table[entry.name] = entry.last }
         let last = (table.removeValue(forKey: name) ?? 0) + 1
         current = (name, last)
-        return last
+        return (last, false)
     }
 
     /// Every name's last sequence number.
