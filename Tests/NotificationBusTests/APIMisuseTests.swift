@@ -166,6 +166,19 @@ struct APIMisuseTests {
         ) { try Bus(configuration) }
         configuration.batching = Batching(maximumFrameBytes: WireFormat.maximumBatchFrame)
         try configuration.validate()
+        // The kernel's receive buffer: 1 KiB to 1 GiB, or nil (the system's).
+        for bytes in [0, 1_023, (1 << 30) + 1, -1] {
+            configuration = .embedded()
+            configuration.receiveBufferBytes = bytes
+            #expect(
+                throws: BusError.invalidConfiguration(
+                    "receiveBufferBytes must be 1 KiB to 1 GiB (nil: the system's), not \(bytes)")
+            ) { try configuration.validate() }
+        }
+        for bytes in [1_024, 128 << 10, 1 << 30] as [Int?] + [nil] {
+            configuration.receiveBufferBytes = bytes
+            try configuration.validate()
+        }
         // Heartbeat settings outside the range they have always had: under a millisecond, or past
         // 6,553 s (the range ZMTP heartbeats took, kept when TCP keepalive replaced them).
         for (interval, timeout) in [(Duration.microseconds(500), Duration.seconds(15)), (.seconds(5), .seconds(7_000))] {

@@ -176,6 +176,18 @@ public struct BusConfiguration: Sendable {
     public var subscriptionBufferBytes = BusConfiguration.defaultSubscriptionBufferBytes
     /// `subscriptionBufferBytes` unless set: 64 MiB.
     public static let defaultSubscriptionBufferBytes = 64 << 20
+    /// The kernel's receive buffer of each subscribing connection, in bytes (`ZMQ_RCVBUF`, which
+    /// sets `SO_RCVBUF`; Linux doubles it and stops tuning it). nil: the system's, which Linux
+    /// grows with the traffic (here up to 1 MB and more for one connection).
+    ///
+    /// Set it for a subscriber slower than its publisher behind a broker with a
+    /// `subscriberBudget`: a kernel buffer of a megabyte fills while the consumer is behind, and
+    /// the broker, seeing no TCP progress for its patience, cuts the subscriber as stalled
+    /// although it is taking notifications. A consumer at 5,000 a second behind a 1 MiB budget,
+    /// both cores loaded, was cut in 1 run of 9 with 128 KiB, in 4 of 5 without: less often, not
+    /// never (docs/deployment.md). Its cost: one connection moves at most about this many bytes per
+    /// round trip (nothing on a LAN, a limit over a long link). 1 KiB to 1 GiB.
+    public var receiveBufferBytes: Int? = nil
     /// `retainedNames` unless set: 10,000.
     public static let defaultRetainedNames = 10_000
     /// `retainedBytes` unless set: 16 MiB.
@@ -273,6 +285,11 @@ public struct BusConfiguration: Sendable {
         try check(
             subscriptionBufferBytes >= 0,
             "subscriptionBufferBytes must be 0 (no byte bound) or more bytes, not \(subscriptionBufferBytes)")
+        if let receiveBufferBytes {
+            try check(
+                (1_024...(1 << 30)).contains(receiveBufferBytes),
+                "receiveBufferBytes must be 1 KiB to 1 GiB (nil: the system's), not \(receiveBufferBytes)")
+        }
         try check(outboundCapacity >= 1, "outboundCapacity must be at least 1, not \(outboundCapacity)")
         try check(maximumPayload >= 0, "maximumPayload must be 0 or more, not \(maximumPayload)")
         try check(

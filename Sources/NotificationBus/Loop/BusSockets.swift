@@ -173,6 +173,8 @@ final class BusSockets {
             // one reconnecting to a broker, would silently lose subscriptions. Unbounded here:
             // there are only as many as this bus's patterns (twice, with presence).
             try socket.set(.sendHighWaterMark, 0)
+            // Not the kernel's autotuned megabyte when asked (a slow consumer behind a budget).
+            if let bytes = configuration.receiveBufferBytes { try socket.set(.receiveBuffer, Int32(bytes)) }
             // A peer cannot make this process hold a frame of any size (NBP-1 §6).
             // Twice the largest frame for the larger of this bus's maximum payload and NBP/1's
             // default: a publisher on the default may send a payload this bus refuses, and
