@@ -120,8 +120,11 @@ struct BusAccountingTests {
             let stream = try subscriber.notifications(named: NamePattern("units.>"))
             for await _ in stream { firstArrived.fire() }
         }
-        try await publisher.waitForSubscribers(count: 1, matching: name)
-        try await publisher.waitForSubscribers(count: 1, matching: fenceName)
+        // 30 s, not the default 10: the subscription is made by a task, which a CI run's start
+        // (hundreds of tests at once on two cores) left unscheduled past 10 s once. The suite's
+        // one-minute limit still bounds it.
+        try await publisher.waitForSubscribers(count: 1, matching: name, timeout: .seconds(30))
+        try await publisher.waitForSubscribers(count: 1, matching: fenceName, timeout: .seconds(30))
         try await publisher.post(name: name)
         await firstArrived.wait()
 
@@ -133,6 +136,13 @@ struct BusAccountingTests {
         try await publisher.post(name: fenceName)
         // One pipe, in order: once the fence arrives, anything sent before it has arrived too.
         #expect(await fence.first(1).first?.name == fenceName)
+        // The loop publishes its counters after the round that delivered the fence, which the
+        // consumer may see first (3 runs in 15 read the count before the fence): wait for the
+        // count to reach it, bounded, then check nothing else came.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while subscriber.stats.framesReceived < framesBefore + 1, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         #expect(subscriber.stats.framesReceived == framesBefore + 1)
         // The 100 stopped before encoding: the publisher's XPUB knew nobody wanted them.
         #expect(publisher.stats.sent == 2)
