@@ -95,9 +95,13 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
         let logger = self.logger
         let onListening = self.onListening
         let address = self.address
-        // One thread is plenty for a few scrapes a minute. NIO's parser is incremental and
-        // bounded: a hostile client costs it no more than the bytes it sends, up to the limits.
-        let threads = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // NIO's shared event loops, never shut down: a server with its own threads shut them down
+        // at its end, and whatever its channels still scheduled there (a late close, Hummingbird's
+        // own shutdown task) made SwiftNIO print "Cannot schedule tasks on an EventLoop that has
+        // already shut down" after the command's summary on a loaded machine, three fixes of the
+        // order notwithstanding. A few scrapes a minute cost those threads nothing. NIO's parser is
+        // incremental and bounded: a hostile client costs no more than the bytes it sends.
+        let threads = MultiThreadedEventLoopGroup.singleton
         let server = Server(
             childChannelSetup: MonitoringChildChannel(http: http, connections: connections),
             configuration: ServerConfiguration(address: .hostname(address.host, port: Int(address.port))),
@@ -113,11 +117,8 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
             eventLoopGroup: threads,
             logger: serverLogger)
         let stopping = StopFlag()
-        // Whether `threads` is shut down (or shutting down): nothing may be scheduled on it then.
-        // The graceful shutdown can come after a cancelled run already shut the threads down (a
-        // subscriber's --timeout at load 17), and scheduling on them then printed SwiftNIO's
-        // "Cannot schedule tasks on an EventLoop that has already shut down" after the summary.
-        let threadsDown = Mutex(false)
+        // The closing of connections still open after the grace, cancelled if the server ends first.
+        let closing = Mutex<Scheduled<Void>?>(nil)
         do {
             try await withGracefulShutdownHandler {
                 try await server.run()
@@ -125,10 +126,8 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
                 stopping.set()
                 // The server stops accepting and closes idle connections itself, but waits for
                 // requests in progress: one that trickles in would hold the process for seconds.
-                // Under the lock: a task scheduled before the shutdown is cancelled by it.
-                threadsDown.withLock { down in
-                    guard !down else { return }
-                    threads.next().scheduleTask(in: .nanoseconds(Int64(Self.shutdownGrace.nanoseconds))) {
+                closing.withLock {
+                    $0 = threads.next().scheduleTask(in: .nanoseconds(Int64(Self.shutdownGrace.nanoseconds))) {
                         connections.closeAll()
                     }
                 }
@@ -137,17 +136,13 @@ public struct MonitoringHTTPService: Service, CustomStringConvertible {
             // The server's own error is the one to report; tidying up after it fails only when
             // already shut down, which leaves nothing more to release.
             try? await server.shutdownGracefully()
-            threadsDown.withLock { $0 = true }
-            try? await threads.shutdownGracefully()
+            closing.withLock { $0?.cancel() }
             throw MonitoringServerError(address: address, reason: Self.reason(error))
         }
         // A run ended by task cancellation (not by a graceful shutdown) leaves Hummingbird's server
-        // holding its listening channel: released after the threads were gone, the channel asked the
-        // dead event loop to close it, and NIO printed "Cannot schedule tasks on an EventLoop that
-        // has already shut down" at exit. Shut down first (it returns at once if it was already).
+        // holding its listening channel: shut it down (it returns at once if it was already).
         try? await server.shutdownGracefully()
-        threadsDown.withLock { $0 = true }
-        try? await threads.shutdownGracefully()
+        closing.withLock { $0?.cancel() }
         // Hummingbird returns when its listening socket fails (after logging why at error level):
         // a command whose --http stopped answering ends with the reason, not as if asked to stop.
         if !stopping.isSet && !Task.isCancelled {

@@ -45,7 +45,9 @@ struct BrokerCommandService: Service {
         let final = await broker.stop()
         grace.cancel()
         // Not a log line: the summary, the last line on stderr (docs/command-line.md).
-        BrokerCommand.summary("stopped", final, secured: secured).write(summaryFormat)
+        // Written once the --http server has stopped, so nothing follows it.
+        let (summary, format) = (BrokerCommand.summary("stopped", final, secured: secured), summaryFormat)
+        try LastWords.atEnd { summary.write(format) }
     }
 
     /// How long an orderly stop may take, past `--drain`, before the broker exits without it

@@ -2,6 +2,7 @@ import ArgumentParser
 import BusOperations
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// How the long-running commands (`broker`, `publish`, `subscribe`, `reply`) start and stop.
 ///
@@ -17,6 +18,9 @@ import ServiceLifecycle
 /// than the graceful ones, so a second SIGINT/SIGTERM would be swallowed. The trap is also in
 /// place before the service is made, so a signal during set-up is orderly too.
 enum CommandLifecycle {
+    /// Whether `run` is running: `LastWords` then holds the summary until the helpers stopped.
+    static let running = Atomic<Bool>(false)
+
     /// Traps SIGINT/SIGTERM, then makes the service (so a signal during set-up is handled too) and
     /// runs it until it returns by itself or a signal shuts it down. Rethrows the service's error
     /// (an `ExitCode` sets the exit status).
@@ -31,6 +35,8 @@ enum CommandLifecycle {
         name: String, makeServices: () async throws -> (Command, [any Service])
     ) async throws {
         await TerminationSignals.install()
+        running.store(true, ordering: .releasing)
+        defer { running.store(false, ordering: .releasing) }
         let service: Command
         let helpers: [any Service]
         do {
@@ -66,9 +72,43 @@ enum CommandLifecycle {
         do {
             try await group.run()
         } catch let error as MonitoringServerError {
-            // The command itself stopped in order (its report is out); the exit says why.
+            // The command itself stopped in order (its report follows); the exit says why.
+            try? LastWords.say()
             CommandLog.logger(name).error("\(error)")
             throw ExitCode(2)
+        } catch {
+            try? LastWords.say()
+            throw error
         }
+        // Every helper has stopped: nothing writes below the summary now.
+        try LastWords.say()
+    }
+}
+
+/// What a long-running command says last (its summary, the last line on stderr, and its exit
+/// status), held until its helper services have stopped. Written as the command's service
+/// returned, a helper stopping after it wrote below the summary: the connection watch's
+/// "connected to ... after 8.1 s", seen in CI. One command runs per process, so one holder.
+enum LastWords {
+    private static let pending = Mutex<[@Sendable () throws -> Void]>([])
+
+    /// Holds `write` until `CommandLifecycle.run`'s services have all stopped; outside it (a
+    /// command with no lifecycle), writes at once.
+    static func atEnd(_ write: @escaping @Sendable () throws -> Void) throws {
+        guard CommandLifecycle.running.load(ordering: .acquiring) else { return try write() }
+        pending.withLock { $0.append(write) }
+    }
+
+    /// Writes what was held, in order; rethrows the first error (an `ExitCode`) after all ran.
+    static func say() throws {
+        let writes = pending.withLock { held in
+            defer { held = [] }
+            return held
+        }
+        var first: (any Error)?
+        for write in writes {
+            do { try write() } catch { first = first ?? error }
+        }
+        if let first { throw first }
     }
 }

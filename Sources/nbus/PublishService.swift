@@ -37,7 +37,9 @@ struct PublishService: Service {
             ending = .failed(reason: "\(error)")
         }
         let stats = await bus.close()
-        try finish("publish", PublishOutcome.of(ending, stats: stats, options: command.outcomeOptions), format: command.summaryFormat)
+        let (outcome, format) = (PublishOutcome.of(ending, stats: stats, options: command.outcomeOptions), command.summaryFormat)
+        // After the --http server and the connection watch have stopped: the summary is last.
+        try LastWords.atEnd { try finish("publish", outcome, format: format) }
     }
 
     /// Posting ended: says so, and looks at the handshakes when nothing else did.

@@ -124,8 +124,12 @@ struct ReplyService: Service {
         }
         // What went wrong, as a warning in the log; then the summary, not a log line, the last
         // line on stderr (docs/command-line.md).
-        if let warning = tally.warning(requests.stats) { logLine(.warning, "reply", warning) }
-        tally.summary(requests.stats).write(CommandSummary.format(output: command.format, log: command.logging.logFormat))
+        let (warning, summary) = (tally.warning(requests.stats), tally.summary(requests.stats))
+        let format = CommandSummary.format(output: command.format, log: command.logging.logFormat)
+        try LastWords.atEnd {
+            if let warning { logLine(.warning, "reply", warning) }
+            summary.write(format)
+        }
     }
 }
 

@@ -98,6 +98,8 @@ struct SubscribeService: Service {
         }
         let busStats = await bus.close()
         let counts = SubscribeOutcome.Counts(printed: printer.count, perPattern: perPattern, bus: busStats)
-        try finish("subscribe", SubscribeOutcome.of(ending, counts: counts, options: command.outcomeOptions), format: command.summaryFormat)
+        let (outcome, format) = (SubscribeOutcome.of(ending, counts: counts, options: command.outcomeOptions), command.summaryFormat)
+        // After the --http server and the connection watch have stopped: the summary is last.
+        try LastWords.atEnd { try finish("subscribe", outcome, format: format) }
     }
 }
