@@ -380,6 +380,31 @@ struct PublisherPathsStateMachineTests {
         #expect(machine.paths[1].parked == false)
     }
 
+    @Test("closing shortens the limit: a path stalled for the closing limit is given up on, one that moves is not, and the limit never grows")
+    func closingLimit() {
+        var machine = PublisherPathsStateMachine(paths: 2, limit: 15_000 * ms)
+        let up = [true, true]
+        #expect(machine.attempted(path: 0, cursor: 10, count: 10, now: 0, up: up) == .done)
+        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 0, up: up) == .wait)
+        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 400 * ms, up: up) == .wait)
+        #expect(machine.parked.isEmpty)
+        // The close begins: a quarter of a 2 s close timeout.
+        machine.shortenLimit(to: 500 * ms)
+        machine.shortenLimit(to: 60_000 * ms)
+        #expect(machine.limit == 500 * ms)
+        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 499 * ms, up: up) == .wait)
+        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 500 * ms, up: up) == .drop(newly: true, stalledFor: 500 * ms))
+        #expect(machine.parked == [1])
+        // A path that still moves while closing is waited for, as before.
+        var moving = PublisherPathsStateMachine(paths: 2, limit: 15_000 * ms)
+        moving.shortenLimit(to: 500 * ms)
+        _ = moving.attempted(path: 0, cursor: 100, count: 100, now: 0, up: up)
+        for step in 1...10 {
+            #expect(moving.attempted(path: 1, cursor: step * 5, count: 100, now: UInt64(step) * 400 * ms, up: up) == .wait)
+        }
+        #expect(moving.parked.isEmpty)
+    }
+
     @Test("a path that moves, however slowly (flow control), is never given up on")
     func movingPathWaitedFor() {
         var machine = PublisherPathsStateMachine(paths: 2, limit: 2_000 * ms)

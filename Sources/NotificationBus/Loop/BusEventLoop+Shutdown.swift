@@ -38,7 +38,11 @@ extension BusEventLoop {
             case .removeSubscription, .cancelWaiter, .resumeReading: break
             }
         }
-        let deadline = Timestamps.monotonicNanoseconds() + UInt64(configuration.closeTimeoutInMilliseconds) * 1_000_000
+        let closeTimeout = UInt64(configuration.closeTimeoutInMilliseconds) * 1_000_000
+        let deadline = Timestamps.monotonicNanoseconds() + closeTimeout
+        // Several brokers: one that takes nothing for a quarter of the close timeout is given up
+        // on (when the others bring its subscribers), so the rest of it goes through them.
+        posts.shortenPathStallLimit(to: closeTimeout / 4)
         flushPending(until: deadline)
         // Then what was still in the mailbox, in order after what the loop had taken.
         // Not merged: what was still in the mailbox at close goes as it was posted.
@@ -48,7 +52,11 @@ extension BusEventLoop {
         posts.dropUnsent(with: &queued)
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
-        do { try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutInMilliseconds) } catch { record(error, "setting linger") }
+        do {
+            try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutInMilliseconds, givenUp: posts.parkedPaths)
+        } catch {
+            record(error, "setting linger")
+        }
         receiver.finishAll()
         perform(waiters.close())
         publishStats()

@@ -354,9 +354,13 @@ final class BusSockets {
         return failed
     }
 
-    /// Lets ZeroMQ deliver what the publisher already holds for up to `milliseconds` on close.
-    func lingerOnClose(milliseconds: Int32) throws(ZMQError) {
-        for publisher in publishers { try publisher.set(.linger, .milliseconds(milliseconds)) }
+    /// Lets ZeroMQ deliver what the publisher already holds for up to `milliseconds` on close;
+    /// not to the paths in `givenUp` (parked: the other brokers carried the stream), whose queue
+    /// toward a broker that took nothing for the stall limit would hold the close to its end.
+    func lingerOnClose(milliseconds: Int32, givenUp: [Int] = []) throws(ZMQError) {
+        for (index, publisher) in publishers.enumerated() {
+            try publisher.set(.linger, .milliseconds(givenUp.contains(index) ? 0 : milliseconds))
+        }
     }
 
     /// Stops the monitors before their readers, closes every socket, then stops the ZAP handler.

@@ -26,7 +26,7 @@ struct PublisherPathsStateMachine {
     }
 
     private(set) var paths: [PublisherPath]
-    let limit: UInt64
+    private(set) var limit: UInt64
 
     init(paths: Int, limit: UInt64) {
         self.paths = Array(repeating: PublisherPath(), count: paths)
@@ -68,6 +68,17 @@ struct PublisherPathsStateMachine {
         paths[path].cursor = count
         return .drop(newly: newly, stalledFor: now &- since)
     }
+
+    /// Closing: a path that refuses is waited for at most `limit` ns (if less than the stall
+    /// limit) before the others carry the rest alone. Waiting the whole stall limit (15 s) past a
+    /// close timeout (2 s) held every path's tail back for one broker host gone silent, and the
+    /// close then left it unsent on all of them.
+    mutating func shortenLimit(to limit: UInt64) {
+        self.limit = min(self.limit, limit)
+    }
+
+    /// The paths given up on: what their sockets still hold is for a broker the others replace.
+    var parked: [Int] { paths.indices.filter { paths[$0].parked } }
 
     /// A new batch of frames: every path starts at its first.
     mutating func restart() {

@@ -67,6 +67,15 @@ struct PendingPosts: ~Copyable {
     /// Whether every post goes to several publishing paths (brokers).
     var hasSeveralPaths: Bool { !paths.paths.isEmpty }
 
+    /// Closing: a stalled path is given up on after `nanoseconds` (when shorter than the stall
+    /// limit), so the close timeout is spent sending through the others.
+    mutating func shortenPathStallLimit(to nanoseconds: UInt64) {
+        paths.shortenLimit(to: nanoseconds)
+    }
+
+    /// The paths given up on (parked) now.
+    var parkedPaths: [Int] { paths.parked }
+
     // MARK: Taking posts
 
     /// Once everything taken went to ZeroMQ: lets go of it and returns true (the loop may take
