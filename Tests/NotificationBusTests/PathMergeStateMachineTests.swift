@@ -361,12 +361,18 @@ struct PublisherPathsTests {
 struct PublisherPathsStateMachineTests {
     let ms: UInt64 = 1_000_000
 
+    /// Two connected paths at 0: path 0 took all 10 frames, path 1 only 3 (refusing since 0).
+    func pathOneStalled(limit: UInt64) -> PublisherPathsStateMachine {
+        var machine = PublisherPathsStateMachine(paths: 2, limit: limit)
+        #expect(machine.attempted(path: 0, cursor: 10, count: 10, now: 0, up: [true, true]) == .done)
+        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 0, up: [true, true]) == .wait)
+        return machine
+    }
+
     @Test("a path that takes nothing for the limit is given up on while another carries the stream; it is back once it takes everything")
     func stalledPathParked() {
-        var machine = PublisherPathsStateMachine(paths: 2, limit: 2_000 * ms)
+        var machine = pathOneStalled(limit: 2_000 * ms)
         let up = [true, true]
-        #expect(machine.attempted(path: 0, cursor: 10, count: 10, now: 0, up: up) == .done)
-        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 0, up: up) == .wait)
         #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 1_999 * ms, up: up) == .wait)
         #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 2_000 * ms, up: up) == .drop(newly: true, stalledFor: 2_000 * ms))
         #expect(machine.done == 10)
@@ -382,10 +388,8 @@ struct PublisherPathsStateMachineTests {
 
     @Test("closing shortens the limit: a path stalled for the closing limit is given up on, one that moves is not, and the limit never grows")
     func closingLimit() {
-        var machine = PublisherPathsStateMachine(paths: 2, limit: 15_000 * ms)
+        var machine = pathOneStalled(limit: 15_000 * ms)
         let up = [true, true]
-        #expect(machine.attempted(path: 0, cursor: 10, count: 10, now: 0, up: up) == .done)
-        #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 0, up: up) == .wait)
         #expect(machine.attempted(path: 1, cursor: 3, count: 10, now: 400 * ms, up: up) == .wait)
         #expect(machine.parked.isEmpty)
         // The close begins: a quarter of a 2 s close timeout.
