@@ -42,7 +42,7 @@ let package = Package(
         // ServiceContext module); no exporter. Pure Swift, no Foundation, a few seconds to build.
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
-        // The monitoring HTTP server: HummingbirdCore over SwiftNIO, on an event loop thread of its own.
+        // The monitoring HTTP server: HummingbirdCore over SwiftNIO, on NIO's shared event loops (one thread in nbus).
         // FlyingFox (chosen first for a lighter build) parsed on Swift's cooperative pool and re-scanned
         // a growing header line: two slow clients pinned both threads and the broker ignored SIGTERM.
         // NIO's parser bounds the request head, and its channels take idle timeouts and a connection
@@ -182,6 +182,8 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // NIOSingletons: one event loop thread for --http, set in main.
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: strictSettings
         ),

@@ -35,7 +35,8 @@ enum CommandLifecycle {
         name: String, makeServices: () async throws -> (Command, [any Service])
     ) async throws {
         await TerminationSignals.install()
-        running.store(true, ordering: .releasing)
+        // One command per process: a second run at once would write the first one's summary.
+        precondition(!running.exchange(true, ordering: .acquiringAndReleasing), "CommandLifecycle.run is already running")
         defer { running.store(false, ordering: .releasing) }
         let service: Command
         let helpers: [any Service]
@@ -72,12 +73,15 @@ enum CommandLifecycle {
         do {
             try await group.run()
         } catch let error as MonitoringServerError {
-            // The command itself stopped in order (its report follows); the exit says why.
-            try? LastWords.say()
+            // The command itself stopped in order; the exit says why, and its report comes last.
             CommandLog.logger(name).error("\(error)")
+            try? LastWords.say()
             throw ExitCode(2)
         } catch {
-            try? LastWords.say()
+            // A helper failed while the group stopped it, after the command had handed in its
+            // report: the command's own status wins, as when it threw it itself.
+            let held = LastWords.isHolding
+            do { try LastWords.say() } catch where held { throw error }
             throw error
         }
         // Every helper has stopped: nothing writes below the summary now.
@@ -91,16 +95,42 @@ enum CommandLifecycle {
 /// "connected to ... after 8.1 s", seen in CI. One command runs per process, so one holder.
 enum LastWords {
     private static let pending = Mutex<[@Sendable () throws -> Void]>([])
+    private static let preludes = Mutex<[@Sendable () -> Void]>([])
 
     /// Holds `write` until `CommandLifecycle.run`'s services have all stopped; outside it (a
-    /// command with no lifecycle), writes at once.
+    /// command with no lifecycle), runs what comes before the summary and writes at once.
     static func atEnd(_ write: @escaping @Sendable () throws -> Void) throws {
-        guard CommandLifecycle.running.load(ordering: .acquiring) else { return try write() }
+        guard CommandLifecycle.running.load(ordering: .acquiring) else {
+            runPreludes()
+            return try write()
+        }
         pending.withLock { $0.append(write) }
     }
 
-    /// Writes what was held, in order; rethrows the first error (an `ExitCode`) after all ran.
-    static func say() throws {
+    /// Runs `work` just before the summary is written: ending the span exporter, whose last
+    /// lines ("OTLP: N span(s) exported") belong above the summary. Each runs once: by `say()`,
+    /// by `atEnd` outside a lifecycle, or by `runPreludes()` on a way out that says nothing.
+    static func beforeSummary(_ work: @escaping @Sendable () -> Void) {
+        preludes.withLock { $0.append(work) }
+    }
+
+    /// Runs (once) what `beforeSummary` registered and has not run yet.
+    static func runPreludes() {
+        let work = preludes.withLock { held in
+            defer { held = [] }
+            return held
+        }
+        for item in work { item() }
+    }
+
+    /// Whether a summary is held.
+    static var isHolding: Bool { pending.withLock { !$0.isEmpty } }
+
+    /// Runs the preludes (unless `hurried`: a second signal exits at once, not after the span
+    /// exporter's last wait), then writes what was held, in order; rethrows the first error (an
+    /// `ExitCode`) after all ran. Each write runs once, whoever calls this first.
+    static func say(hurried: Bool = false) throws {
+        if !hurried { runPreludes() }
         let writes = pending.withLock { held in
             defer { held = [] }
             return held

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BusOperations
 import Foundation
+import NIOCore
 import ToolSupport
 import ZeroMQ
 
@@ -44,6 +45,9 @@ struct NBus: AsyncParsableCommand {
             exit(withError: ValidationError(message))
         }
         CommandLog.bootstrap()
+        // The --http server runs on NIO's shared event loops: one thread serves a few scrapes a
+        // minute, where the default (one per core) would start 64 on a 64-core broker host.
+        NIOSingletons.groupLoopCountSuggestion = 1
         // glibc gives the top of the heap back once 128 KiB of it is free, and takes it again at
         // the next burst: every frame libzmq queues became a page fault (78,000 per 1,000,000
         // notifications at a subscriber). Keep up to 64 MiB free instead; the broker gives memory

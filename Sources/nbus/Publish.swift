@@ -259,7 +259,9 @@ struct Publish: AsyncParsableCommand {
         let type = try parsedContentType()
         logging.bootstrap()
         let exporter = tracing.start(command: "publish")
-        defer { TracingOptions.finish(exporter, command: "publish") }
+        // Ended before the summary (its last lines go above it), or here on a way out without one.
+        LastWords.beforeSummary { TracingOptions.finish(exporter, command: "publish") }
+        defer { LastWords.runPreludes() }
         try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
             var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
             if let hwm { configuration.sendHighWaterMark = hwm }

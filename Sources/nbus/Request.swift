@@ -127,7 +127,9 @@ struct Request: AsyncParsableCommand {
             payloadBytes = Array(payload.utf8)
         }
         let exporter = tracing.start(command: "request")
-        defer { TracingOptions.finish(exporter, command: "request") }
+        // Ended before the summary (its last lines go above it), or here on a way out without one.
+        LastWords.beforeSummary { TracingOptions.finish(exporter, command: "request") }
+        defer { LastWords.runPreludes() }
         let bus: Bus
         do { bus = try Bus(try endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
         // --timeout bounds the whole request, the look at the handshakes below included.
@@ -157,6 +159,6 @@ struct Request: AsyncParsableCommand {
         options.curveSecret = endpoints.curve.curveSecret
         let ending = RequestOutcome.of(outcome, name: requestName, verdict: verdict, stats: stats, options: options)
         if !ending.standardOutput.isEmpty { FileHandle.standardOutput.write(Data(ending.standardOutput)) }
-        try finish("request", ending, format: .text)
+        try LastWords.atEnd { try finish("request", ending, format: .text) }
     }
 }

@@ -80,7 +80,9 @@ struct ReplyCommand: AsyncParsableCommand {
         logging.bootstrap()
         let requestPattern = try parsedPattern()
         let exporter = tracing.start(command: "reply")
-        defer { TracingOptions.finish(exporter, command: "reply") }
+        // Ended before the summary (its last lines go above it), or here on a way out without one.
+        LastWords.beforeSummary { TracingOptions.finish(exporter, command: "reply") }
+        defer { LastWords.runPreludes() }
         try await CommandLifecycle.run(name: "reply") { () async throws -> (ReplyService, [any Service]) in
             let bus: Bus
             let requests: NotificationSequence

@@ -40,6 +40,9 @@ private actor SignalTrap {
                 for await signal in signals {
                     count += 1
                     if count > 1 {
+                        // A summary the command already handed in, while its helpers stopped,
+                        // is still written: it is what the first signal asked for.
+                        try? LastWords.say(hurried: true)
                         FileWriter.standardError.write("nbus: second signal (\(signal)), exiting now\n")
                         _exit(128 + signal.rawValue)
                     }

@@ -154,7 +154,9 @@ struct Subscribe: AsyncParsableCommand {
     func run() async throws {
         logging.bootstrap()
         let exporter = tracing.start(command: "subscribe")
-        defer { TracingOptions.finish(exporter, command: "subscribe") }
+        // Ended before the summary (its last lines go above it), or here on a way out without one.
+        LastWords.beforeSummary { TracingOptions.finish(exporter, command: "subscribe") }
+        defer { LastWords.runPreludes() }
         try await CommandLifecycle.run(name: "subscribe") { () async throws -> (SubscribeService, [any Service]) in
             var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
             configuration.maximumPayload = maxPayload
