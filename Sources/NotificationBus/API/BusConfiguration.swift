@@ -230,8 +230,9 @@ public struct BusConfiguration: Sendable {
     /// meanwhile is counted in `BusStats.pathDrops` (its subscribers get it through the others);
     /// it is sent to again as soon as it takes sends. Never the last broker still taking sends:
     /// that one is waited for as with one broker (`sendStallLimit`). Zero to 10 minutes. While
-    /// the bus closes, the limit is at most a quarter of `closeTimeout`, so the tail goes through
-    /// the others within it.
+    /// the bus closes, the limit is at most a quarter of `closeTimeout` (whatever is set here), so
+    /// the tail goes through the others within it; a broker given up on then keeps what it took
+    /// only for the rest of the close timeout.
     ///
     /// Longer than a broker holds a slow but moving subscriber (10 s, then it sends past it): a
     /// broker that applies flow control for a slow subscriber takes nothing meanwhile too, and

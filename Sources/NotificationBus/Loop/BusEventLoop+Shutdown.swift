@@ -53,7 +53,9 @@ extension BusEventLoop {
         sendEndOfStream(sequences: core.mailbox.withLock { $0.sequences.all }, deadline: deadline)
         // Let ZeroMQ deliver what it already holds, within the same timeout.
         do {
-            try sockets.lingerOnClose(milliseconds: configuration.closeTimeoutInMilliseconds, givenUp: posts.parkedPaths)
+            try sockets.lingerOnClose(
+                milliseconds: configuration.closeTimeoutInMilliseconds, givenUp: posts.parkedPaths,
+                givenUpMilliseconds: Int32(clamping: Timestamps.milliseconds(until: deadline)))
         } catch {
             record(error, "setting linger")
         }

@@ -355,11 +355,14 @@ final class BusSockets {
     }
 
     /// Lets ZeroMQ deliver what the publisher already holds for up to `milliseconds` on close;
-    /// not to the paths in `givenUp` (parked: the other brokers carried the stream), whose queue
-    /// toward a broker that took nothing for the stall limit would hold the close to its end.
-    func lingerOnClose(milliseconds: Int32, givenUp: [Int] = []) throws(ZMQError) {
+    /// the paths in `givenUp` (parked: the other brokers carried the stream) only for
+    /// `givenUpMilliseconds`, what is left of the close timeout: a broker that took nothing for
+    /// the stall limit would otherwise hold the close for a whole timeout more, and a frozen one
+    /// that wakes within it still hands on what it took (a foreign subscriber reached through it
+    /// alone depends on that: the bus cannot tell whether the others reach it).
+    func lingerOnClose(milliseconds: Int32, givenUp: [Int] = [], givenUpMilliseconds: Int32 = 0) throws(ZMQError) {
         for (index, publisher) in publishers.enumerated() {
-            try publisher.set(.linger, .milliseconds(givenUp.contains(index) ? 0 : milliseconds))
+            try publisher.set(.linger, .milliseconds(givenUp.contains(index) ? givenUpMilliseconds : milliseconds))
         }
     }
 
