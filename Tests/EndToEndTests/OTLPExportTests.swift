@@ -208,6 +208,13 @@ struct OTLPExportTests {
         expectExit(await subscriber.waitForExit(), 0, subscriber)
         #expect(subscriber.output.stdoutText.contains("orders.created"))
         #expect(subscriber.output.stderrText.contains("OTLP export to http://127.0.0.1:1/v1/traces failed"), "\(subscriber.describe())")
+        // The exporter's last words ("OTLP: 0 span(s) exported ..., N lost") come before the
+        // summary, the last line (they followed it while the exporter ended at the command's exit).
+        for (child, summary) in [(subscriber, "nbus subscribe: printed 1;"), (publisher, "nbus publish: posted 1,")] {
+            let lines = child.output.stderrText.split(separator: "\n")
+            #expect(lines.contains { $0.contains("OTLP: 0 span(s) exported") }, "\(child.describe())")
+            #expect(lines.last?.hasPrefix(summary) == true, "\(child.describe())")
+        }
     }
 
     @Test("--otlp-endpoint and --otlp-service-name: bad values are usage errors (64); --help shows them")
