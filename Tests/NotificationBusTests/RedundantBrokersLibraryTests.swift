@@ -4,14 +4,18 @@ import Testing
 
 @testable import NotificationBus
 
-// The bus's own protocol with two brokers (NBP-1 §17), in one process over tcp on 127.0.0.1:
-// subscribers counted once however many brokers bring them, readiness, request/reply answered
-// once and the reply delivered once, and a broker stopped in the middle costing nothing.
+// The bus's own protocol with two brokers (NBP-1 §17), in one process over ipc: subscribers
+// counted once however many brokers bring them, readiness, request/reply answered once and the
+// reply delivered once, and a broker stopped in the middle costing nothing. Not tcp on ephemeral
+// ports: buses keep connecting to a stopped broker's port, which another test's broker in the
+// parallel pass may bind meanwhile; an ipc path in this test's folder is nobody else's. (tcp
+// with two brokers: RedundantBrokersTests and MultiHostTests, with nbus processes.)
 @Suite("Two brokers, in one process", .serialized, .timeLimit(.minutes(1)))
 struct RedundantBrokersLibraryTests {
-    /// Two brokers on free tcp ports.
+    /// Two brokers on ipc paths in a folder of their own.
     func twoBrokers() throws -> [Broker] {
-        try (0..<2).map { _ in try Broker(frontend: "tcp://127.0.0.1:*", backend: "tcp://127.0.0.1:*") }
+        let folder = try TempFolder(prefix: "nbus-2b")
+        return try (0..<2).map { try Broker(frontend: folder.ipc("f\($0).sock"), backend: folder.ipc("b\($0).sock")) }
     }
 
     /// A bus that publishes and subscribes through every broker of `brokers`.
