@@ -2,8 +2,8 @@ import Foundation
 
 /// Everything one `nbus bench throughput` invocation measured, with the targets of issue 3.
 package struct ThroughputReport: Codable, Sendable {
-    /// Bus/raw throughput target: at least this.
-    package static let throughputRatioTarget = 0.7
+    /// Bus/raw throughput target: at least this (0.7 in issue 3; issue 41 raised it to 0.9).
+    package static let throughputRatioTarget = 0.9
     /// Bus p50 latency over raw libzmq PUB/SUB's one way at the same pace, defaults: at most this.
     package static let latencyRatioTarget = 1.3
     /// Bus p99 latency over raw libzmq PUB/SUB's one-way p99 at the same pace: at most this.
