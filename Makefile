@@ -8,7 +8,7 @@ SWIFT_BUILD_FLAGS ?=
 
 .PHONY: help deps build demo test test-swift test-python test-netns bench-micro bench-peers bench-peers-clients clean install install-files uninstall test-deps deb-deps deb test-packaging packaging-test-deps
 .PHONY: examples-c test-conformance fuzz fuzz-build test-asan soak test-adversarial docs built-by-test-swift
-.PHONY: api api-check
+.PHONY: api api-check test-swift-otel
 
 help:
 	@echo "make demo         build nbus and run the demo"
@@ -25,6 +25,7 @@ help:
 	@echo "make test-netns   the multi-host tests alone: hosts in network namespaces, as root (part of make test)"
 	@echo "make examples-c   build the C producer (libzmq only) into .build/examples/"
 	@echo "make fuzz         libFuzzer on the NBP/1 decoder for FUZZ_SECONDS (default 60)"
+	@echo "make test-swift-otel  nbus built with the SwiftOTel trait (--otlp-endpoint through swift-otel), its OTLP export tests (CI runs it)"
 	@echo "make test-asan    the codec tests under AddressSanitizer (scratch path .build-asan)"
 	@echo "make docs         the DocC catalogs of NBP1, NotificationBus and BusViews, warnings as errors (.build/plugins/Swift-DocC/outputs)"
 	@echo "make soak         broker + 3 publishers + 3 subscribers for SOAK_SECONDS (default 600): exact accounting, flat RSS and fds"
@@ -188,6 +189,27 @@ test-swift:
 	SWIFT_BACKTRACE=enable=no $(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build --no-parallel --filter '$(LOAD_TESTS)' || status=1; \
 	exit $$status
 
+# Issue 40: `nbus --otlp-endpoint` through swift-otel. nbus built with the SwiftOTel trait by
+# docs/tracing.md's own line (debug, its own scratch folder .build-otel: a trait changes every
+# module's flags), then the OTLP export tests run against that binary. Fails when the binary does
+# not say it exports through swift-otel, when a test of the suite was skipped (python3 without
+# opentelemetry-proto would prove nothing), and when none ran.
+test-swift-otel: test-deps
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS) --build-tests
+	@build=$$(sed -n '/<!-- test: swift-otel-build/,/^```$$/p' docs/tracing.md | grep '^swift build '); \
+	test -n "$$build" || { echo "test-swift-otel: docs/tracing.md's swift-otel-build block has no swift build line" >&2; exit 1; }; \
+	echo "$$build (docs/tracing.md)"; $$build
+	@bin="$$($(SWIFT) build --traits SwiftOTel --scratch-path .build-otel --show-bin-path)/nbus"; \
+	"$$bin" publish --help | tr -s ' \n' '  ' | grep -q 'Exporter: swift-otel' \
+	  || { echo "test-swift-otel: $$bin does not say it exports through swift-otel" >&2; exit 1; }; \
+	NBUS_E2E_BINARY="$$bin" SWIFT_BACKTRACE=enable=no $(SWIFT) test $(SWIFT_BUILD_FLAGS) $(SWIFT_TEST_FLAGS) --skip-build \
+	  --filter OTLPExportTests > .build-otel/test.log 2>&1; \
+	status=$$?; cat .build-otel/test.log; \
+	if grep -q "skipped" .build-otel/test.log; then echo "test-swift-otel: a test was skipped" >&2; exit 1; fi; \
+	grep -Eq "Test run with [1-9][0-9]* tests? in [0-9]+ suites? passed" .build-otel/test.log \
+	  || { echo "test-swift-otel: no test ran and passed" >&2; exit 1; }; \
+	exit $$status
+
 # Broker, publishers and subscribers on separate "hosts" (network namespaces on a bridge, TCP over
 # 10.77.0.0/24), then one link impaired with netem. Part of `swift test`; skipped unless root.
 test-netns: test-deps
@@ -348,7 +370,10 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 NBUS_BIN ?=
 INSTALL ?= install
-INSTALL_BUILD_FLAGS ?= $(RELEASE_FLAGS)
+# TRAITS=SwiftOTel: `nbus --otlp-endpoint` exports through swift-otel (Package.swift's trait;
+# minutes more to build, and its own scratch folder so it never rebuilds the default one).
+TRAITS ?=
+INSTALL_BUILD_FLAGS ?= $(RELEASE_FLAGS) $(if $(TRAITS),--traits $(TRAITS) --scratch-path .build-traits)
 UNITS := nbus-broker.service nbus-broker-curve.service
 INSTALLED_DOCS := docs/deployment.md docs/command-line.md docs/security.md README.md protocol/NBP-1.md
 INSTALLED_FILES := bin/nbus share/bash-completion/completions/nbus share/zsh/site-functions/_nbus \

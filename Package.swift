@@ -3,7 +3,7 @@
 // Dependency arrows point one way: nbus -> BusBench -> BusViews -> NotificationBus -> ZeroMQ -> CZeroMQ,
 // nbus -> BusOperations -> NotificationBus, nbus and BusBench -> ToolSupport (no bus, no ZeroMQ),
 // and NotificationBus -> NBP1 (the wire protocol, pure Swift: no ZeroMQ, no Foundation), nbus -> OTLPTracing
-// (--otlp-endpoint; the Tracing API and swift-log only).
+// (--otlp-endpoint; the Tracing API and swift-log only), or, with the SwiftOTel trait, nbus -> swift-otel.
 
 import PackageDescription
 
@@ -29,6 +29,17 @@ let package = Package(
         .library(name: "BusOperations", targets: ["BusOperations"]),
         .executable(name: "nbus", targets: ["nbus"]),
         .executable(name: "nbus-baseline", targets: ["ZeroMQBaseline"]),
+    ],
+    // Off by default: `swift build --traits SwiftOTel` (or `make install TRAITS=SwiftOTel`) makes
+    // `nbus --otlp-endpoint` export through swift-otel instead of OTLPTracing's exporter. Opt-in
+    // because swift-otel brings async-http-client, swift-nio-ssl, swift-nio-http2 and
+    // swift-protobuf: a debug build of nbus with it took 252 s in CI here, the whole package with
+    // its tests 220 s without it (docs/tracing.md).
+    traits: [
+        .trait(
+            name: "SwiftOTel",
+            description: "nbus --otlp-endpoint exports through swift-otel (OTLP/HTTP protobuf) instead of the built-in exporter"),
+        .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
@@ -56,6 +67,8 @@ let package = Package(
         // Documentation only (`make docs`: the DocC catalogs of NotificationBus and BusViews); a
         // command plugin, never linked into a product.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
+        // Built only with the SwiftOTel trait (above). OTLP/HTTP only: its gRPC exporter is not needed.
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
     ],
     targets: [
         // libzmq from the system's default paths (Debian's libzmq3-dev: /usr/include, and the
@@ -126,9 +139,9 @@ let package = Package(
         ),
         // `nbus --otlp-endpoint`: a Tracer (swift-distributed-tracing) whose spans go to an OTLP/HTTP
         // receiver, protobuf written by hand over a small blocking HTTP/1.1 client on a thread of its
-        // own. Not swift-otel: its dependencies (swift-nio-ssl, async-http-client, swift-nio-http2,
-        // swift-protobuf) added some 7 minutes per build configuration. Not in NotificationBus, which
-        // uses the Tracing API only.
+        // own. swift-otel only with the SwiftOTel trait: its dependencies (swift-nio-ssl,
+        // async-http-client, swift-nio-http2, swift-protobuf) add minutes to every build configuration.
+        // Not in NotificationBus, which uses the Tracing API only.
         .target(
             name: "OTLPTracing",
             dependencies: [
@@ -184,6 +197,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 // NIOSingletons: one event loop thread for --http, set in main.
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["SwiftOTel"])),
             ],
             swiftSettings: strictSettings
         ),

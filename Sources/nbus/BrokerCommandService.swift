@@ -47,7 +47,7 @@ struct BrokerCommandService: Service {
         // Not a log line: the summary, the last line on stderr (docs/command-line.md).
         // Written once the --http server has stopped, so nothing follows it.
         let (summary, format) = (BrokerCommand.summary("stopped", final, secured: secured), summaryFormat)
-        try LastWords.atEnd { summary.write(format) }
+        try await LastWords.atEnd { summary.write(format) }
     }
 
     /// How long an orderly stop may take, past `--drain`, before the broker exits without it

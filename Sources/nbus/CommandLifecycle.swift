@@ -75,17 +75,17 @@ enum CommandLifecycle {
         } catch let error as MonitoringServerError {
             // The command itself stopped in order; the exit says why, and its report comes last.
             CommandLog.logger(name).error("\(error)")
-            try? LastWords.say()
+            try? await LastWords.say()
             throw ExitCode(2)
         } catch {
             // A helper failed while the group stopped it, after the command had handed in its
             // report: the command's own status wins, as when it threw it itself.
             let held = LastWords.isHolding
-            do { try LastWords.say() } catch where held { throw error }
+            do { try await LastWords.say() } catch where held { throw error }
             throw error
         }
         // Every helper has stopped: nothing writes below the summary now.
-        try LastWords.say()
+        try await LastWords.say()
     }
 }
 
@@ -95,13 +95,13 @@ enum CommandLifecycle {
 /// "connected to ... after 8.1 s", seen in CI. One command runs per process, so one holder.
 enum LastWords {
     private static let pending = Mutex<[@Sendable () throws -> Void]>([])
-    private static let preludes = Mutex<[@Sendable () -> Void]>([])
+    private static let preludes = Mutex<[@Sendable () async -> Void]>([])
 
     /// Holds `write` until `CommandLifecycle.run`'s services have all stopped; outside it (a
     /// command with no lifecycle), runs what comes before the summary and writes at once.
-    static func atEnd(_ write: @escaping @Sendable () throws -> Void) throws {
+    static func atEnd(_ write: @escaping @Sendable () throws -> Void) async throws {
         guard CommandLifecycle.running.load(ordering: .acquiring) else {
-            runPreludes()
+            await runPreludes()
             return try write()
         }
         pending.withLock { $0.append(write) }
@@ -109,18 +109,32 @@ enum LastWords {
 
     /// Runs `work` just before the summary is written: ending the span exporter, whose last
     /// lines ("OTLP: N span(s) exported") belong above the summary. Each runs once: by `say()`,
-    /// by `atEnd` outside a lifecycle, or by `runPreludes()` on a way out that says nothing.
-    static func beforeSummary(_ work: @escaping @Sendable () -> Void) {
+    /// by `atEnd` outside a lifecycle, or by `endingPreludes` on a way out that says nothing.
+    /// Async: swift-otel's exporter ends on the cooperative pool, which a blocked thread of that
+    /// pool starved (1 s more on one CPU, measured).
+    static func beforeSummary(_ work: @escaping @Sendable () async -> Void) {
         preludes.withLock { $0.append(work) }
     }
 
     /// Runs (once) what `beforeSummary` registered and has not run yet.
-    static func runPreludes() {
+    static func runPreludes() async {
         let work = preludes.withLock { held in
             defer { held = [] }
             return held
         }
-        for item in work { item() }
+        for item in work { await item() }
+    }
+
+    /// Runs `body`, then what `beforeSummary` registered and has not run yet, whether `body`
+    /// returned or threw: a way out without a summary still sends the last spans.
+    static func endingPreludes(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch {
+            await runPreludes()
+            throw error
+        }
+        await runPreludes()
     }
 
     /// Whether a summary is held.
@@ -129,8 +143,8 @@ enum LastWords {
     /// Runs the preludes (unless `hurried`: a second signal exits at once, not after the span
     /// exporter's last wait), then writes what was held, in order; rethrows the first error (an
     /// `ExitCode`) after all ran. Each write runs once, whoever calls this first.
-    static func say(hurried: Bool = false) throws {
-        if !hurried { runPreludes() }
+    static func say(hurried: Bool = false) async throws {
+        if !hurried { await runPreludes() }
         let writes = pending.withLock { held in
             defer { held = [] }
             return held

@@ -260,25 +260,26 @@ struct Publish: AsyncParsableCommand {
         logging.bootstrap()
         let exporter = tracing.start(command: "publish")
         // Ended before the summary (its last lines go above it), or here on a way out without one.
-        LastWords.beforeSummary { TracingOptions.finish(exporter, command: "publish") }
-        defer { LastWords.runPreludes() }
-        try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
-            var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
-            if let hwm { configuration.sendHighWaterMark = hwm }
-            if let subscriberBudget { configuration.subscriberBudget = subscriberBudget << 20 }
-            if noBatch { configuration.batching = .off }
-            configuration.closeTimeout = .milliseconds(SecondsOption.milliseconds(closeTimeout))
-            if let stallLimit { configuration.sendStallLimit = SecondsOption.duration(stallLimit) }
-            configuration.logger = CommandLog.logger("publish")  // the bus's own lines, at --log-level debug
-            let bus: Bus
-            do {
-                try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")
-                bus = try Bus(configuration)
-            } catch {
-                throw fail("publish", naming(error, options: [("--bind", endpoints.bind)]), code: 2)
+        LastWords.beforeSummary { await TracingOptions.finish(exporter, command: "publish") }
+        try await LastWords.endingPreludes {
+            try await CommandLifecycle.run(name: "publish") { () async throws -> (PublishService, [any Service]) in
+                var configuration = BusConfiguration(publish: endpoints.attachments(defaultConnect: DefaultEndpoints.frontend))
+                if let hwm { configuration.sendHighWaterMark = hwm }
+                if let subscriberBudget { configuration.subscriberBudget = subscriberBudget << 20 }
+                if noBatch { configuration.batching = .off }
+                configuration.closeTimeout = .milliseconds(SecondsOption.milliseconds(closeTimeout))
+                if let stallLimit { configuration.sendStallLimit = SecondsOption.duration(stallLimit) }
+                configuration.logger = CommandLog.logger("publish")  // the bus's own lines, at --log-level debug
+                let bus: Bus
+                do {
+                    try curve.apply(to: &configuration, allowList: allowSubscribers, command: "publish")
+                    bus = try Bus(configuration)
+                } catch {
+                    throw fail("publish", naming(error, options: [("--bind", endpoints.bind)]), code: 2)
+                }
+                let helpers = try monitoring.services(bus: bus, subscriptions: [], command: "publish").services
+                return (PublishService(command: self, bus: bus, name: notificationName, headers: headerMap, contentType: type), helpers)
             }
-            let helpers = try monitoring.services(bus: bus, subscriptions: [], command: "publish").services
-            return (PublishService(command: self, bus: bus, name: notificationName, headers: headerMap, contentType: type), helpers)
         }
     }
 

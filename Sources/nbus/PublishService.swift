@@ -39,7 +39,7 @@ struct PublishService: Service {
         let stats = await bus.close()
         let (outcome, format) = (PublishOutcome.of(ending, stats: stats, options: command.outcomeOptions), command.summaryFormat)
         // After the --http server and the connection watch have stopped: the summary is last.
-        try LastWords.atEnd { try finish("publish", outcome, format: format) }
+        try await LastWords.atEnd { try finish("publish", outcome, format: format) }
     }
 
     /// Posting ended: says so, and looks at the handshakes when nothing else did.

@@ -126,7 +126,7 @@ struct ReplyService: Service {
         // line on stderr (docs/command-line.md).
         let (warning, summary) = (tally.warning(requests.stats), tally.summary(requests.stats))
         let format = CommandSummary.format(output: command.format, log: command.logging.logFormat)
-        try LastWords.atEnd {
+        try await LastWords.atEnd {
             if let warning { logLine(.warning, "reply", warning) }
             summary.write(format)
         }

@@ -128,8 +128,12 @@ struct Request: AsyncParsableCommand {
         }
         let exporter = tracing.start(command: "request")
         // Ended before the summary (its last lines go above it), or here on a way out without one.
-        LastWords.beforeSummary { TracingOptions.finish(exporter, command: "request") }
-        defer { LastWords.runPreludes() }
+        LastWords.beforeSummary { await TracingOptions.finish(exporter, command: "request") }
+        try await LastWords.endingPreludes { try await perform(requestName, headerMap, payloadBytes) }
+    }
+
+    /// The request itself: the bus opened, the request and its reply, the summary.
+    private func perform(_ requestName: NotificationName, _ headerMap: NotificationHeaders, _ payloadBytes: [UInt8]) async throws {
         let bus: Bus
         do { bus = try Bus(try endpoints.configuration("request")) } catch { throw fail("request", error, code: 2) }
         // --timeout bounds the whole request, the look at the handshakes below included.
@@ -159,6 +163,6 @@ struct Request: AsyncParsableCommand {
         options.curveSecret = endpoints.curve.curveSecret
         let ending = RequestOutcome.of(outcome, name: requestName, verdict: verdict, stats: stats, options: options)
         if !ending.standardOutput.isEmpty { FileHandle.standardOutput.write(Data(ending.standardOutput)) }
-        try LastWords.atEnd { try finish("request", ending, format: .text) }
+        try await LastWords.atEnd { try finish("request", ending, format: .text) }
     }
 }

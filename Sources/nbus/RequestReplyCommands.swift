@@ -81,20 +81,21 @@ struct ReplyCommand: AsyncParsableCommand {
         let requestPattern = try parsedPattern()
         let exporter = tracing.start(command: "reply")
         // Ended before the summary (its last lines go above it), or here on a way out without one.
-        LastWords.beforeSummary { TracingOptions.finish(exporter, command: "reply") }
-        defer { LastWords.runPreludes() }
-        try await CommandLifecycle.run(name: "reply") { () async throws -> (ReplyService, [any Service]) in
-            let bus: Bus
-            let requests: NotificationSequence
-            do {
-                bus = try Bus(try endpoints.configuration("reply"))
-                requests = try bus.notifications(named: requestPattern)
-            } catch {
-                throw fail("reply", error, code: 2)
+        LastWords.beforeSummary { await TracingOptions.finish(exporter, command: "reply") }
+        try await LastWords.endingPreludes {
+            try await CommandLifecycle.run(name: "reply") { () async throws -> (ReplyService, [any Service]) in
+                let bus: Bus
+                let requests: NotificationSequence
+                do {
+                    bus = try Bus(try endpoints.configuration("reply"))
+                    requests = try bus.notifications(named: requestPattern)
+                } catch {
+                    throw fail("reply", error, code: 2)
+                }
+                let helpers = try monitoring.services(
+                    bus: bus, subscriptions: [(requestPattern.description, { @Sendable in requests.stats })], command: "reply").services
+                return (ReplyService(command: self, bus: bus, pattern: requestPattern, requests: requests), helpers)
             }
-            let helpers = try monitoring.services(
-                bus: bus, subscriptions: [(requestPattern.description, { @Sendable in requests.stats })], command: "reply").services
-            return (ReplyService(command: self, bus: bus, pattern: requestPattern, requests: requests), helpers)
         }
     }
 }

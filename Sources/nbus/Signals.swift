@@ -42,7 +42,7 @@ private actor SignalTrap {
                     if count > 1 {
                         // A summary the command already handed in, while its helpers stopped,
                         // is still written: it is what the first signal asked for.
-                        try? LastWords.say(hurried: true)
+                        try? await LastWords.say(hurried: true)
                         FileWriter.standardError.write("nbus: second signal (\(signal)), exiting now\n")
                         _exit(128 + signal.rawValue)
                     }

@@ -155,42 +155,43 @@ struct Subscribe: AsyncParsableCommand {
         logging.bootstrap()
         let exporter = tracing.start(command: "subscribe")
         // Ended before the summary (its last lines go above it), or here on a way out without one.
-        LastWords.beforeSummary { TracingOptions.finish(exporter, command: "subscribe") }
-        defer { LastWords.runPreludes() }
-        try await CommandLifecycle.run(name: "subscribe") { () async throws -> (SubscribeService, [any Service]) in
-            var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
-            configuration.maximumPayload = maxPayload
-            configuration.subscriptionBufferBytes = bufferMiB << 20
-            configuration.maximumResidentMemory = maxMemory == 0 ? nil : UInt64(maxMemory) << 20
-            configuration.maximumHeaderCount = maxHeaders
-            configuration.logger = CommandLog.logger("subscribe")  // the bus's own lines, at --log-level debug
-            let bus: Bus
-            let streams: [BusEventSequence]
-            let buffering: BufferingPolicy
-            switch policy {
-            case .suspend: buffering = .suspendProducer(capacity: buffer)
-            case .dropOldest: buffering = .dropOldest(capacity: buffer)
-            case .dropNewest: buffering = .dropNewest(capacity: buffer)
-            }
-            do {
-                try curve.apply(to: &configuration, allowList: allowPublishers, command: "subscribe")
-                bus = try Bus(configuration)
-                streams = try patterns.map { pattern in
-                    retainedOnly
-                        ? try bus.currentState(named: try NamePattern(pattern), buffering: buffering)
-                        : try bus.events(named: try NamePattern(pattern), buffering: buffering, retained: retained)
+        LastWords.beforeSummary { await TracingOptions.finish(exporter, command: "subscribe") }
+        try await LastWords.endingPreludes {
+            try await CommandLifecycle.run(name: "subscribe") { () async throws -> (SubscribeService, [any Service]) in
+                var configuration = BusConfiguration(subscribe: endpoints.attachments(defaultConnect: DefaultEndpoints.backend))
+                configuration.maximumPayload = maxPayload
+                configuration.subscriptionBufferBytes = bufferMiB << 20
+                configuration.maximumResidentMemory = maxMemory == 0 ? nil : UInt64(maxMemory) << 20
+                configuration.maximumHeaderCount = maxHeaders
+                configuration.logger = CommandLog.logger("subscribe")  // the bus's own lines, at --log-level debug
+                let bus: Bus
+                let streams: [BusEventSequence]
+                let buffering: BufferingPolicy
+                switch policy {
+                case .suspend: buffering = .suspendProducer(capacity: buffer)
+                case .dropOldest: buffering = .dropOldest(capacity: buffer)
+                case .dropNewest: buffering = .dropNewest(capacity: buffer)
                 }
-            } catch {
-                throw fail("subscribe", naming(error, options: [("--bind", endpoints.bind)]), code: 2)
+                do {
+                    try curve.apply(to: &configuration, allowList: allowPublishers, command: "subscribe")
+                    bus = try Bus(configuration)
+                    streams = try patterns.map { pattern in
+                        retainedOnly
+                            ? try bus.currentState(named: try NamePattern(pattern), buffering: buffering)
+                            : try bus.events(named: try NamePattern(pattern), buffering: buffering, retained: retained)
+                    }
+                } catch {
+                    throw fail("subscribe", naming(error, options: [("--bind", endpoints.bind)]), code: 2)
+                }
+                let undecodable = UndecodableCounts(patterns: patterns)
+                let (helpers, latency) = try monitoring.services(
+                    bus: bus,
+                    subscriptions: zip(patterns, streams).enumerated().map { index, subscription in
+                        (subscription.0, { undecodable.adding(to: subscription.1.stats, pattern: index) })
+                    },
+                    command: "subscribe", measuresDelivery: true)
+                return (SubscribeService(command: self, bus: bus, streams: streams, latency: latency, undecodable: undecodable), helpers)
             }
-            let undecodable = UndecodableCounts(patterns: patterns)
-            let (helpers, latency) = try monitoring.services(
-                bus: bus,
-                subscriptions: zip(patterns, streams).enumerated().map { index, subscription in
-                    (subscription.0, { undecodable.adding(to: subscription.1.stats, pattern: index) })
-                },
-                command: "subscribe", measuresDelivery: true)
-            return (SubscribeService(command: self, bus: bus, streams: streams, latency: latency, undecodable: undecodable), helpers)
         }
     }
 

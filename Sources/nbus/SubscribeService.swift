@@ -100,6 +100,6 @@ struct SubscribeService: Service {
         let counts = SubscribeOutcome.Counts(printed: printer.count, perPattern: perPattern, bus: busStats)
         let (outcome, format) = (SubscribeOutcome.of(ending, counts: counts, options: command.outcomeOptions), command.summaryFormat)
         // After the --http server and the connection watch have stopped: the summary is last.
-        try LastWords.atEnd { try finish("subscribe", outcome, format: format) }
+        try await LastWords.atEnd { try finish("subscribe", outcome, format: format) }
     }
 }
