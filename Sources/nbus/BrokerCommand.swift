@@ -54,7 +54,7 @@ struct BrokerCommand: AsyncParsableCommand {
     var heartbeat: Double?
 
     @Option(name: .customLong("stuck-exit"), parsing: .unconditional, help: ArgumentHelp(
-        "Seconds the forwarding loop may go without a round (it runs one at least every second) before the broker logs it and exits with status 70, for a supervisor to restart it (1 to 3600; 0: never, /healthz still says so after 5 s).",
+        "Seconds the forwarding loop may go without a round (it runs one at least every second) before the broker logs it and exits with status 70, for a supervisor to restart it (1 to 3600; 0: never, /healthz still says so after 5 s). Time the process was paused (SIGSTOP) does not count.",
         valueName: "seconds"))
     var stuckExit: Double = 10
 

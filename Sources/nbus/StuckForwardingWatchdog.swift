@@ -8,7 +8,8 @@ import ServiceLifecycle
 import ZeroMQ
 
 /// Exits the process (status 70) when the broker's forwarding loop has not begun a round for
-/// `limit`, so that a supervisor restarts it.
+/// `limit` of the time the process ran (`StuckLoopJudge`: a SIGSTOP's pause is not the loop's),
+/// so that a supervisor restarts it.
 ///
 /// The loop cannot be freed from outside: it is inside a libzmq call, which processes every
 /// command pending for its socket before it returns, and subscribers leaving faster than that
@@ -32,10 +33,15 @@ struct StuckForwardingWatchdog: Service {
         // Checked four times per heartbeat: the exit comes within a quarter second of the limit.
         let interval = Broker.forwardingHeartbeat / 4
         // Throws only CancellationError (the group is stopping): the watch simply ends.
+        let clock = ContinuousClock()
         try? await cancelWhenGracefulShutdown {
+            // A pause of the whole process (SIGSTOP) is not the loop's: StuckLoopJudge excuses it.
+            var judge = StuckLoopJudge(limit: limit)
             while true {
+                let asleep = clock.now
                 try await Task.sleep(for: interval)
-                if let age = broker.forwardingLoopAge(), age > limit {
+                let overslept = max(.zero, clock.now - asleep - interval)
+                if case .stuck(let age) = judge.wokeUp(loopAge: broker.forwardingLoopAge(), overslept: overslept) {
                     let seconds = (Timestamps.seconds(age) * 10).rounded() / 10
                     await Self.exitStuck(
                         broker, why: "has not run for \(seconds) s (--stuck-exit \(Timestamps.seconds(limit)))", secured: secured,
