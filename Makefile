@@ -95,14 +95,14 @@ APT_INSTALL_MISSING = if [ -n "$$missing" ]; then \
 	fi
 
 # The public API of every library product, one declaration a line (docs/public-api.txt), from the
-# compiler's symbol graphs (`swift package dump-symbol-graph`: a debug build in .build, reused).
+# compiler's symbol graphs (swift-symbolgraph-extract over `make test`'s debug build, reused as it is).
 # `make api` rewrites the file after a deliberate change; `make api-check` fails, showing the
 # difference, when the tree's API is not the recorded one, so a change to it is a visible decision.
 api: deps
-	SWIFT=$(SWIFT) $(PYTHON) Tests/API/public_api.py --write docs/public-api.txt
+	SWIFT=$(SWIFT) SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" $(PYTHON) Tests/API/public_api.py --write docs/public-api.txt
 
 api-check: deps
-	SWIFT=$(SWIFT) $(PYTHON) Tests/API/public_api.py --check docs/public-api.txt
+	SWIFT=$(SWIFT) SWIFT_BUILD_FLAGS="$(SWIFT_BUILD_FLAGS)" $(PYTHON) Tests/API/public_api.py --check docs/public-api.txt
 
 # nbus-baseline (C, libzmq only) is the raw-libzmq baseline `nbus demo` and `nbus bench views` run first.
 build: deps

@@ -83,7 +83,7 @@ class CheckTests(unittest.TestCase):
             with open(os.path.join(package, "Package.swift"), "w", encoding="utf-8") as handle:
                 handle.write("// swift-tools-version:6.0\nimport PackageDescription\n"
                              "let package = Package(name: \"Empty\", products: [], targets: [])\n")
-            graphs = os.path.join(package, ".build", "x86_64-unknown-linux-gnu", "symbolgraph")
+            graphs = os.path.join(package, ".build", "public-api", "symbolgraph")
             os.makedirs(graphs)
             recorded = os.path.join(package, "api.txt")
             with open(recorded, "w", encoding="utf-8") as handle:
