@@ -13,13 +13,17 @@ extension WireFormat {
     /// notifications one frame can make a receiver allocate, whatever their size.
     public static let maximumBatchRecords = 1024
     /// The largest batch frame NotificationBus builds by default (name, headers and payloads
-    /// included), far below every receiver's limits. Small on purpose: a broker sizes each
-    /// subscriber's queue (in messages) from the largest frame it forwards lately, so batches
-    /// much larger than the typical batch shrink what a subscriber's byte budget holds (with
-    /// 64 KiB frames a stopped subscriber within its 64 MiB budget was disconnected after 42 MB);
-    /// and ZeroMQ's high-water marks count frames, so a full queue holds a batch's worth per frame.
-    /// 4 KiB is about 13 notifications of 256 bytes: most of the gain per message (NBP-1 §10).
-    public static let defaultMaximumBatchFrame = 4 * 1024
+    /// included), far below every receiver's limits: about 115 notifications of 256 bytes.
+    /// It was 4 KiB (about 13) until issue 41 measured what each frame costs the broker and the
+    /// subscriber, per notification, beside NATS: 32 KiB took the broker from 1.25x NATS's
+    /// server CPU to 0.85x and the subscriber from 1.40x to 1.03x (medians of 5 alternated runs,
+    /// BENCHMARKS.md). What had kept it small is handled elsewhere now: a subscriber's read round
+    /// is bounded by its buffers' room (a slow subscriber at 24,000/s is no longer cut), the
+    /// broker's budget is in bytes (`SubscriberBacklogWatch`), and a publisher's ZeroMQ send mark
+    /// holds the same bytes whatever the frame (`BusConfiguration.sendHighWaterMark`), so a full
+    /// queue does not hold eight times the notifications. 64 KiB frames had a stopped subscriber
+    /// within its 64 MiB budget disconnected after 42 MB (NBP-1 §10).
+    public static let defaultMaximumBatchFrame = 32 * 1024
 
     /// The largest batch frame a producer may send (NBP-1 §2.3): the largest version 1 frame at
     /// the default maximum payload, 4384 + 1048576 = 1,052,960 bytes. Fixed, because a producer

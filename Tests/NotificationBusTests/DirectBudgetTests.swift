@@ -26,8 +26,11 @@ struct DirectBudgetTests {
         configuration.subscriberBudget = 256 << 10
         let publisher = try Bus(configuration)
         var subscriberConfiguration = BusConfiguration.directSubscriber(connect: [endpoint])
-        // A small socket queue at the subscriber, so that its backlog reaches the publisher's mark.
-        subscriberConfiguration.receiveHighWaterMark = 1_000
+        // A small socket queue at the subscriber, so that its backlog reaches the publisher's mark:
+        // 125 frames, 4 MiB of full 32 KiB batches (1,000 let the subscriber's libzmq queue take
+        // the whole 7.7 MB stream once the default frame grew from 4 KiB: the budget was never
+        // reached).
+        subscriberConfiguration.receiveHighWaterMark = 125
         let subscriberBus = try Bus(subscriberConfiguration)
         let name: NotificationName = "slow.handler"
         let events = try subscriberBus.events(named: "slow.>", buffering: .suspendProducer(capacity: 256))

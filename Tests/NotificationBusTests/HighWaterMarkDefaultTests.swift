@@ -30,15 +30,35 @@ struct HighWaterMarkDefaultTests {
         #expect(configuration.receiveHighWaterMark == 64)
     }
 
-    @Test("a publisher that waits with every attachment tcp keeps 1,000 frames; one that binds or is on ipc keeps 10,000")
+    @Test("a publisher that waits with every attachment tcp keeps 4 MiB of batch frames; one that binds or is on ipc 40 MiB")
     func sendMarkFollowsTransport() {
+        // 1,000 and 10,000 frames of 4 KiB, in the default 32 KiB batch frames: 125 and 1,250.
         let brokered = BusConfiguration.brokered(frontends: ["tcp://127.0.0.1:5550"], backends: [])
-        #expect(brokered.publisherBackpressure && brokered.sendHighWaterMark == 1_000)
-        #expect(BusConfiguration(publish: [.connect("ipc:///tmp/f.sock")]).sendHighWaterMark == 10_000)
-        #expect(BusConfiguration(publish: [.bind("tcp://127.0.0.1:5550")]).sendHighWaterMark == 10_000)
+        #expect(brokered.publisherBackpressure && brokered.sendHighWaterMark == 125)
+        #expect(BusConfiguration(publish: [.connect("ipc:///tmp/f.sock")]).sendHighWaterMark == 1_250)
+        #expect(BusConfiguration(publish: [.bind("tcp://127.0.0.1:5550")]).sendHighWaterMark == 1_250)
         var noWait = brokered
         noWait.publisherBackpressure = false
-        #expect(noWait.sendHighWaterMark == 10_000)
+        #expect(noWait.sendHighWaterMark == 1_250)
+    }
+
+    @Test("the send mark holds the same bytes whatever the batch frame: frames of 4 KiB or less and batching off keep the counts, larger ones fewer, at least 64")
+    func sendMarkFollowsBatchFrame() {
+        var configuration = BusConfiguration.brokered(frontends: ["tcp://127.0.0.1:5550"], backends: [])
+        configuration.batching = .off
+        #expect(configuration.sendHighWaterMark == 1_000)
+        configuration.batching = Batching(maximumFrameBytes: 4 * 1024)
+        #expect(configuration.sendHighWaterMark == 1_000)
+        configuration.batching = Batching(maximumFrameBytes: 2 * 1024)
+        #expect(configuration.sendHighWaterMark == 1_000)
+        configuration.batching = Batching(maximumFrameBytes: 16 * 1024)
+        #expect(configuration.sendHighWaterMark == 250)
+        configuration.batching = Batching(maximumFrameBytes: 1 << 20)
+        #expect(configuration.sendHighWaterMark == 64)
+        configuration.publisherBackpressure = false
+        #expect(configuration.sendHighWaterMark == 64)
+        configuration.batching = Batching(maximumFrameBytes: 64 * 1024)
+        #expect(configuration.sendHighWaterMark == 625)
     }
 
     @Test("a mark that is set stays as set")

@@ -12,24 +12,34 @@ public struct BusConfiguration: Sendable {
     /// ZeroMQ send high-water mark per peer (messages). PUB-style sockets drop beyond it unless
     /// `publisherBackpressure` is on; subscribers see the drops as upstream gaps.
     ///
-    /// Unless set, 10,000; and a publisher that binds and does not wait then follows
-    /// `subscriberBudget` instead (a mark in bytes). Set, it is the mark, budget or not.
+    /// Unless set, 10,000 frames of 4 KiB (40 MiB: with larger batch frames, fewer, at least
+    /// 64); and a publisher that binds and does not wait then follows `subscriberBudget` instead
+    /// (a mark in bytes). Set, it is the mark, budget or not.
     /// A publisher that waits (`publisherBackpressure`) with every attachment tcp keeps 1,000
-    /// unless set: a faster publisher's backlog then waits in `post` (bounded by
-    /// `outboundCapacity`) instead of as up to 40 MB of 4 KiB batch frames in ZeroMQ's queue.
+    /// frames of 4 KiB unless set (4 MiB: 125 of the default 32 KiB batch frames): a faster
+    /// publisher's backlog then waits in `post` (bounded by `outboundCapacity`) instead of as
+    /// tens of megabytes of batch frames in ZeroMQ's queue.
     public var sendHighWaterMark: Int32 {
-        get { sendHighWaterMarkSetting ?? (publisherBackpressure && publishesOverTCPOnly ? 1_000 : 10_000) }
+        get { sendHighWaterMarkSetting ?? defaultSendMark(frames: publisherBackpressure && publishesOverTCPOnly ? 1_000 : 10_000) }
         set { sendHighWaterMarkSetting = newValue }
     }
     private var sendHighWaterMarkSetting: Int32?
-    /// ZeroMQ receive high-water mark per connection (messages; a message may be a 4 KiB batch
-    /// frame). Full, the subscriber stops reading the connection: over tcp the sender's queue
+    /// `frames` of 4 KiB in the batch frames this bus builds: the same bytes queued in ZeroMQ
+    /// whatever `batching` says (32 KiB frames made the 1,000-frame mark 32 MB of a publisher's
+    /// private memory), from 64 frames up to `frames` (batching off: `frames`).
+    private func defaultSendMark(frames: Int32) -> Int32 {
+        let frameBytes = batching.maximumFrameBytes
+        guard frameBytes > 4 * 1024 else { return frames }
+        return Int32(max(64, min(Int(frames), Int(frames) * 4 * 1024 / frameBytes)))
+    }
+    /// ZeroMQ receive high-water mark per connection (messages; a message may be a batch frame,
+    /// 32 KiB by default). Full, the subscriber stops reading the connection: over tcp the sender's queue
     /// (a broker's or a binding publisher's, with their budgets) takes the back-pressure, and
     /// nothing is lost.
     ///
     /// Unless set, when every `subscribe` attachment is tcp: as many of the largest frames
     /// `maximumPayload` allows as fit in `subscriptionBufferBytes`, from 64 to 1,000 (64 with the
-    /// defaults: at most 64 MiB of 1 MiB notifications, or 256 KiB of 4 KiB batch frames, held
+    /// defaults: at most 64 MiB of 1 MiB notifications, or 2 MiB of 32 KiB batch frames, held
     /// by libzmq per connection while the consumer is paused; a mark of 1,000 let 1,000
     /// notifications of 1 MiB take 1 GB, issue 38 item 8); 1,000 with no byte bound. Else
     /// 10,000 (over ipc, a 1,000-frame mark made a raw publisher's closing burst lose its tail:
@@ -423,8 +433,8 @@ public struct Batching: Hashable, Sendable, CustomStringConvertible {
         self.maximumFrameBytes = max(0, maximumFrameBytes)
     }
 
-    /// The default: frames of at most `WireFormat.defaultMaximumBatchFrame` (4 KiB; why so
-    /// small is said there).
+    /// The default: frames of at most `WireFormat.defaultMaximumBatchFrame` (32 KiB; why that
+    /// size is said there).
     public static let on = Batching(maximumFrameBytes: WireFormat.defaultMaximumBatchFrame)
     /// Every post its own frame (version 1), as before batch frames.
     public static let off = Batching(maximumFrameBytes: 0)

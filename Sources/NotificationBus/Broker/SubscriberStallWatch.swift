@@ -5,7 +5,7 @@ import ZeroMQ
 /// than the budget.
 ///
 /// libzmq counts a subscriber's queue in messages (`SubscriberQueueBudget`), and a message can be
-/// a 300-byte notification or a 4 KiB batch, so a mark alone bounds bytes only for one frame size.
+/// a 300-byte notification or a 32 KiB batch, so a mark alone bounds bytes only for one frame size.
 /// The mark is therefore sized for small frames (a burst of small notifications within the budget
 /// never reaches it), and this watch bounds the bytes of a subscriber that stops: from the last
 /// moment its connection made progress (its peer acknowledged bytes, or over ipc its process ran),

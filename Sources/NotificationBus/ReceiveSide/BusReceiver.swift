@@ -307,7 +307,7 @@ struct BusReceiver {
     // MARK: Reading
 
     /// The most frame bytes one `read` takes (the round then ends, as at `limit` frames): 4 MiB,
-    /// what 1,024 frames of the default 4 KiB batches come to. libzmq's I/O thread refills the
+    /// what 1,024 frames of 4 KiB batches (the default before 32 KiB) come to. libzmq's I/O thread refills the
     /// socket's queue while a round reads it, so a round of 1,024 frames decoded up to 1,024 of
     /// whatever size the publishers batch: with 32 KiB frames a flooded subscriber's private
     /// memory went from 12 to 39-65 MB, with 64 KiB frames to 90-119 MB (peers kit, 1,000,000 x
