@@ -87,7 +87,7 @@ struct Publish: AsyncParsableCommand {
     var timeout: Double?
 
     @Option(parsing: .unconditional, help: ArgumentHelp(
-        "ZeroMQ send high-water mark, messages per peer (default 1,250 batch frames of 32 KiB, 40 MiB; 125, 4 MiB, when every --connect is tcp; with --no-batch 10,000 and 1,000; with --bind, unless given, each subscriber may fall 64 MiB behind instead).",
+        "ZeroMQ send high-water mark, messages per peer (default with --connect 1,250 batch frames of 32 KiB, 40 MiB, and 125, 4 MiB, when every --connect is tcp; with --no-batch 10,000 and 1,000; with --bind, unless given, each subscriber may fall 64 MiB behind instead).",
         valueName: "messages"))
     var hwm: Int32?
 

@@ -30,16 +30,20 @@ struct HighWaterMarkDefaultTests {
         #expect(configuration.receiveHighWaterMark == 64)
     }
 
-    @Test("a publisher that waits with every attachment tcp keeps 4 MiB of batch frames; one that binds or is on ipc 40 MiB")
+    @Test("a publisher that waits keeps 4 MiB of batch frames over tcp, 40 MiB otherwise; one that does not wait 10,000 frames")
     func sendMarkFollowsTransport() {
         // 1,000 and 10,000 frames of 4 KiB, in the default 32 KiB batch frames: 125 and 1,250.
         let brokered = BusConfiguration.brokered(frontends: ["tcp://127.0.0.1:5550"], backends: [])
         #expect(brokered.publisherBackpressure && brokered.sendHighWaterMark == 125)
-        #expect(BusConfiguration(publish: [.connect("ipc:///tmp/f.sock")]).sendHighWaterMark == 1_250)
-        #expect(BusConfiguration(publish: [.bind("tcp://127.0.0.1:5550")]).sendHighWaterMark == 1_250)
+        let overIPC = BusConfiguration(publish: [.connect("ipc:///tmp/f.sock")])
+        #expect(overIPC.publisherBackpressure && overIPC.sendHighWaterMark == 1_250)
+        // Not waiting, a publisher drops past its mark: not converted (a lone post is a frame).
+        let binding = BusConfiguration(publish: [.bind("tcp://127.0.0.1:5550")])
+        #expect(!binding.publisherBackpressure && binding.sendHighWaterMark == 10_000)
         var noWait = brokered
         noWait.publisherBackpressure = false
-        #expect(noWait.sendHighWaterMark == 1_250)
+        #expect(noWait.sendHighWaterMark == 10_000)
+        #expect(BusConfiguration().sendHighWaterMark == 10_000)
     }
 
     @Test("the send mark holds the same bytes whatever the batch frame: frames of 4 KiB or less and batching off keep the counts, larger ones fewer, at least 64")
@@ -56,9 +60,10 @@ struct HighWaterMarkDefaultTests {
         configuration.batching = Batching(maximumFrameBytes: 1 << 20)
         #expect(configuration.sendHighWaterMark == 64)
         configuration.publisherBackpressure = false
-        #expect(configuration.sendHighWaterMark == 64)
-        configuration.batching = Batching(maximumFrameBytes: 64 * 1024)
-        #expect(configuration.sendHighWaterMark == 625)
+        #expect(configuration.sendHighWaterMark == 10_000)
+        var overIPC = BusConfiguration(publish: [.connect("ipc:///tmp/f.sock")])
+        overIPC.batching = Batching(maximumFrameBytes: 64 * 1024)
+        #expect(overIPC.sendHighWaterMark == 625)
     }
 
     @Test("a mark that is set stays as set")

@@ -12,15 +12,20 @@ public struct BusConfiguration: Sendable {
     /// ZeroMQ send high-water mark per peer (messages). PUB-style sockets drop beyond it unless
     /// `publisherBackpressure` is on; subscribers see the drops as upstream gaps.
     ///
-    /// Unless set, 10,000 frames of 4 KiB (40 MiB: with larger batch frames, fewer, at least
-    /// 64); and a publisher that binds and does not wait then follows `subscriberBudget` instead
-    /// (a mark in bytes). Set, it is the mark, budget or not.
-    /// A publisher that waits (`publisherBackpressure`) with every attachment tcp keeps 1,000
-    /// frames of 4 KiB unless set (4 MiB: 125 of the default 32 KiB batch frames): a faster
-    /// publisher's backlog then waits in `post` (bounded by `outboundCapacity`) instead of as
-    /// tens of megabytes of batch frames in ZeroMQ's queue.
+    /// Unless set: a publisher that does not wait keeps 10,000 (a binding one follows
+    /// `subscriberBudget` instead, a mark in bytes); a publisher that waits
+    /// (`publisherBackpressure`) keeps 10,000 frames of 4 KiB, 1,000 with every attachment tcp,
+    /// converted to the batch frames it builds: 1,250 and 125 of the default 32 KiB (40 MiB and
+    /// 4 MiB), so a faster publisher's backlog waits in `post` (bounded by `outboundCapacity`)
+    /// instead of as tens of megabytes of batch frames in ZeroMQ's queue. Only a waiting
+    /// publisher's mark is converted: there it bounds memory, not loss; one that does not wait
+    /// drops past its mark, and a lone post is a frame of its own, so fewer frames would lose
+    /// sparse traffic sooner. Set, it is the mark, budget or not.
     public var sendHighWaterMark: Int32 {
-        get { sendHighWaterMarkSetting ?? defaultSendMark(frames: publisherBackpressure && publishesOverTCPOnly ? 1_000 : 10_000) }
+        get {
+            sendHighWaterMarkSetting
+                ?? (publisherBackpressure ? defaultSendMark(frames: publishesOverTCPOnly ? 1_000 : 10_000) : 10_000)
+        }
         set { sendHighWaterMarkSetting = newValue }
     }
     private var sendHighWaterMarkSetting: Int32?
@@ -42,7 +47,7 @@ public struct BusConfiguration: Sendable {
     /// defaults: at most 64 MiB of 1 MiB notifications, or 2 MiB of 32 KiB batch frames, held
     /// by libzmq per connection while the consumer is paused; a mark of 1,000 let 1,000
     /// notifications of 1 MiB take 1 GB, issue 38 item 8); 1,000 with no byte bound. Else
-    /// 10,000 (over ipc, a 1,000-frame mark made a raw publisher's closing burst lose its tail:
+    /// 10,000 (up to 320 MiB of full 32 KiB batch frames while the consumer is paused; over ipc, a 1,000-frame mark made a raw publisher's closing burst lose its tail:
     /// libzmq drops what it had not read from a peer that closed, see `docs/deployment.md`).
     public var receiveHighWaterMark: Int32 {
         get { receiveHighWaterMarkSetting ?? (subscribesOverTCPOnly ? byteBoundedReceiveMark : 10_000) }
