@@ -85,7 +85,7 @@ public final class Bus: Sendable {
             // A publisher that binds (one XPUB, not looped back) keeps its own retained values.
             keepsOwnRetained: !sockets.loopback && sockets.publishers.count == 1 && configuration.publish.contains(where: \.isBind),
             retainedNames: configuration.retainedNames, retainedBytes: configuration.retainedBytes,
-            ownMessageBytes: OutboundPosts.ownMessageThreshold(batchBytes: configuration.batching.maximumFrameBytes),
+            ownMessageBytes: OutboundPosts.ownMessageThreshold,
             batchBytes: configuration.batching.maximumFrameBytes)
         self.core = core
         let executor = BusExecutor(core: core)

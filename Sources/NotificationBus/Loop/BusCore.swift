@@ -75,7 +75,7 @@ final class BusCore: Sendable {
         wake: WakeSignal, outboundCapacity: Int, idleSpinNanoseconds: UInt64 = 0, directPublisher: DirectPublisher? = nil,
         keepsOwnRetained: Bool = false, retainedNames: Int = BusConfiguration.defaultRetainedNames,
         retainedBytes: Int = BusConfiguration.defaultRetainedBytes,
-        ownMessageBytes: Int = OutboundPosts.ownMessageThreshold(batchBytes: WireFormat.defaultMaximumBatchFrame),
+        ownMessageBytes: Int = OutboundPosts.ownMessageThreshold,
         batchBytes: Int = 0
     ) {
         self.ownMessageBytes = ownMessageBytes

@@ -46,12 +46,14 @@ struct OutboundPosts: ~Copyable, @unchecked Sendable {
         let publisherID: UInt64
     }
 
-    /// A post whose frame is at least this large is encoded into a libzmq message of its own
-    /// and queued as it is (`append(message:)`), not into the buffer: it is never merged into a
-    /// batch frame (it is as large as one, `batchBytes`), and copying it into the buffer under
-    /// the mailbox's lock and out again on the loop costs two copies (~50-100 us for 1 MB) with
-    /// the lock held against other posters and the loop. Never below 16 KiB (batching off).
-    static func ownMessageThreshold(batchBytes: Int) -> Int { max(batchBytes, 16 << 10) }
+    /// A post whose frame is at least this large (16 KiB) is encoded into a libzmq message of its
+    /// own and queued as it is (`append(message:)`), not into the buffer: it is never merged into
+    /// a batch frame, and copying it into the buffer under the mailbox's lock and out again on
+    /// the loop costs two copies (~50-100 us for 1 MB) with the lock held against other posters
+    /// and the loop. Fixed, not the batch frame's size: with 32 KiB frames (the default since
+    /// issue 41) that would have brought posts of 16-32 KiB back under the lock, twice copied,
+    /// to merge at most one of them into a frame.
+    static let ownMessageThreshold = 16 << 10
 
     /// A buffer holding more than this once emptied is given back (a burst of large posts does
     /// not keep its memory); below it, it is kept for the next round.
