@@ -46,7 +46,7 @@ public struct BrokerConfiguration: Sendable {
     /// then the broker waits `slowSubscriberPatience` for room (publishers wait too: flow
     /// control), disconnects it if it took nothing meanwhile, and waits for it while it moves, up
     /// to 10 s, before sending past it. Its queue is then up to mark × its frames (740 MB of full
-    /// 4 KiB batches, eight times that of the default 32 KiB ones), which `memoryLimit` bounds (docs/deployment.md gives the resident-memory
+    /// 4 KiB batches; 5.7 GB of the default 32 KiB ones, past the default `memoryLimit`), which `memoryLimit` bounds (docs/deployment.md gives the resident-memory
     /// formula). Zero: no budget, the queue bounded by `highWaterMark` messages as before this
     /// setting, and nobody disconnected.
     public var subscriberBudget: Int = BrokerConfiguration.defaultSubscriberBudget

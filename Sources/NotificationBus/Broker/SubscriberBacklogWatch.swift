@@ -6,7 +6,7 @@ import ZeroMQ
 ///
 /// libzmq counts a subscriber's queue in messages, and its mark is sized for small frames
 /// (`SubscriberQueueBudget`), so a subscriber that is slow but moving could hold mark × its frames
-/// (740 MB of full 4 KiB batches for a 64 MiB budget, eight times that of 32 KiB ones). `SubscriberStallWatch` bounds one that
+/// (740 MB of full 4 KiB batches for a 64 MiB budget, 5.7 GB of the default 32 KiB ones). `SubscriberStallWatch` bounds one that
 /// stops; this bounds one that moves: while one is past its budget and moving, the sender holds
 /// back everybody's next frames (flow control: its publishers wait) until it is back within it.
 ///

@@ -50,7 +50,7 @@ struct SubscriberBudgetPolicy {
 
     /// Whether the sender holds back for a subscriber past its budget that moves (the broker and
     /// a binding publisher); otherwise such a one is bounded only by the mark (budget ÷ 384 B
-    /// messages, 11 times the budget in 4 KB frames), and only those that stop are disconnected.
+    /// messages, 11 times the budget in 4 KB frames, 88 times in 32 KiB ones), and only those that stop are disconnected.
     let holdsForBacklog: Bool
 
     /// A budget of `budget` bytes per subscriber and a patience of `patienceNanoseconds`; the
