@@ -75,7 +75,8 @@ def swift_targets(package_path: str) -> list[str]:
         check=True, capture_output=True, text=True,
     ).stdout
     package = json.loads(described[described.index("{"):])
-    return sorted(target["name"] for target in package.get("targets", [])
+    # c99name: the module's name as the compiler knows it (a target named "a-b" is module a_b).
+    return sorted(target.get("c99name", target["name"]) for target in package.get("targets", [])
                   if target.get("module_type") == "SwiftTarget")
 
 
@@ -117,8 +118,11 @@ def extract_symbol_graphs(package_path: str) -> str:
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     tool = symbolgraph_extract()
+    libraries = set(library_modules(package_path))
     for module in swift_targets(package_path):
         if not os.path.exists(os.path.join(bin_path, "Modules", module + ".swiftmodule")):
+            if module in libraries:  # a partial listing would be recorded or checked as the API
+                sys.exit(f"public_api.py: {module}.swiftmodule is not in {bin_path}/Modules after the build")
             continue  # an executable's main module, or a target this build does not make
         command = [tool, "-module-name", module, "-target", triple, "-I", os.path.join(bin_path, "Modules"),
                    "-minimum-access-level", "public", "-skip-synthesized-members", "-output-dir", folder]
