@@ -19,9 +19,9 @@ extension WireFormat {
     /// server CPU to 0.85x and the subscriber from 1.40x to 1.03x (medians of 5 alternated runs,
     /// BENCHMARKS.md). What had kept it small is handled elsewhere now: a subscriber's read round
     /// is bounded by its buffers' room (a slow subscriber at 24,000/s is no longer cut), the
-    /// broker's budget is in bytes (`SubscriberBacklogWatch`), and a publisher's ZeroMQ send mark
-    /// holds the same bytes whatever the frame (`BusConfiguration.sendHighWaterMark`), so a full
-    /// queue does not hold eight times the notifications. 64 KiB frames had a stopped subscriber
+    /// broker's budget is in bytes (`SubscriberBacklogWatch`), and a waiting publisher's ZeroMQ
+    /// send mark holds the same bytes whatever the frame (`BusConfiguration.sendHighWaterMark`),
+    /// so its full queue does not hold eight times the notifications. 64 KiB frames had a stopped subscriber
     /// within its 64 MiB budget disconnected after 42 MB (NBP-1 §10).
     public static let defaultMaximumBatchFrame = 32 * 1024
 
