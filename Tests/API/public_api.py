@@ -30,6 +30,7 @@ import difflib
 import glob
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,15 +54,24 @@ def swift() -> str:
     return os.environ.get("SWIFT", "swift")
 
 
+_DESCRIBED: dict[str, dict] = {}
+
+
+def described(package_path: str) -> dict:
+    """`swift package describe --type json`, once per package path."""
+    if package_path not in _DESCRIBED:
+        text = subprocess.run(
+            [swift(), "package", "--package-path", package_path, "describe", "--type", "json"],
+            check=True, capture_output=True, text=True,
+        ).stdout
+        _DESCRIBED[package_path] = json.loads(text[text.index("{"):])
+    return _DESCRIBED[package_path]
+
+
 def library_modules(package_path: str) -> list[str]:
     """The targets of the package's library products, sorted."""
-    described = subprocess.run(
-        [swift(), "package", "--package-path", package_path, "describe", "--type", "json"],
-        check=True, capture_output=True, text=True,
-    ).stdout
-    package = json.loads(described[described.index("{"):])
     modules: set[str] = set()
-    for product in package.get("products", []):
+    for product in described(package_path).get("products", []):
         if "library" in product.get("type", {}):
             modules.update(product.get("targets", []))
     return sorted(modules)
@@ -70,13 +80,8 @@ def library_modules(package_path: str) -> list[str]:
 def swift_targets(package_path: str) -> list[str]:
     """Every Swift target of the package (tests included, as dump-symbol-graph extracted them:
     a conformance may name a type of any of them)."""
-    described = subprocess.run(
-        [swift(), "package", "--package-path", package_path, "describe", "--type", "json"],
-        check=True, capture_output=True, text=True,
-    ).stdout
-    package = json.loads(described[described.index("{"):])
     # c99name: the module's name as the compiler knows it (a target named "a-b" is module a_b).
-    return sorted(target.get("c99name", target["name"]) for target in package.get("targets", [])
+    return sorted(target.get("c99name", target["name"]) for target in described(package_path).get("targets", [])
                   if target.get("module_type") == "SwiftTarget")
 
 
@@ -96,7 +101,7 @@ def symbolgraph_extract() -> str:
 def extract_symbol_graphs(package_path: str) -> str:
     """Builds as `make test` does (`swift build --build-tests`: nothing to do after it), then
     extracts every Swift module's public symbol graph from that build; returns the folder."""
-    flags = os.environ.get("SWIFT_BUILD_FLAGS", "").split()  # make's, so the build is make test's
+    flags = shlex.split(os.environ.get("SWIFT_BUILD_FLAGS", ""))  # make's, so the build is make test's
     build = subprocess.run([swift(), "build", "--package-path", package_path, *flags, "--build-tests"],
                            capture_output=True, text=True)
     if build.returncode != 0:
