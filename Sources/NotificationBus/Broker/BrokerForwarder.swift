@@ -72,6 +72,17 @@ final class BrokerForwarder {
     private var idleSince: UInt64 = 0
     /// Messages moved per side before looking at the other side and the stop flag again.
     private static let roundLimit = 512
+    /// Whether the last `forwardSubscriptions` / `forwardNotifications` read its socket until it
+    /// would block (not stopped by `roundLimit`, a hold, or a refused send).
+    private var backendDrained = false
+    private var frontendDrained = false
+    /// When the monitors were last read (monotonic ns), and whether the last sleep saw one signal.
+    private var monitorsReadAt: UInt64 = 0
+    private var monitorSignalled = true
+    /// How long traffic may keep the loop from reading the monitors: they are read when their
+    /// descriptor signals, after every sleep that ran out, and at least this often while the
+    /// loop never sleeps (libzmq's I/O thread blocks on a full monitor: 500 events queued).
+    private static let monitorInterval: UInt64 = 1_000_000
     /// `Broker`'s `idleSpin`: after traffic, look again (yielding the core) for this long before
     /// sleeping in `zmq_poll`, so the next message needs no wake-up of this thread (latency).
     private let spinNanoseconds: UInt64
@@ -139,20 +150,20 @@ final class BrokerForwarder {
         // would be pointless) and nothing is waited for here: the retry of the held one waits
         // (a blocking send with a 1 ms timeout wakes as soon as a subscriber makes room; libzmq's
         // XPUB cannot be polled for room), and this only looks at subscriptions and the stop flag.
-        var reading = Poller()
-        reading.register(frontend)
-        reading.register(backend)
-        let readingWake = reading.register(fileDescriptor: shared.wake.fileDescriptor)
         var holding = Poller()
         holding.register(backend)
         let holdingWake = holding.register(fileDescriptor: shared.wake.fileDescriptor)
-        for reader in monitorReaders {
-            reading.register(reader)
-            holding.register(reader)
-        }
+        for reader in monitorReaders { holding.register(reader) }
         while !shared.stopRequested.load(ordering: .acquiring) {
-            shared.lastRound.store(Timestamps.monotonicNanoseconds(), ordering: .relaxed)
-            readConnectionEvents()
+            let roundStart = Timestamps.monotonicNanoseconds()
+            shared.lastRound.store(roundStart, ordering: .relaxed)
+            // Each read of an empty monitor is a command round of libzmq's (a `poll` and a
+            // `getpid`): read when one signalled, or now and then under traffic.
+            if monitorSignalled || roundStart &- monitorsReadAt >= Self.monitorInterval {
+                monitorSignalled = false
+                monitorsReadAt = roundStart
+                readConnectionEvents()
+            }
             forgetClosedPublishers()
             checkMemory()
             watchSubscribers()
@@ -164,6 +175,14 @@ final class BrokerForwarder {
                     trimmedSinceTraffic = false
                     idleSince = Timestamps.monotonicNanoseconds()
                     publishStatistics()
+                }
+                // Both sides read until they would block and nothing waits to go: no second round
+                // before sleeping (two command rounds of libzmq's saved for every sparse message);
+                // `sleep` looks at both sockets' ZMQ_EVENTS before it sleeps, so what came since
+                // is read at once.
+                let settled = frontendDrained && backendDrained && held.isEmpty && snapshots.isEmpty
+                if moved > 0 && (!settled || spinNanoseconds > 0) {
+                    continue
                 } else if !held.isEmpty {
                     try holding.poll(timeoutMilliseconds: 0)
                     if holding.ready(at: holdingWake).contains(.readable) { shared.wake.drain() }
@@ -189,12 +208,11 @@ final class BrokerForwarder {
                         let wait = due > now ? Int(min(due - now, 10_000_000_000) / 1_000_000) + 1 : 0
                         timeout = min(timeout, wait)
                     }
-                    let ready = try reading.poll(timeoutMilliseconds: timeout)
+                    let ready = try sleep(timeoutMilliseconds: timeout)
                     if ready == 0, !trimmedSinceTraffic, Timestamps.monotonicNanoseconds() >= idleSince &+ 10_000_000_000 {
                         releaseFreeMemory()
                         trimmedSinceTraffic = true
                     }
-                    if reading.ready(at: readingWake).contains(.readable) { shared.wake.drain() }
                 }
             } catch {
                 // ETERM: the context is ending, nothing more can be sent. Any other error of a
@@ -211,6 +229,45 @@ final class BrokerForwarder {
         held.removeAll()
         subscription.removeAll()
         publishStatistics()
+    }
+
+    /// Sleeps in poll(2) on the wake-up eventfd, the frontend's and backend's `ZMQ_FD` and the
+    /// monitors' for `timeoutMilliseconds` (-1: until something happens); returns how many
+    /// descriptors fired (0: the time ran out), or 1 without sleeping when a socket has a message
+    /// queued already.
+    ///
+    /// Not `zmq_poll` (as `BusEventLoop.park`): that looks at every socket's `ZMQ_EVENTS` (a
+    /// command round of libzmq's: a `poll` and a `getpid` each) before a zero-timeout poll, again
+    /// before the real one and again after it, four sockets here. `ZMQ_FD` signals an edge, so a
+    /// socket is looked at once before the sleep (a message already queued does not signal it);
+    /// a monitor is not, since its last read drained it (`readConnectionEvents`).
+    private func sleep(timeoutMilliseconds: Int) throws(ZMQError) -> Int {
+        var descriptors: [pollfd] = []
+        descriptors.reserveCapacity(3 + monitorReaders.count)
+        descriptors.append(pollfd(fd: shared.wake.fileDescriptor, events: Int16(POLLIN), revents: 0))
+        for socket in [frontend, backend] {
+            if try socket.get(.events) & Int32(PollEvents.readable.rawValue) != 0 { return 1 }
+            descriptors.append(pollfd(fd: try socket.get(.fileDescriptor), events: Int16(POLLIN), revents: 0))
+        }
+        let firstMonitor = descriptors.count
+        for reader in monitorReaders {
+            descriptors.append(pollfd(fd: try reader.get(.fileDescriptor), events: Int16(POLLIN), revents: 0))
+        }
+        let count = descriptors.count
+        let result = descriptors.withUnsafeMutableBufferPointer {
+            Glibc.poll($0.baseAddress, nfds_t(count), Int32(clamping: timeoutMilliseconds))
+        }
+        if result < 0 {
+            // EINTR: the next round looks again. Anything else is the descriptors gone (the
+            // context ending, which the next socket call reports): not a busy loop meanwhile.
+            if errno != EINTR { usleep(1_000) }
+            monitorSignalled = true
+            return 1
+        }
+        if descriptors[0].revents != 0 { shared.wake.drain() }
+        // A monitor that signalled, or a sleep that ran out (a look now and then anyway).
+        if result == 0 || descriptors[firstMonitor...].contains(where: { $0.revents != 0 }) { monitorSignalled = true }
+        return Int(result)
     }
 
     /// A stop hands on what the broker already took, for up to `drainTimeout`: nothing more is
@@ -358,8 +415,12 @@ final class BrokerForwarder {
     /// a mark, so it never refuses one).
     private func forwardSubscriptions() throws(ZMQError) -> Int {
         var moved = 0
+        backendDrained = false
         while moved < Self.roundLimit {
-            guard let bytes = try receiveWholeMessage(from: backend, into: &subscription) else { break }
+            guard let bytes = try receiveWholeMessage(from: backend, into: &subscription) else {
+                backendDrained = true
+                break
+            }
             stats.subscriptionMessages &+= 1
             if subscription.count == 1 {
                 subscription.withMessageBytes(at: 0) { shared.subscriptions.apply($0) }
@@ -383,6 +444,7 @@ final class BrokerForwarder {
     /// Notifications from publishers go down to the subscribers, each whole or held.
     private func forwardNotifications() throws(ZMQError) -> Int {
         var moved = 0
+        frontendDrained = false
         while moved < Self.roundLimit {
             if held.isEmpty, budget.policy.mustHold(wireSent: wireBytesToSubscribers) {
                 // A subscriber may be past its budget: look (if not looked at just now); while one
@@ -391,7 +453,10 @@ final class BrokerForwarder {
                 if budget.policy.mustHold(wireSent: wireBytesToSubscribers) { break }
             }
             if held.isEmpty {
-                guard let bytes = try receiveWholeMessage(from: frontend, into: &held) else { break }
+                guard let bytes = try receiveWholeMessage(from: frontend, into: &held) else {
+                    frontendDrained = true
+                    break
+                }
                 heldBytes = bytes
                 // The batch header's count, read without decoding (NBP-1 §2.3): counts people
                 // read as notifications stay notifications.
