@@ -19,25 +19,33 @@ final class MemorySampler: Sendable {
         state = Mutex((MemorySamples(intervalMilliseconds: max(1, intervalMilliseconds)), false))
     }
 
-    /// Starts sampling (the first sample is taken at once).
+    /// Starts sampling: the first sample now, on the caller's thread, then one every interval on a
+    /// thread of its own. On a loaded machine that thread may first run seconds later, after a
+    /// short-lived process ended: with the first sample taken there, the runner saw none at all
+    /// (`OverloadBenchTests`, twice in three runs of the suite beside `stress-ng --cpu 2`).
     func start() {
+        guard sample() else { return }
         Thread.detachNewThread { [self] in
             while true {
-                let memory = ProcessMemory.read(pid: pid)
-                let keepGoing = state.withLock { state -> Bool in
-                    guard !state.stopped else { return false }
-                    guard let memory else {
-                        // The process is gone (or a zombie without memory): nothing more to see.
-                        state.stopped = true
-                        return false
-                    }
-                    state.samples.add(memory)
-                    return true
-                }
-                guard keepGoing else { return }
                 // Pacing only: the sample rate, not a synchronisation.
                 usleep(useconds_t(intervalMilliseconds * 1_000))
+                guard sample() else { return }
             }
+        }
+    }
+
+    /// Takes one sample; false once sampling is over (stopped, or the process gone).
+    private func sample() -> Bool {
+        let memory = ProcessMemory.read(pid: pid)
+        return state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            guard let memory else {
+                // The process is gone (or a zombie without memory): nothing more to see.
+                state.stopped = true
+                return false
+            }
+            state.samples.add(memory)
+            return true
         }
     }
 

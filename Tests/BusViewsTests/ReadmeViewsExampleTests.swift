@@ -26,7 +26,7 @@ private struct TaskOnlyTicker: View {
     }
 }
 
-@Suite("README views example", .timeLimit(.minutes(1)))
+@Suite("README views example", .timeLimit(.minutes(2)))
 @MainActor
 struct ReadmeViewsExampleTests {
     @Test("The README's Ticker view mounts and counts what it handles", .timeLimit(.minutes(1)))
