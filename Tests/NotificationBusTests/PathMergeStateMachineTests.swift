@@ -121,6 +121,30 @@ struct PathMergeStateMachineTests {
         #expect(feed(&alone, [(1, 40)], connected: 0b10) == ["d:40"])
     }
 
+    @Test("a path down is not waited for at a stream's start only once its monitor was read after the first arrival")
+    func startWaitsForAPathDownUntilItsMonitorIsRead() {
+        // Path 0's connection is up but its monitor not read yet (the receiver thinks it down);
+        // path 1 brings 9 first, read at 5 ms, the monitors last read at 4 ms: held.
+        var machine = Machine(paths: 2, startWait: 1_000 * ms)
+        #expect(
+            outputs(machine.received("9", sequence: 9, path: 1, now: 5 * ms, connected: 0b10, gapTimeout: timeout, pathsReadAt: 4 * ms))
+                == ["held"])
+        // The monitors read at 6 ms say path 0 is up: it is waited for, and brings 1...9.
+        #expect(render(machine.settle(now: 6 * ms, connected: both, gapTimeout: timeout, pathsReadAt: 6 * ms)).isEmpty)
+        let early = (1...9).flatMap { sequence in
+            outputs(machine.received("\(sequence)", sequence: sequence, path: 0, now: 7 * ms, connected: both, gapTimeout: timeout, pathsReadAt: 6 * ms))
+        }
+        #expect(early == ["d:1", "d:2", "d:3", "d:4", "d:5", "d:6", "d:7", "d:8", "d:9", "dup"])
+        #expect(!machine.isWaiting)
+        // Really down: once a reading after the arrival says so, the stream starts at the oldest held.
+        var down = Machine(paths: 2, startWait: 1_000 * ms)
+        #expect(
+            outputs(down.received("9", sequence: 9, path: 1, now: 5 * ms, connected: 0b10, gapTimeout: timeout, pathsReadAt: 4 * ms))
+                == ["held"])
+        #expect(render(down.settle(now: 6 * ms, connected: 0b10, gapTimeout: timeout, pathsReadAt: 6 * ms)) == ["d:9"])
+        #expect(down.startSequence == 9)
+    }
+
     @Test("held notifications keep their order whatever order the holes fill in")
     func orderKeptAcrossSeveralHoles() {
         var machine = Machine(paths: 3)

@@ -121,6 +121,7 @@ extension BusEventLoop {
             let now = Timestamps.monotonicNanoseconds()
             for change in sockets.subscriberPathChanges { receiver.setPath(change.path, connected: change.connected, now: now) }
             sockets.subscriberPathChanges.removeAll()
+            receiver.pathsRead(at: sockets.subscriberPathsReadAt, now: now)
             receiver.settleMergedStreams(now: now)
         }
         receiver.flush()

@@ -27,6 +27,9 @@ final class BusSockets {
     /// Subscribing paths whose connection came up or went down since the loop last took them,
     /// in order (several paths only: the receiver waits for a path only while it is up).
     var subscriberPathChanges: [(path: Int, connected: Bool)] = []
+    /// When `readHandshakeFailures` last began reading the monitors (monotonic ns): what
+    /// `subscriberPathChanges` says holds for whatever was received before it.
+    private(set) var subscriberPathsReadAt: UInt64 = 0
     /// Subscribing connections that came back after one on the same endpoint had passed its
     /// handshake and dropped (a broker that restarted): their path and endpoint, in order, until
     /// the loop takes them (retained snapshots are asked for again there, NBP-1 §18).
@@ -284,6 +287,7 @@ final class BusSockets {
     /// publisher's disconnections on the way.
     func readHandshakeFailures() throws(ZMQError) -> [HandshakeFailure] {
         var failures: [HandshakeFailure] = []
+        if subscribers.count > 1 { subscriberPathsReadAt = Timestamps.monotonicNanoseconds() }
         for (reader, isPublisher, path) in handshakeMonitors {
             while let frames = try reader.receiveMultipartIfReady() {
                 guard let event = SocketEvent(frames: frames) else { continue }

@@ -212,8 +212,20 @@ struct BusReceiver {
     }
 
     /// Paths that are down until their monitor reports a connection (or they bring something).
+    /// Until `pathsRead(at:now:)` says the monitors were read after a stream's first arrival, a
+    /// path down is still waited for at that stream's start.
     mutating func startDisconnected(paths: [Int]) {
         for path in paths where path >= 0 && path < pathCount { connectedPaths &= ~(1 << UInt64(path)) }
+        merged.pathsReadAt = 0
+    }
+
+    /// The paths' monitors were read at `readAt` (monotonic ns, taken before the read), their
+    /// changes already given to `setPath`: a stream whose start waits on a path that is down
+    /// can now start (every waiting stream is settled once per new reading).
+    mutating func pathsRead(at readAt: UInt64, now: UInt64) {
+        guard merged.pathsReadAt != .max, readAt != merged.pathsReadAt else { return }
+        merged.pathsReadAt = readAt
+        settleMergedStreams(now: now, all: true)
     }
 
     // MARK: Subscriptions

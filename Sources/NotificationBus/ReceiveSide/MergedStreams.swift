@@ -16,13 +16,14 @@ struct MergedStreams {
         /// Feeds the merge in place (no copy of its held notifications); returns its disposition
         /// and whether the stream waited before and waits now.
         mutating func received(
-            _ notification: BusNotification, path: Int, now: UInt64, connected: UInt64, gapTimeout: UInt64, heard: UInt64
+            _ notification: BusNotification, path: Int, now: UInt64, connected: UInt64, gapTimeout: UInt64, heard: UInt64,
+            pathsReadAt: UInt64
         ) -> (Merge.Disposition, wasWaiting: Bool, isWaiting: Bool) {
             self.heard = heard
             let wasWaiting = merge.isWaiting
             let disposition = merge.received(
                 notification, sequence: notification.sequence, path: path, now: now, connected: connected,
-                gapTimeout: gapTimeout)
+                gapTimeout: gapTimeout, pathsReadAt: pathsReadAt)
             return (disposition, wasWaiting, merge.isWaiting)
         }
     }
@@ -42,6 +43,10 @@ struct MergedStreams {
     }
     private var waiting: Set<Key> = []
     private var ended: Set<Key> = []
+    /// When the receiver last read the paths' monitors (monotonic ns; `.max`: the connection
+    /// mask it passes is always current): a path that is down is not waited for at a stream's
+    /// start only once this passed the stream's first arrival (`PathMergeStateMachine.settle`).
+    var pathsReadAt: UInt64 = .max
     /// Paths per stream.
     let paths: Int
     /// `BusConfiguration.maximumTrackedStreams`: past it the least recently heard tenth is forgotten.
@@ -100,7 +105,8 @@ struct MergedStreams {
         let (index, forgotten) = streamIndex(key, heard: heard, now: now)
         let wasStarted = streams.values[index].merge.started
         let (disposition, wasWaiting, isWaiting) = streams.values[index].received(
-            notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard)
+            notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard,
+            pathsReadAt: pathsReadAt)
         if !wasStarted { noteStart(wasStarted: false, streams.values[index].merge) }
         // Only a change costs a hash of the key (the common case: not waiting before nor after).
         if wasWaiting != isWaiting { noteWaiting(key, isWaiting) }
@@ -138,7 +144,8 @@ struct MergedStreams {
         for notification in notifications {
             dispositions.append(
                 streams.values[index].received(
-                    notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard
+                    notification, path: path, now: now, connected: connected, gapTimeout: gapTimeout, heard: heard,
+                    pathsReadAt: pathsReadAt
                 ).0)
         }
         let isWaiting = streams.values[index].merge.isWaiting
@@ -165,7 +172,8 @@ struct MergedStreams {
     mutating func endOfStream(_ key: Key, last: UInt64, path: Int, now: UInt64, connected: UInt64) -> [Merge.Step] {
         guard var stream = streams[key] else { return [] }
         let wasStarted = stream.merge.started
-        let steps = stream.merge.endOfStream(last: last, path: path, now: now, connected: connected, gapTimeout: gapTimeout)
+        let steps = stream.merge.endOfStream(
+            last: last, path: path, now: now, connected: connected, gapTimeout: gapTimeout, pathsReadAt: pathsReadAt)
         noteStart(wasStarted: wasStarted, stream.merge)
         if stream.merge.isFinished(now: now, gapTimeout: gapTimeout) {
             forget(key)
@@ -187,7 +195,7 @@ struct MergedStreams {
             guard var stream = streams[key] else { continue }
             if !all, let deadline = stream.merge.deadline(gapTimeout: gapTimeout), deadline > now { continue }
             let wasStarted = stream.merge.started
-            let steps = stream.merge.settle(now: now, connected: connected, gapTimeout: gapTimeout)
+            let steps = stream.merge.settle(now: now, connected: connected, gapTimeout: gapTimeout, pathsReadAt: pathsReadAt)
             noteStart(wasStarted: wasStarted, stream.merge)
             streams[key] = stream
             settled.append((key, steps))
