@@ -33,7 +33,9 @@ struct TypedBenchTests {
         #expect(report.accountingErrors.isEmpty, "\(report.accountingErrors)")
         #expect(report.typed.count == 2 && report.bytes.count == 2 && report.foundationObserver.count == 2)
         #expect(report.typedEncoded == [0, 0] && report.typedDecoded == [0, 0])
-        #expect(report.typed.allSatisfy { $0.delivered == 2_000 } && report.foundationSequence != nil)
+        #expect(report.typed.allSatisfy { $0.delivered == 2_000 } && report.foundationSequence.count == 2)
+        #expect(report.foundationRate == max(report.foundationObserverRate, report.foundationSequenceRate))
+        #expect(report.table().contains("ratio bus typed/Foundation's faster (\(report.foundationFasterForm))"))
         #expect(report.typedOverBytes > 0 && report.table().contains("ratio typed/bytes"))
     }
 }
