@@ -47,6 +47,31 @@ struct MergedStreamsTests {
         #expect(try feed(&table, orders, 3, path: 1) == "dup", "a late copy of what was declared lost")
     }
 
+    @Test("A start that waits on a path read as down asks for a reading; one taken after the arrival starts it")
+    func startAwaitsPathReading() throws {
+        var table = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)
+        table.pathsReadAt = 4
+        let late = try key(7, "prices.eur")
+        let nine = try BusNotification(name: late.name, sequence: 9, publisherID: 7)
+        // Path 0 read as down at 4; 9 arrives on path 1 at 5: held, and a reading is wanted.
+        guard case .held = table.received(nine, key: late, path: 1, now: 5, connected: 0b10, heard: 1).disposition else {
+            Issue.record("9 was not held")
+            return
+        }
+        #expect(table.startAwaitsPathReading)
+        // A reading at 6 says path 0 is still down: the stream starts at 9, nothing waits.
+        table.pathsReadAt = 6
+        #expect(!table.startAwaitsPathReading)
+        let settled = table.settle(now: 6, connected: 0b10, all: true)
+        #expect(settled.map(\.key) == [late] && settled.first?.steps.count == 1)
+        #expect(table.nextDeadline == nil)
+        #expect((table.streamsJoinedLate, table.notificationsBeforeJoining) == (1, 8))
+        // Without monitors (`.max`, the mask always current) no reading is ever wanted.
+        var current = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)
+        _ = current.received(nine, key: late, path: 1, now: 5, connected: 0b11, heard: 1)
+        #expect(!current.startAwaitsPathReading)
+    }
+
     @Test("A stream joined late is counted once when its merged start settles, as one path counts it; one from 1 is not")
     func joinedLateIsCounted() throws {
         var table = MergedStreams(paths: 2, maximumTracked: 100, gapTimeout: timeout)

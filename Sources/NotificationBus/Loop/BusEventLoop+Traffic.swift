@@ -117,12 +117,13 @@ extension BusEventLoop {
             }
         }
         if receiver.pathCount > 1 {
-            // Several brokers: a path that went down can fill no hole; a wait that ended declares its gap.
-            let now = Timestamps.monotonicNanoseconds()
-            for change in sockets.subscriberPathChanges { receiver.setPath(change.path, connected: change.connected, now: now) }
-            sockets.subscriberPathChanges.removeAll()
-            receiver.pathsRead(at: sockets.subscriberPathsReadAt, now: now)
-            receiver.settleMergedStreams(now: now)
+            applyPathChanges()
+            if receiver.startAwaitsPathReading {
+                // A new stream's start waits on a path that seems down: read the monitors now,
+                // after this round's reads, so a path really down costs it no wait.
+                _ = readHandshakeFailures()
+                applyPathChanges()
+            }
         }
         receiver.flush()
         endSnapshots()
@@ -132,6 +133,17 @@ extension BusEventLoop {
             perform(topics.acknowledgeEndOfStream(publisher: publisherID))
         }
         return count > 0
+    }
+
+    /// Several brokers: what the monitors said since the last call goes to the receiver (a path
+    /// that went down can fill no hole; a stream's start may now settle); a wait that ended
+    /// declares its gap.
+    private func applyPathChanges() {
+        let now = Timestamps.monotonicNanoseconds()
+        for change in sockets.subscriberPathChanges { receiver.setPath(change.path, connected: change.connected, now: now) }
+        sockets.subscriberPathChanges.removeAll()
+        receiver.pathsRead(at: sockets.subscriberPathsReadAt, now: now)
+        receiver.settleMergedStreams(now: now)
     }
 
     /// A connecting socket (CURVE or plaintext): counts the failed handshakes its monitor reported.

@@ -216,7 +216,14 @@ struct BusReceiver {
     /// path down is still waited for at that stream's start.
     mutating func startDisconnected(paths: [Int]) {
         for path in paths where path >= 0 && path < pathCount { connectedPaths &= ~(1 << UInt64(path)) }
-        merged.pathsReadAt = 0
+        if !paths.isEmpty { merged.pathsReadAt = 0 }
+    }
+
+    /// A path is down (as last read) and a stream's start waits for a reading of the monitors
+    /// taken after its first arrival (`MergedStreams.startAwaitsPathReading`).
+    var startAwaitsPathReading: Bool {
+        let all: UInt64 = pathCount == 64 ? .max : (1 << UInt64(pathCount)) - 1
+        return connectedPaths != all && merged.startAwaitsPathReading
     }
 
     /// The paths' monitors were read at `readAt` (monotonic ns, taken before the read), their

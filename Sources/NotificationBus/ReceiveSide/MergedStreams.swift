@@ -63,6 +63,18 @@ struct MergedStreams {
     /// Streams tracked, not counting those whose end of stream came (their tail is known).
     var tracked: Int { streams.count - ended.count }
 
+    /// Whether a stream that has not started waits for a reading of the paths' monitors taken
+    /// after its first arrival (a path it would not wait for if that path is really down): the
+    /// loop then reads them at once rather than at its next look, or a broker down would delay
+    /// every stream joined mid-way by the whole start wait.
+    var startAwaitsPathReading: Bool {
+        guard pathsReadAt != .max else { return false }
+        return waiting.contains { key in
+            guard let merge = streams[key]?.merge, !merge.started, let since = merge.waitingSince else { return false }
+            return pathsReadAt <= since
+        }
+    }
+
     /// When the earliest wait for a hole ends (monotonic ns), if any stream is waiting.
     var nextDeadline: UInt64? {
         waiting.compactMap { streams[$0]?.merge.deadline(gapTimeout: gapTimeout) }.min()
