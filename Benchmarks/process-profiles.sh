@@ -26,7 +26,8 @@ record() {
 # The report of one process: $1 its name, $2 the notifications delivered.
 report() {
   data="$D/$1.data"
-  total=$(perf report -i "$data" --stdio --sort comm -g none 2>/dev/null | awk '/^# Samples:/ { print $3 }')
+  # perf's header rounds ("1K samples"): the rows' own counts, summed.
+  total=$(perf report -i "$data" --stdio -n --no-children --sort comm -g none 2>/dev/null | awk '/%/ && !/^#/ { s += $2 } END { print s + 0 }')
   echo "## $1: $(awk -v s="$total" -v f="$FREQUENCY" -v n="$2" 'BEGIN { printf "%.3f us of CPU per notification (%s samples at %s Hz)", s / f * 1e6 / n, s, f }')"
   echo "by thread:"
   perf report -i "$data" --stdio --no-children --sort comm -g none 2>/dev/null | awk '/%/ && !/^#/ { printf "  %s\n", $0 }'
