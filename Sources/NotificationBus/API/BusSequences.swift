@@ -42,7 +42,7 @@ public struct NotificationSequence: AsyncSequence, Sendable {
         /// Runs on the caller's actor (`for await` passes it): a main-actor loop takes each
         /// notification without hopping off the main actor and back. Inlinable, so a loop in
         /// another module needs no executor check per element either.
-        @inlinable
+        @inlinable @inline(__always)
         public mutating func next(isolation actor: isolated (any Actor)?) async -> BusNotification? {
             // The buffer's `next()` is nonisolated(nonsending): it runs right here, no executor check.
             while let event = await events.buffer.next() {
@@ -92,7 +92,7 @@ public struct BusEventSequence: AsyncSequence, Sendable {
         }
 
         /// Runs on the caller's actor (`for await` passes it), without a hop per element.
-        @inlinable
+        @inlinable @inline(__always)
         public mutating func next(isolation actor: isolated (any Actor)?) async -> BusEvent? {
             await buffer.next()
         }

@@ -28,7 +28,7 @@ public struct MessageEnvelopeSequence<Message: Sendable>: AsyncSequence, Sendabl
             await next(isolation: nil)
         }
 
-        @inlinable
+        @inlinable @inline(__always)
         public mutating func next(isolation actor: isolated (any Actor)?) async -> TypedNotification<Message>? {
             guard let (message, notification) = await events.nextMessage(isolation: actor) else { return nil }
             return TypedNotification(message: message, notification: notification)

@@ -47,7 +47,7 @@ public struct MessageEventSequence<Message: Sendable>: AsyncSequence, Sendable {
         }
 
         /// Runs on the caller's actor (`for await` passes it): decoding happens there.
-        @inlinable
+        @inlinable @inline(__always)
         public mutating func next(isolation actor: isolated (any Actor)?) async -> MessageEvent<Message>? {
             guard let event = await events.next(isolation: actor) else { return nil }
             switch consume event {  // moved out: binding a copy retained each field
@@ -71,7 +71,7 @@ public struct MessageEventSequence<Message: Sendable>: AsyncSequence, Sendable {
         /// The next message, skipping gaps, clears of a retained value and undecodable
         /// notifications (counted): what `MessageSequence` and `MessageEnvelopeSequence` read,
         /// without making an event of each.
-        @inlinable
+        @inlinable @inline(__always)
         mutating func nextMessage(isolation actor: isolated (any Actor)?) async -> (Message, BusNotification)? {
             while let event = await events.next(isolation: actor) {
                 guard case .notification(var notification) = event else { continue }

@@ -29,7 +29,7 @@ public struct MessageSequence<Message: Sendable>: AsyncSequence, Sendable {
             await next(isolation: nil)
         }
 
-        @inlinable
+        @inlinable @inline(__always)
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Message? {
             await events.nextMessage(isolation: actor)?.0
         }

@@ -47,7 +47,7 @@ final class IteratorBuffer {
     /// Inlinable: the common case (an event already taken) is a pop in the consumer's own frame.
     /// A cancelled task's loop ends at its next element, not after what is buffered (a busy
     /// subscription is never empty): one flag read per element, and one nil check for tracing.
-    @inlinable
+    @inlinable @inline(__always)
     nonisolated(nonsending) func next() async -> BusEvent? {
         if tracer == nil, !Task.isCancelled, let event = events.popFirst() { return event }
         return await nextAfterRefill()
