@@ -4,6 +4,9 @@
 import Foundation
 import Synchronization
 
+// BenchOrder's shape (Sources/BusBench/BenchOrder.swift), as in busjson-coder/main.swift: each of
+// these programs is built alone by swiftc, so each declares it with the conformance it needs
+// (here Foundation's AsyncMessage, there Codable); keep the fields and values the same.
 struct Order: NotificationCenter.AsyncMessage, Sendable {
     typealias Subject = NSObject
     var id: Int
